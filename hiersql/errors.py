@@ -1,0 +1,50 @@
+"""Errors raised on bad input.
+
+Every message names where the fault is: ``file:line: message: 'value'``. The CLI prints the message on one
+line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(ValueError):
+    """Bad input: a malformed file, an unknown label, a cycle in a taxonomy, ...
+
+    Parameters
+    ----------
+    message:
+        What is wrong, in plain words.
+    source:
+        The file (or table, or ``"<DataFrame>"``) the input came from.
+    line:
+        1-based line (or row) number within ``source``, when known.
+    value:
+        The offending value, quoted in the message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        source: str | Path | None = None,
+        line: int | None = None,
+        value: object = None,
+    ) -> None:
+        self.message = message
+        self.source = str(source) if source is not None else None
+        self.line = line
+        self.value = value
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.source is not None:
+            where = self.source if self.line is None else f"{self.source}:{self.line}"
+            where += ": "
+        tail = "" if self.value is None else f": {self.value!r}"
+        return f"{where}{self.message}{tail}"
+
+
+class DataWarning(UserWarning):
+    """Input that was accepted but changed: duplicates collapsed, unknown labels ignored, zero divisions."""

@@ -1,0 +1,137 @@
+"""The metric queries in ``sql/``: loading, parameters, composition and transpilation with sqlglot.
+
+A file holds one or more named queries, each introduced by a line ``-- name: NAME``; a file without such a
+line is one query named after the file. Parameters are written ``$name`` (DuckDB's named parameters), so a
+file runs unchanged in DuckDB with native parameters; for other dialects sqlglot parses the query, replaces
+each parameter by a literal and writes the dialect (:func:`render`).
+
+A query may read the result of another query of the same file by its name, as if it were a table: DuckDB
+materialises it as a temporary table (:meth:`hiersql.store.Store.run_family`); :func:`render` inlines it
+as a common table expression.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+_NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+
+
+def sql_dir() -> Path:
+    """The folder of ``.sql`` files: inside the installed package, else ``sql/`` at the top of the repo."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "sql", here.parent / "sql"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"no sql/ folder next to {here}")
+
+
+def available() -> list[str]:
+    """Names of all SQL files (without ``.sql``)."""
+    return sorted(p.stem for p in sql_dir().glob("*.sql"))
+
+
+@cache
+def queries(file: str) -> dict[str, str]:
+    """The named queries of ``sql/<file>.sql``, in file order."""
+    text = (sql_dir() / f"{file}.sql").read_text(encoding="utf-8")
+    marks = list(_NAME.finditer(text))
+    if not marks:
+        return {file: text.strip().rstrip(";")}
+    out: dict[str, str] = {}
+    for mark, nxt in zip(marks, [*marks[1:], None], strict=True):
+        body = text[mark.end() : nxt.start() if nxt else len(text)]
+        out[mark.group(1)] = body.strip().rstrip(";")
+    return out
+
+
+def parameters(sql: str) -> set[str]:
+    """Names of the ``$name`` parameters a query uses."""
+    return set(_PARAM.findall(sql))
+
+
+def bind(sql: str, params: dict[str, object]) -> dict[str, object]:
+    """The subset of ``params`` that ``sql`` uses; an error names any parameter that is missing."""
+    needed = parameters(sql)
+    missing = needed - params.keys()
+    if missing:
+        raise KeyError(f"query needs parameters {sorted(missing)}")
+    return {k: params[k] for k in needed}
+
+
+def dependencies(file: str, name: str) -> list[str]:
+    """Other queries of the same file that ``name`` reads, in file order (recursively)."""
+    all_queries = queries(file)
+    found: list[str] = []
+
+    def visit(query: str) -> None:
+        for other in all_queries:
+            if other != query and other not in found and re.search(rf"\b{other}\b", all_queries[query]):
+                visit(other)
+                found.append(other)
+
+    visit(name)
+    return [q for q in all_queries if q in found]
+
+
+def render(
+    file: str,
+    name: str | None = None,
+    params: dict[str, object] | None = None,
+    dialect: str = "duckdb",
+    tables: dict[str, str] | None = None,
+    pretty: bool = True,
+) -> str:
+    """One self-contained query of ``file`` written in ``dialect``.
+
+    Queries it depends on become common table expressions, ``$name`` parameters become literals (a
+    parameter left out of ``params`` stays a placeholder), and ``tables`` renames tables
+    (``{"truth": "warehouse.gold_labels"}``).
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    name = name or list(queries(file))[-1]
+    tree = sqlglot.parse_one(queries(file)[name], read="duckdb")
+    for dep in reversed(dependencies(file, name)):
+        tree = tree.with_(dep, as_=sqlglot.parse_one(queries(file)[dep], read="duckdb"), append=False)
+    tree = _hoist_ctes(tree)
+    if params:
+        tree = exp.replace_placeholders(tree, **{k: _literal(v) for k, v in params.items()})
+    if tables:
+        tree = exp.replace_tables(tree, tables)
+    return tree.sql(dialect=dialect, pretty=pretty)
+
+
+def _hoist_ctes(tree):
+    """Move CTEs nested inside CTEs up to the top level (not every dialect accepts nested WITH)."""
+    from sqlglot import exp
+
+    top = tree.args.get("with_") or tree.args.get("with")
+    if top is None:
+        return tree
+    flat: list[exp.CTE] = []
+    for cte in top.expressions:
+        inner_with = cte.this.args.get("with_") or cte.this.args.get("with")
+        if inner_with is not None:
+            flat.extend(inner_with.expressions)
+            cte.this.set("with_" if "with_" in cte.this.args else "with", None)
+        flat.append(cte)
+    top.set("expressions", flat)
+    top.set("recursive", any(bool(c.this.args.get("recursive")) for c in flat) or top.args.get("recursive"))
+    return tree
+
+
+def _literal(value: object):
+    from sqlglot import exp
+
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int | float):
+        return exp.Literal.number(value)
+    return exp.Literal.string(str(value))

@@ -1,0 +1,397 @@
+"""The DuckDB store: schema, taxonomy tables, truth and prediction labels.
+
+A :class:`Store` owns one DuckDB connection (in memory by default, a file with ``db=``). It creates the schema
+of ``sql/schema.sql``, loads a :class:`~hiersql.taxonomy.Taxonomy` with its closure, and reads label files into
+``truth(instance_id, label, rank)`` and ``predictions(system, instance_id, label, rank, score)``.
+
+Label formats (SPEC §1, §10): ``long`` (``instance_id<TAB>label[<TAB>score]`` per row, or CSV with a header
+``instance_id,label[,score]``), ``lines`` (HEMKit: one line per instance, whitespace-separated labels, the line
+number is the instance id), ``germeval-a`` and ``germeval-b`` (the ``subtask_a``/``subtask_b`` sections of a
+GermEval 2019 file), ``wide`` (a CSV/TSV 0/1 indicator matrix with a header: ``instance_id`` then one column per
+label), a pandas DataFrame, a DuckDB relation or a Parquet file (long layout).
+
+Rules: labels are sets (duplicates collapse, with a :class:`~hiersql.errors.DataWarning` giving the count); a
+label not in the taxonomy is an :class:`~hiersql.errors.InputError` naming it, its file and line
+(``unknown="ignore"`` drops such labels and warns with the count); a predicted instance absent from the truth is
+an error (``no_truth="ignore"`` drops it with a count); an instance of the truth with no prediction has an empty
+predicted set.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import sqlfiles
+from .errors import DataWarning, InputError
+from .taxonomy import Taxonomy
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
+LabelSource = Any  # path, DataFrame, DuckDB relation, or a sequence of label sets
+
+
+class Store:
+    """A DuckDB database holding one taxonomy, one truth and any number of systems' predictions.
+
+    Parameters
+    ----------
+    db:
+        Path of a DuckDB file, or ``None`` for an in-memory database.
+    con:
+        An existing DuckDB connection to use instead (``db`` is then ignored).
+    """
+
+    def __init__(self, db: str | Path | None = None, con: duckdb.DuckDBPyConnection | None = None) -> None:
+        import duckdb
+
+        self.db = str(db) if db is not None else None
+        self.con = con if con is not None else duckdb.connect(self.db or ":memory:")
+        self.con.execute(sqlfiles.queries("schema")["schema"])
+        self.taxonomy: Taxonomy | None = None
+
+    # ------------------------------------------------------------------ taxonomy
+    def load_taxonomy(self, taxonomy: Taxonomy) -> None:
+        """Replace the taxonomy tables (edges, nodes, closure) with ``taxonomy``; the closure is computed by
+        ``sql/closure.sql`` inside DuckDB."""
+        edges = taxonomy.all_edges()
+        depths = taxonomy.depths()
+        nodes = taxonomy.all_nodes()
+        with self.transaction():
+            for table in ("closure", "nodes", "edges"):
+                self.con.execute(f"DELETE FROM {table}")
+            self.con.execute(
+                "INSERT INTO edges SELECT unnest($p), unnest($c), unnest($w)",
+                {"p": [e.parent for e in edges], "c": [e.child for e in edges],
+                 "w": [e.weight for e in edges]},
+            )
+            self.con.execute(
+                "INSERT INTO nodes SELECT unnest($n), unnest($d), unnest($r), unnest($l), unnest($v),"
+                " unnest($pos)",
+                {
+                    "n": nodes,
+                    "d": [depths[n] for n in nodes],
+                    "r": [n == taxonomy.root for n in nodes],
+                    "l": [not taxonomy._children[n] for n in nodes],
+                    "v": [taxonomy.virtual_root and n == taxonomy.root for n in nodes],
+                    "pos": list(range(len(nodes))),
+                },
+            )
+            self.con.execute(f"INSERT INTO closure {sqlfiles.queries('closure')['closure']}")
+        self.taxonomy = taxonomy
+
+    def _require_taxonomy(self) -> Taxonomy:
+        if self.taxonomy is None:
+            raise RuntimeError("load a taxonomy first (Store.load_taxonomy)")
+        return self.taxonomy
+
+    # ------------------------------------------------------------------ labels
+    def add_truth(
+        self, source: LabelSource, format: str = "long", *, unknown: str = "error", name: str | None = None
+    ) -> None:
+        """Replace the truth with the labels read from ``source`` (see the module docstring for formats)."""
+        self._require_taxonomy()
+        where = self._stage(source, format, name)
+        with self.transaction():
+            self._check_staged(where, unknown)
+            self.con.execute("DELETE FROM truth")
+            self.con.execute("DELETE FROM instances")
+            self.con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM _incoming_instances")
+            self.con.execute(
+                "INSERT INTO truth SELECT instance_id, label,"
+                " row_number() OVER (PARTITION BY instance_id ORDER BY line, pos) FROM _incoming"
+            )
+
+    def add_predictions(
+        self,
+        system: str,
+        source: LabelSource,
+        format: str = "long",
+        *,
+        unknown: str = "error",
+        no_truth: str = "error",
+        name: str | None = None,
+    ) -> None:
+        """Replace the predictions of ``system`` with the labels read from ``source``."""
+        self._require_taxonomy()
+        if not self.con.execute("SELECT count(*) FROM instances").fetchone()[0]:
+            raise RuntimeError("add the truth before predictions (Store.add_truth)")
+        where = self._stage(source, format, name)
+        with self.transaction():
+            self._check_staged(where, unknown)
+            self._check_no_truth(where, no_truth)
+            self.con.execute("DELETE FROM predictions WHERE system = $s", {"s": system})
+            self.con.execute("DELETE FROM systems WHERE system = $s", {"s": system})
+            self.con.execute("INSERT INTO systems VALUES ($s, $w)", {"s": system, "w": where})
+            self.con.execute(
+                "INSERT INTO predictions SELECT $s, instance_id, label,"
+                " row_number() OVER (PARTITION BY instance_id ORDER BY line, pos), score FROM _incoming",
+                {"s": system},
+            )
+
+    def systems(self) -> list[str]:
+        return [r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()]
+
+    # ------------------------------------------------------------------ staging
+    def _stage(self, source: LabelSource, format: str, name: str | None) -> str:
+        """Read ``source`` into the temp tables ``_incoming(instance_id, label, line, score)`` and
+        ``_incoming_instances(instance_id, line)``; returns the name used in messages."""
+        if isinstance(source, str | Path):
+            return self._stage_file(Path(source), format)
+        if hasattr(source, "columns") and hasattr(source, "dtypes") and not hasattr(source, "fetchall"):
+            return self._stage_dataframe(source, name or "<DataFrame>")
+        if hasattr(source, "fetchall"):  # a DuckDB relation
+            return self._stage_relation(source, name or "<relation>")
+        return self._stage_sets(source, name or "<label sets>")
+
+    def _stage_file(self, path: Path, format: str) -> str:
+        where = str(path)
+        if format not in LABEL_FORMATS:
+            raise InputError(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", path, value=format)
+        if not path.is_file():
+            raise InputError("label file not found", path)
+        if path.suffix.lower() == ".parquet":
+            return self._stage_relation(self.con.read_parquet(str(path)), where)
+        if path.stat().st_size == 0:
+            raise InputError("label file is empty", path)
+        if format == "wide":
+            return self._stage_wide(path)
+        if format == "long" and path.suffix.lower() == ".csv":
+            rel = self.con.read_csv(str(path), header=True, all_varchar=True)
+            return self._stage_relation(rel, where, first_line=2)
+        self._raw_lines(path)
+        q = sqlfiles.queries("readers")
+        if format == "long":
+            self._stage_long(path, q)
+        elif format == "lines":
+            self._temp("_incoming", f"SELECT instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
+            self._temp("_incoming_instances", q["lines_instances"])
+        else:
+            self._stage_germeval(path, format[-1], q)
+        return where
+
+    def _raw_lines(self, path: Path) -> None:
+        """Temp table ``raw_lines(line, raw)``: every physical line of ``path``, blank lines as NULL."""
+        try:
+            self._temp(
+                "raw_lines",
+                "SELECT row_number() OVER () AS line, raw FROM read_csv($path, columns={'raw': 'VARCHAR'},"
+                " delim=chr(31), quote='', escape='', header=false, auto_detect=false)",
+                {"path": str(path)},
+            )
+        except Exception as exc:  # duckdb.Error: invalid UTF-8, unreadable file, ...
+            raise InputError(f"cannot read file ({str(exc).splitlines()[0]})", path) from None
+        if not self.con.execute("SELECT count(*) FROM raw_lines WHERE trim(raw) <> ''").fetchone()[0]:
+            raise InputError("label file is empty", path)
+
+    def _stage_long(self, path: Path, q: dict[str, str]) -> None:
+        self._temp("_long", q["long_rows"])
+        bad = self.con.execute(
+            "SELECT line, raw, n_fields FROM _long WHERE n_fields NOT IN (2, 3) ORDER BY line LIMIT 1"
+        ).fetchone()
+        if bad:
+            raise InputError(
+                f"expected 2 fields (instance_id, label) or 3 (instance_id, label, score), found {bad[2]}",
+                path, bad[0], bad[1],
+            )
+        self._temp(
+            "_incoming",
+            "SELECT instance_id, label, line, pos, TRY_CAST(score_text AS DOUBLE) AS score, score_text FROM _long",
+        )
+        self._check_score_text(path)
+        self._temp("_incoming_instances", "SELECT instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
+
+    def _check_score_text(self, where: str | Path) -> None:
+        bad = self.con.execute(
+            "SELECT line, score_text FROM _incoming WHERE score_text IS NOT NULL AND score_text <> ''"
+            " AND (score IS NULL OR isnan(score)) ORDER BY line LIMIT 1"
+        ).fetchone()
+        if bad:
+            raise InputError("score is not a number", where, bad[0], bad[1])
+
+    def _stage_germeval(self, path: Path, subtask: str, q: dict[str, str]) -> None:
+        self._temp("germeval_lines", q["germeval_lines"])
+        bad = self.con.execute(
+            "SELECT line, raw FROM germeval_lines WHERE section IS NULL ORDER BY line LIMIT 1"
+        ).fetchone()
+        if bad:
+            raise InputError("line before any 'subtask_a'/'subtask_b' header", path, bad[0], bad[1])
+        section = f"subtask_{subtask}"
+        dup = self.con.execute(
+            "SELECT instance_id, min(line), max(line) FROM germeval_lines WHERE section = $s"
+            " GROUP BY instance_id HAVING count(*) > 1 ORDER BY 2 LIMIT 1", {"s": section},
+        ).fetchone()
+        if dup:
+            raise InputError(f"instance listed twice in {section} (first on line {dup[1]})", path, dup[2], dup[0])
+        self._temp(
+            "_incoming",
+            f"SELECT instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['germeval_rows']})",
+            {"section": section},
+        )
+        self._temp(
+            "_incoming_instances",
+            "SELECT instance_id, line FROM germeval_lines WHERE section = $s", {"s": section},
+        )
+
+    def _stage_wide(self, path: Path) -> str:
+        sep = "," if path.suffix.lower() == ".csv" else "\t"
+        rel = self.con.read_csv(str(path), header=True, sep=sep, all_varchar=True)
+        cols = rel.columns
+        if len(cols) < 2:
+            raise InputError("wide label file needs an instance_id column and one column per label", path)
+        self.con.register("_wide_src", rel)
+        label_cols = cols[1:]
+        self._temp("_wide", f"SELECT row_number() OVER () + 1 AS line, * FROM _wide_src")
+        self.con.unregister("_wide_src")
+        checks = " UNION ALL ".join(
+            f"SELECT line, {_lit(c)} AS col, \"{c}\" AS v FROM _wide WHERE \"{c}\" IS NULL"
+            f" OR trim(\"{c}\") NOT IN ('0', '1', '0.0', '1.0')" for c in label_cols
+        )
+        bad = self.con.execute(f"SELECT * FROM ({checks}) ORDER BY line LIMIT 1").fetchone()
+        if bad:
+            raise InputError(f"wide matrix cell of column {bad[1]!r} is not 0 or 1", path, bad[0], bad[2])
+        ones = " UNION ALL ".join(
+            f"SELECT \"{cols[0]}\" AS instance_id, {_lit(c)} AS label, line, {i} AS pos FROM _wide"
+            f" WHERE trim(\"{c}\") IN ('1', '1.0')" for i, c in enumerate(label_cols)
+        )
+        self._temp(
+            "_incoming",
+            f"SELECT instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({ones})",
+        )
+        self._temp("_incoming_instances", f"SELECT \"{cols[0]}\" AS instance_id, line FROM _wide")
+        return str(path)
+
+    def _stage_relation(self, rel: Any, where: str, first_line: int = 1) -> str:
+        cols = [c.lower() for c in rel.columns]
+        if not {"instance_id", "label"} <= set(cols):
+            raise InputError(f"label table needs columns instance_id, label; it has {list(rel.columns)}", where)
+        self.con.register("_rel_src", rel)
+        score = f'"{rel.columns[cols.index("score")]}"' if "score" in cols else "NULL"
+        iid, lab = (f'"{rel.columns[cols.index(c)]}"' for c in ("instance_id", "label"))
+        self._temp(
+            "_incoming",
+            f"SELECT CAST({iid} AS VARCHAR) AS instance_id, CAST({lab} AS VARCHAR) AS label,"
+            f" row_number() OVER () + {first_line - 1} AS line, 1 AS pos, CAST({score} AS VARCHAR) AS score_text,"
+            f" TRY_CAST({score} AS DOUBLE) AS score FROM _rel_src",
+        )
+        self.con.unregister("_rel_src")
+        bad = self.con.execute(
+            "SELECT line, instance_id, label FROM _incoming WHERE instance_id IS NULL OR label IS NULL"
+            " OR trim(label) = '' OR lower(label) = 'nan' OR lower(instance_id) = 'nan'"
+            " ORDER BY line LIMIT 1"
+        ).fetchone()
+        if bad:
+            raise InputError("missing instance_id or label (empty, None or NaN)", where, bad[0],
+                             f"instance_id={bad[1]!r}, label={bad[2]!r}")
+        self._check_score_text(where)
+        self._temp("_incoming_instances", "SELECT instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
+        return where
+
+    def _stage_dataframe(self, df: pd.DataFrame, where: str) -> str:
+        return self._stage_relation(self.con.from_df(df), where)
+
+    def _stage_sets(self, sets: Iterable[Iterable[str]], where: str) -> str:
+        """A sequence of label sets (the instance id is the position, from 0)."""
+        import pandas as pd
+
+        ids, labels = [], []
+        instances = []
+        for i, labelset in enumerate(sets):
+            if isinstance(labelset, str):
+                labelset = [labelset]
+            instances.append(str(i))
+            for label in labelset:
+                ids.append(str(i))
+                labels.append(label)
+        self._stage_relation(self.con.from_df(pd.DataFrame({"instance_id": ids, "label": labels})), where)
+        self._temp("_incoming_instances", "SELECT unnest($i) AS instance_id, unnest($n) AS line",
+                   {"i": instances, "n": list(range(1, len(instances) + 1))})
+        return where
+
+    # ------------------------------------------------------------------ checks
+    def _check_staged(self, where: str, unknown: str) -> None:
+        """Unknown labels, empty ids, duplicates; leaves ``_incoming`` deduplicated."""
+        if unknown not in ("error", "ignore"):
+            raise ValueError("unknown must be 'error' or 'ignore'")
+        bad = self.con.execute(
+            "SELECT line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
+            " ORDER BY line LIMIT 1"
+        ).fetchone()
+        if bad:
+            raise InputError("empty instance_id", where, bad[0], bad[1])
+        first = self.con.execute(
+            "SELECT i.line, i.label, count(*) OVER () FROM _incoming i ANTI JOIN nodes n ON n.label = i.label"
+            " ORDER BY i.line LIMIT 1"
+        ).fetchone()
+        if first:
+            if unknown == "error":
+                raise InputError("label not in the taxonomy", where, first[0], first[1])
+            self.con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
+            warnings.warn(f"{where}: ignored {first[2]} label(s) not in the taxonomy (first: {first[1]!r})",
+                          DataWarning, stacklevel=3)
+        dups = self.con.execute(
+            "SELECT count(*) - count(DISTINCT (instance_id, label)) FROM _incoming"
+        ).fetchone()[0]
+        if dups:
+            warnings.warn(f"{where}: {dups} duplicate (instance_id, label) row(s) collapsed", DataWarning,
+                          stacklevel=3)
+            self._temp("_incoming", "SELECT * FROM _incoming QUALIFY row_number() OVER"
+                       " (PARTITION BY instance_id, label ORDER BY line, pos) = 1")
+
+    def _check_no_truth(self, where: str, no_truth: str) -> None:
+        if no_truth not in ("error", "ignore"):
+            raise ValueError("no_truth must be 'error' or 'ignore'")
+        first = self.con.execute(
+            "SELECT s.line, s.instance_id, count(*) OVER () FROM _incoming_instances s"
+            " ANTI JOIN instances i ON i.instance_id = s.instance_id ORDER BY s.line LIMIT 1"
+        ).fetchone()
+        if not first:
+            return
+        if no_truth == "error":
+            raise InputError("predicted instance has no truth", where, first[0], first[1])
+        self.con.execute("DELETE FROM _incoming WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
+        warnings.warn(f"{where}: ignored {first[2]} predicted instance(s) with no truth (first: {first[1]!r})",
+                      DataWarning, stacklevel=3)
+
+    # ------------------------------------------------------------------ queries
+    def _temp(self, table: str, sql: str, params: dict[str, object] | None = None) -> None:
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {sql}", params or {})
+
+    def run(self, file: str, name: str | None = None, params: dict[str, object] | None = None) -> duckdb.DuckDBPyRelation:
+        """Run query ``name`` of ``sql/<file>.sql``; queries it reads are first materialised as temp tables
+        named after them. Returns the result as a DuckDB relation."""
+        queries = sqlfiles.queries(file)
+        name = name or list(queries)[-1]
+        params = params or {}
+        for dep in sqlfiles.dependencies(file, name):
+            self._temp(dep, queries[dep], sqlfiles.bind(queries[dep], params))
+        sql = queries[name]
+        self._temp(f"_{name}_result", sql, sqlfiles.bind(sql, params))
+        return self.con.table(f"_{name}_result")
+
+    def transaction(self) -> _Transaction:
+        """``with store.transaction(): ...`` commits on success and rolls back on any error."""
+        return _Transaction(self.con)
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class _Transaction:
+    def __init__(self, con: Any) -> None:
+        self.con = con
+
+    def __enter__(self) -> None:
+        self.con.execute("BEGIN TRANSACTION")
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.con.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

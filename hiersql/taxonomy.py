@@ -1,0 +1,360 @@
+"""Taxonomies: reading, validation, the root, and the transitive closure.
+
+A taxonomy is a set of directed edges ``parent -> child`` forming a tree or a DAG. Readers accept TSV
+(``parent<TAB>child``, names may contain spaces), whitespace-separated pairs (HEMKit/BioASQ files), CSV with a
+header, Parquet, a pandas DataFrame, a networkx DiGraph and a DuckDB table. Duplicate edges collapse; a
+self-loop or a cycle is an :class:`~hiersql.errors.InputError` naming the nodes at fault.
+
+Root (SPEC §1): if exactly one node has no parent it is the root; otherwise a virtual root is added above every
+parentless node. The closure ``(ancestor, descendant, distance)`` is computed inside DuckDB by the recursive
+query ``sql/closure.sql`` (:meth:`hiersql.store.Store.load_taxonomy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    import networkx as nx
+    import pandas as pd
+
+VIRTUAL_ROOT = "__root__"
+
+
+@dataclass(frozen=True)
+class Edge:
+    parent: str
+    child: str
+    weight: float | None = None
+    line: int | None = None
+
+
+@dataclass
+class Taxonomy:
+    """A validated tree or DAG of string-named nodes.
+
+    Build one with :meth:`from_edges`, :meth:`from_file`, :meth:`from_dataframe`, :meth:`from_networkx` or
+    :meth:`from_duckdb`. ``edges`` excludes the edges from a virtual root; :meth:`all_edges` includes them.
+    """
+
+    edges: list[Edge]
+    source: str = "<edges>"
+    root: str = field(init=False)
+    virtual_root: bool = field(init=False)
+    nodes: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.edges = _dedupe(self.edges, self.source)
+        if not self.edges:
+            raise InputError("taxonomy has no edges", self.source)
+        self.nodes = list(dict.fromkeys(n for e in self.edges for n in (e.parent, e.child)))
+        self._children: dict[str, list[str]] = {n: [] for n in self.nodes}
+        self._parents: dict[str, list[str]] = {n: [] for n in self.nodes}
+        for e in self.edges:
+            self._children[e.parent].append(e.child)
+            self._parents[e.child].append(e.parent)
+        _check_acyclic(self)
+        tops = [n for n in self.nodes if not self._parents[n]]
+        self.virtual_root = len(tops) != 1
+        if self.virtual_root:
+            name = VIRTUAL_ROOT
+            while name in self._children:
+                name = f"_{name}_"
+            self.root = name
+            self._children[name] = tops
+            self._parents[name] = []
+            for top in tops:
+                self._parents[top] = [name]
+        else:
+            self.root = tops[0]
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_edges(cls, pairs: Iterable[Any], source: str = "<edges>") -> Taxonomy:
+        """From ``(parent, child)`` or ``(parent, child, weight)`` tuples; names are read as strings."""
+        edges = []
+        for i, pair in enumerate(pairs, start=1):
+            if len(pair) not in (2, 3):
+                raise InputError("an edge needs a parent and a child", source, i, pair)
+            weight = float(pair[2]) if len(pair) == 3 and pair[2] is not None else None
+            edges.append(Edge(_name(pair[0], source, i), _name(pair[1], source, i), weight, i))
+        return cls(edges, source)
+
+    @classmethod
+    def from_file(cls, path: str | Path, format: str | None = None) -> Taxonomy:
+        """Read ``path``: ``tsv`` (``parent<TAB>child[<TAB>weight]``), ``pairs`` (whitespace-separated,
+        HEMKit), ``csv`` (header with ``parent``, ``child`` and optional ``weight``) or ``parquet``.
+
+        Without ``format`` the suffix decides (``.csv``, ``.parquet``); a text file whose first line has a tab
+        is TSV, otherwise whitespace pairs. Blank lines are skipped.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise InputError("taxonomy file not found", path)
+        format = format or _guess_format(path)
+        if format == "parquet":
+            import duckdb
+
+            rel = duckdb.sql(f"SELECT * FROM read_parquet('{_sql_str(path)}')")
+            return cls.from_relation(rel, str(path))
+        if format == "csv":
+            return cls.from_edges(_read_csv_edges(path), str(path))
+        if format not in ("tsv", "pairs"):
+            raise InputError("unknown taxonomy format (tsv, pairs, csv, parquet)", path, value=format)
+        return cls(list(_read_text_edges(path, format)), str(path))
+
+    @classmethod
+    def from_dataframe(
+        cls, df: pd.DataFrame, parent: str = "parent", child: str = "child", weight: str | None = None,
+        source: str = "<DataFrame>",
+    ) -> Taxonomy:
+        """From a DataFrame with a parent and a child column (and optionally a weight column)."""
+        wanted = [parent, child] + ([weight] if weight else [])
+        missing = [c for c in wanted if c not in df.columns]
+        if missing:
+            raise InputError(f"taxonomy DataFrame lacks column(s) {missing}; it has {list(df.columns)}", source)
+        return cls.from_edges(
+            _checked_rows(df[wanted].itertuples(index=False, name=None), source, wanted), source
+        )
+
+    @classmethod
+    def from_relation(cls, rel: Any, source: str) -> Taxonomy:
+        """From a DuckDB relation with ``parent``, ``child`` (and optional ``weight``) columns."""
+        cols = [c.lower() for c in rel.columns]
+        if not {"parent", "child"} <= set(cols):
+            raise InputError(f"taxonomy table needs columns parent, child; it has {rel.columns}", source)
+        wanted = ["parent", "child"] + (["weight"] if "weight" in cols else [])
+        rows = rel.select(*[rel.columns[cols.index(c)] for c in wanted]).fetchall()
+        return cls.from_edges(_checked_rows(rows, source, wanted), source)
+
+    @classmethod
+    def from_duckdb(cls, con: Any, table: str) -> Taxonomy:
+        """From a table (or view) of a DuckDB connection with ``parent`` and ``child`` columns."""
+        return cls.from_relation(con.table(table), table)
+
+    @classmethod
+    def from_networkx(cls, graph: nx.DiGraph, weight: str | None = None) -> Taxonomy:
+        """From a networkx DiGraph; edge attribute ``weight`` (if named) becomes the edge weight."""
+        if not graph.is_directed():
+            raise InputError("taxonomy graph must be a directed graph (networkx.DiGraph)", "<networkx>")
+        if graph.number_of_edges() == 0:
+            raise InputError("taxonomy has no edges", "<networkx>")
+        rows = ((u, v, d.get(weight) if weight else None) for u, v, d in graph.edges(data=True))
+        return cls.from_edges(rows, "<networkx>")
+
+    # ------------------------------------------------------------------ structure
+    def all_edges(self) -> list[Edge]:
+        """The edges including those from the virtual root."""
+        if not self.virtual_root:
+            return list(self.edges)
+        return [Edge(self.root, top) for top in self._children[self.root]] + self.edges
+
+    def all_nodes(self) -> list[str]:
+        """Every node, the virtual root first if there is one."""
+        return [self.root, *self.nodes] if self.virtual_root else list(self.nodes)
+
+    def children(self, node: str) -> list[str]:
+        return list(self._children[node])
+
+    def parents(self, node: str) -> list[str]:
+        return list(self._parents[node])
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._children
+
+    def __len__(self) -> int:
+        return len(self._children)
+
+    @property
+    def leaves(self) -> list[str]:
+        return [n for n in self.nodes if not self._children[n]]
+
+    @property
+    def is_tree(self) -> bool:
+        """True when every node has at most one parent."""
+        return all(len(p) <= 1 for p in self._parents.values())
+
+    @property
+    def depth(self) -> int:
+        """Length of the longest shortest path from the root (the root has depth 0)."""
+        return max(self.depths().values())
+
+    def depths(self) -> dict[str, int]:
+        """Shortest distance from the root of every node (breadth-first)."""
+        depth = {self.root: 0}
+        frontier = [self.root]
+        while frontier:
+            nxt = []
+            for node in frontier:
+                for child in self._children[node]:
+                    if child not in depth:
+                        depth[child] = depth[node] + 1
+                        nxt.append(child)
+            frontier = nxt
+        return depth
+
+    @property
+    def has_weights(self) -> bool:
+        return any(e.weight is not None for e in self.edges)
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """A networkx DiGraph of all edges (virtual root included), with ``weight`` attributes."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        g.add_nodes_from(self.all_nodes())
+        g.add_edges_from((e.parent, e.child, {"weight": e.weight}) for e in self.all_edges())
+        return g
+
+    def __repr__(self) -> str:
+        kind = "tree" if self.is_tree else "DAG"
+        return (f"Taxonomy({kind}, {len(self)} nodes, {len(self.edges)} edges, root={self.root!r}"
+                f"{' (virtual)' if self.virtual_root else ''}, source={self.source!r})")
+
+
+# ---------------------------------------------------------------------- helpers
+def _name(value: Any, source: str, line: int) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        raise InputError("missing node name (None/NaN)", source, line, value)
+    text = str(value).strip()
+    if not text:
+        raise InputError("empty node name", source, line, value)
+    return text
+
+
+def _checked_rows(rows: Iterable[tuple], source: str, columns: list[str]) -> Iterator[tuple]:
+    for i, row in enumerate(rows, start=1):
+        for col, val in zip(columns, row, strict=True):
+            if val is None or (isinstance(val, float) and val != val):
+                raise InputError(f"missing value (None/NaN) in column {col!r}", source, i, val)
+        yield row
+
+
+def _sql_str(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _guess_format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return "parquet"
+    if suffix == ".csv":
+        return "csv"
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.strip():
+                return "tsv" if "\t" in line.strip("\r\n") else "pairs"
+    raise InputError("taxonomy file is empty", path)
+
+
+def _read_text_edges(path: Path, format: str) -> Iterator[Edge]:
+    try:
+        fh = path.open(encoding="utf-8")
+        lines = list(fh)
+        fh.close()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"taxonomy file is not UTF-8 text ({exc.reason})", path) from None
+    if not any(line.strip() for line in lines):
+        raise InputError("taxonomy file is empty", path)
+    for i, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            continue
+        fields = line.split("\t") if format == "tsv" else line.split()
+        if format == "tsv":
+            fields = [f.strip() for f in fields]
+            while len(fields) > 2 and fields[-1] == "":
+                fields.pop()  # trailing tabs
+        if len(fields) not in (2, 3):
+            raise InputError(
+                f"expected 2 fields (parent, child) or 3 (parent, child, weight), found {len(fields)}",
+                path, i, line,
+            )
+        if not fields[0] or not fields[1]:
+            raise InputError("empty node name", path, i, line)
+        yield Edge(fields[0], fields[1], _weight(fields[2], path, i) if len(fields) == 3 else None, i)
+
+
+def _weight(text: str, source: Path | str, line: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError("edge weight is not a number", source, line, text) from None
+    if value != value:
+        raise InputError("edge weight is NaN", source, line, text)
+    return value
+
+
+def _read_csv_edges(path: Path) -> Iterator[tuple]:
+    import csv
+
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            raise InputError("taxonomy file is empty", path)
+        cols = [h.strip().lower() for h in header]
+        if "parent" not in cols or "child" not in cols:
+            raise InputError("CSV taxonomy needs a header with columns parent, child", path, 1, header)
+        pi, ci = cols.index("parent"), cols.index("child")
+        wi = cols.index("weight") if "weight" in cols else None
+        n = 0
+        for i, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) != len(cols):
+                raise InputError(f"expected {len(cols)} fields, found {len(row)}", path, i, ",".join(row))
+            n += 1
+            weight = _weight(row[wi], path, i) if wi is not None and row[wi].strip() else None
+            yield (_name(row[pi], str(path), i), _name(row[ci], str(path), i), weight)
+        if n == 0:
+            raise InputError("taxonomy file has a header but no edges", path)
+
+
+def _dedupe(edges: list[Edge], source: str) -> list[Edge]:
+    seen: dict[tuple[str, str], Edge] = {}
+    for e in edges:
+        if e.parent == e.child:
+            raise InputError("self-loop: a node cannot be its own parent", source, e.line, e.parent)
+        key = (e.parent, e.child)
+        if key in seen:
+            if seen[key].weight != e.weight and e.weight is not None:
+                raise InputError(
+                    f"edge given twice with different weights ({seen[key].weight} and {e.weight})",
+                    source, e.line, f"{e.parent} -> {e.child}",
+                )
+            continue
+        seen[key] = e
+    return list(seen.values())
+
+
+def _check_acyclic(tax: Taxonomy) -> None:
+    """Kahn's algorithm; on failure, name the nodes of one cycle (found with networkx)."""
+    indegree = {n: len(p) for n, p in tax._parents.items()}
+    queue = [n for n, d in indegree.items() if d == 0]
+    seen = 0
+    while queue:
+        node = queue.pop()
+        seen += 1
+        for child in tax._children[node]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                queue.append(child)
+    if seen == len(indegree):
+        return
+    import networkx as nx
+
+    stuck = [n for n, d in indegree.items() if d > 0]
+    sub = nx.DiGraph((e.parent, e.child) for e in tax.edges if e.parent in set(stuck))
+    cycle = [u for u, _ in nx.find_cycle(sub)]
+    lines = {(e.parent, e.child): e.line for e in tax.edges}
+    first_line = lines.get((cycle[0], cycle[1 % len(cycle)]))
+    raise InputError(
+        "taxonomy has a cycle", tax.source, first_line, " -> ".join([*cycle, cycle[0]])
+    )

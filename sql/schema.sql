@@ -1,0 +1,62 @@
+-- hiersql storage schema (DuckDB).
+-- The taxonomy: edges as given (plus the edges from a virtual root, if one was added), one row per node,
+-- and the reflexive-transitive closure with shortest directed distances.
+CREATE TABLE IF NOT EXISTS edges (
+    parent VARCHAR NOT NULL,
+    child VARCHAR NOT NULL,
+    weight DOUBLE,                -- optional edge weight (scoring trees); NULL when not given
+    PRIMARY KEY (parent, child)
+);
+
+CREATE TABLE IF NOT EXISTS nodes (
+    label VARCHAR PRIMARY KEY,
+    depth INTEGER NOT NULL,       -- shortest distance from the root
+    is_root BOOLEAN NOT NULL,     -- exactly one node is the root (real or virtual)
+    is_leaf BOOLEAN NOT NULL,
+    is_virtual BOOLEAN NOT NULL,  -- the virtual root added above several parentless nodes
+    position INTEGER NOT NULL     -- order of first appearance in the taxonomy input
+);
+
+CREATE TABLE IF NOT EXISTS closure (
+    ancestor VARCHAR NOT NULL,
+    descendant VARCHAR NOT NULL,
+    distance INTEGER NOT NULL     -- length of the shortest directed path ancestor -> descendant; 0 = itself
+);
+
+-- The evaluated instances: every instance of the truth source, also those with an empty true set.
+CREATE TABLE IF NOT EXISTS instances (
+    instance_id VARCHAR PRIMARY KEY
+);
+
+CREATE TABLE IF NOT EXISTS truth (
+    instance_id VARCHAR NOT NULL,
+    label VARCHAR NOT NULL,
+    rank INTEGER NOT NULL,        -- position of the label within its instance, as read (1-based)
+    PRIMARY KEY (instance_id, label)
+);
+
+CREATE TABLE IF NOT EXISTS predictions (
+    system VARCHAR NOT NULL,
+    instance_id VARCHAR NOT NULL,
+    label VARCHAR NOT NULL,
+    rank INTEGER NOT NULL,        -- position of the label within its instance, as read (1-based)
+    score DOUBLE,                 -- optional confidence
+    PRIMARY KEY (system, instance_id, label)
+);
+
+-- The systems evaluated, also those that predicted nothing at all.
+CREATE TABLE IF NOT EXISTS systems (
+    system VARCHAR PRIMARY KEY,
+    source VARCHAR
+);
+
+-- Results of evaluation runs; written in one transaction per run.
+CREATE TABLE IF NOT EXISTS results (
+    run_id VARCHAR NOT NULL,
+    dataset VARCHAR,
+    system VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL,
+    average VARCHAR,              -- 'micro', 'macro' or NULL where it does not apply
+    value DOUBLE,
+    created_at TIMESTAMP DEFAULT current_timestamp
+);

@@ -1,0 +1,123 @@
+-- Set-based hierarchical measures (Kosmopoulos et al. §2.4; Kiritchenko et al. 2005; SPEC §2).
+-- Y, Ŷ: the true and predicted label sets of an instance; Yaug = Y ∪ An(Y) (or Y ∪ De(Y) with
+-- $augment = 'descendants'), the root left out unless $include_root, ancestors only up to $max_distance edges.
+--   hP = |Ŷaug ∩ Yaug| / |Ŷaug|        hR = |Ŷaug ∩ Yaug| / |Yaug|
+--   hF_β = (1 + β²) |Ŷaug ∩ Yaug| / (β² |Yaug| + |Ŷaug|)        SDL = |Ŷaug Δ Yaug|
+-- $augment = 'cesa_bianchi' augments with ancestors, then drops from each set the nodes that are not in the
+-- other set and none of whose parents is (Kosmopoulos eq. 4-5; the root counts as shared).
+-- Reads: truth, predictions, systems, instances, closure, nodes, edges.
+
+-- name: augmented_truth
+SELECT DISTINCT t.instance_id, c.ancestor AS label
+FROM truth AS t
+JOIN closure AS c ON c.descendant = t.label
+WHERE $augment <> 'descendants'
+  AND ($include_root OR c.ancestor <> (SELECT label FROM nodes WHERE is_root))
+  AND ($max_distance IS NULL OR c.distance <= $max_distance)
+UNION
+SELECT DISTINCT t.instance_id, c.descendant AS label
+FROM truth AS t
+JOIN closure AS c ON c.ancestor = t.label
+WHERE $augment = 'descendants'
+  AND ($include_root OR c.descendant <> (SELECT label FROM nodes WHERE is_root))
+  AND ($max_distance IS NULL OR c.distance <= $max_distance)
+
+-- name: augmented_predictions
+SELECT DISTINCT p.system, p.instance_id, c.ancestor AS label
+FROM predictions AS p
+JOIN closure AS c ON c.descendant = p.label
+WHERE $augment <> 'descendants'
+  AND ($include_root OR c.ancestor <> (SELECT label FROM nodes WHERE is_root))
+  AND ($max_distance IS NULL OR c.distance <= $max_distance)
+UNION
+SELECT DISTINCT p.system, p.instance_id, c.descendant AS label
+FROM predictions AS p
+JOIN closure AS c ON c.ancestor = p.label
+WHERE $augment = 'descendants'
+  AND ($include_root OR c.descendant <> (SELECT label FROM nodes WHERE is_root))
+  AND ($max_distance IS NULL OR c.distance <= $max_distance)
+
+-- name: set_pairs
+-- One row per (system, instance, augmented label) with the side(s) it is on, after the Cesa-Bianchi
+-- tolerance when asked for.
+SELECT system, instance_id, label, in_true, in_pred
+FROM (
+    SELECT
+        coalesce(p.system, t.system) AS system,
+        coalesce(p.instance_id, t.instance_id) AS instance_id,
+        coalesce(p.label, t.label) AS label,
+        t.label IS NOT NULL AS in_true,
+        p.label IS NOT NULL AS in_pred
+    FROM augmented_predictions AS p
+    FULL JOIN (
+        SELECT s.system, a.instance_id, a.label FROM augmented_truth AS a CROSS JOIN systems AS s
+    ) AS t ON t.system = p.system AND t.instance_id = p.instance_id AND t.label = p.label
+) AS both_sides
+WHERE $augment <> 'cesa_bianchi'
+   OR (in_true AND in_pred)
+   OR EXISTS (
+        SELECT 1
+        FROM edges AS e
+        LEFT JOIN nodes AS n ON n.label = e.parent
+        WHERE e.child = both_sides.label
+          AND (n.is_root
+               OR (in_true AND EXISTS (SELECT 1 FROM augmented_predictions AS o
+                                       WHERE o.system = both_sides.system
+                                         AND o.instance_id = both_sides.instance_id AND o.label = e.parent))
+               OR (in_pred AND EXISTS (SELECT 1 FROM augmented_truth AS o
+                                       WHERE o.instance_id = both_sides.instance_id AND o.label = e.parent)))
+   )
+
+-- name: set_based_instance
+-- Per-instance counts and values for every (system, instance) of the truth, also empty ones.
+SELECT
+    g.system,
+    g.instance_id,
+    coalesce(c.n_true, 0) AS n_true,
+    coalesce(c.n_pred, 0) AS n_pred,
+    coalesce(c.n_both, 0) AS n_both,
+    CASE WHEN coalesce(c.n_pred, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_pred END
+        AS hierarchical_precision,
+    CASE WHEN coalesce(c.n_true, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_true END
+        AS hierarchical_recall,
+    CASE WHEN coalesce(c.n_true, 0) + coalesce(c.n_pred, 0) = 0 THEN $zero_division
+         ELSE (1 + $beta * $beta) * c.n_both / ($beta * $beta * c.n_true + c.n_pred) END
+        AS hierarchical_f1,
+    coalesce(c.n_true + c.n_pred - 2 * c.n_both, 0) AS symmetric_difference_loss
+FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
+LEFT JOIN (
+    SELECT
+        system,
+        instance_id,
+        count(*) FILTER (WHERE in_true) AS n_true,
+        count(*) FILTER (WHERE in_pred) AS n_pred,
+        count(*) FILTER (WHERE in_true AND in_pred) AS n_both
+    FROM set_pairs
+    GROUP BY system, instance_id
+) AS c ON c.system = g.system AND c.instance_id = g.instance_id
+
+-- name: set_based_summary
+-- (system, metric, average, value): micro pools the counts, macro averages the per-instance values.
+WITH micro AS (
+    SELECT
+        system,
+        CASE WHEN sum(n_pred) = 0 THEN $zero_division ELSE 1.0 * sum(n_both) / sum(n_pred) END AS p,
+        CASE WHEN sum(n_true) = 0 THEN $zero_division ELSE 1.0 * sum(n_both) / sum(n_true) END AS r
+    FROM set_based_instance
+    GROUP BY system
+)
+SELECT system, 'hierarchical_precision' AS metric, 'micro' AS average, p AS value FROM micro
+UNION ALL
+SELECT system, 'hierarchical_recall', 'micro', r FROM micro
+UNION ALL
+SELECT system, 'hierarchical_f1', 'micro',
+       CASE WHEN $beta * $beta * p + r = 0 THEN 0 ELSE (1 + $beta * $beta) * p * r / ($beta * $beta * p + r) END
+FROM micro
+UNION ALL
+SELECT system, 'hierarchical_precision', 'macro', avg(hierarchical_precision) FROM set_based_instance GROUP BY system
+UNION ALL
+SELECT system, 'hierarchical_recall', 'macro', avg(hierarchical_recall) FROM set_based_instance GROUP BY system
+UNION ALL
+SELECT system, 'hierarchical_f1', 'macro', avg(hierarchical_f1) FROM set_based_instance GROUP BY system
+UNION ALL
+SELECT system, 'symmetric_difference_loss', '', avg(1.0 * symmetric_difference_loss) FROM set_based_instance GROUP BY system
