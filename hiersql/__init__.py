@@ -1,0 +1,43 @@
+"""hiersql: hierarchical classification evaluation where the taxonomy and predictions are tables and the
+measures are SQL.
+
+>>> import hiersql
+>>> tax = hiersql.Taxonomy.from_edges([("animal", "cat"), ("animal", "dog")])
+>>> hiersql.hierarchical_f1([["cat"]], [["dog"]], tax)
+0.0
+
+Names are imported lazily so that ``import hiersql`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Taxonomy": "hiersql.taxonomy",
+    "Store": "hiersql.store",
+    "Evaluator": "hiersql.evaluator",
+    "Options": "hiersql.metrics",
+    "InputError": "hiersql.errors",
+    "DataWarning": "hiersql.errors",
+    "hierarchical_precision": "hiersql.metrics.set_based",
+    "hierarchical_recall": "hiersql.metrics.set_based",
+    "hierarchical_f1": "hiersql.metrics.set_based",
+    "symmetric_difference_loss": "hiersql.metrics.set_based",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hiersql' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -119,7 +119,7 @@ class Store:
     ) -> None:
         """Replace the predictions of ``system`` with the labels read from ``source``."""
         self._require_taxonomy()
-        if not self.con.execute("SELECT count(*) FROM instances").fetchone()[0]:
+        if not self._one("SELECT count(*) FROM instances")[0]:
             raise RuntimeError("add the truth before predictions (Store.add_truth)")
         where = self._stage(source, format, name)
         with self.transaction():
@@ -186,14 +186,14 @@ class Store:
             )
         except Exception as exc:  # duckdb.Error: invalid UTF-8, unreadable file, ...
             raise InputError(f"cannot read file ({str(exc).splitlines()[0]})", path) from None
-        if not self.con.execute("SELECT count(*) FROM raw_lines WHERE trim(raw) <> ''").fetchone()[0]:
+        if not self._one("SELECT count(*) FROM raw_lines WHERE trim(raw) <> ''")[0]:
             raise InputError("label file is empty", path)
 
     def _stage_long(self, path: Path, q: dict[str, str]) -> None:
         self._temp("_long", q["long_rows"])
-        bad = self.con.execute(
+        bad = self._one(
             "SELECT line, raw, n_fields FROM _long WHERE n_fields NOT IN (2, 3) ORDER BY line LIMIT 1"
-        ).fetchone()
+        )
         if bad:
             raise InputError(
                 f"expected 2 fields (instance_id, label) or 3 (instance_id, label, score), found {bad[2]}",
@@ -207,25 +207,25 @@ class Store:
         self._temp("_incoming_instances", "SELECT instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
 
     def _check_score_text(self, where: str | Path) -> None:
-        bad = self.con.execute(
+        bad = self._one(
             "SELECT line, score_text FROM _incoming WHERE score_text IS NOT NULL AND score_text <> ''"
             " AND (score IS NULL OR isnan(score)) ORDER BY line LIMIT 1"
-        ).fetchone()
+        )
         if bad:
             raise InputError("score is not a number", where, bad[0], bad[1])
 
     def _stage_germeval(self, path: Path, subtask: str, q: dict[str, str]) -> None:
         self._temp("germeval_lines", q["germeval_lines"])
-        bad = self.con.execute(
+        bad = self._one(
             "SELECT line, raw FROM germeval_lines WHERE section IS NULL ORDER BY line LIMIT 1"
-        ).fetchone()
+        )
         if bad:
             raise InputError("line before any 'subtask_a'/'subtask_b' header", path, bad[0], bad[1])
         section = f"subtask_{subtask}"
-        dup = self.con.execute(
+        dup = self._one(
             "SELECT instance_id, min(line), max(line) FROM germeval_lines WHERE section = $s"
             " GROUP BY instance_id HAVING count(*) > 1 ORDER BY 2 LIMIT 1", {"s": section},
-        ).fetchone()
+        )
         if dup:
             raise InputError(f"instance listed twice in {section} (first on line {dup[1]})", path, dup[2], dup[0])
         self._temp(
@@ -252,7 +252,7 @@ class Store:
             f"SELECT line, {_lit(c)} AS col, \"{c}\" AS v FROM _wide WHERE \"{c}\" IS NULL"
             f" OR trim(\"{c}\") NOT IN ('0', '1', '0.0', '1.0')" for c in label_cols
         )
-        bad = self.con.execute(f"SELECT * FROM ({checks}) ORDER BY line LIMIT 1").fetchone()
+        bad = self._one(f"SELECT * FROM ({checks}) ORDER BY line LIMIT 1")
         if bad:
             raise InputError(f"wide matrix cell of column {bad[1]!r} is not 0 or 1", path, bad[0], bad[2])
         ones = " UNION ALL ".join(
@@ -280,11 +280,11 @@ class Store:
             f" TRY_CAST({score} AS DOUBLE) AS score FROM _rel_src",
         )
         self.con.unregister("_rel_src")
-        bad = self.con.execute(
+        bad = self._one(
             "SELECT line, instance_id, label FROM _incoming WHERE instance_id IS NULL OR label IS NULL"
             " OR trim(label) = '' OR lower(label) = 'nan' OR lower(instance_id) = 'nan'"
             " ORDER BY line LIMIT 1"
-        ).fetchone()
+        )
         if bad:
             raise InputError("missing instance_id or label (empty, None or NaN)", where, bad[0],
                              f"instance_id={bad[1]!r}, label={bad[2]!r}")
@@ -318,25 +318,25 @@ class Store:
         """Unknown labels, empty ids, duplicates; leaves ``_incoming`` deduplicated."""
         if unknown not in ("error", "ignore"):
             raise ValueError("unknown must be 'error' or 'ignore'")
-        bad = self.con.execute(
+        bad = self._one(
             "SELECT line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
             " ORDER BY line LIMIT 1"
-        ).fetchone()
+        )
         if bad:
             raise InputError("empty instance_id", where, bad[0], bad[1])
-        first = self.con.execute(
+        first = self._one(
             "SELECT i.line, i.label, count(*) OVER () FROM _incoming i ANTI JOIN nodes n ON n.label = i.label"
             " ORDER BY i.line LIMIT 1"
-        ).fetchone()
+        )
         if first:
             if unknown == "error":
                 raise InputError("label not in the taxonomy", where, first[0], first[1])
             self.con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
             warnings.warn(f"{where}: ignored {first[2]} label(s) not in the taxonomy (first: {first[1]!r})",
                           DataWarning, stacklevel=3)
-        dups = self.con.execute(
+        dups = self._one(
             "SELECT count(*) - count(DISTINCT (instance_id, label)) FROM _incoming"
-        ).fetchone()[0]
+        )[0]
         if dups:
             warnings.warn(f"{where}: {dups} duplicate (instance_id, label) row(s) collapsed", DataWarning,
                           stacklevel=3)
@@ -346,10 +346,10 @@ class Store:
     def _check_no_truth(self, where: str, no_truth: str) -> None:
         if no_truth not in ("error", "ignore"):
             raise ValueError("no_truth must be 'error' or 'ignore'")
-        first = self.con.execute(
+        first = self._one(
             "SELECT s.line, s.instance_id, count(*) OVER () FROM _incoming_instances s"
             " ANTI JOIN instances i ON i.instance_id = s.instance_id ORDER BY s.line LIMIT 1"
-        ).fetchone()
+        )
         if not first:
             return
         if no_truth == "error":
@@ -359,6 +359,11 @@ class Store:
                       DataWarning, stacklevel=3)
 
     # ------------------------------------------------------------------ queries
+    def _one(self, sql: str, params: dict[str, object] | None = None) -> tuple | None:
+        """The first row of a query (the result is fetched completely, as DuckDB requires)."""
+        rows = self.con.execute(sql, params or {}).fetchall()
+        return rows[0] if rows else None
+
     def _temp(self, table: str, sql: str, params: dict[str, object] | None = None) -> None:
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {sql}", params or {})
 

@@ -106,3 +106,44 @@ def resolve(names: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
         if metric not in out[fam]:
             out[fam].append(metric)
     return out
+
+
+def as_taxonomy(taxonomy: Any):
+    """A :class:`~hiersql.taxonomy.Taxonomy` from a Taxonomy, a path, a networkx DiGraph, a DataFrame with
+    ``parent``/``child`` columns, or an iterable of ``(parent, child)`` pairs."""
+    from pathlib import Path
+
+    from ..taxonomy import Taxonomy
+
+    if isinstance(taxonomy, Taxonomy):
+        return taxonomy
+    if isinstance(taxonomy, str | Path):
+        return Taxonomy.from_file(taxonomy)
+    if hasattr(taxonomy, "is_directed"):
+        return Taxonomy.from_networkx(taxonomy)
+    if hasattr(taxonomy, "columns"):
+        return Taxonomy.from_dataframe(taxonomy)
+    return Taxonomy.from_edges(taxonomy)
+
+
+def store_from_sets(y_true: Any, y_pred: Any, taxonomy: Any, system: str = "y_pred"):
+    """An in-memory :class:`~hiersql.store.Store` for the scikit-learn style one-shot functions: ``y_true``
+    and ``y_pred`` are equally long sequences of label sets (a string counts as a one-label set)."""
+    from ..store import Store
+
+    y_true, y_pred = list(y_true), list(y_pred)
+    if len(y_true) != len(y_pred):
+        raise ValueError(f"y_true has {len(y_true)} instances but y_pred has {len(y_pred)}")
+    store = Store()
+    store.load_taxonomy(as_taxonomy(taxonomy))
+    store.add_truth(y_true, name="y_true")
+    store.add_predictions(system, y_pred, name="y_pred")
+    return store
+
+
+def one_value(rows: list[Row], metric: str, average: str) -> float:
+    """The value of ``metric`` with ``average`` from a single-system result."""
+    for row in rows:
+        if row.metric == metric and row.average == average:
+            return row.value
+    raise ValueError(f"no value for {metric} with average={average!r}")

@@ -1,0 +1,80 @@
+"""Arguments shared by the sub-commands that read a taxonomy, a truth and predictions, and the code that
+turns them into a loaded :class:`~hiersql.store.Store`."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--taxonomy``, ``--truth``, ``--pred`` (repeatable, ``NAME=FILE`` or a glob), ``--labels-format``,
+    ``--unknown``, ``--db``."""
+    parser.add_argument("--taxonomy", required=True, metavar="FILE",
+                        help="parent<TAB>child edges (whitespace pairs, .csv with header, .parquet detected)")
+    parser.add_argument("--truth", required=True, metavar="FILE", help="true labels")
+    parser.add_argument("--pred", action="append", required=True, metavar="NAME=FILE",
+                        help="predictions of one system; repeat it, or give a glob (NAME = file stem)")
+    parser.add_argument("--labels-format", default="long", choices=LABEL_FORMATS,
+                        help="format of the truth and prediction files (default: long)")
+    parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
+                        help="a label not in the taxonomy: error (default) or drop it with a warning")
+    parser.add_argument("--db", metavar="FILE", help="DuckDB file to keep the tables and results in")
+
+
+def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
+    """``NAME=FILE`` or a glob → ``[(name, path), ...]``; a name given twice or a glob matching nothing is an
+    error."""
+    out: list[tuple[str, Path]] = []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if sep and name and not any(ch in name for ch in "*?[/"):
+            out.append((name, Path(path)))
+            continue
+        matches = sorted(glob.glob(spec))
+        if not matches:
+            if any(ch in spec for ch in "*?["):
+                raise InputError("--pred glob matches no file", "--pred", value=spec)
+            matches = [spec]
+        out.extend((Path(m).stem, Path(m)) for m in matches)
+    seen: set[str] = set()
+    for name, _ in out:
+        if name in seen:
+            raise InputError("two --pred files have the same system name", "--pred", value=name)
+        seen.add(name)
+    return out
+
+
+def load_store(args: argparse.Namespace, progress: bool = True) -> Store:
+    """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``)."""
+    from ..store import Store
+    from ..taxonomy import Taxonomy
+
+    preds = parse_preds(args.pred)
+    taxonomy = Taxonomy.from_file(args.taxonomy)
+    store = Store(args.db)
+    store.load_taxonomy(taxonomy)
+    store.add_truth(args.truth, args.labels_format, unknown=args.unknown)
+    for name, path in progress_iter(preds, "reading predictions", progress and len(preds) > 3):
+        store.add_predictions(name, path, args.labels_format, unknown=args.unknown)
+    return store
+
+
+def progress_iter(items, desc: str, enabled: bool = True):
+    """``items`` with a tqdm progress bar on stderr when enabled and stderr is a terminal."""
+    import sys
+
+    if not enabled or not sys.stderr.isatty():
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit="file", file=sys.stderr)
