@@ -324,6 +324,11 @@ class Store:
         )
         if bad:
             raise InputError("empty instance_id", where, bad[0], bad[1])
+        bad = self._one(
+            "SELECT line, instance_id FROM _incoming WHERE label IS NULL OR label = '' ORDER BY line LIMIT 1"
+        )
+        if bad:
+            raise InputError("empty label", where, bad[0], f"instance_id={bad[1]!r}")
         first = self._one(
             "SELECT i.line, i.label, count(*) OVER () FROM _incoming i ANTI JOIN nodes n ON n.label = i.label"
             " ORDER BY i.line LIMIT 1"

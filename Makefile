@@ -1,0 +1,28 @@
+# Fresh machine: `make demo` runs hiersql on the demo data, `make test` runs the linter and the tests.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/hiersql demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check hiersql tests benchmarks
+
+test: lint
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_foundation.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

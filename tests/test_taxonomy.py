@@ -1,0 +1,124 @@
+"""Taxonomy readers, validation, the root, and the closure computed in SQL checked against networkx."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pandas as pd
+import pytest
+
+from hiersql import InputError, Store, Taxonomy
+from hiersql.taxonomy import VIRTUAL_ROOT
+
+
+def closure_of(tax: Taxonomy) -> dict[tuple[str, str], int]:
+    store = Store()
+    store.load_taxonomy(tax)
+    return {(a, d): dist for a, d, dist in store.con.execute("SELECT * FROM closure").fetchall()}
+
+
+def networkx_closure(graph: nx.DiGraph) -> dict[tuple[str, str], int]:
+    reverse = graph.reverse(copy=False)
+    out = {}
+    for node in graph.nodes:
+        for anc, dist in nx.single_source_shortest_path_length(reverse, node).items():
+            out[(anc, node)] = dist
+    return out
+
+
+def test_tsv_names_with_spaces(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_text("Literatur & Unterhaltung\tRomane & Erzählungen\nRomane & Erzählungen\tJunge Literatur\n")
+    tax = Taxonomy.from_file(path)
+    assert tax.root == "Literatur & Unterhaltung" and not tax.virtual_root
+    assert tax.children("Romane & Erzählungen") == ["Junge Literatur"]
+
+
+def test_whitespace_pairs_detected_and_duplicates_collapse(tmp_path):
+    path = tmp_path / "h.txt"
+    path.write_text("10 20\n10 20 \n20 1\n\n")
+    tax = Taxonomy.from_file(path)
+    assert [(e.parent, e.child) for e in tax.edges] == [("10", "20"), ("20", "1")]
+    assert tax.root == "10" and tax.depth == 2 and tax.leaves == ["1"]
+
+
+def test_csv_parquet_dataframe_networkx_duckdb_agree(tmp_path):
+    edges = [("r", "a"), ("r", "b"), ("a", "c"), ("b", "c")]
+    df = pd.DataFrame(edges, columns=["parent", "child"])
+    csv = tmp_path / "t.csv"
+    df.to_csv(csv, index=False)
+    parquet = tmp_path / "t.parquet"
+    df.to_parquet(parquet)
+    store = Store()
+    store.con.execute("CREATE TABLE my_edges AS SELECT * FROM df")
+    readers = [
+        Taxonomy.from_edges(edges), Taxonomy.from_file(csv), Taxonomy.from_file(parquet),
+        Taxonomy.from_dataframe(df), Taxonomy.from_networkx(nx.DiGraph(edges)),
+        Taxonomy.from_duckdb(store.con, "my_edges"),
+    ]
+    for tax in readers:
+        assert sorted((e.parent, e.child) for e in tax.edges) == sorted(edges)
+        assert tax.root == "r" and not tax.is_tree and tax.depth == 2
+
+
+def test_ints_are_read_as_strings():
+    tax = Taxonomy.from_edges([(1, 2), (1, 3)])
+    assert tax.root == "1" and tax.nodes == ["1", "2", "3"]
+
+
+def test_virtual_root_above_parentless_nodes():
+    tax = Taxonomy.from_edges([("a", "a1"), ("b", "b1")])
+    assert tax.virtual_root and tax.root == VIRTUAL_ROOT
+    assert tax.children(VIRTUAL_ROOT) == ["a", "b"]
+    assert tax.depths() == {VIRTUAL_ROOT: 0, "a": 1, "b": 1, "a1": 2, "b1": 2}
+    store = Store()
+    store.load_taxonomy(tax)
+    rows = store.con.execute("SELECT label, depth, is_root, is_virtual FROM nodes WHERE is_root").fetchall()
+    assert rows == [(VIRTUAL_ROOT, 0, True, True)]
+
+
+def test_virtual_root_name_does_not_clash():
+    tax = Taxonomy.from_edges([(VIRTUAL_ROOT, "x"), ("b", "y")])
+    assert tax.virtual_root and tax.root != VIRTUAL_ROOT and tax.root not in tax.nodes
+
+
+def test_cycle_names_its_nodes():
+    with pytest.raises(InputError, match=r"taxonomy has a cycle: 'b -> c -> d -> b'"):
+        Taxonomy.from_edges([("a", "b"), ("b", "c"), ("c", "d"), ("d", "b")])
+
+
+def test_self_loop_names_line(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_text("a\tb\nc\tc\n")
+    with pytest.raises(InputError, match=r"t.tsv:2: self-loop"):
+        Taxonomy.from_file(path)
+
+
+def test_undirected_graph_rejected():
+    with pytest.raises(InputError, match="directed"):
+        Taxonomy.from_networkx(nx.Graph([("a", "b")]))
+
+
+def test_closure_small_dag_by_hand():
+    # r -> a -> c, r -> b -> c, r -> c: c is at distance 1 from r (shortest path), 1 from a and b.
+    tax = Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c"), ("r", "c")])
+    assert closure_of(tax) == {
+        ("r", "r"): 0, ("a", "a"): 0, ("b", "b"): 0, ("c", "c"): 0,
+        ("r", "a"): 1, ("r", "b"): 1, ("r", "c"): 1, ("a", "c"): 1, ("b", "c"): 1,
+    }
+
+
+def test_closure_equals_networkx_on_germeval(data_dir):
+    tax = Taxonomy.from_file(data_dir / "germeval2019" / "hierarchy.txt")
+    assert tax.is_tree and tax.virtual_root and len(tax.children(tax.root)) == 8
+    assert closure_of(tax) == networkx_closure(tax.graph)
+
+
+def test_closure_equals_networkx_on_mesh(data_dir):
+    tax = Taxonomy.from_file(data_dir / "mesh" / "mesh_hierarchy_int.txt")
+    assert len(tax) == 27900 and len(tax.edges) == 37796 and tax.root == "1" and not tax.is_tree
+    assert sum(len(tax.parents(n)) > 1 for n in tax.nodes) == 8072
+    ours = closure_of(tax)
+    assert ours == networkx_closure(tax.graph)
+    # depths in the nodes table are the closure distances from the root
+    depths = tax.depths()
+    assert all(ours[(tax.root, n)] == d for n, d in depths.items())
