@@ -1,0 +1,179 @@
+"""Flat multi-label measures: example-based accuracy, precision, recall, F1, Hamming loss, subset accuracy,
+and label-based (per-class) accuracy, precision, recall, F1 with micro and macro averaging.
+
+A thin wrapper over ``sql/flat.sql``; see its header for the formulas. The label sets are taken as given (no
+ancestors added). Example-based measures are per instance, then the mean over the instances of the truth
+(``average`` is ``""``); label-based measures are ``micro`` (counts pooled over classes) or ``macro`` (mean of
+per-class values). The class universe L is, per system, every class of the truth or of that system's
+predictions (scikit-learn's convention) unless ``Options.labels`` fixes it.
+
+References
+----------
+Krstinić, Braović, Šerić, Božić-Štulić (2020), "Multi-label classifier performance evaluation with confusion
+matrix", §2.1, eq. (1)-(10). SPEC §7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from . import Options, Row
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..store import Store
+
+METRICS = {
+    "example_accuracy": "",
+    "example_precision": "",
+    "example_recall": "",
+    "example_f1": "",
+    "hamming_loss": "",
+    "subset_accuracy": "",
+    "label_precision": "",
+    "label_recall": "",
+    "label_f1": "",
+    "label_accuracy": "",
+}
+LabelSets = Sequence[Iterable[str] | str]
+
+
+def _params(store: Store, options: Options) -> dict[str, object]:
+    """Query parameters; also (re)creates the temp table ``flat_labels`` holding ``options.labels``."""
+    labels = list(dict.fromkeys(str(label) for label in options.labels or ()))
+    store.con.execute("CREATE OR REPLACE TEMP TABLE flat_labels (label VARCHAR)")
+    if labels:
+        store.con.execute("INSERT INTO flat_labels SELECT unnest($l)", {"l": labels})
+    return {"fixed_universe": options.labels is not None, "zero_division": float(options.zero_division)}
+
+
+def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
+    """Values of ``metrics`` for every system: example-based ones with average ``""``, label-based ones
+    ``micro`` and/or ``macro`` (``options.average``)."""
+    rel = store.run("flat", "flat_summary", _params(store, options))
+    wanted = set(metrics)
+    averages = set(options.average) | {""}
+    return [
+        Row(*r)
+        for r in rel.order("system, metric, average").fetchall()
+        if r[1] in wanted and r[2] in averages
+    ]
+
+
+def per_instance(store: Store, options: Options) -> pd.DataFrame:
+    """Per (system, instance): ``n_true, n_pred, n_both`` (|Y|, |Z|, |Y ∩ Z|), ``n_labels`` (|L|) and the
+    example-based values."""
+    return store.run("flat", "flat_instance", _params(store, options)).order("system, instance_id").df()
+
+
+def per_label(store: Store, options: Options) -> pd.DataFrame:
+    """Per (system, class of L): ``tp, fp, fn, tn`` and the label-based values."""
+    return store.run("flat", "flat_label", _params(store, options)).order("system, label").df()
+
+
+# ---------------------------------------------------------------------- label sets (scikit-learn style)
+def label_set_store(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] | None = None) -> Store:
+    """An in-memory :class:`~hiersql.store.Store` for label sets without a taxonomy: ``y_true[i]`` and
+    ``y_pred[i]`` are the label sets of instance ``i`` (a string is a one-label set; labels are read as
+    strings). The taxonomy is one root above every label of ``y_true``, ``y_pred`` and ``labels``."""
+    from ..taxonomy import Taxonomy
+    from . import store_from_sets
+
+    truth, pred = _as_sets(y_true), _as_sets(y_pred)
+    seen = {label for sets in (truth, pred) for labelset in sets for label in labelset}
+    seen |= {str(label) for label in labels or ()}
+    root = "__labels__"
+    while root in seen:
+        root = f"_{root}_"
+    edges = [(root, label) for label in sorted(seen)] or [(root, f"_{root}")]
+    return store_from_sets(truth, pred, Taxonomy.from_edges(edges))
+
+
+def _as_sets(sets: LabelSets) -> list[list[str]]:
+    return [[labels] if isinstance(labels, str) else [str(label) for label in labels] for labels in sets]
+
+
+def _options(labels: Iterable[str] | None, zero_division: float, average: str | None) -> Options:
+    return Options(zero_division=zero_division, labels=None if labels is None else tuple(map(str, labels)),
+                   average=(average,) if average else ())
+
+
+def _one_shot(metric: str, average: str | None, y_true: LabelSets, y_pred: LabelSets,
+              labels: Iterable[str] | None, zero_division: float) -> float | pd.Series:
+    """The value of one measure for label sets; for a label-based measure with ``average=None``, the
+    per-class values as a Series indexed by label."""
+    from . import one_value
+
+    if metric.startswith("label_") and average not in ("micro", "macro", None):
+        raise ValueError(f"average must be 'micro', 'macro' or None, got {average!r}")
+    options = _options(labels, zero_division, average)
+    store = label_set_store(y_true, y_pred, labels)
+    try:
+        if average is None:
+            return per_label(store, options).set_index("label")[metric]
+        return one_value(evaluate(store, [metric], options), metric, average)
+    finally:
+        store.close()
+
+
+def example_accuracy(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
+                     zero_division: float = 0.0) -> float:
+    """Example-based accuracy (Jaccard index) ``1/N Σ |Y ∩ Z| / |Y ∪ Z|`` (Krstinić eq. 1)."""
+    return _one_shot("example_accuracy", "", y_true, y_pred, labels, zero_division)
+
+
+def example_precision(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
+                      zero_division: float = 0.0) -> float:
+    """Example-based precision ``1/N Σ |Y ∩ Z| / |Z|`` (Krstinić eq. 2)."""
+    return _one_shot("example_precision", "", y_true, y_pred, labels, zero_division)
+
+
+def example_recall(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
+                   zero_division: float = 0.0) -> float:
+    """Example-based recall ``1/N Σ |Y ∩ Z| / |Y|`` (Krstinić eq. 3)."""
+    return _one_shot("example_recall", "", y_true, y_pred, labels, zero_division)
+
+
+def example_f1(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
+               zero_division: float = 0.0) -> float:
+    """Example-based F1 ``1/N Σ 2|Y ∩ Z| / (|Y| + |Z|)`` (Krstinić eq. 4)."""
+    return _one_shot("example_f1", "", y_true, y_pred, labels, zero_division)
+
+
+def hamming_loss(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
+                 zero_division: float = 0.0) -> float:
+    """Hamming loss ``1/N Σ |Y Δ Z| / |L|`` (Krstinić eq. 5), L = the classes seen or ``labels``."""
+    return _one_shot("hamming_loss", "", y_true, y_pred, labels, zero_division)
+
+
+def subset_accuracy(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
+                    zero_division: float = 0.0) -> float:
+    """Subset accuracy (exact match) ``1/N Σ [Y = Z]`` (Krstinić eq. 6)."""
+    return _one_shot("subset_accuracy", "", y_true, y_pred, labels, zero_division)
+
+
+def label_accuracy(y_true: LabelSets, y_pred: LabelSets, *, average: str | None = "micro",
+                   labels: Iterable[str] | None = None, zero_division: float = 0.0) -> float | pd.Series:
+    """Label-based accuracy ``(TP + TN) / N`` per class (Krstinić eq. 7, 9, 10); ``average=None`` gives the
+    per-class values as a Series indexed by label."""
+    return _one_shot("label_accuracy", average, y_true, y_pred, labels, zero_division)
+
+
+def label_precision(y_true: LabelSets, y_pred: LabelSets, *, average: str | None = "micro",
+                    labels: Iterable[str] | None = None, zero_division: float = 0.0) -> float | pd.Series:
+    """Label-based precision ``TP / (TP + FP)`` (Krstinić eq. 7, 9, 10), micro, macro or per class (None)."""
+    return _one_shot("label_precision", average, y_true, y_pred, labels, zero_division)
+
+
+def label_recall(y_true: LabelSets, y_pred: LabelSets, *, average: str | None = "micro",
+                 labels: Iterable[str] | None = None, zero_division: float = 0.0) -> float | pd.Series:
+    """Label-based recall ``TP / (TP + FN)`` (Krstinić eq. 7, 9, 10), micro, macro or per class (None)."""
+    return _one_shot("label_recall", average, y_true, y_pred, labels, zero_division)
+
+
+def label_f1(y_true: LabelSets, y_pred: LabelSets, *, average: str | None = "micro",
+             labels: Iterable[str] | None = None, zero_division: float = 0.0) -> float | pd.Series:
+    """Label-based F1 ``2TP / (2TP + FP + FN)`` (Krstinić eq. 8, 9, 10), micro, macro or per class (None)."""
+    return _one_shot("label_f1", average, y_true, y_pred, labels, zero_division)

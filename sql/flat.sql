@@ -1,0 +1,176 @@
+-- Flat multi-label measures (Krstinić et al. 2020, §2.1, eq. 1-10; SPEC §7). The label sets are taken as given:
+-- no ancestors are added. Y, Z: the true and predicted sets of an instance, N instances, L the label universe.
+-- Example-based (per instance, then the mean over the N instances of the truth, also empty ones):
+--   accuracy = |Y ∩ Z| / |Y ∪ Z|    precision = |Y ∩ Z| / |Z|    recall = |Y ∩ Z| / |Y|
+--   F1 = 2 |Y ∩ Z| / (|Y| + |Z|)    Hamming loss = |Y Δ Z| / |L|    subset accuracy = [Y = Z]
+-- Label-based (per class j of L: TP_j, FP_j, FN_j, TN_j = N - TP_j - FP_j - FN_j):
+--   accuracy = (TP + TN) / N   precision = TP / (TP + FP)   recall = TP / (TP + FN)   F1 = 2TP / (2TP + FP + FN)
+--   micro: pool the counts over the classes, then divide; macro: the mean of the per-class values.
+-- L is, per system, every class occurring in the truth or in that system's predictions (scikit-learn's
+-- convention), unless $fixed_universe: then L is the table flat_labels(label), and labels outside it are left
+-- out of every measure (as scikit-learn's labels= does). A ratio with a zero denominator is $zero_division.
+-- Reads: truth, predictions, systems, instances, flat_labels.
+
+-- name: flat_universe
+-- (system, label): the classes L of each system.
+SELECT s.system, u.label
+FROM systems AS s
+CROSS JOIN flat_labels AS u
+WHERE $fixed_universe
+UNION
+SELECT s.system, t.label
+FROM systems AS s
+CROSS JOIN truth AS t
+WHERE NOT $fixed_universe
+UNION
+SELECT p.system, p.label
+FROM predictions AS p
+WHERE NOT $fixed_universe
+
+-- name: flat_sides
+-- One row per (system, instance, label of L) on either side, with the side(s) it is on.
+SELECT
+    coalesce(p.system, t.system) AS system,
+    coalesce(p.instance_id, t.instance_id) AS instance_id,
+    coalesce(p.label, t.label) AS label,
+    t.label IS NOT NULL AS in_true,
+    p.label IS NOT NULL AS in_pred
+FROM (
+    SELECT p.system, p.instance_id, p.label
+    FROM predictions AS p
+    JOIN flat_universe AS u ON u.system = p.system AND u.label = p.label
+) AS p
+FULL JOIN (
+    SELECT u.system, t.instance_id, t.label
+    FROM truth AS t
+    JOIN flat_universe AS u ON u.label = t.label
+) AS t ON t.system = p.system AND t.instance_id = p.instance_id AND t.label = p.label
+
+-- name: flat_instance
+-- Per (system, instance of the truth): |Y|, |Z|, |Y ∩ Z|, |L| and the example-based values.
+SELECT
+    g.system,
+    g.instance_id,
+    coalesce(c.n_true, 0) AS n_true,
+    coalesce(c.n_pred, 0) AS n_pred,
+    coalesce(c.n_both, 0) AS n_both,
+    g.n_labels,
+    CASE WHEN coalesce(c.n_true + c.n_pred - c.n_both, 0) = 0 THEN $zero_division
+         ELSE 1.0 * c.n_both / (c.n_true + c.n_pred - c.n_both) END AS example_accuracy,
+    CASE WHEN coalesce(c.n_pred, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_pred END
+        AS example_precision,
+    CASE WHEN coalesce(c.n_true, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_true END
+        AS example_recall,
+    CASE WHEN coalesce(c.n_true + c.n_pred, 0) = 0 THEN $zero_division
+         ELSE 2.0 * c.n_both / (c.n_true + c.n_pred) END AS example_f1,
+    CASE WHEN g.n_labels = 0 THEN $zero_division
+         ELSE 1.0 * coalesce(c.n_true + c.n_pred - 2 * c.n_both, 0) / g.n_labels END AS hamming_loss,
+    CASE WHEN coalesce(c.n_true, 0) = coalesce(c.n_both, 0) AND coalesce(c.n_pred, 0) = coalesce(c.n_both, 0)
+         THEN 1.0 ELSE 0.0 END AS subset_accuracy
+FROM (
+    SELECT s.system, i.instance_id, coalesce(u.n_labels, 0) AS n_labels
+    FROM systems AS s
+    CROSS JOIN instances AS i
+    LEFT JOIN (SELECT system, count(*) AS n_labels FROM flat_universe GROUP BY system) AS u
+        ON u.system = s.system
+) AS g
+LEFT JOIN (
+    SELECT
+        system,
+        instance_id,
+        sum(CASE WHEN in_true THEN 1 ELSE 0 END) AS n_true,
+        sum(CASE WHEN in_pred THEN 1 ELSE 0 END) AS n_pred,
+        sum(CASE WHEN in_true AND in_pred THEN 1 ELSE 0 END) AS n_both
+    FROM flat_sides
+    GROUP BY system, instance_id
+) AS c ON c.system = g.system AND c.instance_id = g.instance_id
+
+-- name: flat_label
+-- Per (system, class of L): TP, FP, FN, TN and the label-based values.
+SELECT
+    u.system,
+    u.label,
+    coalesce(c.tp, 0) AS tp,
+    coalesce(c.fp, 0) AS fp,
+    coalesce(c.fn, 0) AS fn,
+    n.n_instances - coalesce(c.tp + c.fp + c.fn, 0) AS tn,
+    CASE WHEN n.n_instances = 0 THEN $zero_division
+         ELSE 1.0 * (n.n_instances - coalesce(c.fp + c.fn, 0)) / n.n_instances END AS label_accuracy,
+    CASE WHEN coalesce(c.tp + c.fp, 0) = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fp) END
+        AS label_precision,
+    CASE WHEN coalesce(c.tp + c.fn, 0) = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fn) END
+        AS label_recall,
+    CASE WHEN coalesce(c.tp + c.fp + c.fn, 0) = 0 THEN $zero_division
+         ELSE 2.0 * c.tp / (2 * c.tp + c.fp + c.fn) END AS label_f1
+FROM flat_universe AS u
+CROSS JOIN (SELECT count(*) AS n_instances FROM instances) AS n
+LEFT JOIN (
+    SELECT
+        system,
+        label,
+        sum(CASE WHEN in_true AND in_pred THEN 1 ELSE 0 END) AS tp,
+        sum(CASE WHEN in_pred AND NOT in_true THEN 1 ELSE 0 END) AS fp,
+        sum(CASE WHEN in_true AND NOT in_pred THEN 1 ELSE 0 END) AS fn
+    FROM flat_sides
+    GROUP BY system, label
+) AS c ON c.system = u.system AND c.label = u.label
+
+-- name: flat_summary
+-- (system, metric, average, value): example-based measures with average '', label-based micro and macro.
+WITH micro AS (
+    SELECT
+        system,
+        sum(tp) AS tp,
+        sum(fp) AS fp,
+        sum(fn) AS fn,
+        sum(tn) AS tn
+    FROM flat_label
+    GROUP BY system
+),
+examples AS (
+    SELECT
+        system,
+        avg(example_accuracy) AS example_accuracy,
+        avg(example_precision) AS example_precision,
+        avg(example_recall) AS example_recall,
+        avg(example_f1) AS example_f1,
+        avg(hamming_loss) AS hamming_loss,
+        avg(subset_accuracy) AS subset_accuracy
+    FROM flat_instance
+    GROUP BY system
+)
+SELECT system, 'example_accuracy' AS metric, '' AS average, example_accuracy AS value FROM examples
+UNION ALL
+SELECT system, 'example_precision', '', example_precision FROM examples
+UNION ALL
+SELECT system, 'example_recall', '', example_recall FROM examples
+UNION ALL
+SELECT system, 'example_f1', '', example_f1 FROM examples
+UNION ALL
+SELECT system, 'hamming_loss', '', hamming_loss FROM examples
+UNION ALL
+SELECT system, 'subset_accuracy', '', subset_accuracy FROM examples
+UNION ALL
+SELECT system, 'label_accuracy', 'micro',
+       CASE WHEN tp + fp + fn + tn = 0 THEN $zero_division ELSE 1.0 * (tp + tn) / (tp + fp + fn + tn) END
+FROM micro
+UNION ALL
+SELECT system, 'label_precision', 'micro',
+       CASE WHEN tp + fp = 0 THEN $zero_division ELSE 1.0 * tp / (tp + fp) END
+FROM micro
+UNION ALL
+SELECT system, 'label_recall', 'micro',
+       CASE WHEN tp + fn = 0 THEN $zero_division ELSE 1.0 * tp / (tp + fn) END
+FROM micro
+UNION ALL
+SELECT system, 'label_f1', 'micro',
+       CASE WHEN tp + fp + fn = 0 THEN $zero_division ELSE 2.0 * tp / (2 * tp + fp + fn) END
+FROM micro
+UNION ALL
+SELECT system, 'label_accuracy', 'macro', avg(label_accuracy) FROM flat_label GROUP BY system
+UNION ALL
+SELECT system, 'label_precision', 'macro', avg(label_precision) FROM flat_label GROUP BY system
+UNION ALL
+SELECT system, 'label_recall', 'macro', avg(label_recall) FROM flat_label GROUP BY system
+UNION ALL
+SELECT system, 'label_f1', 'macro', avg(label_f1) FROM flat_label GROUP BY system
