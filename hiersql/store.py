@@ -169,7 +169,8 @@ class Store:
         if format == "long":
             self._stage_long(path, q)
         elif format == "lines":
-            self._temp("_incoming", f"SELECT instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
+            self._temp("_incoming",
+                       f"SELECT instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
             self._temp("_incoming_instances", q["lines_instances"])
         else:
             self._stage_germeval(path, format[-1], q)
@@ -246,7 +247,7 @@ class Store:
             raise InputError("wide label file needs an instance_id column and one column per label", path)
         self.con.register("_wide_src", rel)
         label_cols = cols[1:]
-        self._temp("_wide", f"SELECT row_number() OVER () + 1 AS line, * FROM _wide_src")
+        self._temp("_wide", "SELECT row_number() OVER () + 1 AS line, * FROM _wide_src")
         self.con.unregister("_wide_src")
         checks = " UNION ALL ".join(
             f"SELECT line, {_lit(c)} AS col, \"{c}\" AS v FROM _wide WHERE \"{c}\" IS NULL"
@@ -372,7 +373,9 @@ class Store:
     def _temp(self, table: str, sql: str, params: dict[str, object] | None = None) -> None:
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {sql}", params or {})
 
-    def run(self, file: str, name: str | None = None, params: dict[str, object] | None = None) -> duckdb.DuckDBPyRelation:
+    def run(
+        self, file: str, name: str | None = None, params: dict[str, object] | None = None
+    ) -> duckdb.DuckDBPyRelation:
         """Run query ``name`` of ``sql/<file>.sql``; queries it reads are first materialised as temp tables
         named after them. Returns the result as a DuckDB relation."""
         queries = sqlfiles.queries(file)

@@ -1,0 +1,106 @@
+"""The command line: output formats, --db results, demo, batch jobs (resumable, transactional)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import duckdb
+import pytest
+
+from hiersql.cli import main
+from hiersql.jobs import load_job, run_job
+
+
+def demo_args(fixtures_dir, *extra):
+    folder = fixtures_dir / "demo"
+    return ["evaluate", "--taxonomy", str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth.tsv"),
+            "--pred", str(folder / "[cfs]*.tsv"), *extra]
+
+
+def test_csv_output_full_precision(fixtures_dir, capsys):
+    assert main(demo_args(fixtures_dir, "--format", "csv", "--metrics", "hr", "--average", "micro")) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["system"] for r in rows] == ["cautious", "flat_errors", "shallow"]
+    assert rows[0].keys() == {"system", "metric", "average", "value"}
+    shallow = rows[2]
+    assert shallow["metric"] == "hierarchical_recall" and shallow["average"] == "micro"
+    assert float(shallow["value"]) == 14 / 26  # repr() round-trips exactly
+
+
+def test_json_and_table_output(fixtures_dir, capsys):
+    assert main(demo_args(fixtures_dir, "--format", "json", "--metrics", "sdl")) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {d["metric"] for d in data} == {"symmetric_difference_loss"} and data[0]["average"] == ""
+    assert main(demo_args(fixtures_dir, "--metrics", "hp")) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["system", "metric", "average", "value"] and len(out) == 2 + 3 * 2
+
+
+def test_db_keeps_tables_and_results(fixtures_dir, tmp_path, capsys):
+    db = tmp_path / "r.duckdb"
+    assert main(demo_args(fixtures_dir, "--db", str(db), "--dataset", "demo", "--metrics", "hf")) == 0
+    capsys.readouterr()
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM results WHERE dataset = 'demo'").fetchall() == [(6,)]
+        assert con.execute("SELECT count(DISTINCT system) FROM predictions").fetchall() == [(3,)]
+
+
+def test_demo_prints_every_system(capsys):
+    assert main(["demo", "--metrics", "hp,hr"]) == 0
+    out = capsys.readouterr().out
+    assert "cautious" in out and "flat_errors" in out and "shallow" in out
+    assert "hierarchical_recall (micro)" in out
+
+
+def write_job(tmp_path, fixtures_dir, truth_name="truth.tsv"):
+    folder = fixtures_dir / "demo"
+    (tmp_path / "one.tsv").write_text("1\tlion\n")
+    job = tmp_path / "job.toml"
+    job.write_text(f"""
+db = "out.duckdb"
+metrics = ["hp", "hr"]
+average = ["micro"]
+
+[[dataset]]
+name = "demo"
+taxonomy = "{folder / 'taxonomy.tsv'}"
+truth = "{folder / 'truth.tsv'}"
+predictions = ["{folder / '[cfs]*.tsv'}"]
+
+[[dataset]]
+name = "broken"
+taxonomy = "{folder / 'taxonomy.tsv'}"
+truth = "{tmp_path / truth_name}"
+predictions = ["x={tmp_path / 'one.tsv'}"]
+""")
+    return job
+
+
+def test_job_is_resumable_and_keeps_finished_datasets(fixtures_dir, tmp_path):
+    (tmp_path / "bad.tsv").write_text("1\tunicorn\n")
+    job = load_job(write_job(tmp_path, fixtures_dir, "bad.tsv"))
+    from hiersql import InputError
+
+    with pytest.raises(InputError, match="unicorn"):
+        run_job(job)
+    # the first dataset was stored before the second failed
+    with duckdb.connect(str(job.db), read_only=True) as con:
+        assert con.execute("SELECT DISTINCT dataset FROM results").fetchall() == [("demo",)]
+        assert con.execute("SELECT count(*) FROM results").fetchall() == [(3 * 2,)]
+    (tmp_path / "bad.tsv").write_text("1\tjaguar\n")
+    status = run_job(job)
+    assert status["demo"].startswith("skipped") and status["broken"].startswith("done")
+    with duckdb.connect(str(job.db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM results").fetchall() == [(3 * 2 + 2,)]
+
+
+def test_jobs_cli(fixtures_dir, tmp_path, capsys):
+    (tmp_path / "truth.tsv").write_text("1\tjaguar\n")
+    job = write_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "check", str(job)]) == 0
+    assert main(["jobs", "run", str(job)]) == 0
+    out = capsys.readouterr().out
+    assert "demo: done (6 values)" in out and "broken: done (2 values)" in out
+    assert main(["jobs", "run", str(tmp_path / "missing.toml")]) == 2
