@@ -245,7 +245,7 @@ class Store:
         cols = rel.columns
         if len(cols) < 2:
             raise InputError("wide label file needs an instance_id column and one column per label", path)
-        self.con.register("_wide_src", rel)
+        self._register("_wide_src", rel)
         label_cols = cols[1:]
         self._temp("_wide", "SELECT row_number() OVER () + 1 AS line, * FROM _wide_src")
         self.con.unregister("_wide_src")
@@ -271,7 +271,7 @@ class Store:
         cols = [c.lower() for c in rel.columns]
         if not {"instance_id", "label"} <= set(cols):
             raise InputError(f"label table needs columns instance_id, label; it has {list(rel.columns)}", where)
-        self.con.register("_rel_src", rel)
+        self._register("_rel_src", rel)
         score = f'"{rel.columns[cols.index("score")]}"' if "score" in cols else "NULL"
         iid, lab = (f'"{rel.columns[cols.index(c)]}"' for c in ("instance_id", "label"))
         self._temp(
@@ -365,6 +365,15 @@ class Store:
                       DataWarning, stacklevel=3)
 
     # ------------------------------------------------------------------ queries
+    def _register(self, name: str, rel: Any) -> None:
+        """Register a relation as a view; a relation of another DuckDB connection goes through Arrow."""
+        import duckdb
+
+        try:
+            self.con.register(name, rel)
+        except duckdb.InvalidInputException:
+            self.con.register(name, rel.arrow())
+
     def _one(self, sql: str, params: dict[str, object] | None = None) -> tuple | None:
         """The first row of a query (the result is fetched completely, as DuckDB requires)."""
         rows = self.con.execute(sql, params or {}).fetchall()

@@ -1,0 +1,115 @@
+"""Label readers of every format, ranks, empty instances, the DuckDB file, transactions."""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+import pytest
+
+from hiersql import Store, Taxonomy
+
+TAX = Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
+
+
+def store_with(source, fmt="long", **kw) -> Store:
+    store = Store()
+    store.load_taxonomy(TAX)
+    store.add_truth(source, fmt, **kw)
+    return store
+
+
+def truth_rows(store: Store):
+    return store.con.execute("SELECT instance_id, label, rank FROM truth ORDER BY instance_id, rank").fetchall()
+
+
+def instances(store: Store):
+    return sorted(r[0] for r in store.con.execute("SELECT instance_id FROM instances").fetchall())
+
+
+def test_long_tsv_keeps_input_order_as_rank(tmp_path):
+    path = tmp_path / "y.tsv"
+    path.write_text("i1\ta2\ni2\tb\ni1\ta1\n\ni1\tb1\t0.5\n")
+    assert truth_rows(store_with(path)) == [("i1", "a2", 1), ("i1", "a1", 2), ("i1", "b1", 3), ("i2", "b", 1)]
+
+
+def test_long_csv_with_header_and_scores(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("instance_id,label,score\n1,a1,0.9\n1,b,0.2\n2,a,1\n")
+    store = store_with(tmp_path / "p.csv")
+    store.add_predictions("s", path)
+    rows = store.con.execute("SELECT instance_id, label, rank, score FROM predictions ORDER BY 1, 3").fetchall()
+    assert rows == [("1", "a1", 1, 0.9), ("1", "b", 2, 0.2), ("2", "a", 1, 1.0)]
+
+
+def test_hemkit_lines_blank_line_is_an_empty_instance(tmp_path):
+    path = tmp_path / "gold.txt"
+    path.write_text("a1 b1\n\nb  a2\n")
+    store = store_with(path, "lines")
+    assert instances(store) == ["1", "2", "3"]
+    assert truth_rows(store) == [("1", "a1", 1), ("1", "b1", 2), ("3", "b", 1), ("3", "a2", 2)]
+
+
+def test_germeval_sections_and_trailing_tabs(tmp_path):
+    path = tmp_path / "sub.txt"
+    path.write_text("subtask_a\nx\ta\tb\t\ny\t\nsubtask_b\nx\ta1\t\t\n")
+    a = store_with(path, "germeval-a")
+    assert truth_rows(a) == [("x", "a", 1), ("x", "b", 2)]
+    assert instances(a) == ["x", "y"]  # y is listed with no label: an empty set
+    b = store_with(path, "germeval-b")
+    assert truth_rows(b) == [("x", "a1", 1)] and instances(b) == ["x"]
+
+
+def test_missing_ids_in_a_submission_have_empty_predicted_sets(tmp_path):
+    (tmp_path / "gold.txt").write_text("subtask_a\nx\ta\ny\tb\n")
+    (tmp_path / "sub.txt").write_text("subtask_a\nx\ta\n")
+    store = store_with(tmp_path / "gold.txt", "germeval-a")
+    store.add_predictions("s", tmp_path / "sub.txt", "germeval-a")
+    from hiersql.metrics import Options, set_based
+
+    per = set_based.per_instance(store, Options()).set_index("instance_id")
+    assert per.loc["y", "n_pred"] == 0 and per.loc["y", "hierarchical_recall"] == 0
+
+
+def test_wide_matrix(tmp_path):
+    path = tmp_path / "w.csv"
+    path.write_text("instance_id,a1,b,b1\n1,1,0,1\n2,0,0,0\n3,0,1,0\n")
+    store = store_with(path, "wide")
+    assert instances(store) == ["1", "2", "3"]
+    assert truth_rows(store) == [("1", "a1", 1), ("1", "b1", 2), ("3", "b", 1)]
+
+
+def test_dataframe_relation_parquet_and_label_sets_agree(tmp_path):
+    df = pd.DataFrame({"instance_id": [1, 1, 2], "label": ["a1", "b", "a"]})
+    df.to_parquet(tmp_path / "y.parquet")
+    con = duckdb.connect()
+    want = [("1", "a1", 1), ("1", "b", 2), ("2", "a", 1)]
+    assert truth_rows(store_with(df)) == want
+    assert truth_rows(store_with(tmp_path / "y.parquet")) == want
+    assert truth_rows(store_with(con.from_df(df))) == want
+    sets = store_with([["a1", "b"], ["a"]])
+    assert truth_rows(sets) == [("0", "a1", 1), ("0", "b", 2), ("1", "a", 1)]
+
+
+def test_database_file_persists(tmp_path):
+    db = tmp_path / "h.duckdb"
+    store = Store(db)
+    store.load_taxonomy(TAX)
+    store.add_truth([["a1"], ["b"]])
+    store.add_predictions("s", [["a"], []])
+    store.close()
+    with duckdb.connect(str(db), read_only=True) as con:
+        # reflexive 6; r over 5 nodes; a over a1, a2; b over b1
+        assert con.execute("SELECT count(*) FROM closure").fetchall() == [(6 + 5 + 2 + 1,)]
+        assert con.execute("SELECT system, count(*) FROM predictions GROUP BY 1").fetchall() == [("s", 1)]
+        assert con.execute("SELECT count(*) FROM systems").fetchall() == [(1,)]
+
+
+def test_failed_load_changes_nothing(tmp_path):
+    store = store_with([["a1"], ["b"]])
+    store.add_predictions("s", [["a"], ["b"]])
+    with pytest.raises(Exception, match="not in the taxonomy"):
+        store.add_predictions("s", [["a"], ["zebra"]])
+    assert store.con.execute("SELECT label FROM predictions ORDER BY 1").fetchall() == [("a",), ("b",)]
+    with pytest.raises(Exception, match="not in the taxonomy"):
+        store.add_truth([["zebra"]])
+    assert store.con.execute("SELECT count(*) FROM truth").fetchall() == [(2,)]
