@@ -1,0 +1,302 @@
+-- Scoring-tree measures (Lanus et al., "Hierarchical Scoring for Machine Learning Classifier Error Impact
+-- Evaluation", §III; SPEC §8). The taxonomy is a tree whose edge weights sit on the child (edges.weight);
+-- W(n) = weight sum root -> n, W(root) = 0, every root-to-leaf sum is 1 (checked in Python before these run).
+-- Per (truth t, prediction p) pair: d = edge count between t and p, R = W(lca(t, p)), Pn = W(t) + W(p) - 2R,
+-- raw = R - Pn in [-2, 1]. With the offset o <= 0 ($offset) every score is (s - (s_min + o)) / (s_max - (s_min + o)):
+--   PL      s = -d          on [-l, 0]   ->  1 - d / (l - o)
+--   L       s = R           on [0, 1]    ->  (R - o) / (1 - o)
+--   LPP     s = raw         on [-2, 1]   ->  (raw + 2 - o) / (3 - o)
+--   LPPTPS  s = raw / W(t)  on [m, 1]    ->  (raw / W(t) - m - o) / (1 - m - o)
+--   LPPPPS  s = raw / W(p)  on [m, 1]    ->  (raw / W(p) - m - o) / (1 - m - o)
+-- l = longest path between two labels, m = min over label pairs of raw / W(t) (= min of raw / W(p), since raw
+-- is symmetric); both are constants of the weighted tree. A ghost (no truth) or missed (no prediction)
+-- detection scores 0 in every measure.
+-- Micro: means over all pairs (detection errors included); hR = mean LPPTPS, hP = mean LPPPPS, hF = their
+-- harmonic mean. Macro: per node, the mean over the pairs where the node is t or p, then the unweighted mean
+-- over nodes (hF: mean of the per-node harmonic means).
+-- Reads: nodes, edges, closure, truth, predictions, systems, pair_counts(system, truth, prediction, n).
+
+-- name: scoring_nodes
+-- W(n) for every node: the weights of the edges into n and into each of its ancestors.
+SELECT n.label, n.is_root, coalesce(sum(e.weight), 0) AS w
+FROM nodes AS n
+LEFT JOIN closure AS c ON c.descendant = n.label
+LEFT JOIN edges AS e ON e.child = c.ancestor
+GROUP BY n.label, n.is_root
+
+-- name: scoring_subtrees
+-- Per node: the largest W in its subtree (itself included) and its height (edges on the longest way down).
+SELECT c.ancestor AS label, max(s.w) AS sub_max, max(c.distance) AS height
+FROM closure AS c
+JOIN scoring_nodes AS s ON s.label = c.descendant
+GROUP BY c.ancestor
+
+-- name: scoring_branches
+-- Per node: the two highest and the two heaviest branches below it (branch = a child and its subtree).
+SELECT
+    parent,
+    max(CASE WHEN h_rank = 1 THEN height + 1 END) AS h1,
+    max(CASE WHEN h_rank = 2 THEN height + 1 END) AS h2,
+    max(CASE WHEN w_rank = 1 THEN child END) AS w1_child,
+    max(CASE WHEN w_rank = 1 THEN sub_max END) AS w1,
+    max(CASE WHEN w_rank = 2 THEN sub_max END) AS w2
+FROM (
+    SELECT
+        e.parent,
+        e.child,
+        t.sub_max,
+        t.height,
+        row_number() OVER (PARTITION BY e.parent ORDER BY t.height DESC, e.child) AS h_rank,
+        row_number() OVER (PARTITION BY e.parent ORDER BY t.sub_max DESC, e.child) AS w_rank
+    FROM edges AS e
+    JOIN scoring_subtrees AS t ON t.label = e.child
+) AS ranked
+GROUP BY parent
+
+-- name: scoring_lca_options
+-- For each label t and each possible lowest common ancestor a (t itself or an ancestor), the largest W(p)
+-- over the labels p with lca(t, p) = a: for a = t the subtree of t; for a above t, a itself (unless it is the
+-- root, never a label) or the heaviest branch of a other than the one leading to t. raw / W(t) is smallest
+-- for that p, so m is the minimum over these rows.
+SELECT s.label AS t, s.w AS w_t, s.w AS w_a, st.sub_max AS w_p
+FROM scoring_nodes AS s
+JOIN scoring_subtrees AS st ON st.label = s.label
+WHERE NOT s.is_root
+UNION ALL
+SELECT
+    s.label,
+    s.w,
+    a.w,
+    coalesce(CASE WHEN br.w1_child = b.child THEN br.w2 ELSE br.w1 END, CASE WHEN a.is_root THEN NULL ELSE a.w END)
+FROM scoring_nodes AS s
+JOIN closure AS cb ON cb.descendant = s.label
+JOIN edges AS b ON b.child = cb.ancestor
+JOIN scoring_nodes AS a ON a.label = b.parent
+JOIN scoring_branches AS br ON br.parent = b.parent
+WHERE NOT s.is_root
+
+-- name: scoring_constants
+-- l: longest path between two labels = the largest sum of the two highest branches below a node (a node
+-- other than the root may also end the path itself); m = min of raw / W(t) over all label pairs.
+SELECT
+    (SELECT max(CASE WHEN n.is_root THEN b.h1 + b.h2 ELSE b.h1 + coalesce(b.h2, 0) END)
+     FROM scoring_branches AS b
+     JOIN scoring_nodes AS n ON n.label = b.parent) AS l,
+    (SELECT min((3.0 * w_a - w_t - w_p) / nullif(w_t, 0))
+     FROM scoring_lca_options
+     WHERE w_p IS NOT NULL) AS m
+
+-- name: scoring_pairs
+-- (system, instance_id, truth, prediction, n): the pairs to score. From the label tables: within an instance a
+-- label in both sets pairs with itself, the other true and predicted labels pair in rank order (k-th with
+-- k-th); a true label left over is a missed detection (prediction NULL), a predicted one a ghost (truth
+-- NULL). Plus the counted pairs of confusion matrices (pair_counts, instance_id NULL).
+WITH system_truth AS (
+    SELECT s.system, t.instance_id, t.label, t.rank
+    FROM truth AS t
+    CROSS JOIN systems AS s
+),
+truth_left AS (
+    SELECT
+        system,
+        instance_id,
+        label,
+        row_number() OVER (PARTITION BY system, instance_id ORDER BY rank) AS k
+    FROM system_truth AS t
+    WHERE NOT EXISTS (
+        SELECT 1 FROM predictions AS p
+        WHERE p.system = t.system AND p.instance_id = t.instance_id AND p.label = t.label
+    )
+),
+predictions_left AS (
+    SELECT
+        system,
+        instance_id,
+        label,
+        row_number() OVER (PARTITION BY system, instance_id ORDER BY rank) AS k
+    FROM predictions AS p
+    WHERE NOT EXISTS (SELECT 1 FROM truth AS t WHERE t.instance_id = p.instance_id AND t.label = p.label)
+)
+SELECT p.system, p.instance_id, p.label AS truth, p.label AS prediction, 1 AS n
+FROM predictions AS p
+JOIN truth AS t ON t.instance_id = p.instance_id AND t.label = p.label
+UNION ALL
+SELECT
+    coalesce(t.system, p.system),
+    coalesce(t.instance_id, p.instance_id),
+    t.label,
+    p.label,
+    1
+FROM truth_left AS t
+FULL JOIN predictions_left AS p ON p.system = t.system AND p.instance_id = t.instance_id AND p.k = t.k
+UNION ALL
+SELECT system, CAST(NULL AS VARCHAR), truth, prediction, n
+FROM pair_counts
+
+-- name: scoring_label_pairs
+-- Per distinct (truth, prediction) with both labels: d = min over common ancestors of the two distances,
+-- R = W(lca) (the largest W of a common ancestor: W never decreases downwards), W(t), W(p).
+SELECT
+    q.truth,
+    q.prediction,
+    min(ct.distance + cp.distance) AS d,
+    max(a.w) AS r,
+    max(nt.w) AS w_t,
+    max(np.w) AS w_p
+FROM (
+    SELECT DISTINCT truth, prediction FROM scoring_pairs WHERE truth IS NOT NULL AND prediction IS NOT NULL
+) AS q
+JOIN closure AS ct ON ct.descendant = q.truth
+JOIN closure AS cp ON cp.descendant = q.prediction AND cp.ancestor = ct.ancestor
+JOIN scoring_nodes AS a ON a.label = ct.ancestor
+JOIN scoring_nodes AS nt ON nt.label = q.truth
+JOIN scoring_nodes AS np ON np.label = q.prediction
+GROUP BY q.truth, q.prediction
+
+-- name: scoring_instance
+-- One row per pair with its five scores (0 for a detection error).
+SELECT
+    p.system,
+    p.instance_id,
+    p.truth,
+    p.prediction,
+    p.n,
+    CASE WHEN s.d IS NULL THEN 0.0 WHEN s.d = 0 THEN 1.0 ELSE 1 - 1.0 * s.d / (c.l - $offset) END AS pl,
+    CASE WHEN s.d IS NULL THEN 0.0 ELSE (s.r - $offset) / (1 - $offset) END AS lca_reward,
+    CASE WHEN s.d IS NULL THEN 0.0 ELSE (s.raw + 2 - $offset) / (3 - $offset) END AS lpp,
+    CASE WHEN s.d IS NULL THEN 0.0
+         ELSE (s.raw / nullif(s.w_t, 0) - c.m - $offset) / nullif(1 - c.m - $offset, 0) END AS lpptps,
+    CASE WHEN s.d IS NULL THEN 0.0
+         ELSE (s.raw / nullif(s.w_p, 0) - c.m - $offset) / nullif(1 - c.m - $offset, 0) END AS lpppps
+FROM scoring_pairs AS p
+LEFT JOIN (
+    SELECT truth, prediction, d, r, w_t, w_p, 3.0 * r - w_t - w_p AS raw FROM scoring_label_pairs
+) AS s ON s.truth = p.truth AND s.prediction = p.prediction
+CROSS JOIN scoring_constants AS c
+
+-- name: scoring_node_means
+-- Macro, per node: the means over the pairs where the node is the truth or the prediction (once if both).
+SELECT
+    system,
+    node,
+    1.0 * sum(n * pl) / sum(n) AS pl,
+    1.0 * sum(n * lca_reward) / sum(n) AS lca_reward,
+    1.0 * sum(n * lpp) / sum(n) AS lpp,
+    1.0 * sum(n * lpptps) / sum(n) AS lpptps,
+    1.0 * sum(n * lpppps) / sum(n) AS lpppps
+FROM (
+    SELECT system, truth AS node, n, pl, lca_reward, lpp, lpptps, lpppps
+    FROM scoring_instance
+    WHERE truth IS NOT NULL
+    UNION ALL
+    SELECT system, prediction, n, pl, lca_reward, lpp, lpptps, lpppps
+    FROM scoring_instance
+    WHERE prediction IS NOT NULL AND (truth IS NULL OR truth <> prediction)
+) AS by_node
+WHERE n > 0
+GROUP BY system, node
+
+-- name: scoring_summary
+-- (system, metric, average, value); scoring_hp = mean LPPPPS, scoring_hr = mean LPPTPS.
+WITH micro AS (
+    SELECT
+        system,
+        1.0 * sum(n * pl) / sum(n) AS pl,
+        1.0 * sum(n * lca_reward) / sum(n) AS lca_reward,
+        1.0 * sum(n * lpp) / sum(n) AS lpp,
+        1.0 * sum(n * lpptps) / sum(n) AS lpptps,
+        1.0 * sum(n * lpppps) / sum(n) AS lpppps
+    FROM scoring_instance
+    WHERE n > 0
+    GROUP BY system
+),
+macro AS (
+    SELECT
+        system,
+        avg(pl) AS pl,
+        avg(lca_reward) AS lca_reward,
+        avg(lpp) AS lpp,
+        avg(lpptps) AS lpptps,
+        avg(lpppps) AS lpppps,
+        avg(CASE WHEN lpppps + lpptps = 0 THEN 0.0 ELSE 2 * lpppps * lpptps / (lpppps + lpptps) END) AS hf
+    FROM scoring_node_means
+    GROUP BY system
+),
+both_averages AS (
+    SELECT system, 'micro' AS average, pl, lca_reward, lpp, lpptps, lpppps,
+           CASE WHEN lpppps + lpptps = 0 THEN 0.0 ELSE 2 * lpppps * lpptps / (lpppps + lpptps) END AS hf
+    FROM micro
+    UNION ALL
+    SELECT system, 'macro', pl, lca_reward, lpp, lpptps, lpppps, hf FROM macro
+)
+SELECT system, 'pl' AS metric, average, pl AS value FROM both_averages
+UNION ALL
+SELECT system, 'lca_reward', average, lca_reward FROM both_averages
+UNION ALL
+SELECT system, 'lpp', average, lpp FROM both_averages
+UNION ALL
+SELECT system, 'lpptps', average, lpptps FROM both_averages
+UNION ALL
+SELECT system, 'lpppps', average, lpppps FROM both_averages
+UNION ALL
+SELECT system, 'scoring_hp', average, lpppps FROM both_averages
+UNION ALL
+SELECT system, 'scoring_hr', average, lpptps FROM both_averages
+UNION ALL
+SELECT system, 'scoring_hf', average, hf FROM both_averages
+
+-- name: scoring_flat_classes
+-- The paper's flat rows, per class: the classes are the labels seen as truth or prediction plus a "none"
+-- class ('' here; no label is empty) for the missing side of detection errors; 0/0 counts as 1 (scikit-learn
+-- zero_division=1, as the paper's printed macro precision of Model 2 shows).
+SELECT
+    system,
+    class_label,
+    sum(n_tp) AS tp,
+    sum(n_pred) AS n_pred,
+    sum(n_true) AS n_true,
+    CASE WHEN sum(n_pred) = 0 THEN 1.0 ELSE 1.0 * sum(n_tp) / sum(n_pred) END AS class_precision,
+    CASE WHEN sum(n_true) = 0 THEN 1.0 ELSE 1.0 * sum(n_tp) / sum(n_true) END AS class_recall
+FROM (
+    SELECT system, coalesce(truth, '') AS class_label, n AS n_true, 0 AS n_pred,
+           CASE WHEN truth = prediction THEN n ELSE 0 END AS n_tp
+    FROM scoring_pairs
+    UNION ALL
+    SELECT system, coalesce(prediction, ''), 0, n, 0
+    FROM scoring_pairs
+) AS per_side
+GROUP BY system, class_label
+
+-- name: scoring_flat
+-- (system, metric, average, value) of the flat rows: macro = unweighted mean over classes of the per-class
+-- precision, recall and F1; micro pools the counts (all three equal the accuracy when every pair has both
+-- sides counted once).
+WITH micro AS (
+    SELECT
+        system,
+        CASE WHEN sum(n_pred) = 0 THEN 1.0 ELSE 1.0 * sum(tp) / sum(n_pred) END AS p,
+        CASE WHEN sum(n_true) = 0 THEN 1.0 ELSE 1.0 * sum(tp) / sum(n_true) END AS r
+    FROM scoring_flat_classes
+    GROUP BY system
+),
+macro AS (
+    SELECT
+        system,
+        avg(class_precision) AS p,
+        avg(class_recall) AS r,
+        avg(CASE WHEN class_precision + class_recall = 0 THEN 0.0
+                 ELSE 2 * class_precision * class_recall / (class_precision + class_recall) END) AS f
+    FROM scoring_flat_classes
+    GROUP BY system
+)
+SELECT system, 'flat_precision' AS metric, 'macro' AS average, p AS value FROM macro
+UNION ALL
+SELECT system, 'flat_recall', 'macro', r FROM macro
+UNION ALL
+SELECT system, 'flat_f1', 'macro', f FROM macro
+UNION ALL
+SELECT system, 'flat_precision', 'micro', p FROM micro
+UNION ALL
+SELECT system, 'flat_recall', 'micro', r FROM micro
+UNION ALL
+SELECT system, 'flat_f1', 'micro', CASE WHEN p + r = 0 THEN 0.0 ELSE 2 * p * r / (p + r) END FROM micro
