@@ -104,3 +104,12 @@ def test_jobs_cli(fixtures_dir, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "demo: done (6 values)" in out and "broken: done (2 values)" in out
     assert main(["jobs", "run", str(tmp_path / "missing.toml")]) == 2
+
+
+def test_per_instance_csv(fixtures_dir, tmp_path, capsys):
+    assert main(demo_args(fixtures_dir, "--metrics", "hp", "--per-instance", str(tmp_path / "per"))) == 0
+    capsys.readouterr()
+    rows = list(csv.DictReader((tmp_path / "per" / "set_based.csv").open()))
+    assert len(rows) == 3 * 8
+    six = next(r for r in rows if r["system"] == "shallow" and r["instance_id"] == "6")
+    assert (six["n_true"], six["n_pred"], six["n_both"]) == ("5", "1", "1")

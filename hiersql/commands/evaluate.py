@@ -14,6 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_metric_arguments(p)
     p.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
     p.add_argument("--dataset", help="dataset name stored with the results (with --db)")
+    p.add_argument("--per-instance", metavar="DIR",
+                   help="also write the per-instance values of each measure family to DIR/<family>.csv")
     p.set_defaults(func=run)
 
 
@@ -61,15 +63,31 @@ def run(args: argparse.Namespace) -> int:
     metrics = [m for m in args.metrics.split(",") if m.strip()]
     from ..metrics import resolve
 
-    resolve(metrics)  # unknown names fail before any file is read
+    groups = resolve(metrics)  # unknown names fail before any file is read
     store = load_store(args)
     rows = compute(store, metrics, opts)
+    if args.per_instance:
+        write_per_instance(store, groups, opts, args.per_instance)
     if args.db:
         from ..jobs import save_rows
 
         save_rows(store, rows, dataset=args.dataset)
     print(format_rows(rows, args.format), end="")
     return 0
+
+
+def write_per_instance(store, groups: dict[str, list[str]], opts, folder: str) -> None:
+    """``folder/<family>.csv`` with the per-instance table of every requested family that has one."""
+    from pathlib import Path
+
+    from ..metrics import family
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    for fam in groups:
+        per_instance = getattr(family(fam), "per_instance", None)
+        if per_instance is not None:
+            per_instance(store, opts).to_csv(out / f"{fam}.csv", index=False)
 
 
 def format_rows(rows: list, fmt: str) -> str:
