@@ -34,3 +34,75 @@ WHERE $max_distance IS NULL OR pd.distance <= $max_distance
 -- instance of every system within the maximum distance.
 SELECT system, instance_id, u AS true_label, v AS pred_label, distance
 FROM pair_distances_of
+
+-- Pair-based measures (Kosmopoulos et al. §2.3; SPEC §3): the inputs of the flow networks of
+-- hiersql/pairing.py, and the nearest-class pairing of MGIA.
+
+-- name: pair_problems
+-- One pairing problem per (system, instance of the truth), also when either label set is empty.
+SELECT row_number() OVER (ORDER BY s.system, i.instance_id) - 1 AS problem, s.system, i.instance_id
+FROM systems AS s
+CROSS JOIN instances AS i
+
+-- name: pair_true_classes
+-- (node, problem, label): the true classes of every problem, numbered from 0.
+SELECT row_number() OVER (ORDER BY pp.problem, t.label) - 1 AS node, pp.problem, t.label
+FROM pair_problems AS pp
+JOIN truth AS t ON t.instance_id = pp.instance_id
+
+-- name: pair_pred_classes
+-- (node, problem, label): the predicted classes of every problem, numbered from 0.
+SELECT row_number() OVER (ORDER BY pp.problem, p.label) - 1 AS node, pp.problem, p.label
+FROM pair_problems AS pp
+JOIN predictions AS p ON p.system = pp.system AND p.instance_id = pp.instance_id
+
+-- name: pair_arcs
+-- (problem, pred_node, true_node, distance): the candidate pairs of every problem, within the maximum
+-- distance; distance 0 means the same class in both sets.
+SELECT pc.problem, pc.node AS pred_node, tc.node AS true_node, d.distance
+FROM pair_distances AS d
+JOIN pair_problems AS pp ON pp.system = d.system AND pp.instance_id = d.instance_id
+JOIN pair_true_classes AS tc ON tc.problem = pp.problem AND tc.label = d.true_label
+JOIN pair_pred_classes AS pc ON pc.problem = pp.problem AND pc.label = d.pred_label
+
+-- name: mgia_nearest
+-- (problem, side, node, nearest): the distance from each class to the nearest class of the other set
+-- within the maximum distance, or the default cost dmax when none is reachable (MGIA, SPEC §3).
+SELECT c.problem, 'true' AS side, c.node, coalesce(min(a.distance), $dmax) AS nearest
+FROM pair_true_classes AS c
+LEFT JOIN pair_arcs AS a ON a.true_node = c.node
+GROUP BY c.problem, c.node
+UNION ALL
+SELECT c.problem, 'pred' AS side, c.node, coalesce(min(a.distance), $dmax) AS nearest
+FROM pair_pred_classes AS c
+LEFT JOIN pair_arcs AS a ON a.pred_node = c.node
+GROUP BY c.problem, c.node
+
+-- name: mgia_mutual_pairs
+-- (problem, pred_node, true_node, distance): pairs at distance > 0 that are nearest for both their classes;
+-- a pair chosen from both sides is counted once, so fn = sum of nearest - the heaviest matching of these.
+SELECT a.problem, a.pred_node, a.true_node, a.distance
+FROM pair_arcs AS a
+JOIN mgia_nearest AS t ON t.side = 'true' AND t.node = a.true_node AND t.nearest = a.distance
+JOIN mgia_nearest AS p ON p.side = 'pred' AND p.node = a.pred_node AND p.nearest = a.distance
+WHERE a.distance > 0
+
+-- name: pair_problem_sizes
+-- (problem, system, instance_id, n_true, n_pred, n_shared, nearest_sum) per problem, in problem order.
+SELECT
+    pp.problem,
+    pp.system,
+    pp.instance_id,
+    coalesce(t.n, 0) AS n_true,
+    coalesce(p.n, 0) AS n_pred,
+    coalesce(a.n, 0) AS n_shared,
+    coalesce(n.total, 0) AS nearest_sum
+FROM pair_problems AS pp
+LEFT JOIN (SELECT problem, count(*) AS n FROM pair_true_classes GROUP BY problem) AS t
+    ON t.problem = pp.problem
+LEFT JOIN (SELECT problem, count(*) AS n FROM pair_pred_classes GROUP BY problem) AS p
+    ON p.problem = pp.problem
+LEFT JOIN (SELECT problem, count(*) AS n FROM pair_arcs WHERE distance = 0 GROUP BY problem) AS a
+    ON a.problem = pp.problem
+LEFT JOIN (SELECT problem, sum(nearest) AS total FROM mgia_nearest GROUP BY problem) AS n
+    ON n.problem = pp.problem

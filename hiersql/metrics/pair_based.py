@@ -1,0 +1,329 @@
+"""Pair-based hierarchical measures: graph induced error (GIE), multi-label graph induced accuracy (MGIA),
+tree-induced error and the all-pairs error.
+
+The label-pair distances, the problems and MGIA's nearest classes come from ``sql/distances.sql``; the
+pairings are minimum-cost flows of :mod:`hiersql.pairing`, all instances of all systems in one solve. Per
+instance (T, P: the true and predicted sets; d: the distance of SPEC §3; dmax: the cost of a default class):
+
+- ``graph_induced_error``: the cost of the best one-to-one pairing, unpaired classes at dmax (Fig. 5).
+- ``mgia_fn``: fn, the cost of MGIA's pairing; ``mgia = 1 − fn / (|P ∪ T| · dmax)``, 1 when P = T.
+- ``tree_induced_error``: the cost of the best one-to-one pairing without default classes (Fig. 4; Dekel et
+  al. 2004), defined when |T| = |P| (for single-label data: d(y, ŷ)).
+- ``all_pairs_error``: the sum of d over all pairs of T × P (Sun & Lim 2001), 0 when a set is empty.
+
+Values are averaged over the instances (every instance of the truth, also empty ones) with average ``""``;
+MGIA also has ``"micro"``, ``1 − Σ fn / (Σ |P ∪ T| · dmax)``, and ``"macro"``, the mean of the per-instance
+values. See ``docs/pair_based.md``.
+
+References
+----------
+Kosmopoulos, Partalas, Gaussier, Paliouras, Androutsopoulos (2015), "Evaluation measures for hierarchical
+classification: a unified view and novel approaches", §2.3. SPEC §3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import pairing, sqlfiles
+from ..errors import InputError
+from . import Options, Row
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..store import Store
+
+METRICS = {
+    "graph_induced_error": "gie",
+    "mgia": "",
+    "mgia_fn": "",
+    "tree_induced_error": "",
+    "all_pairs_error": "",
+}
+PAIRINGS = ("nearest", "flow")
+SHARED = ("strict", "reuse")
+DENOMINATORS = ("union", "symmetric_difference")
+_UNBOUNDED = ("tree_induced_error", "all_pairs_error")  # no default class: every pair counts
+
+
+@dataclass(frozen=True)
+class _Data:
+    """The problems of every (system, instance) and their candidate pairs, in problem order."""
+
+    system: np.ndarray
+    instance_id: np.ndarray
+    n_true: np.ndarray
+    n_pred: np.ndarray
+    n_shared: np.ndarray
+    nearest_sum: np.ndarray
+    problems: pairing.Problems
+    mutual: pairing.Problems
+
+
+def _check(options: Options) -> None:
+    for name, allowed in (("pairing", PAIRINGS), ("shared", SHARED), ("denominator", DENOMINATORS)):
+        if getattr(options, name) not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {getattr(options, name)!r}")
+    if not options.dmax > 0:
+        raise ValueError(f"dmax must be > 0, got {options.dmax!r}")
+    if options.max_distance is not None and options.max_distance < 0:
+        raise ValueError("max_distance must be >= 0")
+
+
+def _load(store: Store, max_distance: int | None, dmax: float) -> _Data:
+    """Run the queries of ``sql/distances.sql`` and gather their columns as arrays. ``Store.run`` leaves the
+    queries that ``pair_problem_sizes`` reads as TEMP tables; the others read them."""
+    params = {"max_distance": max_distance, "dmax": float(dmax)}
+    sizes = store.run("distances", "pair_problem_sizes", params).order("problem").fetchnumpy()
+    con = store.con
+    k = len(sizes["problem"])
+    pred = con.table("pair_pred_classes").order("node").fetchnumpy()["problem"]
+    true = con.table("pair_true_classes").order("node").fetchnumpy()["problem"]
+    arcs = con.table("pair_arcs").order("pred_node, true_node").fetchnumpy()
+    sql = sqlfiles.queries("distances")["mgia_mutual_pairs"]
+    mutual = con.sql(sql, params=sqlfiles.bind(sql, params)).order("pred_node, true_node").fetchnumpy()
+
+    def problems(a: dict[str, np.ndarray], cost: np.ndarray) -> pairing.Problems:
+        return pairing.Problems(
+            k, _ints(pred), _ints(true), _ints(a["pred_node"]), _ints(a["true_node"]),
+            np.asarray(cost, dtype=float), np.asarray(a["distance"]) == 0,
+        )
+
+    return _Data(
+        system=np.asarray(sizes["system"], dtype=object),
+        instance_id=np.asarray(sizes["instance_id"], dtype=object),
+        n_true=_ints(sizes["n_true"]),
+        n_pred=_ints(sizes["n_pred"]),
+        n_shared=_ints(sizes["n_shared"]),
+        nearest_sum=np.asarray(sizes["nearest_sum"], dtype=float),
+        problems=problems(arcs, arcs["distance"]),
+        mutual=problems(mutual, -np.asarray(mutual["distance"], dtype=float)),
+    )
+
+
+def _ints(values: np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
+def graph_induced_errors(data: _Data, options: Options) -> np.ndarray:
+    """GIE per problem: min-cost pairing with αp = βp = αt = βt = 1 and default classes at dmax
+    (Kosmopoulos et al. Fig. 5). ``shared="reuse"``: a class in both sets is paired with itself at 0 and may
+    still partner one misclassified class on each side (reproduces the paper's Table 2)."""
+    return pairing.solve(data.problems, "gie", options.dmax, shared=options.shared).cost
+
+
+def mgia_fns(data: _Data, options: Options) -> np.ndarray:
+    """MGIA's fn per problem.
+
+    ``pairing="nearest"`` (SPEC §3): each class of T and of P picks its nearest class of the other set (the
+    default, at dmax, only when none is within ``max_distance``); fn = Σ d over the distinct chosen pairs.
+    Among equally near classes the choice minimising fn is taken: fn = Σ_x nearest(x) − the weight of a
+    heaviest matching of the pairs nearest for both their classes (a pair picked from both sides counts once).
+    ``pairing="flow"``: the min-cost flow of Fig. 6 (αp = αt = 1, βp = N, βt = M, defaults at dmax).
+    """
+    if options.pairing == "flow":
+        return pairing.solve(data.problems, "mgia", options.dmax).cost
+    return data.nearest_sum + pairing.solve(data.mutual, "matching").cost
+
+
+def mgias(data: _Data, fn: np.ndarray, options: Options) -> np.ndarray:
+    """``1 − fn / (|P ∪ T| · dmax)`` per problem (``denominator="symmetric_difference"``: ``|P Δ T|``, the
+    paper's text), 1 when P = T."""
+    size = _denominator(data, options)
+    value = np.ones(len(fn))
+    nonzero = size > 0
+    value[nonzero] = 1.0 - fn[nonzero] / (size[nonzero] * options.dmax)
+    return value
+
+
+def _denominator(data: _Data, options: Options) -> np.ndarray:
+    union = data.n_true + data.n_pred - data.n_shared
+    return union if options.denominator == "union" else union - data.n_shared
+
+
+def tree_induced_errors(data: _Data, options: Options) -> np.ndarray:
+    """Tree-induced error per problem (Dekel et al. 2004; Kosmopoulos et al. Fig. 4): min-cost one-to-one
+    pairing of all classes, no default classes; NaN where |T| ≠ |P| (undefined)."""
+    defined = data.n_true == data.n_pred
+    value = np.full(len(defined), np.nan)
+    keep = np.isin(data.problems.pred_problem[data.problems.arc_pred], np.nonzero(defined)[0])
+    sub = _restrict(data.problems, defined, keep)
+    value[defined] = pairing.solve(sub, "tree_induced", options.dmax).cost[defined]
+    return value
+
+
+def _restrict(problems: pairing.Problems, defined: np.ndarray, keep_arcs: np.ndarray) -> pairing.Problems:
+    """The same problems with the classes and pairs of the undefined ones removed (they become empty)."""
+    keep_pred = defined[problems.pred_problem]
+    keep_true = defined[problems.true_problem]
+    new_pred = np.cumsum(keep_pred) - 1
+    new_true = np.cumsum(keep_true) - 1
+    return pairing.Problems(
+        problems.n_problems, problems.pred_problem[keep_pred], problems.true_problem[keep_true],
+        new_pred[problems.arc_pred[keep_arcs]], new_true[problems.arc_true[keep_arcs]],
+        problems.arc_cost[keep_arcs],
+    )
+
+
+def all_pairs_errors(data: _Data, options: Options) -> np.ndarray:
+    """All-pairs error per problem (Sun & Lim 2001; Kosmopoulos et al. §2.3.2): αp = βp = N, αt = βt = M,
+    no default classes, so every pair of T × P is used: Σ d(t, p)."""
+    return pairing.solve(data.problems, "all_pairs", options.dmax).cost
+
+
+def _values(store: Store, metrics: list[str], options: Options) -> tuple[_Data, dict[str, np.ndarray]]:
+    """Per-problem values of ``metrics``; tree-induced and all-pairs errors ignore ``max_distance``."""
+    _check(options)
+    loaded: dict[int | None, _Data] = {}
+
+    def data_for(metric: str) -> _Data:
+        limit = None if metric in _UNBOUNDED else options.max_distance
+        if limit not in loaded:
+            loaded[limit] = _load(store, limit, options.dmax)
+        return loaded[limit]
+
+    out: dict[str, np.ndarray] = {}
+    for metric in metrics:
+        data = data_for(metric)
+        if metric == "graph_induced_error":
+            out[metric] = graph_induced_errors(data, options)
+        elif metric in ("mgia", "mgia_fn"):
+            if "mgia_fn" not in out:
+                out["mgia_fn"] = mgia_fns(data, options)
+            if metric == "mgia":
+                out[metric] = mgias(data, out["mgia_fn"], options)
+        elif metric == "tree_induced_error":
+            out[metric] = tree_induced_errors(data, options)
+        elif metric == "all_pairs_error":
+            out[metric] = all_pairs_errors(data, options)
+        else:
+            raise ValueError(f"unknown pair-based metric {metric!r}")
+    return data_for(metrics[0]), out
+
+
+def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
+    """Values of ``metrics`` for every system: the mean over instances (average ``""``); MGIA as ``"micro"``
+    (pooled fn and denominators) and ``"macro"`` (mean of the per-instance values), as ``options.average``
+    asks.
+
+    Raises
+    ------
+    InputError
+        For ``tree_induced_error`` when an instance has |T| ≠ |P|.
+    """
+    if not metrics:
+        return []
+    data, values = _values(store, list(metrics), options)
+    if "tree_induced_error" in values:
+        _require_defined(data, values["tree_induced_error"])
+    systems, group = np.unique(data.system.astype(str), return_inverse=True)
+    count = np.bincount(group, minlength=len(systems))
+
+    def per_system(per_problem: np.ndarray) -> np.ndarray:
+        return np.bincount(group, weights=per_problem, minlength=len(systems))
+
+    rows: list[Row] = []
+    for metric in metrics:
+        if metric != "mgia":
+            rows += [Row(s, metric, "", float(v)) for s, v in zip(systems, per_system(values[metric]) / count,
+                                                                   strict=True)]
+            continue
+        if "micro" in options.average:
+            size = per_system(_denominator(data, options) * options.dmax)
+            fn = per_system(values["mgia_fn"])
+            micro = np.where(size > 0, 1.0 - fn / np.where(size > 0, size, 1.0), 1.0)
+            rows += [Row(s, metric, "micro", float(v)) for s, v in zip(systems, micro, strict=True)]
+        if "macro" in options.average:
+            macro = per_system(values["mgia"]) / count
+            rows += [Row(s, metric, "macro", float(v)) for s, v in zip(systems, macro, strict=True)]
+    return sorted(rows, key=lambda r: (r.system, metrics.index(r.metric)))
+
+
+def _require_defined(data: _Data, values: np.ndarray) -> None:
+    bad = np.nonzero(np.isnan(values))[0]
+    if len(bad):
+        i = bad[0]
+        raise InputError(
+            "tree_induced_error needs as many predicted as true labels per instance (Dekel et al.: one"
+            f" each); {len(bad)} instance(s) differ, e.g. system {data.system[i]!r} has {data.n_pred[i]}"
+            f" predicted and {data.n_true[i]} true labels (use graph_induced_error)",
+            "--metrics", value=str(data.instance_id[i]),
+        )
+
+
+def per_instance(store: Store, options: Options) -> pd.DataFrame:
+    """Per (system, instance): ``n_true, n_pred, n_shared`` and every measure of the family;
+    ``tree_induced_error`` is missing (NA) where |T| ≠ |P|."""
+    import pandas as pd
+
+    data, values = _values(store, list(METRICS), options)
+    frame = pd.DataFrame({
+        "system": data.system, "instance_id": data.instance_id, "n_true": data.n_true,
+        "n_pred": data.n_pred, "n_shared": data.n_shared, **values,
+    })
+    frame["tree_induced_error"] = frame["tree_induced_error"].astype("Float64")
+    return frame
+
+
+def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, **options) -> float:
+    from ..evaluator import make_options
+    from . import one_value, store_from_sets
+
+    store = store_from_sets(y_true, y_pred, taxonomy)
+    try:
+        rows = evaluate(store, [metric], make_options(average=[average or "macro"], **options))
+        return one_value(rows, metric, average)
+    finally:
+        store.close()
+
+
+def graph_induced_error(y_true, y_pred, taxonomy, **options) -> float:
+    """Graph induced error (Kosmopoulos et al. 2015 §2.3.2, Fig. 5): per instance, the cost of the best
+    one-to-one pairing of predicted and true classes, a class without partner paired with the default class
+    at ``dmax``; the mean over instances.
+
+    Parameters
+    ----------
+    y_true, y_pred:
+        Sequences of label sets (one per instance; a string is a one-label set).
+    taxonomy:
+        A :class:`~hiersql.taxonomy.Taxonomy`, a path, a networkx DiGraph or ``(parent, child)`` pairs.
+    **options:
+        ``dmax`` (5), ``max_distance`` (None: pairs at any distance may be paired), ``shared`` (``"strict"``
+        or ``"reuse"``).
+    """
+    return _one_shot("graph_induced_error", y_true, y_pred, taxonomy, "", **options)
+
+
+def mgia(y_true, y_pred, taxonomy, average: str = "macro", **options) -> float:
+    """Multi-label graph induced accuracy (Kosmopoulos et al. 2015 §2.3.3):
+    ``MGIA = 1 − fn / (|P ∪ T| · dmax)`` per instance, 1 when P = T.
+
+    Parameters
+    ----------
+    y_true, y_pred, taxonomy:
+        As :func:`graph_induced_error`.
+    average:
+        ``"macro"``: the mean of the per-instance values; ``"micro"``: ``1 − Σ fn / (Σ |P ∪ T| · dmax)``.
+    **options:
+        ``dmax`` (5), ``max_distance`` (None), ``pairing`` (``"nearest"`` or ``"flow"``), ``denominator``
+        (``"union"`` or ``"symmetric_difference"``).
+    """
+    if average not in ("micro", "macro"):
+        raise ValueError("average must be 'micro' or 'macro'")
+    return _one_shot("mgia", y_true, y_pred, taxonomy, average, **options)
+
+
+def tree_induced_error(y_true, y_pred, taxonomy, **options) -> float:
+    """Tree-induced error (Dekel et al. 2004): the mean over instances of d(y, ŷ), with several labels the
+    cost of the best one-to-one pairing; every instance needs as many predicted as true labels."""
+    return _one_shot("tree_induced_error", y_true, y_pred, taxonomy, "", **options)
+
+
+def all_pairs_error(y_true, y_pred, taxonomy, **options) -> float:
+    """All-pairs error (Sun & Lim 2001): the mean over instances of Σ d(t, p) over all pairs of T × P."""
+    return _one_shot("all_pairs_error", y_true, y_pred, taxonomy, "", **options)

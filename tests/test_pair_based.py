@@ -1,0 +1,191 @@
+"""Pair distances in SQL (sql/distances.sql) and the pair-based measures (hiersql.metrics.pair_based):
+hand-computed trees and DAGs, and the MeSH DAG of the real data against networkx."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from hiersql import sqlfiles
+from hiersql.errors import InputError
+from hiersql.evaluator import Evaluator
+from hiersql.metrics import Options
+from hiersql.metrics import pair_based as pb
+from hiersql.store import Store
+from hiersql.taxonomy import Taxonomy
+
+# Kosmopoulos Fig. 11: T1, P1, P2 are children of B (their lowest common ancestor), B and C of A.
+FIG11 = [("A", "B"), ("A", "C"), ("B", "T1"), ("B", "P1"), ("B", "P2")]
+# Kosmopoulos Fig. 12(a): TP and P1 are children of D; D, E of B; B, C of A. (b): P1 is a child of B.
+FIG12A = [("A", "B"), ("A", "C"), ("B", "D"), ("B", "E"), ("D", "TP"), ("D", "P1")]
+FIG12B = [("A", "B"), ("A", "C"), ("B", "D"), ("B", "P1"), ("D", "E"), ("D", "TP")]
+# A DAG where u and v share the child c but their only common ancestor is r, 3 edges above each:
+# d(u, v) = 6 while the undirected shortest path u - c - v has 2 edges.
+BELOW = [("r", "p1"), ("p1", "p2"), ("p2", "u"), ("r", "q1"), ("q1", "q2"), ("q2", "v"), ("u", "c"), ("v", "c")]
+# A DAG with ties: B > t1, p1, p2; C > t2, p2 (p2 has two parents); A > B, C.
+TIES = [("A", "B"), ("A", "C"), ("B", "t1"), ("B", "p1"), ("B", "p2"), ("C", "t2"), ("C", "p2")]
+
+
+def distances(edges, truth, pred, max_distance=None) -> dict[tuple[str, str], int]:
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(edges))
+    store.add_truth([truth])
+    store.add_predictions("s", [pred])
+    rows = store.run("distances", "pair_distances", {"max_distance": max_distance}).fetchall()
+    assert {(r[0], r[1]) for r in rows} <= {("s", "0")}
+    return {(r[2], r[3]): r[4] for r in rows}
+
+
+def test_distance_in_a_tree_meets_at_the_lowest_common_ancestor():
+    assert distances(FIG12B, ["TP"], ["TP", "P1", "E", "C", "D"]) == {
+        ("TP", "TP"): 0, ("TP", "P1"): 3, ("TP", "E"): 2, ("TP", "C"): 4, ("TP", "D"): 1}
+
+
+def test_dag_distance_goes_up_to_a_common_ancestor_not_below():
+    d = distances(BELOW, ["u", "c"], ["v"])
+    assert d == {("u", "v"): 6, ("c", "v"): 1}
+    undirected = nx.shortest_path_length(Taxonomy.from_edges(BELOW).graph.to_undirected(), "u", "v")
+    assert undirected == 2
+
+
+def test_dag_distance_takes_the_shortest_way_up():
+    # p2 has parents B and C: d(t2, p2) = 2 through C, d(t1, p2) = 2 through B, d(t2, p1) = 4 through A.
+    assert distances(TIES, ["t1", "t2"], ["p1", "p2"]) == {
+        ("t1", "p1"): 2, ("t1", "p2"): 2, ("t2", "p1"): 4, ("t2", "p2"): 2}
+
+
+def test_max_distance_leaves_out_farther_pairs():
+    assert distances(TIES, ["t1", "t2"], ["p1", "p2"], max_distance=3) == {
+        ("t1", "p1"): 2, ("t1", "p2"): 2, ("t2", "p2"): 2}
+    assert distances(FIG12B, ["TP"], ["TP", "C"], max_distance=0) == {("TP", "TP"): 0}
+
+
+def test_generic_query_measures_a_callers_pairs():
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(BELOW))
+    store.con.execute("CREATE TEMP TABLE label_pairs AS SELECT * FROM (VALUES ('x', '1', 'u', 'v'),"
+                      " ('x', '2', 'c', 'p1'), ('x', '2', 'c', 'c')) AS t(system, instance_id, u, v)")
+    sql = sqlfiles.queries("distances")["pair_distances_of"]
+    rows = store.con.execute(sql, {"max_distance": None}).fetchall()
+    assert sorted(rows) == [("x", "1", "u", "v", 6), ("x", "2", "c", "c", 0), ("x", "2", "c", "p1", 3)]
+
+
+def test_mesh_distances_match_networkx(data_dir):
+    """On the real MeSH DAG (27,900 nodes): d(u, v) = min over common ancestors a of up(u, a) + up(v, a),
+    computed with networkx breadth-first searches for 300 random pairs."""
+    tax = Taxonomy.from_file(data_dir / "mesh" / "mesh_hierarchy_int.txt")
+    rng = np.random.default_rng(3)
+    nodes = np.array(tax.nodes)
+    pairs = [(str(a), str(b)) for a, b in rng.choice(nodes, size=(300, 2))]
+    store = Store()
+    store.load_taxonomy(tax)
+    store.add_truth([[u] for u, _ in pairs])
+    store.add_predictions("s", [[v] for _, v in pairs])
+    got = {int(r[1]): r[4] for r in store.run("distances", "pair_distances", {"max_distance": None}).fetchall()}
+    up = tax.graph.reverse(copy=False)
+
+    def expected(u: str, v: str) -> int:
+        du = nx.single_source_shortest_path_length(up, u)
+        dv = nx.single_source_shortest_path_length(up, v)
+        return min(du[a] + dv[a] for a in du.keys() & dv.keys())
+
+    assert got == {i: expected(u, v) for i, (u, v) in enumerate(pairs)}
+    assert max(got.values()) > 6  # the sample reaches deep pairs, not only siblings
+
+
+# ---------------------------------------------------------------------- measures
+def test_gie_and_mgia_of_figure_11():
+    # (a) T = {T1}, P = {P1, P2}: GIE = 2 + dmax = 7; MGIA fn = 2 + 2 = 4, 1 - 4/(3 * 5) = 0.7333.
+    assert pb.graph_induced_error([["T1"]], [["P1", "P2"]], FIG11) == 7.0
+    assert pb.mgia([["T1"]], [["P1", "P2"]], FIG11) == pytest.approx(1 - 4 / 15)
+    # (b) the transpose gives the same values.
+    assert pb.graph_induced_error([["P1", "P2"]], [["T1"]], FIG11) == 7.0
+    assert pb.mgia([["P1", "P2"]], [["T1"]], FIG11) == pytest.approx(1 - 4 / 15)
+
+
+def test_gie_strict_and_reuse_and_mgia_of_figure_12():
+    # T = {TP}, P = {TP, P1}; d(P1, TP) = 2 in (a), 3 in (b).
+    for edges, d in ((FIG12A, 2), (FIG12B, 3)):
+        assert pb.graph_induced_error([["TP"]], [["TP", "P1"]], edges) == 5.0  # P1 has no partner left
+        assert pb.graph_induced_error([["TP"]], [["TP", "P1"]], edges, shared="reuse") == d
+        assert pb.mgia([["TP"]], [["TP", "P1"]], edges) == pytest.approx(1 - d / (2 * 5))
+        # the text's denominator |P Δ T| = 1
+        assert pb.mgia([["TP"]], [["TP", "P1"]], edges, denominator="symmetric_difference") == pytest.approx(
+            1 - d / 5)
+
+
+def test_mgia_nearest_breaks_ties_to_count_fewest_pairs():
+    # t1 is nearest to p1 and p2 (2), p2 to t1 and t2 (2), p1 only to t1, t2 only to p2. Choosing (t1, p1)
+    # and (t2, p2) counts 2 + 2; a careless tie-break (t1 picks p2) would count (t1,p2), (t1,p1), (t2,p2).
+    truth, pred = [["t1", "t2"]], [["p1", "p2"]]
+    assert pb.mgia(truth, pred, TIES) == pytest.approx(1 - 4 / (4 * 5))
+    assert pb.mgia(truth, pred, TIES, pairing="flow") == pytest.approx(1 - 4 / (4 * 5))
+    assert pb.graph_induced_error(truth, pred, TIES) == 4.0
+
+
+def test_mgia_nearest_pairs_far_classes_that_flow_sends_to_the_default():
+    # P2 is 5 edges from T1 (through A): nearest pairs it at 5 ... with dmax = 3 the flow prefers the default.
+    edges = [*FIG11, ("C", "X"), ("X", "P3")]
+    truth, pred = [["T1"]], [["P1", "P3"]]
+    assert pb.mgia(truth, pred, edges, dmax=3.0) == pytest.approx(1 - (2 + 5) / (3 * 3))
+    assert pb.mgia(truth, pred, edges, dmax=3.0, pairing="flow") == pytest.approx(1 - (2 + 3) / (3 * 3))
+    # with max_distance 4 the nearest pairing has no partner for P3 either: the default at dmax.
+    assert pb.mgia(truth, pred, edges, dmax=3.0, max_distance=4) == pytest.approx(1 - (2 + 3) / (3 * 3))
+    assert pb.graph_induced_error(truth, pred, edges, max_distance=4) == 2 + 5.0
+
+
+def test_empty_sets_and_averages_over_instances_and_systems():
+    ev = Evaluator(Taxonomy.from_edges(FIG11))
+    ev.add_truth([["T1"], [], ["P1"], ["T1"]])
+    ev.add_predictions("perfect", [["T1"], [], ["P1"], ["T1"]])
+    ev.add_predictions("sys", [["P1", "P2"], ["C"], [], ["T1"]])
+    rows = {(r.system, r.metric, r.average): r.value
+            for r in ev.rows(["gie", "mgia", "mgia_fn", "all_pairs_error"])}
+    # sys per instance: GIE 7, 5 (C unpaired), 5 (P1 missed), 0; fn 4, 5, 5, 0;
+    # MGIA 1 - 4/15, 0, 0, 1; |P ∪ T| = 3, 1, 1, 1; all pairs 2 + 2, 0, 0, 0.
+    assert rows[("sys", "graph_induced_error", "")] == pytest.approx(17 / 4)
+    assert rows[("sys", "mgia_fn", "")] == pytest.approx(14 / 4)
+    assert rows[("sys", "mgia", "macro")] == pytest.approx((1 - 4 / 15 + 1) / 4)
+    assert rows[("sys", "mgia", "micro")] == pytest.approx(1 - 14 / (6 * 5))
+    assert rows[("sys", "all_pairs_error", "")] == pytest.approx(1.0)
+    assert {v for (s, _, _), v in rows.items() if s == "perfect"} == {0.0, 1.0}
+    assert rows[("perfect", "mgia", "micro")] == 1.0 and rows[("perfect", "graph_induced_error", "")] == 0.0
+    only_macro = ev.rows(["mgia"], average="macro")
+    assert [(r.system, r.average) for r in only_macro] == [("perfect", "macro"), ("sys", "macro")]
+
+
+def test_per_instance_values():
+    ev = Evaluator(Taxonomy.from_edges(FIG12A))
+    ev.add_truth([["TP"], ["P1"]])
+    ev.add_predictions("s", [["TP", "P1"], ["TP"]])
+    frame = ev.per_instance("pair_based")
+    assert frame[["instance_id", "n_true", "n_pred", "n_shared"]].values.tolist() == [["0", 1, 2, 1], ["1", 1, 1, 0]]
+    assert frame["graph_induced_error"].tolist() == [5.0, 2.0]
+    assert frame["mgia_fn"].tolist() == [2.0, 2.0]
+    assert frame["mgia"].tolist() == pytest.approx([0.8, 1 - 2 / 10])
+    assert frame["tree_induced_error"].isna().tolist() == [True, False]
+    assert frame["tree_induced_error"][1] == 2.0
+    assert frame["all_pairs_error"].tolist() == [2.0, 2.0]
+
+
+def test_tree_induced_error_is_the_distance_for_single_labels_and_refuses_other_data():
+    assert pb.tree_induced_error([["T1"], ["P1"], ["C"]], [["P1"], ["P1"], ["T1"]], FIG11) == pytest.approx(
+        (2 + 0 + 3) / 3)
+    # ignores max_distance: there is no default class to pair with
+    assert pb.tree_induced_error([["C"]], [["T1"]], FIG11, max_distance=1) == 3.0
+    with pytest.raises(InputError, match="as many predicted as true"):
+        pb.tree_induced_error([["T1"], ["P1"]], [["P1", "P2"], ["P1"]], FIG11)
+
+
+def test_all_pairs_error_sums_every_pair():
+    assert pb.all_pairs_error([["T1", "C"]], [["P1", "P2"]], FIG11) == 2 + 2 + 3 + 3
+
+
+def test_options_are_validated():
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(FIG11))
+    for bad in ({"pairing": "greedy"}, {"shared": "x"}, {"denominator": "x"}, {"dmax": 0.0},
+                {"max_distance": -1}):
+        with pytest.raises(ValueError):
+            pb.evaluate(store, ["mgia"], Options().with_(**bad))
