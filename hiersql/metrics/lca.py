@@ -1,0 +1,460 @@
+"""Lowest-common-ancestor precision, recall and F1 (PLCA, RLCA, FLCA).
+
+``sql/lca.sql`` computes, for every instance of every system at once, the labels left after ancestor removal,
+the options of every label (its nearest labels of the other set and the LCAs on the shortest meetings), the
+nodes of the shortest paths and the extended graphs. The minimal graphs of Problem 2 need a choice (which
+LCAs, which option per label, which shortest path); only the instances where a choice exists
+(``lca_open_instances``) leave SQL, and are solved here:
+
+- ``lca_graph="extended"``: every option and every shortest path (Kosmopoulos Fig. 9);
+- ``lca_graph="greedy"``: the approximation of Algorithm 1 (as HEMKit): LCAs sorted by the number of labels
+  they connect, added until every label is covered, then redundant ones removed; each label then takes the
+  option and shortest paths that add the fewest new nodes, labels with the fewest choices first;
+- ``lca_graph="optimal"``: the exact optimum of Problem 2 with OR-Tools CP-SAT: first the minimum number of
+  LCAs, then, with that number fixed, the maximum FLCA (a ratio, maximised by Dinkelbach's iteration). An
+  instance that does not finish within ``LCA_TIME_LIMIT`` seconds (or has too many shortest paths) falls back
+  to the greedy graphs; a :class:`~hiersql.errors.DataWarning` gives the count.
+
+With ``Gt``, ``Gp`` the node sets of the graphs (the root counted only with ``include_root``)::
+
+    PLCA = |Gt ∩ Gp| / |Gp|     RLCA = |Gt ∩ Gp| / |Gt|     FLCA = 2·PLCA·RLCA / (PLCA + RLCA)
+
+References
+----------
+Kosmopoulos, Partalas, Gaussier, Paliouras, Androutsopoulos (2015), "Evaluation measures for hierarchical
+classification: a unified view and novel approaches", §2.4.2, Definitions 1-5, Problem 2, Algorithm 1.
+SPEC §4.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .. import sqlfiles
+from ..errors import DataWarning
+from . import Options, Row
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..store import Store
+
+METRICS = {"lca_precision": "lca_p", "lca_recall": "lca_r", "lca_f1": "lca_f"}
+GRAPHS = ("optimal", "greedy", "extended")
+LCA_TIME_LIMIT = 10.0  # seconds per instance for the exact solver
+MAX_PATHS = 64  # shortest paths enumerated per (label, LCA) before the exact solver gives up
+OTHER = {"t": "p", "p": "t"}
+
+Path = frozenset[str]
+
+
+# ---------------------------------------------------------------------------------------------- SQL side
+def _params(options: Options, store: Store, drop_distance: int | None = None) -> dict[str, object]:
+    if options.lca_graph not in GRAPHS:
+        raise ValueError(f"lca_graph must be one of {GRAPHS}, got {options.lca_graph!r}")
+    if options.max_distance is not None and options.max_distance < 0:
+        raise ValueError("max_distance must be >= 0")
+    return {
+        "include_root": bool(options.include_root),
+        "max_distance": options.max_distance,
+        "drop_distance": drop_distance,
+        "zero_division": float(options.zero_division),
+        "beyond": beyond_name(store),
+    }
+
+
+def beyond_name(store: Store) -> str:
+    """A node name for the virtual common ancestor beyond ``max_distance`` that is not a taxonomy node."""
+    name = "__beyond__"
+    while store.con.execute("SELECT count(*) FROM nodes WHERE label = $n", {"n": name}).fetchone()[0]:
+        name = f"_{name}_"
+    return name
+
+
+def _materialise(store: Store, name: str, params: dict[str, object]) -> None:
+    """Run query ``name`` of ``sql/lca.sql`` as it is (reading whatever tables carry the names it reads)
+    into a temp table of that name."""
+    sql = sqlfiles.queries("lca")[name]
+    store.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", sqlfiles.bind(sql, params))
+
+
+def _prepare(store: Store, options: Options, drop_distance: int | None) -> dict[str, object]:
+    """Materialise the queries of ``sql/lca.sql`` up to the extended ``lca_graph_counts``."""
+    params = _params(options, store, drop_distance)
+    for name in [*sqlfiles.dependencies("lca", "lca_graph_counts"), "lca_graph_counts"]:
+        _materialise(store, name, params)
+    return params
+
+
+def _solve_open(store: Store, options: Options, params: dict[str, object]) -> dict[tuple, dict[str, set[str]]]:
+    """Minimal graphs (``options.lca_graph``) of the instances where a choice exists, by (system,
+    instance_id); a warning counts the instances where the exact solver fell back to the greedy graphs."""
+    _materialise(store, "lca_open_instances", params)
+    instances = _open_instances(store)
+    ignore = set() if options.include_root else {_root(store)}
+    solve = _optimal if options.lca_graph == "optimal" else _greedy
+    out, fallbacks = {}, 0
+    for key, inst in instances.items():
+        out[key], fell_back = solve(inst, ignore)
+        fallbacks += fell_back
+    if fallbacks:
+        warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
+                      f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
+                      stacklevel=4)
+    return out
+
+
+def _root(store: Store) -> str:
+    return store.con.execute("SELECT label FROM nodes WHERE is_root").fetchone()[0]
+
+
+def graph_counts(store: Store, options: Options, drop_distance: int | None = None) -> dict[str, object]:
+    """Fill the temp table ``lca_graph_counts(system, instance_id, n_true, n_pred, n_both)`` with the sizes of
+    the graphs ``options.lca_graph`` asks for; returns the query parameters used."""
+    params = _prepare(store, options, drop_distance)
+    if options.lca_graph == "extended":
+        return params
+    solved = _solve_open(store, options, params)
+    if not solved:
+        return params
+    ignore = set() if options.include_root else {_root(store)}
+    rows = [(*key, *_sizes(g, ignore)) for key, g in solved.items()]
+    store.con.execute(
+        "DELETE FROM lca_graph_counts AS c WHERE EXISTS (SELECT 1 FROM lca_open_instances AS o"
+        " WHERE o.system = c.system AND o.instance_id = c.instance_id)"
+    )
+    store.con.execute(
+        "INSERT INTO lca_graph_counts SELECT unnest($s), unnest($i), unnest($t), unnest($p), unnest($b)",
+        {name: [r[k] for r in rows] for k, name in enumerate(("s", "i", "t", "p", "b"))},
+    )
+    return params
+
+
+def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, set[str]]]:
+    """The LCA graphs of every (system, instance_id) with labels: ``{"t": Gt nodes, "p": Gp nodes}`` (the root
+    included when it is on a path, whatever ``include_root`` says)."""
+    params = _prepare(store, options, None)
+    out: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"t": set(), "p": set()})
+    for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_nodes").fetchall():
+        out[(system, instance)][side].add(v)
+    if options.lca_graph != "extended":
+        out.update(_solve_open(store, options, params))
+    return dict(out)
+
+
+def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
+    """Values of ``metrics`` for every system, micro and/or macro (``options.average``)."""
+    params = graph_counts(store, options)
+    _materialise(store, "lca_instance", params)
+    _materialise(store, "lca_summary", params)
+    wanted, averages = set(metrics), set(options.average)
+    rows = store.con.execute("SELECT * FROM lca_summary ORDER BY system, metric, average").fetchall()
+    return [Row(*r) for r in rows if r[1] in wanted and r[2] in averages]
+
+
+def per_instance(store: Store, options: Options) -> pd.DataFrame:
+    """Per-instance ``n_true, n_pred, n_both`` (``|Gt|, |Gp|, |Gt ∩ Gp|``) and PLCA, RLCA, FLCA."""
+    params = graph_counts(store, options)
+    _materialise(store, "lca_instance", params)
+    return store.con.table("lca_instance").order("system, instance_id").df()
+
+
+# ---------------------------------------------------------------------------------------------- instances
+@dataclass
+class Instance:
+    """The choices of one instance: its labels per side, the options of each label and the shortest paths
+    of each (node, LCA) pair."""
+
+    labels: dict[str, set[str]] = field(default_factory=lambda: {"t": set(), "p": set()})
+    options: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+    paths: dict[tuple[str, str], list[Path]] = field(default_factory=dict)
+
+    def label_keys(self) -> list[tuple[str, str]]:
+        return sorted(self.options)
+
+
+def _open_instances(store: Store) -> dict[tuple[str, str], Instance]:
+    """The labels, options and shortest paths of every instance listed in ``lca_open_instances``."""
+    con = store.con
+    out: dict[tuple[str, str], Instance] = defaultdict(Instance)
+    for s, i, side, label in con.execute(
+        "SELECT l.* FROM lca_labels l JOIN lca_open_instances o USING (system, instance_id)"
+    ).fetchall():
+        out[(s, i)].labels[side].add(label)
+    for s, i, side, label, lca, partner in con.execute(
+        "SELECT o.system, o.instance_id, o.side, o.label, o.lca, o.partner FROM lca_options o"
+        " JOIN lca_open_instances USING (system, instance_id) ORDER BY o.lca, o.partner"
+    ).fetchall():
+        out[(s, i)].options.setdefault((side, label), []).append((lca, partner))
+    needed = con.execute(
+        "SELECT DISTINCT e.node, e.lca FROM lca_path_ends e"
+        " JOIN lca_open_instances USING (system, instance_id)"
+    ).fetchall()
+    con.execute("CREATE OR REPLACE TEMP TABLE _lca_needed AS SELECT unnest($n) AS node, unnest($a) AS lca",
+                {"n": [n for n, _ in needed], "a": [a for _, a in needed]})
+    layers: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for node, lca, step, v in con.execute(
+        "SELECT n.node, n.lca, n.step, n.v FROM lca_path_nodes n JOIN _lca_needed USING (node, lca)"
+        " ORDER BY n.node, n.lca, n.step, n.v"
+    ).fetchall():
+        layers[(node, lca)][step].append(v)
+    _materialise(store, "lca_path_links", {})
+    links: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for node, lca, lower, upper in con.execute(
+        "SELECT l.* FROM lca_path_links l JOIN _lca_needed USING (node, lca) ORDER BY 1, 2, 3, 4"
+    ).fetchall():
+        links[(node, lca)][lower].append(upper)
+    paths = {key: _enumerate_paths(key[0], by_step, links.get(key)) for key, by_step in layers.items()}
+    for inst in out.values():
+        for side_label, opts in inst.options.items():
+            side, label = side_label
+            for lca, partner in opts:
+                inst.paths[(label, lca)] = paths[(label, lca)]
+                inst.paths[(partner, lca)] = paths[(partner, lca)]
+    return dict(out)
+
+
+def _enumerate_paths(
+    node: str, by_step: dict[int, list[str]], links: dict[str, list[str]] | None
+) -> list[Path]:
+    """The shortest paths from ``node`` up its layers (one node per step); at most ``MAX_PATHS + 1``."""
+    if all(len(vs) == 1 for vs in by_step.values()):
+        return [frozenset(v for vs in by_step.values() for v in vs)]
+    top = max(by_step)
+    found: list[Path] = []
+    stack: list[tuple[str, tuple[str, ...]]] = [(node, (node,))]
+    while stack and len(found) <= MAX_PATHS:
+        v, walked = stack.pop()
+        if len(walked) == top + 1:
+            found.append(frozenset(walked))
+            continue
+        uppers = links.get(v, []) if links else []
+        if not uppers and len(by_step[len(walked)]) == 1:
+            uppers = by_step[len(walked)]
+        stack.extend((u, (*walked, u)) for u in reversed(uppers))
+    return found
+
+
+def _sizes(graphs: dict[str, set[str]], ignore: set[str]) -> tuple[int, int, int]:
+    gt, gp = graphs["t"] - ignore, graphs["p"] - ignore
+    return len(gt), len(gp), len(gt & gp)
+
+
+def _covered(inst: Instance, lcas: set[str]) -> bool:
+    return all(any(a in lcas for a, _ in opts) for opts in inst.options.values())
+
+
+# ---------------------------------------------------------------------------------------------- greedy
+def _greedy_lcas(inst: Instance) -> list[str]:
+    """Algorithm 1, GetBestLCAs: LCAs sorted by the number of labels they connect (descending, then by
+    name), added until every label has an option among them, then each removed in turn when the others
+    still cover every label. (The paper's second, bottom-up removal pass cannot remove anything more: the
+    set only shrinks, so an LCA needed once stays needed.)"""
+    connects: dict[str, int] = defaultdict(int)
+    for opts in inst.options.values():
+        for a in {a for a, _ in opts}:
+            connects[a] += 1
+    order = sorted(connects, key=lambda a: (-connects[a], a))
+    chosen: list[str] = []
+    for a in order:
+        chosen.append(a)
+        if _covered(inst, set(chosen)):
+            break
+    for a in list(chosen):
+        if _covered(inst, set(chosen) - {a}):
+            chosen.remove(a)
+    return chosen
+
+
+def _greedy(inst: Instance, ignore: set[str] = frozenset()) -> tuple[dict[str, set[str]], int]:
+    """Greedy minimal graphs: the LCAs of :func:`_greedy_lcas`; then each label (those with the fewest
+    (option, path) choices first) takes the option and shortest paths adding the fewest new nodes (ties:
+    the first by LCA, partner and path order). A path once chosen for a (side, node, LCA) is kept."""
+    lcas = set(_greedy_lcas(inst))
+    graphs = {side: set(labels) for side, labels in inst.labels.items()}
+    fixed: dict[tuple[str, str, str], Path] = {}
+
+    def choices(side: str, node: str, lca: str) -> list[Path]:
+        key = (side, node, lca)
+        return [fixed[key]] if key in fixed else inst.paths[(node, lca)]
+
+    def n_choices(key: tuple[str, str]) -> int:
+        side, label = key
+        return sum(len(choices(side, label, a)) * len(choices(OTHER[side], q, a))
+                   for a, q in inst.options[key] if a in lcas)
+
+    for key in sorted(inst.options, key=lambda k: (n_choices(k), k)):
+        side, label = key
+        other = OTHER[side]
+        best = None
+        for a, q in inst.options[key]:
+            if a not in lcas:
+                continue
+            for own in choices(side, label, a):
+                for theirs in choices(other, q, a):
+                    cost = len(own - graphs[side]) + len(theirs - graphs[other])
+                    if best is None or cost < best[0]:
+                        best = (cost, a, q, own, theirs)
+        _, a, q, own, theirs = best
+        fixed[(side, label, a)] = own
+        fixed[(other, q, a)] = theirs
+        graphs[side] |= own
+        graphs[other] |= theirs
+    return graphs, 0
+
+
+# ---------------------------------------------------------------------------------------------- optimal
+def _optimal(inst: Instance, ignore: set[str]) -> tuple[dict[str, set[str]], int]:
+    """Exact minimal graphs (Problem 2): CP-SAT finds the minimum number of LCAs, then maximises FLCA with
+    that number fixed (Dinkelbach: maximise ``2·|Gt∩Gp| − λ·(|Gt|+|Gp|)``, λ the best FLCA so far, until no
+    graph beats λ); nodes in ``ignore`` (the root without ``include_root``) are not counted. Falls back to
+    :func:`_greedy` (second value 1) on a time-out or too many paths."""
+    if any(len(p) > MAX_PATHS for p in inst.paths.values()):
+        return _greedy(inst)[0], 1
+    solved = _Model(inst, ignore).solve()
+    if solved is None:
+        return _greedy(inst)[0], 1
+    return solved, 0
+
+
+class _Model:
+    """The CP-SAT model of Problem 2 for one instance: ``lca[a]`` (a in S), one ``pick`` per label option
+    (exactly one per label, its LCA in S), one path variable per shortest path of every (side, node, LCA)
+    some picked option needs (exactly one when needed), ``node[(side, v)]`` = v in that side's graph."""
+
+    def __init__(self, inst: Instance, ignore: set[str]) -> None:
+        from ortools.sat.python import cp_model
+
+        self.inst = inst
+        m = self.m = cp_model.CpModel()
+        self.lca = {a: m.NewBoolVar(f"s_{a}") for opts in inst.options.values() for a, _ in opts}
+        self.pick: dict[tuple, Any] = {}
+        uses: dict[tuple[str, str, str], list] = defaultdict(list)
+        for (side, label), opts in inst.options.items():
+            xs = []
+            for a, q in opts:
+                x = m.NewBoolVar("")
+                m.AddImplication(x, self.lca[a])
+                uses[(side, label, a)].append(x)
+                uses[(OTHER[side], q, a)].append(x)
+                self.pick[(side, label, a, q)] = x
+                xs.append(x)
+            m.AddExactlyOne(xs)
+        self.paths: dict[tuple[str, str, str], list[tuple[Path, Any]]] = {}
+        containing: dict[tuple[str, str], list] = defaultdict(list)
+        for (side, node, a), xs in uses.items():
+            used = m.NewBoolVar("")
+            m.AddMaxEquality(used, xs)
+            ys = []
+            for path in inst.paths[(node, a)]:
+                y = m.NewBoolVar("")
+                ys.append((path, y))
+                for v in path:
+                    containing[(side, v)].append(y)
+            m.Add(sum(y for _, y in ys) == used)
+            self.paths[(side, node, a)] = ys
+        self.node: dict[tuple[str, str], Any] = {}
+        for (side, v), ys in containing.items():
+            if v in inst.labels[side]:
+                self.node[(side, v)] = m.NewConstant(1)
+            else:
+                g = m.NewBoolVar("")
+                m.AddMaxEquality(g, ys)
+                self.node[(side, v)] = g
+        for side, labels in inst.labels.items():
+            for v in labels:
+                self.node.setdefault((side, v), m.NewConstant(1))
+        both = []
+        for (side, v), g in self.node.items():
+            if side == "t" and ("p", v) in self.node and v not in ignore:
+                i = m.NewBoolVar("")
+                m.AddImplication(i, g)
+                m.AddImplication(i, self.node[("p", v)])
+                both.append(i)
+        self.both = sum(both)
+        self.size = sum(g for (_, v), g in self.node.items() if v not in ignore)
+
+    def _solve(self):
+        from ortools.sat.python import cp_model
+
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = LCA_TIME_LIMIT
+        solver.parameters.num_workers = 1
+        status = solver.Solve(self.m)
+        return solver if status == cp_model.OPTIMAL else None
+
+    def solve(self) -> dict[str, set[str]] | None:
+        self.m.Minimize(sum(self.lca.values()))
+        solver = self._solve()
+        if solver is None:
+            return None
+        self.m.Add(sum(self.lca.values()) <= round(solver.ObjectiveValue()))
+        num, den = 0, 1  # λ = num / den, the best 2·|Gt∩Gp| / (|Gt|+|Gp|) so far
+        best = None
+        while True:
+            self.m.Maximize(2 * den * self.both - num * self.size)
+            solver = self._solve()
+            if solver is None:
+                return None
+            both, size = int(solver.Value(self.both)), int(solver.Value(self.size))
+            if best is not None and 2 * den * both - num * size <= 0:
+                return best
+            best = self._graphs(solver)
+            num, den = 2 * both, size
+            if 2 * both == size:  # FLCA = 1 cannot be beaten
+                return best
+
+    def _graphs(self, solver) -> dict[str, set[str]]:
+        graphs = {side: set(labels) for side, labels in self.inst.labels.items()}
+        for (side, _node, _a), ys in self.paths.items():
+            for path, y in ys:
+                if solver.Value(y):
+                    graphs[side] |= path
+        return graphs
+
+
+# ---------------------------------------------------------------------------------------------- one-shot
+def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, **options) -> float:
+    from ..evaluator import make_options
+    from . import one_value, store_from_sets
+
+    if average not in ("micro", "macro"):
+        raise ValueError("average must be 'micro' or 'macro'")
+    store = store_from_sets(y_true, y_pred, taxonomy)
+    try:
+        rows = evaluate(store, [metric], make_options(average=[average], **options))
+        return one_value(rows, metric, average)
+    finally:
+        store.close()
+
+
+def lca_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
+    """LCA precision ``PLCA = |Gt ∩ Gp| / |Gp|`` (Kosmopoulos et al. 2015, §2.4.2).
+
+    Parameters
+    ----------
+    y_true, y_pred:
+        Sequences of label sets (one per instance; a string is a one-label set).
+    taxonomy:
+        A :class:`~hiersql.taxonomy.Taxonomy`, a path, a networkx DiGraph or ``(parent, child)`` pairs.
+    average:
+        ``"micro"`` pools ``|Gt ∩ Gp|`` and ``|Gp|`` over instances; ``"macro"`` averages per instance.
+    **options:
+        ``lca_graph`` (``"greedy"``, ``"optimal"`` or ``"extended"``), ``include_root`` (False),
+        ``max_distance`` (None: LCAs at most that many edges above both labels), ``zero_division`` (0).
+    """
+    return _one_shot("lca_precision", y_true, y_pred, taxonomy, average, **options)
+
+
+def lca_recall(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
+    """LCA recall ``RLCA = |Gt ∩ Gp| / |Gt|``; arguments as :func:`lca_precision`."""
+    return _one_shot("lca_recall", y_true, y_pred, taxonomy, average, **options)
+
+
+def lca_f1(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
+    """LCA F1 ``FLCA = 2·PLCA·RLCA / (PLCA + RLCA)``; micro combines the micro PLCA and RLCA, macro averages
+    the per-instance ``2|Gt ∩ Gp| / (|Gt| + |Gp|)``. Arguments as :func:`lca_precision`."""
+    return _one_shot("lca_f1", y_true, y_pred, taxonomy, average, **options)

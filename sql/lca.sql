@@ -1,0 +1,211 @@
+-- Lowest-common-ancestor precision, recall and F1 (Kosmopoulos et al. §2.4.2; SPEC §4).
+-- Y, Ŷ: the true and predicted sets of an instance ("sides" 't' and 'p'; the truth is repeated per system).
+-- 1. Within each side drop every label that has a descendant on the same side ($drop_distance: only
+--    descendants at most that many edges below; NULL = any).
+-- 2. For a label x and the labels z of the other side, a meeting is a common ancestor a with
+--    up(x, a) <= $max_distance and up(z, a) <= $max_distance (NULL = no limit); its cost is up(x, a) + up(z, a).
+--    The options of x are its meetings of minimum cost: (lca a, partner z). A label in both sets meets
+--    itself at cost 0, so its only option is (x, x). A label with no meeting while the other side is not
+--    empty meets every z at the virtual common ancestor $beyond ("all nodes have a common ancestor beyond
+--    the threshold"): its path is {x, $beyond}.
+-- 3. An option (a, z) of x puts the shortest paths x -> a on x's side and z -> a on the other side.
+--    Extended graphs (Fig. 9): every option, every shortest path. Minimal graphs (Problem 2, Fig. 10) are
+--    chosen in hiersql/metrics/lca.py among the instances listed by lca_open_instances; the others have
+--    no choice to make and their minimal graphs are the extended ones.
+-- 4. With Gt, Gp the node sets of the two graphs (the root left out unless $include_root):
+--      PLCA = |Gt ∩ Gp| / |Gp|     RLCA = |Gt ∩ Gp| / |Gt|     FLCA = 2 PLCA RLCA / (PLCA + RLCA)
+-- Reads: truth, predictions, systems, instances, closure, nodes, edges.
+
+-- name: lca_labels
+-- (system, instance_id, side, label) after dropping labels with a descendant on the same side.
+WITH sides AS (
+    SELECT s.system, t.instance_id, 't' AS side, t.label
+    FROM truth AS t
+    CROSS JOIN systems AS s
+    UNION ALL
+    SELECT p.system, p.instance_id, 'p' AS side, p.label
+    FROM predictions AS p
+)
+SELECT x.system, x.instance_id, x.side, x.label
+FROM sides AS x
+WHERE NOT EXISTS (
+    SELECT 1
+    FROM sides AS y
+    JOIN closure AS c ON c.descendant = y.label
+    WHERE y.system = x.system
+      AND y.instance_id = x.instance_id
+      AND y.side = x.side
+      AND c.ancestor = x.label
+      AND c.distance > 0
+      AND ($drop_distance IS NULL OR c.distance <= $drop_distance)
+)
+
+-- name: lca_meetings
+-- Every common ancestor of a label and a label of the other side, within $max_distance edges of both.
+SELECT
+    x.system,
+    x.instance_id,
+    x.side,
+    x.label,
+    z.label AS partner,
+    cx.ancestor AS lca,
+    cx.distance AS up_label,
+    cz.distance AS up_partner,
+    cx.distance + cz.distance AS cost
+FROM lca_labels AS x
+JOIN lca_labels AS z
+    ON z.system = x.system AND z.instance_id = x.instance_id AND z.side <> x.side
+JOIN closure AS cx ON cx.descendant = x.label
+JOIN closure AS cz ON cz.descendant = z.label AND cz.ancestor = cx.ancestor
+WHERE $max_distance IS NULL OR (cx.distance <= $max_distance AND cz.distance <= $max_distance)
+
+-- name: lca_options
+-- (system, instance_id, side, label, lca, partner, up_label, up_partner): the options of every label.
+SELECT system, instance_id, side, label, lca, partner, up_label, up_partner
+FROM (
+    SELECT m.*, min(cost) OVER (PARTITION BY system, instance_id, side, label) AS dmin
+    FROM lca_meetings AS m
+) AS ranked
+WHERE cost = dmin
+UNION ALL
+SELECT x.system, x.instance_id, x.side, x.label, $beyond AS lca, z.label AS partner, 1 AS up_label,
+       1 AS up_partner
+FROM lca_labels AS x
+JOIN lca_labels AS z
+    ON z.system = x.system AND z.instance_id = x.instance_id AND z.side <> x.side
+WHERE NOT EXISTS (
+    SELECT 1
+    FROM lca_meetings AS m
+    WHERE m.system = x.system AND m.instance_id = x.instance_id AND m.side = x.side AND m.label = x.label
+)
+
+-- name: lca_path_ends
+-- (system, instance_id, side, node, lca, up): the paths an option asks for, on the side they belong to.
+SELECT system, instance_id, side, label AS node, lca, up_label AS up
+FROM lca_options
+UNION
+SELECT system, instance_id, CASE WHEN side = 't' THEN 'p' ELSE 't' END AS side, partner AS node, lca,
+       up_partner AS up
+FROM lca_options
+
+-- name: lca_path_nodes
+-- (node, lca, step, v): the nodes v on the shortest upward paths node -> lca, step = up(node, v).
+WITH ends AS (
+    SELECT DISTINCT node, lca, up FROM lca_path_ends
+)
+SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
+FROM ends AS e
+JOIN closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
+JOIN closure AS ca ON ca.descendant = cx.ancestor AND ca.ancestor = e.lca AND cx.distance + ca.distance = e.up
+UNION ALL
+SELECT node, lca, 0 AS step, node AS v FROM ends WHERE lca = $beyond
+UNION ALL
+SELECT node, lca, 1 AS step, lca AS v FROM ends WHERE lca = $beyond
+
+-- name: lca_extended_nodes
+-- (system, instance_id, side, v): the nodes of the extended graphs Gt ('t') and Gp ('p').
+SELECT e.system, e.instance_id, e.side, n.v
+FROM lca_path_ends AS e
+JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
+UNION
+SELECT system, instance_id, side, label AS v
+FROM lca_labels
+
+-- name: lca_graph_counts
+-- (system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs.
+SELECT
+    system,
+    instance_id,
+    sum(in_true) AS n_true,
+    sum(in_pred) AS n_pred,
+    sum(in_true * in_pred) AS n_both
+FROM (
+    SELECT
+        system,
+        instance_id,
+        v,
+        max(CASE WHEN side = 't' THEN 1 ELSE 0 END) AS in_true,
+        max(CASE WHEN side = 'p' THEN 1 ELSE 0 END) AS in_pred
+    FROM lca_extended_nodes
+    WHERE $include_root OR v NOT IN (SELECT label FROM nodes WHERE is_root)
+    GROUP BY system, instance_id, v
+) AS per_node
+GROUP BY system, instance_id
+
+-- name: lca_open_instances
+-- (system, instance_id) whose minimal graphs involve a choice: a label with several options, or a path
+-- end with several shortest paths (more nodes than steps).
+SELECT DISTINCT system, instance_id
+FROM (
+    SELECT system, instance_id
+    FROM lca_options
+    GROUP BY system, instance_id, side, label
+    HAVING count(*) > 1
+    UNION ALL
+    SELECT e.system, e.instance_id
+    FROM lca_path_ends AS e
+    JOIN (
+        SELECT node, lca
+        FROM lca_path_nodes
+        GROUP BY node, lca
+        HAVING count(*) > max(step) + 1
+    ) AS multi ON multi.node = e.node AND multi.lca = e.lca
+) AS open_rows
+
+-- name: lca_path_links
+-- (node, lca, lower, upper): the edges lower -> upper (child to parent) between consecutive steps of the
+-- shortest paths node -> lca that are not unique; the minimal graphs pick one path among them.
+SELECT a.node, a.lca, a.v AS lower, b.v AS upper
+FROM lca_path_nodes AS a
+JOIN lca_path_nodes AS b ON b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
+JOIN edges AS e ON e.child = a.v AND e.parent = b.v
+WHERE EXISTS (
+    SELECT 1
+    FROM lca_path_nodes AS n
+    WHERE n.node = a.node AND n.lca = a.lca AND n.step = a.step AND n.v <> a.v
+) OR EXISTS (
+    SELECT 1
+    FROM lca_path_nodes AS n
+    WHERE n.node = a.node AND n.lca = a.lca AND n.step = b.step AND n.v <> b.v
+)
+
+-- name: lca_instance
+-- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives
+-- $zero_division. Reads lca_graph_counts (the extended counts, or the minimal ones written by lca.py).
+SELECT
+    g.system,
+    g.instance_id,
+    coalesce(c.n_true, 0) AS n_true,
+    coalesce(c.n_pred, 0) AS n_pred,
+    coalesce(c.n_both, 0) AS n_both,
+    CASE WHEN coalesce(c.n_pred, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_pred END
+        AS lca_precision,
+    CASE WHEN coalesce(c.n_true, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_true END
+        AS lca_recall,
+    CASE WHEN coalesce(c.n_true, 0) + coalesce(c.n_pred, 0) = 0 THEN $zero_division
+         ELSE 2.0 * c.n_both / (c.n_true + c.n_pred) END
+        AS lca_f1
+FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
+LEFT JOIN lca_graph_counts AS c ON c.system = g.system AND c.instance_id = g.instance_id
+
+-- name: lca_summary
+-- (system, metric, average, value): micro pools the counts over instances, macro averages per instance.
+WITH micro AS (
+    SELECT
+        system,
+        CASE WHEN sum(n_pred) = 0 THEN $zero_division ELSE 1.0 * sum(n_both) / sum(n_pred) END AS p,
+        CASE WHEN sum(n_true) = 0 THEN $zero_division ELSE 1.0 * sum(n_both) / sum(n_true) END AS r
+    FROM lca_instance
+    GROUP BY system
+)
+SELECT system, 'lca_precision' AS metric, 'micro' AS average, p AS value FROM micro
+UNION ALL
+SELECT system, 'lca_recall', 'micro', r FROM micro
+UNION ALL
+SELECT system, 'lca_f1', 'micro', CASE WHEN p + r = 0 THEN 0.0 ELSE 2 * p * r / (p + r) END FROM micro
+UNION ALL
+SELECT system, 'lca_precision', 'macro', avg(lca_precision) FROM lca_instance GROUP BY system
+UNION ALL
+SELECT system, 'lca_recall', 'macro', avg(lca_recall) FROM lca_instance GROUP BY system
+UNION ALL
+SELECT system, 'lca_f1', 'macro', avg(lca_f1) FROM lca_instance GROUP BY system

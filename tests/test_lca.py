@@ -1,0 +1,172 @@
+"""LCA precision, recall and F1 (Kosmopoulos et al. §2.4.2; SPEC §4): the worked example of Fig. 8(b) with
+every intermediate set the paper lists, the three graph modes, averaging, empty sets, options and SQL."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import sqlglot
+
+from hiersql import sqlfiles
+from hiersql.errors import DataWarning
+from hiersql.evaluator import make_options
+from hiersql.metrics import lca, store_from_sets
+from hiersql.store import Store
+from hiersql.taxonomy import Taxonomy
+
+# Fig. 8(b): the tree of Fig. 8(a) plus the DAG edges 3 -> 2.1 and 3 -> 3.2.2.
+FIG8B = [("0", "1"), ("0", "2"), ("0", "3"), ("1", "1.1"), ("1", "1.2"), ("2", "2.1"), ("3", "3.1"),
+         ("3", "3.2"), ("3", "3.3"), ("3.2", "3.2.1"), ("3.2", "3.2.2"), ("3", "2.1"), ("3", "3.2.2")]
+Y = ["2.1", "3.2.1", "3.3"]
+Y_HAT = ["3.1", "3.2.1", "3.2.2"]
+KEY = ("y_pred", "0")
+
+
+@pytest.fixture
+def fig8b():
+    store = store_from_sets([Y], [Y_HAT], Taxonomy.from_edges(FIG8B))
+    yield store
+    store.close()
+
+
+def options(**kw):
+    return make_options(**kw)
+
+
+def test_fig8b_lca_sets(fig8b):
+    """LCA(n, S) and Sbest(n, S) of every label (the bullet list after Definition 4)."""
+    lca.graph_counts(fig8b, options(lca_graph="extended"))
+    rows = fig8b.con.execute("SELECT side, label, lca, partner FROM lca_options").fetchall()
+    lcas: dict[tuple[str, str], set[str]] = {}
+    best: dict[tuple[str, str], set[str]] = {}
+    for side, label, a, partner in rows:
+        lcas.setdefault((side, label), set()).add(a)
+        best.setdefault((side, label), set()).add(partner)
+    assert lcas == {
+        ("t", "2.1"): {"3"}, ("t", "3.3"): {"3"}, ("t", "3.2.1"): {"3.2.1"},
+        ("p", "3.2.1"): {"3.2.1"}, ("p", "3.1"): {"3"}, ("p", "3.2.2"): {"3.2", "3"},
+    }
+    assert best[("t", "2.1")] == {"3.1", "3.2.2"}  # via pathmin(2.1, 3.1) or pathmin(2.1, 3.2.2)
+    assert best[("t", "3.3")] == {"3.1", "3.2.2"}
+    assert best[("p", "3.1")] == {"2.1", "3.3"}
+    assert best[("p", "3.2.2")] == {"3.2.1", "2.1", "3.3"}
+    # LCAall(Y, Ŷ) = {3, 3.2.1}, LCAall(Ŷ, Y) = {3, 3.2, 3.2.1}
+    assert set().union(*(v for (s, _), v in lcas.items() if s == "t")) == {"3", "3.2.1"}
+    assert set().union(*(v for (s, _), v in lcas.items() if s == "p")) == {"3", "3.2", "3.2.1"}
+
+
+def test_fig8b_path_min(fig8b):
+    """pathmin(2.1, 3.1) = {2.1, 3, 3.1}, pathmin(2.1, 3.2.2) = {2.1, 3, 3.2.2} (the DAG edges make both
+    2 edges long), pathmin(3.2.2, 3.2.1) = {3.2.2, 3.2, 3.2.1}: the nodes on the paths to the LCA."""
+    lca.graph_counts(fig8b, options(lca_graph="extended"))
+    nodes = fig8b.con.execute("SELECT node, lca, list(v ORDER BY step) FROM lca_path_nodes GROUP BY ALL").fetchall()
+    path = {(n, a): vs for n, a, vs in nodes}
+    assert path[("2.1", "3")] == ["2.1", "3"] and path[("3.1", "3")] == ["3.1", "3"]
+    assert path[("3.2.2", "3")] == ["3.2.2", "3"]
+    assert path[("3.2.2", "3.2")] == ["3.2.2", "3.2"] and path[("3.2.1", "3.2")] == ["3.2.1", "3.2"]
+
+
+def test_fig8b_extended_graphs(fig8b):
+    """Fig. 9: Gex_t = {3, 2.1, 3.2, 3.3, 3.2.1}, Gex_p = {3, 3.1, 3.2, 3.2.1, 3.2.2}; P = R = F = 0.6."""
+    opts = options(lca_graph="extended")
+    assert lca.graphs(fig8b, opts)[KEY] == {"t": {"3", "2.1", "3.2", "3.3", "3.2.1"},
+                                            "p": {"3", "3.1", "3.2", "3.2.1", "3.2.2"}}
+    values = {(r.metric, r.average): r.value for r in lca.evaluate(fig8b, list(lca.METRICS), opts)}
+    assert values == pytest.approx({(m, a): 0.6 for m in lca.METRICS for a in ("micro", "macro")})
+
+
+@pytest.mark.parametrize("graph", ["greedy", "optimal"])
+def test_fig8b_minimal_graphs(fig8b, graph):
+    """Fig. 10: node 3.2 is redundant; Gt = {3, 2.1, 3.3, 3.2.1}, Gp = {3, 3.1, 3.2.1, 3.2.2}; all 0.5."""
+    opts = options(lca_graph=graph)
+    assert lca.graphs(fig8b, opts)[KEY] == {"t": {"3", "2.1", "3.3", "3.2.1"}, "p": {"3", "3.1", "3.2.1", "3.2.2"}}
+    values = {(r.metric, r.average): r.value for r in lca.evaluate(fig8b, list(lca.METRICS), opts)}
+    assert values == pytest.approx({(m, a): 0.5 for m in lca.METRICS for a in ("micro", "macro")})
+
+
+def test_one_shot_functions():
+    tax = Taxonomy.from_edges(FIG8B)
+    assert lca.lca_f1([Y], [Y_HAT], tax, lca_graph="extended") == pytest.approx(0.6)
+    assert lca.lca_f1([Y], [Y_HAT], tax) == pytest.approx(0.5)
+    assert lca.lca_precision([Y], [Y_HAT], tax, lca_graph="optimal") == pytest.approx(0.5)
+    assert lca.lca_recall([Y], [Y_HAT], tax, average="macro") == pytest.approx(0.5)
+
+
+def test_ancestor_removal_within_each_set():
+    """A label with a descendant in the same set is dropped (its ancestors would inflate |Gt ∩ Gp|): predicting
+    {3, 3.1} scores as predicting {3.1}."""
+    tax = Taxonomy.from_edges(FIG8B)
+    assert lca.lca_f1([["3.3"]], [["3", "3.1"]], tax) == lca.lca_f1([["3.3"]], [["3.1"]], tax)
+    # 3.3 vs 3.1: Gt = {3.3, 3}, Gp = {3.1, 3}: F = 2·1/4
+    assert lca.lca_f1([["3.3"]], [["3.1"]], tax) == pytest.approx(0.5)
+
+
+def test_micro_macro_and_empty_prediction():
+    """Instance 1: 3.3 vs 3.1 gives |Gt|=2, |Gp|=2, both 1. Instance 2: nothing predicted gives Gt = {2.1},
+    Gp = {}: P = zero_division, R = 0, F = 0. Micro pools (1/2, 1/3); macro averages per instance."""
+    tax = Taxonomy.from_edges(FIG8B)
+    y_true, y_pred = [["3.3"], ["2.1"]], [["3.1"], []]
+    assert lca.lca_precision(y_true, y_pred, tax) == pytest.approx(1 / 2)
+    assert lca.lca_recall(y_true, y_pred, tax) == pytest.approx(1 / 3)
+    assert lca.lca_f1(y_true, y_pred, tax) == pytest.approx(2 * (1 / 2) * (1 / 3) / (1 / 2 + 1 / 3))
+    assert lca.lca_precision(y_true, y_pred, tax, average="macro") == pytest.approx((1 / 2 + 0) / 2)
+    assert lca.lca_precision(y_true, y_pred, tax, average="macro", zero_division=1.0) == pytest.approx(0.75)
+    assert lca.lca_f1(y_true, y_pred, tax, average="macro") == pytest.approx(0.25)
+
+
+def test_include_root_counts_the_root():
+    """1.1 vs 3.1 meet at the root 0: Gt = {1.1, 1, 0}, Gp = {3.1, 3, 0}; F = 0 without the root, 2/6 with."""
+    tax = Taxonomy.from_edges(FIG8B)
+    assert lca.lca_f1([["1.1"]], [["3.1"]], tax) == 0.0
+    assert lca.lca_f1([["1.1"]], [["3.1"]], tax, include_root=True) == pytest.approx(1 / 3)
+
+
+def test_max_distance_meets_beyond():
+    """With max_distance=1, 1.1 and 3.1 have no common ancestor within 1 edge: both meet at the virtual
+    ancestor beyond the threshold, which is in both graphs: Gt = {1.1, ⊥}, Gp = {3.1, ⊥}: F = 1/2."""
+    tax = Taxonomy.from_edges(FIG8B)
+    assert lca.lca_f1([["1.1"]], [["3.1"]], tax, max_distance=1) == pytest.approx(0.5)
+    assert lca.lca_f1([["1.1"]], [["3.1"]], tax, max_distance=2) == 0.0
+
+
+def test_all_systems_at_once_and_per_instance():
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(FIG8B))
+    store.add_truth([Y, ["3.3"]])
+    store.add_predictions("a", [Y_HAT, ["3.1"]])
+    store.add_predictions("b", [Y, []])
+    df = lca.per_instance(store, options())
+    assert list(df.columns) == ["system", "instance_id", "n_true", "n_pred", "n_both", "lca_precision",
+                                "lca_recall", "lca_f1"]
+    got = {(r.system, r.instance_id): (r.n_true, r.n_pred, r.n_both) for r in df.itertuples()}
+    assert got == {("a", "0"): (4, 4, 2), ("a", "1"): (2, 2, 1), ("b", "0"): (3, 3, 3), ("b", "1"): (1, 0, 0)}
+    rows = {(r.system, r.metric, r.average): r.value for r in lca.evaluate(store, ["lca_f1"], options())}
+    assert rows[("b", "lca_f1", "macro")] == pytest.approx(0.5)
+    assert rows[("a", "lca_f1", "micro")] == pytest.approx(3 / 6)
+
+
+def test_optimal_beats_greedy_and_falls_back(monkeypatch):
+    """The exact solver never scores below Algorithm 1; with a zero path budget it falls back to the greedy
+    graphs and a warning counts the instance."""
+    tax = Taxonomy.from_edges(FIG8B)
+    args = ([Y], [Y_HAT], tax)
+    assert lca.lca_f1(*args, lca_graph="optimal") >= lca.lca_f1(*args, lca_graph="greedy")
+    monkeypatch.setattr(lca, "MAX_PATHS", 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert lca.lca_f1(*args, lca_graph="optimal") == pytest.approx(0.5)
+    assert any(issubclass(w.category, DataWarning) and "1 instance(s) fell back" in str(w.message) for w in caught)
+
+
+def test_bad_graph_option():
+    with pytest.raises(ValueError, match="lca_graph"):
+        lca.lca_f1([Y], [Y_HAT], Taxonomy.from_edges(FIG8B), lca_graph="minimal")
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "spark", "duckdb"])
+def test_sql_transpiles(dialect):
+    for name in sqlfiles.queries("lca"):
+        sql = sqlfiles.render("lca", name, {"include_root": False, "max_distance": 5, "drop_distance": None,
+                                           "zero_division": 0.0, "beyond": "__beyond__"}, dialect=dialect)
+        sqlglot.parse_one(sql, read=dialect)
