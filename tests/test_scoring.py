@@ -1,0 +1,377 @@
+"""Scoring trees and the scoring-tree measures (Lanus et al.; SPEC §8): weights, constants, per-pair values
+computed by hand, detection errors, pairing of label sets, averaging, confusion matrix input, CLI."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+from hiersql import scoring_trees as st
+from hiersql.cli import main
+from hiersql.errors import InputError
+from hiersql.metrics import Options, scoring
+from hiersql.store import Store
+from hiersql.taxonomy import Taxonomy
+
+FIG1 = [("A", "B"), ("A", "C"), ("B", "D"), ("B", "E"), ("C", "F"), ("C", "G"), ("F", "H"), ("F", "I"),
+        ("G", "J"), ("G", "K"), ("G", "L")]
+LABELS = "BCDEFGHIJKL"
+MEASURES = ("pl", "lca_reward", "lpp", "lpptps", "lpppps")
+
+
+@pytest.fixture(scope="module")
+def fig1() -> Taxonomy:
+    return Taxonomy.from_edges(FIG1)
+
+
+def _weights(tree: Taxonomy) -> dict[str, float]:
+    return {e.child: e.weight for e in tree.all_edges()}
+
+
+def _store(tree: Taxonomy, truth, systems: dict) -> Store:
+    store = Store()
+    store.load_taxonomy(tree)
+    store.add_truth(truth)
+    for name, pred in systems.items():
+        store.add_predictions(name, pred)
+    return store
+
+
+def _values(rows, average: str = "micro") -> dict[tuple[str, str], float]:
+    return {(r.system, r.metric): r.value for r in rows if r.average == average}
+
+
+# ---------------------------------------------------------------------- weights
+@pytest.mark.parametrize(("builder", "fixture"), [
+    (st.decreasing, "tree_decreasing.tsv"),
+    (st.non_increasing, "tree_non_increasing.tsv"),
+    (st.increasing, "tree_increasing.tsv"),
+])
+def test_strategies_give_the_paper_weights(fig1, fixtures_dir: Path, builder, fixture) -> None:
+    paper = _weights(Taxonomy.from_file(fixtures_dir / "lanus" / fixture))
+    assert _weights(builder(fig1)) == pytest.approx(paper)
+
+
+@pytest.mark.parametrize(("levels", "fixture"), [
+    ([0.9, 0.09], "tree_decreasing.tsv"), ([0.5, 0.25], "tree_non_increasing.tsv"),
+    ([0.1, 0.2], "tree_increasing.tsv"),
+])
+def test_by_level_gives_the_paper_weights(fig1, fixtures_dir: Path, levels, fixture) -> None:
+    paper = _weights(Taxonomy.from_file(fixtures_dir / "lanus" / fixture))
+    assert _weights(st.by_level(fig1, levels)) == pytest.approx(paper)
+    assert _weights(st.strategy(fig1, "levels:" + "/".join(map(str, levels)))) == pytest.approx(paper)
+
+
+def test_weighted_depths_of_the_decreasing_tree(fig1) -> None:
+    depths = st.validate(st.decreasing(fig1))
+    assert depths["A"] == 0
+    assert depths["B"] == pytest.approx(0.9)
+    assert depths["F"] == pytest.approx(0.99)
+    assert all(depths[leaf] == pytest.approx(1.0) for leaf in "DEHIJKL")
+
+
+def test_strategies_on_an_unbalanced_deeper_tree() -> None:
+    # r > a > b > c > d (leaf), r > e (leaf), a > f (leaf)
+    tree = Taxonomy.from_edges([("r", "a"), ("a", "b"), ("b", "c"), ("c", "d"), ("r", "e"), ("a", "f")])
+    dec = _weights(st.decreasing(tree, share=0.5))
+    assert dec == pytest.approx({"a": 0.5, "b": 0.25, "c": 0.125, "d": 0.125, "e": 1.0, "f": 0.5})
+    eq = _weights(st.non_increasing(tree))  # s(r) = 1 (r > e): a takes everything, its subtree 0
+    assert eq == pytest.approx({"a": 1.0, "b": 0.0, "c": 0.0, "d": 0.0, "e": 1.0, "f": 0.0})
+    inc = _weights(st.increasing(tree, first=0.1, factor=2))
+    assert inc == pytest.approx({"a": 0.1, "b": 0.2, "c": 0.4, "d": 0.3, "e": 1.0, "f": 0.9})
+    with pytest.raises(InputError, match="only 0.3 is left"):
+        st.increasing(Taxonomy.from_edges([("r", "a"), ("a", "b"), ("b", "c"), ("c", "d"), ("d", "x")]))
+
+
+def test_forest_gets_an_explicit_root() -> None:
+    tree = st.decreasing(Taxonomy.from_edges([("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2")]))
+    assert not tree.virtual_root and tree.root == "__root__"
+    assert _weights(tree) == pytest.approx({"a": 0.9, "b": 0.9, "a1": 0.1, "a2": 0.1, "b1": 0.1, "b2": 0.1})
+
+
+def test_validation_names_the_leaves_that_do_not_sum_to_one(tmp_path: Path) -> None:
+    path = tmp_path / "tree.tsv"
+    path.write_text("A\tB\t0.5\nA\tC\t0.5\nB\tD\t0.5\nB\tE\t0.4\nC\tF\t0.7\n")
+    with pytest.raises(InputError, match=r"2 leaf/leaves fail: E \(sum 0.9\), F \(sum 1.2\)") as err:
+        st.validate(Taxonomy.from_file(path))
+    assert str(path) in str(err.value)
+
+
+@pytest.mark.parametrize(("edges", "message"), [
+    ([("A", "B", 1.0), ("A", "C", 0.5)], "fail: C"),
+    ([("A", "B", 1.5), ("B", "D", -0.5)], "non-negative"),
+    ([("A", "B", 0.5), ("B", "D", 0.5), ("A", "C")], "have no weight"),
+    ([("A", "B", 0.0), ("B", "D", 1.0)], "weight 0"),
+    ([("A", "B", 0.5), ("A", "C", 0.5), ("B", "D", 0.5), ("C", "D", 0.5)], "must be trees.*D"),
+    ([("a", "a1", 1.0), ("b", "b1", 1.0)], "virtual root"),
+])
+def test_invalid_scoring_trees(edges, message) -> None:
+    with pytest.raises(InputError, match=message):
+        st.validate(Taxonomy.from_edges(edges))
+
+
+def test_unknown_strategy_and_bad_level_weights(fig1) -> None:
+    with pytest.raises(InputError, match="unknown weight strategy"):
+        st.strategy(fig1, "steep")
+    with pytest.raises(InputError, match="numbers separated"):
+        st.strategy(fig1, "levels:a/b")
+    with pytest.raises(InputError, match="no weight given for level 2"):
+        st.by_level(fig1, [0.5])
+
+
+# ---------------------------------------------------------------------- constants
+@pytest.mark.parametrize(("strategy", "m"), [("decreasing", -19 / 9), ("non-increasing", -3.0),
+                                             ("increasing", -11.0)])
+def test_tree_constants_of_fig1(fig1, strategy, m) -> None:
+    store = Store()
+    store.load_taxonomy(st.strategy(fig1, strategy))
+    scoring.ensure_pair_table(store)
+    (l_, m_), = store.run("scoring", "scoring_constants").fetchall()
+    assert l_ == 5
+    assert m_ == pytest.approx(m)
+
+
+def _brute_force_constants(tree: Taxonomy) -> tuple[int, float]:
+    """l and m over every pair of labels, with networkx's lowest common ancestors."""
+    import networkx as nx
+
+    graph, depths, weights = tree.graph, tree.depths(), st.weighted_depths(tree)
+    labels = [n for n in tree.all_nodes() if n != tree.root]
+    lcas = dict(nx.all_pairs_lowest_common_ancestor(graph, itertools.product(labels, labels)))
+    longest, smallest = 0, float("inf")
+    for t, p in itertools.product(labels, labels):
+        a = lcas[(t, p)]
+        longest = max(longest, depths[t] + depths[p] - 2 * depths[a])
+        smallest = min(smallest, (3 * weights[a] - weights[t] - weights[p]) / weights[t])
+    return longest, smallest
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_tree_constants_match_all_pairs_on_random_trees(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randint(3, 25)
+    edges = [(f"n{rng.randrange(i)}", f"n{i}") for i in range(1, n)]
+    builder = rng.choice([st.decreasing, st.non_increasing,
+                          lambda t: st.decreasing(t, share=rng.uniform(0.1, 0.9))])
+    tree = builder(Taxonomy.from_edges(edges))
+    store = Store()
+    store.load_taxonomy(tree)
+    scoring.ensure_pair_table(store)
+    (l_, m_), = store.run("scoring", "scoring_constants").fetchall()
+    longest, smallest = _brute_force_constants(tree)
+    assert l_ == longest
+    assert m_ == pytest.approx(smallest)
+
+
+# ---------------------------------------------------------------------- per-pair values
+def test_pair_values_by_hand(fig1) -> None:
+    """Non-increasing weights: W(F) = .75, W(H) = W(D) = 1, m = -3, l = 5.
+    (F, H): d = 1, R = .75, raw = .75 - (.75 + 1 - 1.5) = .5 -> PL .8, L .75, LPP 2.5/3, LPPTPS (.5/.75 + 3)/4,
+    LPPPPS (.5 + 3)/4. (H, D): d = 5, R = 0, raw = -2 -> PL 0, L 0, LPP 0, both standardised (-2 + 3)/4."""
+    store = _store(st.non_increasing(fig1), [["F"], ["H"], ["E"]], {"s": [["H"], ["D"], ["E"]]})
+    df = scoring.per_instance(store, Options()).set_index("instance_id")
+    assert df.loc["0", list(MEASURES)].tolist() == pytest.approx([0.8, 0.75, 2.5 / 3, (2 / 3 + 3) / 4, 0.875])
+    assert df.loc["1", list(MEASURES)].tolist() == pytest.approx([0.0, 0.0, 0.0, 0.25, 0.25])
+    assert df.loc["2", list(MEASURES)].tolist() == pytest.approx([1.0, 1.0, 1.0, 1.0, 1.0])
+
+
+def test_pair_values_with_offset_by_hand(fig1) -> None:
+    """o = -1, (F, H) as above: PL 1 - 1/6, L 1.75/2, LPP 3.5/4, LPPTPS (2/3 + 4)/5, LPPPPS 4.5/5."""
+    store = _store(st.non_increasing(fig1), [["F"]], {"s": [["H"]]})
+    df = scoring.per_instance(store, Options(offset=-1.0))
+    assert df.loc[0, list(MEASURES)].tolist() == pytest.approx([5 / 6, 0.875, 0.875, (2 / 3 + 4) / 5, 0.9])
+
+
+def test_lca_reward_does_not_reward_a_correct_inner_node(fig1) -> None:
+    """L(B, B) = W(B) < 1 (the paper's noted flaw) while the standardised measures give 1."""
+    store = _store(st.decreasing(fig1), [["B"]], {"s": [["B"]]})
+    df = scoring.per_instance(store, Options())
+    assert df.loc[0, "lca_reward"] == pytest.approx(0.9)
+    assert df.loc[0, "lpptps"] == df.loc[0, "lpppps"] == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------- detection errors, pairing
+def test_detection_errors_score_zero_and_count(fig1) -> None:
+    """Instance 0 correct, 1 missed (truth D, no prediction), 2 ghost (no truth, prediction E): micro means are
+    (1 + 0 + 0) / 3 in every measure; the pairs list both detection errors."""
+    store = _store(st.decreasing(fig1), [["D"], ["D"], []], {"s": [["D"], [], ["E"]]})
+    df = scoring.per_instance(store, Options()).set_index("instance_id")
+    sides = df[["truth", "prediction"]].fillna("-")
+    assert tuple(sides.loc["1"]) == ("D", "-")
+    assert tuple(sides.loc["2"]) == ("-", "E")
+    assert df.loc[["1", "2"], list(MEASURES)].to_numpy().sum() == 0
+    rows = scoring.evaluate(store, list(scoring.METRICS), Options(average=("micro",), offset=-1.0))
+    assert all(r.value == pytest.approx(1 / 3) for r in rows)
+
+
+def test_label_sets_pair_shared_labels_first_then_by_rank(fig1) -> None:
+    store = _store(st.decreasing(fig1), [["H", "D", "J"]], {"s": [["E", "H", "K", "L"]]})
+    pairs = scoring.per_instance(store, Options()).fillna({"truth": "-"})
+    assert sorted(zip(pairs.truth, pairs.prediction, strict=True)) == [
+        ("-", "L"), ("D", "E"), ("H", "H"), ("J", "K")]
+
+
+def test_macro_is_the_mean_over_nodes(fig1) -> None:
+    """Pairs (D, D), (D, E), (H, None): nodes D {1, x}, E {x}, H {0} with x = PL(D, E) = 1 - 2/5 = .6:
+    macro PL = ((1 + .6)/2 + .6 + 0) / 3; micro PL = (1 + .6 + 0) / 3."""
+    store = _store(st.decreasing(fig1), [["D"], ["D"], ["H"]], {"s": [["D"], ["E"], []]})
+    rows = scoring.evaluate(store, ["pl"], Options())
+    assert _values(rows, "macro")[("s", "pl")] == pytest.approx((0.8 + 0.6) / 3)
+    assert _values(rows, "micro")[("s", "pl")] == pytest.approx(1.6 / 3)
+
+
+def test_micro_hf_is_the_harmonic_mean_of_the_means(fig1) -> None:
+    store = _store(st.increasing(fig1), [["H"], ["C"], ["J"]], {"s": [["F"], ["L"], ["B"]]})
+    v = _values(scoring.evaluate(store, list(scoring.METRICS), Options()))
+    hp, hr = v[("s", "lpppps")], v[("s", "lpptps")]
+    assert (v[("s", "scoring_hp")], v[("s", "scoring_hr")]) == (hp, hr)
+    assert v[("s", "scoring_hf")] == pytest.approx(2 * hp * hr / (hp + hr))
+    assert hp != pytest.approx(hr)
+
+
+def test_many_systems_at_once_equal_one_at_a_time(fig1) -> None:
+    tree = st.non_increasing(fig1)
+    truth = [["D"], ["H"], ["K"], ["C"], []]
+    systems = {"a": [["E"], ["H"], ["G"], [], ["B"]], "b": [["D"], ["I"], ["L"], ["J"], []]}
+    together = scoring.evaluate(_store(tree, truth, systems), list(scoring.METRICS), Options())
+    alone = [r for name, pred in systems.items()
+             for r in scoring.evaluate(_store(tree, truth, {name: pred}), list(scoring.METRICS), Options())]
+    together, alone = sorted(together), sorted(alone)
+    assert [r[:3] for r in together] == [r[:3] for r in alone]
+    assert [r.value for r in together] == pytest.approx([r.value for r in alone])
+
+
+# ---------------------------------------------------------------------- confusion matrices
+def test_confusion_matrix_equals_its_expanded_pairs(fig1, tmp_path: Path) -> None:
+    path = tmp_path / "cm.csv"
+    path.write_text("truth,D,H,missed\nD,2,1,1\nH,0,3,0\nghost,1,0,0\n")
+    tree = st.decreasing(fig1)
+    store = Store()
+    store.load_taxonomy(tree)
+    scoring.add_confusion(store, "cm", path)
+    from_matrix = scoring.evaluate(store, list(scoring.METRICS), Options())
+    truth = [["D"]] * 4 + [["H"]] * 3 + [[]]
+    pred = [["D"], ["D"], ["H"], [], ["H"], ["H"], ["H"], ["D"]]
+    from_labels = scoring.evaluate(_store(tree, truth, {"cm": pred}), list(scoring.METRICS), Options())
+    assert [r.value for r in from_matrix] == pytest.approx([r.value for r in from_labels])
+
+
+def test_confusion_from_a_dataframe(fig1) -> None:
+    import pandas as pd
+
+    store = Store()
+    store.load_taxonomy(st.decreasing(fig1))
+    df = pd.DataFrame({"truth": ["D", "D", None], "prediction": ["D", None, "E"], "n": [2, 1, 1]})
+    scoring.add_confusion(store, "x", df)
+    assert _values(scoring.evaluate(store, ["pl"], Options()))[("x", "pl")] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("text", "message", "line"), [
+    ("truth\tD\tZ\nD\t1\t0\n", "label not in the taxonomy: 'Z'", 1),
+    ("truth\tD\nD\t1\nD\t2\n", "label given twice", 3),
+    ("truth\tD\nD\t-1\n", "finite number >= 0", 2),
+    ("truth\tD\nD\tmany\n", "not a number", 2),
+    ("truth\tD\tmissed\nD\t1\n", "expected 3 fields", 2),
+    ("# note\ntruth\tD\tmissed\nghost\t1\t2\n", "ghost × missed", 3),
+    ("truth\tA\nA\t1\n", "never a label", 1),
+])
+def test_bad_confusion_files(fig1, tmp_path: Path, text, message, line) -> None:
+    path = tmp_path / "cm.tsv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as err:
+        scoring.read_confusion(path, fig1)
+    assert err.value.line == line and err.value.source == str(path)
+
+
+def test_confusion_name_clash_with_label_system(fig1, tmp_path: Path) -> None:
+    store = _store(st.decreasing(fig1), [["D"]], {"s": [["D"]]})
+    path = tmp_path / "cm.tsv"
+    path.write_text("truth\tD\nD\t1\n")
+    with pytest.raises(InputError, match="already has label predictions"):
+        scoring.add_confusion(store, "s", path)
+
+
+# ---------------------------------------------------------------------- applicability, options
+def test_pl_needs_no_weights_the_others_do(fig1) -> None:
+    store = _store(fig1, [["H"]], {"s": [["I"]]})
+    assert not scoring.applies(store, Options())
+    assert _values(scoring.evaluate(store, ["pl"], Options()))[("s", "pl")] == pytest.approx(1 - 2 / 5)
+    with pytest.raises(InputError, match="have no weight"):
+        scoring.evaluate(store, ["lpp"], Options())
+
+
+def test_root_is_never_a_label_and_offset_must_not_be_positive(fig1) -> None:
+    store = _store(st.decreasing(fig1), [["A"]], {"s": [["B"]]})
+    with pytest.raises(InputError, match="never a label"):
+        scoring.evaluate(store, ["pl"], Options())
+    store = _store(st.decreasing(fig1), [["B"]], {"s": [["B"]]})
+    with pytest.raises(InputError, match="offset must be <= 0"):
+        scoring.evaluate(store, ["pl"], Options(offset=0.5))
+
+
+def test_one_shot_functions(fig1) -> None:
+    y_true, y_pred = ["F", "D", None], ["H", None, "E"]
+    kwargs = {"weights": "non-increasing"}
+    assert scoring.path_length_score(y_true, y_pred, FIG1) == pytest.approx(0.8 / 3)
+    assert scoring.lca_reward(y_true, y_pred, fig1, **kwargs) == pytest.approx(0.25)
+    assert scoring.lpp(y_true, y_pred, fig1, **kwargs) == pytest.approx(2.5 / 9)
+    assert scoring.lpptps(y_true, y_pred, fig1, **kwargs) == pytest.approx((2 / 3 + 3) / 12)
+    assert scoring.lpppps(y_true, y_pred, fig1, **kwargs) == pytest.approx(0.875 / 3)
+    assert scoring.scoring_precision(y_true, y_pred, fig1, **kwargs) == pytest.approx(0.875 / 3)
+    assert scoring.scoring_recall(y_true, y_pred, fig1, **kwargs) == pytest.approx((2 / 3 + 3) / 12)
+    hp, hr = 0.875 / 3, (2 / 3 + 3) / 12
+    assert scoring.scoring_f1(y_true, y_pred, fig1, **kwargs) == pytest.approx(2 * hp * hr / (hp + hr))
+    weights = dict(zip(LABELS, [0.5, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25], strict=True))
+    assert scoring.lpp(y_true, y_pred, fig1, weights=weights) == pytest.approx(2.5 / 9)
+    assert scoring.lpp(["F"], ["H"], fig1, average="macro", offset=-1, **kwargs) == pytest.approx(3.5 / 4)
+
+
+# ---------------------------------------------------------------------- SQL portability
+@pytest.mark.parametrize("dialect", ["postgres", "spark"])
+def test_queries_transpile(dialect: str) -> None:
+    import sqlglot
+
+    from hiersql import sqlfiles
+
+    for name in ("scoring_summary", "scoring_flat", "scoring_instance"):
+        sql = sqlfiles.render("scoring", name, {"offset": -1.0}, dialect=dialect)
+        assert sqlglot.parse_one(sql, read=dialect) is not None
+
+
+# ---------------------------------------------------------------------- command line
+def test_cli_csv_and_plot(fixtures_dir: Path, tmp_path: Path, capsys) -> None:
+    lanus = fixtures_dir / "lanus"
+    png = tmp_path / "scores.png"
+    code = main(["scoring", "--tree", str(lanus / "tree.tsv"), "--confusion", f"2={lanus / 'table1_model2.tsv'}",
+                 "--confusion", str(lanus / "model1.tsv"), "--offset", "-1", "--format", "csv",
+                 "--plot", str(png)])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "system,strategy,metric,average,value"
+    values = {tuple(line.split(",")[:4]): float(line.split(",")[4]) for line in lines[1:]}
+    assert values[("2", "decreasing", "lpp", "micro")] == pytest.approx(0.255)
+    assert values[("model1", "", "pl", "micro")] == 1.0
+    assert len(values) == 2 * (6 + 1 + 3 * 5)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_table_with_given_weights(fixtures_dir: Path, capsys) -> None:
+    lanus = fixtures_dir / "lanus"
+    code = main(["scoring", "--tree", str(lanus / "tree_increasing.tsv"), "--confusion",
+                 str(lanus / "table2_model3.tsv"), "--metrics", "lpppps", "--no-flat"])
+    assert code == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["metric", "average", "strategy", "table2_model3"]
+    assert out[2].split() == ["lpppps", "micro", "given", "0.6187"]  # Table VIII prints 0.62
+
+
+def test_cli_bad_tree_exits_2(tmp_path: Path, fixtures_dir: Path, capsys) -> None:
+    tree = tmp_path / "tree.tsv"
+    tree.write_text("A\tB\t0.5\nA\tC\t0.5\nB\tD\t0.5\n")
+    code = main(["scoring", "--tree", str(tree), "--confusion", str(fixtures_dir / "lanus" / "model1.tsv")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "C (sum 0.5)" in err
