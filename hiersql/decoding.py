@@ -1,0 +1,189 @@
+"""Decoding per-node scores into labels, and the transposon score files (SPEC §6).
+
+A score matrix has one row per instance and one column per taxonomy node (``columns`` names them). Two
+top-down policies walk from the root:
+
+- :func:`top_down_argmax`: at each level, the child (among the children of the node chosen above) with the
+  highest score; the first in column order wins ties; the walk goes on while that score is ``>= threshold``
+  (default 0, so with probabilities it always ends at a leaf: an all-zero level still takes its first child).
+  This is how Riehl et al. decode both the 0/1 truth and the predicted probabilities of Table III.
+- :func:`top_down_threshold`: the same walk with a threshold (default 0.5), which may stop at an inner node
+  or at the root (an empty prediction).
+
+The deepest chosen node is the label of an instance; :func:`to_long` turns labels into the long
+``instance_id, label`` table that :meth:`hiersql.store.Store.add_truth`/``add_predictions`` read.
+
+Transposon files (Riehl et al. Table III): 18 whitespace-separated numbers per line in the column order of
+:data:`TRANSPOSON_COLUMNS`; data ends at the first blank line (two prediction files carry an ``AU(PRC)``
+trailer after one). The tree is :func:`transposon_taxonomy`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import DataWarning, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .taxonomy import Taxonomy
+
+TRANSPOSON_COLUMNS = (
+    "1", "1/1", "1/1/1", "1/1/2", "1/1/3", "1/2", "1/2/1", "1/2/2",
+    "2", "2/1", "2/1/1", "2/1/2", "2/1/3", "2/1/4", "2/1/5", "2/1/6", "2/2", "2/3",
+)
+DECODERS = ("top_down_argmax", "top_down_threshold")
+
+
+def transposon_taxonomy(root: str = "root") -> Taxonomy:
+    """The 18-class transposon tree of Riehl et al.: ``root > {1, 2}``, every other node below the node
+    named by its name up to the last ``/`` (``1/1/2`` below ``1/1``)."""
+    from .taxonomy import Taxonomy
+
+    return Taxonomy.from_edges(
+        [(c.rpartition("/")[0] or root, c) for c in TRANSPOSON_COLUMNS], source="<transposon tree>"
+    )
+
+
+def read_scores(path: str | Path, n_columns: int = len(TRANSPOSON_COLUMNS)) -> np.ndarray:
+    """Read a whitespace-separated score matrix (one instance per line) as a float array.
+
+    Data ends at the first blank line; non-blank lines after it are ignored with a
+    :class:`~hiersql.errors.DataWarning` giving their count. A line with another number of fields than
+    ``n_columns``, or a field that is not a number, is an :class:`~hiersql.errors.InputError` naming the line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("score file not found", path)
+    with path.open(encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    trailer = sum(1 for line in lines[end:] if line.strip())
+    if trailer:
+        warnings.warn(f"{path}: ignored {trailer} line(s) after the blank line {end + 1}", DataWarning,
+                      stacklevel=2)
+    if end == 0:
+        raise InputError("score file is empty", path)
+    rows = []
+    for i, line in enumerate(lines[:end], start=1):
+        fields = line.split()
+        if len(fields) != n_columns:
+            raise InputError(f"expected {n_columns} numbers, found {len(fields)}", path, i, line)
+        try:
+            rows.append([float(f) for f in fields])
+        except ValueError:
+            bad = next(f for f in fields if not _is_number(f))
+            raise InputError("score is not a number", path, i, bad) from None
+    scores = np.asarray(rows, dtype=float)
+    if np.isnan(scores).any():
+        row = int(np.flatnonzero(np.isnan(scores).any(axis=1))[0])
+        raise InputError("score is NaN", path, row + 1, lines[row])
+    return scores
+
+
+def top_down_argmax(scores: np.ndarray, columns: Sequence[str], taxonomy: Taxonomy,
+                    threshold: float = 0.0) -> list[str | None]:
+    """Per row, the deepest node of the top-down argmax walk (see the module docstring); ``None`` when not
+    even a child of the root reaches ``threshold``.
+
+    Parameters
+    ----------
+    scores:
+        ``(n_instances, len(columns))`` array.
+    columns:
+        The taxonomy node of each column; nodes without a column are never chosen. Ties go to the first
+        column.
+    taxonomy:
+        The tree or DAG walked from its root (children of the node chosen above).
+    threshold:
+        A child is taken only when its score is ``>= threshold``.
+    """
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 2 or scores.shape[1] != len(columns):
+        raise ValueError(f"scores must have shape (n, {len(columns)}), got {scores.shape}")
+    unknown = [c for c in columns if c not in taxonomy]
+    if unknown:
+        raise InputError("score column is not a taxonomy node", "<columns>", value=unknown[0])
+    col = {c: i for i, c in enumerate(columns)}
+    nodes = [taxonomy.root, *columns]
+    node_id = {n: i for i, n in enumerate(nodes)}
+    current = np.zeros(len(scores), dtype=np.int64)  # index into nodes; 0 = the root
+    moving = np.ones(len(scores), dtype=bool)
+    while moving.any():
+        for node in np.unique(current[moving]):
+            rows = np.flatnonzero(moving & (current == node))
+            kids = sorted(col[c] for c in taxonomy.children(nodes[node]) if c in col)
+            if not kids:
+                moving[rows] = False
+                continue
+            sub = scores[np.ix_(rows, kids)]
+            best = sub.argmax(axis=1)
+            ok = sub[np.arange(len(rows)), best] >= threshold
+            current[rows[ok]] = [node_id[columns[kids[b]]] for b in best[ok]]
+            moving[rows[~ok]] = False
+    return [None if c == 0 else nodes[c] for c in current]
+
+
+def top_down_threshold(scores: np.ndarray, columns: Sequence[str], taxonomy: Taxonomy,
+                       threshold: float = 0.5) -> list[str | None]:
+    """Threshold decoding: the top-down argmax walk that stops where the best child scores below
+    ``threshold`` (an inner node, or ``None`` at the root)."""
+    return top_down_argmax(scores, columns, taxonomy, threshold)
+
+
+def decode(scores: np.ndarray, columns: Sequence[str], taxonomy: Taxonomy, policy: str = "top_down_argmax",
+           threshold: float | None = None) -> list[str | None]:
+    """Decode with ``policy`` (one of :data:`DECODERS`); ``threshold`` overrides the policy's default."""
+    if policy not in DECODERS:
+        raise ValueError(f"decode policy must be one of {DECODERS}, got {policy!r}")
+    fn = top_down_argmax if policy == "top_down_argmax" else top_down_threshold
+    return fn(scores, columns, taxonomy) if threshold is None else fn(scores, columns, taxonomy, threshold)
+
+
+def to_long(labels: Sequence[str | None], taxonomy: Taxonomy | None = None, start: int = 1) -> pd.DataFrame:
+    """``instance_id, label`` rows: instance ids are row numbers from ``start`` (as strings, like the line
+    numbers of a file); ``None`` gives no row (an empty set). With ``taxonomy`` every label is written with
+    its ancestors on its shortest root path (root excluded), root first, as in ``data/canonical``."""
+    import pandas as pd
+
+    depth = taxonomy.depths() if taxonomy is not None else {}
+    chains = {label: _root_chain(label, taxonomy, depth) if taxonomy is not None else [label]
+              for label in set(labels) - {None}}
+    ids, out = [], []
+    for i, label in enumerate(labels, start=start):
+        if label is not None:
+            ids += [str(i)] * len(chains[label])
+            out += chains[label]
+    return pd.DataFrame({"instance_id": ids, "label": out})
+
+
+def read_transposon(path: str | Path, policy: str = "top_down_argmax", threshold: float | None = None,
+                    taxonomy: Taxonomy | None = None) -> pd.DataFrame:
+    """Read a transposon file (``truelabels.txt`` or ``predictions_<MODEL>.txt``) and decode it: the long
+    ``instance_id, label`` table (instance id = line number, label = the deepest decoded node) to pass to
+    :meth:`~hiersql.store.Store.add_truth` or ``add_predictions``."""
+    tax = taxonomy or transposon_taxonomy()
+    labels = decode(read_scores(path), TRANSPOSON_COLUMNS, tax, policy, threshold)
+    return to_long(labels)
+
+
+def _root_chain(label: str, taxonomy: Taxonomy, depth: dict[str, int]) -> list[str]:
+    """``label`` and its ancestors on a shortest root path, root first, the root left out."""
+    chain = [label]
+    while taxonomy.parents(chain[0]):
+        chain.insert(0, min(taxonomy.parents(chain[0]), key=lambda p: depth[p]))
+    return chain[1:]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,265 @@
+"""Hierarchical confusion matrix (Riehl, Neunteufel, Hemberg 2021; SPEC §6).
+
+Per instance, the taxonomy nodes along the predicted and true root paths are counted as TP, FP, FN and TN;
+the counts are summed over instances and the binary measures of the paper's Table II are computed from the
+sums (``micro``) or averaged over the per-instance values (``macro``). hiersql follows the authors' code,
+which produced the published tables (see ``docs/hierarchical_confusion_matrix.md`` for every difference with
+the paper's formulas):
+
+- label sets become root paths by a greedy path cover (:func:`greedy_path_cover`); the true labels are the last
+  nodes of the chosen paths and own all their root paths;
+- predicted paths are taken by ``m`` (longest common path with any true path) descending, ties by the node
+  names descending; each is scored against the first remaining (true label, path) with the strictly longest
+  common path, which removes that label (:func:`greedy_matching`); a predicted path with no true label left
+  adds ``FP = |p| - 1``, a true label left unmatched adds ``FN`` = its shortest path length - 1;
+- the counts of a (true path, predicted path) pair are SQL (``sql/hcm.sql``), for all pairs at once.
+
+References
+----------
+Kevin Riehl, Michael Neunteufel, Martin Hemberg, "Hierarchical confusion matrix for classification
+performance evaluation", 2021/2023, §IV (eq. 4-10) and Table II; code at
+github.com/DerKevinRiehl/HierarchicalConfusionMatrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import sqlfiles
+from . import Options, Row
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..store import Store
+    from ..taxonomy import Taxonomy
+
+GROUP = "hcm"
+COUNTS = ("tp", "fp", "fn", "tn")
+MEASURES = ("accuracy", "precision", "recall", "f1", "mcc", "fnr", "fpr", "tnr", "pt")
+METRICS = {f"hcm_{name}": "" for name in ("tp", "tn", "fp", "fn", *MEASURES)}
+TN_MODES = ("published", "descendants")
+
+
+# ---------------------------------------------------------------------------------------------- public API
+def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
+    """Summed counts (``average=""``) and derived measures (``micro`` from the summed counts, ``macro`` the
+    mean of the per-instance values) of ``metrics`` for every system."""
+    rel = _summary(store, options)
+    wanted = set(metrics)
+    averages = set(options.average) | {""}
+    return [Row(*r) for r in rel.order("system, metric, average").fetchall()
+            if r[1] in wanted and r[2] in averages]
+
+
+def per_instance(store: Store, options: Options) -> pd.DataFrame:
+    """Columns ``system, instance_id, tp, fp, fn, tn``: one row per system and truth instance."""
+    return instance_counts(store, options.tn)
+
+
+def hierarchical_confusion_matrix(store: Store, tn: str = "published", zero_division: float = 0.0
+                                  ) -> pd.DataFrame:
+    """One row per system: ``system, tp, fp, fn, tn`` (summed over instances) and the measures
+    ``accuracy, precision, recall, f1, mcc, fnr, fpr, tnr, pt`` computed from the summed counts.
+
+    Parameters
+    ----------
+    store:
+        A store holding a taxonomy, the truth and the predictions of one or more systems.
+    tn:
+        ``"published"`` (the authors' code: siblings of the common path and direct children of its last node)
+        or ``"descendants"`` (the paper's formula; not the published numbers).
+    zero_division:
+        Value of a ratio whose denominator is 0.
+    """
+    options = Options(tn=tn, zero_division=zero_division, average=("micro",))
+    wide = _summary(store, options).filter("average <> 'macro'").df()
+    table = wide.pivot(index="system", columns="metric", values="value")
+    table.columns = [c.removeprefix("hcm_") for c in table.columns]
+    table[list(COUNTS)] = table[list(COUNTS)].astype("int64")
+    return table[[*COUNTS, *MEASURES]].reset_index().rename_axis(columns=None)
+
+
+def hierarchical_confusion(
+    y_true: Sequence[Iterable[str]],
+    y_pred: Sequence[Iterable[str]],
+    taxonomy: Taxonomy | Iterable[tuple[str, str]],
+    *,
+    tn: str = "published",
+    zero_division: float = 0.0,
+) -> dict[str, float]:
+    """scikit-learn style one-shot: the hierarchical confusion matrix of label sets.
+
+    ``y_true[i]`` and ``y_pred[i]`` are the labels of instance ``i`` in their given order (the order breaks
+    ties of the greedy path cover and matching). Returns ``{"tp", "fp", "fn", "tn"}`` (ints) and the measures
+    of :data:`MEASURES` from the summed counts.
+
+    >>> hierarchical_confusion([["a1"]], [["a2"]], [("a", "a1"), ("a", "a2")])["fp"]
+    1
+    """
+    from ..store import Store
+    from ..taxonomy import Taxonomy
+
+    if len(y_true) != len(y_pred):
+        raise ValueError(f"y_true has {len(y_true)} instances, y_pred {len(y_pred)}")
+    tax = taxonomy if isinstance(taxonomy, Taxonomy) else Taxonomy.from_edges(taxonomy)
+    store = Store()
+    try:
+        store.load_taxonomy(tax)
+        store.add_truth([list(s) for s in y_true])
+        store.add_predictions("y_pred", [list(s) for s in y_pred])
+        row = hierarchical_confusion_matrix(store, tn=tn, zero_division=zero_division).iloc[0]
+    finally:
+        store.close()
+    return {k: (int(row[k]) if k in COUNTS else float(row[k])) for k in (*COUNTS, *MEASURES)}
+
+
+def instance_counts(store: Store, tn: str = "published") -> pd.DataFrame:
+    """TP, FP, FN, TN of every (system, truth instance), columns ``system, instance_id, tp, fp, fn, tn``."""
+    _materialise_counts(store, tn)
+    return store.con.table("hcm_instance").order("system, instance_id").df()
+
+
+# ---------------------------------------------------------------------------------------------- greedy steps
+def greedy_path_cover(group: np.ndarray, cand: np.ndarray, covers: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The greedy path cover of every label set at once (SPEC §6).
+
+    Each row says that candidate path ``cand`` of group (label set) ``group`` holds label ``covers`` of the
+    set. Candidates are numbered in their order (label rank, then path order) and never shared between
+    groups; ``covers`` ids are global too. Repeatedly, every group whose labels are not all covered takes
+    the candidate holding the most not-yet-covered labels (the first one wins ties).
+
+    Returns the chosen candidate ids and the step (0, 1, ...) at which each was chosen in its group.
+    """
+    if not len(cand):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    n_cand, n_lab = int(cand.max()) + 1, int(covers.max()) + 1
+    cand_group = np.zeros(n_cand, dtype=np.int64)
+    cand_group[cand] = group
+    label_group = np.zeros(n_lab, dtype=np.int64)
+    label_group[covers] = group
+    covered = np.zeros(n_lab, dtype=bool)
+    live = np.ones(len(cand), dtype=bool)  # rows of candidates not yet taken, in groups not yet done
+    chosen: list[np.ndarray] = []
+    steps: list[np.ndarray] = []
+    while live.any():
+        rows = np.flatnonzero(live)
+        gain = np.bincount(cand[rows], weights=~covered[covers[rows]], minlength=n_cand)
+        ids = np.unique(cand[rows])
+        order = np.lexsort((ids, -gain[ids], cand_group[ids]))
+        firsts = np.unique(cand_group[ids[order]], return_index=True)[1]
+        best = ids[order][firsts]
+        chosen.append(best)
+        steps.append(np.full(len(best), len(steps)))
+        taken = np.zeros(n_cand, dtype=bool)
+        taken[best] = True
+        covered[covers[rows[taken[cand[rows]]]]] = True
+        open_groups = np.bincount(label_group[~covered], minlength=int(group.max()) + 1) > 0
+        live = live & ~taken[cand] & open_groups[group]
+    return np.concatenate(chosen), np.concatenate(steps)
+
+
+def greedy_matching(group: np.ndarray, rank: np.ndarray, label: np.ndarray, common: np.ndarray
+                    ) -> np.ndarray:
+    """The greedy matching of predicted paths to true labels for every instance at once (SPEC §6).
+
+    One row per (predicted path, true label, true path) of a group (instance); ``rank`` is the position of
+    the predicted path in the processing order (m descending, then node names descending), ``label`` a
+    global id of the true label, and rows are sorted by group, then true label order, then path order.
+    Processing the predicted paths in rank order, each takes among the rows of labels not yet taken the
+    first one with the strictly largest ``common``; that removes the label.
+
+    Returns a boolean mask of the chosen rows.
+    """
+    chosen = np.zeros(len(group), dtype=bool)
+    if not len(group):
+        return chosen
+    taken = np.zeros(int(label.max()) + 1, dtype=bool)
+    by_rank = np.argsort(rank, kind="stable")
+    bounds = np.searchsorted(rank[by_rank], np.arange(int(rank.max()) + 2))
+    for r in range(int(rank.max()) + 1):
+        rows = by_rank[bounds[r]:bounds[r + 1]]
+        rows = rows[~taken[label[rows]]]
+        if not len(rows):
+            continue
+        order = np.lexsort((rows, -common[rows], group[rows]))
+        firsts = np.unique(group[rows[order]], return_index=True)[1]
+        best = rows[order][firsts]
+        chosen[best] = True
+        taken[label[best]] = True
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+STAGES = (
+    ("hcm_groups", "hcm_set_labels", "hcm_used_labels", "hcm_paths", "hcm_path_nodes", "hcm_cover_candidates"),
+    ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_nodes",
+     "hcm_pair_common", "hcm_pair_siblings", "hcm_pair_below", "hcm_pair_counts", "hcm_candidates"),
+    ("hcm_instance",),
+)
+
+
+def _materialise_counts(store: Store, tn: str) -> None:
+    """Run the queries of ``sql/hcm.sql`` up to ``hcm_instance`` as temp tables, with the greedy cover and
+    the greedy matching (vectorised here) between the stages."""
+    if tn not in TN_MODES:
+        raise ValueError(f"tn must be one of {TN_MODES}, got {tn!r}")
+    cover, pairs, final = STAGES
+    _run(store, cover, {"tn": tn})
+    c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "path_no", "on_path"))
+    cand = _dense(c["grp"], c["rank"], c["path_no"])
+    covers = np.unique(c["grp"] * (int(c["on_path"].max(initial=0)) + 1) + c["on_path"], return_inverse=True)[1]
+    best, step = greedy_path_cover(c["grp"], cand, covers)
+    first = np.unique(cand, return_index=True)[1]
+    _put(store, "hcm_cover_choice", {k: c[k][first[best]] for k in ("grp", "rank", "path_no")} | {"step": step})
+    _run(store, pairs, {"tn": tn})
+    m = _fetch(store, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "rank", "n_common"))
+    chosen = greedy_matching(m["grp"], m["rank"], _dense(m["grp"], m["j"]), m["n_common"])
+    _put(store, "hcm_match", {k: m[k][chosen] for k in ("grp", "j", "p_label", "p_path")})
+    _run(store, final, {"tn": tn})
+
+
+def _fetch(store: Store, table: str, columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """Integer ``columns`` of ``table`` as numpy arrays, rows sorted by the columns in order."""
+    cols = ", ".join(columns)
+    data = store.con.sql(f"SELECT {cols} FROM {table} ORDER BY {cols}").fetchnumpy()
+    return {k: np.asarray(data[k], dtype=np.int64) for k in columns}
+
+
+def _dense(*keys: np.ndarray) -> np.ndarray:
+    """Dense ids (from 0) of the rows' key tuples, increasing with the keys; rows must be sorted by them."""
+    if not len(keys[0]):
+        return np.zeros(0, dtype=np.int64)
+    change = np.zeros(len(keys[0]), dtype=bool)
+    for k in keys:
+        change[1:] |= k[1:] != k[:-1]
+    return np.cumsum(change)
+
+
+def _run(store: Store, names: Sequence[str], params: dict[str, object]) -> None:
+    queries = sqlfiles.queries("hcm")
+    for name in names:
+        store.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {queries[name]}",
+                          sqlfiles.bind(queries[name], params))
+
+
+def _put(store: Store, table: str, columns: dict[str, np.ndarray]) -> None:
+    """Write integer ``columns`` as the temporary table ``table`` of the store's connection."""
+    import pyarrow as pa
+
+    data = pa.table({k: pa.array(np.asarray(v, dtype=np.int64)) for k, v in columns.items()})
+    store.con.register("_hcm_arrow", data)
+    try:
+        store.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM _hcm_arrow")
+    finally:
+        store.con.unregister("_hcm_arrow")
+
+
+def _summary(store: Store, options: Options) -> Any:
+    _materialise_counts(store, options.tn)
+    _run(store, ("hcm_summary",), {"zero_division": float(options.zero_division)})
+    return store.con.table("hcm_summary")
