@@ -216,3 +216,19 @@ def test_germeval_published_micro_scores(data_dir, task, table):
             # run differs from the distributed file.
             tol = 1.0 if name == "LT-UHH__contender" else 0.5 + 1e-9
             assert abs(got[name, metric] - value) <= tol, (name, metric, got[name, metric], value)
+
+
+def test_rendered_sql_runs_in_duckdb_engine():
+    from hiersql.engines import DuckDBEngine
+
+    store = flat.label_set_store(Y, Z, labels=["l1", "l2", "l3", "l4", "l5"])
+    options = Options(labels=("l1", "l2", "l3", "l4", "l5"))
+    expected = flat.evaluate(store, list(flat.METRICS), options)  # also creates flat_labels
+    engine = DuckDBEngine()
+    engine.copy_store(store)
+    engine._write("flat_labels", store.con.table("flat_labels"))
+    got = engine.evaluate(list(flat.METRICS), options)
+    assert [(r.system, r.metric, r.average) for r in got] == [(r.system, r.metric, r.average) for r in expected]
+    assert [r.value for r in got] == pytest.approx([r.value for r in expected])
+    # the fifth class never occurs: Hamming loss over |L| = 5
+    assert next(r.value for r in got if r.metric == "hamming_loss") == pytest.approx(10 / 35)

@@ -187,3 +187,14 @@ def test_germeval_subtask_b_matches_reference(data_dir):
         mine = cells[cells["system"] == name]
         got = dict(zip(zip(mine["true_label"], mine["pred_label"], strict=True), mine["value"], strict=True))
         assert got == pytest.approx(ref)
+
+
+def test_rendered_sql_gives_the_same_matrix():
+    store = _tree_store()
+    params = {"empty": EMPTY, "depth": 1, "zero_division": 0.0}
+    rendered = sqlfiles.render("multilabel", "ml_matrix", params, dialect="duckdb")
+    got = {row[:3]: row[3] for row in store.con.execute(rendered).fetchall()}
+    expected = {row[:3]: row[3] for row in store.run("multilabel", "ml_matrix", params).fetchall()}
+    assert got == pytest.approx(expected)
+    # s2 at depth 1: ({A,B},{B}) scenario (iii), ({A},∅) missed, ({B},{B}) exact
+    assert {k[1:]: v for k, v in got.items() if k[0] == "s2"} == {("A", "B"): 1, ("A", EMPTY): 1, ("B", "B"): 2}

@@ -40,19 +40,25 @@ METRICS = {
 LabelSets = Sequence[Iterable[str] | str]
 
 
-def _params(store: Store, options: Options) -> dict[str, object]:
-    """Query parameters; also (re)creates the temp table ``flat_labels`` holding ``options.labels``."""
+def sql_params(options: Options) -> dict[str, object]:
+    """The ``$parameters`` of ``sql/flat.sql``. The queries also read the table ``flat_labels(label)``: the
+    fixed universe ``options.labels`` (empty, and unused, when it is ``None``); see :func:`label_table`."""
+    return {"fixed_universe": options.labels is not None, "zero_division": float(options.zero_division)}
+
+
+def label_table(store: Store, options: Options) -> dict[str, object]:
+    """(Re)create the temp table ``flat_labels`` holding ``options.labels``; returns :func:`sql_params`."""
     labels = list(dict.fromkeys(str(label) for label in options.labels or ()))
     store.con.execute("CREATE OR REPLACE TEMP TABLE flat_labels (label VARCHAR)")
     if labels:
         store.con.execute("INSERT INTO flat_labels SELECT unnest($l)", {"l": labels})
-    return {"fixed_universe": options.labels is not None, "zero_division": float(options.zero_division)}
+    return sql_params(options)
 
 
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system: example-based ones with average ``""``, label-based ones
     ``micro`` and/or ``macro`` (``options.average``)."""
-    rel = store.run("flat", "flat_summary", _params(store, options))
+    rel = store.run("flat", "flat_summary", label_table(store, options))
     wanted = set(metrics)
     averages = set(options.average) | {""}
     return [
@@ -65,12 +71,12 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per (system, instance): ``n_true, n_pred, n_both`` (|Y|, |Z|, |Y ∩ Z|), ``n_labels`` (|L|) and the
     example-based values."""
-    return store.run("flat", "flat_instance", _params(store, options)).order("system, instance_id").df()
+    return store.run("flat", "flat_instance", label_table(store, options)).order("system, instance_id").df()
 
 
 def per_label(store: Store, options: Options) -> pd.DataFrame:
     """Per (system, class of L): ``tp, fp, fn, tn`` and the label-based values."""
-    return store.run("flat", "flat_label", _params(store, options)).order("system, label").df()
+    return store.run("flat", "flat_label", label_table(store, options)).order("system, label").df()
 
 
 # ---------------------------------------------------------------------- label sets (scikit-learn style)
