@@ -60,10 +60,10 @@ JOIN predictions AS p ON p.system = pp.system AND p.instance_id = pp.instance_id
 -- (problem, pred_node, true_node, distance): the candidate pairs of every problem, within the maximum
 -- distance; distance 0 means the same class in both sets.
 SELECT pc.problem, pc.node AS pred_node, tc.node AS true_node, d.distance
-FROM pair_distances AS d
+FROM pair_distances_of AS d
 JOIN pair_problems AS pp ON pp.system = d.system AND pp.instance_id = d.instance_id
-JOIN pair_true_classes AS tc ON tc.problem = pp.problem AND tc.label = d.true_label
-JOIN pair_pred_classes AS pc ON pc.problem = pp.problem AND pc.label = d.pred_label
+JOIN pair_true_classes AS tc ON tc.problem = pp.problem AND tc.label = d.u
+JOIN pair_pred_classes AS pc ON pc.problem = pp.problem AND pc.label = d.v
 
 -- name: mgia_nearest
 -- (problem, side, node, nearest): the distance from each class to the nearest class of the other set
