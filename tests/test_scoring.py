@@ -375,3 +375,67 @@ def test_cli_bad_tree_exits_2(tmp_path: Path, fixtures_dir: Path, capsys) -> Non
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1 and "C (sum 0.5)" in err
+
+
+# ---------------------------------------------------------------------- real data
+def _python_scores(tree: Taxonomy, truth: dict, pred: dict, offset: float) -> dict[str, float]:
+    """Micro PL, LPP, LPPTPS, LPPPPS computed in Python, pairing as documented (shared labels, then rank order),
+    with m and l by brute force: an independent check of sql/scoring.sql."""
+    weights, depths = st.weighted_depths(tree), tree.depths()
+    longest, m = _brute_force_constants(tree)
+
+    def path(n: str) -> list[str]:
+        out = [n]
+        while tree.parents(out[-1]):
+            out.append(tree.parents(out[-1])[0])
+        return out
+
+    sums = dict.fromkeys(("pl", "lpp", "lpptps", "lpppps"), 0.0)
+    n_pairs = 0
+    for instance, true_labels in truth.items():
+        predicted = pred.get(instance, [])
+        pairs = [(x, x) for x in true_labels if x in predicted]
+        rest_t = [x for x in true_labels if x not in predicted]
+        rest_p = [x for x in predicted if x not in true_labels]
+        pairs += list(itertools.zip_longest(rest_t, rest_p))
+        n_pairs += len(pairs)
+        for t, p in pairs:
+            if t is None or p is None:
+                continue
+            a = next(x for x in path(t) if x in set(path(p)))
+            raw = 3 * weights[a] - weights[t] - weights[p]
+            sums["pl"] += 1 - (depths[t] + depths[p] - 2 * depths[a]) / (longest - offset)
+            sums["lpp"] += (raw + 2 - offset) / (3 - offset)
+            sums["lpptps"] += (raw / weights[t] - m - offset) / (1 - m - offset)
+            sums["lpppps"] += (raw / weights[p] - m - offset) / (1 - m - offset)
+    return {k: v / n_pairs for k, v in sums.items()}
+
+
+def _read_long(path: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            instance, label = line.split("\t")[:2]
+            out.setdefault(instance, [])
+            if label not in out[instance]:
+                out[instance].append(label)
+    return out
+
+
+def test_germeval_subtask_b_matches_an_independent_computation(data_dir: Path) -> None:
+    """GermEval 2019 subtask B (343 categories under 8 top genres, multi-label) scored with decreasing weights:
+    the SQL micro means equal a direct Python computation for two real submissions."""
+    canonical = data_dir / "canonical"
+    tree = st.decreasing(Taxonomy.from_file(canonical / "taxonomy.tsv"))
+    systems = ["DFKI-SLT__full", "LT-UHH__baseline"]
+    store = Store()
+    store.load_taxonomy(tree)
+    store.add_truth(canonical / "truth_b.tsv")
+    for name in systems:
+        store.add_predictions(name, canonical / "pred_b" / f"{name}.tsv")
+    rows = _values(scoring.evaluate(store, list(MEASURES), Options(offset=-1.0, average=("micro",))))
+    truth = _read_long(canonical / "truth_b.tsv")
+    for name in systems:
+        expected = _python_scores(tree, truth, _read_long(canonical / "pred_b" / f"{name}.tsv"), -1.0)
+        for metric, value in expected.items():
+            assert rows[(name, metric)] == pytest.approx(value), (name, metric)

@@ -112,7 +112,7 @@ def plot(rows: list, systems: list[str], strategies: list[str], offset: float, p
     average = "micro" if any(r.average == "micro" for r in rows) else "macro"
     values = {(r.strategy, r.metric, r.system): r.value for r in rows if r.average == average}
     metrics = list(dict.fromkeys(r.metric for r in rows if r.strategy and r.average == average))
-    fig, axes = plt.subplots(1, len(strategies), figsize=(4.2 * len(strategies), 3.8), sharey=True,
+    fig, axes = plt.subplots(1, len(strategies), figsize=(4.2 * len(strategies), 4.2), sharey=True,
                              squeeze=False)
     x = range(len(systems))
     for ax, strategy in zip(axes[0], strategies, strict=True):
@@ -120,14 +120,15 @@ def plot(rows: list, systems: list[str], strategies: list[str], offset: float, p
             ax.plot(x, [values[("", "pl", s)] for s in systems], "k--", label="PL", linewidth=1)
         for metric in metrics:
             ax.plot(x, [values.get((strategy, metric, s), float("nan")) for s in systems], marker="o",
-                    label=_LABELS.get(metric, metric))
+                    linewidth=0.8, label=_LABELS.get(metric, metric))
         ax.set_title(f"{strategy} (o = {offset:g})")
         ax.set_xticks(list(x), systems)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(f"{average} score")
-    axes[0][-1].legend(loc="lower right", fontsize="small")
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
