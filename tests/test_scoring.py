@@ -439,3 +439,18 @@ def test_germeval_subtask_b_matches_an_independent_computation(data_dir: Path) -
         expected = _python_scores(tree, truth, _read_long(canonical / "pred_b" / f"{name}.tsv"), -1.0)
         for metric, value in expected.items():
             assert rows[(name, metric)] == pytest.approx(value), (name, metric)
+
+
+def test_macro_hf_is_the_mean_of_the_per_node_harmonic_means(fig1) -> None:
+    store = _store(st.increasing(fig1), [["H"], ["C"], ["J"], ["J"], ["D"]], {"s": [["F"], ["L"], ["B"], ["J"], []]})
+    pairs = scoring.per_instance(store, Options())
+    nodes: dict[str, list[tuple[float, float]]] = {}
+    for t, p, hr, hp in zip(pairs.truth, pairs.prediction, pairs.lpptps, pairs.lpppps, strict=True):
+        for node in {x for x in (t, p) if isinstance(x, str)}:
+            nodes.setdefault(node, []).append((hp, hr))
+    per_node = [(sum(a for a, _ in v) / len(v), sum(b for _, b in v) / len(v)) for v in nodes.values()]
+    expected = sum(2 * hp * hr / (hp + hr) if hp + hr else 0.0 for hp, hr in per_node) / len(per_node)
+    macro = _values(scoring.evaluate(store, ["scoring_hf", "scoring_hp"], Options()), "macro")
+    assert macro[("s", "scoring_hf")] == pytest.approx(expected)
+    assert macro[("s", "scoring_hp")] == pytest.approx(sum(hp for hp, _ in per_node) / len(per_node))
+    assert len(per_node) == 7  # H, F, C, L, J, B, D
