@@ -145,9 +145,10 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
     return dict(out)
 
 
-def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
-    """Values of ``metrics`` for every system, micro and/or macro (``options.average``)."""
-    params = graph_counts(store, options)
+def evaluate(store: Store, metrics: list[str], options: Options, drop_distance: int | None = None) -> list[Row]:
+    """Values of ``metrics`` for every system, micro and/or macro (``options.average``). ``drop_distance``
+    limits the ancestor removal to ancestors at most that many edges up (HEMKit mode)."""
+    params = graph_counts(store, options, drop_distance)
     _materialise(store, "lca_instance", params)
     _materialise(store, "lca_summary", params)
     wanted, averages = set(metrics), set(options.average)

@@ -1,0 +1,199 @@
+"""HEMKit compatibility (SPEC §5): the six numbers HEMKit prints, from HEMKit's input files.
+
+HEMKit (Kosmopoulos et al.; used by BioASQ) is called as ``HEMKit HIERARCHY GOLD PRED MAX_DISTANCE MAX_ERROR``
+and prints ``hP hR hF LCA-P LCA-R LCA-F``, each the mean over instances (per-instance, "macro"). Its semantics,
+which this module reproduces with the SQL of ``sql/set_based.sql`` and ``sql/lca.sql``:
+
+- the hierarchy is whitespace-separated ``parent child`` pairs; a dummy root is always added above every
+  parentless node, and it counts like any node;
+- hP, hR, hF: each label is augmented with its ancestors up to ``MAX_DISTANCE + 1`` edges up (the dummy root
+  included when within reach); ``hF = 2·hP·hR/(hP + hR)`` per instance;
+- LCA-P, LCA-R, LCA-F: within each set, labels that are ancestors (within ``MAX_DISTANCE + 1`` edges) of another
+  label of the set are dropped (for these measures only); LCAs and their paths reach ``MAX_DISTANCE`` edges up
+  from both labels; beyond that the two labels share a virtual common ancestor; minimal graphs by the greedy
+  Algorithm 1;
+- ``MAX_ERROR`` is the cost of pairing with a default class: it enters MGIA only, which the six-number output
+  does not print, so it is checked and otherwise unused.
+
+Unlike HEMKit, bad input is reported instead of crashing or printing ``nan``: an unknown label is an
+:class:`~hiersql.errors.InputError` naming file, line and label (``unknown="ignore"`` drops it with a
+warning); a blank line of the gold file is skipped, as HEMKit skips it, but its prediction line is skipped with
+it (HEMKit would pair the following gold lines with the wrong prediction lines); a blank prediction line is an
+empty predicted set, scored 0 where HEMKit divides 0 by 0; tabs separate labels like spaces; prediction
+lines beyond the gold file are dropped. Each of these is counted in a :class:`~hiersql.errors.DataWarning`.
+
+References
+----------
+Kosmopoulos, Partalas, Gaussier, Paliouras, Androutsopoulos (2015), §2.4, §3 and the HEMKit tool
+(``http://nlp.cs.aueb.gr/software_and_datasets/HEMKit.zip``). SPEC §5.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import DataWarning, InputError
+from .taxonomy import Edge, Taxonomy, _read_text_edges
+
+if TYPE_CHECKING:
+    from .store import Store
+
+SYSTEM = "pred"
+
+
+@dataclass(frozen=True)
+class HemkitResult:
+    """HEMKit's six numbers (means over instances) and the number of instances."""
+
+    hp: float
+    hr: float
+    hf: float
+    lca_p: float
+    lca_r: float
+    lca_f: float
+    instances: int
+
+    def line(self) -> str:
+        """``hP hR hF LCA-P LCA-R LCA-F``, space-separated, 17 significant digits."""
+        return " ".join(f"{getattr(self, f.name):.17g}" for f in fields(self)[:6])
+
+
+def hemkit_taxonomy(path: str | Path) -> Taxonomy:
+    """The hierarchy of ``path`` (whitespace-separated ``parent child`` pairs) with a dummy root above every
+    parentless node, whatever their number."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("hierarchy file not found", path)
+    edges = list(_read_text_edges(path, "pairs"))
+    if not edges:
+        raise InputError("hierarchy file has no edges", path)
+    has_parent = {e.child for e in edges}
+    names = {n for e in edges for n in (e.parent, e.child)}
+    dummy = "__hemkit_root__"
+    while dummy in names:
+        dummy = f"_{dummy}_"
+    tops = dict.fromkeys(e.parent for e in edges if e.parent not in has_parent)
+    return Taxonomy([*edges, *(Edge(dummy, top) for top in tops)], str(path))
+
+
+def load_taxonomy_within(store: Store, taxonomy: Taxonomy, depth: int) -> None:
+    """Load ``taxonomy`` into ``store`` with the closure only up to ``depth`` edges (``closure_within`` of
+    ``sql/lca.sql``): all HEMKit mode reads."""
+    from . import sqlfiles
+
+    edges, nodes, depths = taxonomy.all_edges(), taxonomy.all_nodes(), taxonomy.depths()
+    leaves = {n for n in nodes if not taxonomy.children(n)}
+    con = store.con
+    with store.transaction():
+        con.execute("INSERT INTO edges SELECT unnest($p), unnest($c), NULL",
+                    {"p": [e.parent for e in edges], "c": [e.child for e in edges]})
+        con.execute(
+            "INSERT INTO nodes SELECT unnest($n), unnest($d), unnest($n) = $root, unnest($l), false,"
+            " generate_subscripts($n, 1) - 1",
+            {"n": nodes, "d": [depths[n] for n in nodes], "root": taxonomy.root, "l": [n in leaves for n in nodes]},
+        )
+        sql = sqlfiles.queries("lca")["closure_within"]
+        con.execute(f"INSERT INTO closure {sql}", {"depth": depth})
+    store.taxonomy = taxonomy
+
+
+def _scan(path: Path, what: str) -> list[str]:
+    """The lines of a label file (no line-end characters); an unreadable or non-UTF-8 file is an error."""
+    if not path.is_file():
+        raise InputError(f"{what} file not found", path)
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} file is not UTF-8 text ({exc.reason})", path) from None
+
+
+def _notes(gold: Path, pred: Path, gold_lines: list[str], pred_lines: list[str]) -> list[str]:
+    """Warnings for the input HEMKit mishandles: tabs, blank gold lines, empty predictions, extra lines."""
+    notes = []
+    for path, lines in ((gold, gold_lines), (pred, pred_lines)):
+        tabs = [i for i, line in enumerate(lines, 1) if "\t" in line]
+        if tabs:
+            notes.append(f"{path}: {len(tabs)} line(s) contain tabs (first: line {tabs[0]}); tabs separate"
+                         " labels like spaces")
+    blank_gold = [i for i, line in enumerate(gold_lines, 1) if not line.strip()]
+    if blank_gold:
+        notes.append(f"{gold}: {len(blank_gold)} blank line(s) skipped with their prediction line (first: line"
+                     f" {blank_gold[0]}); HEMKit skips them too but pairs later lines with the wrong predictions")
+    empty = [i for i, line in enumerate(gold_lines, 1)
+             if line.strip() and (i > len(pred_lines) or not pred_lines[i - 1].strip())]
+    if empty:
+        notes.append(f"{pred}: {len(empty)} instance(s) with no predicted label (first: line {empty[0]}); their"
+                     " precisions are 0 (HEMKit: nan)")
+    extra = [i for i in range(len(gold_lines) + 1, len(pred_lines) + 1) if pred_lines[i - 1].strip()]
+    if extra:
+        notes.append(f"{pred}: {len(extra)} line(s) beyond the {len(gold_lines)} line(s) of {gold} ignored")
+    return notes
+
+
+def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_distance: int,
+                 unknown: str = "error") -> Store:
+    """A :class:`~hiersql.store.Store` holding HEMKit's input: the hierarchy with its dummy root and a closure
+    up to ``max_distance + 1`` edges, the gold labels (blank lines dropped) and the predictions (system
+    ``"pred"``). Warnings (:class:`~hiersql.errors.DataWarning`) report what HEMKit would mishandle."""
+    from .store import Store
+
+    gold, pred = Path(gold), Path(pred)
+    gold_lines, pred_lines = _scan(gold, "gold"), _scan(pred, "prediction")
+    if not any(line.strip() for line in gold_lines):
+        raise InputError("gold file has no labelled line", gold)
+    for note in _notes(gold, pred, gold_lines, pred_lines):
+        warnings.warn(note, DataWarning, stacklevel=2)
+    store = Store()
+    load_taxonomy_within(store, hemkit_taxonomy(hierarchy), max_distance + 1)
+    store.add_truth(gold, "lines", unknown=unknown)
+    store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")
+    with warnings.catch_warnings():  # blank and extra lines are reported above
+        warnings.filterwarnings("ignore", "ignored .* predicted instance", DataWarning)
+        store.add_predictions(SYSTEM, pred, "lines", unknown=unknown, no_truth="ignore")
+    return store
+
+
+def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
+    """HEMKit's six means over the instances of ``store`` (single system)."""
+    from .evaluator import make_options
+    from .metrics import lca, set_based
+
+    base = make_options(average="macro", include_root=True)
+    rows = set_based.evaluate(store, ["hierarchical_precision", "hierarchical_recall", "hierarchical_f1"],
+                              base.with_(max_distance=max_distance + 1))
+    rows += lca.evaluate(store, list(lca.METRICS), base.with_(max_distance=max_distance, lca_graph="greedy"),
+                         drop_distance=max_distance + 1)
+    value = {r.metric: r.value for r in rows}
+    n = store.con.execute("SELECT count(*) FROM instances").fetchone()[0]
+    return HemkitResult(value["hierarchical_precision"], value["hierarchical_recall"], value["hierarchical_f1"],
+                        value["lca_precision"], value["lca_recall"], value["lca_f1"], n)
+
+
+def hemkit(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_distance: int, max_error: float,
+           unknown: str = "error") -> HemkitResult:
+    """What ``HEMKit HIERARCHY GOLD PRED MAX_DISTANCE MAX_ERROR`` prints (see the module docstring).
+
+    Parameters
+    ----------
+    hierarchy, gold, pred:
+        HEMKit's files: ``parent child`` lines; one line of whitespace-separated labels per instance.
+    max_distance:
+        HEMKit's maximum distance (>= 1): ancestors reach ``max_distance + 1`` edges, LCA paths
+        ``max_distance``.
+    max_error:
+        HEMKit's maximum error (>= 0); it only enters MGIA, which HEMKit's six numbers do not include.
+    unknown:
+        ``"error"`` (default) or ``"ignore"`` for labels that are not in the hierarchy.
+    """
+    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or max_distance < 1:
+        raise InputError("MAX_DISTANCE must be an integer >= 1", "MAX_DISTANCE", value=max_distance)
+    if not max_error >= 0:
+        raise InputError("MAX_ERROR must be a number >= 0", "MAX_ERROR", value=max_error)
+    store = hemkit_store(hierarchy, gold, pred, max_distance, unknown)
+    try:
+        return hemkit_scores(store, max_distance)
+    finally:
+        store.close()
