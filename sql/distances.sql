@@ -106,3 +106,15 @@ LEFT JOIN (SELECT problem, count(*) AS n FROM pair_arcs WHERE distance = 0 GROUP
     ON a.problem = pp.problem
 LEFT JOIN (SELECT problem, sum(nearest) AS total FROM mgia_nearest GROUP BY problem) AS n
     ON n.problem = pp.problem
+
+-- name: label_count_mismatch
+-- (system, instance_id, n_true, n_pred, n_mismatch): the (system, instance) pairs whose true and predicted
+-- sets differ in size, first one first, with their number (the tree-induced error needs equal sizes).
+SELECT g.system, g.instance_id, coalesce(t.n, 0) AS n_true, coalesce(p.n, 0) AS n_pred,
+       count(*) OVER () AS n_mismatch
+FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
+LEFT JOIN (SELECT instance_id, count(*) AS n FROM truth GROUP BY instance_id) AS t
+    ON t.instance_id = g.instance_id
+LEFT JOIN (SELECT system, instance_id, count(*) AS n FROM predictions GROUP BY system, instance_id) AS p
+    ON p.system = g.system AND p.instance_id = g.instance_id
+WHERE coalesce(t.n, 0) <> coalesce(p.n, 0)

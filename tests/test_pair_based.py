@@ -178,6 +178,16 @@ def test_tree_induced_error_is_the_distance_for_single_labels_and_refuses_other_
         pb.tree_induced_error([["T1"], ["P1"]], [["P1", "P2"], ["P1"]], FIG11)
 
 
+def test_metric_applies_tells_whether_the_tree_induced_error_is_defined():
+    ev = Evaluator(Taxonomy.from_edges(FIG11))
+    ev.add_truth([["T1"], ["P1"]])
+    ev.add_predictions("single", [["P1"], ["T1"]])
+    assert pb.metric_applies(ev.store, "tree_induced_error", Options())
+    ev.add_predictions("multi", [["P1", "P2"], ["T1"]])
+    assert not pb.metric_applies(ev.store, "tree_induced_error", Options())
+    assert pb.metric_applies(ev.store, "graph_induced_error", Options())
+
+
 def test_all_pairs_error_sums_every_pair():
     assert pb.all_pairs_error([["T1", "C"]], [["P1", "P2"]], FIG11) == 2 + 2 + 3 + 3
 

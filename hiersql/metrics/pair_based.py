@@ -217,9 +217,9 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """
     if not metrics:
         return []
+    if "tree_induced_error" in metrics:
+        _require_defined(store)
     data, values = _values(store, list(metrics), options)
-    if "tree_induced_error" in values:
-        _require_defined(data, values["tree_induced_error"])
     systems, group = np.unique(data.system.astype(str), return_inverse=True)
     count = np.bincount(group, minlength=len(systems))
 
@@ -243,16 +243,28 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     return sorted(rows, key=lambda r: (r.system, metrics.index(r.metric)))
 
 
-def _require_defined(data: _Data, values: np.ndarray) -> None:
-    bad = np.nonzero(np.isnan(values))[0]
-    if len(bad):
-        i = bad[0]
+def _first_mismatch(store: Store) -> tuple | None:
+    """(system, instance_id, n_true, n_pred, count) of the first instance with |T| ≠ |P|, or None."""
+    rows = store.run("distances", "label_count_mismatch").order("system, instance_id").limit(1).fetchall()
+    return rows[0] if rows else None
+
+
+def _require_defined(store: Store) -> None:
+    bad = _first_mismatch(store)
+    if bad:
+        system, instance, n_true, n_pred, count = bad
         raise InputError(
             "tree_induced_error needs as many predicted as true labels per instance (Dekel et al.: one"
-            f" each); {len(bad)} instance(s) differ, e.g. system {data.system[i]!r} has {data.n_pred[i]}"
-            f" predicted and {data.n_true[i]} true labels (use graph_induced_error)",
-            "--metrics", value=str(data.instance_id[i]),
+            f" each); {count} instance(s) differ, e.g. system {system!r} has {n_pred} predicted and"
+            f" {n_true} true labels (use graph_induced_error)",
+            "--metrics", value=str(instance),
         )
+
+
+def metric_applies(store: Store, metric: str, options: Options) -> bool:
+    """Whether ``metric`` is defined for the data of ``store``: the tree-induced error only when every
+    instance has as many predicted as true labels; the other measures always."""
+    return metric != "tree_induced_error" or _first_mismatch(store) is None
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
