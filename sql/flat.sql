@@ -119,13 +119,26 @@ LEFT JOIN (
 -- (system, metric, average, value): example-based measures with average '', label-based micro and macro.
 WITH micro AS (
     SELECT
-        system,
-        sum(tp) AS tp,
-        sum(fp) AS fp,
-        sum(fn) AS fn,
-        sum(tn) AS tn
-    FROM flat_label
-    GROUP BY system
+        s.system,
+        coalesce(sum(l.tp), 0) AS tp,
+        coalesce(sum(l.fp), 0) AS fp,
+        coalesce(sum(l.fn), 0) AS fn,
+        coalesce(sum(l.tn), 0) AS tn
+    FROM systems AS s
+    LEFT JOIN flat_label AS l ON l.system = s.system
+    GROUP BY s.system
+),
+macro AS (
+    -- a system with an empty universe (no class anywhere) gets the zero-division value
+    SELECT
+        s.system,
+        coalesce(avg(l.label_accuracy), $zero_division) AS label_accuracy,
+        coalesce(avg(l.label_precision), $zero_division) AS label_precision,
+        coalesce(avg(l.label_recall), $zero_division) AS label_recall,
+        coalesce(avg(l.label_f1), $zero_division) AS label_f1
+    FROM systems AS s
+    LEFT JOIN flat_label AS l ON l.system = s.system
+    GROUP BY s.system
 ),
 examples AS (
     SELECT
@@ -167,10 +180,10 @@ SELECT system, 'label_f1', 'micro',
        CASE WHEN tp + fp + fn = 0 THEN $zero_division ELSE 2.0 * tp / (2 * tp + fp + fn) END
 FROM micro
 UNION ALL
-SELECT system, 'label_accuracy', 'macro', avg(label_accuracy) FROM flat_label GROUP BY system
+SELECT system, 'label_accuracy', 'macro', label_accuracy FROM macro
 UNION ALL
-SELECT system, 'label_precision', 'macro', avg(label_precision) FROM flat_label GROUP BY system
+SELECT system, 'label_precision', 'macro', label_precision FROM macro
 UNION ALL
-SELECT system, 'label_recall', 'macro', avg(label_recall) FROM flat_label GROUP BY system
+SELECT system, 'label_recall', 'macro', label_recall FROM macro
 UNION ALL
-SELECT system, 'label_f1', 'macro', avg(label_f1) FROM flat_label GROUP BY system
+SELECT system, 'label_f1', 'macro', label_f1 FROM macro

@@ -73,6 +73,12 @@ def test_zero_division_and_empty_sets():
     assert flat.example_accuracy(y_true, y_pred, zero_division=1) == pytest.approx(2 / 3)
     assert flat.subset_accuracy(y_true, y_pred) == pytest.approx(2 / 3)  # ∅ = ∅ is an exact match
     assert flat.hamming_loss(y_true, y_pred) == pytest.approx(1 / 3)
+    # no class anywhere: every ratio is 0/0, the empty sets match exactly
+    empty = [[], []]
+    assert flat.subset_accuracy(empty, empty) == 1
+    assert flat.hamming_loss(empty, empty, zero_division=1) == 1
+    assert flat.label_f1(empty, empty, average="macro", zero_division=1) == 1
+    assert flat.label_recall(empty, empty, average="micro") == 0
 
 
 def test_label_universe():
