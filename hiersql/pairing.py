@@ -223,8 +223,10 @@ class _Network:
         return np.arange(self.n_arcs - n, self.n_arcs)
 
     def add_bounded(self, tails: np.ndarray, heads: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
-        """Cost-0 arcs with capacity interval [lower; upper]: the lower bound moves into the node supplies."""
-        self.add(tails, heads, upper - lower, 0.0)
+        """Cost-0 arcs with capacity interval [lower; upper]: the lower bound moves into the node supplies
+        (arcs left with capacity 0 are not added)."""
+        free = upper > lower
+        self.add(tails[free], heads[free], (upper - lower)[free], 0.0)
         np.subtract.at(self.supply, tails, lower)
         np.add.at(self.supply, heads, lower)
 
