@@ -136,22 +136,19 @@ FROM pair_counts
 -- name: scoring_label_pairs
 -- Per distinct (truth, prediction) with both labels: d = min over common ancestors of the two distances,
 -- R = W(lca) (the largest W of a common ancestor: W never decreases downwards), W(t), W(p).
-SELECT
-    q.truth,
-    q.prediction,
-    min(ct.distance + cp.distance) AS d,
-    max(a.w) AS r,
-    max(nt.w) AS w_t,
-    max(np.w) AS w_p
+SELECT q.truth, q.prediction, q.d, q.r, nt.w AS w_t, np.w AS w_p
 FROM (
-    SELECT DISTINCT truth, prediction FROM scoring_pairs WHERE truth IS NOT NULL AND prediction IS NOT NULL
+    SELECT pairs.truth, pairs.prediction, min(ct.distance + cp.distance) AS d, max(a.w) AS r
+    FROM (
+        SELECT DISTINCT truth, prediction FROM scoring_pairs WHERE truth IS NOT NULL AND prediction IS NOT NULL
+    ) AS pairs
+    JOIN closure AS ct ON ct.descendant = pairs.truth
+    JOIN closure AS cp ON cp.descendant = pairs.prediction AND cp.ancestor = ct.ancestor
+    JOIN scoring_nodes AS a ON a.label = ct.ancestor
+    GROUP BY pairs.truth, pairs.prediction
 ) AS q
-JOIN closure AS ct ON ct.descendant = q.truth
-JOIN closure AS cp ON cp.descendant = q.prediction AND cp.ancestor = ct.ancestor
-JOIN scoring_nodes AS a ON a.label = ct.ancestor
 JOIN scoring_nodes AS nt ON nt.label = q.truth
 JOIN scoring_nodes AS np ON np.label = q.prediction
-GROUP BY q.truth, q.prediction
 
 -- name: scoring_instance
 -- One row per pair with its five scores (0 for a detection error).
