@@ -9,7 +9,7 @@
 -- The greedy path cover of each label set and the greedy matching of predicted to true paths are sequential
 -- per instance; hiersql.metrics.confusion runs them vectorised over all instances between these queries and
 -- writes their choices as the tables hcm_cover_choice(grp, rank, path_no, step) (read by hcm_chosen_paths)
--- and hcm_match(grp, j, p_label, p_path) (read by hcm_instance).
+-- and hcm_match(grp, j, t_path, p_label, p_path) (read by hcm_instance).
 -- Reads: truth, predictions, systems, instances, nodes, edges, closure.
 
 -- name: hcm_groups
@@ -129,7 +129,7 @@ LEFT JOIN hcm_path_nodes AS pn ON pn.label = pr.p_label AND pn.path_no = pr.p_pa
 SELECT
     t_label, t_path, p_label, p_path,
     coalesce(min(CASE WHEN NOT in_p THEN pos END), max(t_len) + 1) - 1 AS n_common,
-    sum(CASE WHEN in_p THEN 1 ELSE 0 END) AS n_shared,
+    count(CASE WHEN in_p THEN 1 END) AS n_shared,
     max(t_len) AS t_len
 FROM hcm_pair_nodes
 GROUP BY t_label, t_path, p_label, p_path
@@ -212,7 +212,9 @@ FROM (
 WITH matched AS (
     SELECT c.*
     FROM hcm_candidates AS c
-    JOIN hcm_match AS mt ON mt.grp = c.grp AND mt.j = c.j AND mt.p_label = c.p_label AND mt.p_path = c.p_path
+    JOIN hcm_match AS mt
+        ON mt.grp = c.grp AND mt.j = c.j AND mt.t_path = c.t_path AND mt.p_label = c.p_label
+       AND mt.p_path = c.p_path
 ),
 parts AS (
     SELECT grp, tp, fp, fn, tn FROM matched
@@ -231,8 +233,8 @@ parts AS (
 )
 SELECT
     g.system, g.instance_id,
-    coalesce(sum(pt.tp), 0) AS tp, coalesce(sum(pt.fp), 0) AS fp,
-    coalesce(sum(pt.fn), 0) AS fn, coalesce(sum(pt.tn), 0) AS tn
+    CAST(coalesce(sum(pt.tp), 0) AS BIGINT) AS tp, CAST(coalesce(sum(pt.fp), 0) AS BIGINT) AS fp,
+    CAST(coalesce(sum(pt.fn), 0) AS BIGINT) AS fn, CAST(coalesce(sum(pt.tn), 0) AS BIGINT) AS tn
 FROM hcm_groups AS g
 LEFT JOIN parts AS pt ON pt.grp = g.grp
 WHERE g.side = 'p'

@@ -219,7 +219,7 @@ def _materialise_counts(store: Store, tn: str) -> None:
     _run(store, pairs, {"tn": tn})
     m = _fetch(store, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "rank", "n_common"))
     chosen = greedy_matching(m["grp"], m["rank"], _dense(m["grp"], m["j"]), m["n_common"])
-    _put(store, "hcm_match", {k: m[k][chosen] for k in ("grp", "j", "p_label", "p_path")})
+    _put(store, "hcm_match", {k: m[k][chosen] for k in ("grp", "j", "t_path", "p_label", "p_path")})
     _run(store, final, {"tn": tn})
 
 
