@@ -199,3 +199,81 @@ def test_options_are_validated():
                 {"max_distance": -1}):
         with pytest.raises(ValueError):
             pb.evaluate(store, ["mgia"], Options().with_(**bad))
+
+
+# ---------------------------------------------------------------------- real data
+def _reference_distances(tax: Taxonomy):
+    """d(u, v) from networkx breadth-first searches up the DAG (an implementation independent of SQL)."""
+    up = tax.graph.reverse(copy=False)
+    climbs = {n: nx.single_source_shortest_path_length(up, n) for n in tax.all_nodes()}
+
+    def d(u: str, v: str) -> int:
+        return min(climbs[u][a] + climbs[v][a] for a in climbs[u].keys() & climbs[v].keys())
+
+    return d
+
+
+def _reference_gie(d, truth: list[str], pred: list[str], dmax: float) -> float:
+    from scipy.optimize import linear_sum_assignment
+
+    m, n = len(pred), len(truth)
+    big = np.zeros((m + n, n + m))
+    big[:m, :n] = np.array([[d(p, t) for t in truth] for p in pred]).reshape(m, n)
+    big[:m, n:] = dmax
+    big[m:, :n] = dmax
+    rows, cols = linear_sum_assignment(big)
+    return float(big[rows, cols].sum())
+
+
+def _reference_mgia_fn(d, truth: list[str], pred: list[str], dmax: float) -> float | None:
+    """Every combination of nearest choices (None when there are more than 4096); the smallest fn."""
+    import itertools
+
+    options = []
+    for x, others, side in [(t, pred, "t") for t in truth] + [(p, truth, "p") for p in pred]:
+        if not others:
+            options.append([(side, x, None)])
+            continue
+        best = min(d(x, o) for o in others)
+        options.append([(x, o) if side == "t" else (o, x) for o in others if d(x, o) == best])
+    if np.prod([len(o) for o in options]) > 4096:
+        return None
+    fns = []
+    for choice in itertools.product(*options):
+        pairs = {c for c in choice if len(c) == 2}
+        defaults = sum(1 for c in choice if len(c) == 3)
+        fns.append(sum(d(t, p) for t, p in pairs) + dmax * defaults)
+    return min(fns)
+
+
+def test_germeval_subtask_b_against_independent_references(data_dir):
+    """GermEval 2019 subtask B (real gold labels, two real submissions, DAG-capable taxonomy of 343 classes):
+    GIE per instance equals scipy's assignment on the augmented cost matrix, MGIA's fn the best combination of
+    nearest choices, the all-pairs error the plain sum; both systems in one evaluation."""
+    canonical = data_dir / "canonical"
+    tax = Taxonomy.from_file(canonical / "taxonomy.tsv")
+    ev = Evaluator(tax)
+    ev.add_truth(canonical / "truth_b.tsv")
+    systems = ("Averbis__BOHB_CNN", "LT-UHH__baseline")
+    for name in systems:
+        ev.add_predictions(name, canonical / "pred_b" / f"{name}.tsv")
+    frame = ev.per_instance("pair_based")
+    truth = ev.con.execute("SELECT instance_id, list(label) FROM truth GROUP BY ALL").fetchall()
+    truth = dict(truth)
+    pred = dict(((s, i), labels) for s, i, labels in ev.con.execute(
+        "SELECT system, instance_id, list(label) FROM predictions GROUP BY ALL").fetchall())
+    d = _reference_distances(tax)
+    checked_ties = 0
+    for row in frame.itertuples():
+        t, p = truth.get(row.instance_id, []), pred.get((row.system, row.instance_id), [])
+        assert row.graph_induced_error == _reference_gie(d, t, p, 5.0), row
+        fn = _reference_mgia_fn(d, t, p, 5.0)
+        if fn is not None:
+            assert row.mgia_fn == fn, row
+            checked_ties += 1
+        assert row.all_pairs_error == sum(d(a, b) for a in t for b in p)
+    assert len(frame) == 2 * len(ev.con.execute("SELECT * FROM instances").fetchall()) > 8000
+    assert checked_ties > 0.99 * len(frame)
+    means = frame.groupby("system")["graph_induced_error"].mean()
+    rows = {(r.system, r.metric): r.value for r in ev.rows(["gie"])}
+    assert rows == {(s, "graph_induced_error"): pytest.approx(means[s]) for s in systems}
