@@ -454,3 +454,20 @@ def test_macro_hf_is_the_mean_of_the_per_node_harmonic_means(fig1) -> None:
     assert macro[("s", "scoring_hf")] == pytest.approx(expected)
     assert macro[("s", "scoring_hp")] == pytest.approx(sum(hp for hp, _ in per_node) / len(per_node))
     assert len(per_node) == 7  # H, F, C, L, J, B, D
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_scores_span_zero_to_one_over_all_label_pairs(seed: int) -> None:
+    """With o = 0 the constants l and m are the minima over all label pairs, so over every pair of a tree PL,
+    LPPTPS and LPPPPS reach exactly 0 and 1; every score stays in [0, 1]."""
+    rng = random.Random(seed)
+    edges = [(f"n{rng.randrange(i)}", f"n{i}") for i in range(1, rng.randint(4, 14))]
+    tree = rng.choice([st.decreasing, st.non_increasing])(Taxonomy.from_edges(edges))
+    labels = [n for n in tree.all_nodes() if n != tree.root]
+    truth, pred = zip(*itertools.product(labels, labels), strict=True)
+    df = scoring.per_instance(_store(tree, [[t] for t in truth], {"s": [[p] for p in pred]}), Options())
+    assert len(df) == len(labels) ** 2
+    for measure in MEASURES:
+        assert df[measure].between(-1e-12, 1 + 1e-12).all(), measure
+    for measure in ("pl", "lpptps", "lpppps"):
+        assert (df[measure].min(), df[measure].max()) == pytest.approx((0.0, 1.0)), measure
