@@ -277,3 +277,29 @@ def test_germeval_subtask_b_against_independent_references(data_dir):
     means = frame.groupby("system")["graph_induced_error"].mean()
     rows = {(r.system, r.metric): r.value for r in ev.rows(["gie"])}
     assert rows == {(s, "graph_induced_error"): pytest.approx(means[s]) for s in systems}
+
+
+def test_orderings_between_the_measures_on_a_random_dag():
+    """GIE's pairing is feasible for MGIA's flow network, and so is the nearest pairing: fn(flow) <= GIE and
+    fn(flow) <= fn(nearest); MGIA(flow) lies in [0, 1]; the all-pairs error is at least the tree-induced one."""
+    rng = np.random.default_rng(11)
+    edges = [(str(rng.integers(0, i)), str(i)) for i in range(1, 40)]
+    edges += [(str(rng.integers(0, i)), str(i)) for i in rng.integers(5, 40, size=12)]
+    tax = Taxonomy.from_edges(edges)
+    nodes = [str(i) for i in range(1, 40)]
+
+    def sets(n: int) -> list[list[str]]:
+        return [list(rng.choice(nodes, size=rng.integers(0, 4), replace=False)) for _ in range(n)]
+
+    ev = Evaluator(tax)
+    ev.add_truth(sets(120))
+    ev.add_predictions("a", sets(120))
+    ev.add_predictions("b", sets(120))
+    nearest = ev.per_instance("pair_based", max_distance=4)
+    flow = ev.per_instance("pair_based", max_distance=4, pairing="flow")
+    assert (flow["mgia_fn"] <= nearest["mgia_fn"] + 1e-9).all()
+    assert (flow["mgia_fn"] <= nearest["graph_induced_error"] + 1e-9).all()
+    assert (flow["mgia_fn"] < nearest["mgia_fn"]).any()
+    assert flow["mgia"].between(0, 1).all()
+    same = nearest[nearest["n_true"] == nearest["n_pred"]]
+    assert (same["all_pairs_error"] >= same["tree_induced_error"]).all()
