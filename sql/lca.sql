@@ -154,20 +154,18 @@ FROM (
 
 -- name: lca_path_links
 -- (node, lca, lower, upper): the edges lower -> upper (child to parent) between consecutive steps of the
--- shortest paths node -> lca that are not unique; the minimal graphs pick one path among them.
-SELECT a.node, a.lca, a.v AS lower, b.v AS upper
-FROM lca_path_nodes AS a
-JOIN lca_path_nodes AS b ON b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
-JOIN edges AS e ON e.child = a.v AND e.parent = b.v
-WHERE EXISTS (
-    SELECT 1
-    FROM lca_path_nodes AS n
-    WHERE n.node = a.node AND n.lca = a.lca AND n.step = a.step AND n.v <> a.v
-) OR EXISTS (
-    SELECT 1
-    FROM lca_path_nodes AS n
-    WHERE n.node = a.node AND n.lca = a.lca AND n.step = b.step AND n.v <> b.v
+-- shortest paths node -> lca that are not unique (a step holds several nodes); the minimal graphs pick one
+-- path among them.
+WITH layered AS (
+    SELECT node, lca, step, v, count(*) OVER (PARTITION BY node, lca, step) AS width,
+           count(*) OVER (PARTITION BY node, lca) AS n_nodes, max(step) OVER (PARTITION BY node, lca) AS top
+    FROM lca_path_nodes
 )
+SELECT a.node, a.lca, a.v AS lower, b.v AS upper
+FROM layered AS a
+JOIN layered AS b ON b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
+JOIN edges AS e ON e.child = a.v AND e.parent = b.v
+WHERE a.n_nodes > a.top + 1 AND (a.width > 1 OR b.width > 1)
 
 -- name: lca_instance
 -- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives

@@ -173,8 +173,6 @@ class Instance:
     options: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
     paths: dict[tuple[str, str], list[Path]] = field(default_factory=dict)
 
-    def label_keys(self) -> list[tuple[str, str]]:
-        return sorted(self.options)
 
 
 def _open_instances(store: Store) -> dict[tuple[str, str], Instance]:
@@ -190,40 +188,50 @@ def _open_instances(store: Store) -> dict[tuple[str, str], Instance]:
         " JOIN lca_open_instances USING (system, instance_id) ORDER BY o.lca, o.partner"
     ).fetchall():
         out[(s, i)].options.setdefault((side, label), []).append((lca, partner))
-    needed = con.execute(
-        "SELECT DISTINCT e.node, e.lca FROM lca_path_ends e"
-        " JOIN lca_open_instances USING (system, instance_id)"
-    ).fetchall()
-    con.execute("CREATE OR REPLACE TEMP TABLE _lca_needed AS SELECT unnest($n) AS node, unnest($a) AS lca",
-                {"n": [n for n, _ in needed], "a": [a for _, a in needed]})
-    layers: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for node, lca, step, v in con.execute(
-        "SELECT n.node, n.lca, n.step, n.v FROM lca_path_nodes n JOIN _lca_needed USING (node, lca)"
-        " ORDER BY n.node, n.lca, n.step, n.v"
-    ).fetchall():
-        layers[(node, lca)][step].append(v)
-    _materialise(store, "lca_path_links", {})
-    links: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for node, lca, lower, upper in con.execute(
-        "SELECT l.* FROM lca_path_links l JOIN _lca_needed USING (node, lca) ORDER BY 1, 2, 3, 4"
-    ).fetchall():
-        links[(node, lca)][lower].append(upper)
-    paths = {key: _enumerate_paths(key[0], by_step, links.get(key)) for key, by_step in layers.items()}
+    paths = _paths(store)
     for inst in out.values():
-        for side_label, opts in inst.options.items():
-            side, label = side_label
+        for (_side, label), opts in inst.options.items():
             for lca, partner in opts:
                 inst.paths[(label, lca)] = paths[(label, lca)]
                 inst.paths[(partner, lca)] = paths[(partner, lca)]
     return dict(out)
 
 
-def _enumerate_paths(
-    node: str, by_step: dict[int, list[str]], links: dict[str, list[str]] | None
-) -> list[Path]:
-    """The shortest paths from ``node`` up its layers (one node per step); at most ``MAX_PATHS + 1``."""
-    if all(len(vs) == 1 for vs in by_step.values()):
-        return [frozenset(v for vs in by_step.values() for v in vs)]
+def _paths(store: Store) -> dict[tuple[str, str], list[Path]]:
+    """The shortest paths of every (node, LCA) an open instance needs."""
+    con = store.con
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _lca_needed AS SELECT DISTINCT e.node, e.lca FROM lca_path_ends e"
+        " JOIN lca_open_instances USING (system, instance_id)"
+    )
+    by_pair: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for node, lca, step, v in con.execute(
+        "SELECT n.node, n.lca, n.step, n.v FROM lca_path_nodes n JOIN _lca_needed USING (node, lca)"
+        " ORDER BY n.v"
+    ).fetchall():
+        by_pair[(node, lca)][step].append(v)
+    paths: dict[tuple[str, str], list[Path]] = {}
+    layered: dict[tuple[str, str], dict[int, list[str]]] = {}
+    for key, by_step in by_pair.items():
+        if len(by_step) == sum(map(len, by_step.values())):
+            paths[key] = [frozenset(v for vs in by_step.values() for v in vs)]
+        else:
+            layered[key] = by_step
+    if layered:
+        _materialise(store, "lca_path_links", {})
+        links: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        for node, lca, lower, upper in con.execute(
+            "SELECT l.* FROM lca_path_links l JOIN _lca_needed USING (node, lca) ORDER BY 1, 2, 3, 4"
+        ).fetchall():
+            links[(node, lca)][lower].append(upper)
+        for key, by_step in layered.items():
+            paths[key] = _enumerate_paths(key[0], by_step, links[key])
+    return paths
+
+
+def _enumerate_paths(node: str, by_step: dict[int, list[str]], links: dict[str, list[str]]) -> list[Path]:
+    """The shortest paths from ``node`` up its layers (one node per step, consecutive nodes linked where a
+    step holds several nodes); at most ``MAX_PATHS + 1``."""
     top = max(by_step)
     found: list[Path] = []
     stack: list[tuple[str, tuple[str, ...]]] = [(node, (node,))]
@@ -232,9 +240,7 @@ def _enumerate_paths(
         if len(walked) == top + 1:
             found.append(frozenset(walked))
             continue
-        uppers = links.get(v, []) if links else []
-        if not uppers and len(by_step[len(walked)]) == 1:
-            uppers = by_step[len(walked)]
+        uppers = links.get(v) or (by_step[len(walked)] if len(by_step[len(walked)]) == 1 else [])
         stack.extend((u, (*walked, u)) for u in reversed(uppers))
     return found
 
