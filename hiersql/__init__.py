@@ -27,6 +27,14 @@ _EXPORTS = {
     "hierarchical_recall": "hiersql.metrics.set_based",
     "hierarchical_f1": "hiersql.metrics.set_based",
     "symmetric_difference_loss": "hiersql.metrics.set_based",
+    "path_length_score": "hiersql.metrics.scoring",
+    "lca_reward": "hiersql.metrics.scoring",
+    "lpp": "hiersql.metrics.scoring",
+    "lpptps": "hiersql.metrics.scoring",
+    "lpppps": "hiersql.metrics.scoring",
+    "scoring_precision": "hiersql.metrics.scoring",
+    "scoring_recall": "hiersql.metrics.scoring",
+    "scoring_f1": "hiersql.metrics.scoring",
 }
 
 __all__ = sorted(_EXPORTS)

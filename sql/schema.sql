@@ -50,6 +50,15 @@ CREATE TABLE IF NOT EXISTS systems (
     source VARCHAR
 );
 
+-- Counts of (truth, prediction) pairs for the scoring-tree measures (Lanus et al.): object detection input
+-- where either side may be empty (NULL truth = ghost detection, NULL prediction = missed detection).
+CREATE TABLE IF NOT EXISTS pair_counts (
+    system VARCHAR NOT NULL,
+    truth VARCHAR,
+    prediction VARCHAR,
+    n DOUBLE NOT NULL
+);
+
 -- Results of evaluation runs; written in one transaction per run.
 CREATE TABLE IF NOT EXISTS results (
     run_id VARCHAR NOT NULL,

@@ -128,7 +128,6 @@ def test_unknown_strategy_and_bad_level_weights(fig1) -> None:
 def test_tree_constants_of_fig1(fig1, strategy, m) -> None:
     store = Store()
     store.load_taxonomy(st.strategy(fig1, strategy))
-    scoring.ensure_pair_table(store)
     (l_, m_), = store.run("scoring", "scoring_constants").fetchall()
     assert l_ == 5
     assert m_ == pytest.approx(m)
@@ -159,7 +158,6 @@ def test_tree_constants_match_all_pairs_on_random_trees(seed: int) -> None:
     tree = builder(Taxonomy.from_edges(edges))
     store = Store()
     store.load_taxonomy(tree)
-    scoring.ensure_pair_table(store)
     (l_, m_), = store.run("scoring", "scoring_constants").fetchall()
     longest, smallest = _brute_force_constants(tree)
     assert l_ == longest

@@ -33,6 +33,7 @@ def add_metric_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lca-graph", default="greedy", choices=("optimal", "greedy", "extended"),
                    help="minimal LCA graph selection")
     p.add_argument("--pairing", default="nearest", choices=("nearest", "flow"), help="MGIA pairing")
+    p.add_argument("--offset", type=float, default=0.0, help="offset o <= 0 of the scoring-tree measures")
     p.add_argument("--tn", default="published", choices=("published", "descendants"),
                    help="true negatives of the hierarchical confusion matrix")
 
@@ -49,6 +50,7 @@ def options_from_args(args: argparse.Namespace) -> dict:
         "lca_graph": args.lca_graph,
         "pairing": args.pairing,
         "tn": args.tn,
+        "offset": args.offset,
     }
 
 

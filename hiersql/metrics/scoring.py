@@ -55,10 +55,6 @@ Pair = tuple[str | None, str | None, float]
 """A counted pair ``(truth, prediction, count)``; ``None`` is the missing side of a detection error."""
 Weights = str | Mapping[str, float] | None
 """Weights of the one-shot functions: the taxonomy's own (None), a strategy name or ``{child: weight}``."""
-PAIR_TABLE = (
-    "CREATE TABLE IF NOT EXISTS pair_counts ("
-    " system VARCHAR NOT NULL, truth VARCHAR, prediction VARCHAR, n DOUBLE NOT NULL)"
-)
 
 
 # ---------------------------------------------------------------------- family interface
@@ -182,7 +178,6 @@ def add_confusion(
     else:
         where = name or "<DataFrame>"
         rows = _long_rows(source, where, taxonomy)
-    ensure_pair_table(store)
     if store.con.execute("SELECT count(*) FROM systems WHERE system = $s", {"s": system}).fetchone()[0]:
         raise InputError("system already has label predictions; give the confusion matrix another name",
                          where, value=system)
@@ -234,11 +229,6 @@ def read_confusion(path: str | Path, taxonomy: Taxonomy) -> list[Pair]:
             if count:
                 out.append((truth, prediction, count))
     return out
-
-
-def ensure_pair_table(store: Store) -> None:
-    """Create ``pair_counts`` if the store's schema does not have it yet."""
-    store.con.execute(PAIR_TABLE)
 
 
 # ---------------------------------------------------------------------- one-shot functions
@@ -337,7 +327,6 @@ def _prepare(store: Store, metrics: list[str], options: Options) -> dict[str, ob
         check_tree(taxonomy)
     if not options.offset <= 0 or math.isnan(options.offset):
         raise InputError("the offset must be <= 0", "offset", value=options.offset)
-    ensure_pair_table(store)
     _check_root_not_a_label(store)
     return {"offset": float(options.offset)}
 
