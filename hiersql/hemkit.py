@@ -157,19 +157,23 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
 
 
 def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
-    """HEMKit's six means over the instances of ``store`` (single system)."""
-    from .evaluator import make_options
-    from .metrics import lca, set_based
+    """HEMKit's six means over the instances of ``store`` (single system). The means are exactly rounded sums
+    (``math.fsum``) of the per-instance values, so the 17 printed digits do not depend on summation order."""
+    import math
 
-    base = make_options(average="macro", include_root=True)
-    rows = set_based.evaluate(store, ["hierarchical_precision", "hierarchical_recall", "hierarchical_f1"],
-                              base.with_(max_distance=max_distance + 1))
-    rows += lca.evaluate(store, list(lca.METRICS), base.with_(max_distance=max_distance, lca_graph="greedy"),
-                         drop_distance=max_distance + 1)
-    value = {r.metric: r.value for r in rows}
-    n = store.con.execute("SELECT count(*) FROM instances").fetchone()[0]
-    return HemkitResult(value["hierarchical_precision"], value["hierarchical_recall"], value["hierarchical_f1"],
-                        value["lca_precision"], value["lca_recall"], value["lca_f1"], n)
+    from .evaluator import make_options
+    from .metrics import lca
+
+    hierarchical = store.run("set_based", "set_based_instance", {
+        "include_root": True, "max_distance": max_distance + 1, "augment": "ancestors", "beta": 1.0,
+        "zero_division": 0.0,
+    }).select("hierarchical_precision, hierarchical_recall, hierarchical_f1").fetchall()
+    options = make_options(include_root=True, max_distance=max_distance, lca_graph="greedy")
+    lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1).select(
+        "lca_precision, lca_recall, lca_f1").fetchall()
+    n = len(hierarchical)
+    means = [math.fsum(column) / n for column in (*zip(*hierarchical, strict=True), *zip(*lca_values, strict=True))]
+    return HemkitResult(*means, instances=n)
 
 
 def hemkit(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_distance: int, max_error: float,

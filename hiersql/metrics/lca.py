@@ -38,6 +38,7 @@ from ..errors import DataWarning
 from . import Options, Row
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas as pd
 
     from ..store import Store
@@ -158,9 +159,14 @@ def evaluate(store: Store, metrics: list[str], options: Options, drop_distance: 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per-instance ``n_true, n_pred, n_both`` (``|Gt|, |Gp|, |Gt ∩ Gp|``) and PLCA, RLCA, FLCA."""
-    params = graph_counts(store, options)
+    return instance_relation(store, options).df()
+
+
+def instance_relation(store: Store, options: Options, drop_distance: int | None = None) -> duckdb.DuckDBPyRelation:
+    """:func:`per_instance` as a DuckDB relation ordered by system and instance (no pandas needed)."""
+    params = graph_counts(store, options, drop_distance)
     _materialise(store, "lca_instance", params)
-    return store.con.table("lca_instance").order("system, instance_id").df()
+    return store.con.table("lca_instance").order("system, instance_id")
 
 
 # ---------------------------------------------------------------------------------------------- instances
