@@ -6,8 +6,9 @@
 --    up(x, a) <= $max_distance and up(z, a) <= $max_distance (NULL = no limit); its cost is up(x, a) + up(z, a).
 --    The options of x are its meetings of minimum cost: (lca a, partner z). A label in both sets meets
 --    itself at cost 0, so its only option is (x, x). A label with no meeting while the other side is not
---    empty meets every z at the virtual common ancestor $beyond ("all nodes have a common ancestor beyond
---    the threshold"): its path is {x, $beyond}.
+--    empty meets the other side at the virtual common ancestor $beyond ("all nodes have a common ancestor
+--    beyond the threshold"): its path is {x, $beyond}, its partner's {z, $beyond} for one z (the smallest:
+--    z is in its graph anyway, so every z gives the same graphs).
 -- 3. An option (a, z) of x puts the shortest paths x -> a on x's side and z -> a on the other side.
 --    Extended graphs (Fig. 9): every option, every shortest path. Minimal graphs (Problem 2, Fig. 10) are
 --    chosen in hiersql/metrics/lca.py among the instances listed by lca_open_instances; the others have
@@ -68,7 +69,7 @@ FROM (
 ) AS ranked
 WHERE cost = dmin
 UNION ALL
-SELECT x.system, x.instance_id, x.side, x.label, $beyond AS lca, z.label AS partner, 1 AS up_label,
+SELECT x.system, x.instance_id, x.side, x.label, $beyond AS lca, min(z.label) AS partner, 1 AS up_label,
        1 AS up_partner
 FROM lca_labels AS x
 JOIN lca_labels AS z
@@ -78,6 +79,7 @@ WHERE NOT EXISTS (
     FROM lca_meetings AS m
     WHERE m.system = x.system AND m.instance_id = x.instance_id AND m.side = x.side AND m.label = x.label
 )
+GROUP BY x.system, x.instance_id, x.side, x.label
 
 -- name: lca_path_ends
 -- (system, instance_id, side, node, lca, up): the paths an option asks for, on the side they belong to.
