@@ -91,38 +91,60 @@ def render(
     parameter left out of ``params`` stays a placeholder), and ``tables`` renames tables
     (``{"truth": "warehouse.gold_labels"}``).
     """
-    import sqlglot
     from sqlglot import exp
 
     name = name or list(queries(file))[-1]
-    tree = sqlglot.parse_one(queries(file)[name], read="duckdb")
-    for dep in reversed(dependencies(file, name)):
-        tree = tree.with_(dep, as_=sqlglot.parse_one(queries(file)[dep], read="duckdb"), append=False)
-    tree = _hoist_ctes(tree)
+    ctes: list[exp.CTE] = []
+    recursive = False
+    for dep in dependencies(file, name):
+        body = _parse(queries(file)[dep])
+        recursive |= _pop_ctes(body, ctes)
+        ctes.append(exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(dep))))
+    tree = _parse(queries(file)[name])
+    recursive |= _pop_ctes(tree, ctes)
+    if ctes:
+        tree.set("with_", exp.With(expressions=ctes, recursive=recursive or None))
     if params:
         tree = exp.replace_placeholders(tree, **{k: _literal(v) for k, v in params.items()})
     if tables:
-        tree = exp.replace_tables(tree, tables)
+        tree = _rename_tables(tree, tables)
     return tree.sql(dialect=dialect, pretty=pretty)
 
 
-def _hoist_ctes(tree):
-    """Move CTEs nested inside CTEs up to the top level (not every dialect accepts nested WITH)."""
+def _rename_tables(tree, tables: dict[str, str]):
+    """Point table references at other tables; an unaliased reference keeps its old name as alias, so
+    ``truth.label`` still resolves after ``truth`` became ``warehouse.gold_labels``. CTE names are left alone."""
     from sqlglot import exp
 
-    top = tree.args.get("with_") or tree.args.get("with")
-    if top is None:
-        return tree
-    flat: list[exp.CTE] = []
-    for cte in top.expressions:
-        inner_with = cte.this.args.get("with_") or cte.this.args.get("with")
-        if inner_with is not None:
-            flat.extend(inner_with.expressions)
-            cte.this.set("with_" if "with_" in cte.this.args else "with", None)
-        flat.append(cte)
-    top.set("expressions", flat)
-    top.set("recursive", any(bool(c.this.args.get("recursive")) for c in flat) or top.args.get("recursive"))
-    return tree
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+
+    def swap(node):
+        if not isinstance(node, exp.Table) or node.name not in tables or node.db or node.name in ctes:
+            return node
+        new = exp.to_table(tables[node.name])
+        new.set("alias", node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name)))
+        return new
+
+    return tree.transform(swap)
+
+
+def _parse(sql: str):
+    """Parse one DuckDB query. The trailing newline works around a sqlglot 30 tokenizer error on text that
+    has a ``$parameter`` and ends with ``''``."""
+    import sqlglot
+
+    return sqlglot.parse_one(sql + "\n", read="duckdb")
+
+
+def _pop_ctes(tree, into: list) -> bool:
+    """Move the top-level CTEs of ``tree`` to the end of ``into`` (not every dialect accepts a WITH nested
+    inside a CTE, and composing queries needs one flat WITH); returns whether that WITH was recursive."""
+    with_ = tree.args.get("with_")
+    if with_ is None:
+        return False
+    into.extend(with_.expressions)
+    tree.set("with_", None)
+    return bool(with_.args.get("recursive"))
 
 
 def _literal(value: object):

@@ -1,0 +1,362 @@
+"""Engines: compute the SQL-expressible measures inside DuckDB, PostgreSQL or Spark.
+
+The measures are SQL files (``sql/<family>.sql``) written for DuckDB. An :class:`Engine` renders a family's
+summary query, composed with the queries it reads, in its own dialect with sqlglot (:func:`render`) and runs it
+where the data lives. The tables the queries read are those of ``sql/schema.sql``:
+``edges, nodes, closure, instances, truth, predictions, systems``. An engine either receives copies of a
+:class:`~hiersql.store.Store`'s tables (:meth:`Engine.copy_store`) or reads tables already there under other
+names (:meth:`Engine.use_tables`, e.g. ``truth="warehouse.gold_labels"``); :meth:`Engine.build_closure`
+computes the closure inside the engine from ``edges`` and ``nodes``.
+
+Dialect fixes applied on top of sqlglot's transpilation (:func:`render`):
+
+- Spark reads a literal such as ``1.0`` as ``DECIMAL(2,1)``, and its decimal division keeps only 6 digits
+  after the point: decimal literals become ``DOUBLE`` literals, as in DuckDB.
+- Spark (4.x) accepts only ``UNION ALL`` in a recursive CTE: the closure's ``UNION`` becomes ``UNION ALL``.
+  The recursion then walks every path instead of every (ancestor, descendant, distance) triple; it still ends
+  because a taxonomy has no cycle, and ``min(distance)`` gives the same closure. On a DAG with many paths
+  (MeSH) compute the closure in DuckDB and copy it instead.
+
+Every engine returns the rows ``(system, metric, average, value)`` of :class:`~hiersql.metrics.Row`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import sqlfiles
+from .metrics import Options, Row, family, resolve
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from .store import Store
+
+STORE_TABLES = ("edges", "nodes", "closure", "instances", "truth", "predictions", "systems")
+DEFAULT_METRICS = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
+                   "symmetric_difference_loss")
+
+
+# ---------------------------------------------------------------------------------------------- queries
+def family_query(name: str) -> tuple[str, str]:
+    """The SQL file and summary query of family ``name``.
+
+    A family module may set ``SQL_FILE`` (default: the family name) and ``SQL_QUERY`` (default: the last
+    query of the file). A family without such a file is not computed in SQL alone (``ValueError``).
+    """
+    module = family(name)
+    file = getattr(module, "SQL_FILE", name)
+    if file not in sqlfiles.available():
+        raise ValueError(f"family {name!r} is not computed in SQL alone (no sql/{file}.sql)")
+    query = getattr(module, "SQL_QUERY", None) or list(sqlfiles.queries(file))[-1]
+    return file, query
+
+
+def family_params(name: str, options: Options) -> dict[str, object]:
+    """The ``$parameters`` of family ``name``'s SQL for ``options`` (the module's ``sql_params(options)``,
+    or its private ``_params(options)``; none when it has neither)."""
+    module = family(name)
+    build = getattr(module, "sql_params", None) or getattr(module, "_params", None)
+    return dict(build(options)) if build else {}
+
+
+def family_tables(name: str, options: Options) -> dict[str, duckdb.DuckDBPyRelation]:
+    """Helper tables that family ``name``'s SQL reads besides the store's, for ``options``: the module's
+    ``sql_tables(options)`` (``{table: DuckDB relation}``), else the built-in list :data:`_FAMILY_TABLES`."""
+    build = getattr(family(name), "sql_tables", None) or _FAMILY_TABLES.get(name)
+    return dict(build(options)) if build else {}
+
+
+def _flat_labels(options: Options) -> dict[str, duckdb.DuckDBPyRelation]:
+    """``flat_labels(label)``: the fixed label universe of the flat measures (empty when not fixed); the
+    DuckDB path creates it in :func:`hiersql.metrics.flat.label_table`."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE flat_labels (label VARCHAR)")
+    labels = list(dict.fromkeys(str(label) for label in options.labels or ()))
+    if labels:
+        con.executemany("INSERT INTO flat_labels VALUES (?)", [(label,) for label in labels])
+    return {"flat_labels": con.table("flat_labels")}
+
+
+_FAMILY_TABLES = {"flat": _flat_labels}
+
+
+def render(
+    file: str,
+    name: str | None = None,
+    params: Mapping[str, object] | None = None,
+    dialect: str = "duckdb",
+    tables: Mapping[str, str] | None = None,
+    pretty: bool = True,
+) -> str:
+    """Query ``name`` of ``sql/<file>.sql`` as one statement in ``dialect``: :func:`hiersql.sqlfiles.render`
+    (dependencies as CTEs, parameters as literals, ``tables`` renamed), constant-folded (a branch switched
+    off by a parameter, such as ``'ancestors' = 'descendants' AND ...``, disappears), plus the dialect fixes of
+    the module docstring."""
+    return _tree(file, name, params, dialect, tables).sql(dialect=dialect, pretty=pretty)
+
+
+def _tree(file, name, params, dialect, tables):
+    """The sqlglot tree behind :func:`render`."""
+    import sqlglot
+    from sqlglot.optimizer.simplify import simplify
+
+    sql = sqlfiles.render(file, name, dict(params or {}), "duckdb", dict(tables or {}), pretty=False)
+    tree = simplify(sqlglot.parse_one(sql + "\n", read="duckdb"))  # newline: see sqlfiles._parse
+    return _FIXES[dialect](tree) if dialect in _FIXES else tree
+
+
+def _fix_spark(tree):
+    from sqlglot import exp
+
+    def decimal_to_double(node):
+        if isinstance(node, exp.Literal) and node.is_number and any(ch in node.this for ch in ".eE"):
+            return exp.cast(node, exp.DataType.build("DOUBLE"))
+        return node
+
+    tree = tree.transform(decimal_to_double)
+    with_ = tree.args.get("with_")
+    if with_ is not None and with_.args.get("recursive"):
+        for cte in with_.expressions:
+            if isinstance(cte.this, exp.Union):
+                cte.this.set("distinct", False)
+    return tree
+
+
+_FIXES = {"spark": _fix_spark, "spark2": _fix_spark, "databricks": _fix_spark}
+
+
+# ---------------------------------------------------------------------------------------------- engines
+class Engine:
+    """Where the measures' SQL runs. Subclasses implement :meth:`execute`, :meth:`_write` and
+    :meth:`_materialize`.
+
+    Parameters
+    ----------
+    tables:
+        Renames of the hiersql tables, ``{"truth": "warehouse.gold_labels", ...}``.
+    """
+
+    dialect = "duckdb"
+
+    def __init__(self, tables: Mapping[str, str] | None = None) -> None:
+        self.tables: dict[str, str] = {}
+        self.use_tables(**dict(tables or {}))
+
+    # -- to implement
+    def execute(self, sql: str) -> list[tuple]:
+        """Run one statement; its rows as tuples (an empty list for DDL)."""
+        raise NotImplementedError
+
+    def _write(self, name: str, rel: duckdb.DuckDBPyRelation) -> None:
+        """Create (or replace) table ``name`` holding the rows of the DuckDB relation ``rel``."""
+        raise NotImplementedError
+
+    def _materialize(self, name: str, sql: str) -> None:
+        """Create (or replace) table ``name`` as the result of query ``sql``."""
+        raise NotImplementedError
+
+    # -- tables
+    def use_tables(self, **renames: str) -> None:
+        """Read the hiersql table ``key`` from the engine's table ``value`` (``truth="dw.gold_labels"``)."""
+        unknown = set(renames) - set(STORE_TABLES)
+        if unknown:
+            raise ValueError(f"unknown table(s) {sorted(unknown)} (known: {', '.join(STORE_TABLES)})")
+        self.tables.update({k: v for k, v in renames.items() if v})
+
+    def table(self, name: str) -> str:
+        """The engine-side name of hiersql table ``name``."""
+        return self.tables.get(name, name)
+
+    def copy_store(self, store: Store, tables: Iterable[str] = STORE_TABLES) -> None:
+        """Copy the store's ``tables`` into the engine, under the names of :meth:`table`."""
+        for name in tables:
+            self._write(self.table(name), store.con.table(name))
+
+    def build_closure(self) -> None:
+        """Compute ``closure`` inside the engine from its ``edges`` and ``nodes`` (``sql/closure.sql``)."""
+        self._materialize(self.table("closure"), self.render("closure"))
+
+    # -- queries
+    def render(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> str:
+        """Query ``name`` of ``sql/<file>.sql`` in this engine's dialect, over this engine's tables."""
+        return render(file, name, params, self.dialect, self.tables, pretty=False)
+
+    def run(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> list[tuple]:
+        """Rows of query ``name`` of ``sql/<file>.sql``."""
+        return self.execute(self.render(file, name, params))
+
+    def evaluate(self, metrics: Sequence[str] = DEFAULT_METRICS, options: Options | None = None) -> list[Row]:
+        """``metrics`` (names or aliases of SQL families) for every system, as :class:`Row` sorted by
+        (system, metric, average); ``average`` is filtered by ``options.average`` like the DuckDB API."""
+        options = options or Options()
+        averages = set(options.average) | {""}
+        out: list[Row] = []
+        for fam, wanted in resolve(list(metrics)).items():
+            file, query = family_query(fam)
+            for table, rel in family_tables(fam, options).items():
+                self._write(table, rel)
+            for system, metric, average, value in self.run(file, query, family_params(fam, options)):
+                if metric in wanted and (average or "") in averages:
+                    out.append(Row(str(system), str(metric), average or "", _float(value)))
+        return sorted(out, key=lambda r: (r.system, r.metric, r.average))
+
+
+def _float(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+class DuckDBEngine(Engine):
+    """DuckDB: a :class:`~hiersql.store.Store`, a DuckDB connection, or a DuckDB file.
+
+    The store's own tables are read in place; :meth:`copy_store` copies another store's tables in.
+    """
+
+    dialect = "duckdb"
+
+    def __init__(self, target: Store | duckdb.DuckDBPyConnection | str | None = None,
+                 tables: Mapping[str, str] | None = None) -> None:
+        import duckdb
+
+        super().__init__(tables)
+        if target is None or isinstance(target, str):
+            self.con = duckdb.connect(target or ":memory:")
+        else:
+            self.con = getattr(target, "con", target)
+
+    def execute(self, sql: str) -> list[tuple]:
+        cur = self.con.execute(sql)
+        return cur.fetchall() if cur.description else []
+
+    def _write(self, name: str, rel: duckdb.DuckDBPyRelation) -> None:
+        data = rel.to_arrow_table()  # noqa: F841 - read by name in the statement below
+        self.con.execute(f"CREATE OR REPLACE TABLE {_quoted(name, 'duckdb')} AS SELECT * FROM data")
+
+    def _materialize(self, name: str, sql: str) -> None:
+        self.con.execute(f"CREATE OR REPLACE TABLE {_quoted(name, 'duckdb')} AS {sql}")
+
+
+class PostgresEngine(Engine):
+    """PostgreSQL through psycopg 3.
+
+    Parameters
+    ----------
+    dsn:
+        A libpq connection string (``"host=... dbname=..."`` or ``postgresql://...``), or an open
+        ``psycopg.Connection``.
+    tables:
+        Renames of the hiersql tables (see :class:`Engine`).
+    """
+
+    dialect = "postgres"
+
+    def __init__(self, dsn: Any, tables: Mapping[str, str] | None = None) -> None:
+        import psycopg
+
+        super().__init__(tables)
+        self.conn = psycopg.connect(dsn, autocommit=True) if isinstance(dsn, str) else dsn
+
+    def execute(self, sql: str) -> list[tuple]:
+        with self.conn.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall() if cur.description else []
+
+    def _write(self, name: str, rel: duckdb.DuckDBPyRelation) -> None:
+        target = _quoted(name, self.dialect)
+        cols = ", ".join(_quoted(c, self.dialect) for c in rel.columns)
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {target}")
+            cur.execute(_create_table(name, rel, self.dialect))
+            with cur.copy(f"COPY {target} ({cols}) FROM STDIN") as copy:
+                for row in rel.fetchall():
+                    copy.write_row(row)
+            cur.execute(f"ANALYZE {target}")  # row counts for the planner: without them its guesses are huge
+
+    def _materialize(self, name: str, sql: str) -> None:
+        target = _quoted(name, self.dialect)
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {target}")
+            cur.execute(f"CREATE TABLE {target} AS {sql}")
+            cur.execute(f"ANALYZE {target}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class SparkEngine(Engine):
+    """Spark SQL through a ``pyspark.sql.SparkSession`` (local or a cluster).
+
+    A plain table name becomes a cached temporary view; a qualified one (``db.table``) a managed table.
+    """
+
+    dialect = "spark"
+
+    def __init__(self, spark: Any, tables: Mapping[str, str] | None = None) -> None:
+        super().__init__(tables)
+        self.spark = spark
+
+    def execute(self, sql: str) -> list[tuple]:
+        return [tuple(row) for row in self.spark.sql(sql).collect()]
+
+    def _write(self, name: str, rel: duckdb.DuckDBPyRelation) -> None:
+        schema = ", ".join(f"{_quoted(c, 'spark')} {_type(t, 'spark')}" for c, t in zip(rel.columns, rel.types,
+                                                                                        strict=True))
+        self._register(name, self.spark.createDataFrame(rel.fetchall(), schema=schema))
+
+    def _materialize(self, name: str, sql: str) -> None:
+        self._register(name, self.spark.sql(sql))
+
+    def run(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> list[tuple]:
+        """Rows of query ``name`` of ``sql/<file>.sql``. Spark inlines a CTE at every reference (the set-based
+        summary would recompute its pipeline about ten times), so each CTE is first cached as a temporary view
+        ``_hiersql_<name>``, as :meth:`hiersql.store.Store.run` does in DuckDB."""
+        tree = _tree(file, name, params, self.dialect, self.tables)
+        with_ = tree.args.get("with_")
+        if with_ is None or with_.args.get("recursive"):
+            return self.execute(tree.sql(dialect=self.dialect))
+        views: dict[str, str] = {}
+        frames = []
+        try:
+            for cte in with_.expressions:
+                body = sqlfiles._rename_tables(cte.this, views)
+                frames.append(self.spark.sql(body.sql(dialect=self.dialect)).cache())
+                views[cte.alias] = f"_hiersql_{cte.alias}"
+                frames[-1].createOrReplaceTempView(views[cte.alias])
+            tree.set("with_", None)
+            return self.execute(sqlfiles._rename_tables(tree, views).sql(dialect=self.dialect))
+        finally:
+            for view in views.values():
+                self.spark.catalog.dropTempView(view)
+            for frame in frames:
+                frame.unpersist()
+
+    def _register(self, name: str, frame: Any) -> None:
+        if "." in name:
+            frame.write.mode("overwrite").saveAsTable(name)
+        else:
+            frame.cache().createOrReplaceTempView(name)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _quoted(name: str, dialect: str) -> str:
+    """A (possibly qualified) table or column name, quoted for ``dialect``."""
+    from sqlglot import exp
+
+    return exp.to_table(name).sql(dialect=dialect, identify=True) if "." in name else \
+        exp.to_identifier(name).sql(dialect=dialect, identify=True)
+
+
+def _type(duck_type: object, dialect: str) -> str:
+    from sqlglot import exp
+
+    return exp.DataType.build(str(duck_type), dialect="duckdb").sql(dialect=dialect)
+
+
+def _create_table(name: str, rel: duckdb.DuckDBPyRelation, dialect: str) -> str:
+    """``CREATE TABLE name (...)`` with the columns and types of ``rel``, written for ``dialect``."""
+    cols = ", ".join(f"{_quoted(c, dialect)} {_type(t, dialect)}" for c, t in zip(rel.columns, rel.types,
+                                                                                  strict=True))
+    return f"CREATE TABLE {_quoted(name, dialect)} ({cols})"

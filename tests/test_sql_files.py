@@ -1,0 +1,109 @@
+"""Every file of ``sql/`` parses with sqlglot (DuckDB dialect), and every named query, composed with the
+queries it reads, transpiles to PostgreSQL and Spark. Files added later are picked up by the glob."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from hiersql import engines, sqlfiles
+
+FILES = sqlfiles.available()
+TARGETS = ("postgres", "spark")
+
+
+def _named_queries() -> list[tuple[str, str]]:
+    return [(f, q) for f in FILES for q in sqlfiles.queries(f)]
+
+
+def _parse(text: str) -> list:
+    """All statements of ``text``; the trailing newline as in :func:`hiersql.sqlfiles._parse` (sqlglot 30 fails
+    to tokenize text with a ``$parameter`` that ends with ``''``)."""
+    return sqlglot.parse(text + "\n", read="duckdb", error_level=sqlglot.ErrorLevel.RAISE)
+
+
+def _is_query(text: str) -> bool:
+    statements = _parse(text)
+    return len(statements) == 1 and isinstance(statements[0], exp.Query)
+
+
+def test_the_glob_sees_the_sql_folder():
+    on_disk = sorted(p.stem for p in sqlfiles.sql_dir().glob("*.sql"))
+    assert on_disk == FILES
+    assert {"schema", "closure", "set_based"} <= set(FILES)
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_file_parses_in_duckdb_dialect(file):
+    for name, text in sqlfiles.queries(file).items():
+        statements = _parse(text)
+        assert statements and all(s is not None for s in statements), f"{file}.{name}: nothing parsed"
+        assert not any(isinstance(s, exp.Command) for s in statements), \
+            f"{file}.{name}: sqlglot fell back to an opaque command (it did not understand the statement)"
+
+
+@pytest.mark.parametrize(("file", "name"), _named_queries())
+@pytest.mark.parametrize("dialect", TARGETS)
+def test_named_query_transpiles(file, name, dialect):
+    text = sqlfiles.queries(file)[name]
+    if not _is_query(text):  # DDL (schema.sql): statement by statement
+        out = sqlglot.transpile(text, read="duckdb", write=dialect, unsupported_level=sqlglot.ErrorLevel.RAISE)
+        assert out and all(out)
+        return
+    params = {p: 1 for q in [name, *sqlfiles.dependencies(file, name)]
+              for p in sqlfiles.parameters(sqlfiles.queries(file)[q])}
+    outputs = [sqlfiles.render(file, name, params, dialect)]
+    if name == list(sqlfiles.queries(file))[-1]:  # what an engine runs (folded, dialect fixes); it reads the rest
+        outputs.append(engines.render(file, name, params, dialect))
+    for sql in outputs:
+        back = sqlglot.parse_one(sql + "\n", read=dialect)
+        assert isinstance(back, exp.Query)
+        with_ = back.args.get("with_")
+        ctes = {c.alias for c in with_.expressions} if with_ else set()
+        missing = set(sqlfiles.dependencies(file, name)) - ctes
+        assert not missing, f"{file}.{name}: queries it reads are not composed as CTEs: {sorted(missing)}"
+
+
+def test_render_composes_every_dependency_in_order():
+    """The set-based summary reads four queries; each becomes a CTE, before the summary's own ``micro``."""
+    tree = sqlglot.parse_one(sqlfiles.render("set_based", "set_based_summary"), read="duckdb")
+    names = [c.alias for c in tree.args["with_"].expressions]
+    assert names == ["augmented_truth", "augmented_predictions", "set_pairs", "set_based_instance", "micro"]
+
+
+def test_render_fills_parameters_and_renames_tables():
+    sql = sqlfiles.render("set_based", params={"include_root": True, "max_distance": 2, "augment": "ancestors",
+                                              "beta": 1.0, "zero_division": 0.0},
+                          tables={"truth": "dw.gold_labels"}, dialect="postgres")
+    assert "$" not in sql
+    tree = sqlglot.parse_one(sql, read="postgres")
+    tables = {(t.db, t.name) for t in tree.find_all(exp.Table)}
+    assert ("dw", "gold_labels") in tables and ("", "truth") not in tables
+    assert ("", "predictions") in tables  # not renamed
+
+
+def test_rename_keeps_the_old_name_as_alias():
+    """``truth.label`` must still resolve once ``truth`` is another table."""
+    tree = sqlglot.parse_one("SELECT truth.label FROM truth", read="duckdb")
+    out = sqlfiles._rename_tables(tree, {"truth": "dw.gold"}).sql(dialect="postgres")
+    assert out == "SELECT truth.label FROM dw.gold AS truth"
+
+
+def test_spark_gets_double_literals_and_union_all_recursion():
+    sql = engines.render("closure", dialect="spark", pretty=False)
+    assert "UNION ALL" in sql
+    summary = engines.render("set_based", params={"include_root": False, "max_distance": None,
+                                                  "augment": "ancestors", "beta": 1.0, "zero_division": 0.0},
+                             dialect="spark", pretty=False)
+    decimals = [lit for lit in sqlglot.parse_one(summary, read="spark").find_all(exp.Literal)
+                if lit.is_number and "." in lit.this]
+    assert decimals and all(isinstance(lit.parent, exp.Cast) for lit in decimals)
+
+
+def test_parameters_switch_branches_off():
+    """Constant folding drops the 'descendants' branch when augmenting with ancestors."""
+    params = {"include_root": False, "max_distance": None, "augment": "ancestors", "beta": 1.0,
+              "zero_division": 0.0}
+    sql = engines.render("set_based", "augmented_truth", params, dialect="postgres", pretty=False)
+    assert "'descendants'" not in sql and "'ancestors'" not in sql
