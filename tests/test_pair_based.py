@@ -140,8 +140,9 @@ def test_empty_sets_and_averages_over_instances_and_systems():
     ev.add_truth([["T1"], [], ["P1"], ["T1"]])
     ev.add_predictions("perfect", [["T1"], [], ["P1"], ["T1"]])
     ev.add_predictions("sys", [["P1", "P2"], ["C"], [], ["T1"]])
-    rows = {(r.system, r.metric, r.average): r.value
-            for r in ev.rows(["gie", "mgia", "mgia_fn", "all_pairs_error"])}
+    listed = ev.rows(["gie", "mgia", "mgia_fn", "all_pairs_error"])
+    assert all(type(r.system) is str and type(r.value) is float for r in listed)
+    rows = {(r.system, r.metric, r.average): r.value for r in listed}
     # sys per instance: GIE 7, 5 (C unpaired), 5 (P1 missed), 0; fn 4, 5, 5, 0;
     # MGIA 1 - 4/15, 0, 0, 1; |P ∪ T| = 3, 1, 1, 1; all pairs 2 + 2, 0, 0, 0.
     assert rows[("sys", "graph_induced_error", "")] == pytest.approx(17 / 4)

@@ -220,7 +220,8 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     if "tree_induced_error" in metrics:
         _require_defined(store)
     data, values = _values(store, list(metrics), options)
-    systems, group = np.unique(data.system.astype(str), return_inverse=True)
+    unique, group = np.unique(data.system.astype(str), return_inverse=True)
+    systems = [str(s) for s in unique]
     count = np.bincount(group, minlength=len(systems))
 
     def per_system(per_problem: np.ndarray) -> np.ndarray:
