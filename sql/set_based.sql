@@ -14,7 +14,7 @@ JOIN closure AS c ON c.descendant = t.label
 WHERE $augment <> 'descendants'
   AND ($include_root OR c.ancestor <> (SELECT label FROM nodes WHERE is_root))
   AND ($max_distance IS NULL OR c.distance <= $max_distance)
-UNION
+UNION ALL
 SELECT DISTINCT t.instance_id, c.descendant AS label
 FROM truth AS t
 JOIN closure AS c ON c.ancestor = t.label
@@ -29,7 +29,7 @@ JOIN closure AS c ON c.descendant = p.label
 WHERE $augment <> 'descendants'
   AND ($include_root OR c.ancestor <> (SELECT label FROM nodes WHERE is_root))
   AND ($max_distance IS NULL OR c.distance <= $max_distance)
-UNION
+UNION ALL
 SELECT DISTINCT p.system, p.instance_id, c.descendant AS label
 FROM predictions AS p
 JOIN closure AS c ON c.ancestor = p.label
@@ -39,7 +39,8 @@ WHERE $augment = 'descendants'
 
 -- name: set_pairs
 -- One row per (system, instance, augmented label) with the side(s) it is on, after the Cesa-Bianchi
--- tolerance when asked for.
+-- tolerance when asked for (the augment parameter is tested inside the subquery too, so that constant folding
+-- removes the subquery when the tolerance is not asked for).
 SELECT system, instance_id, label, in_true, in_pred
 FROM (
     SELECT
@@ -59,7 +60,8 @@ WHERE $augment <> 'cesa_bianchi'
         SELECT 1
         FROM edges AS e
         LEFT JOIN nodes AS n ON n.label = e.parent
-        WHERE e.child = both_sides.label
+        WHERE $augment = 'cesa_bianchi'
+          AND e.child = both_sides.label
           AND (n.is_root
                OR (in_true AND EXISTS (SELECT 1 FROM augmented_predictions AS o
                                        WHERE o.system = both_sides.system
