@@ -129,6 +129,13 @@ def test_dag_benevolent_path_choice() -> None:
     assert counts([["D"]], [["C"]], edges) == (2, 0, 1, 1)
 
 
+def test_dag_sibling_and_child_counted_twice() -> None:
+    # root > w, e; w > e. t = p = [root, w]: e is a sibling of w (S) and a child of w (D); the authors' code
+    # adds |S| and |D|, so e counts twice: TN 2
+    edges = [("root", "w"), ("root", "e"), ("w", "e")]
+    assert counts([["w"]], [["w"]], edges) == (1, 0, 0, 2)
+
+
 def test_greedy_path_cover_vectorised() -> None:
     # group 0: candidates 0 (covers labels 0, 1), 1 (covers 1), 2 (covers 2) -> 0 then 2.
     # group 1: candidates 3 (covers 3), 4 (covers 3, 4) -> 4 only (most labels first).

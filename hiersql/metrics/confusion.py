@@ -196,9 +196,10 @@ def greedy_matching(group: np.ndarray, rank: np.ndarray, label: np.ndarray, comm
 
 # ---------------------------------------------------------------------------------------------- helpers
 STAGES = (
-    ("hcm_groups", "hcm_set_labels", "hcm_used_labels", "hcm_paths", "hcm_path_nodes", "hcm_cover_candidates"),
-    ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_nodes",
-     "hcm_pair_common", "hcm_pair_siblings", "hcm_pair_below", "hcm_pair_counts", "hcm_candidates"),
+    ("hcm_systems", "hcm_instances", "hcm_labels", "hcm_set_labels", "hcm_paths", "hcm_path_nodes",
+     "hcm_cover_candidates"),
+    ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_common",
+     "hcm_prefix_tn", "hcm_pair_counts", "hcm_candidates"),
     ("hcm_instance",),
 )
 
@@ -212,15 +213,27 @@ def _materialise_counts(store: Store, tn: str) -> None:
     _run(store, cover, {"tn": tn})
     c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "path_no", "on_path"))
     cand = _dense(c["grp"], c["rank"], c["path_no"])
-    covers = np.unique(c["grp"] * (int(c["on_path"].max(initial=0)) + 1) + c["on_path"], return_inverse=True)[1]
+    covers = np.unique(c["grp"] * (int(np.abs(c["on_path"]).max(initial=0)) * 2 + 1) + c["on_path"],
+                       return_inverse=True)[1]
     best, step = greedy_path_cover(c["grp"], cand, covers)
     first = np.unique(cand, return_index=True)[1]
     _put(store, "hcm_cover_choice", {k: c[k][first[best]] for k in ("grp", "rank", "path_no")} | {"step": step})
     _run(store, pairs, {"tn": tn})
-    m = _fetch(store, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "rank", "n_common"))
-    chosen = greedy_matching(m["grp"], m["rank"], _dense(m["grp"], m["j"]), m["n_common"])
+    m = _fetch(store, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"))
+    pred = _dense(*(m[k] for k in ("grp", "p_label", "p_path")), order=np.lexsort((m["p_path"], m["p_label"],
+                                                                               m["grp"])))
+    rank = _processing_rank(m["grp"], pred, m["n_common"], m["name_rank"])
+    chosen = greedy_matching(m["grp"], rank, _dense(m["grp"], m["j"]), m["n_common"])
     _put(store, "hcm_match", {k: m[k][chosen] for k in ("grp", "j", "t_path", "p_label", "p_path")})
     _run(store, final, {"tn": tn})
+
+
+def _run(store: Store, names: Sequence[str], params: dict[str, object]) -> None:
+    """Materialise the queries ``names`` of ``sql/hcm.sql`` as temp tables, in order."""
+    queries = sqlfiles.queries("hcm")
+    for name in names:
+        store.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {queries[name]}",
+                          sqlfiles.bind(queries[name], params))
 
 
 def _fetch(store: Store, table: str, columns: Sequence[str]) -> dict[str, np.ndarray]:
@@ -230,21 +243,35 @@ def _fetch(store: Store, table: str, columns: Sequence[str]) -> dict[str, np.nda
     return {k: np.asarray(data[k], dtype=np.int64) for k in columns}
 
 
-def _dense(*keys: np.ndarray) -> np.ndarray:
-    """Dense ids (from 0) of the rows' key tuples, increasing with the keys; rows must be sorted by them."""
-    if not len(keys[0]):
-        return np.zeros(0, dtype=np.int64)
-    change = np.zeros(len(keys[0]), dtype=bool)
+def _dense(*keys: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Dense ids (from 0) of the rows' key tuples, increasing with the keys. Rows must be sorted by the keys,
+    or ``order`` must sort them."""
+    n = len(keys[0])
+    order = np.arange(n) if order is None else order
+    change = np.zeros(n, dtype=bool)
     for k in keys:
-        change[1:] |= k[1:] != k[:-1]
-    return np.cumsum(change)
+        change[1:] |= k[order][1:] != k[order][:-1]
+    ids = np.empty(n, dtype=np.int64)
+    ids[order] = np.cumsum(change)
+    return ids
 
 
-def _run(store: Store, names: Sequence[str], params: dict[str, object]) -> None:
-    queries = sqlfiles.queries("hcm")
-    for name in names:
-        store.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {queries[name]}",
-                          sqlfiles.bind(queries[name], params))
+def _processing_rank(group: np.ndarray, pred: np.ndarray, common: np.ndarray, name_rank: np.ndarray
+                     ) -> np.ndarray:
+    """Per row, the position (from 0) of its predicted path ``pred`` within its group when the paths are
+    taken by m (the path's largest ``common``) descending, then by ``name_rank`` descending."""
+    n_pred = int(pred.max(initial=-1)) + 1
+    m = np.full(n_pred, -1, dtype=np.int64)
+    np.maximum.at(m, pred, common)
+    pred_group = np.zeros(n_pred, dtype=np.int64)
+    pred_group[pred] = group
+    pred_name = np.zeros(n_pred, dtype=np.int64)
+    pred_name[pred] = name_rank
+    order = np.lexsort((-pred_name, -m, pred_group))
+    starts = np.searchsorted(pred_group[order], pred_group[order], side="left")
+    position = np.empty(n_pred, dtype=np.int64)
+    position[order] = np.arange(n_pred) - starts
+    return position[pred]
 
 
 def _put(store: Store, table: str, columns: dict[str, np.ndarray]) -> None:
