@@ -3,6 +3,8 @@ every intermediate set the paper lists, the three graph modes, averaging, empty 
 
 from __future__ import annotations
 
+import itertools
+import random
 import warnings
 
 import pytest
@@ -157,6 +159,68 @@ def test_optimal_beats_greedy_and_falls_back(monkeypatch):
         warnings.simplefilter("always")
         assert lca.lca_f1(*args, lca_graph="optimal") == pytest.approx(0.5)
     assert any(issubclass(w.category, DataWarning) and "1 instance(s) fell back" in str(w.message) for w in caught)
+
+
+def test_optimal_beats_algorithm_1():
+    """DAG 0>{1,2,3}, 1>{2,4}, 2>3, 3>5; Y = {3, 1, 5} → {5} (3 and 1 are ancestors of 5), Ŷ = {2, 4}.
+    Options: 5 → (2, 2) at 2; 2 → (2, 5); 4 → (1, 5) or (0, 5), both at 4 (5→3→2→1, 5→3→0). Algorithm 1 takes
+    LCA 2 (2 labels), then 0 before 1 (tie, by name): Gt = {5,3,2,0}, Gp = {2,4,1,0}: F = 4/8 with the root.
+    The optimum takes 1: Gt = {5,3,2,1}, Gp = {2,4,1}: F = 4/7."""
+    tax = Taxonomy.from_edges([("0", "1"), ("0", "2"), ("0", "3"), ("1", "2"), ("1", "4"), ("2", "3"), ("3", "5")])
+    args = ([["3", "1", "5"]], [["2", "4"]], tax)
+    assert lca.lca_f1(*args, include_root=True) == pytest.approx(1 / 2)
+    assert lca.lca_f1(*args, include_root=True, lca_graph="optimal") == pytest.approx(4 / 7)
+    assert lca.lca_f1(*args) == pytest.approx(1 / 3)  # the root 0 not counted: Gt ∩ Gp = {2}
+    assert lca.lca_f1(*args, lca_graph="optimal") == pytest.approx(4 / 7)
+
+
+def brute_force(inst: lca.Instance) -> float:
+    """Problem 2 by enumeration: every minimum LCA set, option per label and shortest path per (side, node,
+    LCA); the best FLCA (root counted)."""
+    labels = sorted(inst.options)
+    candidates = sorted({a for opts in inst.options.values() for a, _ in opts})
+    size = next(k for k in range(1, len(candidates) + 1)
+                if any(lca._covered(inst, set(s)) for s in itertools.combinations(candidates, k)))
+    best = 0.0
+    for chosen in itertools.combinations(candidates, size):
+        choices = [[o for o in inst.options[label] if o[0] in chosen] for label in labels]
+        for pick in itertools.product(*choices):
+            need = {}
+            for (side, label), (a, q) in zip(labels, pick, strict=True):
+                need[(side, label, a)] = inst.paths[(label, a)]
+                need[(lca.OTHER[side], q, a)] = inst.paths[(q, a)]
+            for paths in itertools.product(*need.values()):
+                graphs = {side: set(v) for side, v in inst.labels.items()}
+                for (side, _, _), path in zip(need, paths, strict=True):
+                    graphs[side] |= path
+                gt, gp = graphs["t"], graphs["p"]
+                best = max(best, 2 * len(gt & gp) / (len(gt) + len(gp)))
+    return best
+
+
+def test_optimal_equals_brute_force_on_random_dags():
+    """Seeded random DAGs of 5-9 nodes and label sets of 1-3: the CP-SAT optimum equals enumeration, and
+    greedy never beats it."""
+    rng = random.Random(3)
+    checked = 0
+    for _ in range(30):
+        n = rng.randint(5, 9)
+        edges = {(str(p), str(v)) for v in range(1, n) for p in rng.sample(range(v), min(v, rng.choice([1, 2])))}
+        nodes = [str(v) for v in range(1, n)]
+        store = store_from_sets([rng.sample(nodes, rng.randint(1, 3))], [rng.sample(nodes, rng.randint(1, 3))],
+                                Taxonomy.from_edges(sorted(edges)))
+        opts = options(include_root=True)
+        lca._materialise(store, "lca_open_instances", lca._prepare(store, opts, None))
+        for inst in lca._open_instances(store).values():
+            optimal, fell_back = lca._optimal(inst, set())
+            greedy, _ = lca._greedy(inst)
+            f = {name: 2 * b / (t + p) for name, (t, p, b) in
+                 (("optimal", lca._sizes(optimal, set())), ("greedy", lca._sizes(greedy, set())))}
+            assert not fell_back and f["optimal"] == pytest.approx(brute_force(inst))
+            assert f["greedy"] <= f["optimal"] + 1e-12
+            checked += 1
+        store.close()
+    assert checked >= 5
 
 
 def test_bad_graph_option():
