@@ -38,27 +38,31 @@ LEFT JOIN nodes AS n ON n.label = u.label
 
 -- name: hcm_set_labels
 -- The labels of every set (sys_no 0: the truth of an instance; else a system's predictions for it) with
--- their rank. A (system, instance) with no prediction is the set {root}: it is scored as the path [root].
-SELECT 0 AS sys_no, i.inst_no, i.inst_no AS grp, l.label_id, t.rank
-FROM truth AS t
-JOIN hcm_instances AS i ON i.instance_id = t.instance_id
-JOIN hcm_labels AS l ON l.label = t.label
-UNION ALL
-SELECT s.sys_no, i.inst_no, s.sys_no * (SELECT count(*) + 1 FROM instances) + i.inst_no AS grp, l.label_id,
-       p.rank
-FROM predictions AS p
-JOIN hcm_systems AS s ON s.system = p.system
-JOIN hcm_instances AS i ON i.instance_id = p.instance_id
-JOIN hcm_labels AS l ON l.label = p.label
-UNION ALL
-SELECT s.sys_no, i.inst_no, s.sys_no * (SELECT count(*) + 1 FROM instances) + i.inst_no AS grp, r.label_id,
-       1 AS rank
-FROM hcm_systems AS s
-CROSS JOIN hcm_instances AS i
-CROSS JOIN (SELECT l.label_id FROM hcm_labels AS l JOIN nodes AS n ON n.label = l.label WHERE n.is_root) AS r
-LEFT JOIN (SELECT DISTINCT system, instance_id FROM predictions) AS p
-    ON p.system = s.system AND p.instance_id = i.instance_id
-WHERE p.system IS NULL
+-- their rank and a row number (label_no). A (system, instance) with no prediction is the set {root}: it is
+-- scored as the path [root].
+SELECT *, row_number() OVER () AS label_no
+FROM (
+    SELECT 0 AS sys_no, i.inst_no, i.inst_no AS grp, l.label_id, t.rank
+    FROM truth AS t
+    JOIN hcm_instances AS i ON i.instance_id = t.instance_id
+    JOIN hcm_labels AS l ON l.label = t.label
+    UNION ALL
+    SELECT s.sys_no, i.inst_no, s.sys_no * (SELECT count(*) + 1 FROM instances) + i.inst_no AS grp, l.label_id,
+           p.rank
+    FROM predictions AS p
+    JOIN hcm_systems AS s ON s.system = p.system
+    JOIN hcm_instances AS i ON i.instance_id = p.instance_id
+    JOIN hcm_labels AS l ON l.label = p.label
+    UNION ALL
+    SELECT s.sys_no, i.inst_no, s.sys_no * (SELECT count(*) + 1 FROM instances) + i.inst_no AS grp, r.label_id,
+           1 AS rank
+    FROM hcm_systems AS s
+    CROSS JOIN hcm_instances AS i
+    CROSS JOIN (SELECT l.label_id FROM hcm_labels AS l JOIN nodes AS n ON n.label = l.label WHERE n.is_root) AS r
+    LEFT JOIN (SELECT DISTINCT system, instance_id FROM predictions) AS p
+        ON p.system = s.system AND p.instance_id = i.instance_id
+    WHERE p.system IS NULL
+) AS set_labels
 
 -- name: hcm_paths
 -- Every root path of every label, root first, as node names (path) and node ids (ids). path_no numbers
@@ -96,8 +100,8 @@ FROM hcm_paths
 
 -- name: hcm_cover_candidates
 -- Input of the greedy path cover: for every label of a set and every root path of it, the labels of the
--- same set that lie on that path. Candidates are ordered by rank, then path_no.
-SELECT l.grp, l.rank, pn.path_no, o.label_id AS on_path
+-- same set that lie on that path (on_path = their label_no). Candidates are ordered by rank, then path_no.
+SELECT l.grp, l.rank, pn.path_no, o.label_no AS on_path
 FROM hcm_set_labels AS l
 JOIN hcm_path_nodes AS pn ON pn.label_id = l.label_id
 JOIN hcm_set_labels AS o ON o.grp = l.grp AND o.label_id = pn.node_id

@@ -206,6 +206,16 @@ def test_hierarchical_confusion_matrix_table(store: Store) -> None:
     assert df.set_index("system").loc["good", ["tp", "fp", "fn", "tn"]].tolist() == [5, 0, 0, 5]
 
 
+def test_no_systems_gives_empty_results() -> None:
+    s = Store()
+    s.load_taxonomy(Taxonomy.from_edges(TREE))
+    s.add_truth([["a11"]])
+    assert evaluate(s, list(METRICS), Options()) == []
+    assert per_instance(s, Options()).empty
+    df = hierarchical_confusion_matrix(s)
+    assert df.empty and list(df.columns)[:5] == ["system", "tp", "fp", "fn", "tn"]
+
+
 def test_bad_tn_option(store: Store) -> None:
     with pytest.raises(ValueError, match="tn must be"):
         hierarchical_confusion_matrix(store, tn="all")

@@ -75,12 +75,14 @@ def hierarchical_confusion_matrix(store: Store, tn: str = "published", zero_divi
     zero_division:
         Value of a ratio whose denominator is 0.
     """
+    import pandas as pd
+
     options = Options(tn=tn, zero_division=zero_division, average=("micro",))
-    wide = _summary(store, options).filter("average <> 'macro'").df()
-    table = wide.pivot(index="system", columns="metric", values="value")
-    table.columns = [c.removeprefix("hcm_") for c in table.columns]
-    table[list(COUNTS)] = table[list(COUNTS)].astype("int64")
-    return table[[*COUNTS, *MEASURES]].reset_index().rename_axis(columns=None)
+    long = _summary(store, options).filter("average <> 'macro'").df()
+    table = long.pivot(index="system", columns="metric", values="value")
+    table = table.rename(columns=lambda c: c.removeprefix("hcm_")).reindex(columns=[*COUNTS, *MEASURES])
+    table = pd.DataFrame(table).astype(dict.fromkeys(COUNTS, "int64") | dict.fromkeys(MEASURES, "float64"))
+    return table.reset_index().rename_axis(columns=None)
 
 
 def hierarchical_confusion(
@@ -129,9 +131,9 @@ def greedy_path_cover(group: np.ndarray, cand: np.ndarray, covers: np.ndarray
     """The greedy path cover of every label set at once (SPEC §6).
 
     Each row says that candidate path ``cand`` of group (label set) ``group`` holds label ``covers`` of the
-    set. Candidates are numbered in their order (label rank, then path order) and never shared between
-    groups; ``covers`` ids are global too. Repeatedly, every group whose labels are not all covered takes
-    the candidate holding the most not-yet-covered labels (the first one wins ties).
+    set. Candidates are numbered from 0 in their order (group, then label rank, then path order), so the
+    ids of a group are contiguous; ``covers`` ids are global. Repeatedly, every group whose labels are not
+    all covered takes the candidate holding the most not-yet-covered labels (the first one wins ties).
 
     Returns the chosen candidate ids and the step (0, 1, ...) at which each was chosen in its group.
     """
@@ -148,11 +150,13 @@ def greedy_path_cover(group: np.ndarray, cand: np.ndarray, covers: np.ndarray
     steps: list[np.ndarray] = []
     while live.any():
         rows = np.flatnonzero(live)
-        gain = np.bincount(cand[rows], weights=~covered[covers[rows]], minlength=n_cand)
-        ids = np.unique(cand[rows])
-        order = np.lexsort((ids, -gain[ids], cand_group[ids]))
-        firsts = np.unique(cand_group[ids[order]], return_index=True)[1]
-        best = ids[order][firsts]
+        gain = np.bincount(cand[rows], weights=~covered[covers[rows]], minlength=n_cand).astype(np.int64)
+        ids = np.flatnonzero(np.bincount(cand[rows], minlength=n_cand))
+        # per group the largest gain, then the smallest id: the maximum of gain * (n + 1) + (n - id)
+        key = gain[ids] * (n_cand + 1) + (n_cand - ids)
+        g = cand_group[ids]
+        starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        best = n_cand - np.maximum.reduceat(key, starts) % (n_cand + 1)
         chosen.append(best)
         steps.append(np.full(len(best), len(steps)))
         taken = np.zeros(n_cand, dtype=bool)
@@ -211,15 +215,13 @@ def _materialise_counts(store: Store, tn: str) -> None:
         raise ValueError(f"tn must be one of {TN_MODES}, got {tn!r}")
     cover, pairs, final = STAGES
     _run(store, cover, {"tn": tn})
-    c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "path_no", "on_path"))
+    c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "path_no", "on_path"), 3)
     cand = _dense(c["grp"], c["rank"], c["path_no"])
-    covers = np.unique(c["grp"] * (int(np.abs(c["on_path"]).max(initial=0)) * 2 + 1) + c["on_path"],
-                       return_inverse=True)[1]
-    best, step = greedy_path_cover(c["grp"], cand, covers)
+    best, step = greedy_path_cover(c["grp"], cand, c["on_path"])
     first = np.unique(cand, return_index=True)[1]
     _put(store, "hcm_cover_choice", {k: c[k][first[best]] for k in ("grp", "rank", "path_no")} | {"step": step})
     _run(store, pairs, {"tn": tn})
-    m = _fetch(store, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"))
+    m = _fetch(store, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"), 3)
     pred = _dense(*(m[k] for k in ("grp", "p_label", "p_path")), order=np.lexsort((m["p_path"], m["p_label"],
                                                                                m["grp"])))
     rank = _processing_rank(m["grp"], pred, m["n_common"], m["name_rank"])
@@ -236,10 +238,10 @@ def _run(store: Store, names: Sequence[str], params: dict[str, object]) -> None:
                           sqlfiles.bind(queries[name], params))
 
 
-def _fetch(store: Store, table: str, columns: Sequence[str]) -> dict[str, np.ndarray]:
-    """Integer ``columns`` of ``table`` as numpy arrays, rows sorted by the columns in order."""
-    cols = ", ".join(columns)
-    data = store.con.sql(f"SELECT {cols} FROM {table} ORDER BY {cols}").fetchnumpy()
+def _fetch(store: Store, table: str, columns: Sequence[str], n_keys: int) -> dict[str, np.ndarray]:
+    """Integer ``columns`` of ``table`` as numpy arrays, rows sorted by the first ``n_keys`` columns."""
+    keys = ", ".join(columns[:n_keys])
+    data = store.con.sql(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {keys}").fetchnumpy()
     return {k: np.asarray(data[k], dtype=np.int64) for k in columns}
 
 
