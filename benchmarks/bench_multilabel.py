@@ -3,7 +3,8 @@
 Two inputs:
 
 - ``--germeval DIR``: the canonical GermEval 2019 subtask B files (``taxonomy.tsv``, ``truth_b.tsv``, every
-  ``pred_b/*.tsv``: 21 systems, 343 classes), plus the heat map of one system with all its classes;
+  ``pred_b/*.tsv``: the 19 systems with a subtask-B file, 343 classes), plus the heat map of one system with
+  all its classes;
 - ``--data DIR``: a folder written by ``benchmarks/generate.py`` (``meta.json``, ``truth.tsv``, ``pred.tsv``).
 
 Example::

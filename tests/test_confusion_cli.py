@@ -82,7 +82,7 @@ def test_plot_pixel_size_one_and_several_systems(table4, capsys):
     assert _png_size(png) == (720, 630)
     assert main(_args(table4, "--plot", str(png), preds=("a=pred.tsv", "b=same.tsv"))) == 0
     assert _png_size(table4 / "m_a.png") == _png_size(table4 / "m_b.png") == (720, 630)
-    capsys.readouterr()
+    assert capsys.readouterr().err.splitlines()[-2:] == [f"hiersql: wrote {table4 / n}" for n in ("m_a.png", "m_b.png")]
 
 
 def test_germeval_depth_one_plot(data_dir, tmp_path, capsys):
@@ -123,6 +123,7 @@ def test_hierarchical_kind(table4, tmp_path, capsys):
     [
         (["--depth", "-1"], "--depth must be >= 0"),
         (["--kind", "hierarchical", "--depth", "1"], "--depth applies to --kind multilabel only"),
+        (["--kind", "hierarchical", "--normalize", "recall"], "--normalize applies to --kind multilabel only"),
         (["--plot", "/no/such/folder/m.png"], "folder of the plot file does not exist"),
     ],
 )

@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.depth is not None and args.kind != "multilabel":
         raise InputError("--depth applies to --kind multilabel only", "--depth", value=args.depth)
+    if args.normalize != "none" and args.kind != "multilabel":
+        raise InputError("--normalize applies to --kind multilabel only", "--normalize", value=args.normalize)
     if args.depth is not None and args.depth < 0:
         raise InputError("--depth must be >= 0", "--depth", value=args.depth)
     if args.plot and not Path(args.plot).resolve().parent.is_dir():
@@ -65,7 +67,7 @@ def _hierarchical(store, args: argparse.Namespace) -> None:
     if args.plot:
         from ..report import binary_confusion, save
 
-        save(binary_confusion(table), args.plot)
+        _wrote(save(binary_confusion(table), args.plot))
     if args.format == "csv":
         print(table.to_csv(index=False, float_format="%r"), end="")
     else:
@@ -86,8 +88,8 @@ def _multilabel(store, args: argparse.Namespace) -> None:
             title = f"{system}: multi-label confusion matrix"
             title += f" ({args.normalize})" if column != "value" else ""
             title += f", depth {args.depth}" if args.depth is not None else ""
-            save(heatmap(matrix, title, "share" if column != "value" else "instances"),
-                 _plot_path(Path(args.plot), system, len(systems)))
+            _wrote(save(heatmap(matrix, title, "share" if column != "value" else "instances"),
+                        _plot_path(Path(args.plot), system, len(systems))))
     if args.format == "csv":
         _print_csv(cells)
         return
@@ -115,6 +117,12 @@ def _print_csv(cells) -> None:
     for row in cells.itertuples(index=False):
         writer.writerow([row.system, row.true_label, row.pred_label, repr(float(row.value)),
                          repr(float(row.recall)), repr(float(row.precision))])
+
+
+def _wrote(path: Path) -> None:
+    import sys
+
+    print(f"hiersql: wrote {path}", file=sys.stderr)
 
 
 def _plot_path(path: Path, system: str, n_systems: int) -> Path:
