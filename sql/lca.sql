@@ -41,24 +41,40 @@ WHERE NOT EXISTS (
       AND ($drop_distance IS NULL OR c.distance <= $drop_distance)
 )
 
+-- name: lca_pair_meetings
+-- For every (true label, predicted label) pair of an instance: its lowest common ancestors, i.e. the
+-- common ancestors within $max_distance edges of both whose cost up(t, a) + up(p, a) is the pair's minimum
+-- d(t, p). (Other common ancestors cost more than d(t, p) and so can be no label's option.)
+SELECT system, instance_id, t_label, p_label, lca, up_t, up_p
+FROM (
+    SELECT
+        x.system,
+        x.instance_id,
+        x.label AS t_label,
+        z.label AS p_label,
+        cx.ancestor AS lca,
+        cx.distance AS up_t,
+        cz.distance AS up_p,
+        min(cx.distance + cz.distance) OVER (PARTITION BY x.system, x.instance_id, x.label, z.label) AS d
+    FROM lca_labels AS x
+    JOIN lca_labels AS z
+        ON z.system = x.system AND z.instance_id = x.instance_id AND x.side = 't' AND z.side = 'p'
+    JOIN closure AS cx ON cx.descendant = x.label
+    JOIN closure AS cz ON cz.descendant = z.label AND cz.ancestor = cx.ancestor
+    WHERE $max_distance IS NULL OR (cx.distance <= $max_distance AND cz.distance <= $max_distance)
+) AS pairs
+WHERE up_t + up_p = d
+
 -- name: lca_meetings
--- Every common ancestor of a label and a label of the other side, within $max_distance edges of both.
-SELECT
-    x.system,
-    x.instance_id,
-    x.side,
-    x.label,
-    z.label AS partner,
-    cx.ancestor AS lca,
-    cx.distance AS up_label,
-    cz.distance AS up_partner,
-    cx.distance + cz.distance AS cost
-FROM lca_labels AS x
-JOIN lca_labels AS z
-    ON z.system = x.system AND z.instance_id = x.instance_id AND z.side <> x.side
-JOIN closure AS cx ON cx.descendant = x.label
-JOIN closure AS cz ON cz.descendant = z.label AND cz.ancestor = cx.ancestor
-WHERE $max_distance IS NULL OR (cx.distance <= $max_distance AND cz.distance <= $max_distance)
+-- The pair meetings from both sides: (system, instance_id, side, label, partner, lca, up_label, up_partner,
+-- cost).
+SELECT system, instance_id, 't' AS side, t_label AS label, p_label AS partner, lca, up_t AS up_label,
+       up_p AS up_partner, up_t + up_p AS cost
+FROM lca_pair_meetings
+UNION ALL
+SELECT system, instance_id, 'p' AS side, p_label AS label, t_label AS partner, lca, up_p AS up_label,
+       up_t AS up_partner, up_t + up_p AS cost
+FROM lca_pair_meetings
 
 -- name: lca_options
 -- (system, instance_id, side, label, lca, partner, up_label, up_partner): the options of every label.
