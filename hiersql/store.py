@@ -62,25 +62,25 @@ class Store:
         edges = taxonomy.all_edges()
         depths = taxonomy.depths()
         nodes = taxonomy.all_nodes()
+        weights = ["" if e.weight is None else repr(e.weight) for e in edges]
         with self.transaction():
             for table in ("closure", "nodes", "edges"):
                 self.con.execute(f"DELETE FROM {table}")
             self.con.execute(
-                "INSERT INTO edges SELECT unnest($p), unnest($c), unnest($w)",
-                {"p": [e.parent for e in edges], "c": [e.child for e in edges],
-                 "w": [e.weight for e in edges]},
+                "INSERT INTO edges SELECT unnest(string_split($p, chr(31))), unnest(string_split($c, chr(31))),"
+                " CAST(nullif(unnest(string_split($w, chr(31))), '') AS DOUBLE)",
+                {"p": _joined([e.parent for e in edges], taxonomy.source),
+                 "c": _joined([e.child for e in edges], taxonomy.source), "w": _joined(weights, taxonomy.source)},
             )
             self.con.execute(
-                "INSERT INTO nodes SELECT unnest($n), unnest($d), unnest($r), unnest($l), unnest($v),"
-                " unnest($pos)",
-                {
-                    "n": nodes,
-                    "d": [depths[n] for n in nodes],
-                    "r": [n == taxonomy.root for n in nodes],
-                    "l": [not taxonomy._children[n] for n in nodes],
-                    "v": [taxonomy.virtual_root and n == taxonomy.root for n in nodes],
-                    "pos": list(range(len(nodes))),
-                },
+                "INSERT INTO nodes SELECT n.label, n.depth, n.label = $root, e.parent IS NULL,"
+                " $virtual AND n.label = $root, n.position"
+                " FROM (SELECT unnest(string_split($n, chr(31))) AS label,"
+                "  CAST(unnest(string_split($d, chr(31))) AS INTEGER) AS depth,"
+                "  generate_subscripts(string_split($n, chr(31)), 1) - 1 AS position) AS n"
+                " LEFT JOIN (SELECT DISTINCT parent FROM edges) AS e ON e.parent = n.label ORDER BY n.position",
+                {"n": _joined(nodes, taxonomy.source), "d": _joined([str(depths[n]) for n in nodes], taxonomy.source),
+                 "root": taxonomy.root, "virtual": taxonomy.virtual_root},
             )
             self.con.execute(f"INSERT INTO closure {sqlfiles.queries('closure')['closure']}")
         self.taxonomy = taxonomy
@@ -413,6 +413,16 @@ class _Transaction:
 
     def __exit__(self, exc_type: object, *_: object) -> None:
         self.con.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _joined(values: list[str], source: str) -> str:
+    """``values`` joined by the unit separator U+001F, to pass a column as one string parameter and split it
+    in SQL (``unnest(string_split($p, chr(31)))``): several times faster than a list parameter."""
+    text = "\x1f".join(values)
+    if text.count("\x1f") != len(values) - 1:
+        bad = next(v for v in values if "\x1f" in v)
+        raise InputError("node name contains the control character U+001F", source, value=bad)
+    return text
 
 
 def _lit(text: str) -> str:
