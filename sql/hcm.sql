@@ -10,7 +10,7 @@
 -- nodes of p \ t that are in D.
 -- The greedy path cover of each label set and the greedy matching of predicted to true paths are sequential
 -- per instance; hiersql.metrics.confusion runs them vectorised over all instances between these queries and
--- writes their choices as the tables hcm_cover_choice(grp, rank, path_no, step) (read by hcm_chosen_paths)
+-- writes their choices as the tables hcm_cover_choice(label_no, path_no, step) (read by hcm_chosen_paths)
 -- and hcm_match(grp, j, t_path, p_label, p_path) (read by hcm_instance).
 -- Label sets are numbered grp = sys_no * (number of instances + 1) + inst_no, sys_no 0 being the truth;
 -- labels and nodes are numbered by their position in the taxonomy (negative for labels outside it).
@@ -40,7 +40,7 @@ LEFT JOIN nodes AS n ON n.label = u.label
 -- The labels of every set (sys_no 0: the truth of an instance; else a system's predictions for it) with
 -- their rank and a row number (label_no). A (system, instance) with no prediction is the set {root}: it is
 -- scored as the path [root].
-SELECT *, row_number() OVER () AS label_no
+SELECT *, row_number() OVER (ORDER BY grp, label_id) AS label_no
 FROM (
     SELECT 0 AS sys_no, i.inst_no, i.inst_no AS grp, l.label_id, t.rank
     FROM truth AS t
@@ -100,8 +100,9 @@ FROM hcm_paths
 
 -- name: hcm_cover_candidates
 -- Input of the greedy path cover: for every label of a set and every root path of it, the labels of the
--- same set that lie on that path (on_path = their label_no). Candidates are ordered by rank, then path_no.
-SELECT l.grp, l.rank, pn.path_no, o.label_no AS on_path
+-- same set that lie on that path (on_path = their label_no). Candidates are ordered by rank (then
+-- label_no, should ranks tie), then path_no.
+SELECT l.grp, l.rank, l.label_no, pn.path_no, o.label_no AS on_path
 FROM hcm_set_labels AS l
 JOIN hcm_path_nodes AS pn ON pn.label_id = l.label_id
 JOIN hcm_set_labels AS o ON o.grp = l.grp AND o.label_id = pn.node_id
@@ -110,7 +111,7 @@ JOIN hcm_set_labels AS o ON o.grp = l.grp AND o.label_id = pn.node_id
 -- The paths the cover chose, with the step at which each was chosen in its set.
 SELECT l.sys_no, l.inst_no, l.grp, l.label_id, c.path_no, p.n_nodes, c.step
 FROM hcm_cover_choice AS c
-JOIN hcm_set_labels AS l ON l.grp = c.grp AND l.rank = c.rank
+JOIN hcm_set_labels AS l ON l.label_no = c.label_no
 JOIN hcm_paths AS p ON p.label_id = l.label_id AND p.path_no = c.path_no
 
 -- name: hcm_chosen_truth

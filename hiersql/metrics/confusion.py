@@ -215,11 +215,11 @@ def _materialise_counts(store: Store, tn: str) -> None:
         raise ValueError(f"tn must be one of {TN_MODES}, got {tn!r}")
     cover, pairs, final = STAGES
     _run(store, cover, {"tn": tn})
-    c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "path_no", "on_path"), 3)
-    cand = _dense(c["grp"], c["rank"], c["path_no"])
+    c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "label_no", "path_no", "on_path"), 4)
+    cand = _dense(c["grp"], c["rank"], c["label_no"], c["path_no"])
     best, step = greedy_path_cover(c["grp"], cand, c["on_path"])
     first = np.unique(cand, return_index=True)[1]
-    _put(store, "hcm_cover_choice", {k: c[k][first[best]] for k in ("grp", "rank", "path_no")} | {"step": step})
+    _put(store, "hcm_cover_choice", {k: c[k][first[best]] for k in ("label_no", "path_no")} | {"step": step})
     _run(store, pairs, {"tn": tn})
     m = _fetch(store, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"), 3)
     pred = _dense(*(m[k] for k in ("grp", "p_label", "p_path")), order=np.lexsort((m["p_path"], m["p_label"],
