@@ -216,6 +216,13 @@ def test_no_systems_gives_empty_results() -> None:
     assert df.empty and list(df.columns)[:5] == ["system", "tp", "fp", "fn", "tn"]
 
 
+def test_one_shot_inputs() -> None:
+    tax = Taxonomy.from_edges(TREE)
+    assert hierarchical_confusion([["a11"]], [["a12"]], tax)["tn"] == 3
+    with pytest.raises(ValueError, match="instances"):
+        hierarchical_confusion([["a11"]], [], TREE)
+
+
 def test_bad_tn_option(store: Store) -> None:
     with pytest.raises(ValueError, match="tn must be"):
         hierarchical_confusion_matrix(store, tn="all")

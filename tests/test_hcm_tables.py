@@ -165,3 +165,14 @@ def test_table_v_germeval_subtask_b(germeval: Path) -> None:
     for system, stem in FILES_B.items():
         store.add_predictions(system, germeval / "submissions" / f"{stem}.txt", "germeval-b")
     assert_table(hierarchical_confusion_matrix(store), TABLE_V)
+
+
+def test_table_v_from_canonical_long_files(data_dir: Path) -> None:
+    """The same experiment read from the plain long files of data/canonical (label order = row order)."""
+    canonical = data_dir / "canonical"
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_file(canonical / "taxonomy.tsv"))
+    store.add_truth(canonical / "truth_b.tsv")
+    for system, stem in FILES_B.items():
+        store.add_predictions(system, canonical / "pred_b" / f"{stem}.tsv")
+    assert_table(hierarchical_confusion_matrix(store), TABLE_V)

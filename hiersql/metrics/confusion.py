@@ -74,6 +74,13 @@ def hierarchical_confusion_matrix(store: Store, tn: str = "published", zero_divi
         or ``"descendants"`` (the paper's formula; not the published numbers).
     zero_division:
         Value of a ratio whose denominator is 0.
+
+    Notes
+    -----
+    Riehl et al. Table II on the summed counts: accuracy ``(TP+TN)/(TP+TN+FP+FN)``, precision ``TP/(TP+FP)``,
+    recall ``TP/(TP+FN)``, F1 ``2TP/(2TP+FP+FN)``, MCC ``(TP·TN-FP·FN)/sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN))``
+    (floating point), FNR ``FN/(FN+TP)``, FPR ``FP/(FP+TN)``, TNR ``TN/(TN+FP)``, prevalence threshold
+    ``(sqrt(TPR(1-TNR))+TNR-1)/(TPR+TNR-1)``.
     """
     import pandas as pd
 
