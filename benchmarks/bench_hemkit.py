@@ -79,6 +79,7 @@ def child_big(folder: str) -> None:
     data = Path(folder)
     t0 = time.perf_counter()
     store = Store()
+    store.con.execute("SET memory_limit = '6GB'")  # spill rather than crowd the shared machine
     store.load_taxonomy(Taxonomy.from_file(data / "taxonomy.tsv"))
     store.add_truth(data / "truth.tsv")
     store.add_predictions("synthetic", data / "pred.tsv")

@@ -157,23 +157,27 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
 
 
 def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
-    """HEMKit's six means over the instances of ``store`` (single system). The means are exactly rounded sums
-    (``math.fsum``) of the per-instance values, so the 17 printed digits do not depend on summation order."""
-    import math
-
+    """HEMKit's six means over the instances of ``store`` (single system), with HEMKit's arithmetic: per
+    instance P and R (a quotient of two counts), ``F = 2·P·R/(P + R)`` (0 when both are 0), each summed in line
+    order and divided by the number of instances, so that all 17 printed digits match."""
     from .evaluator import make_options
     from .metrics import lca
 
     hierarchical = store.run("set_based", "set_based_instance", {
         "include_root": True, "max_distance": max_distance + 1, "augment": "ancestors", "beta": 1.0,
         "zero_division": 0.0,
-    }).select("hierarchical_precision, hierarchical_recall, hierarchical_f1").fetchall()
+    }).select("instance_id, hierarchical_precision, hierarchical_recall").fetchall()
     options = make_options(include_root=True, max_distance=max_distance, lca_graph="greedy")
     lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1).select(
-        "lca_precision, lca_recall, lca_f1").fetchall()
-    n = len(hierarchical)
-    means = [math.fsum(column) / n for column in (*zip(*hierarchical, strict=True), *zip(*lca_values, strict=True))]
-    return HemkitResult(*means, instances=n)
+        "instance_id, lca_precision, lca_recall").fetchall()
+    means = []
+    for rows in (hierarchical, lca_values):
+        rows = sorted(rows, key=lambda row: int(row[0]))
+        f = [2 * p * r / (p + r) if p != 0.0 or r != 0.0 else 0.0 for _, p, r in rows]
+        means += [sum(row[1] for row in rows) / len(rows), sum(row[2] for row in rows) / len(rows),
+                  sum(f) / len(rows)]
+    hp, hr, hf, lp, lr, lf = means
+    return HemkitResult(hp, hr, hf, lp, lr, lf, instances=len(hierarchical))
 
 
 def hemkit(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_distance: int, max_error: float,

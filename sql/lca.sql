@@ -18,7 +18,8 @@
 -- Reads: truth, predictions, systems, instances, closure, nodes, edges.
 
 -- name: lca_labels
--- (system, instance_id, side, label) after dropping labels with a descendant on the same side.
+-- (system, instance_id, side, label, shared) after dropping labels with a descendant on the same side;
+-- shared: the label is also on the other side (its only option is itself).
 WITH sides AS (
     SELECT s.system, t.instance_id, 't' AS side, t.label
     FROM truth AS t
@@ -26,32 +27,36 @@ WITH sides AS (
     UNION ALL
     SELECT p.system, p.instance_id, 'p' AS side, p.label
     FROM predictions AS p
+),
+kept AS (
+    SELECT system, instance_id, side, label FROM sides
+    EXCEPT
+    SELECT x.system, x.instance_id, x.side, x.label
+    FROM sides AS x
+    JOIN sides AS y
+        ON y.system = x.system AND y.instance_id = x.instance_id AND y.side = x.side AND y.label <> x.label
+    JOIN closure AS c ON c.ancestor = x.label AND c.descendant = y.label
+    WHERE $drop_distance IS NULL OR c.distance <= $drop_distance
 )
-SELECT x.system, x.instance_id, x.side, x.label
-FROM sides AS x
-WHERE NOT EXISTS (
-    SELECT 1
-    FROM sides AS y
-    JOIN closure AS c ON c.descendant = y.label
-    WHERE y.system = x.system
-      AND y.instance_id = x.instance_id
-      AND y.side = x.side
-      AND c.ancestor = x.label
-      AND c.distance > 0
-      AND ($drop_distance IS NULL OR c.distance <= $drop_distance)
-)
+SELECT k.system, k.instance_id, k.side, k.label, o.label IS NOT NULL AS shared
+FROM kept AS k
+LEFT JOIN kept AS o
+    ON o.system = k.system AND o.instance_id = k.instance_id AND o.side <> k.side AND o.label = k.label
 
 -- name: lca_pair_meetings
--- For every (true label, predicted label) pair of an instance: its lowest common ancestors, i.e. the
--- common ancestors within $max_distance edges of both whose cost up(t, a) + up(p, a) is the pair's minimum
--- d(t, p). (Other common ancestors cost more than d(t, p) and so can be no label's option.)
-SELECT system, instance_id, t_label, p_label, lca, up_t, up_p
+-- For every (true label, predicted label) pair of an instance that is not the same label, and not made
+-- of two shared labels (whose only options are themselves): its lowest common ancestors, i.e. the common
+-- ancestors within $max_distance edges of both whose cost up(t, a) + up(p, a) is the pair's minimum d(t, p)
+-- (other common ancestors cost more than d(t, p) and so can be no label's option).
+SELECT system, instance_id, t_label, p_label, t_shared, p_shared, lca, up_t, up_p
 FROM (
     SELECT
         x.system,
         x.instance_id,
         x.label AS t_label,
         z.label AS p_label,
+        x.shared AS t_shared,
+        z.shared AS p_shared,
         cx.ancestor AS lca,
         cx.distance AS up_t,
         cz.distance AS up_p,
@@ -59,6 +64,7 @@ FROM (
     FROM lca_labels AS x
     JOIN lca_labels AS z
         ON z.system = x.system AND z.instance_id = x.instance_id AND x.side = 't' AND z.side = 'p'
+        AND z.label <> x.label AND NOT (x.shared AND z.shared)
     JOIN closure AS cx ON cx.descendant = x.label
     JOIN closure AS cz ON cz.descendant = z.label AND cz.ancestor = cx.ancestor
     WHERE $max_distance IS NULL OR (cx.distance <= $max_distance AND cz.distance <= $max_distance)
@@ -66,15 +72,22 @@ FROM (
 WHERE up_t + up_p = d
 
 -- name: lca_meetings
--- The pair meetings from both sides: (system, instance_id, side, label, partner, lca, up_label, up_partner,
--- cost).
+-- (system, instance_id, side, label, partner, lca, up_label, up_partner, cost): the meetings of every
+-- label that is not shared, from both sides, and the single meeting of a shared label with itself.
 SELECT system, instance_id, 't' AS side, t_label AS label, p_label AS partner, lca, up_t AS up_label,
        up_p AS up_partner, up_t + up_p AS cost
 FROM lca_pair_meetings
+WHERE NOT t_shared
 UNION ALL
 SELECT system, instance_id, 'p' AS side, p_label AS label, t_label AS partner, lca, up_p AS up_label,
        up_t AS up_partner, up_t + up_p AS cost
 FROM lca_pair_meetings
+WHERE NOT p_shared
+UNION ALL
+SELECT system, instance_id, side, label, label AS partner, label AS lca, 0 AS up_label, 0 AS up_partner,
+       0 AS cost
+FROM lca_labels
+WHERE shared
 
 -- name: lca_options
 -- (system, instance_id, side, label, lca, partner, up_label, up_partner): the options of every label.

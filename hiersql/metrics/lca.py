@@ -186,7 +186,8 @@ def _open_instances(store: Store) -> dict[tuple[str, str], Instance]:
     con = store.con
     out: dict[tuple[str, str], Instance] = defaultdict(Instance)
     for s, i, side, label in con.execute(
-        "SELECT l.* FROM lca_labels l JOIN lca_open_instances o USING (system, instance_id)"
+        "SELECT l.system, l.instance_id, l.side, l.label FROM lca_labels l"
+        " JOIN lca_open_instances o USING (system, instance_id)"
     ).fetchall():
         out[(s, i)].labels[side].add(label)
     for s, i, side, label, lca, partner in con.execute(
