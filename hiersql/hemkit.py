@@ -150,8 +150,11 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
     load_taxonomy_within(store, hemkit_taxonomy(hierarchy), max_distance + 1)
     store.add_truth(gold, "lines", unknown=unknown)
     store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")
+    if not any(line.strip() for line in pred_lines):  # nothing predicted at all: reported above
+        store.add_predictions(SYSTEM, [], name=str(pred))
+        return store
     with warnings.catch_warnings():  # blank and extra lines are reported above
-        warnings.filterwarnings("ignore", "ignored .* predicted instance", DataWarning)
+        warnings.filterwarnings("ignore", ".*ignored .* predicted instance", DataWarning)
         store.add_predictions(SYSTEM, pred, "lines", unknown=unknown, no_truth="ignore")
     return store
 

@@ -138,10 +138,19 @@ def test_empty_prediction_is_zero_not_nan(example, tmp_path, capsys):
     assert values == pytest.approx([1 / 3, 4 / 27, 8 / 39, 1 / 3, 1 / 6, 2 / 9])
 
 
+@pytest.mark.parametrize("pred", ["", "\n\n"])
+def test_nothing_predicted(example, tmp_path, capsys, pred):
+    """An empty or blank prediction file: every instance has an empty predicted set; all six numbers 0."""
+    paths = copy_example(example, tmp_path, pred=pred)
+    code, out, err = run(capsys, *paths, 4, 5)
+    assert code == 0 and "3 instance(s) with no predicted label" in err
+    assert [float(x) for x in out.split()] == [0.0] * 6
+
+
 def test_extra_prediction_lines_are_reported(example, tmp_path, capsys):
     paths = copy_example(example, tmp_path, pred="1\n2 4\n2 4\n3\n")
     code, out, err = run(capsys, *paths, 4, 5)
-    assert code == 0 and "1 line(s) beyond the 3 line(s)" in err
+    assert code == 0 and "1 line(s) beyond the 3 line(s)" in err and "no truth" not in err
     assert [float(x) for x in out.split()] == pytest.approx([float(x) for x in EXAMPLE])
 
 
