@@ -230,9 +230,11 @@ def test_bad_tn_option(store: Store) -> None:
 
 # ------------------------------------------------------------------------------------------ reference port
 def reference_hcm(graph: nx.DiGraph, root: str, y_true: list[list[str]], y_pred: list[list[str]],
-                  tn: str = "published") -> tuple[int, int, int, int]:
+                  tn: str = "published", root_paths=None) -> tuple[int, int, int, int]:
     """A literal per-instance port of the authors' HierarchicalConfusion.py + createMinimPathsFromLabels;
-    ``tn="descendants"`` widens S and D with descendants (the paper's reading)."""
+    ``tn="descendants"`` widens S and D with descendants (the paper's reading). ``root_paths(node)`` lists
+    the root paths of a node (default: networkx's ``all_simple_paths`` from the root, as the authors)."""
+    root_paths = root_paths or (lambda v: nx.all_simple_paths(graph, root, v))
     def common(t, p):
         out = []
         for n in t:
@@ -259,7 +261,7 @@ def reference_hcm(graph: nx.DiGraph, root: str, y_true: list[list[str]], y_pred:
     def cover(labels):
         remaining, paths, chosen = list(labels), [], []
         for v in labels:
-            paths += [list(p) for p in nx.all_simple_paths(graph, root, v)]
+            paths += [list(p) for p in root_paths(v)]
         while remaining:
             best, best_n = None, -1
             for p in paths:
@@ -275,7 +277,7 @@ def reference_hcm(graph: nx.DiGraph, root: str, y_true: list[list[str]], y_pred:
     for truth, pred in zip(y_true, y_pred, strict=True):
         true_labels = list(dict.fromkeys(p[-1] for p in cover(truth)))
         pred_paths = cover(pred) or [[root]]
-        w = {n: [list(p) for p in nx.all_simple_paths(graph, root, n)] for n in true_labels}
+        w = {n: [list(p) for p in root_paths(n)] for n in true_labels}
         m = [max((len(common(t, p)) for n in w for t in w[n]), default=-1) for p in pred_paths]
         pred_paths = [p for _, p in sorted(zip(m, pred_paths, strict=True))][::-1]
         for p in pred_paths:
@@ -320,3 +322,38 @@ def test_matches_reference_port_on_random_dags(case, tn: str) -> None:
     graph = nx.DiGraph()  # adjacency in node-position order: networkx's path order = hiersql's path order
     graph.add_edges_from(sorted(((e.parent, e.child) for e in tax.all_edges()), key=lambda e: position[e[1]]))
     assert counts(y_true, y_pred, tax, tn=tn) == reference_hcm(graph, root, y_true, y_pred, tn)
+
+
+def test_matches_reference_port_on_mesh(data_dir) -> None:
+    """The MeSH DAG (up to 26 root paths per label): 150 instances of 1-3 random true labels and 0-3 predicted
+    labels drawn near them (parents, children, siblings), against the reference port."""
+    import random
+    import warnings
+
+    from hiersql.errors import DataWarning
+
+    tax = Taxonomy.from_file(data_dir / "mesh" / "mesh_hierarchy_int.txt")
+    position = {n: i for i, n in enumerate(tax.all_nodes())}
+    graph = tax.graph
+    reverse = graph.reverse()
+
+    def root_paths(v):  # all root paths, in hiersql's path order (node positions, element-wise)
+        paths = [p[::-1] for p in nx.all_simple_paths(reverse, v, tax.root)] if v != tax.root else [[v]]
+        return sorted(paths, key=lambda p: [position[n] for n in p])
+
+    def near(n):
+        return [n, *tax.parents(n), *tax.children(n), *(c for p in tax.parents(n) for c in tax.children(p))]
+
+    rng = random.Random(2)
+    y_true = [rng.sample(tax.nodes, rng.randint(1, 3)) for _ in range(150)]
+    y_pred = [list(dict.fromkeys(rng.choice(near(rng.choice(t))) for _ in range(rng.randint(0, 3))))
+              for t in y_true]
+    store = Store()
+    store.load_taxonomy(tax)
+    store.add_truth(y_true)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        store.add_predictions("x", y_pred)
+    got = {r.instance_id: (r.tp, r.fp, r.fn, r.tn) for r in per_instance(store, Options()).itertuples()}
+    for i, (t, p) in enumerate(zip(y_true, y_pred, strict=True)):
+        assert got[str(i)] == reference_hcm(graph, tax.root, [t], [p], root_paths=root_paths), (t, p)
