@@ -32,7 +32,7 @@ def transposon(data: Path) -> tuple[Store, int]:
     folder = data / "transposon"
     store = Store()
     store.load_taxonomy(transposon_taxonomy())
-    store.add_truth(read_transposon(folder / "truelabels.txt"))
+    store.add_truth(read_transposon(folder / "truelabels.txt", binary=True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)  # the AU(PRC) trailer of two files
         for model in MODELS:

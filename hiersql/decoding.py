@@ -164,13 +164,18 @@ def to_long(labels: Sequence[str | None], taxonomy: Taxonomy | None = None, star
 
 
 def read_transposon(path: str | Path, policy: str = "top_down_argmax", threshold: float | None = None,
-                    taxonomy: Taxonomy | None = None) -> pd.DataFrame:
+                    taxonomy: Taxonomy | None = None, binary: bool = False) -> pd.DataFrame:
     """Read a transposon file (``truelabels.txt`` or ``predictions_<MODEL>.txt``) and decode it: the long
     ``instance_id, label`` table (instance id = line number, label = the deepest decoded node) to pass to
-    :meth:`~hiersql.store.Store.add_truth` or ``add_predictions``."""
+    :meth:`~hiersql.store.Store.add_truth` or ``add_predictions``. With ``binary=True`` (a truth file) a
+    value other than 0 or 1 is an :class:`~hiersql.errors.InputError` naming its line."""
     tax = taxonomy or transposon_taxonomy()
-    labels = decode(read_scores(path), TRANSPOSON_COLUMNS, tax, policy, threshold)
-    return to_long(labels)
+    scores = read_scores(path)
+    if binary and not np.isin(scores, (0.0, 1.0)).all():
+        row, col = (int(i[0]) for i in np.nonzero(~np.isin(scores, (0.0, 1.0))))
+        raise InputError(f"truth value of column {TRANSPOSON_COLUMNS[col]!r} is not 0 or 1", path, row + 1,
+                         float(scores[row, col]))
+    return to_long(decode(scores, TRANSPOSON_COLUMNS, tax, policy, threshold))
 
 
 def _root_chain(label: str, taxonomy: Taxonomy, depth: dict[str, int]) -> list[str]:

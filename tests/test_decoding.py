@@ -106,6 +106,16 @@ def test_read_scores_trailer_and_errors(tmp_path: Path) -> None:
         read_scores(tmp_path / "missing.txt")
 
 
+def test_read_transposon_binary_truth(tmp_path: Path) -> None:
+    good = tmp_path / "truth.txt"
+    good.write_text(" ".join(["0"] * 8 + ["1", "1", "0", "0", "1"] + ["0"] * 5) + "\n")
+    assert read_transposon(good, binary=True).values.tolist() == [["1", "2/1/3"]]
+    bad = tmp_path / "bad.txt"
+    bad.write_text(good.read_text() + " ".join(["0.5"] + ["0"] * 17) + "\n")
+    with pytest.raises(InputError, match=r"bad.txt:2: truth value of column '1' is not 0 or 1: 0.5"):
+        read_transposon(bad, binary=True)
+
+
 @pytest.mark.parametrize("name", ["truelabels", "HC_GA", "HC_LGA", "NLLCPN", "RFSB", "TERL", "TopDown"])
 def test_transposon_decoding_matches_canonical_files(data_dir: Path, name: str) -> None:
     """The canonical files hold each instance's decoded root-to-leaf path (root left out)."""

@@ -125,7 +125,7 @@ def test_table_iii_transposon(data_dir: Path) -> None:
     folder = data_dir / "transposon"
     store = Store()
     store.load_taxonomy(transposon_taxonomy())
-    store.add_truth(read_transposon(folder / "truelabels.txt"))
+    store.add_truth(read_transposon(folder / "truelabels.txt", binary=True))
     for model in TABLE_III:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)  # the AU(PRC) trailer of HC_GA and HC_LGA
