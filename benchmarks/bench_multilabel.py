@@ -40,6 +40,8 @@ def timed(label: str, fn):
 
 def load(args: argparse.Namespace) -> Store:
     store = Store()
+    if args.memory_limit:
+        store.con.execute(f"SET memory_limit = '{args.memory_limit}'")
     if args.germeval:
         canon = Path(args.germeval)
         timed("load taxonomy + closure", lambda: store.load_taxonomy(Taxonomy.from_file(canon / "taxonomy.tsv")))
@@ -61,6 +63,7 @@ def main() -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--germeval", metavar="DIR", help="canonical GermEval folder")
     source.add_argument("--data", metavar="DIR", help="folder written by benchmarks/generate.py")
+    parser.add_argument("--memory-limit", metavar="SIZE", help="DuckDB memory_limit, e.g. 6GB (spills beyond)")
     args = parser.parse_args()
     store = load(args)
     counts = store.con.execute(

@@ -13,85 +13,90 @@
 -- precision and recall: the diagonal cell over the column and row sum. 0/0 is $zero_division.
 -- Reads: truth, predictions, systems, instances, closure, nodes.
 
--- name: ml_true
--- (system, instance_id, label): Y per system and instance of the truth, {∅} when empty.
-SELECT DISTINCT s.system, i.instance_id, coalesce(t.label, $empty) AS label
-FROM systems AS s
-CROSS JOIN instances AS i
-LEFT JOIN (
-    SELECT t.instance_id, c.ancestor AS label
-    FROM truth AS t
-    JOIN closure AS c ON c.descendant = t.label
-    JOIN nodes AS n ON n.label = c.ancestor
-    WHERE ($depth IS NULL AND c.distance = 0)
-       OR n.depth = $depth
-       OR (c.distance = 0 AND n.depth < $depth)
-) AS t ON t.instance_id = i.instance_id
-
--- name: ml_pred
--- (system, instance_id, label): Z per system and instance of the truth, {∅} when empty.
-SELECT DISTINCT s.system, i.instance_id, coalesce(p.label, $empty) AS label
-FROM systems AS s
-CROSS JOIN instances AS i
-LEFT JOIN (
-    SELECT p.system, p.instance_id, c.ancestor AS label
-    FROM predictions AS p
-    JOIN closure AS c ON c.descendant = p.label
-    JOIN nodes AS n ON n.label = c.ancestor
-    WHERE ($depth IS NULL AND c.distance = 0)
-       OR n.depth = $depth
-       OR (c.distance = 0 AND n.depth < $depth)
-) AS p ON p.system = s.system AND p.instance_id = i.instance_id
+-- name: ml_sides
+-- (system, instance_id, label, in_true, in_pred): Y and Z per system and instance of the truth, an empty set
+-- as {∅}; with a depth K the labels are first replaced by their ancestors at depth K.
+SELECT
+    coalesce(t.system, p.system) AS system,
+    coalesce(t.instance_id, p.instance_id) AS instance_id,
+    coalesce(t.label, p.label) AS label,
+    t.label IS NOT NULL AS in_true,
+    p.label IS NOT NULL AS in_pred
+FROM (
+    SELECT DISTINCT s.system, i.instance_id, coalesce(t.label, $empty) AS label
+    FROM systems AS s
+    CROSS JOIN instances AS i
+    LEFT JOIN (
+        SELECT instance_id, label FROM truth WHERE $depth IS NULL
+        UNION ALL
+        SELECT t.instance_id, c.ancestor
+        FROM truth AS t
+        JOIN closure AS c ON c.descendant = t.label
+        JOIN nodes AS n ON n.label = c.ancestor
+        WHERE n.depth = $depth OR (c.distance = 0 AND n.depth < $depth)
+    ) AS t ON t.instance_id = i.instance_id
+) AS t
+FULL JOIN (
+    SELECT DISTINCT s.system, i.instance_id, coalesce(p.label, $empty) AS label
+    FROM systems AS s
+    CROSS JOIN instances AS i
+    LEFT JOIN (
+        SELECT system, instance_id, label FROM predictions WHERE $depth IS NULL
+        UNION ALL
+        SELECT p.system, p.instance_id, c.ancestor
+        FROM predictions AS p
+        JOIN closure AS c ON c.descendant = p.label
+        JOIN nodes AS n ON n.label = c.ancestor
+        WHERE n.depth = $depth OR (c.distance = 0 AND n.depth < $depth)
+    ) AS p ON p.system = s.system AND p.instance_id = i.instance_id
+) AS p ON p.system = t.system AND p.instance_id = t.instance_id AND p.label = t.label
 
 -- name: ml_sets
 -- Per (system, instance): |Y|, |Z|, |Y \ Z|, |Z \ Y|.
 SELECT
-    y.system,
-    y.instance_id,
-    y.n_true,
-    z.n_pred,
-    y.n_true - coalesce(b.n_both, 0) AS n_true_only,
-    z.n_pred - coalesce(b.n_both, 0) AS n_pred_only
-FROM (SELECT system, instance_id, count(*) AS n_true FROM ml_true GROUP BY system, instance_id) AS y
-JOIN (SELECT system, instance_id, count(*) AS n_pred FROM ml_pred GROUP BY system, instance_id) AS z
-    ON z.system = y.system AND z.instance_id = y.instance_id
-LEFT JOIN (
-    SELECT t.system, t.instance_id, count(*) AS n_both
-    FROM ml_true AS t
-    JOIN ml_pred AS p ON p.system = t.system AND p.instance_id = t.instance_id AND p.label = t.label
-    GROUP BY t.system, t.instance_id
-) AS b ON b.system = y.system AND b.instance_id = y.instance_id
-
--- name: ml_contributions
--- (system, instance_id, true_label, pred_label, value): the non-zero cells of each instance's contribution C.
-SELECT system, instance_id, true_label, pred_label, value
-FROM (
-    SELECT
-        t.system,
-        t.instance_id,
-        t.label AS true_label,
-        p.label AS pred_label,
-        CASE
-            WHEN t.label = p.label AND s.n_true_only = 0 THEN 1.0 * s.n_true / s.n_pred        -- (i), (ii)
-            WHEN t.label = p.label THEN 1.0                                                    -- (iii), (iv)
-            WHEN s.n_true_only = 0 AND pt.label IS NULL THEN 1.0 / s.n_pred                    -- (ii)
-            WHEN s.n_pred_only = 0 AND tp.label IS NULL THEN 1.0 / s.n_pred                    -- (iii)
-            WHEN tp.label IS NULL AND pt.label IS NULL THEN 1.0 / s.n_pred_only                -- (iv)
-        END AS value
-    FROM ml_true AS t
-    JOIN ml_sets AS s ON s.system = t.system AND s.instance_id = t.instance_id
-    JOIN ml_pred AS p ON p.system = t.system AND p.instance_id = t.instance_id
-    -- tp: the true label is also predicted; pt: the predicted label is also true
-    LEFT JOIN ml_pred AS tp ON tp.system = t.system AND tp.instance_id = t.instance_id AND tp.label = t.label
-    LEFT JOIN ml_true AS pt ON pt.system = p.system AND pt.instance_id = p.instance_id AND pt.label = p.label
-    WHERE t.label = p.label OR tp.label IS NULL OR pt.label IS NULL
-) AS cells
-WHERE value IS NOT NULL
+    system,
+    instance_id,
+    sum(CASE WHEN in_true THEN 1 ELSE 0 END) AS n_true,
+    sum(CASE WHEN in_pred THEN 1 ELSE 0 END) AS n_pred,
+    sum(CASE WHEN in_true AND NOT in_pred THEN 1 ELSE 0 END) AS n_true_only,
+    sum(CASE WHEN in_pred AND NOT in_true THEN 1 ELSE 0 END) AS n_pred_only
+FROM ml_sides
+GROUP BY system, instance_id
 
 -- name: ml_matrix
--- (system, true_label, pred_label, value): the raw confusion matrix M, non-zero cells, all systems.
+-- (system, true_label, pred_label, value): the raw confusion matrix M (non-zero cells, all systems), the sum of
+-- the instances' contributions C: the diagonal cells of Y ∩ Z, then the off-diagonal cells, whose rows are
+-- Y \ Z (all of Y in scenario (ii)) and columns Z \ Y (all of Z in scenario (iii)).
 SELECT system, true_label, pred_label, sum(value) AS value
-FROM ml_contributions
+FROM (
+    SELECT
+        d.system,
+        d.label AS true_label,
+        d.label AS pred_label,
+        CASE WHEN s.n_true_only = 0 THEN 1.0 * s.n_true / s.n_pred ELSE 1.0 END AS value  -- (i), (ii) | (iii), (iv)
+    FROM ml_sides AS d
+    JOIN ml_sets AS s ON s.system = d.system AND s.instance_id = d.instance_id
+    WHERE d.in_true AND d.in_pred
+    UNION ALL
+    SELECT t.system, t.label, p.label, t.share
+    FROM (
+        SELECT
+            r.system,
+            r.instance_id,
+            r.label,
+            CASE WHEN s.n_true_only > 0 AND s.n_pred_only > 0 THEN 1.0 / s.n_pred_only  -- (iv)
+                 ELSE 1.0 / s.n_pred END AS share                                       -- (ii), (iii)
+        FROM ml_sides AS r
+        JOIN ml_sets AS s ON s.system = r.system AND s.instance_id = r.instance_id
+        WHERE r.in_true AND (NOT r.in_pred OR s.n_true_only = 0) AND s.n_true_only + s.n_pred_only > 0
+    ) AS t
+    JOIN (
+        SELECT c.system, c.instance_id, c.label
+        FROM ml_sides AS c
+        JOIN ml_sets AS s ON s.system = c.system AND s.instance_id = c.instance_id
+        WHERE c.in_pred AND (NOT c.in_true OR s.n_pred_only = 0) AND s.n_true_only + s.n_pred_only > 0
+    ) AS p ON p.system = t.system AND p.instance_id = t.instance_id
+) AS cells
 GROUP BY system, true_label, pred_label
 
 -- name: ml_normalized
