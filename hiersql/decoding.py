@@ -70,17 +70,16 @@ def read_scores(path: str | Path, n_columns: int = len(TRANSPOSON_COLUMNS)) -> n
                       stacklevel=2)
     if end == 0:
         raise InputError("score file is empty", path)
-    rows = []
-    for i, line in enumerate(lines[:end], start=1):
-        fields = line.split()
-        if len(fields) != n_columns:
-            raise InputError(f"expected {n_columns} numbers, found {len(fields)}", path, i, line)
-        try:
-            rows.append([float(f) for f in fields])
-        except ValueError:
-            bad = next(f for f in fields if not _is_number(f))
-            raise InputError("score is not a number", path, i, bad) from None
-    scores = np.asarray(rows, dtype=float)
+    fields = [line.split() for line in lines[:end]]
+    short = next((i for i, f in enumerate(fields) if len(f) != n_columns), None)
+    if short is not None:
+        raise InputError(f"expected {n_columns} numbers, found {len(fields[short])}", path, short + 1,
+                         lines[short])
+    try:
+        scores = np.array(fields, dtype=float)
+    except ValueError:
+        i, bad = next((i, x) for i, f in enumerate(fields) for x in f if not _is_number(x))
+        raise InputError("score is not a number", path, i + 1, bad) from None
     if np.isnan(scores).any():
         row = int(np.flatnonzero(np.isnan(scores).any(axis=1))[0])
         raise InputError("score is NaN", path, row + 1, lines[row])
