@@ -4,7 +4,10 @@
 -- shortest path: in a DAG that path may pass below both nodes (u -> child <- v), which d never does.
 -- Every pair has a common ancestor (the root), so d is always defined. Pairs with d > $max_distance are left
 -- out ($max_distance NULL = unbounded); since d >= up(u, a) and d >= up(v, a), only ancestors within
--- $max_distance edges are joined. Each distinct (u, v) is computed once, then joined back to its rows.
+-- $max_distance edges are joined. $max_climb (NULL = unbounded) bounds each side instead: only common ancestors
+-- at most $max_climb edges above u and above v count (the minimum is over those; d may reach 2 * $max_climb),
+-- and pairs without such an ancestor are left out. Each distinct (u, v) is computed once, then joined back to
+-- its rows.
 -- Reads: truth, predictions, closure.
 
 -- name: label_pairs
@@ -24,14 +27,15 @@ JOIN (
     FROM (SELECT DISTINCT u, v FROM label_pairs) AS d
     JOIN closure AS cu ON cu.descendant = d.u
     JOIN closure AS cv ON cv.descendant = d.v AND cv.ancestor = cu.ancestor
-    WHERE $max_distance IS NULL OR (cu.distance <= $max_distance AND cv.distance <= $max_distance)
+    WHERE ($max_distance IS NULL OR (cu.distance <= $max_distance AND cv.distance <= $max_distance))
+      AND ($max_climb IS NULL OR (cu.distance <= $max_climb AND cv.distance <= $max_climb))
     GROUP BY d.u, d.v
 ) AS pd ON pd.u = l.u AND pd.v = l.v
 WHERE $max_distance IS NULL OR pd.distance <= $max_distance
 
 -- name: pair_distances
 -- (system, instance_id, true_label, pred_label, distance) for every (true, predicted) label pair of every
--- instance of every system within the maximum distance.
+-- instance of every system within the maximum distance (and climb).
 SELECT system, instance_id, u AS true_label, v AS pred_label, distance
 FROM pair_distances_of
 
@@ -58,7 +62,7 @@ JOIN predictions AS p ON p.system = pp.system AND p.instance_id = pp.instance_id
 
 -- name: pair_arcs
 -- (problem, pred_node, true_node, distance): the candidate pairs of every problem, within the maximum
--- distance; distance 0 means the same class in both sets.
+-- distance (and climb); distance 0 means the same class in both sets.
 SELECT pc.problem, pc.node AS pred_node, tc.node AS true_node, d.distance
 FROM pair_distances_of AS d
 JOIN pair_problems AS pp ON pp.system = d.system AND pp.instance_id = d.instance_id

@@ -27,12 +27,13 @@ BELOW = [("r", "p1"), ("p1", "p2"), ("p2", "u"), ("r", "q1"), ("q1", "q2"), ("q2
 TIES = [("A", "B"), ("A", "C"), ("B", "t1"), ("B", "p1"), ("B", "p2"), ("C", "t2"), ("C", "p2")]
 
 
-def distances(edges, truth, pred, max_distance=None) -> dict[tuple[str, str], int]:
+def distances(edges, truth, pred, max_distance=None, max_climb=None) -> dict[tuple[str, str], int]:
     store = Store()
     store.load_taxonomy(Taxonomy.from_edges(edges))
     store.add_truth([truth])
     store.add_predictions("s", [pred])
-    rows = store.run("distances", "pair_distances", {"max_distance": max_distance}).fetchall()
+    params = {"max_distance": max_distance, "max_climb": max_climb}
+    rows = store.run("distances", "pair_distances", params).fetchall()
     assert {(r[0], r[1]) for r in rows} <= {("s", "0")}
     return {(r[2], r[3]): r[4] for r in rows}
 
@@ -61,13 +62,34 @@ def test_max_distance_leaves_out_farther_pairs():
     assert distances(FIG12B, ["TP"], ["TP", "C"], max_distance=0) == {("TP", "TP"): 0}
 
 
+# Kosmopoulos Fig. 17(a): T1 two edges below A, P1 and P2 four edges below A on the other side.
+FIG17A = [("A", "B"), ("A", "C"), ("B", "T1"), ("C", "D"), ("D", "E"), ("E", "P1"), ("E", "P2")]
+
+
+def test_max_climb_bounds_each_side_instead_of_the_distance():
+    assert distances(FIG17A, ["T1"], ["P1"]) == {("T1", "P1"): 6}
+    assert distances(FIG17A, ["T1"], ["P1"], max_distance=5) == {}
+    assert distances(FIG17A, ["T1"], ["P1"], max_climb=4) == {("T1", "P1"): 6}
+    assert distances(FIG17A, ["T1"], ["P1"], max_climb=3) == {}
+
+
+def test_distance_limit_side_reproduces_table_7a_at_the_papers_threshold():
+    # The paper's threshold is 5 and its Table 7(a) prints GIE "6 + Max" and MGIA 0.2 (fn 12).
+    side = {"max_distance": 5, "extra": {"distance_limit": "side"}}
+    assert pb.graph_induced_error([["T1"]], [["P1", "P2"]], FIG17A, **side) == 6 + 5
+    assert pb.mgia([["T1"]], [["P1", "P2"]], FIG17A, **side) == pytest.approx(1 - 12 / 15)
+    # bounding d itself leaves every class unpaired
+    assert pb.graph_induced_error([["T1"]], [["P1", "P2"]], FIG17A, max_distance=5) == 3 * 5
+    assert pb.mgia([["T1"]], [["P1", "P2"]], FIG17A, max_distance=5) == 0.0
+
+
 def test_generic_query_measures_a_callers_pairs():
     store = Store()
     store.load_taxonomy(Taxonomy.from_edges(BELOW))
     store.con.execute("CREATE TEMP TABLE label_pairs AS SELECT * FROM (VALUES ('x', '1', 'u', 'v'),"
                       " ('x', '2', 'c', 'p1'), ('x', '2', 'c', 'c')) AS t(system, instance_id, u, v)")
     sql = sqlfiles.queries("distances")["pair_distances_of"]
-    rows = store.con.execute(sql, {"max_distance": None}).fetchall()
+    rows = store.con.execute(sql, {"max_distance": None, "max_climb": None}).fetchall()
     assert sorted(rows) == [("x", "1", "u", "v", 6), ("x", "2", "c", "c", 0), ("x", "2", "c", "p1", 3)]
 
 
@@ -82,7 +104,8 @@ def test_mesh_distances_match_networkx(data_dir):
     store.load_taxonomy(tax)
     store.add_truth([[u] for u, _ in pairs])
     store.add_predictions("s", [[v] for _, v in pairs])
-    got = {int(r[1]): r[4] for r in store.run("distances", "pair_distances", {"max_distance": None}).fetchall()}
+    params = {"max_distance": None, "max_climb": None}
+    got = {int(r[1]): r[4] for r in store.run("distances", "pair_distances", params).fetchall()}
     up = tax.graph.reverse(copy=False)
 
     def expected(u: str, v: str) -> int:
@@ -197,7 +220,7 @@ def test_options_are_validated():
     store = Store()
     store.load_taxonomy(Taxonomy.from_edges(FIG11))
     for bad in ({"pairing": "greedy"}, {"shared": "x"}, {"denominator": "x"}, {"dmax": 0.0},
-                {"max_distance": -1}):
+                {"max_distance": -1}, {"extra": {"distance_limit": "total"}}):
         with pytest.raises(ValueError):
             pb.evaluate(store, ["mgia"], Options().with_(**bad))
 

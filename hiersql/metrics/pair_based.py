@@ -45,6 +45,7 @@ METRICS = {
     "all_pairs_error": "",
 }
 PAIRINGS = ("nearest", "flow")
+DISTANCE_LIMITS = ("pair", "side")  # options.extra["distance_limit"]: what max_distance bounds
 SHARED = ("strict", "reuse")
 DENOMINATORS = ("union", "symmetric_difference")
 _UNBOUNDED = ("tree_induced_error", "all_pairs_error")  # no default class: every pair counts
@@ -72,12 +73,22 @@ def _check(options: Options) -> None:
         raise ValueError(f"dmax must be > 0, got {options.dmax!r}")
     if options.max_distance is not None and options.max_distance < 0:
         raise ValueError("max_distance must be >= 0")
+    if _distance_limit(options) not in DISTANCE_LIMITS:
+        raise ValueError(f"distance_limit must be one of {DISTANCE_LIMITS}, got {_distance_limit(options)!r}")
 
 
-def _load(store: Store, max_distance: int | None, dmax: float) -> _Data:
+def _distance_limit(options: Options) -> str:
+    """``"pair"`` (default): ``max_distance`` bounds d(u, v); ``"side"``: it bounds the climb from each class to
+    a common ancestor (as the Kosmopoulos tables were computed). Read from ``options.extra``."""
+    return options.extra.get("distance_limit", "pair")
+
+
+def _load(store: Store, limit: int | None, per_side: bool, dmax: float) -> _Data:
     """Run the queries of ``sql/distances.sql`` and gather their columns as arrays. ``Store.run`` leaves the
-    queries that ``pair_problem_sizes`` reads as TEMP tables; the others read them."""
-    params = {"max_distance": max_distance, "dmax": float(dmax)}
+    queries that ``pair_problem_sizes`` reads as TEMP tables; the others read them. ``limit`` bounds d(u, v),
+    or with ``per_side`` the climb of each class to a common ancestor."""
+    params = {"max_distance": None if per_side else limit, "max_climb": limit if per_side else None,
+              "dmax": float(dmax)}
     sizes = store.run("distances", "pair_problem_sizes", params).order("problem").fetchnumpy()
     con = store.con
     k = len(sizes["problem"])
@@ -183,7 +194,7 @@ def _values(store: Store, metrics: list[str], options: Options) -> tuple[_Data, 
     def data_for(metric: str) -> _Data:
         limit = None if metric in _UNBOUNDED else options.max_distance
         if limit not in loaded:
-            loaded[limit] = _load(store, limit, options.dmax)
+            loaded[limit] = _load(store, limit, _distance_limit(options) == "side", options.dmax)
         return loaded[limit]
 
     out: dict[str, np.ndarray] = {}
