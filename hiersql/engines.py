@@ -43,22 +43,35 @@ def family_query(name: str) -> tuple[str, str]:
     """The SQL file and summary query of family ``name``.
 
     A family module may set ``SQL_FILE`` (default: the family name) and ``SQL_QUERY`` (default: the last
-    query of the file). A family without such a file is not computed in SQL alone (``ValueError``).
+    query of the file). A family is computed in SQL alone when that file exists and the module says how to
+    fill its parameters (:func:`family_params`); otherwise ``ValueError``.
     """
     module = family(name)
     file = getattr(module, "SQL_FILE", name)
-    if file not in sqlfiles.available():
-        raise ValueError(f"family {name!r} is not computed in SQL alone (no sql/{file}.sql)")
+    if file not in sqlfiles.available() or _params_builder(module) is None:
+        raise ValueError(f"family {name!r} is not computed in SQL alone (it declares no sql/ summary query "
+                         "and sql_params)")
     query = getattr(module, "SQL_QUERY", None) or list(sqlfiles.queries(file))[-1]
     return file, query
 
 
 def family_params(name: str, options: Options) -> dict[str, object]:
-    """The ``$parameters`` of family ``name``'s SQL for ``options`` (the module's ``sql_params(options)``,
-    or its private ``_params(options)``; none when it has neither)."""
-    module = family(name)
-    build = getattr(module, "sql_params", None) or getattr(module, "_params", None)
-    return dict(build(options)) if build else {}
+    """The ``$parameters`` of family ``name``'s SQL for ``options``: the module's ``sql_params(options)``, or
+    (for families written before that name) a private ``_params`` taking only the options."""
+    build = _params_builder(family(name))
+    if build is None:
+        raise ValueError(f"family {name!r} has no sql_params(options)")
+    return dict(build(options))
+
+
+def _params_builder(module):
+    import inspect
+
+    build = getattr(module, "sql_params", None)
+    legacy = getattr(module, "_params", None)
+    if build is None and legacy is not None and len(inspect.signature(legacy).parameters) == 1:
+        build = legacy
+    return build
 
 
 def family_tables(name: str, options: Options) -> dict[str, duckdb.DuckDBPyRelation]:
@@ -91,21 +104,29 @@ def render(
     dialect: str = "duckdb",
     tables: Mapping[str, str] | None = None,
     pretty: bool = True,
+    metrics: Sequence[str] | None = None,
 ) -> str:
     """Query ``name`` of ``sql/<file>.sql`` as one statement in ``dialect``: :func:`hiersql.sqlfiles.render`
     (dependencies as CTEs, parameters as literals, ``tables`` renamed), constant-folded (a branch switched
     off by a parameter, such as ``'ancestors' = 'descendants' AND ...``, disappears), plus the dialect fixes of
-    the module docstring."""
-    return _tree(file, name, params, dialect, tables).sql(dialect=dialect, pretty=pretty)
+    the module docstring. With ``metrics``, only the rows whose ``metric`` column is one of them."""
+    return _tree(file, name, params, dialect, tables, metrics).sql(dialect=dialect, pretty=pretty)
 
 
-def _tree(file, name, params, dialect, tables):
+def _tree(file, name, params, dialect, tables, metrics=None):
     """The sqlglot tree behind :func:`render`."""
     import sqlglot
+    from sqlglot import exp
     from sqlglot.optimizer.simplify import simplify
 
     sql = sqlfiles.render(file, name, dict(params or {}), "duckdb", dict(tables or {}), pretty=False)
     tree = simplify(sqlglot.parse_one(sql + "\n", read="duckdb"))  # newline: see sqlfiles._parse
+    if metrics:
+        with_ = tree.args.get("with_")
+        tree.set("with_", None)
+        tree = exp.select("*").from_(tree.subquery("summary")).where(
+            exp.column("metric").isin(*[exp.Literal.string(m) for m in metrics]))
+        tree.set("with_", with_)
     return _FIXES[dialect](tree) if dialect in _FIXES else tree
 
 
@@ -302,9 +323,8 @@ class SparkEngine(Engine):
         return [tuple(row) for row in self.spark.sql(sql).collect()]
 
     def _write(self, name: str, rel: duckdb.DuckDBPyRelation) -> None:
-        schema = ", ".join(f"{_quoted(c, 'spark')} {_type(t, 'spark')}" for c, t in zip(rel.columns, rel.types,
-                                                                                        strict=True))
-        self._register(name, self.spark.createDataFrame(rel.fetchall(), schema=schema))
+        """Through Arrow: the rows stay in the JVM (a list of rows would need Python workers to decode)."""
+        self._register(name, self.spark.createDataFrame(rel.to_arrow_table()))
 
     def _materialize(self, name: str, sql: str) -> None:
         self._register(name, self.spark.sql(sql))
@@ -338,6 +358,78 @@ class SparkEngine(Engine):
             frame.write.mode("overwrite").saveAsTable(name)
         else:
             frame.cache().createOrReplaceTempView(name)
+
+
+# ---------------------------------------------------------------------------------------------- macros
+def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{macro name: CREATE OR REPLACE MACRO ... AS TABLE ...}`` for every query of ``sql/macros.sql`` whose
+    files exist (see that file's header); ``tables`` renames the tables the macros read."""
+    import sqlglot
+    from sqlglot import exp
+
+    defaults = _family_defaults()
+    out: dict[str, str] = {}
+    for name, body in sqlfiles.queries("macros").items():
+        tree = sqlglot.parse_one(body, read="duckdb")
+        refs = [t for t in tree.find_all(exp.Table) if t.db in sqlfiles.available()]
+        if any(t.name not in sqlfiles.queries(t.db) for t in refs):
+            continue  # a file or query not there (yet): no macro
+        params: dict[str, object] = {}
+        for ref in refs:
+            composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", dict(tables or {}),
+                                                         pretty=False) + "\n", read="duckdb")
+            ref.replace(composed.subquery(ref.alias_or_name))
+            used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
+            params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
+        tree = tree.transform(_macro_parameter)
+        args = [p for p, v in params.items() if v is _REQUIRED]
+        args += [f"{p} := {sqlfiles._literal(v).sql(dialect='duckdb')}" for p, v in params.items()
+                 if v is not _REQUIRED]
+        out[name] = f"CREATE OR REPLACE MACRO {name}({', '.join(args)}) AS TABLE {tree.sql(dialect='duckdb')}"
+    return out
+
+
+_REQUIRED = object()
+
+
+def _macro_parameter(node):
+    """``$name`` -> ``(SELECT name)``: the macro's parameter. DuckDB binds a bare parameter like a column, which
+    an aggregate query then rejects ("must appear in the GROUP BY clause"); a scalar subquery is a constant."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Placeholder):
+        return exp.select(exp.column(node.name)).subquery()
+    return node
+
+
+def _family_defaults() -> dict[str, dict[str, object]]:
+    """``{sql file: its $parameters for the default Options}`` over the families computed in SQL."""
+    from .metrics import FAMILIES
+
+    out: dict[str, dict[str, object]] = {}
+    for fam in FAMILIES:
+        try:
+            file, _ = family_query(fam)
+        except (ModuleNotFoundError, ValueError):
+            continue
+        out[file] = family_params(fam, Options())
+    return out
+
+
+def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | None = None) -> list[str]:
+    """Create the table macros of ``sql/macros.sql`` in DuckDB connection ``con`` (one transaction) and the
+    empty helper tables they read if missing (``flat_labels``); returns the macro names."""
+    statements = macro_statements(tables)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("CREATE TABLE IF NOT EXISTS flat_labels (label VARCHAR)")
+        for sql in statements.values():
+            con.execute(sql)
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    return list(statements)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -58,11 +58,11 @@ def hand_store() -> Store:
     return store
 
 
-def germeval_store(data_dir: Path, systems: tuple[str, ...] = GERMEVAL_SYSTEMS) -> Store:
+def germeval_store(data_dir: Path, systems: tuple[str, ...] = GERMEVAL_SYSTEMS, db: Path | None = None) -> Store:
     """GermEval 2019 subtask B (canonical files): the taxonomy with its virtual root, the full truth (every
     test instance) and a few systems, one of which leaves instances empty."""
     canonical = data_dir / "canonical"
-    store = Store()
+    store = Store(db)
     store.load_taxonomy(Taxonomy.from_file(canonical / "taxonomy.tsv"))
     store.add_truth(canonical / "truth_b.tsv")
     for system in systems:

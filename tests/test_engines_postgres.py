@@ -21,6 +21,7 @@ from hiersql.engines import PostgresEngine
 from hiersql.metrics import Options
 from tests._engine_cases import (
     GERMEVAL_CASES,
+    HAND_EXPECTED,
     OPTION_CASES,
     SET_BASED,
     all_metrics,
@@ -78,6 +79,7 @@ def pg_dsn():
 def pg(pg_dsn):
     engine = PostgresEngine(pg_dsn)
     engine.execute("DROP SCHEMA IF EXISTS public CASCADE")
+    engine.execute("DROP SCHEMA IF EXISTS dw CASCADE")
     engine.execute("CREATE SCHEMA public")
     yield engine
     engine.close()
@@ -153,3 +155,18 @@ def test_warehouse_tables_under_other_names(pg):
     user.build_closure()
     assert pg.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'") == [(0,)]
     assert_hand_values(user.evaluate(SET_BASED))
+
+
+def test_printed_sql_runs_on_warehouse_tables(pg, capsys):
+    """``hiersql sql hf --dialect postgres --table ...`` pasted into PostgreSQL over the user's tables."""
+    from hiersql.cli import main
+
+    names = {t: f"dw.gold_{t}" for t in ("edges", "nodes", "closure", "instances", "truth", "predictions",
+                                          "systems")}
+    pg.execute("CREATE SCHEMA dw")
+    PostgresEngine(pg.conn, tables=names).copy_store(hand_store(), tables=names)
+    args = ["sql", "hf", "--dialect", "postgres", *[f"--table={k}={v}" for k, v in names.items()]]
+    assert main(args) == 0
+    rows = pg.execute(capsys.readouterr().out)
+    want = {k: v for k, v in HAND_EXPECTED.items() if k[1] == "hierarchical_f1"}
+    assert {(s, m, a): pytest.approx(float(v), abs=1e-12) for s, m, a, v in rows} == want

@@ -107,3 +107,60 @@ def test_parameters_switch_branches_off():
               "zero_division": 0.0}
     sql = engines.render("set_based", "augmented_truth", params, dialect="postgres", pretty=False)
     assert "'descendants'" not in sql and "'ancestors'" not in sql
+
+
+# ------------------------------------------------------------------------------- hiersql sql
+def _cli_sql(capsys, *args: str) -> str:
+    from hiersql.cli import main
+
+    assert main(["sql", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_cli_sql_for_one_metric_runs_in_duckdb(capsys):
+    from tests._engine_cases import HAND_EXPECTED, hand_store
+
+    store = hand_store()
+    rows = store.con.execute(_cli_sql(capsys, "hf")).fetchall()
+    want = {k: v for k, v in HAND_EXPECTED.items() if k[1] == "hierarchical_f1"}
+    assert {(s, m, a): pytest.approx(v, abs=1e-12) for s, m, a, v in rows} == want
+
+
+def test_cli_sql_options_become_literals(capsys):
+    from hiersql.metrics import Options, Row
+    from tests._engine_cases import SET_BASED, assert_rows_match, hand_store, reference
+
+    store = hand_store()
+    sql = _cli_sql(capsys, "set_based", "--include-root", "--max-distance", "1", "--beta", "2",
+                   "--zero-division", "1", "--dialect", "duckdb")
+    got = [Row(*r) for r in sorted(store.con.execute(sql).fetchall())]
+    options = Options(include_root=True, max_distance=1, beta=2.0, zero_division=1.0)
+    assert_rows_match(got, reference(store, SET_BASED, options), tol=1e-12)
+
+
+def test_cli_sql_table_renames_and_dialects(capsys):
+    sql = _cli_sql(capsys, "hp", "--dialect", "snowflake", "--table", "truth=dw.gold_labels",
+                   "--table", "predictions=dw.runs")
+    tree = sqlglot.parse_one(sql.rstrip().rstrip(";"), read="snowflake")
+    names = {(t.db, t.name) for t in tree.find_all(exp.Table)}
+    assert {("dw", "gold_labels"), ("dw", "runs")} <= names
+    assert ("", "truth") not in names and ("", "predictions") not in names
+    assert "'hierarchical_precision'" in sql.split("AS summary")[-1]  # the filter on the metric
+    spark = _cli_sql(capsys, "set_based", "--dialect", "spark")
+    assert "CAST(1.0 AS DOUBLE)" in spark  # no DECIMAL arithmetic on Spark
+    assert "WITH RECURSIVE" in _cli_sql(capsys, "closure", "--dialect", "postgres")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["no_such_metric"], "unknown metric, family or SQL file"),
+    (["hf", "--dialect", "nosql"], "unknown SQL dialect"),
+    (["hf", "--table", "gold=x"], "unknown table"),
+    (["hf", "--table", "truth"], "expected NAME=VALUE"),
+    (["closure", "--query", "nope"], "no such query"),
+])
+def test_cli_sql_bad_input_exits_2(capsys, args, message):
+    from hiersql.cli import main
+
+    assert main(["sql", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1

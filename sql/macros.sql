@@ -1,0 +1,30 @@
+-- DuckDB table macros over the hiersql tables, installed by `hiersql install-macros --db FILE`
+-- (hiersql.engines.install_macros). Each query below is the body of the table macro of the same name.
+-- A body reads another sql/ file's query as the table FILE.QUERY (set_based.set_based_summary): the
+-- installer puts that query there, composed with the queries it reads, and its $parameters become the
+-- macro's named parameters, with the family's defaults (SPEC; hiersql.metrics.Options) as default values:
+--   SELECT * FROM hiersql_set_based(include_root := true, max_distance := 2) WHERE metric = 'hierarchical_f1';
+-- The macros read edges, nodes, closure, instances, truth, predictions, systems (others with --table), and
+-- the flat ones also flat_labels(label), the fixed label universe used with fixed_universe := true.
+
+-- name: hiersql_closure
+-- (ancestor, descendant, distance): the closure computed from edges and nodes, e.g. to refill closure
+-- after editing the taxonomy: INSERT INTO closure SELECT * FROM hiersql_closure().
+SELECT * FROM closure.closure
+
+-- name: hiersql_set_based
+-- (system, metric, average, value): hP, hR, hF (micro, macro) and SDL of every system.
+SELECT * FROM set_based.set_based_summary
+
+-- name: hiersql_set_based_instance
+-- (system, instance_id, n_true, n_pred, n_both, hierarchical_precision, hierarchical_recall,
+-- hierarchical_f1, symmetric_difference_loss) for every system and instance of the truth.
+SELECT * FROM set_based.set_based_instance
+
+-- name: hiersql_flat
+-- (system, metric, average, value): the flat multi-label measures (no ancestors added).
+SELECT * FROM flat.flat_summary
+
+-- name: hiersql_flat_instance
+-- Per-instance flat measures of every system.
+SELECT * FROM flat.flat_instance

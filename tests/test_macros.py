@@ -1,0 +1,136 @@
+"""``hiersql install-macros``: the measures in plain SQL in a user's DuckDB file equal the Python API."""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import pytest
+
+from hiersql.cli import main
+from hiersql.metrics import Options, Row
+from hiersql.store import Store
+from hiersql.taxonomy import Taxonomy
+from tests._engine_cases import (
+    HAND_EDGES,
+    HAND_PRED,
+    HAND_TRUTH,
+    SET_BASED,
+    all_metrics,
+    assert_hand_values,
+    assert_rows_match,
+    germeval_store,
+    reference,
+)
+
+ORDER = " ORDER BY system, metric, average"
+
+
+def _hand_file(path) -> Store:
+    store = Store(path)
+    store.load_taxonomy(Taxonomy.from_edges(HAND_EDGES))
+    store.add_truth(HAND_TRUTH)
+    for system, sets in HAND_PRED.items():
+        store.add_predictions(system, sets)
+    return store
+
+
+def _rows(con, sql: str) -> list[Row]:
+    return [Row(*r) for r in con.execute(sql).fetchall()]
+
+
+@pytest.fixture
+def hand_db(tmp_path):
+    path = tmp_path / "user.duckdb"
+    _hand_file(path).close()
+    assert main(["install-macros", "--db", str(path)]) == 0
+    return path
+
+
+def test_plain_sql_gives_the_hand_values(hand_db):
+    con = duckdb.connect(str(hand_db))
+    assert_hand_values(_rows(con, "SELECT * FROM hiersql_set_based()" + ORDER))
+
+
+@pytest.mark.parametrize("options", [
+    Options(include_root=True, max_distance=1, beta=2.0),
+    Options(augment="descendants", zero_division=1.0),
+    Options(augment="cesa_bianchi"),
+], ids=["root_k1_beta2", "descendants", "cesa_bianchi"])
+def test_named_parameters_equal_the_python_api(hand_db, options):
+    con = duckdb.connect(str(hand_db))
+    sql = (f"SELECT * FROM hiersql_set_based(include_root := {str(options.include_root).lower()},"
+           f" max_distance := {options.max_distance if options.max_distance is not None else 'NULL'},"
+           f" beta := {options.beta}, augment := '{options.augment}', zero_division := {options.zero_division})")
+    got = _rows(con, sql + ORDER)
+    con.close()
+    store = Store(hand_db)
+    assert_rows_match(got, reference(store, SET_BASED, options), tol=1e-12)
+
+
+def test_per_instance_macro(hand_db):
+    con = duckdb.connect(str(hand_db))
+    rows = con.execute("SELECT system, instance_id, n_true, n_pred, n_both FROM hiersql_set_based_instance()"
+                       " ORDER BY system, instance_id").fetchall()
+    # s1: Ŷaug {B,E}, {B,D}, {} against Yaug {B,D}, {B,C,E,F}, {C} (root A left out)
+    assert rows[:3] == [("s1", "0", 2, 2, 1), ("s1", "1", 4, 2, 1), ("s1", "2", 1, 0, 0)]
+
+
+def test_flat_macros_and_the_fixed_universe(hand_db):
+    if "hamming_loss" not in all_metrics():
+        pytest.fail("hiersql.metrics.flat is expected by now")
+    con = duckdb.connect(str(hand_db))
+    default = _rows(con, "SELECT * FROM hiersql_flat()" + ORDER)
+    con.execute("INSERT INTO flat_labels VALUES ('A'), ('B'), ('C'), ('D'), ('E'), ('F')")
+    fixed = _rows(con, "SELECT * FROM hiersql_flat(fixed_universe := true)" + ORDER)
+    con.close()
+    store = Store(hand_db)
+    flat = [m for m in all_metrics() if m not in SET_BASED]
+    assert_rows_match(default, reference(store, flat, Options()), tol=1e-12)
+    assert_rows_match(fixed, reference(store, flat, Options(labels=tuple("ABCDEF"))), tol=1e-12)
+    # Hamming loss of s1 over the 6 labels: |{D}Δ{E}| + |{E,F}Δ{D}| + |{C}Δ{}| = 2 + 3 + 1 -> (2/6+3/6+1/6)/3
+    hamming = {r.system: r.value for r in fixed if r.metric == "hamming_loss"}
+    assert math.isclose(hamming["s1"], 1 / 3)
+
+
+def test_closure_macro_recomputes_the_closure(hand_db):
+    con = duckdb.connect(str(hand_db))
+    assert sorted(con.execute("SELECT * FROM hiersql_closure()").fetchall()) == \
+        sorted(con.execute("SELECT * FROM closure").fetchall())
+
+
+def test_tables_under_other_names(tmp_path, capsys):
+    """A user's file whose truth table is called gold_labels: the macros read it with --table."""
+    path = tmp_path / "renamed.duckdb"
+    store = _hand_file(path)
+    store.con.execute("ALTER TABLE truth RENAME TO gold_labels")
+    store.close()
+    assert main(["install-macros", "--db", str(path), "--table", "truth=gold_labels"]) == 0
+    assert "installed hiersql_closure, hiersql_set_based" in capsys.readouterr().out
+    con = duckdb.connect(str(path))
+    assert_hand_values(_rows(con, "SELECT * FROM hiersql_set_based()" + ORDER))
+
+
+def test_germeval_b_sample_equals_the_python_api(tmp_path, data_dir):
+    path = tmp_path / "germeval.duckdb"
+    germeval_store(data_dir, ("Averbis__BOHB_CNN", "LT-UHH__baseline"), path).close()
+    assert main(["install-macros", "--db", str(path)]) == 0
+    store = Store(path)
+    got = _rows(store.con, "SELECT * FROM hiersql_set_based(max_distance := 2)" + ORDER)
+    assert_rows_match(got, reference(store, SET_BASED, Options(max_distance=2)), tol=1e-12)
+
+
+def test_taxonomy_option_loads_edges_nodes_and_closure(tmp_path):
+    edges = tmp_path / "tax.tsv"
+    edges.write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
+    path = tmp_path / "new.duckdb"
+    assert main(["install-macros", "--db", str(path), "--taxonomy", str(edges)]) == 0
+    con = duckdb.connect(str(path))
+    # reflexive pairs 6, A above 5 nodes, B above D and E, C above F
+    assert con.execute("SELECT count(*) FROM closure").fetchone()[0] == 6 + 5 + 2 + 1
+    assert con.execute("SELECT count(*) FROM hiersql_closure()").fetchone()[0] == 14
+
+
+def test_bad_table_name_is_an_input_error(tmp_path, capsys):
+    assert main(["install-macros", "--db", str(tmp_path / "x.duckdb"), "--table", "gold=truth"]) == 2
+    assert "unknown table" in capsys.readouterr().err
