@@ -106,7 +106,11 @@ def compute(store: Store, metrics: list[str] | tuple[str, ...], options: Options
                 raise InputError(f"does not apply to this input: {(applies.__doc__ or fam).strip()}",
                                  "--metrics", value=",".join(names))
             continue
-        out.extend(module.evaluate(store, names, options))
+        metric_applies = getattr(module, "metric_applies", None)
+        if not explicit and metric_applies is not None:
+            names = [m for m in names if metric_applies(store, m, options)]
+        if names:
+            out.extend(module.evaluate(store, names, options))
     return out
 
 

@@ -75,7 +75,7 @@ def test_max_climb_bounds_each_side_instead_of_the_distance():
 
 def test_distance_limit_side_reproduces_table_7a_at_the_papers_threshold():
     # The paper's threshold is 5 and its Table 7(a) prints GIE "6 + Max" and MGIA 0.2 (fn 12).
-    side = {"max_distance": 5, "extra": {"distance_limit": "side"}}
+    side = {"max_distance": 5, "distance_limit": "side"}
     assert pb.graph_induced_error([["T1"]], [["P1", "P2"]], FIG17A, **side) == 6 + 5
     assert pb.mgia([["T1"]], [["P1", "P2"]], FIG17A, **side) == pytest.approx(1 - 12 / 15)
     # bounding d itself leaves every class unpaired
@@ -220,7 +220,7 @@ def test_options_are_validated():
     store = Store()
     store.load_taxonomy(Taxonomy.from_edges(FIG11))
     for bad in ({"pairing": "greedy"}, {"shared": "x"}, {"denominator": "x"}, {"dmax": 0.0},
-                {"max_distance": -1}, {"extra": {"distance_limit": "total"}}):
+                {"max_distance": -1}, {"distance_limit": "total"}):
         with pytest.raises(ValueError):
             pb.evaluate(store, ["mgia"], Options().with_(**bad))
 

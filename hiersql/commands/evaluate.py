@@ -33,6 +33,12 @@ def add_metric_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lca-graph", default="greedy", choices=("optimal", "greedy", "extended"),
                    help="minimal LCA graph selection")
     p.add_argument("--pairing", default="nearest", choices=("nearest", "flow"), help="MGIA pairing")
+    p.add_argument("--shared", default="strict", choices=("strict", "reuse"),
+                   help="GIE: a class in both sets is matched strictly once, or may be reused (paper's Table 2)")
+    p.add_argument("--denominator", default="union", choices=("union", "symmetric_difference"),
+                   help="MGIA denominator: |P ∪ T|·dmax (default) or the text's symmetric-difference formula")
+    p.add_argument("--distance-limit", default="pair", choices=("pair", "side"),
+                   help="pair-based: --max-distance bounds d(u, v) (default) or each side's climb to the LCA")
     p.add_argument("--offset", type=float, default=0.0, help="offset o <= 0 of the scoring-tree measures")
     p.add_argument("--tn", default="published", choices=("published", "descendants"),
                    help="true negatives of the hierarchical confusion matrix")
@@ -49,6 +55,9 @@ def options_from_args(args: argparse.Namespace) -> dict:
         "dmax": args.dmax,
         "lca_graph": args.lca_graph,
         "pairing": args.pairing,
+        "shared": args.shared,
+        "denominator": args.denominator,
+        "distance_limit": args.distance_limit,
         "tn": args.tn,
         "offset": args.offset,
     }

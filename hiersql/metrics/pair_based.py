@@ -45,7 +45,7 @@ METRICS = {
     "all_pairs_error": "",
 }
 PAIRINGS = ("nearest", "flow")
-DISTANCE_LIMITS = ("pair", "side")  # options.extra["distance_limit"]: what max_distance bounds
+DISTANCE_LIMITS = ("pair", "side")  # options.distance_limit: what max_distance bounds
 SHARED = ("strict", "reuse")
 DENOMINATORS = ("union", "symmetric_difference")
 _UNBOUNDED = ("tree_induced_error", "all_pairs_error")  # no default class: every pair counts
@@ -79,8 +79,8 @@ def _check(options: Options) -> None:
 
 def _distance_limit(options: Options) -> str:
     """``"pair"`` (default): ``max_distance`` bounds d(u, v); ``"side"``: it bounds the climb from each class to
-    a common ancestor (as the Kosmopoulos tables were computed). Read from ``options.extra``."""
-    return options.extra.get("distance_limit", "pair")
+    a common ancestor (as the Kosmopoulos tables were computed)."""
+    return options.distance_limit
 
 
 def _load(store: Store, limit: int | None, per_side: bool, dmax: float) -> _Data:
