@@ -134,3 +134,25 @@ def test_taxonomy_option_loads_edges_nodes_and_closure(tmp_path):
 def test_bad_table_name_is_an_input_error(tmp_path, capsys):
     assert main(["install-macros", "--db", str(tmp_path / "x.duckdb"), "--table", "gold=truth"]) == 2
     assert "unknown table" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["defaults", "root_k1_beta2"])
+def test_duckdb_engine_equals_the_python_api(data_dir, case):
+    """The engine path (one composed, constant-folded statement) against the store's own (temp tables)."""
+    from hiersql.engines import DuckDBEngine
+    from tests._engine_cases import OPTION_CASES
+
+    store = germeval_store(data_dir)
+    options = OPTION_CASES[case]
+    assert_rows_match(DuckDBEngine(store).evaluate(all_metrics(), options),
+                      reference(store, all_metrics(), options))
+
+
+def test_duckdb_engine_copies_into_renamed_tables(tmp_path):
+    from hiersql.engines import STORE_TABLES, DuckDBEngine
+    from tests._engine_cases import hand_store
+
+    engine = DuckDBEngine(str(tmp_path / "copy.duckdb"), tables={t: f"h_{t}" for t in STORE_TABLES})
+    engine.copy_store(hand_store())
+    assert engine.execute("SELECT count(*) FROM h_closure") == [(14,)]
+    assert_hand_values(engine.evaluate(SET_BASED))
