@@ -43,33 +43,41 @@ FROM kept AS k
 LEFT JOIN kept AS o
     ON o.system = k.system AND o.instance_id = k.instance_id AND o.side <> k.side AND o.label = k.label
 
+-- name: lca_pairs
+-- Every (true label, predicted label) pair of an instance that is not the same label and not made of two
+-- shared labels (whose only options are themselves), numbered (deterministically) for the join below.
+SELECT
+    row_number() OVER (ORDER BY x.system, x.instance_id, x.label, z.label) AS pair_id,
+    x.system,
+    x.instance_id,
+    x.label AS t_label,
+    z.label AS p_label,
+    x.shared AS t_shared,
+    z.shared AS p_shared
+FROM lca_labels AS x
+JOIN lca_labels AS z
+    ON z.system = x.system AND z.instance_id = x.instance_id AND x.side = 't' AND z.side = 'p'
+    AND z.label <> x.label AND NOT (x.shared AND z.shared)
+
 -- name: lca_pair_meetings
--- For every (true label, predicted label) pair of an instance that is not the same label, and not made
--- of two shared labels (whose only options are themselves): its lowest common ancestors, i.e. the common
--- ancestors within $max_distance edges of both whose cost up(t, a) + up(p, a) is the pair's minimum d(t, p)
--- (other common ancestors cost more than d(t, p) and so can be no label's option).
-SELECT system, instance_id, t_label, p_label, t_shared, p_shared, lca, up_t, up_p
+-- The lowest common ancestors of every pair: the common ancestors within $max_distance edges of both whose
+-- cost up(t, a) + up(p, a) is the pair's minimum d(t, p) (other common ancestors cost more than d(t, p) and
+-- so can be no label's option). The large join carries only the pair number.
+SELECT p.system, p.instance_id, p.t_label, p.p_label, p.t_shared, p.p_shared, m.lca, m.up_t, m.up_p
 FROM (
     SELECT
-        x.system,
-        x.instance_id,
-        x.label AS t_label,
-        z.label AS p_label,
-        x.shared AS t_shared,
-        z.shared AS p_shared,
+        q.pair_id,
         cx.ancestor AS lca,
         cx.distance AS up_t,
         cz.distance AS up_p,
-        min(cx.distance + cz.distance) OVER (PARTITION BY x.system, x.instance_id, x.label, z.label) AS d
-    FROM lca_labels AS x
-    JOIN lca_labels AS z
-        ON z.system = x.system AND z.instance_id = x.instance_id AND x.side = 't' AND z.side = 'p'
-        AND z.label <> x.label AND NOT (x.shared AND z.shared)
-    JOIN closure AS cx ON cx.descendant = x.label
-    JOIN closure AS cz ON cz.descendant = z.label AND cz.ancestor = cx.ancestor
+        min(cx.distance + cz.distance) OVER (PARTITION BY q.pair_id) AS d
+    FROM lca_pairs AS q
+    JOIN closure AS cx ON cx.descendant = q.t_label
+    JOIN closure AS cz ON cz.descendant = q.p_label AND cz.ancestor = cx.ancestor
     WHERE $max_distance IS NULL OR (cx.distance <= $max_distance AND cz.distance <= $max_distance)
-) AS pairs
-WHERE up_t + up_p = d
+) AS m
+JOIN lca_pairs AS p ON p.pair_id = m.pair_id
+WHERE m.up_t + m.up_p = m.d
 
 -- name: lca_meetings
 -- (system, instance_id, side, label, partner, lca, up_label, up_partner, cost): the meetings of every
