@@ -50,6 +50,7 @@ def heatmap(matrix: pd.DataFrame, title: str = "", colorbar_label: str = "") -> 
     so that small confusions stay visible beside a large diagonal.
     """
     import numpy as np
+    from matplotlib.cm import ScalarMappable
     from matplotlib.colors import PowerNorm
 
     n = max(len(matrix.index), len(matrix.columns))
@@ -58,8 +59,9 @@ def heatmap(matrix: pd.DataFrame, title: str = "", colorbar_label: str = "") -> 
     grid_w, grid_h = width - MARGIN_LEFT - MARGIN_RIGHT, height - MARGIN_BOTTOM - MARGIN_TOP
     ax = fig.add_axes((MARGIN_LEFT / width, MARGIN_BOTTOM / height, grid_w / width, grid_h / height))
     values = matrix.to_numpy(dtype=float)
-    image = ax.imshow(values, cmap="viridis", aspect="auto", interpolation="nearest",
-                      norm=PowerNorm(0.5, vmin=0, vmax=max(float(values.max(initial=0)), 1e-12)))
+    # colour the n x n cells once (not the resampled pixels of a large figure), then draw the RGBA image
+    colours = ScalarMappable(PowerNorm(0.5, vmin=0, vmax=max(float(values.max(initial=0)), 1e-12)), "viridis")
+    ax.imshow(colours.to_rgba(values, bytes=True), aspect="auto", interpolation="nearest")
     font = max(4.0, min(10.0, cell_size(n) * 72 * 0.7))
     ax.set_xticks(range(len(matrix.columns)), [str(c) for c in matrix.columns], rotation=90, fontsize=font)
     ax.set_yticks(range(len(matrix.index)), [str(r) for r in matrix.index], fontsize=font)
@@ -74,7 +76,7 @@ def heatmap(matrix: pd.DataFrame, title: str = "", colorbar_label: str = "") -> 
                     color="black" if high and v > 0.5 * high else "white")
     cax = fig.add_axes(((width - MARGIN_RIGHT + 0.2) / width, MARGIN_BOTTOM / height, 0.25 / width,
                         grid_h / height))
-    fig.colorbar(image, cax=cax, label=colorbar_label)
+    fig.colorbar(colours, cax=cax, label=colorbar_label)
     return fig
 
 
