@@ -138,3 +138,13 @@ def test_unknown_label_exit_2_names_file_line_and_label(table4, capsys):
     assert main(_args(table4, preds=("bad=bad.tsv",))) == 2
     err = capsys.readouterr().err.strip()
     assert f"{table4 / 'bad.tsv'}:2" in err and "'l7'" in err and len(err.splitlines()) == 1
+
+
+def test_node_named_empty_set_exit_2(tmp_path, capsys):
+    (tmp_path / "tax.tsv").write_text("root\ta\nroot\t∅\n")
+    (tmp_path / "t.tsv").write_text("1\ta\n")
+    args = ["confusion", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "t.tsv"),
+            "--pred", f"s={tmp_path / 't.tsv'}"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "tax.tsv") in err and "empty-set" in err

@@ -155,6 +155,15 @@ def test_store_all_systems_taxonomy_order_and_depth():
         ml.matrix(store, "s1", kind="f1")
 
 
+def test_a_node_named_like_the_empty_set_is_refused():
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges([("r", EMPTY), ("r", "a")]))
+    store.add_truth([["a"]])
+    store.add_predictions("s", [[EMPTY]])
+    with pytest.raises(ValueError, match="empty-set"):
+        ml.confusion_long(store)
+
+
 @pytest.mark.parametrize("dialect", ["postgres", "spark"])
 def test_multilabel_sql_transpiles(dialect):
     for name in sqlfiles.queries("multilabel"):

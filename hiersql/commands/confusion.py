@@ -75,9 +75,13 @@ def _hierarchical(store, args: argparse.Namespace) -> None:
 
 
 def _multilabel(store, args: argparse.Namespace) -> None:
+    from ..errors import InputError
     from ..metrics.multilabel import class_scores, confusion_long, pivot
 
-    cells = confusion_long(store, depth=args.depth, zero_division=args.zero_division)
+    try:
+        cells = confusion_long(store, depth=args.depth, zero_division=args.zero_division)
+    except ValueError as exc:  # a taxonomy node named like the ∅ row/column
+        raise InputError(str(exc), args.taxonomy) from None
     column = "value" if args.normalize == "none" else args.normalize
     systems = store.systems()
     matrices = {system: pivot(cells[cells["system"] == system], column, store=store) for system in systems}

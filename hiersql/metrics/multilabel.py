@@ -32,9 +32,11 @@ EMPTY = "∅"
 KINDS = ("raw", "recall", "precision")
 
 
-def _params(depth: int | None, zero_division: float) -> dict[str, object]:
+def _params(store: Store, depth: int | None, zero_division: float) -> dict[str, object]:
     if depth is not None and depth < 0:
         raise ValueError("depth must be >= 0")
+    if store.con.execute("SELECT count(*) FROM nodes WHERE label = $e", {"e": EMPTY}).fetchone()[0]:
+        raise ValueError(f"the taxonomy has a node named {EMPTY!r}, the name of the empty-set row/column")
     return {"empty": EMPTY, "depth": depth, "zero_division": float(zero_division)}
 
 
@@ -51,14 +53,14 @@ def confusion_long(store: Store, *, depth: int | None = None, zero_division: flo
     zero_division:
         Value of 0/0 ratios.
     """
-    rel = store.run("multilabel", "ml_normalized", _params(depth, zero_division))
+    rel = store.run("multilabel", "ml_normalized", _params(store, depth, zero_division))
     return rel.order("system, true_label, pred_label").df()
 
 
 def class_scores(store: Store, *, depth: int | None = None, zero_division: float = 0.0) -> pd.DataFrame:
     """Per (system, label of a row or column): ``row_total, column_total, diagonal`` and the per-class
     ``precision`` (diagonal / column sum) and ``recall`` (diagonal / row sum) of Krstinić Table 5."""
-    rel = store.run("multilabel", "ml_class", _params(depth, zero_division))
+    rel = store.run("multilabel", "ml_class", _params(store, depth, zero_division))
     return rel.order("system, label").df()
 
 
