@@ -113,3 +113,18 @@ def test_per_instance_csv(fixtures_dir, tmp_path, capsys):
     assert len(rows) == 3 * 8
     six = next(r for r in rows if r["system"] == "shallow" and r["instance_id"] == "6")
     assert (six["n_true"], six["n_pred"], six["n_both"]) == ("5", "1", "1")
+
+
+def test_labels_option_fixes_the_class_universe(fixtures_dir, capsys):
+    # The Hamming loss divides by the number of classes: by default those seen in the truth or the
+    # system's predictions, with --labels the given universe.
+    args = demo_args(fixtures_dir, "--metrics", "hamming_loss", "--format", "csv")
+    assert main(args) == 0
+    seen = {r["system"]: float(r["value"]) for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    universe = "feline,canine,road vehicle,aircraft,animal,vehicle,jaguar,house cat,wolf,dog,truck,airplane,car,lion"
+    assert main([*args, "--labels", universe + ",thing,helicopter"]) == 0
+    fixed = {r["system"]: float(r["value"]) for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    # shallow: 8 instances; wrong labels per instance: |YΔZ| = 2,2,2,2,2,3,2,2 = 17;
+    # seen classes = 8 true leaves + 6 predicted inner nodes = 14; the universe has 16
+    assert seen["shallow"] == pytest.approx(17 / (8 * 14))
+    assert fixed["shallow"] == pytest.approx(17 / (8 * 16))

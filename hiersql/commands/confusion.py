@@ -69,7 +69,7 @@ def _hierarchical(store, args: argparse.Namespace) -> None:
 
         _wrote(save(binary_confusion(table), args.plot))
     if args.format == "csv":
-        print(table.to_csv(index=False, float_format="%r"), end="")
+        print(table.to_csv(index=False, float_format="%.17g"), end="")
     else:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
 

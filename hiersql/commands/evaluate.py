@@ -39,6 +39,8 @@ def add_metric_arguments(p: argparse.ArgumentParser) -> None:
                    help="MGIA denominator: |P ∪ T|·dmax (default) or the text's symmetric-difference formula")
     p.add_argument("--distance-limit", default="pair", choices=("pair", "side"),
                    help="pair-based: --max-distance bounds d(u, v) (default) or each side's climb to the LCA")
+    p.add_argument("--labels", metavar="LIST",
+                   help="flat label-based measures: comma-separated class universe (default: classes seen)")
     p.add_argument("--offset", type=float, default=0.0, help="offset o <= 0 of the scoring-tree measures")
     p.add_argument("--tn", default="published", choices=("published", "descendants"),
                    help="true negatives of the hierarchical confusion matrix")
@@ -60,6 +62,7 @@ def options_from_args(args: argparse.Namespace) -> dict:
         "distance_limit": args.distance_limit,
         "tn": args.tn,
         "offset": args.offset,
+        "labels": tuple(x.strip() for x in args.labels.split(",") if x.strip()) if args.labels else None,
     }
 
 
