@@ -48,13 +48,16 @@ def to_hemkit_lines(long_file: Path, lines_file: Path, n: int) -> None:
     lines_file.write_text("".join(" ".join(labels.get(str(i), [])) + "\n" for i in range(1, n + 1)))
 
 
-def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """Run ``cmd`` under /usr/bin/time -v; returns (wall seconds, peak RSS in MiB, stdout)."""
+def timed(cmd: list[str]) -> tuple[float, float, float, str]:
+    """Run ``cmd`` under /usr/bin/time -v; returns (wall seconds, CPU seconds (user + system), peak RSS in
+    MiB, stdout)."""
     proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True, check=True)
     wall = re.search(r"Elapsed \(wall clock\) time .*: (?:(\d+):)?(\d+):([\d.]+)", proc.stderr)
     h, m, s = (float(x) if x else 0.0 for x in wall.groups())
+    cpu = sum(float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", proc.stderr).group(1))
+              for kind in ("User", "System"))
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
-    return h * 3600 + m * 60 + s, rss / 1024, proc.stdout
+    return h * 3600 + m * 60 + s, cpu, rss / 1024, proc.stdout
 
 
 def part_mesh() -> str:
@@ -64,9 +67,9 @@ def part_mesh() -> str:
     to_hemkit_lines(data / "truth.tsv", gold, 20000)
     to_hemkit_lines(data / "pred.tsv", pred, 20000)
     cmd = [HIERSQL, "hemkit", str(MESH), str(gold), str(pred), "4", "5"]
-    wall, rss, out = timed(cmd)
-    return (f"- `{' '.join(cmd[1:])}` (MeSH, 20,000 instances x 3 labels): wall {wall:.2f} s, peak RSS "
-            f"{rss:.0f} MiB; output `{out.strip()}`\n")
+    wall, cpu, rss, out = timed(cmd)
+    return (f"- `{' '.join(cmd[1:])}` (MeSH, 20,000 instances x 3 labels): wall {wall:.2f} s, CPU {cpu:.2f} s,"
+            f" peak RSS {rss:.0f} MiB; output `{out.strip()}`\n")
 
 
 def child_big(folder: str) -> None:
@@ -96,9 +99,9 @@ def part_big() -> str:
     generate(data, "--nodes", "325000", "--depth", "14", "--multi-parent", "0.2", "--instances", "450000",
              "--labels", "3.3", "--seed", "1")
     cmd = [PYTHON, str(Path(__file__).resolve()), "--child-big", str(data)]
-    wall, rss, out = timed(cmd)
+    wall, cpu, rss, out = timed(cmd)
     return (f"- 450,000-instance synthetic DAG (325,000 nodes, depth 14), store load + PLCA/RLCA/FLCA greedy: "
-            f"wall {wall:.1f} s, peak RSS {rss / 1024:.2f} GiB; {out.strip()}\n")
+            f"wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss / 1024:.2f} GiB; {out.strip()}\n")
 
 
 def main() -> None:

@@ -210,7 +210,9 @@ def test_optimal_equals_brute_force_on_random_dags():
         store = store_from_sets([rng.sample(nodes, rng.randint(1, 3))], [rng.sample(nodes, rng.randint(1, 3))],
                                 Taxonomy.from_edges(sorted(edges)))
         opts = options(include_root=True)
-        lca._materialise(store, "lca_open_instances", lca._prepare(store, opts, None))
+        params = lca._prepare(store, opts, None)
+        for name in ("lca_open_instances", "lca_path_links"):
+            lca._materialise(store, name, params)
         for inst in lca._open_instances(store).values():
             optimal, fell_back = lca._optimal(inst, set())
             greedy, _ = lca._greedy(inst)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ METRICS = {"lca_precision": "lca_p", "lca_recall": "lca_r", "lca_f1": "lca_f"}
 GRAPHS = ("optimal", "greedy", "extended")
 LCA_TIME_LIMIT = 10.0  # seconds per instance for the exact solver
 MAX_PATHS = 64  # shortest paths enumerated per (label, LCA) before the exact solver gives up
+BATCH = 20_000  # instances with a choice fetched into Python at a time
 OTHER = {"t": "p", "p": "t"}
 
 Path = frozenset[str]
@@ -90,22 +92,31 @@ def _prepare(store: Store, options: Options, drop_distance: int | None) -> dict[
     return params
 
 
-def _solve_open(store: Store, options: Options, params: dict[str, object]) -> dict[tuple, dict[str, set[str]]]:
-    """Minimal graphs (``options.lca_graph``) of the instances where a choice exists, by (system,
-    instance_id); a warning counts the instances where the exact solver fell back to the greedy graphs."""
+def _solve_open(store: Store, options: Options, params: dict[str, object]) -> Iterator[tuple[tuple, dict]]:
+    """Minimal graphs (``options.lca_graph``) of the instances where a choice exists: ``((system,
+    instance_id), {"t": Gt, "p": Gp})``, fetched and solved ``BATCH`` instances at a time to bound memory; a
+    warning counts the instances where the exact solver fell back to the greedy graphs."""
     _materialise(store, "lca_open_instances", params)
-    instances = _open_instances(store)
+    store.con.execute(
+        "CREATE OR REPLACE TEMP TABLE _lca_batches AS SELECT system, instance_id,"
+        f" (row_number() OVER (ORDER BY system, instance_id) - 1) // {BATCH} AS batch FROM lca_open_instances"
+    )
+    n_batches = store.con.execute("SELECT coalesce(max(batch) + 1, 0) FROM _lca_batches").fetchone()[0]
+    _materialise(store, "lca_path_links", {})
     ignore = set() if options.include_root else {_root(store)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
-    out, fallbacks = {}, 0
-    for key, inst in instances.items():
-        out[key], fell_back = solve(inst, ignore)
-        fallbacks += fell_back
+    fallbacks = 0
+    for batch in range(n_batches):
+        store.con.execute("CREATE OR REPLACE TEMP TABLE _lca_batch AS SELECT system, instance_id"
+                          f" FROM _lca_batches WHERE batch = {batch}")
+        for key, inst in _open_instances(store, "_lca_batch").items():
+            graphs, fell_back = solve(inst, ignore)
+            fallbacks += fell_back
+            yield key, graphs
     if fallbacks:
         warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
                       f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
                       stacklevel=4)
-    return out
 
 
 def _root(store: Store) -> str:
@@ -118,11 +129,10 @@ def graph_counts(store: Store, options: Options, drop_distance: int | None = Non
     params = _prepare(store, options, drop_distance)
     if options.lca_graph == "extended":
         return params
-    solved = _solve_open(store, options, params)
-    if not solved:
-        return params
     ignore = set() if options.include_root else {_root(store)}
-    rows = [(*key, *_sizes(g, ignore)) for key, g in solved.items()]
+    rows = [(*key, *_sizes(g, ignore)) for key, g in _solve_open(store, options, params)]
+    if not rows:
+        return params
     store.con.execute(
         "DELETE FROM lca_graph_counts AS c WHERE EXISTS (SELECT 1 FROM lca_open_instances AS o"
         " WHERE o.system = c.system AND o.instance_id = c.instance_id)"
@@ -142,7 +152,7 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
     for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_nodes").fetchall():
         out[(system, instance)][side].add(v)
     if options.lca_graph != "extended":
-        out.update(_solve_open(store, options, params))
+        out.update(dict(_solve_open(store, options, params)))
     return dict(out)
 
 
@@ -181,21 +191,22 @@ class Instance:
 
 
 
-def _open_instances(store: Store) -> dict[tuple[str, str], Instance]:
-    """The labels, options and shortest paths of every instance listed in ``lca_open_instances``."""
+def _open_instances(store: Store, table: str = "lca_open_instances") -> dict[tuple[str, str], Instance]:
+    """The labels, options and shortest paths of every instance listed in ``table`` (``system,
+    instance_id``); reads ``lca_path_links``."""
     con = store.con
     out: dict[tuple[str, str], Instance] = defaultdict(Instance)
     for s, i, side, label in con.execute(
         "SELECT l.system, l.instance_id, l.side, l.label FROM lca_labels l"
-        " JOIN lca_open_instances o USING (system, instance_id)"
+        f" JOIN {table} o USING (system, instance_id)"
     ).fetchall():
         out[(s, i)].labels[side].add(label)
     for s, i, side, label, lca, partner in con.execute(
         "SELECT o.system, o.instance_id, o.side, o.label, o.lca, o.partner FROM lca_options o"
-        " JOIN lca_open_instances USING (system, instance_id) ORDER BY o.lca, o.partner"
+        f" JOIN {table} USING (system, instance_id) ORDER BY o.lca, o.partner"
     ).fetchall():
         out[(s, i)].options.setdefault((side, label), []).append((lca, partner))
-    paths = _paths(store)
+    paths = _paths(store, table)
     for inst in out.values():
         for (_side, label), opts in inst.options.items():
             for lca, partner in opts:
@@ -204,12 +215,12 @@ def _open_instances(store: Store) -> dict[tuple[str, str], Instance]:
     return dict(out)
 
 
-def _paths(store: Store) -> dict[tuple[str, str], list[Path]]:
-    """The shortest paths of every (node, LCA) an open instance needs."""
+def _paths(store: Store, table: str) -> dict[tuple[str, str], list[Path]]:
+    """The shortest paths of every (node, LCA) the instances of ``table`` need."""
     con = store.con
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _lca_needed AS SELECT DISTINCT e.node, e.lca FROM lca_path_ends e"
-        " JOIN lca_open_instances USING (system, instance_id)"
+        f" JOIN {table} USING (system, instance_id)"
     )
     by_pair: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
     for node, lca, step, v in con.execute(
@@ -225,7 +236,6 @@ def _paths(store: Store) -> dict[tuple[str, str], list[Path]]:
         else:
             layered[key] = by_step
     if layered:
-        _materialise(store, "lca_path_links", {})
         links: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
         for node, lca, lower, upper in con.execute(
             "SELECT l.* FROM lca_path_links l JOIN _lca_needed USING (node, lca) ORDER BY 1, 2, 3, 4"
