@@ -162,7 +162,8 @@ def generate(args: argparse.Namespace) -> dict:
     write_long(out / "pred.tsv", instance, pred, names)
     n_parents = np.bincount(edges[:, 1], minlength=n_nodes)
     meta = {
-        "args": {k: v for k, v in vars(args).items() if k != "out"},
+        "args": {k: v for k, v in vars(args).items()
+                 if k != "out" and not (args.taxonomy and k in ("nodes", "depth", "multi_parent"))},
         "taxonomy": str(taxonomy),
         "nodes": n_nodes,
         "edges": len(edges),
