@@ -206,6 +206,32 @@ JOIN layered AS b ON b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
 JOIN edges AS e ON e.child = a.v AND e.parent = b.v
 WHERE a.n_nodes > a.top + 1 AND (a.width > 1 OR b.width > 1)
 
+-- name: lca_open_batches
+-- The instances of lca_open_instances numbered into batches of $batch_size (lca.py fetches one at a time).
+SELECT system, instance_id,
+       CAST(floor((row_number() OVER (ORDER BY system, instance_id) - 1) / $batch_size) AS INTEGER) AS batch
+FROM lca_open_instances
+
+-- name: lca_open_options
+SELECT b.batch, o.system, o.instance_id, o.side, o.label, o.lca, o.partner
+FROM lca_options AS o
+JOIN lca_open_batches AS b ON b.system = o.system AND b.instance_id = o.instance_id
+
+-- name: lca_open_ends
+SELECT DISTINCT b.batch, e.node, e.lca
+FROM lca_path_ends AS e
+JOIN lca_open_batches AS b ON b.system = e.system AND b.instance_id = e.instance_id
+
+-- name: lca_open_nodes
+SELECT e.batch, n.node, n.lca, n.step, n.v
+FROM lca_open_ends AS e
+JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
+
+-- name: lca_open_links
+SELECT e.batch, l.node, l.lca, l.lower, l.upper
+FROM lca_open_ends AS e
+JOIN lca_path_links AS l ON l.node = e.node AND l.lca = e.lca
+
 -- name: lca_instance
 -- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives
 -- $zero_division. Reads lca_graph_counts (the extended counts, or the minimal ones written by lca.py).

@@ -132,7 +132,9 @@ def test_max_distance_meets_beyond():
     assert lca.lca_f1([["1.1"]], [["3.1"]], tax, max_distance=2) == 0.0
 
 
-def test_all_systems_at_once_and_per_instance():
+@pytest.mark.parametrize("batch", [20_000, 1])
+def test_all_systems_at_once_and_per_instance(monkeypatch, batch):
+    monkeypatch.setattr(lca, "BATCH", batch)  # instances with a choice fetched one at a time, or all at once
     store = Store()
     store.load_taxonomy(Taxonomy.from_edges(FIG8B))
     store.add_truth([Y, ["3.3"]])
@@ -210,10 +212,8 @@ def test_optimal_equals_brute_force_on_random_dags():
         store = store_from_sets([rng.sample(nodes, rng.randint(1, 3))], [rng.sample(nodes, rng.randint(1, 3))],
                                 Taxonomy.from_edges(sorted(edges)))
         opts = options(include_root=True)
-        params = lca._prepare(store, opts, None)
-        for name in ("lca_open_instances", "lca_path_links"):
-            lca._materialise(store, name, params)
-        for inst in lca._open_instances(store).values():
+        n_batches = lca._stage_open(store, lca._prepare(store, opts, None))
+        for inst in (i for b in range(n_batches) for i in lca._open_instances(store, b).values()):
             optimal, fell_back = lca._optimal(inst, set())
             greedy, _ = lca._greedy(inst)
             f = {name: 2 * b / (t + p) for name, (t, p, b) in

@@ -96,20 +96,12 @@ def _solve_open(store: Store, options: Options, params: dict[str, object]) -> It
     """Minimal graphs (``options.lca_graph``) of the instances where a choice exists: ``((system,
     instance_id), {"t": Gt, "p": Gp})``, fetched and solved ``BATCH`` instances at a time to bound memory; a
     warning counts the instances where the exact solver fell back to the greedy graphs."""
-    _materialise(store, "lca_open_instances", params)
-    store.con.execute(
-        "CREATE OR REPLACE TEMP TABLE _lca_batches AS SELECT system, instance_id,"
-        f" (row_number() OVER (ORDER BY system, instance_id) - 1) // {BATCH} AS batch FROM lca_open_instances"
-    )
-    n_batches = store.con.execute("SELECT coalesce(max(batch) + 1, 0) FROM _lca_batches").fetchone()[0]
-    _materialise(store, "lca_path_links", {})
+    n_batches = _stage_open(store, params)
     ignore = set() if options.include_root else {_root(store)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
     fallbacks = 0
     for batch in range(n_batches):
-        store.con.execute("CREATE OR REPLACE TEMP TABLE _lca_batch AS SELECT system, instance_id"
-                          f" FROM _lca_batches WHERE batch = {batch}")
-        for key, inst in _open_instances(store, "_lca_batch").items():
+        for key, inst in _open_instances(store, batch).items():
             graphs, fell_back = solve(inst, ignore)
             fallbacks += fell_back
             yield key, graphs
@@ -117,6 +109,16 @@ def _solve_open(store: Store, options: Options, params: dict[str, object]) -> It
         warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
                       f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
                       stacklevel=4)
+
+
+def _stage_open(store: Store, params: dict[str, object]) -> int:
+    """Materialise the options, path nodes and path links of the instances with a choice, by batch; returns
+    the number of batches."""
+    params = {**params, "batch_size": BATCH}
+    for name in ("lca_open_instances", "lca_open_batches", "lca_open_options", "lca_open_ends",
+                 "lca_open_nodes", "lca_path_links", "lca_open_links"):
+        _materialise(store, name, params)
+    return store.con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchone()[0]
 
 
 def _root(store: Store) -> str:
@@ -191,22 +193,18 @@ class Instance:
 
 
 
-def _open_instances(store: Store, table: str = "lca_open_instances") -> dict[tuple[str, str], Instance]:
-    """The labels, options and shortest paths of every instance listed in ``table`` (``system,
-    instance_id``); reads ``lca_path_links``."""
-    con = store.con
+def _open_instances(store: Store, batch: int) -> dict[tuple[str, str], Instance]:
+    """The labels, options and shortest paths of the instances of one batch (see :func:`_stage_open`). Every
+    label of such an instance has options (the other set is not empty), so the options give the labels."""
     out: dict[tuple[str, str], Instance] = defaultdict(Instance)
-    for s, i, side, label in con.execute(
-        "SELECT l.system, l.instance_id, l.side, l.label FROM lca_labels l"
-        f" JOIN {table} o USING (system, instance_id)"
+    for s, i, side, label, lca, partner in store.con.execute(
+        "SELECT system, instance_id, side, label, lca, partner FROM lca_open_options WHERE batch = $b"
+        " ORDER BY lca, partner", {"b": batch}
     ).fetchall():
-        out[(s, i)].labels[side].add(label)
-    for s, i, side, label, lca, partner in con.execute(
-        "SELECT o.system, o.instance_id, o.side, o.label, o.lca, o.partner FROM lca_options o"
-        f" JOIN {table} USING (system, instance_id) ORDER BY o.lca, o.partner"
-    ).fetchall():
-        out[(s, i)].options.setdefault((side, label), []).append((lca, partner))
-    paths = _paths(store, table)
+        inst = out[(s, i)]
+        inst.labels[side].add(label)
+        inst.options.setdefault((side, label), []).append((lca, partner))
+    paths = _paths(store, batch)
     for inst in out.values():
         for (_side, label), opts in inst.options.items():
             for lca, partner in opts:
@@ -215,17 +213,11 @@ def _open_instances(store: Store, table: str = "lca_open_instances") -> dict[tup
     return dict(out)
 
 
-def _paths(store: Store, table: str) -> dict[tuple[str, str], list[Path]]:
-    """The shortest paths of every (node, LCA) the instances of ``table`` need."""
-    con = store.con
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE _lca_needed AS SELECT DISTINCT e.node, e.lca FROM lca_path_ends e"
-        f" JOIN {table} USING (system, instance_id)"
-    )
+def _paths(store: Store, batch: int) -> dict[tuple[str, str], list[Path]]:
+    """The shortest paths of every (node, LCA) the instances of one batch need."""
     by_pair: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for node, lca, step, v in con.execute(
-        "SELECT n.node, n.lca, n.step, n.v FROM lca_path_nodes n JOIN _lca_needed USING (node, lca)"
-        " ORDER BY n.v"
+    for node, lca, step, v in store.con.execute(
+        "SELECT node, lca, step, v FROM lca_open_nodes WHERE batch = $b ORDER BY v", {"b": batch}
     ).fetchall():
         by_pair[(node, lca)][step].append(v)
     paths: dict[tuple[str, str], list[Path]] = {}
@@ -237,8 +229,9 @@ def _paths(store: Store, table: str) -> dict[tuple[str, str], list[Path]]:
             layered[key] = by_step
     if layered:
         links: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-        for node, lca, lower, upper in con.execute(
-            "SELECT l.* FROM lca_path_links l JOIN _lca_needed USING (node, lca) ORDER BY 1, 2, 3, 4"
+        for node, lca, lower, upper in store.con.execute(
+            "SELECT node, lca, lower, upper FROM lca_open_links WHERE batch = $b ORDER BY 1, 2, 3, 4",
+            {"b": batch},
         ).fetchall():
             links[(node, lca)][lower].append(upper)
         for key, by_step in layered.items():
