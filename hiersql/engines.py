@@ -12,9 +12,10 @@ Dialect fixes applied on top of sqlglot's transpilation (:func:`render`):
 
 - Spark reads a literal such as ``1.0`` as ``DECIMAL(2,1)``, and its decimal division keeps only 6 digits
   after the point: decimal literals become ``DOUBLE`` literals, as in DuckDB.
-- Spark (4.x) accepts only ``UNION ALL`` in a recursive CTE: the closure's ``UNION`` becomes ``UNION ALL``.
-  The recursion then walks every path instead of every (ancestor, descendant, distance) triple; it still ends
-  because a taxonomy has no cycle, and ``min(distance)`` gives the same closure. On a DAG with many paths
+- Spark (4.x) accepts only ``UNION ALL`` in a recursive CTE: the ``UNION`` of a CTE that reads itself
+  becomes ``UNION ALL``. That is right for a query whose result does not depend on duplicate rows, such as the
+  closure: the recursion then walks every path instead of every (ancestor, descendant, distance) triple, still
+  ends because a taxonomy has no cycle, and ``min(distance)`` gives the same closure. On a DAG with many paths
   (MeSH) compute the closure in DuckDB and copy it instead.
 
 Every engine returns the rows ``(system, metric, average, value)`` of :class:`~hiersql.metrics.Row`.
@@ -142,7 +143,8 @@ def _fix_spark(tree):
     with_ = tree.args.get("with_")
     if with_ is not None and with_.args.get("recursive"):
         for cte in with_.expressions:
-            if isinstance(cte.this, exp.Union):
+            reads_itself = any(t.name == cte.alias and not t.db for t in cte.this.find_all(exp.Table))
+            if isinstance(cte.this, exp.Union) and reads_itself:
                 cte.this.set("distinct", False)
     return tree
 

@@ -164,3 +164,11 @@ def test_cli_sql_bad_input_exits_2(capsys, args, message):
     assert main(["sql", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_spark_union_all_only_where_a_cte_reads_itself():
+    sql = ("WITH RECURSIVE walk(n) AS (SELECT 1 UNION SELECT n + 1 FROM walk WHERE n < 3),"
+           " other AS (SELECT n FROM walk UNION SELECT n FROM walk) SELECT * FROM other")
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    unions = {c.alias: c.this.args["distinct"] for c in engines._fix_spark(tree).args["with_"].expressions}
+    assert unions == {"walk": False, "other": True}
