@@ -112,3 +112,87 @@ def save(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     fig.savefig(path, dpi=DPI)
     return path
+
+
+def scores_chart(results: pd.DataFrame, title: str = "") -> Figure:
+    """Grouped horizontal bars: one group per measure (``metric (average)``), one bar per system."""
+    labels = list(dict.fromkeys(results["measure"]))
+    systems = list(dict.fromkeys(results["system"]))
+    height = max(2.5, 0.25 * len(labels) * max(len(systems), 1) + 1.2)
+    fig = _figure(9, height)
+    ax = fig.add_subplot(1, 1, 1)
+    bar = 0.8 / max(len(systems), 1)
+    values = results.set_index(["measure", "system"])["value"]
+    for i, system in enumerate(systems):
+        ys = [j + i * bar for j in range(len(labels))]
+        ax.barh(ys, [values.get((m, system), float("nan")) for m in labels], height=bar, label=system)
+    ax.set_yticks([j + 0.4 - bar / 2 for j in range(len(labels))], labels)
+    ax.invert_yaxis()
+    ax.set_title(title)
+    ax.set_xlim(0, 1)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def _png_base64(fig: Figure) -> str:
+    import base64
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def html_report(results: pd.DataFrame, path: str | Path, title: str = "hiersql results") -> Path:
+    """A self-contained HTML page of ``results`` (columns ``dataset, system, metric, average, value``): per
+    dataset a table with one row per measure and one column per system (best value in bold), and a bar chart
+    of the measures that lie in [0, 1]."""
+    from html import escape
+
+    results = results.assign(
+        dataset=results["dataset"].fillna("(no dataset)"),
+        measure=results["metric"] + results["average"].fillna("").map(lambda a: f" ({a})" if a else ""),
+    )
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>",
+             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}"
+             "td:first-child,th:first-child{text-align:left}</style></head><body>",
+             f"<h1>{escape(title)}</h1>"]
+    for dataset, part in results.groupby("dataset", sort=True):
+        wide = part.pivot_table(index="measure", columns="system", values="value", sort=False)
+        parts.append(f"<h2>{escape(str(dataset))}</h2><table><tr><th>measure</th>")
+        parts += [f"<th>{escape(str(s))}</th>" for s in wide.columns]
+        parts.append("</tr>")
+        for measure, row in wide.iterrows():
+            best = _best(str(measure), row)
+            cells = [f"<td>{'<b>' if s == best else ''}{v:.4f}{'</b>' if s == best else ''}</td>"
+                     for s, v in row.items()]
+            parts.append(f"<tr><td>{escape(str(measure))}</td>{''.join(cells)}</tr>")
+        parts.append("</table>")
+        unit = part[part["value"].between(0, 1) & ~part["metric"].str.endswith("_loss")]
+        unit = unit[~unit["metric"].isin(_COUNT_OR_LOSS)]
+        if len(unit):
+            chart = scores_chart(unit, str(dataset))
+            parts.append(f"<p><img alt='scores of {escape(str(dataset))}' "
+                         f"src='data:image/png;base64,{_png_base64(chart)}'></p>")
+    parts.append("</body></html>")
+    path = Path(path)
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+# measures where lower is better, or which are counts: not "best = highest", not on the [0, 1] chart
+_COUNT_OR_LOSS = {
+    "symmetric_difference_loss", "hamming_loss", "graph_induced_error", "mgia_fn", "tree_induced_error",
+    "all_pairs_error", "hcm_tp", "hcm_tn", "hcm_fp", "hcm_fn", "hcm_fnr", "hcm_fpr", "hcm_pt",
+}
+
+
+def _best(measure: str, row: pd.Series) -> object:
+    """The system with the best value of ``measure``: lowest for losses and error rates, else highest."""
+    metric = measure.split(" ")[0]
+    if metric in {"hcm_tp", "hcm_tn", "hcm_fp", "hcm_fn"} or row.isna().all():
+        return None
+    return row.idxmin() if metric in _COUNT_OR_LOSS else row.idxmax()

@@ -47,8 +47,10 @@ def test_db_keeps_tables_and_results(fixtures_dir, tmp_path, capsys):
         assert con.execute("SELECT count(DISTINCT system) FROM predictions").fetchall() == [(3,)]
 
 
-def test_demo_prints_every_system(capsys):
-    assert main(["demo", "--metrics", "hp,hr"]) == 0
+def test_demo_prints_every_system(capsys, tmp_path):
+    assert main(["demo", "--metrics", "hp,hr", "--db", str(tmp_path / "d.duckdb")]) == 0
+    with duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM results WHERE dataset = 'demo'").fetchall() == [(3 * 4,)]
     out = capsys.readouterr().out
     assert "cautious" in out and "flat_errors" in out and "shallow" in out
     assert "hierarchical_recall (micro)" in out
@@ -128,3 +130,18 @@ def test_labels_option_fixes_the_class_universe(fixtures_dir, capsys):
     # seen classes = 8 true leaves + 6 predicted inner nodes = 14; the universe has 16
     assert seen["shallow"] == pytest.approx(17 / (8 * 14))
     assert fixed["shallow"] == pytest.approx(17 / (8 * 16))
+
+
+def test_html_report_from_stored_results(fixtures_dir, tmp_path, capsys):
+    db = str(tmp_path / "r.duckdb")
+    assert main(demo_args(fixtures_dir, "--db", db, "--dataset", "demo", "--metrics", "hp,hr,sdl")) == 0
+    out = tmp_path / "report.html"
+    assert main(["report", "--db", db, "--out", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert "<h2>demo</h2>" in html and "data:image/png;base64," in html
+    assert html.count("<tr>") == 1 + 5  # header + hp, hr (micro, macro) + sdl
+    # shallow has the best micro precision (1.0) and is bold; flat_errors/cautious share the lowest SDL
+    row = next(line for line in html.splitlines() if line.startswith("<tr><td>hierarchical_precision (micro)"))
+    assert "<b>1.0000</b>" in row
+    assert main(["report", "--db", str(tmp_path / "none.duckdb"), "--out", str(out)]) == 2
+    capsys.readouterr()

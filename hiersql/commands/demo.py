@@ -28,9 +28,12 @@ def run(args: argparse.Namespace) -> int:
     for system in ("cautious", "flat_errors", "shallow"):
         ev.add_predictions(system, folder / f"{system}.tsv")
     print(f"taxonomy: {ev.taxonomy}\ntruth: {folder / 'truth.tsv'} ({len(ev.con.table('instances'))} instances)\n")
-    table = ev.evaluate(args.metrics.split(","))
+    import pandas as pd
+
+    rows = ev.rows(args.metrics.split(","))
     if args.db:
-        ev.save(list(table.itertuples(index=False, name=None)), dataset="demo")
+        ev.save(rows, dataset="demo")
+    table = pd.DataFrame(rows)
     table["metric"] = table["metric"] + table["average"].map(lambda a: f" ({a})" if a else "")
     wide = table.pivot_table(index="metric", columns="system", values="value", sort=False)
     print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
