@@ -156,3 +156,18 @@ def test_duckdb_engine_copies_into_renamed_tables(tmp_path):
     engine.copy_store(hand_store())
     assert engine.execute("SELECT count(*) FROM h_closure") == [(14,)]
     assert_hand_values(engine.evaluate(SET_BASED))
+
+
+def test_the_sql_in_docs_runs(hand_db):
+    """Every statement of the ```sql block of docs/sql.md runs on an installed file."""
+    import re
+
+    from tests.conftest import ROOT
+
+    block = re.findall(r"```sql\n(.*?)```", (ROOT / "docs" / "sql.md").read_text(encoding="utf-8"), re.S)[0]
+    con = duckdb.connect(str(hand_db))
+    closure_before = sorted(con.execute("SELECT * FROM closure").fetchall())
+    for statement in filter(str.strip, block.split(";")):
+        con.execute(statement)
+    assert sorted(con.execute("SELECT * FROM closure").fetchall()) == closure_before
+    assert con.execute("SELECT count(*) FROM flat_labels").fetchone()[0] == 6
