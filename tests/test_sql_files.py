@@ -60,7 +60,9 @@ def test_named_query_transpiles(file, name, dialect):
         back = sqlglot.parse_one(sql + "\n", read=dialect)
         assert isinstance(back, exp.Query)
         with_ = back.args.get("with_")
-        ctes = {c.alias for c in with_.expressions} if with_ else set()
+        names = [c.alias for c in with_.expressions] if with_ else []
+        assert len(names) == len(set(names)), f"{file}.{name}: two CTEs of the same name once composed"
+        ctes = set(names)
         missing = set(sqlfiles.dependencies(file, name)) - ctes
         assert not missing, f"{file}.{name}: queries it reads are not composed as CTEs: {sorted(missing)}"
 
