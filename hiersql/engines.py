@@ -49,7 +49,7 @@ def family_query(name: str) -> tuple[str, str]:
     """
     module = family(name)
     file = getattr(module, "SQL_FILE", name)
-    if file not in sqlfiles.available() or _params_builder(module) is None:
+    if file not in sqlfiles.available() or getattr(module, "sql_params", None) is None:
         raise ValueError(f"family {name!r} is not computed in SQL alone (it declares no sql/ summary query "
                          "and sql_params)")
     query = getattr(module, "SQL_QUERY", None) or list(sqlfiles.queries(file))[-1]
@@ -57,45 +57,18 @@ def family_query(name: str) -> tuple[str, str]:
 
 
 def family_params(name: str, options: Options) -> dict[str, object]:
-    """The ``$parameters`` of family ``name``'s SQL for ``options``: the module's ``sql_params(options)``, or
-    (for families written before that name) a private ``_params`` taking only the options."""
-    build = _params_builder(family(name))
+    """The ``$parameters`` of family ``name``'s SQL for ``options``: the module's ``sql_params(options)``."""
+    build = getattr(family(name), "sql_params", None)
     if build is None:
         raise ValueError(f"family {name!r} has no sql_params(options)")
     return dict(build(options))
 
 
-def _params_builder(module):
-    import inspect
-
-    build = getattr(module, "sql_params", None)
-    legacy = getattr(module, "_params", None)
-    if build is None and legacy is not None and len(inspect.signature(legacy).parameters) == 1:
-        build = legacy
-    return build
-
-
 def family_tables(name: str, options: Options) -> dict[str, duckdb.DuckDBPyRelation]:
     """Helper tables that family ``name``'s SQL reads besides the store's, for ``options``: the module's
-    ``sql_tables(options)`` (``{table: DuckDB relation}``), else the built-in list :data:`_FAMILY_TABLES`."""
-    build = getattr(family(name), "sql_tables", None) or _FAMILY_TABLES.get(name)
+    ``sql_tables(options)`` (``{table: DuckDB relation}``), if it has one."""
+    build = getattr(family(name), "sql_tables", None)
     return dict(build(options)) if build else {}
-
-
-def _flat_labels(options: Options) -> dict[str, duckdb.DuckDBPyRelation]:
-    """``flat_labels(label)``: the fixed label universe of the flat measures (empty when not fixed); the
-    DuckDB path creates it in :func:`hiersql.metrics.flat.label_table`."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute("CREATE TABLE flat_labels (label VARCHAR)")
-    labels = list(dict.fromkeys(str(label) for label in options.labels or ()))
-    if labels:
-        con.executemany("INSERT INTO flat_labels VALUES (?)", [(label,) for label in labels])
-    return {"flat_labels": con.table("flat_labels")}
-
-
-_FAMILY_TABLES = {"flat": _flat_labels}
 
 
 def render(

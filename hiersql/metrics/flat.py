@@ -48,11 +48,26 @@ def sql_params(options: Options) -> dict[str, object]:
 
 def label_table(store: Store, options: Options) -> dict[str, object]:
     """(Re)create the temp table ``flat_labels`` holding ``options.labels``; returns :func:`sql_params`."""
-    labels = list(dict.fromkeys(str(label) for label in options.labels or ()))
     store.con.execute("CREATE OR REPLACE TEMP TABLE flat_labels (label VARCHAR)")
-    if labels:
-        store.con.execute("INSERT INTO flat_labels SELECT unnest($l)", {"l": labels})
+    _fill_labels(store.con, options)
     return sql_params(options)
+
+
+def sql_tables(options: Options) -> dict[str, object]:
+    """The helper table ``flat_labels(label)`` (the fixed class universe, empty when not fixed) as a DuckDB
+    relation, for engines that run ``sql/flat.sql`` outside the store (:mod:`hiersql.engines`)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE flat_labels (label VARCHAR)")
+    _fill_labels(con, options)
+    return {"flat_labels": con.table("flat_labels")}
+
+
+def _fill_labels(con, options: Options) -> None:
+    labels = list(dict.fromkeys(str(label) for label in options.labels or ()))
+    if labels:
+        con.execute("INSERT INTO flat_labels SELECT unnest($l)", {"l": labels})
 
 
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:

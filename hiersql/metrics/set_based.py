@@ -29,7 +29,7 @@ METRICS = {
 AUGMENTS = ("ancestors", "descendants", "cesa_bianchi")
 
 
-def _params(options: Options) -> dict[str, object]:
+def sql_params(options: Options) -> dict[str, object]:
     if options.augment not in AUGMENTS:
         raise ValueError(f"augment must be one of {AUGMENTS}, got {options.augment!r}")
     if options.max_distance is not None and options.max_distance < 0:
@@ -45,7 +45,7 @@ def _params(options: Options) -> dict[str, object]:
 
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system, micro and/or macro (``options.average``)."""
-    rel = store.run("set_based", "set_based_summary", _params(options))
+    rel = store.run("set_based", "set_based_summary", sql_params(options))
     wanted = set(metrics)
     averages = set(options.average) | {""}
     return [
@@ -57,7 +57,7 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per-instance ``n_true, n_pred, n_both`` (sizes of Yaug, Ŷaug and their intersection) and values."""
-    return store.run("set_based", "set_based_instance", _params(options)).order("system, instance_id").df()
+    return store.run("set_based", "set_based_instance", sql_params(options)).order("system, instance_id").df()
 
 
 def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, **options) -> float:
