@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
+# SQL files whose intermediate queries nobody reads after Store.run: run as one composed query, which lets
+# DuckDB pipeline them instead of writing each to a temp table (set-based measures on a 325,000-node DAG with
+# 450,000 instances: 52 instead of 77-86 CPU-s).
+COMPOSED = frozenset({"set_based"})
 LabelSource = Any  # path, DataFrame, DuckDB relation, or a sequence of label sets
 
 
@@ -386,13 +390,19 @@ class Store:
         self, file: str, name: str | None = None, params: dict[str, object] | None = None
     ) -> duckdb.DuckDBPyRelation:
         """Run query ``name`` of ``sql/<file>.sql``; queries it reads are first materialised as temp tables
-        named after them. Returns the result as a DuckDB relation."""
+        named after them, except for the files of :data:`COMPOSED`, whose queries are run as one query with
+        the queries it reads as common table expressions. Returns the result as a DuckDB relation."""
         queries = sqlfiles.queries(file)
         name = name or list(queries)[-1]
         params = params or {}
-        for dep in sqlfiles.dependencies(file, name):
-            self._temp(dep, queries[dep], sqlfiles.bind(queries[dep], params))
+        deps = sqlfiles.dependencies(file, name)
         sql = queries[name]
+        if file in COMPOSED and deps:
+            ctes = ",\n".join(f"{dep} AS (\n{queries[dep]}\n)" for dep in deps)
+            sql = f"WITH {ctes}\nSELECT * FROM (\n{sql}\n) AS _{name}"
+        else:
+            for dep in deps:
+                self._temp(dep, queries[dep], sqlfiles.bind(queries[dep], params))
         self._temp(f"_{name}_result", sql, sqlfiles.bind(sql, params))
         return self.con.table(f"_{name}_result")
 
