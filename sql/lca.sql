@@ -17,6 +17,22 @@
 --      PLCA = |Gt ∩ Gp| / |Gp|     RLCA = |Gt ∩ Gp| / |Gt|     FLCA = 2 PLCA RLCA / (PLCA + RLCA)
 -- Reads: truth, predictions, systems, instances, closure, nodes, edges.
 
+-- name: closure_within
+-- The closure (ancestor, descendant, distance) only up to $depth edges: all that HEMKit mode reads (its
+-- ancestors reach max_distance + 1 edges, its LCA paths max_distance), far cheaper than the full closure on
+-- a deep DAG such as MeSH. Reads: nodes, edges.
+WITH RECURSIVE walk(ancestor, descendant, distance) AS (
+    SELECT label, label, 0 FROM nodes
+    UNION
+    SELECT e.parent, w.descendant, w.distance + 1
+    FROM walk AS w
+    JOIN edges AS e ON e.child = w.ancestor
+    WHERE w.distance < $depth
+)
+SELECT ancestor, descendant, min(distance) AS distance
+FROM walk
+GROUP BY ancestor, descendant
+
 -- name: lca_labels
 -- (system, instance_id, side, label, shared) after dropping labels with a descendant on the same side;
 -- shared: the label is also on the other side (its only option is itself).
@@ -272,19 +288,3 @@ UNION ALL
 SELECT system, 'lca_recall', 'macro', avg(lca_recall) FROM lca_instance GROUP BY system
 UNION ALL
 SELECT system, 'lca_f1', 'macro', avg(lca_f1) FROM lca_instance GROUP BY system
-
--- name: closure_within
--- The closure (ancestor, descendant, distance) only up to $depth edges: all that HEMKit mode reads (its
--- ancestors reach max_distance + 1 edges, its LCA paths max_distance), far cheaper than the full closure on
--- a deep DAG such as MeSH. Reads: nodes, edges.
-WITH RECURSIVE walk(ancestor, descendant, distance) AS (
-    SELECT label, label, 0 FROM nodes
-    UNION
-    SELECT e.parent, w.descendant, w.distance + 1
-    FROM walk AS w
-    JOIN edges AS e ON e.child = w.ancestor
-    WHERE w.distance < $depth
-)
-SELECT ancestor, descendant, min(distance) AS distance
-FROM walk
-GROUP BY ancestor, descendant

@@ -225,6 +225,19 @@ def test_optimal_equals_brute_force_on_random_dags():
     assert checked >= 5
 
 
+def test_engine_computes_the_extended_graphs_in_sql_alone(fig8b):
+    """hiersql.engines runs lca_summary composed as one query (as it would in PostgreSQL or Spark): the
+    extended graphs only; the minimal ones are refused, not silently replaced."""
+    from hiersql import engines
+
+    engine = engines.DuckDBEngine(fig8b)
+    rows = engine.evaluate(["lca_f1", "lca_precision"], options(lca_graph="extended"))
+    assert {(r.metric, r.average): r.value for r in rows} == pytest.approx(
+        {(m, a): 0.6 for m in ("lca_f1", "lca_precision") for a in ("micro", "macro")})
+    with pytest.raises(ValueError, match="only lca_graph='extended'"):
+        engine.evaluate(["lca_f1"], options())
+
+
 def test_bad_graph_option():
     with pytest.raises(ValueError, match="lca_graph"):
         lca.lca_f1([Y], [Y_HAT], Taxonomy.from_edges(FIG8B), lca_graph="minimal")

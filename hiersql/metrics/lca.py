@@ -52,21 +52,28 @@ BATCH = 20_000  # instances with a choice fetched into Python at a time
 OTHER = {"t": "p", "p": "t"}
 
 Path = frozenset[str]
+SQL_QUERY = "lca_summary"  # what the engines (PostgreSQL, Spark, DuckDB) run: the extended graphs only
 
 
 # ---------------------------------------------------------------------------------------------- SQL side
 def _params(options: Options, store: Store, drop_distance: int | None = None) -> dict[str, object]:
     if options.lca_graph not in GRAPHS:
         raise ValueError(f"lca_graph must be one of {GRAPHS}, got {options.lca_graph!r}")
+    params = sql_params(options.with_(lca_graph="extended"))
+    return {**params, "drop_distance": drop_distance, "beyond": beyond_name(store)}
+
+
+def sql_params(options: Options) -> dict[str, object]:
+    """The parameters of ``lca_summary`` for :mod:`hiersql.engines`, which compute in SQL alone only the
+    extended graphs (the minimal graphs need this module's solvers); the virtual ancestor beyond
+    ``max_distance`` is named ``__beyond__`` there."""
+    if options.lca_graph != "extended":
+        raise ValueError("in SQL alone only lca_graph='extended' is computed; the minimal graphs need "
+                         "hiersql.metrics.lca.evaluate")
     if options.max_distance is not None and options.max_distance < 0:
         raise ValueError("max_distance must be >= 0")
-    return {
-        "include_root": bool(options.include_root),
-        "max_distance": options.max_distance,
-        "drop_distance": drop_distance,
-        "zero_division": float(options.zero_division),
-        "beyond": beyond_name(store),
-    }
+    return {"include_root": bool(options.include_root), "max_distance": options.max_distance,
+            "drop_distance": None, "zero_division": float(options.zero_division), "beyond": "__beyond__"}
 
 
 def beyond_name(store: Store) -> str:
