@@ -296,7 +296,8 @@ def _greedy_lcas(inst: Instance) -> list[str]:
 def _greedy(inst: Instance, ignore: set[str] = frozenset()) -> tuple[dict[str, set[str]], int]:
     """Greedy minimal graphs: the LCAs of :func:`_greedy_lcas`; then each label (those with the fewest
     (option, path) choices first) takes the option and shortest paths adding the fewest new nodes (ties:
-    the first by LCA, partner and path order). A path once chosen for a (side, node, LCA) is kept."""
+    the first by LCA, partner and path order). A path once chosen for a (side, node, LCA) is kept.
+    ``ignore`` (the signature of :func:`_optimal`) plays no part: every node counts as a new node."""
     lcas = set(_greedy_lcas(inst))
     graphs = {side: set(labels) for side, labels in inst.labels.items()}
     fixed: dict[tuple[str, str, str], Path] = {}
