@@ -208,3 +208,67 @@ def test_mesh_set_based_against_networkx(data_dir, tmp_path):
     assert (result.hp, result.hr, result.hf) == pytest.approx((hp / 40, hr / 40, hf / 40), abs=1e-12)
     assert 0 < result.lca_f <= 1 and result.instances == 40
 
+
+
+def test_mesh_extended_lca_graphs_against_networkx(data_dir, tmp_path):
+    """MeSH, MAX_DISTANCE 4, 30 instances mixing related and random labels: the extended LCA graphs of the SQL
+    (options, shortest-path nodes, the virtual ancestor beyond the threshold, ancestor removal) equal an
+    independent networkx computation of SPEC §4 on the hierarchy with its dummy root."""
+    from functools import cache
+
+    from hiersql.evaluator import make_options
+    from hiersql.hemkit import hemkit_store
+    from hiersql.metrics import lca
+
+    mesh = data_dir / "mesh" / "mesh_hierarchy_int.txt"
+    reverse = nx.DiGraph()
+    for line in mesh.read_text().splitlines():
+        if line.strip():
+            parent, child = line.split()
+            reverse.add_edge(child, parent)
+    reverse.add_edge("1", "DUMMY")
+    md = 4
+
+    @cache
+    def up(node: str) -> dict[str, int]:
+        return nx.single_source_shortest_path_length(reverse, node, cutoff=md + 1)
+
+    rng = random.Random(11)
+    nodes = sorted(n for n in reverse if n != "DUMMY")
+    gold, pred = [], []
+    for _ in range(30):
+        g = rng.sample(nodes, rng.randint(1, 3))
+        near = [rng.choice(list(reverse.successors(x)) or [x]) for x in g]  # parents of true labels
+        labels = rng.sample(near, rng.randint(0, len(near))) + rng.sample(nodes, 1) + g[: rng.randint(0, 1)]
+        pred.append(list(dict.fromkeys(labels)))  # a true label beside its parent: the parent is dropped
+        gold.append(g)
+    (tmp_path / "g").write_text("\n".join(" ".join(s) for s in gold) + "\n")
+    (tmp_path / "p").write_text("\n".join(" ".join(s) for s in pred) + "\n")
+    store = hemkit_store(mesh, tmp_path / "g", tmp_path / "p", md)
+    got = lca.graphs(store, make_options(lca_graph="extended", include_root=True, max_distance=md))
+    beyond = lca.beyond_name(store)
+
+    def keep(labels: list[str]) -> set[str]:
+        return {x for x in labels if not any(y != x and x in up(y) for y in labels)}
+
+    def between(x: str, a: str) -> set[str]:
+        return {v for v, d in up(x).items() if a in up(v) and d + up(v)[a] == up(x)[a]}
+
+    for i, (g, p) in enumerate(zip(gold, pred, strict=True), start=1):
+        sides = {"t": keep(g), "p": keep(p)}
+        graphs = {side: set(labels) for side, labels in sides.items()}
+        for side, labels in sides.items():
+            other = "p" if side == "t" else "t"
+            for x in labels:
+                meet = {(a, z): up(x)[a] + up(z)[a] for z in sides[other] for a in up(x)
+                        if a in up(z) and up(x)[a] <= md and up(z)[a] <= md}
+                if not meet and sides[other]:
+                    graphs[side] |= {x, beyond}
+                    graphs[other] |= {beyond}
+                for (a, z), cost in meet.items():
+                    if cost == min(meet.values()):
+                        graphs[side] |= between(x, a)
+                        graphs[other] |= between(z, a)
+        dummy = store.taxonomy.root
+        graphs = {side: {dummy if v == "DUMMY" else v for v in vs} for side, vs in graphs.items()}
+        assert got[("pred", str(i))] == graphs, i
