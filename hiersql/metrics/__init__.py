@@ -44,7 +44,7 @@ class Options:
     pairing: str = "nearest"  # MGIA: "nearest" or "flow"
     shared: str = "strict"  # GIE: "strict" or "reuse"
     denominator: str = "union"  # MGIA: "union" or "symmetric_difference"
-    distance_limit: str = "pair"  # pair-based: max_distance bounds d(u, v) ("pair") or each side's climb ("side")
+    distance_limit: str = "side"  # pair-based: max_distance bounds each side's climb to the LCA ("side") or d(u, v)
     tn: str = "published"  # hierarchical confusion matrix: "published" or "descendants"
     offset: float = 0.0  # scoring trees: the offset o <= 0
     extra: dict[str, Any] = field(default_factory=dict)

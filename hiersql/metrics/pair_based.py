@@ -78,8 +78,8 @@ def _check(options: Options) -> None:
 
 
 def _distance_limit(options: Options) -> str:
-    """``"pair"`` (default): ``max_distance`` bounds d(u, v); ``"side"``: it bounds the climb from each class to
-    a common ancestor (as the Kosmopoulos tables were computed)."""
+    """``"side"`` (default): ``max_distance`` bounds the climb from each class to a common ancestor (as the
+    Kosmopoulos tables were computed, and as HEMKit does); ``"pair"``: it bounds d(u, v)."""
     return options.distance_limit
 
 
