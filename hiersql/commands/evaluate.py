@@ -38,7 +38,7 @@ def add_metric_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--denominator", default="union", choices=("union", "symmetric_difference"),
                    help="MGIA denominator: |P ∪ T|·dmax (default) or the text's symmetric-difference formula")
     p.add_argument("--distance-limit", default="side", choices=("side", "pair"),
-                   help="pair-based: --max-distance bounds each side's climb to the LCA (default, as HEMKit) or d(u, v)")
+                   help="pair-based: --max-distance bounds each side's climb to the LCA (default) or d(u, v)")
     p.add_argument("--labels", metavar="LIST",
                    help="flat label-based measures: comma-separated class universe (default: classes seen)")
     p.add_argument("--offset", type=float, default=0.0, help="offset o <= 0 of the scoring-tree measures")
