@@ -172,9 +172,10 @@ class Engine:
         for name in tables:
             self._write(self.table(name), store.con.table(name))
 
-    def build_closure(self) -> None:
-        """Compute ``closure`` inside the engine from its ``edges`` and ``nodes`` (``sql/closure.sql``)."""
-        self._materialize(self.table("closure"), self.render("closure"))
+    def build_closure(self, max_depth: int | None = None) -> None:
+        """Compute ``closure`` inside the engine from its ``edges`` and ``nodes`` (``sql/closure.sql``), up to
+        ``max_depth`` edges when given."""
+        self._materialize(self.table("closure"), self.render("closure", params={"max_depth": max_depth}))
 
     # -- queries
     def render(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> str:
@@ -378,16 +379,17 @@ def _macro_parameter(node):
 
 
 def _family_defaults() -> dict[str, dict[str, object]]:
-    """``{sql file: its $parameters for the default Options}`` over the families computed in SQL."""
+    """``{sql file: its $parameters for the default Options}`` over the families computed in SQL, and the
+    closure (unbounded by default)."""
     from .metrics import FAMILIES
 
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, dict[str, object]] = {"closure": {"max_depth": None}}
     for fam in FAMILIES:
         try:
             file, _ = family_query(fam)
-        except (ModuleNotFoundError, ValueError):
+            out[file] = family_params(fam, Options())
+        except (ModuleNotFoundError, ValueError):  # not in SQL alone, or not with the default options
             continue
-        out[file] = family_params(fam, Options())
     return out
 
 

@@ -79,27 +79,6 @@ def hemkit_taxonomy(path: str | Path) -> Taxonomy:
     return Taxonomy([*edges, *(Edge(dummy, top) for top in tops)], str(path))
 
 
-def load_taxonomy_within(store: Store, taxonomy: Taxonomy, depth: int) -> None:
-    """Load ``taxonomy`` into ``store`` with the closure only up to ``depth`` edges (``closure_within`` of
-    ``sql/lca.sql``): all HEMKit mode reads."""
-    from . import sqlfiles
-
-    edges, nodes, depths = taxonomy.all_edges(), taxonomy.all_nodes(), taxonomy.depths()
-    leaves = {n for n in nodes if not taxonomy.children(n)}
-    con = store.con
-    with store.transaction():
-        con.execute("INSERT INTO edges SELECT unnest($p), unnest($c), NULL",
-                    {"p": [e.parent for e in edges], "c": [e.child for e in edges]})
-        con.execute(
-            "INSERT INTO nodes SELECT unnest($n), unnest($d), unnest($n) = $root, unnest($l), false,"
-            " generate_subscripts($n, 1) - 1",
-            {"n": nodes, "d": [depths[n] for n in nodes], "root": taxonomy.root, "l": [n in leaves for n in nodes]},
-        )
-        sql = sqlfiles.queries("lca")["closure_within"]
-        con.execute(f"INSERT INTO closure {sql}", {"depth": depth})
-    store.taxonomy = taxonomy
-
-
 def _scan(path: Path, what: str) -> list[str]:
     """The lines of a label file (no line-end characters); an unreadable or non-UTF-8 file is an error."""
     if not path.is_file():
@@ -147,7 +126,7 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
     for note in _notes(gold, pred, gold_lines, pred_lines):
         warnings.warn(note, DataWarning, stacklevel=2)
     store = Store()
-    load_taxonomy_within(store, hemkit_taxonomy(hierarchy), max_distance + 1)
+    store.load_taxonomy(hemkit_taxonomy(hierarchy), max_depth=max_distance + 1)
     store.add_truth(gold, "lines", unknown=unknown)
     store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")
     if not any(line.strip() for line in pred_lines):  # nothing predicted at all: reported above

@@ -60,9 +60,10 @@ class Store:
         self.taxonomy: Taxonomy | None = None
 
     # ------------------------------------------------------------------ taxonomy
-    def load_taxonomy(self, taxonomy: Taxonomy) -> None:
+    def load_taxonomy(self, taxonomy: Taxonomy, max_depth: int | None = None) -> None:
         """Replace the taxonomy tables (edges, nodes, closure) with ``taxonomy``; the closure is computed by
-        ``sql/closure.sql`` inside DuckDB."""
+        ``sql/closure.sql`` inside DuckDB, only up to ``max_depth`` edges when given (a partial closure, for
+        measures that never look further, such as HEMKit mode)."""
         edges = taxonomy.all_edges()
         depths = taxonomy.depths()
         nodes = taxonomy.all_nodes()
@@ -86,7 +87,8 @@ class Store:
                 {"n": _joined(nodes, taxonomy.source), "d": _joined([str(depths[n]) for n in nodes], taxonomy.source),
                  "root": taxonomy.root, "virtual": taxonomy.virtual_root},
             )
-            self.con.execute(f"INSERT INTO closure {sqlfiles.queries('closure')['closure']}")
+            self.con.execute(f"INSERT INTO closure {sqlfiles.queries('closure')['closure']}",
+                             {"max_depth": max_depth})
         self.taxonomy = taxonomy
 
     def _require_taxonomy(self) -> Taxonomy:
