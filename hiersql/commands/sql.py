@@ -62,7 +62,7 @@ def target(args: argparse.Namespace) -> tuple[str, str | None, dict[str, object]
     from .. import sqlfiles
     from ..engines import family_params, family_query
     from ..errors import InputError
-    from ..metrics import Options, catalog, family, resolve
+    from ..metrics import GROUPS, Options, catalog, resolve
 
     options = Options(include_root=args.include_root, max_distance=args.max_distance, beta=args.beta,
                       zero_division=args.zero_division, augment=args.augment)
@@ -74,7 +74,7 @@ def target(args: argparse.Namespace) -> tuple[str, str | None, dict[str, object]
     elif name in families:
         fam = name
     else:
-        fam = next((f for f in families if getattr(family(f), "GROUP", None) == name), None)
+        fam = GROUPS.get(name)
     if fam is not None:
         try:
             file, query = family_query(fam)

@@ -1,7 +1,8 @@
 """Metric families. Each module is a thin wrapper over its ``sql/`` file (or, for pairing problems, over
 :mod:`hiersql.pairing`) and exposes:
 
-- ``METRICS``: ``{metric name: short alias}`` of the measures it computes (SPEC §10 names);
+- ``METRICS``: ``{metric name: short alias}`` of the measures it computes (SPEC §10 names), its entry of
+  :data:`REGISTRY` (kept here so that resolving names imports no family module: the CLI starts fast);
 - ``evaluate(store, metrics, options) -> list[Row]``: the values of ``metrics`` for every system of the store,
   one :class:`Row` per (system, metric, average);
 - ``per_instance(store, options) -> pandas.DataFrame``: per-instance values (columns ``system``,
@@ -17,6 +18,24 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple
 
 FAMILIES = ("set_based", "flat", "confusion", "pair_based", "lca", "scoring")
+
+# {family: {metric name: alias}} (SPEC §10); a family module's METRICS is its entry.
+REGISTRY: dict[str, dict[str, str]] = {
+    "set_based": {"hierarchical_precision": "hp", "hierarchical_recall": "hr", "hierarchical_f1": "hf",
+                  "symmetric_difference_loss": "sdl"},
+    "flat": {m: "" for m in ("example_accuracy", "example_precision", "example_recall", "example_f1",
+                             "hamming_loss", "subset_accuracy", "label_precision", "label_recall", "label_f1",
+                             "label_accuracy")},
+    "confusion": {f"hcm_{m}": "" for m in ("tp", "tn", "fp", "fn", "accuracy", "precision", "recall", "f1",
+                                           "mcc", "fnr", "fpr", "tnr", "pt")},
+    "pair_based": {"graph_induced_error": "gie", "mgia": "", "mgia_fn": "", "tree_induced_error": "",
+                   "all_pairs_error": ""},
+    "lca": {"lca_precision": "lca_p", "lca_recall": "lca_r", "lca_f1": "lca_f"},
+    "scoring": {m: "" for m in ("pl", "lca_reward", "lpp", "lpptps", "lpppps", "scoring_hp", "scoring_hr",
+                                "scoring_hf")},
+}
+# names that stand for all the measures of a family
+GROUPS = {"hcm": "confusion"}
 
 
 class Row(NamedTuple):
@@ -65,12 +84,8 @@ def family(name: str):
 def catalog() -> dict[str, tuple[str, str]]:
     """``{metric name or alias: (family, metric name)}`` over all families."""
     out: dict[str, tuple[str, str]] = {}
-    for fam in FAMILIES:
-        try:
-            module = family(fam)
-        except ModuleNotFoundError:
-            continue
-        for metric, alias in module.METRICS.items():
+    for fam, metrics in REGISTRY.items():
+        for metric, alias in metrics.items():
             out[metric] = (fam, metric)
             if alias:
                 out[alias] = (fam, metric)
@@ -79,33 +94,31 @@ def catalog() -> dict[str, tuple[str, str]]:
 
 def resolve(names: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
     """Group metric names/aliases by family, keeping order. ``all`` means every metric of every family
-    (the caller drops families that do not apply); a family's own group name (e.g. ``hcm``) expands to it."""
+    (the caller drops families that do not apply); a group name of :data:`GROUPS` (``hcm``) expands to its
+    family's measures."""
     from ..errors import InputError
 
     cat = catalog()
-    groups = {fam: list(family(fam).METRICS) for fam in {f for f, _ in cat.values()}}
     out: dict[str, list[str]] = {}
+
+    def add(fam: str, metrics: list[str]) -> None:
+        out.setdefault(fam, [])
+        out[fam] += [m for m in metrics if m not in out[fam]]
+
     for raw in names:
         name = raw.strip()
         if not name:
             continue
         if name == "all":
             for fam in FAMILIES:
-                if fam in groups:
-                    out.setdefault(fam, [])
-                    out[fam] += [m for m in groups[fam] if m not in out[fam]]
-            continue
-        group = next((f for f in groups if getattr(family(f), "GROUP", None) == name), None)
-        if group:
-            out.setdefault(group, [])
-            out[group] += [m for m in groups[group] if m not in out[group]]
-            continue
-        if name not in cat:
-            raise InputError(f"unknown metric (known: {', '.join(sorted(cat))})", "--metrics", value=name)
-        fam, metric = cat[name]
-        out.setdefault(fam, [])
-        if metric not in out[fam]:
-            out[fam].append(metric)
+                add(fam, list(REGISTRY[fam]))
+        elif name in GROUPS:
+            add(GROUPS[name], list(REGISTRY[GROUPS[name]]))
+        elif name in cat:
+            add(*((cat[name][0]), [cat[name][1]]))
+        else:
+            known = ", ".join(sorted([*cat, *GROUPS, "all"]))
+            raise InputError(f"unknown metric (known: {known})", "--metrics", value=name)
     return out
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import sqlfiles
-from . import Options, Row
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from ..store import Store
     from ..taxonomy import Taxonomy
 
-GROUP = "hcm"
+
 COUNTS = ("tp", "fp", "fn", "tn")
 MEASURES = ("accuracy", "precision", "recall", "f1", "mcc", "fnr", "fpr", "tnr", "pt")
-METRICS = {f"hcm_{name}": "" for name in ("tp", "tn", "fp", "fn", *MEASURES)}
+METRICS = REGISTRY["confusion"]
 TN_MODES = ("published", "descendants")
 
 

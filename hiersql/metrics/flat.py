@@ -18,25 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from . import Options, Row
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..store import Store
 
-METRICS = {
-    "example_accuracy": "",
-    "example_precision": "",
-    "example_recall": "",
-    "example_f1": "",
-    "hamming_loss": "",
-    "subset_accuracy": "",
-    "label_precision": "",
-    "label_recall": "",
-    "label_f1": "",
-    "label_accuracy": "",
-}
+METRICS = REGISTRY["flat"]
 LabelSets = Sequence[Iterable[str] | str]
 
 

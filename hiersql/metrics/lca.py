@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import DataWarning
-from . import Options, Row
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import duckdb
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..store import Store
 
-METRICS = {"lca_precision": "lca_p", "lca_recall": "lca_r", "lca_f1": "lca_f"}
+METRICS = REGISTRY["lca"]
 GRAPHS = ("optimal", "greedy", "extended")
 LCA_TIME_LIMIT = 10.0  # seconds per instance for the exact solver
 MAX_PATHS = 64  # shortest paths enumerated per (label, LCA) before the exact solver gives up

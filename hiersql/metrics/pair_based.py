@@ -30,20 +30,14 @@ import numpy as np
 
 from .. import pairing, sqlfiles
 from ..errors import InputError
-from . import Options, Row
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..store import Store
 
-METRICS = {
-    "graph_induced_error": "gie",
-    "mgia": "",
-    "mgia_fn": "",
-    "tree_induced_error": "",
-    "all_pairs_error": "",
-}
+METRICS = REGISTRY["pair_based"]
 PAIRINGS = ("nearest", "flow")
 DISTANCE_LIMITS = ("pair", "side")  # options.distance_limit: what max_distance bounds
 SHARED = ("strict", "reuse")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError
-from . import Options, Row
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,16 +33,7 @@ if TYPE_CHECKING:
     from ..store import Store
     from ..taxonomy import Taxonomy
 
-METRICS = {
-    "pl": "",
-    "lca_reward": "",
-    "lpp": "",
-    "lpptps": "",
-    "lpppps": "",
-    "scoring_hp": "",
-    "scoring_hr": "",
-    "scoring_hf": "",
-}
+METRICS = REGISTRY["scoring"]
 UNWEIGHTED = ("pl",)
 """Measures that need no edge weights."""
 FLAT_METRICS = ("flat_recall", "flat_precision", "flat_f1")

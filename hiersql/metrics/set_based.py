@@ -13,19 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import Options, Row
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..store import Store
 
-METRICS = {
-    "hierarchical_precision": "hp",
-    "hierarchical_recall": "hr",
-    "hierarchical_f1": "hf",
-    "symmetric_difference_loss": "sdl",
-}
+METRICS = REGISTRY["set_based"]
 AUGMENTS = ("ancestors", "descendants", "cesa_bianchi")
 
 
