@@ -197,19 +197,18 @@ class Store:
             raise InputError("label file is empty", path)
 
     def _stage_long(self, path: Path, q: dict[str, str]) -> None:
-        self._temp("_long", q["long_rows"])
+        self._temp(
+            "_incoming",
+            f"SELECT *, TRY_CAST(score_text AS DOUBLE) AS score FROM ({q['long_rows']})",
+        )
         bad = self._one(
-            "SELECT line, raw, n_fields FROM _long WHERE n_fields NOT IN (2, 3) ORDER BY line LIMIT 1"
+            "SELECT line, raw, n_fields FROM _incoming WHERE n_fields NOT IN (2, 3) ORDER BY line LIMIT 1"
         )
         if bad:
             raise InputError(
                 f"expected 2 fields (instance_id, label) or 3 (instance_id, label, score), found {bad[2]}",
                 path, bad[0], bad[1],
             )
-        self._temp(
-            "_incoming",
-            "SELECT instance_id, label, line, pos, TRY_CAST(score_text AS DOUBLE) AS score, score_text FROM _long",
-        )
         self._check_score_text(path)
         self._temp("_incoming_instances", "SELECT instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
 

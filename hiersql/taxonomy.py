@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InputError
 
@@ -42,8 +42,9 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(NamedTuple):
+    """One edge ``parent -> child``; ``line`` is where it was read (for error messages)."""
+
     parent: str
     child: str
     weight: float | None = None

@@ -1,15 +1,17 @@
 -- hiersql storage schema (DuckDB).
+-- Keys are not declared: the loaders (hiersql.store) deduplicate and check every key (edges, nodes, instances,
+-- (instance_id, label), (system, instance_id, label), systems) before inserting, and DuckDB's index
+-- maintenance at commit would double the loading time.
 -- The taxonomy: edges as given (plus the edges from a virtual root, if one was added), one row per node,
 -- and the reflexive-transitive closure with shortest directed distances.
 CREATE TABLE IF NOT EXISTS edges (
     parent VARCHAR NOT NULL,
     child VARCHAR NOT NULL,
-    weight DOUBLE,                -- optional edge weight (scoring trees); NULL when not given
-    PRIMARY KEY (parent, child)
+    weight DOUBLE                 -- optional edge weight (scoring trees); NULL when not given
 );
 
 CREATE TABLE IF NOT EXISTS nodes (
-    label VARCHAR PRIMARY KEY,
+    label VARCHAR NOT NULL,
     depth INTEGER NOT NULL,       -- shortest distance from the root
     is_root BOOLEAN NOT NULL,     -- exactly one node is the root (real or virtual)
     is_leaf BOOLEAN NOT NULL,
@@ -25,14 +27,13 @@ CREATE TABLE IF NOT EXISTS closure (
 
 -- The evaluated instances: every instance of the truth source, also those with an empty true set.
 CREATE TABLE IF NOT EXISTS instances (
-    instance_id VARCHAR PRIMARY KEY
+    instance_id VARCHAR NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS truth (
     instance_id VARCHAR NOT NULL,
     label VARCHAR NOT NULL,
-    rank INTEGER NOT NULL,        -- position of the label within its instance, as read (1-based)
-    PRIMARY KEY (instance_id, label)
+    rank INTEGER NOT NULL         -- position of the label within its instance, as read (1-based)
 );
 
 CREATE TABLE IF NOT EXISTS predictions (
@@ -40,13 +41,12 @@ CREATE TABLE IF NOT EXISTS predictions (
     instance_id VARCHAR NOT NULL,
     label VARCHAR NOT NULL,
     rank INTEGER NOT NULL,        -- position of the label within its instance, as read (1-based)
-    score DOUBLE,                 -- optional confidence
-    PRIMARY KEY (system, instance_id, label)
+    score DOUBLE                  -- optional confidence
 );
 
 -- The systems evaluated, also those that predicted nothing at all.
 CREATE TABLE IF NOT EXISTS systems (
-    system VARCHAR PRIMARY KEY,
+    system VARCHAR NOT NULL,
     source VARCHAR
 );
 
