@@ -49,13 +49,24 @@ class Store:
         Path of a DuckDB file, or ``None`` for an in-memory database.
     con:
         An existing DuckDB connection to use instead (``db`` is then ignored).
+    memory_limit:
+        DuckDB's memory limit (``"3GB"``); larger intermediate results spill to disk.
     """
 
-    def __init__(self, db: str | Path | None = None, con: duckdb.DuckDBPyConnection | None = None) -> None:
+    def __init__(
+        self, db: str | Path | None = None, con: duckdb.DuckDBPyConnection | None = None,
+        memory_limit: str | None = None,
+    ) -> None:
         import duckdb
 
         self.db = str(db) if db is not None else None
         self.con = con if con is not None else duckdb.connect(self.db or ":memory:")
+        if memory_limit:  # DuckDB spills to its temp directory beyond it
+            try:
+                self.con.execute(f"SET memory_limit = '{memory_limit.replace(chr(39), '')}'")
+            except duckdb.Error as exc:
+                raise InputError(f"invalid memory limit ({str(exc).splitlines()[0]})", "--memory-limit",
+                                 value=memory_limit) from None
         self.con.execute(sqlfiles.queries("schema")["schema"])
         self.taxonomy: Taxonomy | None = None
 

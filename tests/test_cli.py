@@ -145,3 +145,11 @@ def test_html_report_from_stored_results(fixtures_dir, tmp_path, capsys):
     assert "<b>1.0000</b>" in row
     assert main(["report", "--db", str(tmp_path / "none.duckdb"), "--out", str(out)]) == 2
     capsys.readouterr()
+
+
+def test_memory_limit_option(fixtures_dir, capsys):
+    assert main(demo_args(fixtures_dir, "--metrics", "hp", "--memory-limit", "500MB")) == 0
+    capsys.readouterr()
+    assert main(demo_args(fixtures_dir, "--metrics", "hp", "--memory-limit", "lots")) == 2
+    err = capsys.readouterr().err
+    assert "--memory-limit" in err and "'lots'" in err

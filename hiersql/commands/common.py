@@ -29,6 +29,8 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
                         help="a label not in the taxonomy: error (default) or drop it with a warning")
     parser.add_argument("--db", metavar="FILE", help="DuckDB file to keep the tables and results in")
+    parser.add_argument("--memory-limit", metavar="SIZE",
+                        help="DuckDB memory limit, e.g. 3GB (larger intermediates spill to disk)")
 
 
 def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
@@ -61,7 +63,7 @@ def load_store(args: argparse.Namespace, progress: bool = True) -> Store:
 
     preds = parse_preds(args.pred)
     taxonomy = Taxonomy.from_file(args.taxonomy)
-    store = Store(args.db)
+    store = Store(args.db, memory_limit=args.memory_limit)
     store.load_taxonomy(taxonomy)
     store.add_truth(args.truth, args.labels_format, unknown=args.unknown)
     for name, path in progress_iter(preds, "reading predictions", progress and len(preds) > 3):
