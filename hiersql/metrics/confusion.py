@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import sqlfiles
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, summary_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,11 +48,7 @@ TN_MODES = ("published", "descendants")
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Summed counts (``average=""``) and derived measures (``micro`` from the summed counts, ``macro`` the
     mean of the per-instance values) of ``metrics`` for every system."""
-    rel = _summary(store, options)
-    wanted = set(metrics)
-    averages = set(options.average) | {""}
-    return [Row(*r) for r in rel.order("system, metric, average").fetchall()
-            if r[1] in wanted and r[2] in averages]
+    return summary_rows(_summary(store, options), metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, summary_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,14 +62,7 @@ def _fill_labels(con, options: Options) -> None:
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system: example-based ones with average ``""``, label-based ones
     ``micro`` and/or ``macro`` (``options.average``)."""
-    rel = store.run("flat", "flat_summary", label_table(store, options))
-    wanted = set(metrics)
-    averages = set(options.average) | {""}
-    return [
-        Row(*r)
-        for r in rel.order("system, metric, average").fetchall()
-        if r[1] in wanted and r[2] in averages
-    ]
+    return summary_rows(store.run("flat", "flat_summary", label_table(store, options)), metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:

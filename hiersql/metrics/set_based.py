@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, summary_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,14 +40,7 @@ def sql_params(options: Options) -> dict[str, object]:
 
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system, micro and/or macro (``options.average``)."""
-    rel = store.run("set_based", "set_based_summary", sql_params(options))
-    wanted = set(metrics)
-    averages = set(options.average) | {""}
-    return [
-        Row(*r)
-        for r in rel.order("system, metric, average").fetchall()
-        if r[1] in wanted and r[2] in averages
-    ]
+    return summary_rows(store.run("set_based", "set_based_summary", sql_params(options)), metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
