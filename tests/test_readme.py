@@ -38,3 +38,20 @@ def test_readme_plain_sql_equals_micro_hp(fixtures_dir):
     got = dict(ev.con.execute(sql).fetchall())
     want = {r.system: r.value for r in ev.rows(["hp"], average="micro")}
     assert got == pytest.approx(want)
+
+
+def test_readme_macro_sql_runs(fixtures_dir, tmp_path):
+    from hiersql.cli import main
+
+    db = tmp_path / "mine.duckdb"
+    folder = fixtures_dir / "demo"
+    ev = Evaluator(folder / "taxonomy.tsv", db=db).add_truth(folder / "truth.tsv")
+    ev.add_predictions("shallow", folder / "shallow.tsv")
+    want = {(r.average): r.value for r in ev.rows(["hf"], include_root=True)}
+    ev.close()
+    assert main(["install-macros", "--db", str(db)]) == 0
+    import duckdb
+
+    with duckdb.connect(str(db)) as con:
+        rows = con.execute(readme_blocks("sql")[1]).fetchall()
+    assert {r[2]: r[3] for r in rows} == pytest.approx(want)
