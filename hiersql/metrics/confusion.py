@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from ..store import Store
     from ..taxonomy import Taxonomy
 
-
 COUNTS = ("tp", "fp", "fn", "tn")
 MEASURES = ("accuracy", "precision", "recall", "f1", "mcc", "fnr", "fpr", "tnr", "pt")
 METRICS = REGISTRY["confusion"]
