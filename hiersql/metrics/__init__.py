@@ -163,6 +163,23 @@ def store_from_sets(y_true: Any, y_pred: Any, taxonomy: Any, system: str = "y_pr
     return store
 
 
+def one_shot(evaluate: Any, metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str,
+             value_average: str | None = None, **options: Any) -> float:
+    """The value of ``metric`` for label sets: a one-system store (:func:`store_from_sets`), the family's
+    ``evaluate`` with ``average`` (``"micro"`` or ``"macro"``) and ``options``; ``value_average`` picks the
+    row when it differs from ``average`` (``""`` for measures without micro/macro)."""
+    from ..evaluator import make_options
+
+    if average not in ("micro", "macro"):
+        raise ValueError(f"average must be 'micro' or 'macro', got {average!r}")
+    store = store_from_sets(y_true, y_pred, taxonomy)
+    try:
+        rows = evaluate(store, [metric], make_options(average=[average], **options))
+        return one_value(rows, metric, average if value_average is None else value_average)
+    finally:
+        store.close()
+
+
 def one_value(rows: list[Row], metric: str, average: str) -> float:
     """The value of ``metric`` with ``average`` from a single-system result."""
     for row in rows:

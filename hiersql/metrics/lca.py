@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import DataWarning
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, one_shot
 
 if TYPE_CHECKING:
     import duckdb
@@ -442,20 +442,6 @@ class _Model:
 
 
 # ---------------------------------------------------------------------------------------------- one-shot
-def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, **options) -> float:
-    from ..evaluator import make_options
-    from . import one_value, store_from_sets
-
-    if average not in ("micro", "macro"):
-        raise ValueError("average must be 'micro' or 'macro'")
-    store = store_from_sets(y_true, y_pred, taxonomy)
-    try:
-        rows = evaluate(store, [metric], make_options(average=[average], **options))
-        return one_value(rows, metric, average)
-    finally:
-        store.close()
-
-
 def lca_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
     """LCA precision ``PLCA = |Gt ∩ Gp| / |Gp|`` (Kosmopoulos et al. 2015, §2.4.2).
 
@@ -471,15 +457,15 @@ def lca_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -
         ``lca_graph`` (``"greedy"``, ``"optimal"`` or ``"extended"``), ``include_root`` (False),
         ``max_distance`` (None: LCAs at most that many edges above both labels), ``zero_division`` (0).
     """
-    return _one_shot("lca_precision", y_true, y_pred, taxonomy, average, **options)
+    return one_shot(evaluate, "lca_precision", y_true, y_pred, taxonomy, average, **options)
 
 
 def lca_recall(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
     """LCA recall ``RLCA = |Gt ∩ Gp| / |Gt|``; arguments as :func:`lca_precision`."""
-    return _one_shot("lca_recall", y_true, y_pred, taxonomy, average, **options)
+    return one_shot(evaluate, "lca_recall", y_true, y_pred, taxonomy, average, **options)
 
 
 def lca_f1(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
     """LCA F1 ``FLCA = 2·PLCA·RLCA / (PLCA + RLCA)``; micro combines the micro PLCA and RLCA, macro averages
     the per-instance ``2|Gt ∩ Gp| / (|Gt| + |Gp|)``. Arguments as :func:`lca_precision`."""
-    return _one_shot("lca_f1", y_true, y_pred, taxonomy, average, **options)
+    return one_shot(evaluate, "lca_f1", y_true, y_pred, taxonomy, average, **options)

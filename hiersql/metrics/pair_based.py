@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import pairing, sqlfiles
 from ..errors import InputError
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, one_shot
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -287,18 +287,6 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     return frame
 
 
-def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, **options) -> float:
-    from ..evaluator import make_options
-    from . import one_value, store_from_sets
-
-    store = store_from_sets(y_true, y_pred, taxonomy)
-    try:
-        rows = evaluate(store, [metric], make_options(average=[average or "macro"], **options))
-        return one_value(rows, metric, average)
-    finally:
-        store.close()
-
-
 def graph_induced_error(y_true, y_pred, taxonomy, **options) -> float:
     """Graph induced error (Kosmopoulos et al. 2015 §2.3.2, Fig. 5): per instance, the cost of the best
     one-to-one pairing of predicted and true classes, a class without partner paired with the default class
@@ -314,7 +302,7 @@ def graph_induced_error(y_true, y_pred, taxonomy, **options) -> float:
         ``dmax`` (5), ``max_distance`` (None: pairs at any distance may be paired), ``shared`` (``"strict"``
         or ``"reuse"``).
     """
-    return _one_shot("graph_induced_error", y_true, y_pred, taxonomy, "", **options)
+    return one_shot(evaluate, "graph_induced_error", y_true, y_pred, taxonomy, "macro", "", **options)
 
 
 def mgia(y_true, y_pred, taxonomy, average: str = "macro", **options) -> float:
@@ -333,15 +321,15 @@ def mgia(y_true, y_pred, taxonomy, average: str = "macro", **options) -> float:
     """
     if average not in ("micro", "macro"):
         raise ValueError("average must be 'micro' or 'macro'")
-    return _one_shot("mgia", y_true, y_pred, taxonomy, average, **options)
+    return one_shot(evaluate, "mgia", y_true, y_pred, taxonomy, average, **options)
 
 
 def tree_induced_error(y_true, y_pred, taxonomy, **options) -> float:
     """Tree-induced error (Dekel et al. 2004): the mean over instances of d(y, ŷ), with several labels the
     cost of the best one-to-one pairing; every instance needs as many predicted as true labels."""
-    return _one_shot("tree_induced_error", y_true, y_pred, taxonomy, "", **options)
+    return one_shot(evaluate, "tree_induced_error", y_true, y_pred, taxonomy, "macro", "", **options)
 
 
 def all_pairs_error(y_true, y_pred, taxonomy, **options) -> float:
     """All-pairs error (Sun & Lim 2001): the mean over instances of Σ d(t, p) over all pairs of T × P."""
-    return _one_shot("all_pairs_error", y_true, y_pred, taxonomy, "", **options)
+    return one_shot(evaluate, "all_pairs_error", y_true, y_pred, taxonomy, "macro", "", **options)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, one_shot
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -403,14 +403,5 @@ def _scoring_tree(taxonomy: Any, weights: Weights) -> Taxonomy:
 
 
 def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, offset: float, weights) -> float:
-    from ..evaluator import make_options
-    from . import one_value, store_from_sets
-
-    if average not in ("micro", "macro"):
-        raise ValueError("average must be 'micro' or 'macro'")
-    store = store_from_sets(_label_sets(y_true), _label_sets(y_pred), _scoring_tree(taxonomy, weights))
-    try:
-        rows = evaluate(store, [metric], make_options(average=[average], offset=offset))
-        return one_value(rows, metric, average)
-    finally:
-        store.close()
+    return one_shot(evaluate, metric, _label_sets(y_true), _label_sets(y_pred), _scoring_tree(taxonomy, weights),
+                    average, offset=offset)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import REGISTRY, Options, Row, summary_rows
+from . import REGISTRY, Options, Row, one_shot, summary_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,20 +48,6 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     return store.run("set_based", "set_based_instance", sql_params(options)).order("system, instance_id").df()
 
 
-def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, **options) -> float:
-    from ..evaluator import make_options
-    from . import one_value, store_from_sets
-
-    if average not in ("micro", "macro"):
-        raise ValueError("average must be 'micro' or 'macro'")
-    store = store_from_sets(y_true, y_pred, taxonomy)
-    try:
-        return one_value(evaluate(store, [metric], make_options(average=[average], **options)), metric,
-                         "" if metric == "symmetric_difference_loss" else average)
-    finally:
-        store.close()
-
-
 def hierarchical_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
     """Hierarchical precision ``hP = |Ŷaug ∩ Yaug| / |Ŷaug|`` (Kiritchenko et al. 2005; Kosmopoulos et al.
     2015 §2.4).
@@ -78,21 +64,21 @@ def hierarchical_precision(y_true, y_pred, taxonomy, average: str = "micro", **o
         ``include_root`` (False), ``max_distance`` (None), ``augment`` (``"ancestors"``,
         ``"descendants"``, ``"cesa_bianchi"``), ``zero_division`` (0).
     """
-    return _one_shot("hierarchical_precision", y_true, y_pred, taxonomy, average, **options)
+    return one_shot(evaluate, "hierarchical_precision", y_true, y_pred, taxonomy, average, **options)
 
 
 def hierarchical_recall(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
     """Hierarchical recall ``hR = |Ŷaug ∩ Yaug| / |Yaug|``; arguments as :func:`hierarchical_precision`."""
-    return _one_shot("hierarchical_recall", y_true, y_pred, taxonomy, average, **options)
+    return one_shot(evaluate, "hierarchical_recall", y_true, y_pred, taxonomy, average, **options)
 
 
 def hierarchical_f1(y_true, y_pred, taxonomy, average: str = "micro", beta: float = 1.0, **options) -> float:
     """Hierarchical F-beta ``hF = (1+β²)·hP·hR / (β²·hP + hR)``; micro combines the micro hP and hR, macro
     averages the per-instance ``(1+β²)|Ŷaug ∩ Yaug| / (β²|Yaug| + |Ŷaug|)``. Arguments as
     :func:`hierarchical_precision`."""
-    return _one_shot("hierarchical_f1", y_true, y_pred, taxonomy, average, beta=beta, **options)
+    return one_shot(evaluate, "hierarchical_f1", y_true, y_pred, taxonomy, average, beta=beta, **options)
 
 
 def symmetric_difference_loss(y_true, y_pred, taxonomy, **options) -> float:
     """Mean over instances of ``|Ŷaug Δ Yaug|`` (Kosmopoulos et al. 2015 §2.4)."""
-    return _one_shot("symmetric_difference_loss", y_true, y_pred, taxonomy, "macro", **options)
+    return one_shot(evaluate, "symmetric_difference_loss", y_true, y_pred, taxonomy, "macro", "", **options)
