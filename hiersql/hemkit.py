@@ -143,12 +143,11 @@ def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     instance P and R (a quotient of two counts), ``F = 2·P·R/(P + R)`` (0 when both are 0), each summed in line
     order and divided by the number of instances, so that all 17 printed digits match."""
     from .evaluator import make_options
-    from .metrics import lca
+    from .metrics import lca, set_based
 
-    hierarchical = store.run("set_based", "set_based_instance", {
-        "include_root": True, "max_distance": max_distance + 1, "augment": "ancestors", "beta": 1.0,
-        "zero_division": 0.0,
-    }).select("instance_id, hierarchical_precision, hierarchical_recall").fetchall()
+    params = set_based.sql_params(make_options(include_root=True, max_distance=max_distance + 1))
+    hierarchical = store.run("set_based", "set_based_instance", params).select(
+        "instance_id, hierarchical_precision, hierarchical_recall").fetchall()
     options = make_options(include_root=True, max_distance=max_distance, lca_graph="greedy")
     lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1).select(
         "instance_id, lca_precision, lca_recall").fetchall()
