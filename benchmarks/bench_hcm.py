@@ -35,8 +35,7 @@ def transposon(data: Path) -> tuple[Store, int]:
     store.add_truth(read_transposon(folder / "truelabels.txt", binary=True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)  # the AU(PRC) trailer of two files
-        for model in MODELS:
-            store.add_predictions(model, read_transposon(folder / f"predictions_{model}.txt"))
+        store.add_predictions_many({model: read_transposon(folder / f"predictions_{model}.txt") for model in MODELS})
     return store, len(MODELS)
 
 
@@ -52,8 +51,7 @@ def germeval(data: Path, subtask: str) -> tuple[Store, int]:
     files = sorted((folder / "submissions").glob("*.txt"))
     if subtask == "b":
         files = [f for f in files if "subtask_b" in f.read_text(encoding="utf-8")]
-    for f in files:
-        store.add_predictions(f.stem, f, f"germeval-{subtask}")
+    store.add_predictions_many({f.stem: f for f in files}, f"germeval-{subtask}")
     return store, len(files)
 
 

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,16 @@ class Evaluator:
     def add_predictions(self, system: str, source: LabelSource, format: str = "long", **kwargs: Any) -> Evaluator:
         """Add (or replace) the predictions of ``system``."""
         self.store.add_predictions(system, source, format, **kwargs)
+        return self
+
+    def add_predictions_many(
+        self, predictions: Mapping[str, LabelSource] | Iterable[tuple[str, LabelSource]], format: str = "long",
+        **kwargs: Any,
+    ) -> Evaluator:
+        """Add (or replace) many systems at once, ``{system: source}``: text files are read together, which is
+        much faster than one :meth:`add_predictions` per file (see
+        :meth:`~hiersql.store.Store.add_predictions_many`)."""
+        self.store.add_predictions_many(predictions, format, **kwargs)
         return self
 
     @property

@@ -127,8 +127,7 @@ def run_job(job: Job, force: bool = False, on_dataset: Callable[[str, str], None
             ev = Evaluator(ds.taxonomy, db=job.db)
             try:
                 ev.add_truth(ds.truth, ds.format)
-                for name, pred in parse_preds(ds.predictions):
-                    ev.add_predictions(name, pred, ds.format)
+                ev.add_predictions_many(parse_preds(ds.predictions), ds.format)
                 rows = ev.rows(ds.metrics, **ds.options)
                 save_rows(ev.store, rows, ds.name, replace=True)
                 for table in ("predictions", "systems", "truth", "instances"):

@@ -20,7 +20,7 @@ predicted set.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,6 @@ from .taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     import duckdb
-    import pandas as pd
 
 LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
 # SQL files whose intermediate queries nobody reads after Store.run: run as one composed query, which lets
@@ -38,6 +37,10 @@ LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
 # 450,000 instances: 52 instead of 77-86 CPU-s).
 COMPOSED = frozenset({"set_based"})
 LabelSource = Any  # path, DataFrame, DuckDB relation, or a sequence of label sets
+STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader fills
+# Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
+RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='', header=false,"
+            " auto_detect=false, filename=true)")
 
 
 class Store:
@@ -113,9 +116,9 @@ class Store:
     ) -> None:
         """Replace the truth with the labels read from ``source`` (see the module docstring for formats)."""
         self._require_taxonomy()
-        where = self._stage(source, format, name)
+        wheres = self._stage([(source, name)], format)
         with self.transaction():
-            self._check_staged(where, unknown)
+            self._check_staged(wheres, unknown)
             self.con.execute("DELETE FROM truth")
             self.con.execute("DELETE FROM instances")
             self.con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM _incoming_instances")
@@ -134,128 +137,210 @@ class Store:
         no_truth: str = "error",
         name: str | None = None,
     ) -> None:
-        """Replace the predictions of ``system`` with the labels read from ``source``."""
-        self._require_taxonomy()
-        if not self._one("SELECT count(*) FROM instances")[0]:
-            raise RuntimeError("add the truth before predictions (Store.add_truth)")
-        where = self._stage(source, format, name)
-        with self.transaction():
-            self._check_staged(where, unknown)
-            self._check_no_truth(where, no_truth)
-            self.con.execute("DELETE FROM predictions WHERE system = $s", {"s": system})
-            self.con.execute("DELETE FROM systems WHERE system = $s", {"s": system})
-            self.con.execute("INSERT INTO systems VALUES ($s, $w)", {"s": system, "w": where})
-            self.con.execute(
-                "INSERT INTO predictions SELECT $s, instance_id, label,"
-                " row_number() OVER (PARTITION BY instance_id ORDER BY line, pos), score FROM _incoming",
-                {"s": system},
-            )
+        """Replace the predictions of ``system`` with the labels read from ``source`` (the one-system case of
+        :meth:`add_predictions_many`; ``name`` names a source that is not a file in messages)."""
+        self._load_predictions([(system, source, name)], format, unknown, no_truth)
+
+    def add_predictions_many(
+        self,
+        predictions: Mapping[str, LabelSource] | Iterable[tuple[str, LabelSource]],
+        format: str = "long",
+        *,
+        unknown: str = "error",
+        no_truth: str = "error",
+    ) -> None:
+        """Replace the predictions of many systems at once: ``{system: source}`` (or ``(system, source)``
+        pairs), every source in ``format``.
+
+        All text files are read by one DuckDB ``read_csv`` over the file list, and every reader query and
+        check runs once for all of them, which is several times faster than one :meth:`add_predictions` per
+        file. The result is the same as loading the sources one by one, except that it is all or nothing:
+        any error (naming its file, line and value, as :meth:`add_predictions` does) loads no system. A
+        source that is not a file is named ``SYSTEM=<DataFrame>`` (``<relation>``, ``<label sets>``) in
+        messages. ``unknown="ignore"`` and ``no_truth="ignore"`` warn once per file, with that file's count.
+
+        Raises
+        ------
+        InputError
+            A system named twice, or any bad input of :meth:`add_predictions`.
+        """
+        items = list(predictions.items() if isinstance(predictions, Mapping) else predictions)
+        seen: set[str] = set()
+        for system, _ in items:
+            if system in seen:
+                raise InputError("system name given twice", "<predictions>", value=system)
+            seen.add(system)
+        self._load_predictions(
+            [(system, source, None if isinstance(source, str | Path) else f"{system}={_default_name(source)}")
+             for system, source in items],
+            format, unknown, no_truth,
+        )
 
     def systems(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()]
 
-    # ------------------------------------------------------------------ staging
-    def _stage(self, source: LabelSource, format: str, name: str | None) -> str:
-        """Read ``source`` into the temp tables ``_incoming(instance_id, label, line, score)`` and
-        ``_incoming_instances(instance_id, line)``; returns the name used in messages."""
-        if isinstance(source, str | Path):
-            return self._stage_file(Path(source), format)
-        if hasattr(source, "columns") and hasattr(source, "dtypes") and not hasattr(source, "fetchall"):
-            return self._stage_dataframe(source, name or "<DataFrame>")
-        if hasattr(source, "fetchall"):  # a DuckDB relation
-            return self._stage_relation(source, name or "<relation>")
-        return self._stage_sets(source, name or "<label sets>")
+    def _load_predictions(self, items: list[tuple[str, LabelSource, str | None]], format: str, unknown: str,
+                          no_truth: str) -> None:
+        """Stage, check and insert ``(system, source, name)`` items in one transaction."""
+        self._require_taxonomy()
+        if not self._one("SELECT count(*) FROM instances")[0]:
+            raise RuntimeError("add the truth before predictions (Store.add_truth)")
+        if not items:
+            return
+        wheres = self._stage([(source, name) for _, source, name in items], format)
+        with self.transaction():
+            self._check_staged(wheres, unknown)
+            self._check_no_truth(wheres, no_truth)
+            self._temp("_incoming_systems", "SELECT unnest($s) AS system, unnest($w) AS source,"
+                       " generate_subscripts($s, 1) - 1 AS src", {"s": [s for s, _, _ in items], "w": wheres})
+            for table in ("predictions", "systems"):
+                self.con.execute(f"DELETE FROM {table} WHERE system IN (SELECT system FROM _incoming_systems)")
+            self.con.execute("INSERT INTO systems SELECT system, source FROM _incoming_systems ORDER BY src")
+            self.con.execute(
+                "INSERT INTO predictions SELECT s.system, i.instance_id, i.label,"
+                " row_number() OVER (PARTITION BY i.src, i.instance_id ORDER BY i.line, i.pos), i.score"
+                " FROM _incoming i JOIN _incoming_systems s ON s.src = i.src"
+            )
 
-    def _stage_file(self, path: Path, format: str) -> str:
-        where = str(path)
-        if format not in LABEL_FORMATS:
-            raise InputError(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", path, value=format)
-        if not path.is_file():
-            raise InputError("label file not found", path)
-        if path.suffix.lower() == ".parquet":
-            return self._stage_relation(self.con.read_parquet(str(path)), where)
-        if path.stat().st_size == 0:
-            raise InputError("label file is empty", path)
-        if format == "wide":
-            return self._stage_wide(path)
-        if format == "long" and path.suffix.lower() == ".csv":
-            rel = self.con.read_csv(str(path), header=True, all_varchar=True)
-            return self._stage_relation(rel, where, first_line=2)
-        self._raw_lines(path)
+    # ------------------------------------------------------------------ staging
+    def _stage(self, sources: list[tuple[LabelSource, str | None]], format: str) -> list[str]:
+        """Read every ``(source, name)`` into the temp tables ``_incoming(src, instance_id, label, line, pos,
+        score)`` and ``_incoming_instances(src, instance_id, line)``, ``src`` being the position of the source
+        in ``sources``; the text files among them are read together (:meth:`_stage_text`). Returns the name
+        of each source used in messages (its path, or ``name``, or ``<DataFrame>`` and the like)."""
+        wheres = [str(s) if isinstance(s, str | Path) else name or _default_name(s) for s, name in sources]
+        text = [i for i, (s, _) in enumerate(sources) if isinstance(s, str | Path) and _is_text(Path(s), format)]
+        others = [i for i in range(len(sources)) if i not in set(text)]
+        steps = ([text] if text else []) + [[i] for i in others]
+        for k, step in enumerate(steps):
+            if step is text:
+                self._stage_text([Path(sources[i][0]) for i in text], text, format, wheres)
+            else:
+                self._stage_other(step[0], sources[step[0]][0], format, wheres)
+            if len(steps) > 1:
+                for table in STAGED:
+                    self.con.execute(f"DROP TABLE IF EXISTS {table}_{k}")
+                    self.con.execute(f"ALTER TABLE {table} RENAME TO {table}_{k}")
+        if len(steps) > 1:
+            for table in STAGED:
+                self._temp(table, " UNION ALL BY NAME ".join(f"SELECT * FROM {table}_{k}" for k in range(len(steps))))
+                for k in range(len(steps)):
+                    self.con.execute(f"DROP TABLE {table}_{k}")
+        return wheres
+
+    def _stage_other(self, src: int, source: LabelSource, format: str, wheres: list[str]) -> None:
+        """Stage one source that is not a text file of raw lines: a Parquet, wide or CSV file, a DataFrame, a
+        DuckDB relation or label sets."""
+        if isinstance(source, str | Path):
+            path = Path(source)
+            if path.suffix.lower() == ".parquet":
+                self._stage_relation(self.con.read_parquet(str(path)), src, wheres)
+            elif format == "wide":
+                self._stage_wide(path, src, wheres)
+            else:  # long CSV with a header
+                self._stage_relation(self.con.read_csv(str(path), header=True, all_varchar=True), src, wheres,
+                                     first_line=2)
+        elif hasattr(source, "columns") and hasattr(source, "dtypes") and not hasattr(source, "fetchall"):
+            self._stage_relation(self.con.from_df(source), src, wheres)
+        elif hasattr(source, "fetchall"):  # a DuckDB relation
+            self._stage_relation(source, src, wheres)
+        else:
+            self._stage_sets(source, src, wheres)
+
+    def _stage_text(self, paths: list[Path], srcs: list[int], format: str, wheres: list[str]) -> None:
+        """Stage text files (``long`` TSV, ``lines``, ``germeval-*``) with one read and one query per step."""
+        self._raw_lines(paths, srcs)
         q = sqlfiles.queries("readers")
         if format == "long":
-            self._stage_long(path, q)
+            self._stage_long(q, wheres)
         elif format == "lines":
             self._temp("_incoming",
-                       f"SELECT instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
+                       f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
             self._temp("_incoming_instances", q["lines_instances"])
         else:
-            self._stage_germeval(path, format[-1], q)
-        return where
+            self._stage_germeval(format[-1], q, wheres)
 
-    def _raw_lines(self, path: Path) -> None:
-        """Temp table ``raw_lines(line, raw)``: every physical line of ``path``, blank lines as NULL."""
+    def _raw_lines(self, paths: list[Path], srcs: list[int]) -> None:
+        """Temp table ``raw_lines(src, line, raw)``: every physical line of file ``paths[k]`` as source
+        ``srcs[k]``, numbered from 1 in each file, blank lines as NULL. All files are read by one ``read_csv``
+        (``filename=true``; a file listed twice is read once); lines keep their order within a file."""
+        files = list(dict.fromkeys(str(p) for p in paths))
         try:
             self._temp(
                 "raw_lines",
-                "SELECT row_number() OVER () AS line, raw FROM read_csv($path, columns={'raw': 'VARCHAR'},"
-                " delim=chr(31), quote='', escape='', header=false, auto_detect=false)",
-                {"path": str(path)},
+                f"WITH r AS (SELECT row_number() OVER () AS n, filename, raw FROM {RAW_READ}),"
+                " first_lines AS (SELECT filename, min(n) AS first FROM r GROUP BY filename),"
+                " sources AS (SELECT unnest($files) AS filename, unnest($srcs) AS src)"
+                " SELECT s.src, r.n - f.first + 1 AS line, r.raw FROM r"
+                " JOIN first_lines f ON f.filename = r.filename JOIN sources s ON s.filename = r.filename",
+                {"paths": files, "files": [str(p) for p in paths], "srcs": srcs},
             )
-        except Exception as exc:  # duckdb.Error: invalid UTF-8, unreadable file, ...
-            raise InputError(f"cannot read file ({str(exc).splitlines()[0]})", path) from None
-        if not self._one("SELECT count(*) FROM raw_lines WHERE trim(raw) <> ''")[0]:
-            raise InputError("label file is empty", path)
+        except Exception:  # duckdb.Error: invalid UTF-8, unreadable file, ...: name the file
+            for path in files:
+                try:
+                    self.con.execute(f"SELECT count(*) FROM {RAW_READ}", {"paths": [path]}).fetchall()
+                except Exception as exc:
+                    raise InputError(f"cannot read file ({str(exc).splitlines()[0]})", path) from None
+            raise
+        empty = self._one(
+            "SELECT s.src FROM (SELECT unnest($srcs) AS src) s LEFT JOIN (SELECT src,"
+            " bool_or(replace(raw, ' ', '') <> '') AS has_text FROM raw_lines GROUP BY src) r ON r.src = s.src"
+            " WHERE r.has_text IS NOT TRUE"
+            " ORDER BY s.src LIMIT 1", {"srcs": srcs},
+        )
+        if empty:
+            raise InputError("label file is empty", paths[srcs.index(empty[0])])
 
-    def _stage_long(self, path: Path, q: dict[str, str]) -> None:
+    def _stage_long(self, q: dict[str, str], wheres: list[str]) -> None:
         self._temp(
             "_incoming",
             f"SELECT *, TRY_CAST(score_text AS DOUBLE) AS score FROM ({q['long_rows']})",
         )
         bad = self._one(
-            "SELECT line, raw, n_fields FROM _incoming WHERE n_fields NOT IN (2, 3) ORDER BY line LIMIT 1"
+            "SELECT src, line, raw, n_fields FROM _incoming WHERE n_fields NOT IN (2, 3) ORDER BY src, line LIMIT 1"
         )
         if bad:
             raise InputError(
-                f"expected 2 fields (instance_id, label) or 3 (instance_id, label, score), found {bad[2]}",
-                path, bad[0], bad[1],
+                f"expected 2 fields (instance_id, label) or 3 (instance_id, label, score), found {bad[3]}",
+                wheres[bad[0]], bad[1], bad[2],
             )
-        self._check_score_text(path)
-        self._temp("_incoming_instances", "SELECT instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
+        self._check_score_text(wheres)
+        self._temp("_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
 
-    def _check_score_text(self, where: str | Path) -> None:
+    def _check_score_text(self, wheres: list[str]) -> None:
         bad = self._one(
-            "SELECT line, score_text FROM _incoming WHERE score_text IS NOT NULL AND score_text <> ''"
-            " AND (score IS NULL OR isnan(score)) ORDER BY line LIMIT 1"
+            "SELECT src, line, score_text FROM _incoming WHERE score_text IS NOT NULL AND score_text <> ''"
+            " AND (score IS NULL OR isnan(score)) ORDER BY src, line LIMIT 1"
         )
         if bad:
-            raise InputError("score is not a number", where, bad[0], bad[1])
+            raise InputError("score is not a number", wheres[bad[0]], bad[1], bad[2])
 
-    def _stage_germeval(self, path: Path, subtask: str, q: dict[str, str]) -> None:
+    def _stage_germeval(self, subtask: str, q: dict[str, str], wheres: list[str]) -> None:
         self._temp("germeval_lines", q["germeval_lines"])
         bad = self._one(
-            "SELECT line, raw FROM germeval_lines WHERE section IS NULL ORDER BY line LIMIT 1"
+            "SELECT src, line, raw FROM germeval_lines WHERE section IS NULL ORDER BY src, line LIMIT 1"
         )
         if bad:
-            raise InputError("line before any 'subtask_a'/'subtask_b' header", path, bad[0], bad[1])
+            raise InputError("line before any 'subtask_a'/'subtask_b' header", wheres[bad[0]], bad[1], bad[2])
         section = f"subtask_{subtask}"
         dup = self._one(
-            "SELECT instance_id, min(line), max(line) FROM germeval_lines WHERE section = $s"
-            " GROUP BY instance_id HAVING count(*) > 1 ORDER BY 2 LIMIT 1", {"s": section},
+            "SELECT src, instance_id, min(line), max(line) FROM germeval_lines WHERE section = $s"
+            " GROUP BY src, instance_id HAVING count(*) > 1 ORDER BY src, 3 LIMIT 1", {"s": section},
         )
         if dup:
-            raise InputError(f"instance listed twice in {section} (first on line {dup[1]})", path, dup[2], dup[0])
+            raise InputError(f"instance listed twice in {section} (first on line {dup[2]})", wheres[dup[0]],
+                             dup[3], dup[1])
         self._temp(
             "_incoming",
-            f"SELECT instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['germeval_rows']})",
+            f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['germeval_rows']})",
             {"section": section},
         )
         self._temp(
             "_incoming_instances",
-            "SELECT instance_id, line FROM germeval_lines WHERE section = $s", {"s": section},
+            "SELECT src, instance_id, line FROM germeval_lines WHERE section = $s", {"s": section},
         )
 
-    def _stage_wide(self, path: Path) -> str:
+    def _stage_wide(self, path: Path, src: int, wheres: list[str]) -> None:
         sep = "," if path.suffix.lower() == ".csv" else "\t"
         rel = self.con.read_csv(str(path), header=True, sep=sep, all_varchar=True)
         cols = rel.columns
@@ -271,19 +356,19 @@ class Store:
         )
         bad = self._one(f"SELECT * FROM ({checks}) ORDER BY line LIMIT 1")
         if bad:
-            raise InputError(f"wide matrix cell of column {bad[1]!r} is not 0 or 1", path, bad[0], bad[2])
+            raise InputError(f"wide matrix cell of column {bad[1]!r} is not 0 or 1", wheres[src], bad[0], bad[2])
         ones = " UNION ALL ".join(
             f"SELECT \"{cols[0]}\" AS instance_id, {_lit(c)} AS label, line, {i} AS pos FROM _wide"
             f" WHERE trim(\"{c}\") IN ('1', '1.0')" for i, c in enumerate(label_cols)
         )
         self._temp(
             "_incoming",
-            f"SELECT instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({ones})",
+            f"SELECT {src} AS src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({ones})",
         )
-        self._temp("_incoming_instances", f"SELECT \"{cols[0]}\" AS instance_id, line FROM _wide")
-        return str(path)
+        self._temp("_incoming_instances", f"SELECT {src} AS src, \"{cols[0]}\" AS instance_id, line FROM _wide")
 
-    def _stage_relation(self, rel: Any, where: str, first_line: int = 1) -> str:
+    def _stage_relation(self, rel: Any, src: int, wheres: list[str], first_line: int = 1) -> None:
+        where = wheres[src]
         cols = [c.lower() for c in rel.columns]
         if not {"instance_id", "label"} <= set(cols):
             raise InputError(f"label table needs columns instance_id, label; it has {list(rel.columns)}", where)
@@ -292,7 +377,7 @@ class Store:
         iid, lab = (f'"{rel.columns[cols.index(c)]}"' for c in ("instance_id", "label"))
         self._temp(
             "_incoming",
-            f"SELECT CAST({iid} AS VARCHAR) AS instance_id, CAST({lab} AS VARCHAR) AS label,"
+            f"SELECT {src} AS src, CAST({iid} AS VARCHAR) AS instance_id, CAST({lab} AS VARCHAR) AS label,"
             f" row_number() OVER () + {first_line - 1} AS line, 1 AS pos, CAST({score} AS VARCHAR) AS score_text,"
             f" TRY_CAST({score} AS DOUBLE) AS score FROM _rel_src",
         )
@@ -305,80 +390,73 @@ class Store:
         if bad:
             raise InputError("missing instance_id or label (empty, None or NaN)", where, bad[0],
                              f"instance_id={bad[1]!r}, label={bad[2]!r}")
-        self._check_score_text(where)
-        self._temp("_incoming_instances", "SELECT instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
-        return where
+        self._check_score_text(wheres)
+        self._temp("_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
 
-    def _stage_dataframe(self, df: pd.DataFrame, where: str) -> str:
-        return self._stage_relation(self.con.from_df(df), where)
-
-    def _stage_sets(self, sets: Iterable[Iterable[str]], where: str) -> str:
-        """A sequence of label sets (the instance id is the position, from 0)."""
-        import pandas as pd
-
+    def _stage_sets(self, sets: Iterable[Iterable[str]], src: int, wheres: list[str]) -> None:
+        """A sequence of label sets (the instance id is the position, from 0; a string is a one-label set)."""
         ids, labels = [], []
-        instances = []
-        for i, labelset in enumerate(sets):
-            if isinstance(labelset, str):
-                labelset = [labelset]
-            instances.append(str(i))
-            for label in labelset:
-                ids.append(str(i))
-                labels.append(label)
-        self._stage_relation(self.con.from_df(pd.DataFrame({"instance_id": ids, "label": labels})), where)
-        self._temp("_incoming_instances", "SELECT unnest($i) AS instance_id, unnest($n) AS line",
-                   {"i": instances, "n": list(range(1, len(instances) + 1))})
-        return where
+        n = 0
+        for n, labelset in enumerate(sets, start=1):
+            members = [labelset] if isinstance(labelset, str) else list(labelset)
+            ids += [str(n - 1)] * len(members)
+            labels += members
+        self._temp("_sets_src", "SELECT unnest($i) AS instance_id, unnest($l) AS label", {"i": ids, "l": labels})
+        self._stage_relation(self.con.table("_sets_src"), src, wheres)
+        self._temp("_incoming_instances", f"SELECT {src} AS src, CAST(i AS VARCHAR) AS instance_id, i + 1 AS line"
+                   " FROM range($n) AS t(i)", {"n": n})
 
     # ------------------------------------------------------------------ checks
-    def _check_staged(self, where: str, unknown: str) -> None:
-        """Unknown labels, empty ids, duplicates; leaves ``_incoming`` deduplicated."""
+    def _check_staged(self, wheres: list[str], unknown: str) -> None:
+        """Unknown labels, empty ids, duplicates; leaves ``_incoming`` deduplicated. Warnings are per source."""
         if unknown not in ("error", "ignore"):
             raise ValueError("unknown must be 'error' or 'ignore'")
         bad = self._one(
-            "SELECT line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
-            " ORDER BY line LIMIT 1"
+            "SELECT src, line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
+            " ORDER BY src, line LIMIT 1"
         )
         if bad:
-            raise InputError("empty instance_id", where, bad[0], bad[1])
+            raise InputError("empty instance_id", wheres[bad[0]], bad[1], bad[2])
         bad = self._one(
-            "SELECT line, instance_id FROM _incoming WHERE label IS NULL OR label = '' ORDER BY line LIMIT 1"
+            "SELECT src, line, instance_id FROM _incoming WHERE label IS NULL OR label = ''"
+            " ORDER BY src, line LIMIT 1"
         )
         if bad:
-            raise InputError("empty label", where, bad[0], f"instance_id={bad[1]!r}")
-        first = self._one(
-            "SELECT i.line, i.label, count(*) OVER () FROM _incoming i ANTI JOIN nodes n ON n.label = i.label"
-            " ORDER BY i.line LIMIT 1"
-        )
-        if first:
+            raise InputError("empty label", wheres[bad[0]], bad[1], f"instance_id={bad[2]!r}")
+        unknowns = self.con.execute(
+            "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*) FROM _incoming i"
+            " ANTI JOIN nodes n ON n.label = i.label GROUP BY i.src ORDER BY i.src"
+        ).fetchall()
+        if unknowns:
             if unknown == "error":
-                raise InputError("label not in the taxonomy", where, first[0], first[1])
+                raise InputError("label not in the taxonomy", wheres[unknowns[0][0]], unknowns[0][1], unknowns[0][2])
             self.con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
-            warnings.warn(f"{where}: ignored {first[2]} label(s) not in the taxonomy (first: {first[1]!r})",
-                          DataWarning, stacklevel=3)
-        dups = self._one(
-            "SELECT count(*) - count(DISTINCT (instance_id, label)) FROM _incoming"
-        )[0]
+            for src, _, label, count in unknowns:
+                _warn(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
+        dups = self.con.execute(
+            "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
+            " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"
+        ).fetchall()
+        for src, count in dups:
+            _warn(f"{wheres[src]}: {count} duplicate (instance_id, label) row(s) collapsed")
         if dups:
-            warnings.warn(f"{where}: {dups} duplicate (instance_id, label) row(s) collapsed", DataWarning,
-                          stacklevel=3)
             self._temp("_incoming", "SELECT * FROM _incoming QUALIFY row_number() OVER"
-                       " (PARTITION BY instance_id, label ORDER BY line, pos) = 1")
+                       " (PARTITION BY src, instance_id, label ORDER BY line, pos) = 1")
 
-    def _check_no_truth(self, where: str, no_truth: str) -> None:
+    def _check_no_truth(self, wheres: list[str], no_truth: str) -> None:
         if no_truth not in ("error", "ignore"):
             raise ValueError("no_truth must be 'error' or 'ignore'")
-        first = self._one(
-            "SELECT s.line, s.instance_id, count(*) OVER () FROM _incoming_instances s"
-            " ANTI JOIN instances i ON i.instance_id = s.instance_id ORDER BY s.line LIMIT 1"
-        )
-        if not first:
+        missing = self.con.execute(
+            "SELECT s.src, min(s.line), first(s.instance_id ORDER BY s.line), count(*) FROM _incoming_instances s"
+            " ANTI JOIN instances i ON i.instance_id = s.instance_id GROUP BY s.src ORDER BY s.src"
+        ).fetchall()
+        if not missing:
             return
         if no_truth == "error":
-            raise InputError("predicted instance has no truth", where, first[0], first[1])
+            raise InputError("predicted instance has no truth", wheres[missing[0][0]], missing[0][1], missing[0][2])
         self.con.execute("DELETE FROM _incoming WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
-        warnings.warn(f"{where}: ignored {first[2]} predicted instance(s) with no truth (first: {first[1]!r})",
-                      DataWarning, stacklevel=3)
+        for src, _, instance, count in missing:
+            _warn(f"{wheres[src]}: ignored {count} predicted instance(s) with no truth (first: {instance!r})")
 
     # ------------------------------------------------------------------ queries
     def _register(self, name: str, rel: Any) -> None:
@@ -449,3 +527,29 @@ def _joined(values: list[str], source: str) -> str:
 
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def _is_text(path: Path, format: str) -> bool:
+    """Check a label file (known format, present, not empty); true when it is read as raw text lines
+    (``long`` TSV, ``lines``, ``germeval-*``), false for Parquet, ``wide`` and ``long`` CSV files."""
+    if format not in LABEL_FORMATS:
+        raise InputError(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", path, value=format)
+    if not path.is_file():
+        raise InputError("label file not found", path)
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return False
+    if path.stat().st_size == 0:
+        raise InputError("label file is empty", path)
+    return format != "wide" and not (format == "long" and suffix == ".csv")
+
+
+def _default_name(source: LabelSource) -> str:
+    """How messages name a source that is not a file."""
+    if hasattr(source, "fetchall"):
+        return "<relation>"
+    return "<DataFrame>" if hasattr(source, "columns") and hasattr(source, "dtypes") else "<label sets>"
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, DataWarning, stacklevel=4)

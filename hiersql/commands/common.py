@@ -56,8 +56,9 @@ def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
     return out
 
 
-def load_store(args: argparse.Namespace, progress: bool = True) -> Store:
-    """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``)."""
+def load_store(args: argparse.Namespace) -> Store:
+    """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``); the
+    prediction files are read together (:meth:`~hiersql.store.Store.add_predictions_many`)."""
     from ..store import Store
     from ..taxonomy import Taxonomy
 
@@ -66,17 +67,5 @@ def load_store(args: argparse.Namespace, progress: bool = True) -> Store:
     store = Store(args.db, memory_limit=args.memory_limit)
     store.load_taxonomy(taxonomy)
     store.add_truth(args.truth, args.labels_format, unknown=args.unknown)
-    for name, path in progress_iter(preds, "reading predictions", progress and len(preds) > 3):
-        store.add_predictions(name, path, args.labels_format, unknown=args.unknown)
+    store.add_predictions_many(preds, args.labels_format, unknown=args.unknown)
     return store
-
-
-def progress_iter(items, desc: str, enabled: bool = True):
-    """``items`` with a tqdm progress bar on stderr when enabled and stderr is a terminal."""
-    import sys
-
-    if not enabled or not sys.stderr.isatty():
-        return items
-    from tqdm import tqdm
-
-    return tqdm(items, desc=desc, unit="file", file=sys.stderr)

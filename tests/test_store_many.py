@@ -1,0 +1,147 @@
+"""Store.add_predictions_many: many sources read and checked at once, the same tables as one by one."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hiersql import DataWarning, InputError, Store, Taxonomy
+
+TAX = Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
+TRUTH = "1\ta1\n2\tb\n3\tb1\n"
+
+
+def new_store(tmp_path: Path) -> Store:
+    store = Store()
+    store.load_taxonomy(TAX)
+    truth = tmp_path / "truth.tsv"
+    truth.write_text(TRUTH)
+    store.add_truth(truth)
+    return store
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def tables(store: Store) -> tuple[list, list]:
+    preds = store.con.execute("SELECT * FROM predictions ORDER BY ALL").fetchall()
+    return preds, store.con.execute("SELECT * FROM systems ORDER BY ALL").fetchall()
+
+
+def test_germeval_submissions_equal_one_by_one(data_dir: Path) -> None:
+    folder = data_dir / "germeval2019"
+    files = sorted((folder / "submissions").glob("*.txt"))
+    stores = []
+    for _ in range(2):
+        store = Store()
+        store.load_taxonomy(Taxonomy.from_file(folder / "hierarchy.txt"))
+        store.add_truth(folder / "blurbs_test_label.txt", "germeval-b")
+        stores.append(store)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        stores[0].add_predictions_many({f.stem: f for f in files}, "germeval-a", no_truth="ignore")
+        for f in files:
+            stores[1].add_predictions(f.stem, f, "germeval-a", no_truth="ignore")
+    many, single = tables(stores[0]), tables(stores[1])
+    assert len(many[1]) == 22 and len(many[0]) > 80_000
+    assert many == single
+
+
+def test_mixed_sources_and_one_file_twice_equal_one_by_one(tmp_path: Path) -> None:
+    p1 = write(tmp_path, "p1.tsv", "1\ta1\t0.5\n1\ta\n\n3\tb1\n")
+    p2 = write(tmp_path, "p2.csv", "instance_id,label\n2,b\n1,a2\n")
+    df = pd.DataFrame({"instance_id": ["3", "2"], "label": ["a", "b1"]})
+    sources = {"one": p1, "csv": p2, "df": df, "again": p1}
+    many, single = new_store(tmp_path), new_store(tmp_path)
+    many.add_predictions_many(sources)
+    for system, source in sources.items():
+        single.add_predictions(system, source)
+    assert tables(many)[0] == tables(single)[0]
+    assert [s for s, _ in tables(many)[1]] == sorted(sources)
+    assert dict(tables(many)[1])["df"] == "df=<DataFrame>"  # the name its messages use
+    assert many.con.execute("SELECT label, rank, score FROM predictions WHERE system = 'again'"
+                            " AND instance_id = '1' ORDER BY rank").fetchall() == [("a1", 1, 0.5), ("a", 2, None)]
+
+
+def test_bad_label_in_third_file_names_it_and_loads_nothing(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    files = {f"s{i}": write(tmp_path, f"p{i}.tsv", "1\ta\n2\tb\n") for i in range(1, 5)}
+    write(tmp_path, "p3.tsv", "1\ta\n\n2\tzebra\n")
+    with pytest.raises(InputError, match=r"p3\.tsv:3: label not in the taxonomy: 'zebra'"):
+        store.add_predictions_many(files)
+    assert tables(store) == ([], [])
+
+
+def test_germeval_error_line_is_counted_in_its_own_file(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    good = write(tmp_path, "good.txt", "subtask_a\n1\ta\n2\tb\n3\tb\n")
+    bad = write(tmp_path, "bad.txt", "subtask_a\n1\ta\n2\tb\n1\tb\n")
+    with pytest.raises(InputError, match=r"bad\.txt:4: instance listed twice in subtask_a \(first on line 2\)"):
+        store.add_predictions_many({"good": good, "bad": bad}, "germeval-a")
+
+
+def test_system_named_twice(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    path = write(tmp_path, "p.tsv", "1\ta\n")
+    with pytest.raises(InputError, match="system name given twice: 's'"):
+        store.add_predictions_many([("s", path), ("t", path), ("s", path)])
+
+
+def test_empty_file_among_many(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    files = {"a": write(tmp_path, "a.tsv", "1\ta\n"), "b": write(tmp_path, "b.tsv", "  \n\n"),
+             "c": write(tmp_path, "c.tsv", "1\tb\n")}
+    with pytest.raises(InputError, match=r"b\.tsv: label file is empty"):
+        store.add_predictions_many(files)
+    write(tmp_path, "b.tsv", "")
+    with pytest.raises(InputError, match=r"b\.tsv: label file is empty"):
+        store.add_predictions_many(files)
+
+
+def test_ignored_unknown_labels_are_counted_per_file(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    files = {"a": write(tmp_path, "a.tsv", "1\tzebra\n2\tb\n3\tyak\n"), "b": write(tmp_path, "b.tsv", "1\ta\n"),
+             "c": write(tmp_path, "c.tsv", "2\tgnu\n")}
+    with pytest.warns(DataWarning) as record:
+        store.add_predictions_many(files, unknown="ignore")
+    messages = sorted(str(w.message) for w in record)
+    assert messages == [f"{tmp_path / 'a.tsv'}: ignored 2 label(s) not in the taxonomy (first: 'zebra')",
+                        f"{tmp_path / 'c.tsv'}: ignored 1 label(s) not in the taxonomy (first: 'gnu')"]
+    assert store.con.execute("SELECT system, count(*) FROM predictions GROUP BY 1 ORDER BY 1").fetchall() == [
+        ("a", 1), ("b", 1)]
+    assert store.systems() == ["a", "b", "c"]  # c is a system with only empty predicted sets
+
+
+def test_sources_that_are_not_files_are_named_after_their_system(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    with pytest.raises(InputError, match=r"sys2=<label sets>:2: label not in the taxonomy: 'zebra'"):
+        store.add_predictions_many({"sys1": [["a"], ["b"]], "sys2": [["a"], ["zebra"]]})
+
+
+def test_evaluator_add_predictions_many(tmp_path: Path) -> None:
+    from hiersql import Evaluator
+
+    ev = Evaluator(TAX).add_truth([["a1"], ["b"]])
+    ev.add_predictions_many({"exact": [["a1"], ["b"]], "other": [["b1"], ["b"]]})
+    rows = {r.system: r.value for r in ev.rows(["hierarchical_precision"], average="micro")}
+    # other: {b, b1} against {a, a1}, {b} against {b}: 1 of 3 ancestor-augmented labels right
+    assert rows == pytest.approx({"exact": 1.0, "other": 1 / 3})
+
+
+def test_cli_names_the_bad_file_among_many_preds(tmp_path: Path, capsys) -> None:
+    from hiersql.cli import main
+
+    tax = write(tmp_path, "tax.tsv", "r\ta\nr\tb\na\ta1\na\ta2\nb\tb1\n")
+    truth = write(tmp_path, "truth.tsv", TRUTH)
+    p1 = write(tmp_path, "p1.tsv", TRUTH)
+    p2 = write(tmp_path, "p2.tsv", "1\ta\n2\tb\n3\tb1\t0.5\n3\ta\tlow\n")
+    code = main(["evaluate", "--taxonomy", str(tax), "--truth", str(truth), "--pred", f"s1={p1}",
+                 "--pred", f"s2={p2}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "p2.tsv:4: score is not a number: 'low'" in err
