@@ -8,7 +8,8 @@ Label formats (SPEC §1, §10): ``long`` (``instance_id<TAB>label[<TAB>score]`` 
 ``instance_id,label[,score]``), ``lines`` (HEMKit: one line per instance, whitespace-separated labels, the line
 number is the instance id), ``germeval-a`` and ``germeval-b`` (the ``subtask_a``/``subtask_b`` sections of a
 GermEval 2019 file), ``wide`` (a CSV/TSV 0/1 indicator matrix with a header: ``instance_id`` then one column per
-label), a pandas DataFrame, a DuckDB relation or a Parquet file (long layout).
+label), a pandas DataFrame, a DuckDB relation, a mapping of columns (``{"instance_id": [...], "label": [...]}``,
+optionally ``"score"``; no pandas needed) or a Parquet file (long layout).
 
 Rules: labels are sets (duplicates collapse, with a :class:`~hiersql.errors.DataWarning` giving the count); a
 label not in the taxonomy is an :class:`~hiersql.errors.InputError` naming it, its file and line
@@ -36,6 +37,9 @@ LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
 # DuckDB pipeline them instead of writing each to a temp table (set-based measures on a 325,000-node DAG with
 # 450,000 instances: 52 instead of 77-86 CPU-s).
 COMPOSED = frozenset({"set_based"})
+# closure_paths is taken while the path count stays within this many times a lower bound of the closure size
+# (MeSH: 2.3, the 325,000-node benchmark DAG: 4.0); beyond it the deduplicating walk is cheaper or safer.
+PATHS_PER_CLOSURE_ROW = 8
 LabelSource = Any  # path, DataFrame, DuckDB relation, or a sequence of label sets
 STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader fills
 # Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
@@ -101,7 +105,7 @@ class Store:
                 {"n": _joined(nodes, taxonomy.source), "d": _joined([str(depths[n]) for n in nodes], taxonomy.source),
                  "root": taxonomy.root, "virtual": taxonomy.virtual_root},
             )
-            self.con.execute(f"INSERT INTO closure {sqlfiles.queries('closure')['closure']}",
+            self.con.execute(f"INSERT INTO closure {sqlfiles.queries('closure')[_closure_query(taxonomy, depths)]}",
                              {"max_depth": max_depth})
         self.taxonomy = taxonomy
 
@@ -230,7 +234,7 @@ class Store:
 
     def _stage_other(self, src: int, source: LabelSource, format: str, wheres: list[str]) -> None:
         """Stage one source that is not a text file of raw lines: a Parquet, wide or CSV file, a DataFrame, a
-        DuckDB relation or label sets."""
+        DuckDB relation, a mapping of columns or label sets."""
         if isinstance(source, str | Path):
             path = Path(source)
             if path.suffix.lower() == ".parquet":
@@ -244,6 +248,8 @@ class Store:
             self._stage_relation(self.con.from_df(source), src, wheres)
         elif hasattr(source, "fetchall"):  # a DuckDB relation
             self._stage_relation(source, src, wheres)
+        elif isinstance(source, Mapping):
+            self._stage_columns(source, src, wheres)
         else:
             self._stage_sets(source, src, wheres)
 
@@ -393,6 +399,13 @@ class Store:
         self._check_score_text(wheres)
         self._temp("_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
 
+    def _stage_columns(self, columns: Mapping[str, Iterable[Any]], src: int, wheres: list[str]) -> None:
+        """A mapping of equally long columns, e.g. ``{"instance_id": [...], "label": [...]}``."""
+        names = list(columns)
+        self._temp("_columns_src", "SELECT " + ", ".join(f'unnest($c{i}) AS "{n}"' for i, n in enumerate(names)),
+                   {f"c{i}": list(columns[n]) for i, n in enumerate(names)})
+        self._stage_relation(self.con.table("_columns_src"), src, wheres)
+
     def _stage_sets(self, sets: Iterable[Iterable[str]], src: int, wheres: list[str]) -> None:
         """A sequence of label sets (the instance id is the position, from 0; a string is a one-label set)."""
         ids, labels = [], []
@@ -401,8 +414,7 @@ class Store:
             members = [labelset] if isinstance(labelset, str) else list(labelset)
             ids += [str(n - 1)] * len(members)
             labels += members
-        self._temp("_sets_src", "SELECT unnest($i) AS instance_id, unnest($l) AS label", {"i": ids, "l": labels})
-        self._stage_relation(self.con.table("_sets_src"), src, wheres)
+        self._stage_columns({"instance_id": ids, "label": labels}, src, wheres)
         self._temp("_incoming_instances", f"SELECT {src} AS src, CAST(i AS VARCHAR) AS instance_id, i + 1 AS line"
                    " FROM range($n) AS t(i)", {"n": n})
 
@@ -515,6 +527,15 @@ class _Transaction:
         self.con.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
+def _closure_query(taxonomy: Taxonomy, depths: dict[str, int]) -> str:
+    """``closure_paths`` (the walk along every path, twice as fast) when the taxonomy has at most
+    :data:`PATHS_PER_CLOSURE_ROW` upward paths per row of a lower bound of its closure (``Σ (depth + 1)``:
+    every node, its ancestors on one shortest root path), else ``closure`` (the deduplicating walk, safe
+    for DAGs whose paths grow exponentially with depth)."""
+    lower_bound = sum(depths.values()) + len(depths)
+    return "closure_paths" if taxonomy.path_count <= PATHS_PER_CLOSURE_ROW * lower_bound else "closure"
+
+
 def _joined(values: list[str], source: str) -> str:
     """``values`` joined by the unit separator U+001F, to pass a column as one string parameter and split it
     in SQL (``unnest(string_split($p, chr(31)))``): several times faster than a list parameter."""
@@ -548,6 +569,8 @@ def _default_name(source: LabelSource) -> str:
     """How messages name a source that is not a file."""
     if hasattr(source, "fetchall"):
         return "<relation>"
+    if isinstance(source, Mapping):
+        return "<columns>"
     return "<DataFrame>" if hasattr(source, "columns") and hasattr(source, "dtypes") else "<label sets>"
 
 

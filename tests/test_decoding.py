@@ -109,7 +109,7 @@ def test_read_scores_trailer_and_errors(tmp_path: Path) -> None:
 def test_read_transposon_binary_truth(tmp_path: Path) -> None:
     good = tmp_path / "truth.txt"
     good.write_text(" ".join(["0"] * 8 + ["1", "1", "0", "0", "1"] + ["0"] * 5) + "\n")
-    assert read_transposon(good, binary=True).values.tolist() == [["1", "2/1/3"]]
+    assert read_transposon(good, binary=True) == {"instance_id": ["1"], "label": ["2/1/3"]}
     bad = tmp_path / "bad.txt"
     bad.write_text(good.read_text() + " ".join(["0.5"] + ["0"] * 17) + "\n")
     with pytest.raises(InputError, match=r"bad.txt:2: truth value of column '1' is not 0 or 1: 0.5"):
