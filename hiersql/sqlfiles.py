@@ -63,13 +63,15 @@ def bind(sql: str, params: dict[str, object]) -> dict[str, object]:
 
 
 def dependencies(file: str, name: str) -> list[str]:
-    """Other queries of the same file that ``name`` reads, in file order (recursively)."""
+    """Other queries of the same file that ``name`` reads, in file order (recursively); a name mentioned in a
+    ``--`` comment is not a read."""
     all_queries = queries(file)
+    code = {q: re.sub(r"--[^\n]*", "", text) for q, text in all_queries.items()}
     found: list[str] = []
 
     def visit(query: str) -> None:
         for other in all_queries:
-            if other != query and other not in found and re.search(rf"\b{other}\b", all_queries[query]):
+            if other != query and other not in found and re.search(rf"\b{other}\b", code[query]):
                 visit(other)
                 found.append(other)
 

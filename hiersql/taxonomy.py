@@ -64,6 +64,7 @@ class Taxonomy:
     root: str = field(init=False)
     virtual_root: bool = field(init=False)
     nodes: list[str] = field(init=False)
+    path_count: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.edges = _dedupe(self.edges, self.source)
@@ -75,7 +76,7 @@ class Taxonomy:
         for e in self.edges:
             self._children[e.parent].append(e.child)
             self._parents[e.child].append(e.parent)
-        _check_acyclic(self)
+        self.path_count = _check_acyclic(self)
         tops = [n for n in self.nodes if not self._parents[n]]
         self.virtual_root = len(tops) != 1
         if self.virtual_root:
@@ -353,20 +354,27 @@ def _dedupe(edges: list[Edge], source: str) -> list[Edge]:
     return list(seen.values())
 
 
-def _check_acyclic(tax: Taxonomy) -> None:
-    """Kahn's algorithm; on failure, name the nodes of one cycle (found with networkx)."""
+def _check_acyclic(tax: Taxonomy) -> int:
+    """Kahn's algorithm; on failure, name the nodes of one cycle (found with networkx).
+
+    Returns the number of upward paths from every node, the empty path included (``P(n) = 1 + Σ P(p)`` over
+    the parents ``p`` of ``n``, summed over the nodes, the virtual root aside): the rows of a closure walk
+    that keeps every path (:meth:`hiersql.store.Store.load_taxonomy` chooses its closure query by it).
+    """
     indegree = {n: len(p) for n, p in tax._parents.items()}
+    paths = dict.fromkeys(indegree, 1)
     queue = [n for n, d in indegree.items() if d == 0]
     seen = 0
     while queue:
         node = queue.pop()
         seen += 1
         for child in tax._children[node]:
+            paths[child] += paths[node]
             indegree[child] -= 1
             if indegree[child] == 0:
                 queue.append(child)
     if seen == len(indegree):
-        return
+        return sum(paths.values())
     import networkx as nx
 
     stuck = [n for n, d in indegree.items() if d > 0]

@@ -74,6 +74,13 @@ def test_render_composes_every_dependency_in_order():
     assert names == ["augmented_truth", "augmented_predictions", "set_pairs", "set_based_instance", "micro"]
 
 
+def test_a_name_in_a_comment_is_not_a_dependency():
+    # closure_paths' comment speaks of "closure rows"; it reads only nodes and edges.
+    assert "closure" in sqlfiles.queries("closure")["closure_paths"]
+    assert sqlfiles.dependencies("closure", "closure_paths") == []
+    assert sqlfiles.dependencies("set_based", "set_pairs") == ["augmented_truth", "augmented_predictions"]
+
+
 def test_render_fills_parameters_and_renames_tables():
     sql = sqlfiles.render("set_based", params={"include_root": True, "max_distance": 2, "augment": "ancestors",
                                               "beta": 1.0, "zero_division": 0.0},

@@ -6,7 +6,8 @@ import networkx as nx
 import pandas as pd
 import pytest
 
-from hiersql import InputError, Store, Taxonomy
+from hiersql import InputError, Store, Taxonomy, sqlfiles
+from hiersql.store import _closure_query
 from hiersql.taxonomy import VIRTUAL_ROOT
 
 
@@ -105,6 +106,36 @@ def test_closure_small_dag_by_hand():
         ("r", "r"): 0, ("a", "a"): 0, ("b", "b"): 0, ("c", "c"): 0,
         ("r", "a"): 1, ("r", "b"): 1, ("r", "c"): 1, ("a", "c"): 1, ("b", "c"): 1,
     }
+
+
+def test_path_count_by_hand():
+    # r -> a -> c, r -> b -> c, r -> c: upward paths from r: 1, a: 2, b: 2, c: 1 + 2 + 2 + 1 = 6.
+    tax = Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c"), ("r", "c")])
+    assert tax.path_count == 11
+
+
+def ladder(rungs: int) -> Taxonomy:
+    """A chain of diamonds: 2**rungs paths from the bottom node to the top, 3 * rungs + 1 nodes."""
+    edges = []
+    for i in range(rungs):
+        edges += [(f"t{i}", f"l{i}"), (f"t{i}", f"r{i}"), (f"l{i}", f"t{i + 1}"), (f"r{i}", f"t{i + 1}")]
+    return Taxonomy.from_edges(edges)
+
+
+def test_both_closure_walks_give_networkx_closure():
+    # 24 rungs: 2**24 paths from the bottom alone, so the store must take the deduplicating walk.
+    deep = ladder(24)
+    assert deep.path_count > 2**24
+    assert _closure_query(deep, deep.depths()) == "closure"
+    assert closure_of(deep) == networkx_closure(deep.graph)
+    shallow = ladder(3)
+    assert _closure_query(shallow, shallow.depths()) == "closure_paths"
+    store = Store()
+    store.load_taxonomy(shallow)
+    expected = networkx_closure(shallow.graph)
+    for name in ("closure", "closure_paths"):
+        rows = store.con.execute(sqlfiles.queries("closure")[name], {"max_depth": None}).fetchall()
+        assert {(a, d): dist for a, d, dist in rows} == expected
 
 
 def test_closure_equals_networkx_on_germeval(data_dir):
