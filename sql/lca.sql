@@ -28,15 +28,24 @@ WITH sides AS (
     SELECT p.system, p.instance_id, 'p' AS side, p.label
     FROM predictions AS p
 ),
+above AS (
+    -- the pairs of labels of one side first, then their closure rows: joining the closure to every label's
+    -- ancestors first (the planner's choice when the pairs are not grouped) costs several times more
+    SELECT x.system, x.instance_id, x.side, x.label
+    FROM (
+        SELECT x.system, x.instance_id, x.side, x.label, y.label AS below
+        FROM sides AS x
+        JOIN sides AS y
+            ON y.system = x.system AND y.instance_id = x.instance_id AND y.side = x.side AND y.label <> x.label
+        GROUP BY x.system, x.instance_id, x.side, x.label, y.label
+    ) AS x
+    JOIN closure AS c ON c.ancestor = x.label AND c.descendant = x.below
+    WHERE $drop_distance IS NULL OR c.distance <= $drop_distance
+),
 kept AS (
     SELECT system, instance_id, side, label FROM sides
     EXCEPT
-    SELECT x.system, x.instance_id, x.side, x.label
-    FROM sides AS x
-    JOIN sides AS y
-        ON y.system = x.system AND y.instance_id = x.instance_id AND y.side = x.side AND y.label <> x.label
-    JOIN closure AS c ON c.ancestor = x.label AND c.descendant = y.label
-    WHERE $drop_distance IS NULL OR c.distance <= $drop_distance
+    SELECT system, instance_id, side, label FROM above
 )
 SELECT k.system, k.instance_id, k.side, k.label, o.label IS NOT NULL AS shared
 FROM kept AS k
@@ -62,22 +71,20 @@ JOIN lca_labels AS z
 -- name: lca_pair_meetings
 -- The lowest common ancestors of every pair: the common ancestors within $max_distance edges of both whose
 -- cost up(t, a) + up(p, a) is the pair's minimum d(t, p) (other common ancestors cost more than d(t, p) and
--- so can be no label's option). The large join carries only the pair number.
-SELECT p.system, p.instance_id, p.t_label, p.p_label, p.t_shared, p.p_shared, m.lca, m.up_t, m.up_p
-FROM (
-    SELECT
-        q.pair_id,
-        cx.ancestor AS lca,
-        cx.distance AS up_t,
-        cz.distance AS up_p,
-        min(cx.distance + cz.distance) OVER (PARTITION BY q.pair_id) AS d
+-- so can be no label's option). The large join carries only the pair number; the minimum is a grouped
+-- aggregate joined back (a window partitioned by pair sorts, several times slower).
+WITH common AS (
+    SELECT q.pair_id, cx.ancestor AS lca, cx.distance AS up_t, cz.distance AS up_p
     FROM lca_pairs AS q
     JOIN closure AS cx ON cx.descendant = q.t_label
     JOIN closure AS cz ON cz.descendant = q.p_label AND cz.ancestor = cx.ancestor
     WHERE $max_distance IS NULL OR (cx.distance <= $max_distance AND cz.distance <= $max_distance)
-) AS m
+)
+SELECT p.system, p.instance_id, p.t_label, p.p_label, p.t_shared, p.p_shared, m.lca, m.up_t, m.up_p
+FROM common AS m
+JOIN (SELECT pair_id, min(up_t + up_p) AS d FROM common GROUP BY pair_id) AS b
+    ON b.pair_id = m.pair_id AND m.up_t + m.up_p = b.d
 JOIN lca_pairs AS p ON p.pair_id = m.pair_id
-WHERE m.up_t + m.up_p = m.d
 
 -- name: lca_meetings
 -- (system, instance_id, side, label, partner, lca, up_label, up_partner, cost): the meetings of every
@@ -99,12 +106,14 @@ WHERE shared
 
 -- name: lca_options
 -- (system, instance_id, side, label, lca, partner, up_label, up_partner): the options of every label.
-SELECT system, instance_id, side, label, lca, partner, up_label, up_partner
-FROM (
-    SELECT m.*, min(cost) OVER (PARTITION BY system, instance_id, side, label) AS dmin
-    FROM lca_meetings AS m
-) AS ranked
-WHERE cost = dmin
+SELECT m.system, m.instance_id, m.side, m.label, m.lca, m.partner, m.up_label, m.up_partner
+FROM lca_meetings AS m
+JOIN (
+    SELECT system, instance_id, side, label, min(cost) AS dmin
+    FROM lca_meetings
+    GROUP BY system, instance_id, side, label
+) AS b ON b.system = m.system AND b.instance_id = m.instance_id AND b.side = m.side AND b.label = m.label
+    AND m.cost = b.dmin
 UNION ALL
 SELECT x.system, x.instance_id, x.side, x.label, $beyond AS lca, min(z.label) AS partner, 1 AS up_label,
        1 AS up_partner
@@ -191,21 +200,6 @@ FROM (
     ) AS multi ON multi.node = e.node AND multi.lca = e.lca
 ) AS open_rows
 
--- name: lca_path_links
--- (node, lca, lower, upper): the edges lower -> upper (child to parent) between consecutive steps of the
--- shortest paths node -> lca that are not unique (a step holds several nodes); the minimal graphs pick one
--- path among them.
-WITH layered AS (
-    SELECT node, lca, step, v, count(*) OVER (PARTITION BY node, lca, step) AS width,
-           count(*) OVER (PARTITION BY node, lca) AS n_nodes, max(step) OVER (PARTITION BY node, lca) AS top
-    FROM lca_path_nodes
-)
-SELECT a.node, a.lca, a.v AS lower, b.v AS upper
-FROM layered AS a
-JOIN layered AS b ON b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
-JOIN edges AS e ON e.child = a.v AND e.parent = b.v
-WHERE a.n_nodes > a.top + 1 AND (a.width > 1 OR b.width > 1)
-
 -- name: lca_open_batches
 -- The instances of lca_open_instances numbered into batches of $batch_size (lca.py fetches one at a time).
 SELECT system, instance_id,
@@ -228,9 +222,20 @@ FROM lca_open_ends AS e
 JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
 
 -- name: lca_open_links
-SELECT e.batch, l.node, l.lca, l.lower, l.upper
-FROM lca_open_ends AS e
-JOIN lca_path_links AS l ON l.node = e.node AND l.lca = e.lca
+-- (batch, node, lca, lower, upper): the edges lower -> upper (child to parent) between consecutive steps of
+-- the shortest paths node -> lca that are not unique (more nodes than steps); the minimal graphs pick one
+-- path among them. Only for the instances with a choice.
+WITH multi AS (
+    SELECT batch, node, lca
+    FROM lca_open_nodes
+    GROUP BY batch, node, lca
+    HAVING count(*) > max(step) + 1
+)
+SELECT a.batch, a.node, a.lca, a.v AS lower, b.v AS upper
+FROM multi AS m
+JOIN lca_open_nodes AS a ON a.batch = m.batch AND a.node = m.node AND a.lca = m.lca
+JOIN lca_open_nodes AS b ON b.batch = a.batch AND b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
+JOIN edges AS e ON e.child = a.v AND e.parent = b.v
 
 -- name: lca_instance
 -- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives

@@ -123,7 +123,7 @@ def _stage_open(store: Store, params: dict[str, object]) -> int:
     the number of batches."""
     params = {**params, "batch_size": BATCH}
     for name in ("lca_open_instances", "lca_open_batches", "lca_open_options", "lca_open_ends",
-                 "lca_open_nodes", "lca_path_links", "lca_open_links"):
+                 "lca_open_nodes", "lca_open_links"):
         _materialise(store, name, params)
     return store.con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchone()[0]
 
@@ -221,19 +221,21 @@ def _open_instances(store: Store, batch: int) -> dict[tuple[str, str], Instance]
 
 
 def _paths(store: Store, batch: int) -> dict[tuple[str, str], list[Path]]:
-    """The shortest paths of every (node, LCA) the instances of one batch need."""
-    by_pair: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for node, lca, step, v in store.con.execute(
-        "SELECT node, lca, step, v FROM lca_open_nodes WHERE batch = $b ORDER BY v", {"b": batch}
-    ).fetchall():
-        by_pair[(node, lca)][step].append(v)
+    """The shortest paths of every (node, LCA) the instances of one batch need: one path when every step
+    holds one node, else enumerated from the links between consecutive steps."""
     paths: dict[tuple[str, str], list[Path]] = {}
     layered: dict[tuple[str, str], dict[int, list[str]]] = {}
-    for key, by_step in by_pair.items():
-        if len(by_step) == sum(map(len, by_step.values())):
-            paths[key] = [frozenset(v for vs in by_step.values() for v in vs)]
+    for node, lca, steps, vs in store.con.execute(
+        "SELECT node, lca, list(step ORDER BY v), list(v ORDER BY v) FROM lca_open_nodes WHERE batch = $b"
+        " GROUP BY node, lca", {"b": batch}
+    ).fetchall():
+        if len(set(steps)) == len(vs):
+            paths[(node, lca)] = [frozenset(vs)]
         else:
-            layered[key] = by_step
+            by_step: dict[int, list[str]] = defaultdict(list)
+            for step, v in zip(steps, vs, strict=True):
+                by_step[step].append(v)
+            layered[(node, lca)] = by_step
     if layered:
         links: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
         for node, lca, lower, upper in store.con.execute(
