@@ -85,15 +85,16 @@ class Store:
         edges = taxonomy.all_edges()
         depths = taxonomy.depths()
         nodes = taxonomy.all_nodes()
-        weights = ["" if e.weight is None else repr(e.weight) for e in edges]
         with self.transaction():
             for table in ("closure", "nodes", "edges"):
                 self.con.execute(f"DELETE FROM {table}")
+            columns = {"p": [e.parent for e in edges], "c": [e.child for e in edges]}
+            if taxonomy.has_weights:  # splitting a column of empty strings costs as much as a column of names
+                columns["w"] = ["" if e.weight is None else repr(e.weight) for e in edges]
             self.con.execute(
                 "INSERT INTO edges SELECT unnest(string_split($p, chr(31))), unnest(string_split($c, chr(31))),"
-                " CAST(nullif(unnest(string_split($w, chr(31))), '') AS DOUBLE)",
-                {"p": _joined([e.parent for e in edges], taxonomy.source),
-                 "c": _joined([e.child for e in edges], taxonomy.source), "w": _joined(weights, taxonomy.source)},
+                + (" CAST(nullif(unnest(string_split($w, chr(31))), '') AS DOUBLE)" if "w" in columns else " NULL"),
+                {name: _joined(values, taxonomy.source) for name, values in columns.items()},
             )
             self.con.execute(
                 "INSERT INTO nodes SELECT n.label, n.depth, n.label = $root, e.parent IS NULL,"
