@@ -126,6 +126,10 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
     for note in _notes(gold, pred, gold_lines, pred_lines):
         warnings.warn(note, DataWarning, stacklevel=2)
     store = Store()
+    # One thread: HEMKit's tables rarely exceed one DuckDB row group (122,880 rows), which one thread scans
+    # anyway, and on a shared machine a second thread mostly waits (MeSH, 20,000 instances: 2.8 s instead of
+    # 2.8-4.0 s with two threads, load average 2.5 on 2 cores).
+    store.con.execute("SET threads = 1")
     store.load_taxonomy(hemkit_taxonomy(hierarchy), max_depth=max_distance + 1)
     store.add_truth(gold, "lines", unknown=unknown)
     store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")

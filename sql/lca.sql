@@ -88,7 +88,8 @@ JOIN lca_pairs AS p ON p.pair_id = m.pair_id
 
 -- name: lca_meetings
 -- (system, instance_id, side, label, partner, lca, up_label, up_partner, cost): the meetings of every
--- label that is not shared, from both sides, and the single meeting of a shared label with itself.
+-- label that is not shared, from both sides. (A shared label's only option, itself, has the path {x}, which
+-- adds nothing to graphs that hold every label: it is added only for the minimal graphs, lca_open_options.)
 SELECT system, instance_id, 't' AS side, t_label AS label, p_label AS partner, lca, up_t AS up_label,
        up_p AS up_partner, up_t + up_p AS cost
 FROM lca_pair_meetings
@@ -98,14 +99,10 @@ SELECT system, instance_id, 'p' AS side, p_label AS label, t_label AS partner, l
        up_t AS up_partner, up_t + up_p AS cost
 FROM lca_pair_meetings
 WHERE NOT p_shared
-UNION ALL
-SELECT system, instance_id, side, label, label AS partner, label AS lca, 0 AS up_label, 0 AS up_partner,
-       0 AS cost
-FROM lca_labels
-WHERE shared
 
 -- name: lca_options
--- (system, instance_id, side, label, lca, partner, up_label, up_partner): the options of every label.
+-- (system, instance_id, side, label, lca, partner, up_label, up_partner): the options of every label that
+-- is not shared.
 SELECT m.system, m.instance_id, m.side, m.label, m.lca, m.partner, m.up_label, m.up_partner
 FROM lca_meetings AS m
 JOIN (
@@ -120,7 +117,7 @@ SELECT x.system, x.instance_id, x.side, x.label, $beyond AS lca, min(z.label) AS
 FROM lca_labels AS x
 JOIN lca_labels AS z
     ON z.system = x.system AND z.instance_id = x.instance_id AND z.side <> x.side
-WHERE NOT EXISTS (
+WHERE NOT x.shared AND NOT EXISTS (
     SELECT 1
     FROM lca_meetings AS m
     WHERE m.system = x.system AND m.instance_id = x.instance_id AND m.side = x.side AND m.label = x.label
@@ -207,9 +204,15 @@ SELECT system, instance_id,
 FROM lca_open_instances
 
 -- name: lca_open_options
+-- The options of the labels of the instances with a choice, a shared label's (itself) included.
 SELECT b.batch, o.system, o.instance_id, o.side, o.label, o.lca, o.partner
 FROM lca_options AS o
 JOIN lca_open_batches AS b ON b.system = o.system AND b.instance_id = o.instance_id
+UNION ALL
+SELECT b.batch, l.system, l.instance_id, l.side, l.label, l.label AS lca, l.label AS partner
+FROM lca_labels AS l
+JOIN lca_open_batches AS b ON b.system = l.system AND b.instance_id = l.instance_id
+WHERE l.shared
 
 -- name: lca_open_ends
 SELECT DISTINCT b.batch, e.node, e.lca
@@ -217,9 +220,15 @@ FROM lca_path_ends AS e
 JOIN lca_open_batches AS b ON b.system = e.system AND b.instance_id = e.instance_id
 
 -- name: lca_open_nodes
+-- The nodes of the shortest paths of lca_open_ends, and the path {x} of a shared label x (its own LCA).
 SELECT e.batch, n.node, n.lca, n.step, n.v
 FROM lca_open_ends AS e
 JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
+UNION
+SELECT b.batch, l.label AS node, l.label AS lca, 0 AS step, l.label AS v
+FROM lca_labels AS l
+JOIN lca_open_batches AS b ON b.system = l.system AND b.instance_id = l.instance_id
+WHERE l.shared
 
 -- name: lca_open_links
 -- (batch, node, lca, lower, upper): the edges lower -> upper (child to parent) between consecutive steps of

@@ -39,7 +39,10 @@ def options(**kw):
 def test_fig8b_lca_sets(fig8b):
     """LCA(n, S) and Sbest(n, S) of every label (the bullet list after Definition 4)."""
     lca.graph_counts(fig8b, options(lca_graph="extended"))
-    rows = fig8b.con.execute("SELECT side, label, lca, partner FROM lca_options").fetchall()
+    rows = fig8b.con.execute(  # a shared label's only option, itself, is not stored in lca_options
+        "SELECT side, label, lca, partner FROM lca_options"
+        " UNION ALL SELECT side, label, label, label FROM lca_labels WHERE shared"
+    ).fetchall()
     lcas: dict[tuple[str, str], set[str]] = {}
     best: dict[tuple[str, str], set[str]] = {}
     for side, label, a, partner in rows:
@@ -181,8 +184,9 @@ def brute_force(inst: lca.Instance) -> float:
     LCA); the best FLCA (root counted)."""
     labels = sorted(inst.options)
     candidates = sorted({a for opts in inst.options.values() for a, _ in opts})
+    lca_sets = [{a for a, _ in opts} for opts in inst.options.values()]
     size = next(k for k in range(1, len(candidates) + 1)
-                if any(lca._covered(inst, set(s)) for s in itertools.combinations(candidates, k)))
+                if any(lca._covered(lca_sets, set(s)) for s in itertools.combinations(candidates, k)))
     best = 0.0
     for chosen in itertools.combinations(candidates, size):
         choices = [[o for o in inst.options[label] if o[0] in chosen] for label in labels]

@@ -269,8 +269,8 @@ def _sizes(graphs: dict[str, set[str]], ignore: set[str]) -> tuple[int, int, int
     return len(gt), len(gp), len(gt & gp)
 
 
-def _covered(inst: Instance, lcas: set[str]) -> bool:
-    return all(any(a in lcas for a, _ in opts) for opts in inst.options.values())
+def _covered(lca_sets: list[set[str]], lcas: set[str]) -> bool:
+    return all(not s.isdisjoint(lcas) for s in lca_sets)
 
 
 # ---------------------------------------------------------------------------------------------- greedy
@@ -279,18 +279,20 @@ def _greedy_lcas(inst: Instance) -> list[str]:
     name), added until every label has an option among them, then each removed in turn when the others
     still cover every label. (The paper's second, bottom-up removal pass cannot remove anything more: the
     set only shrinks, so an LCA needed once stays needed.)"""
+    lca_sets = [{a for a, _ in opts} for opts in inst.options.values()]
     connects: dict[str, int] = defaultdict(int)
-    for opts in inst.options.values():
-        for a in {a for a, _ in opts}:
+    for lcas in lca_sets:
+        for a in lcas:
             connects[a] += 1
-    order = sorted(connects, key=lambda a: (-connects[a], a))
     chosen: list[str] = []
-    for a in order:
+    uncovered = lca_sets
+    for a in sorted(connects, key=lambda a: (-connects[a], a)):
         chosen.append(a)
-        if _covered(inst, set(chosen)):
+        uncovered = [lcas for lcas in uncovered if a not in lcas]
+        if not uncovered:
             break
     for a in list(chosen):
-        if _covered(inst, set(chosen) - {a}):
+        if _covered(lca_sets, set(chosen) - {a}):
             chosen.remove(a)
     return chosen
 
