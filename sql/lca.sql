@@ -114,14 +114,14 @@ JOIN (
 UNION ALL
 SELECT x.system, x.instance_id, x.side, x.label, $beyond AS lca, min(z.label) AS partner, 1 AS up_label,
        1 AS up_partner
-FROM lca_labels AS x
+FROM (
+    -- the labels with no meeting first (a set difference, which the planner keeps below the join)
+    SELECT system, instance_id, side, label FROM lca_labels WHERE NOT shared
+    EXCEPT
+    SELECT system, instance_id, side, label FROM lca_meetings
+) AS x
 JOIN lca_labels AS z
     ON z.system = x.system AND z.instance_id = x.instance_id AND z.side <> x.side
-WHERE NOT x.shared AND NOT EXISTS (
-    SELECT 1
-    FROM lca_meetings AS m
-    WHERE m.system = x.system AND m.instance_id = x.instance_id AND m.side = x.side AND m.label = x.label
-)
 GROUP BY x.system, x.instance_id, x.side, x.label
 
 -- name: lca_path_ends
