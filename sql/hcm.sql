@@ -12,7 +12,8 @@
 -- per instance; hiersql.metrics.confusion runs them vectorised over all instances between these queries and
 -- writes their choices as the tables hcm_cover_choice(label_no, path_no, step) (read by hcm_chosen_paths)
 -- and hcm_match(grp, j, t_path, p_label, p_path) (read by hcm_instance).
--- Label sets are numbered grp = sys_no * (number of instances + 1) + inst_no, sys_no 0 being the truth;
+-- Label sets are numbered grp = sys_no * stride + inst_no, stride = number of instances + 1 (hcm_stride),
+-- sys_no 0 being the truth;
 -- labels and nodes are numbered by their position in the taxonomy (negative for labels outside it).
 -- Reads: truth, predictions, systems, instances, nodes, edges, closure.
 
@@ -21,6 +22,10 @@ SELECT system, row_number() OVER (ORDER BY system) AS sys_no FROM systems
 
 -- name: hcm_instances
 SELECT instance_id, row_number() OVER (ORDER BY instance_id) AS inst_no FROM instances
+
+-- name: hcm_stride
+-- Label sets are numbered grp = sys_no * stride + inst_no.
+SELECT count(*) + 1 AS stride FROM instances
 
 -- name: hcm_labels
 -- Every label of the truth and the predictions, and the root, with an integer id. A label outside the
@@ -38,30 +43,31 @@ LEFT JOIN nodes AS n ON n.label = u.label
 
 -- name: hcm_set_labels
 -- The labels of every set (sys_no 0: the truth of an instance; else a system's predictions for it) with
--- their rank and a row number (label_no). A (system, instance) with no prediction is the set {root}: it is
--- scored as the path [root].
-SELECT *, row_number() OVER (ORDER BY grp, label_id) AS label_no
-FROM (
+-- their rank and a row number (label_no, in no particular order: an id). A (system, instance) with no
+-- prediction is the set {root}: it is scored as the path [root].
+WITH labelled AS (
     SELECT 0 AS sys_no, i.inst_no, i.inst_no AS grp, l.label_id, t.rank
     FROM truth AS t
     JOIN hcm_instances AS i ON i.instance_id = t.instance_id
     JOIN hcm_labels AS l ON l.label = t.label
     UNION ALL
-    SELECT s.sys_no, i.inst_no, s.sys_no * (SELECT count(*) + 1 FROM instances) + i.inst_no AS grp, l.label_id,
-           p.rank
+    SELECT s.sys_no, i.inst_no, s.sys_no * k.stride + i.inst_no AS grp, l.label_id, p.rank
     FROM predictions AS p
     JOIN hcm_systems AS s ON s.system = p.system
     JOIN hcm_instances AS i ON i.instance_id = p.instance_id
     JOIN hcm_labels AS l ON l.label = p.label
+    CROSS JOIN hcm_stride AS k
+)
+SELECT *, row_number() OVER () AS label_no
+FROM (
+    SELECT sys_no, inst_no, grp, label_id, rank FROM labelled
     UNION ALL
-    SELECT s.sys_no, i.inst_no, s.sys_no * (SELECT count(*) + 1 FROM instances) + i.inst_no AS grp, r.label_id,
-           1 AS rank
+    SELECT s.sys_no, i.inst_no, s.sys_no * k.stride + i.inst_no AS grp, r.label_id, 1 AS rank
     FROM hcm_systems AS s
     CROSS JOIN hcm_instances AS i
+    CROSS JOIN hcm_stride AS k
     CROSS JOIN (SELECT l.label_id FROM hcm_labels AS l JOIN nodes AS n ON n.label = l.label WHERE n.is_root) AS r
-    LEFT JOIN (SELECT DISTINCT system, instance_id FROM predictions) AS p
-        ON p.system = s.system AND p.instance_id = i.instance_id
-    WHERE p.system IS NULL
+    WHERE s.sys_no * k.stride + i.inst_no NOT IN (SELECT grp FROM labelled)
 ) AS set_labels
 
 -- name: hcm_paths
@@ -101,8 +107,11 @@ FROM hcm_paths
 -- name: hcm_cover_candidates
 -- Input of the greedy path cover: for every label of a set and every root path of it, the labels of the
 -- same set that lie on that path (on_path = their label_no). Candidates are ordered by rank (then
--- label_no, should ranks tie), then path_no.
-SELECT l.grp, l.rank, l.label_no, pn.path_no, o.label_no AS on_path
+-- label_id and label_no, should ranks tie), then path_no. row_no (from 0) identifies a row: the cover's
+-- choice comes back by it.
+SELECT
+    l.grp, l.rank, l.label_id, l.label_no, pn.path_no, o.label_no AS on_path,
+    row_number() OVER () - 1 AS row_no
 FROM hcm_set_labels AS l
 JOIN hcm_path_nodes AS pn ON pn.label_id = l.label_id
 JOIN hcm_set_labels AS o ON o.grp = l.grp AND o.label_id = pn.node_id
@@ -226,7 +235,7 @@ LEFT JOIN p_below AS b
 -- instance) grp, with the pair's counts, n_common and the predicted path's name_rank (the matching takes
 -- the predicted paths by m = max n_common descending, then name_rank descending).
 SELECT p.grp, t.j, tp.path_no AS t_path, p.label_id AS p_label, p.path_no AS p_path, k.n_common,
-       k.name_rank, k.tp, k.fp, k.fn, k.tn
+       k.name_rank, k.tp, k.fp, k.fn, k.tn, row_number() OVER () - 1 AS row_no
 FROM hcm_chosen_pred AS p
 JOIN hcm_chosen_truth AS t ON t.inst_no = p.inst_no
 JOIN hcm_paths AS tp ON tp.label_id = t.label_id
@@ -245,9 +254,10 @@ WITH matched AS (
        AND mt.p_path = c.p_path
 ),
 true_sets AS (
-    SELECT s.sys_no * (SELECT count(*) + 1 FROM instances) + t.inst_no AS grp, t.j, t.label_id
+    SELECT s.sys_no * k.stride + t.inst_no AS grp, t.j, t.label_id
     FROM hcm_chosen_truth AS t
     CROSS JOIN hcm_systems AS s
+    CROSS JOIN hcm_stride AS k
 ),
 parts AS (
     SELECT grp, tp, fp, fn, tn FROM matched
@@ -271,9 +281,9 @@ SELECT
     s.system, i.instance_id,
     CAST(coalesce(x.tp, 0) AS BIGINT) AS tp, CAST(coalesce(x.fp, 0) AS BIGINT) AS fp,
     CAST(coalesce(x.fn, 0) AS BIGINT) AS fn, CAST(coalesce(x.tn, 0) AS BIGINT) AS tn
-FROM hcm_systems AS s
+FROM (SELECT s.system, s.sys_no * k.stride AS first_grp FROM hcm_systems AS s CROSS JOIN hcm_stride AS k) AS s
 CROSS JOIN hcm_instances AS i
-LEFT JOIN sums AS x ON x.grp = s.sys_no * (SELECT count(*) + 1 FROM instances) + i.inst_no
+LEFT JOIN sums AS x ON x.grp = s.first_grp + i.inst_no
 
 -- name: hcm_summary
 -- (system, metric, average, value) from hcm_instance(system, instance_id, tp, fp, fn, tn): the summed

@@ -202,7 +202,7 @@ def greedy_matching(group: np.ndarray, rank: np.ndarray, label: np.ndarray, comm
 
 # ---------------------------------------------------------------------------------------------- helpers
 STAGES = (
-    ("hcm_systems", "hcm_instances", "hcm_labels", "hcm_set_labels", "hcm_paths", "hcm_path_nodes",
+    ("hcm_systems", "hcm_instances", "hcm_stride", "hcm_labels", "hcm_set_labels", "hcm_paths", "hcm_path_nodes",
      "hcm_cover_candidates"),
     ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_common",
      "hcm_prefix_tn", "hcm_pair_counts", "hcm_candidates"),
@@ -217,18 +217,20 @@ def _materialise_counts(store: Store, tn: str) -> None:
         raise ValueError(f"tn must be one of {TN_MODES}, got {tn!r}")
     cover, pairs, final = STAGES
     _run(store, cover, {"tn": tn})
-    c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "label_no", "path_no", "on_path"), 4)
-    cand = _dense(c["grp"], c["rank"], c["label_no"], c["path_no"])
+    c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "label_id", "label_no", "path_no", "on_path"), 5)
+    cand = _dense(c["grp"], c["rank"], c["label_id"], c["label_no"], c["path_no"])
     best, step = greedy_path_cover(c["grp"], cand, c["on_path"])
     first = np.unique(cand, return_index=True)[1]
-    _put(store, "hcm_cover_choice", {k: c[k][first[best]] for k in ("label_no", "path_no")} | {"step": step})
+    _put_rows(store, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), c["row_no"][first[best]],
+              len(cand), step, "step")
     _run(store, pairs, {"tn": tn})
     m = _fetch(store, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"), 3)
     pred = _dense(*(m[k] for k in ("grp", "p_label", "p_path")), order=np.lexsort((m["p_path"], m["p_label"],
                                                                                m["grp"])))
     rank = _processing_rank(m["grp"], pred, m["n_common"], m["name_rank"])
     chosen = greedy_matching(m["grp"], rank, _dense(m["grp"], m["j"]), m["n_common"])
-    _put(store, "hcm_match", {k: m[k][chosen] for k in ("grp", "j", "t_path", "p_label", "p_path")})
+    _put_rows(store, "hcm_match", "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path"),
+              m["row_no"][chosen], len(chosen))
     _run(store, final, {"tn": tn})
 
 
@@ -241,10 +243,11 @@ def _run(store: Store, names: Sequence[str], params: dict[str, object]) -> None:
 
 
 def _fetch(store: Store, table: str, columns: Sequence[str], n_keys: int) -> dict[str, np.ndarray]:
-    """Integer ``columns`` of ``table`` as numpy arrays, rows sorted by the first ``n_keys`` columns."""
+    """Integer ``columns`` of ``table`` and its ``row_no`` as numpy arrays, rows sorted by the first
+    ``n_keys`` columns."""
     keys = ", ".join(columns[:n_keys])
-    data = store.con.sql(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {keys}").fetchnumpy()
-    return {k: np.asarray(data[k], dtype=np.int64) for k in columns}
+    data = store.con.sql(f"SELECT row_no, {', '.join(columns)} FROM {table} ORDER BY {keys}").fetchnumpy()
+    return {k: np.asarray(data[k], dtype=np.int64) for k in ("row_no", *columns)}
 
 
 def _dense(*keys: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
@@ -278,16 +281,27 @@ def _processing_rank(group: np.ndarray, pred: np.ndarray, common: np.ndarray, na
     return position[pred]
 
 
-def _put(store: Store, table: str, columns: dict[str, np.ndarray]) -> None:
-    """Write integer ``columns`` as the temporary table ``table`` of the store's connection."""
-    import pyarrow as pa
+def _put_rows(store: Store, table: str, source: str, columns: Sequence[str], row_nos: np.ndarray, n_rows: int,
+              values: np.ndarray | None = None, value_name: str = "value") -> None:
+    """Write the rows ``row_nos`` (column ``row_no``, 0 to ``n_rows - 1``) of temp table ``source``, their
+    ``columns`` and, with ``values``, one non-negative integer each (as column ``value_name``), as the temp
+    table ``table``.
 
-    data = pa.table({k: pa.array(np.asarray(v, dtype=np.int64)) for k, v in columns.items()})
-    store.con.register("_hcm_arrow", data)
-    try:
-        store.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM _hcm_arrow")
-    finally:
-        store.con.unregister("_hcm_arrow")
+    The choice travels as one string parameter: ``value + 1`` of every row (0: not chosen) as fixed-width
+    decimal digits, which ``substr`` reads back by ``row_no`` (by ``rowid`` it is a thousand times slower).
+    Unlike a pyarrow table this imports no pandas (DuckDB imports pandas to scan any Python object), and it is
+    as fast."""
+    codes = np.zeros(n_rows, dtype=np.int64)
+    codes[row_nos] = 1 if values is None else np.asarray(values, dtype=np.int64) + 1
+    width = len(str(int(codes.max(initial=0))))
+    digits = codes[:, None] // 10 ** np.arange(width - 1, -1, -1, dtype=np.int64) % 10 + ord("0")
+    code = f"substr($codes, row_no * {width} + 1, {width})"
+    value = f", CAST({code} AS BIGINT) - 1 AS {value_name}" if values is not None else ""
+    store.con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {', '.join(columns)}{value} FROM {source}"
+        f" WHERE {code} <> $zero",
+        {"codes": digits.astype(np.uint8).tobytes().decode("ascii"), "zero": "0" * width},
+    )
 
 
 def _summary(store: Store, options: Options) -> Any:
