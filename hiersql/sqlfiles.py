@@ -6,8 +6,13 @@ file runs unchanged in DuckDB with native parameters; for other dialects sqlglot
 each parameter by a literal and writes the dialect (:func:`render`).
 
 A query may read the result of another query of the same file by its name, as if it were a table: DuckDB
-materialises it as a temporary table (:meth:`hiersql.store.Store.run_family`); :func:`render` inlines it
+materialises it as a temporary table (:meth:`hiersql.store.Store.run`); :func:`render` inlines it
 as a common table expression.
+
+A header ``-- name: NAME (VARIANT)`` gives an engine-specific variant of query ``NAME``: the same columns and
+rows, computed with functions only that engine has (``duckdb``: list functions). ``queries(file)`` and
+:func:`render` give the portable queries, which every dialect can run; ``queries(file, "duckdb")`` puts the
+variants in their place (:meth:`hiersql.store.Store.run` does). Tests check that both give the same rows.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-_NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_NAME = re.compile(r"^--\s*name:\s*(\w+)(?:\s*\((\w+)\))?\s*$", re.MULTILINE)
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 
 
@@ -35,8 +40,9 @@ def available() -> list[str]:
 
 
 @cache
-def queries(file: str) -> dict[str, str]:
-    """The named queries of ``sql/<file>.sql``, in file order."""
+def queries(file: str, variant: str | None = None) -> dict[str, str]:
+    """The named queries of ``sql/<file>.sql``, in file order; with ``variant``, the queries written for it
+    (``-- name: NAME (variant)``) replace the portable ones of the same name."""
     text = (sql_dir() / f"{file}.sql").read_text(encoding="utf-8")
     marks = list(_NAME.finditer(text))
     if not marks:
@@ -44,8 +50,17 @@ def queries(file: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for mark, nxt in zip(marks, [*marks[1:], None], strict=True):
         body = text[mark.end() : nxt.start() if nxt else len(text)]
-        out[mark.group(1)] = body.strip().rstrip(";")
+        if mark.group(2) is None:
+            out.setdefault(mark.group(1), body.strip().rstrip(";"))
+        elif mark.group(2) == variant:
+            out[mark.group(1)] = body.strip().rstrip(";")
     return out
+
+
+def variants(file: str) -> set[str]:
+    """The variant names used in ``sql/<file>.sql`` (``duckdb`` for ``-- name: NAME (duckdb)``)."""
+    text = (sql_dir() / f"{file}.sql").read_text(encoding="utf-8")
+    return {m.group(2) for m in _NAME.finditer(text) if m.group(2)}
 
 
 def parameters(sql: str) -> set[str]:
@@ -62,10 +77,10 @@ def bind(sql: str, params: dict[str, object]) -> dict[str, object]:
     return {k: params[k] for k in needed}
 
 
-def dependencies(file: str, name: str) -> list[str]:
+def dependencies(file: str, name: str, variant: str | None = None) -> list[str]:
     """Other queries of the same file that ``name`` reads, in file order (recursively); a name mentioned in a
-    ``--`` comment is not a read."""
-    all_queries = queries(file)
+    ``--`` comment is not a read. ``variant`` as in :func:`queries`."""
+    all_queries = queries(file, variant)
     code = {q: re.sub(r"--[^\n]*", "", text) for q, text in all_queries.items()}
     found: list[str] = []
 

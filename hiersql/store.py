@@ -494,11 +494,13 @@ class Store:
     ) -> duckdb.DuckDBPyRelation:
         """Run query ``name`` of ``sql/<file>.sql``; queries it reads are first materialised as temp tables
         named after them, except for the files of :data:`COMPOSED`, whose queries are run as one query with
-        the queries it reads as common table expressions. Returns the result as a DuckDB relation."""
-        queries = sqlfiles.queries(file)
+        the queries it reads as common table expressions. DuckDB variants of queries
+        (``-- name: NAME (duckdb)``, :func:`hiersql.sqlfiles.queries`) replace the portable ones. Returns the
+        result as a DuckDB relation."""
+        queries = sqlfiles.queries(file, "duckdb")
         name = name or list(queries)[-1]
         params = params or {}
-        deps = sqlfiles.dependencies(file, name)
+        deps = sqlfiles.dependencies(file, name, "duckdb")
         sql = queries[name]
         if file in COMPOSED and deps:
             ctes = ",\n".join(f"{dep} AS (\n{queries[dep]}\n)" for dep in deps)

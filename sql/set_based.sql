@@ -94,6 +94,67 @@ WHERE $augment <> 'cesa_bianchi'
                                        WHERE o.instance_id = both_sides.instance_id AND o.label = e.parent)))
    )
 
+-- name: set_pair_counts
+-- Per (system, instance): |Yaug|, |Ŷaug| and |Ŷaug ∩ Yaug| counted from the pairs.
+SELECT
+    system,
+    instance_id,
+    count(*) FILTER (WHERE in_true) AS n_true,
+    count(*) FILTER (WHERE in_pred) AS n_pred,
+    count(*) FILTER (WHERE in_true AND in_pred) AS n_both
+FROM set_pairs
+GROUP BY system, instance_id
+
+-- name: set_counts
+SELECT system, instance_id, n_true, n_pred, n_both FROM set_pair_counts
+
+-- name: set_counts (duckdb)
+-- With $list_counts, the same counts without one row per augmented label: each node's augmented set is read
+-- once from the closure as a list of node positions, an instance's lists are concatenated, and list_unique
+-- counts the distinct nodes: |Ŷaug ∩ Yaug| = |Yaug| + |Ŷaug| - |Yaug ∪ Ŷaug|. Its cost grows linearly with
+-- the augmented labels, that of the pair rows faster once their hash tables outgrow the caches: on the
+-- 325,000-node benchmark DAG (43 M augmented labels a side) the lists take 1/4 of the memory and 2/5 of the
+-- time, on MeSH with 20,000 instances (0.5 M) 1.3 times the time of the pairs. hiersql.metrics.set_based
+-- sets $list_counts from the expected number of augmented labels. The Cesa-Bianchi tolerance looks at
+-- single labels and always takes the pairs.
+WITH augmented_lists AS (
+    SELECT n.position AS node, list(a.position) AS labels
+    FROM closure AS c
+    JOIN nodes AS n ON n.label = CASE WHEN $augment = 'descendants' THEN c.ancestor ELSE c.descendant END
+    JOIN nodes AS a ON a.label = CASE WHEN $augment = 'descendants' THEN c.descendant ELSE c.ancestor END
+    WHERE $list_counts AND $augment <> 'cesa_bianchi'
+      AND ($include_root OR NOT a.is_root)
+      AND ($max_distance IS NULL OR c.distance <= $max_distance)
+    GROUP BY n.position
+),
+truth_lists AS (
+    SELECT s.system, t.instance_id, flatten(list(l.labels)) AS labels
+    FROM truth AS t
+    JOIN nodes AS n ON n.label = t.label
+    JOIN augmented_lists AS l ON l.node = n.position
+    CROSS JOIN systems AS s
+    GROUP BY s.system, t.instance_id
+),
+prediction_lists AS (
+    SELECT p.system, p.instance_id, flatten(list(l.labels)) AS labels
+    FROM predictions AS p
+    JOIN nodes AS n ON n.label = p.label
+    JOIN augmented_lists AS l ON l.node = n.position
+    GROUP BY p.system, p.instance_id
+)
+SELECT
+    coalesce(p.system, t.system) AS system,
+    coalesce(p.instance_id, t.instance_id) AS instance_id,
+    CAST(coalesce(list_unique(t.labels), 0) AS BIGINT) AS n_true,
+    CAST(coalesce(list_unique(p.labels), 0) AS BIGINT) AS n_pred,
+    CAST(coalesce(list_unique(t.labels) + list_unique(p.labels) - list_unique(list_concat(t.labels, p.labels)), 0)
+         AS BIGINT) AS n_both
+FROM prediction_lists AS p
+FULL JOIN truth_lists AS t ON t.system = p.system AND t.instance_id = p.instance_id
+UNION ALL
+SELECT system, instance_id, n_true, n_pred, n_both FROM set_pair_counts
+WHERE NOT $list_counts OR $augment = 'cesa_bianchi'
+
 -- name: set_based_instance
 -- Per-instance counts and values for every (system, instance) of the truth, also empty ones.
 SELECT
@@ -111,16 +172,7 @@ SELECT
         AS hierarchical_f1,
     coalesce(c.n_true + c.n_pred - 2 * c.n_both, 0) AS symmetric_difference_loss
 FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
-LEFT JOIN (
-    SELECT
-        system,
-        instance_id,
-        count(*) FILTER (WHERE in_true) AS n_true,
-        count(*) FILTER (WHERE in_pred) AS n_pred,
-        count(*) FILTER (WHERE in_true AND in_pred) AS n_both
-    FROM set_pairs
-    GROUP BY system, instance_id
-) AS c ON c.system = g.system AND c.instance_id = g.instance_id
+LEFT JOIN set_counts AS c ON c.system = g.system AND c.instance_id = g.instance_id
 
 -- name: set_based_summary
 -- (system, metric, average, value): micro pools the counts, macro averages the per-instance values.

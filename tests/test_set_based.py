@@ -1,4 +1,6 @@
-"""Set-based measures on hand-computed examples (Kosmopoulos Fig. 8(b), Fig. 7, the demo fixture)."""
+"""Set-based measures on hand-computed examples (Kosmopoulos Fig. 8(b), Fig. 7, the demo fixture), each run
+with both ways of counting of ``sql/set_based.sql`` (pair rows, and DuckDB's per-instance lists; the two are
+compared on real data in test_set_based_lists.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,14 @@ import pytest
 
 import hiersql
 from hiersql import Evaluator, Taxonomy
+from hiersql.metrics import set_based
+
+
+@pytest.fixture(autouse=True, params=["pairs", "lists"])
+def count_path(request, monkeypatch):
+    """Every test of this file runs once with each way of counting |Yaug|, |Ŷaug| and their intersection."""
+    monkeypatch.setattr(set_based, "LIST_COUNTS_FROM", float("inf") if request.param == "pairs" else 0)
+    return request.param
 
 # Kosmopoulos et al. Fig. 8(b) (SPEC §4): a tree plus the DAG edges 3>2.1 and 3>3.2.2.
 FIG8B = Taxonomy.from_edges([
@@ -116,3 +126,4 @@ def test_many_systems_in_one_store_match_one_at_a_time(fixtures_dir):
     alone = sorted(alone)
     assert [r[:3] for r in together] == [r[:3] for r in alone]
     assert [r.value for r in together] == pytest.approx([r.value for r in alone], abs=1e-12)
+

@@ -68,10 +68,11 @@ def test_named_query_transpiles(file, name, dialect):
 
 
 def test_render_composes_every_dependency_in_order():
-    """The set-based summary reads four queries; each becomes a CTE, before the summary's own ``micro``."""
+    """The set-based summary reads six queries; each becomes a CTE, before the summary's own ``micro``."""
     tree = sqlglot.parse_one(sqlfiles.render("set_based", "set_based_summary"), read="duckdb")
     names = [c.alias for c in tree.args["with_"].expressions]
-    assert names == ["augmented_truth", "augmented_predictions", "set_pairs", "set_based_instance", "micro"]
+    assert names == ["augmented_truth", "augmented_predictions", "set_pairs", "set_pair_counts", "set_counts",
+                     "set_based_instance", "micro"]
 
 
 def test_a_name_in_a_comment_is_not_a_dependency():
@@ -79,6 +80,20 @@ def test_a_name_in_a_comment_is_not_a_dependency():
     assert "closure" in sqlfiles.queries("closure")["closure_paths"]
     assert sqlfiles.dependencies("closure", "closure_paths") == []
     assert sqlfiles.dependencies("set_based", "set_pairs") == ["augmented_truth", "augmented_predictions"]
+
+
+def test_duckdb_variants_replace_portable_queries_only_when_asked():
+    portable, duck = sqlfiles.queries("set_based"), sqlfiles.queries("set_based", "duckdb")
+    assert sqlfiles.variants("set_based") == {"duckdb"}
+    assert list(portable) == list(duck)  # same names, same order
+    assert "list_unique" not in portable["set_counts"] and "list_unique" in duck["set_counts"]
+    assert "list_unique" not in sqlfiles.render("set_based", "set_based_summary", dialect="duckdb")
+    for file in FILES:
+        for name, text in sqlfiles.queries(file, "duckdb").items():
+            if text != sqlfiles.queries(file)[name]:
+                assert sqlglot.parse_one(text + "\n", read="duckdb") is not None, name
+    deps = sqlfiles.dependencies("set_based", "set_counts", "duckdb")
+    assert deps == ["augmented_truth", "augmented_predictions", "set_pairs", "set_pair_counts"]
 
 
 def test_render_fills_parameters_and_renames_tables():

@@ -1,0 +1,49 @@
+"""The two ways of counting of ``sql/set_based.sql`` give the same per-instance rows on real data: the
+portable pair rows and the DuckDB variant with per-instance lists (``$list_counts``)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hiersql import Evaluator, Taxonomy
+from hiersql.evaluator import make_options
+from hiersql.metrics import set_based
+
+
+def _per_instance_both_ways(store, **options):
+    """The per-instance counts of the pair query and of the list query (DuckDB variant) for ``options``."""
+    params = set_based.sql_params(make_options(**options), store)
+    out = []
+    for lists in (False, True):
+        rel = store.run("set_based", "set_based_instance", {**params, "list_counts": lists})
+        out.append(rel.order("system, instance_id").fetchall())
+    return out
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"include_root": True}, {"max_distance": 2}, {"augment": "descendants"},
+    {"augment": "descendants", "max_distance": 1, "include_root": True}, {"augment": "cesa_bianchi"},
+])
+def test_list_counts_equal_pair_counts_on_germeval(data_dir, options):
+    g = data_dir / "germeval2019"
+    ev = Evaluator(g / "hierarchy.txt").add_truth(g / "blurbs_test_label.txt", "germeval-b")
+    for f in sorted((g / "submissions").glob("*.txt"))[:6]:
+        ev.add_predictions(f.stem, f, "germeval-b", no_truth="ignore")
+    pairs, lists = _per_instance_both_ways(ev.store, **options)
+    assert len(pairs) == 6 * 4157
+    assert lists == pairs
+
+
+def test_list_counts_equal_pair_counts_on_mesh(data_dir):
+    tax = Taxonomy.from_file(data_dir / "mesh" / "mesh_hierarchy_int.txt")
+    rng = random.Random(7)
+    nodes = tax.nodes
+    truth = [rng.sample(nodes, rng.randint(0, 4)) for _ in range(300)]
+    pred = [rng.sample(nodes, rng.randint(0, 4)) for _ in range(300)]
+    ev = Evaluator(tax).add_truth(truth).add_predictions("random", pred).add_predictions("gold", truth)
+    for options in ({}, {"augment": "descendants"}, {"max_distance": 3}):
+        pairs, lists = _per_instance_both_ways(ev.store, **options)
+        assert lists == pairs
+        assert any(n_both for *_, n_both, _hp, _hr, _hf, _sdl in pairs)
