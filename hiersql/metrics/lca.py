@@ -192,7 +192,7 @@ def instance_relation(store: Store, options: Options, drop_distance: int | None 
 @dataclass
 class Instance:
     """The choices of one instance: its labels per side, the options of each label and the shortest paths
-    of each (node, LCA) pair."""
+    of each (node, LCA) pair (a mapping shared by the instances of a batch)."""
 
     labels: dict[str, set[str]] = field(default_factory=lambda: {"t": set(), "p": set()})
     options: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
@@ -213,29 +213,28 @@ def _open_instances(store: Store, batch: int) -> dict[tuple[str, str], Instance]
         inst.options.setdefault((side, label), []).append((lca, partner))
     paths = _paths(store, batch)
     for inst in out.values():
-        for (_side, label), opts in inst.options.items():
-            for lca, partner in opts:
-                inst.paths[(label, lca)] = paths[(label, lca)]
-                inst.paths[(partner, lca)] = paths[(partner, lca)]
+        inst.paths = paths
     return dict(out)
 
 
 def _paths(store: Store, batch: int) -> dict[tuple[str, str], list[Path]]:
     """The shortest paths of every (node, LCA) the instances of one batch need: one path when every step
-    holds one node, else enumerated from the links between consecutive steps."""
+    holds one node (fetched as one string, the nodes joined by U+001F, which no node name contains), else
+    enumerated from the links between consecutive steps."""
     paths: dict[tuple[str, str], list[Path]] = {}
-    layered: dict[tuple[str, str], dict[int, list[str]]] = {}
-    for node, lca, steps, vs in store.con.execute(
-        "SELECT node, lca, list(step ORDER BY v), list(v ORDER BY v) FROM lca_open_nodes WHERE batch = $b"
-        " GROUP BY node, lca", {"b": batch}
+    for node, lca, nodes, single in store.con.execute(
+        "SELECT node, lca, string_agg(v, chr(31)), count(*) = max(step) + 1 FROM lca_open_nodes"
+        " WHERE batch = $b GROUP BY node, lca", {"b": batch}
     ).fetchall():
-        if len(set(steps)) == len(vs):
-            paths[(node, lca)] = [frozenset(vs)]
-        else:
-            by_step: dict[int, list[str]] = defaultdict(list)
-            for step, v in zip(steps, vs, strict=True):
-                by_step[step].append(v)
-            layered[(node, lca)] = by_step
+        if single:
+            paths[(node, lca)] = [frozenset(nodes.split("\x1f"))]
+    layered: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for node, lca, step, v in store.con.execute(
+        "SELECT node, lca, step, v FROM lca_open_nodes AS n WHERE batch = $b AND EXISTS (SELECT 1 FROM"
+        " lca_open_links AS l WHERE l.batch = n.batch AND l.node = n.node AND l.lca = n.lca) ORDER BY v",
+        {"b": batch},
+    ).fetchall():
+        layered[(node, lca)][step].append(v)
     if layered:
         links: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
         for node, lca, lower, upper in store.con.execute(
@@ -341,7 +340,8 @@ def _optimal(inst: Instance, ignore: set[str]) -> tuple[dict[str, set[str]], int
     that number fixed (Dinkelbach: maximise ``2·|Gt∩Gp| − λ·(|Gt|+|Gp|)``, λ the best FLCA so far, until no
     graph beats λ); nodes in ``ignore`` (the root without ``include_root``) are not counted. Falls back to
     :func:`_greedy` (second value 1) on a time-out or too many paths."""
-    if any(len(p) > MAX_PATHS for p in inst.paths.values()):
+    if any(len(inst.paths[(n, a)]) > MAX_PATHS for (_, label), opts in inst.options.items()
+           for a, q in opts for n in (label, q)):
         return _greedy(inst)[0], 1
     solved = _Model(inst, ignore).solve()
     if solved is None:
