@@ -211,15 +211,19 @@ class Store:
     def _stage(self, sources: list[tuple[LabelSource, str | None]], format: str) -> list[str]:
         """Read every ``(source, name)`` into the temp tables ``_incoming(src, instance_id, label, line, pos,
         score)`` and ``_incoming_instances(src, instance_id, line)``, ``src`` being the position of the source
-        in ``sources``; the text files among them are read together (:meth:`_stage_text`). Returns the name
-        of each source used in messages (its path, or ``name``, or ``<DataFrame>`` and the like)."""
+        in ``sources``; the text files among them are read together (:meth:`_stage_text`), and so are the
+        mappings of columns and label sets (:meth:`_stage_columns`). Returns the name of each source used in
+        messages (its path, or ``name``, or ``<DataFrame>`` and the like)."""
         wheres = [str(s) if isinstance(s, str | Path) else name or _default_name(s) for s, name in sources]
         text = [i for i, (s, _) in enumerate(sources) if isinstance(s, str | Path) and _is_text(Path(s), format)]
-        others = [i for i in range(len(sources)) if i not in set(text)]
-        steps = ([text] if text else []) + [[i] for i in others]
+        columns = [i for i, (s, _) in enumerate(sources) if _is_columns(s)]
+        batched = set(text) | set(columns)
+        steps = [step for step in (text, columns) if step] + [[i] for i in range(len(sources)) if i not in batched]
         for k, step in enumerate(steps):
             if step is text:
                 self._stage_text([Path(sources[i][0]) for i in text], text, format, wheres)
+            elif step is columns:
+                self._stage_columns([(i, sources[i][0]) for i in columns], wheres)
             else:
                 self._stage_other(step[0], sources[step[0]][0], format, wheres)
             if len(steps) > 1:
@@ -234,8 +238,7 @@ class Store:
         return wheres
 
     def _stage_other(self, src: int, source: LabelSource, format: str, wheres: list[str]) -> None:
-        """Stage one source that is not a text file of raw lines: a Parquet, wide or CSV file, a DataFrame, a
-        DuckDB relation, a mapping of columns or label sets."""
+        """Stage one Parquet, wide or CSV file, DataFrame or DuckDB relation."""
         if isinstance(source, str | Path):
             path = Path(source)
             if path.suffix.lower() == ".parquet":
@@ -247,12 +250,8 @@ class Store:
                                      first_line=2)
         elif hasattr(source, "columns") and hasattr(source, "dtypes") and not hasattr(source, "fetchall"):
             self._stage_relation(self.con.from_df(source), src, wheres)
-        elif hasattr(source, "fetchall"):  # a DuckDB relation
+        else:  # a DuckDB relation
             self._stage_relation(source, src, wheres)
-        elif isinstance(source, Mapping):
-            self._stage_columns(source, src, wheres)
-        else:
-            self._stage_sets(source, src, wheres)
 
     def _stage_text(self, paths: list[Path], srcs: list[int], format: str, wheres: list[str]) -> None:
         """Stage text files (``long`` TSV, ``lines``, ``germeval-*``) with one read and one query per step."""
@@ -375,6 +374,7 @@ class Store:
         self._temp("_incoming_instances", f"SELECT {src} AS src, \"{cols[0]}\" AS instance_id, line FROM _wide")
 
     def _stage_relation(self, rel: Any, src: int, wheres: list[str], first_line: int = 1) -> None:
+        """A DuckDB relation (a DataFrame, a CSV or Parquet file) with columns instance_id, label[, score]."""
         where = wheres[src]
         cols = [c.lower() for c in rel.columns]
         if not {"instance_id", "label"} <= set(cols):
@@ -389,35 +389,53 @@ class Store:
             f" TRY_CAST({score} AS DOUBLE) AS score FROM _rel_src",
         )
         self.con.unregister("_rel_src")
+        self._check_rows(wheres)
+
+    def _check_rows(self, wheres: list[str]) -> None:
+        """Missing ids or labels and bad scores of a staged table; then ``_incoming_instances``."""
         bad = self._one(
-            "SELECT line, instance_id, label FROM _incoming WHERE instance_id IS NULL OR label IS NULL"
+            "SELECT src, line, instance_id, label FROM _incoming WHERE instance_id IS NULL OR label IS NULL"
             " OR trim(label) = '' OR lower(label) = 'nan' OR lower(instance_id) = 'nan'"
-            " ORDER BY line LIMIT 1"
+            " ORDER BY src, line LIMIT 1"
         )
         if bad:
-            raise InputError("missing instance_id or label (empty, None or NaN)", where, bad[0],
-                             f"instance_id={bad[1]!r}, label={bad[2]!r}")
+            raise InputError("missing instance_id or label (empty, None or NaN)", wheres[bad[0]], bad[1],
+                             f"instance_id={bad[2]!r}, label={bad[3]!r}")
         self._check_score_text(wheres)
         self._temp("_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
 
-    def _stage_columns(self, columns: Mapping[str, Iterable[Any]], src: int, wheres: list[str]) -> None:
-        """A mapping of equally long columns, e.g. ``{"instance_id": [...], "label": [...]}``."""
-        names = list(columns)
-        self._temp("_columns_src", "SELECT " + ", ".join(f'unnest($c{i}) AS "{n}"' for i, n in enumerate(names)),
-                   {f"c{i}": list(columns[n]) for i, n in enumerate(names)})
-        self._stage_relation(self.con.table("_columns_src"), src, wheres)
-
-    def _stage_sets(self, sets: Iterable[Iterable[str]], src: int, wheres: list[str]) -> None:
-        """A sequence of label sets (the instance id is the position, from 0; a string is a one-label set)."""
-        ids, labels = [], []
-        n = 0
-        for n, labelset in enumerate(sets, start=1):
-            members = [labelset] if isinstance(labelset, str) else list(labelset)
-            ids += [str(n - 1)] * len(members)
-            labels += members
-        self._stage_columns({"instance_id": ids, "label": labels}, src, wheres)
-        self._temp("_incoming_instances", f"SELECT {src} AS src, CAST(i AS VARCHAR) AS instance_id, i + 1 AS line"
-                   " FROM range($n) AS t(i)", {"n": n})
+    def _stage_columns(self, sources: list[tuple[int, Any]], wheres: list[str]) -> None:
+        """Mappings of columns (``{"instance_id": [...], "label": [...], "score": [...]}``) and sequences of
+        label sets (the instance id is the position, from 0; a string is a one-label set; an empty set is an
+        instance), all sent to DuckDB as list parameters of one statement."""
+        src: list[int] = []
+        table: dict[str, list[Any]] = {"instance_id": [], "label": [], "score": [], "line": [], "pos": []}
+        set_sizes: dict[int, int] = {}  # src -> number of label sets
+        for i, source in sources:
+            if isinstance(source, Mapping):
+                rows = _mapping_rows(source, wheres[i])
+            else:
+                rows = _label_set_rows(source)
+                set_sizes[i] = rows.pop("n_sets")
+            src += [i] * len(rows["label"])
+            for name in table:
+                table[name] += rows[name]
+        self._temp(
+            "_incoming",
+            "SELECT unnest($src) AS src, unnest($instance_id) AS instance_id, unnest($label) AS label,"
+            " unnest($line) AS line, unnest($pos) AS pos, unnest($score) AS score_text,"
+            " TRY_CAST(unnest($score) AS DOUBLE) AS score",
+            {"src": src} | table,
+        )
+        self._check_rows(wheres)
+        if set_sizes:  # every label set is an instance, an empty one too
+            self._temp(
+                "_incoming_instances",
+                "SELECT * FROM _incoming_instances WHERE src NOT IN (SELECT unnest($srcs))"
+                " UNION ALL SELECT src, CAST(i AS VARCHAR) AS instance_id, i + 1 AS line FROM"
+                " (SELECT src, unnest(range(n)) AS i FROM (SELECT unnest($srcs) AS src, unnest($sizes) AS n))",
+                {"srcs": list(set_sizes), "sizes": list(set_sizes.values())},
+            )
 
     # ------------------------------------------------------------------ checks
     def _check_staged(self, wheres: list[str], unknown: str) -> None:
@@ -566,6 +584,46 @@ def _is_text(path: Path, format: str) -> bool:
     if path.stat().st_size == 0:
         raise InputError("label file is empty", path)
     return format != "wide" and not (format == "long" and suffix == ".csv")
+
+
+def _is_columns(source: LabelSource) -> bool:
+    """A mapping of columns or a sequence of label sets (not a path, DataFrame or relation)."""
+    return not isinstance(source, str | Path) and not hasattr(source, "columns")
+
+
+def _mapping_rows(columns: Mapping[str, Any], where: str) -> dict[str, list[Any]]:
+    """The ``instance_id``, ``label``, ``score`` (as text) and ``line`` lists of a mapping of columns."""
+    named = {str(k).lower(): list(v) for k, v in columns.items()}
+    if not {"instance_id", "label"} <= set(named):
+        raise InputError(f"label table needs columns instance_id, label; it has {list(columns)}", where)
+    n = len(named["label"])
+    if any(len(v) != n for v in named.values()):
+        raise InputError(f"columns of different lengths: { {k: len(v) for k, v in named.items()} }", where)
+    return {"instance_id": _texts(named["instance_id"]), "label": _texts(named["label"]),
+            "score": _texts(named.get("score", [None] * n)), "line": list(range(1, n + 1)), "pos": [1] * n}
+
+
+def _label_set_rows(sets: Iterable[Iterable[str]]) -> dict[str, Any]:
+    """The rows of a sequence of label sets (instance id = position from 0, line = position from 1, pos =
+    position in the set from 1) and ``n_sets``, their number."""
+    ids: list[str] = []
+    labels: list[Any] = []
+    lines: list[int] = []
+    positions: list[int] = []
+    n = 0
+    for n, labelset in enumerate(sets, start=1):
+        members = [labelset] if isinstance(labelset, str) else list(labelset)
+        ids += [str(n - 1)] * len(members)
+        labels += members
+        lines += [n] * len(members)
+        positions += range(1, len(members) + 1)
+    return {"instance_id": ids, "label": _texts(labels), "score": [None] * len(ids), "line": lines,
+            "pos": positions, "n_sets": n}
+
+
+def _texts(values: list[Any]) -> list[str | None]:
+    """Values as text for DuckDB (one type per list parameter); ``None`` stays missing."""
+    return [v if isinstance(v, str) or v is None else str(v) for v in values]
 
 
 def _default_name(source: LabelSource) -> str:

@@ -57,7 +57,8 @@ def test_mixed_sources_and_one_file_twice_equal_one_by_one(tmp_path: Path) -> No
     p1 = write(tmp_path, "p1.tsv", "1\ta1\t0.5\n1\ta\n\n3\tb1\n")
     p2 = write(tmp_path, "p2.csv", "instance_id,label\n2,b\n1,a2\n")
     df = pd.DataFrame({"instance_id": ["3", "2"], "label": ["a", "b1"]})
-    sources = {"one": p1, "csv": p2, "df": df, "again": p1}
+    columns = {"instance_id": [1, 1, 3], "label": ["b", "a2", "a"], "score": [0.25, None, 1]}
+    sources = {"one": p1, "csv": p2, "df": df, "again": p1, "columns": columns}
     many, single = new_store(tmp_path), new_store(tmp_path)
     many.add_predictions_many(sources)
     for system, source in sources.items():
@@ -67,6 +68,25 @@ def test_mixed_sources_and_one_file_twice_equal_one_by_one(tmp_path: Path) -> No
     assert dict(tables(many)[1])["df"] == "df=<DataFrame>"  # the name its messages use
     assert many.con.execute("SELECT label, rank, score FROM predictions WHERE system = 'again'"
                             " AND instance_id = '1' ORDER BY rank").fetchall() == [("a1", 1, 0.5), ("a", 2, None)]
+    assert many.con.execute("SELECT label, rank, score FROM predictions WHERE system = 'columns'"
+                            " AND instance_id = '1' ORDER BY rank").fetchall() == [("b", 1, 0.25), ("a2", 2, None)]
+
+
+def test_label_sets_and_columns_together(tmp_path: Path) -> None:
+    store = Store()
+    store.load_taxonomy(TAX)
+    store.add_truth([["a1"], ["b"], ["a"], []])
+    store.add_predictions_many({"sets": [[], ["b1", "a", "b"], "a1"], "columns": {"instance_id": ["3", "1"],
+                                                                             "label": ["b", "a2"]}})
+    rows = store.con.execute("SELECT system, instance_id, label, rank FROM predictions ORDER BY ALL").fetchall()
+    assert rows == [("columns", "1", "a2", 1), ("columns", "3", "b", 1), ("sets", "1", "a", 2),
+                    ("sets", "1", "b", 3), ("sets", "1", "b1", 1), ("sets", "2", "a1", 1)]
+    with pytest.raises(InputError, match=r"c=<columns>: columns of different lengths"):
+        store.add_predictions_many({"c": {"instance_id": ["1", "2"], "label": ["a"]}})
+    with pytest.raises(InputError, match=r"c=<columns>: label table needs columns instance_id, label"):
+        store.add_predictions_many({"c": {"id": ["1"], "label": ["a"]}})
+    with pytest.raises(InputError, match=r"s=<label sets>:3: label not in the taxonomy: 'zebra'"):
+        store.add_predictions_many({"c": {"instance_id": ["1"], "label": ["a"]}, "s": [[], ["a"], ["b", "zebra"]]})
 
 
 def test_bad_label_in_third_file_names_it_and_loads_nothing(tmp_path: Path) -> None:
