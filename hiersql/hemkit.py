@@ -142,19 +142,41 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
     return store
 
 
+def _hierarchical(store: Store, max_distance: int) -> list[tuple]:
+    """``(instance_id, hP, hR)`` of every instance: ``sql/set_based.sql`` with the root and ancestors up to
+    ``max_distance + 1`` edges."""
+    from .evaluator import make_options
+    from .metrics import set_based
+
+    params = set_based.sql_params(make_options(include_root=True, max_distance=max_distance + 1))
+    return store.run("set_based", "set_based_instance", params).select(
+        "instance_id, hierarchical_precision, hierarchical_recall").fetchall()
+
+
 def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     """HEMKit's six means over the instances of ``store`` (single system), with HEMKit's arithmetic: per
     instance P and R (a quotient of two counts), ``F = 2·P·R/(P + R)`` (0 when both are 0), each summed in line
-    order and divided by the number of instances, so that all 17 printed digits match."""
-    from .evaluator import make_options
-    from .metrics import lca, set_based
+    order and divided by the number of instances, so that all 17 printed digits match.
 
-    params = set_based.sql_params(make_options(include_root=True, max_distance=max_distance + 1))
-    hierarchical = store.run("set_based", "set_based_instance", params).select(
-        "instance_id, hierarchical_precision, hierarchical_recall").fetchall()
+    hP/hR and the LCA graphs read the same tables and write only temp tables of their own connection, so the
+    set-based query runs on a second connection to the same database (a cursor) in a thread while this one
+    builds the LCA graphs: DuckDB releases the GIL while it runs a query."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .evaluator import make_options
+    from .metrics import lca
+    from .store import Store
+
     options = make_options(include_root=True, max_distance=max_distance, lca_graph="greedy")
-    lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1).select(
-        "instance_id, lca_precision, lca_recall").fetchall()
+    side = Store(con=store.con.cursor())
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            hierarchical = pool.submit(_hierarchical, side, max_distance)
+            lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1).select(
+                "instance_id, lca_precision, lca_recall").fetchall()
+            hierarchical = hierarchical.result()
+    finally:
+        side.close()
     means = []
     for rows in (hierarchical, lca_values):
         rows = sorted(rows, key=lambda row: int(row[0]))
