@@ -11,7 +11,7 @@
 -- The greedy path cover of each label set and the greedy matching of predicted to true paths are sequential
 -- per instance; hiersql.metrics.confusion runs them vectorised over all instances between these queries and
 -- writes their choices as the tables hcm_cover_choice(label_no, path_no, step) (read by hcm_chosen_paths)
--- and hcm_match(grp, j, t_path, p_label, p_path) (read by hcm_instance).
+-- and hcm_match(grp, j, t_path, p_label, p_path, tp, fp, fn, tn) (read by hcm_instance).
 -- Label sets are numbered grp = sys_no * stride + inst_no, stride = number of instances + 1 (hcm_stride),
 -- sys_no 0 being the truth;
 -- labels and nodes are numbered by their position in the taxonomy (negative for labels outside it).
@@ -243,15 +243,11 @@ JOIN hcm_pair_counts AS k
     ON k.t_label = t.label_id AND k.t_path = tp.path_no AND k.p_label = p.label_id AND k.p_path = p.path_no
 
 -- name: hcm_instance
--- TP, FP, FN, TN per (system, instance) of the truth: the counts of the matched pairs (hcm_match is written
--- by the vectorised greedy matching), FP = |p| - 1 of each predicted path left unmatched, and
--- FN = shortest path length - 1 of each true label left unmatched.
+-- TP, FP, FN, TN per (system, instance) of the truth: the counts of the matched pairs (hcm_match, the rows
+-- of hcm_candidates chosen by the vectorised greedy matching), FP = |p| - 1 of each predicted path left
+-- unmatched, and FN = shortest path length - 1 of each true label left unmatched.
 WITH matched AS (
-    SELECT c.grp, c.j, c.p_label, c.p_path, c.tp, c.fp, c.fn, c.tn
-    FROM hcm_candidates AS c
-    JOIN hcm_match AS mt
-        ON mt.grp = c.grp AND mt.j = c.j AND mt.t_path = c.t_path AND mt.p_label = c.p_label
-       AND mt.p_path = c.p_path
+    SELECT grp, j, p_label, p_path, tp, fp, fn, tn FROM hcm_match
 ),
 true_sets AS (
     SELECT s.sys_no * k.stride + t.inst_no AS grp, t.j, t.label_id

@@ -229,7 +229,7 @@ def _materialise_counts(store: Store, tn: str) -> None:
                                                                                m["grp"])))
     rank = _processing_rank(m["grp"], pred, m["n_common"], m["name_rank"])
     chosen = greedy_matching(m["grp"], rank, _dense(m["grp"], m["j"]), m["n_common"])
-    _put_rows(store, "hcm_match", "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path"),
+    _put_rows(store, "hcm_match", "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", *COUNTS),
               m["row_no"][chosen], len(chosen))
     _run(store, final, {"tn": tn})
 
