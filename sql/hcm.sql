@@ -294,10 +294,11 @@ WITH micro AS (
     FROM hcm_instance
     GROUP BY system
 ),
-per_instance AS (
+per_instance AS (  -- only when $macro is true (the macro average is requested)
     SELECT system, CAST(tp AS DOUBLE) AS tp, CAST(fp AS DOUBLE) AS fp, CAST(fn AS DOUBLE) AS fn,
            CAST(tn AS DOUBLE) AS tn
     FROM hcm_instance
+    WHERE $macro
 ),
 both_levels AS (
     SELECT 'micro' AS average, system, tp, fp, fn, tn FROM micro

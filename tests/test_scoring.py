@@ -295,10 +295,29 @@ def test_confusion_name_clash_with_label_system(fig1, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- applicability, options
 def test_pl_needs_no_weights_the_others_do(fig1) -> None:
     store = _store(fig1, [["H"]], {"s": [["I"]]})
-    assert not scoring.applies(store, Options())
+    assert scoring.applies(store, Options())  # a tree
+    assert scoring.metric_applies(store, "pl", Options())
+    assert not scoring.metric_applies(store, "lpp", Options())  # no weights
     assert _values(scoring.evaluate(store, ["pl"], Options()))[("s", "pl")] == pytest.approx(1 - 2 / 5)
     with pytest.raises(InputError, match="have no weight"):
         scoring.evaluate(store, ["lpp"], Options())
+
+
+def test_evaluator_runs_pl_on_an_unweighted_tree_and_skips_it_on_a_dag(fig1) -> None:
+    from hiersql import Evaluator
+    from hiersql.evaluator import compute, make_options
+
+    ev = Evaluator(fig1).add_truth([["H"]]).add_predictions("s", [["I"]])
+    assert [r.value for r in ev.rows(["pl"])] == pytest.approx([1 - 2 / 5] * 2)  # micro and macro
+    every = {r.metric for r in compute(ev.store, ["all"], make_options())}
+    assert "pl" in every and not every & {"l", "lpp", "lpptps", "lppps"}
+    with pytest.raises(InputError, match="have no weight"):
+        ev.rows(["lpp"])
+    dag = Evaluator(Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c")]))
+    dag.add_truth([["c"]]).add_predictions("s", [["a"]])
+    assert "pl" not in {r.metric for r in compute(dag.store, ["all"], make_options())}
+    with pytest.raises(InputError, match="does not apply"):
+        dag.rows(["pl"])
 
 
 def test_root_is_never_a_label_and_offset_must_not_be_positive(fig1) -> None:

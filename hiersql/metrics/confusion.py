@@ -306,5 +306,6 @@ def _put_rows(store: Store, table: str, source: str, columns: Sequence[str], row
 
 def _summary(store: Store, options: Options) -> Any:
     _materialise_counts(store, options.tn)
-    _run(store, ("hcm_summary",), {"zero_division": float(options.zero_division)})
+    _run(store, ("hcm_summary",), {"zero_division": float(options.zero_division),
+                                   "macro": "macro" in options.average})
     return store.con.table("hcm_summary")

@@ -50,9 +50,18 @@ Weights = str | Mapping[str, float] | None
 
 # ---------------------------------------------------------------------- family interface
 def applies(store: Store, options: Options) -> bool:
-    """the scoring-tree measures need a tree whose edge weights sum to 1 on every root-to-leaf path"""
+    """the scoring-tree measures are defined on trees (every node has at most one parent)"""
+    return store._require_taxonomy().is_tree
+
+
+def metric_applies(store: Store, metric: str, options: Options) -> bool:
+    """Whether ``metric`` can be computed on the taxonomy of ``store``: ``pl`` on any tree, the weighted
+    measures only when the edge weights sum to 1 on every root-to-leaf path (asked for by name on other
+    weights, they raise the :class:`~hiersql.errors.InputError` that names the path at fault)."""
     from ..scoring_trees import validate
 
+    if metric in UNWEIGHTED:
+        return True
     try:
         validate(store._require_taxonomy())
     except InputError:
