@@ -165,3 +165,16 @@ def test_cli_names_the_bad_file_among_many_preds(tmp_path: Path, capsys) -> None
                  "--pred", f"s2={p2}"])
     err = capsys.readouterr().err
     assert code == 2 and "p2.tsv:4: score is not a number: 'low'" in err
+
+
+def test_crlf_line_ends(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    long = tmp_path / "long.tsv"
+    long.write_bytes(b"1\ta1\r\n2\tb\t0.5\r\n")
+    germeval = tmp_path / "g.txt"
+    germeval.write_bytes(b"subtask_a\r\n1\ta\tb\r\n3\tb1\t\r\n")
+    store.add_predictions_many({"long": long})
+    store.add_predictions_many({"g": germeval}, "germeval-a")
+    rows = store.con.execute("SELECT system, instance_id, label, rank, score FROM predictions ORDER BY ALL").fetchall()
+    assert rows == [("g", "1", "a", 1, None), ("g", "1", "b", 2, None), ("g", "3", "b1", 1, None),
+                    ("long", "1", "a1", 1, None), ("long", "2", "b", 1, 0.5)]
