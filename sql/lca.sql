@@ -134,7 +134,9 @@ SELECT system, instance_id, CASE WHEN side = 't' THEN 'p' ELSE 't' END AS side, 
 FROM lca_options
 
 -- name: lca_path_nodes
--- (node, lca, step, v): the nodes v on the shortest upward paths node -> lca, step = up(node, v).
+-- (node, lca, step, v): the nodes v on the shortest upward paths node -> lca, step = up(node, v). A path of
+-- 0 or 1 edge is {node} or {node, lca} (also the path to the virtual ancestor beyond the threshold): only
+-- longer paths need the closure (on MeSH with parents and children predicted, 4 path ends in 5 are short).
 WITH ends AS (
     SELECT DISTINCT node, lca, up FROM lca_path_ends
 )
@@ -142,10 +144,11 @@ SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
 FROM ends AS e
 JOIN closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
 JOIN closure AS ca ON ca.descendant = cx.ancestor AND ca.ancestor = e.lca AND cx.distance + ca.distance = e.up
+WHERE e.up > 1
 UNION ALL
-SELECT node, lca, 0 AS step, node AS v FROM ends WHERE lca = $beyond
+SELECT node, lca, 0 AS step, node AS v FROM ends WHERE up <= 1
 UNION ALL
-SELECT node, lca, 1 AS step, lca AS v FROM ends WHERE lca = $beyond
+SELECT node, lca, 1 AS step, lca AS v FROM ends WHERE up = 1
 
 -- name: lca_extended_nodes
 -- (system, instance_id, side, v): the nodes of the extended graphs Gt ('t') and Gp ('p').
