@@ -7,75 +7,42 @@
 -- other set and none of whose parents is (Kosmopoulos eq. 4-5; the root counts as shared).
 -- Reads: truth, predictions, systems, instances, closure, nodes, edges.
 
--- name: augmented_truth
-SELECT DISTINCT t.instance_id, c.ancestor AS label
+-- name: labelled_sets
+-- Every set to compare, one row per label: side 0 = the truth of an instance (once per system), side 1 = a
+-- system's predictions for it.
+SELECT 0 AS side, s.system, t.instance_id, t.label
 FROM truth AS t
-JOIN closure AS c ON c.descendant = t.label
-WHERE $augment <> 'descendants'
-  AND ($include_root OR c.ancestor <> (SELECT label FROM nodes WHERE is_root))
-  AND ($max_distance IS NULL OR c.distance <= $max_distance)
+CROSS JOIN systems AS s
 UNION ALL
-SELECT DISTINCT t.instance_id, c.descendant AS label
-FROM truth AS t
-JOIN closure AS c ON c.ancestor = t.label
-WHERE $augment = 'descendants'
-  AND ($include_root OR c.descendant <> (SELECT label FROM nodes WHERE is_root))
-  AND ($max_distance IS NULL OR c.distance <= $max_distance)
+SELECT 1, p.system, p.instance_id, p.label
+FROM predictions AS p
 
--- name: augmented_predictions
-SELECT DISTINCT p.system, p.instance_id, c.ancestor AS label
-FROM predictions AS p
-JOIN closure AS c ON c.descendant = p.label
+-- name: augmented
+-- Each set with the ancestors (or descendants) of its labels, a node once per label that reaches it.
+SELECT l.side, l.system, l.instance_id, c.ancestor AS label
+FROM labelled_sets AS l
+JOIN closure AS c ON c.descendant = l.label
 WHERE $augment <> 'descendants'
   AND ($include_root OR c.ancestor <> (SELECT label FROM nodes WHERE is_root))
   AND ($max_distance IS NULL OR c.distance <= $max_distance)
 UNION ALL
-SELECT DISTINCT p.system, p.instance_id, c.descendant AS label
-FROM predictions AS p
-JOIN closure AS c ON c.ancestor = p.label
+SELECT l.side, l.system, l.instance_id, c.descendant
+FROM labelled_sets AS l
+JOIN closure AS c ON c.ancestor = l.label
 WHERE $augment = 'descendants'
   AND ($include_root OR c.descendant <> (SELECT label FROM nodes WHERE is_root))
   AND ($max_distance IS NULL OR c.distance <= $max_distance)
 
 -- name: set_pairs
 -- One row per (system, instance, augmented label) with the side(s) it is on, after the Cesa-Bianchi
--- tolerance when asked for. Both augmented sides are stacked and grouped once (cheaper than two DISTINCTs and
--- a FULL JOIN); the Cesa-Bianchi test reads the augmented sets, and testing the augment parameter inside its
--- subquery lets constant folding remove it when the tolerance is not asked for.
+-- tolerance when asked for. Both augmented sides are grouped at once (cheaper than two DISTINCTs and a FULL
+-- JOIN); testing the augment parameter inside the tolerance's subquery lets constant folding remove it when
+-- the tolerance is not asked for. (The tolerance reads the other side's augmented set from labelled_sets and
+-- the closure, not from augmented: a second reader would make DuckDB materialise augmented.)
 SELECT system, instance_id, label, in_true, in_pred
 FROM (
     SELECT system, instance_id, label, min(side) = 0 AS in_true, max(side) = 1 AS in_pred
-    FROM (
-        SELECT s.system, t.instance_id, c.ancestor AS label, 0 AS side
-        FROM truth AS t
-        JOIN closure AS c ON c.descendant = t.label
-        CROSS JOIN systems AS s
-        WHERE $augment <> 'descendants'
-          AND ($include_root OR c.ancestor <> (SELECT label FROM nodes WHERE is_root))
-          AND ($max_distance IS NULL OR c.distance <= $max_distance)
-        UNION ALL
-        SELECT s.system, t.instance_id, c.descendant, 0
-        FROM truth AS t
-        JOIN closure AS c ON c.ancestor = t.label
-        CROSS JOIN systems AS s
-        WHERE $augment = 'descendants'
-          AND ($include_root OR c.descendant <> (SELECT label FROM nodes WHERE is_root))
-          AND ($max_distance IS NULL OR c.distance <= $max_distance)
-        UNION ALL
-        SELECT p.system, p.instance_id, c.ancestor, 1
-        FROM predictions AS p
-        JOIN closure AS c ON c.descendant = p.label
-        WHERE $augment <> 'descendants'
-          AND ($include_root OR c.ancestor <> (SELECT label FROM nodes WHERE is_root))
-          AND ($max_distance IS NULL OR c.distance <= $max_distance)
-        UNION ALL
-        SELECT p.system, p.instance_id, c.descendant, 1
-        FROM predictions AS p
-        JOIN closure AS c ON c.ancestor = p.label
-        WHERE $augment = 'descendants'
-          AND ($include_root OR c.descendant <> (SELECT label FROM nodes WHERE is_root))
-          AND ($max_distance IS NULL OR c.distance <= $max_distance)
-    ) AS sides
+    FROM augmented
     GROUP BY system, instance_id, label
 ) AS both_sides
 WHERE $augment <> 'cesa_bianchi'
@@ -87,11 +54,13 @@ WHERE $augment <> 'cesa_bianchi'
         WHERE $augment = 'cesa_bianchi'
           AND e.child = both_sides.label
           AND (n.is_root
-               OR (in_true AND EXISTS (SELECT 1 FROM augmented_predictions AS o
-                                       WHERE o.system = both_sides.system
-                                         AND o.instance_id = both_sides.instance_id AND o.label = e.parent))
-               OR (in_pred AND EXISTS (SELECT 1 FROM augmented_truth AS o
-                                       WHERE o.instance_id = both_sides.instance_id AND o.label = e.parent)))
+               OR EXISTS (SELECT 1
+                          FROM labelled_sets AS o
+                          JOIN closure AS c ON c.descendant = o.label
+                          WHERE o.side = CASE WHEN both_sides.in_true THEN 1 ELSE 0 END
+                            AND o.system = both_sides.system AND o.instance_id = both_sides.instance_id
+                            AND c.ancestor = e.parent
+                            AND ($max_distance IS NULL OR c.distance <= $max_distance)))
    )
 
 -- name: set_pair_counts
