@@ -10,7 +10,8 @@
 -- nodes of p \ t that are in D.
 -- The greedy path cover of each label set and the greedy matching of predicted to true paths are sequential
 -- per instance; hiersql.metrics.confusion runs them vectorised over all instances between these queries and
--- writes their choices as the tables hcm_cover_choice(label_no, path_no, step) (read by hcm_chosen_paths)
+-- writes their choices as the tables hcm_cover_choice(label_no, path_no, step) (read by hcm_chosen_paths;
+-- step, the order of choice, only for truth sets, which need it: 0 in predicted sets)
 -- and hcm_match(grp, j, t_path, p_label, p_path, tp, fp, fn, tn) (read by hcm_instance).
 -- Label sets are numbered grp = sys_no * stride + inst_no, stride = number of instances + 1 (hcm_stride),
 -- sys_no 0 being the truth;
@@ -117,7 +118,8 @@ JOIN hcm_path_nodes AS pn ON pn.label_id = l.label_id
 JOIN hcm_set_labels AS o ON o.grp = l.grp AND o.label_id = pn.node_id
 
 -- name: hcm_chosen_paths
--- The paths the cover chose, with the step at which each was chosen in its set.
+-- The paths the cover chose, with the step at which each was chosen in its set (truth sets only; 0 in
+-- predicted sets, whose order of choice nothing reads).
 SELECT l.sys_no, l.inst_no, l.grp, l.label_id, c.path_no, p.n_nodes, c.step
 FROM hcm_cover_choice AS c
 JOIN hcm_set_labels AS l ON l.label_no = c.label_no
