@@ -219,8 +219,8 @@ def _open_instances(store: Store, batch: int) -> dict[tuple[str, str], Instance]
 
 def _paths(store: Store, batch: int) -> dict[tuple[str, str], list[Path]]:
     """The shortest paths of every (node, LCA) the instances of one batch need: one path when every step
-    holds one node (fetched as one string, the nodes joined by U+001F, which no node name contains), else
-    enumerated from the links between consecutive steps."""
+    holds one node (fetched as one string, the nodes joined by U+001F, which ``Store.load_taxonomy`` refuses in
+    node names; a third cheaper than a list), else enumerated from the links between consecutive steps."""
     paths: dict[tuple[str, str], list[Path]] = {}
     for node, lca, nodes, single in store.con.execute(
         "SELECT node, lca, string_agg(v, chr(31)), count(*) = max(step) + 1 FROM lca_open_nodes"
