@@ -33,35 +33,32 @@ WHERE $augment = 'descendants'
   AND ($include_root OR c.descendant <> (SELECT label FROM nodes WHERE is_root))
   AND ($max_distance IS NULL OR c.distance <= $max_distance)
 
+-- name: cesa_supported
+-- For the Cesa-Bianchi tolerance: the augmented labels (with their side) one of whose parents is the root or
+-- on the other side of the same instance. Joins rather than correlated subqueries, so that Spark runs it too.
+SELECT DISTINCT a.system, a.instance_id, a.label, a.side
+FROM augmented AS a
+JOIN edges AS e ON e.child = a.label
+JOIN nodes AS n ON n.label = e.parent
+LEFT JOIN augmented AS o
+    ON o.system = a.system AND o.instance_id = a.instance_id AND o.label = e.parent AND o.side <> a.side
+WHERE $augment = 'cesa_bianchi'
+  AND (n.is_root OR o.label IS NOT NULL)
+
 -- name: set_pairs
 -- One row per (system, instance, augmented label) with the side(s) it is on, after the Cesa-Bianchi
--- tolerance when asked for. Both augmented sides are grouped at once (cheaper than two DISTINCTs and a FULL
--- JOIN); testing the augment parameter inside the tolerance's subquery lets constant folding remove it when
--- the tolerance is not asked for. (The tolerance reads the other side's augmented set from labelled_sets and
--- the closure, not from augmented: a second reader would make DuckDB materialise augmented.)
-SELECT system, instance_id, label, in_true, in_pred
+-- tolerance when asked for (a label on one side only stays when cesa_supported has it). Both augmented sides
+-- are grouped at once (cheaper than two DISTINCTs and a FULL JOIN).
+SELECT g.system, g.instance_id, g.label, g.in_true, g.in_pred
 FROM (
     SELECT system, instance_id, label, min(side) = 0 AS in_true, max(side) = 1 AS in_pred
     FROM augmented
     GROUP BY system, instance_id, label
-) AS both_sides
-WHERE $augment <> 'cesa_bianchi'
-   OR (in_true AND in_pred)
-   OR EXISTS (
-        SELECT 1
-        FROM edges AS e
-        LEFT JOIN nodes AS n ON n.label = e.parent
-        WHERE $augment = 'cesa_bianchi'
-          AND e.child = both_sides.label
-          AND (n.is_root
-               OR EXISTS (SELECT 1
-                          FROM labelled_sets AS o
-                          JOIN closure AS c ON c.descendant = o.label
-                          WHERE o.side = CASE WHEN both_sides.in_true THEN 1 ELSE 0 END
-                            AND o.system = both_sides.system AND o.instance_id = both_sides.instance_id
-                            AND c.ancestor = e.parent
-                            AND ($max_distance IS NULL OR c.distance <= $max_distance)))
-   )
+) AS g
+LEFT JOIN cesa_supported AS c
+    ON c.system = g.system AND c.instance_id = g.instance_id AND c.label = g.label
+   AND c.side = CASE WHEN g.in_true THEN 0 ELSE 1 END
+WHERE $augment <> 'cesa_bianchi' OR (g.in_true AND g.in_pred) OR c.label IS NOT NULL
 
 -- name: set_pair_counts
 -- Per (system, instance): |Yaug|, |Ŷaug| and |Ŷaug ∩ Yaug| counted from the pairs.

@@ -105,8 +105,7 @@ def test_hand_example_by_hand(pg):
 @pytest.mark.parametrize("options", [*OPTION_CASES.values(), Options(augment="cesa_bianchi")],
                          ids=[*OPTION_CASES, "cesa_bianchi"])
 def test_hand_example_equals_duckdb(pg, options):
-    """All SQL families and options; the Cesa-Bianchi tolerance's nested correlated EXISTS (which Spark
-    does not accept) runs here."""
+    """All SQL families and options, the Cesa-Bianchi tolerance included."""
     store = hand_store()
     pg.copy_store(store)
     metrics = all_metrics()
