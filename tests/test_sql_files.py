@@ -68,18 +68,18 @@ def test_named_query_transpiles(file, name, dialect):
 
 
 def test_render_composes_every_dependency_in_order():
-    """The set-based summary reads six queries; each becomes a CTE, before the summary's own ``micro``."""
+    """The set-based summary reads seven queries; each becomes a CTE, before the summary's own ``micro``."""
     tree = sqlglot.parse_one(sqlfiles.render("set_based", "set_based_summary"), read="duckdb")
     names = [c.alias for c in tree.args["with_"].expressions]
-    assert names == ["labelled_sets", "augmented", "set_pairs", "set_pair_counts", "set_counts",
-                     "set_based_instance", "micro"]
+    assert names == ["labelled_sets", "augmented", "cesa_supported", "set_pairs", "set_pair_counts",
+                     "set_counts", "set_based_instance", "micro"]
 
 
 def test_a_name_in_a_comment_is_not_a_dependency():
     # closure_paths' comment speaks of "closure rows"; it reads only nodes and edges.
     assert "closure" in sqlfiles.queries("closure")["closure_paths"]
     assert sqlfiles.dependencies("closure", "closure_paths") == []
-    assert sqlfiles.dependencies("set_based", "set_pairs") == ["labelled_sets", "augmented"]
+    assert sqlfiles.dependencies("set_based", "set_pairs") == ["labelled_sets", "augmented", "cesa_supported"]
 
 
 def test_duckdb_variants_replace_portable_queries_only_when_asked():
@@ -93,7 +93,7 @@ def test_duckdb_variants_replace_portable_queries_only_when_asked():
             if text != sqlfiles.queries(file)[name]:
                 assert sqlglot.parse_one(text + "\n", read="duckdb") is not None, name
     deps = sqlfiles.dependencies("set_based", "set_counts", "duckdb")
-    assert deps == ["labelled_sets", "augmented", "set_pairs", "set_pair_counts"]
+    assert deps == ["labelled_sets", "augmented", "cesa_supported", "set_pairs", "set_pair_counts"]
 
 
 def test_render_fills_parameters_and_renames_tables():
