@@ -76,9 +76,9 @@ class Taxonomy:
         for e in self.edges:
             self._children[e.parent].append(e.child)
             self._parents[e.child].append(e.parent)
-        self.path_count = _check_acyclic(self)
         tops = [n for n in self.nodes if not self._parents[n]]
         self.virtual_root = len(tops) != 1
+        self.path_count, self._depth = _check_acyclic(self, tops, 1 if self.virtual_root else 0)
         if self.virtual_root:
             name = VIRTUAL_ROOT
             while name in self._children:
@@ -88,6 +88,7 @@ class Taxonomy:
             self._parents[name] = []
             for top in tops:
                 self._parents[top] = [name]
+            self._depth[name] = 0
         else:
             self.root = tops[0]
 
@@ -205,18 +206,8 @@ class Taxonomy:
         return max(self.depths().values())
 
     def depths(self) -> dict[str, int]:
-        """Shortest distance from the root of every node (breadth-first)."""
-        depth = {self.root: 0}
-        frontier = [self.root]
-        while frontier:
-            nxt = []
-            for node in frontier:
-                for child in self._children[node]:
-                    if child not in depth:
-                        depth[child] = depth[node] + 1
-                        nxt.append(child)
-            frontier = nxt
-        return depth
+        """Shortest distance from the root of every node (a new dict; computed with the cycle check)."""
+        return dict(self._depth)
 
     @property
     def has_weights(self) -> bool:
@@ -354,27 +345,35 @@ def _dedupe(edges: list[Edge], source: str) -> list[Edge]:
     return list(seen.values())
 
 
-def _check_acyclic(tax: Taxonomy) -> int:
-    """Kahn's algorithm; on failure, name the nodes of one cycle (found with networkx).
+def _check_acyclic(tax: Taxonomy, tops: list[str], top_depth: int) -> tuple[int, dict[str, int]]:
+    """Kahn's algorithm from the parentless nodes ``tops``; on failure, name the nodes of one cycle (found with
+    networkx).
 
-    Returns the number of upward paths from every node, the empty path included (``P(n) = 1 + Σ P(p)`` over
-    the parents ``p`` of ``n``, summed over the nodes, the virtual root aside): the rows of a closure walk
-    that keeps every path (:meth:`hiersql.store.Store.load_taxonomy` chooses its closure query by it).
+    On the way, in topological order, it counts the upward paths from every node, the empty path included
+    (``P(n) = 1 + Σ P(p)`` over the parents ``p`` of ``n``, summed over the nodes, the virtual root aside: the
+    rows of a closure walk that keeps every path, by which :meth:`hiersql.store.Store.load_taxonomy` chooses
+    its closure query), and the depths (``depth(n) = 1 + min depth(p)``, ``top_depth`` for ``tops``).
+    Returns both.
     """
+    children = tax._children
     indegree = {n: len(p) for n, p in tax._parents.items()}
     paths = dict.fromkeys(indegree, 1)
-    queue = [n for n, d in indegree.items() if d == 0]
+    depth = dict.fromkeys(tops, top_depth)
+    queue = list(tops)
     seen = 0
     while queue:
         node = queue.pop()
         seen += 1
-        for child in tax._children[node]:
-            paths[child] += paths[node]
+        below, node_paths = depth[node] + 1, paths[node]
+        for child in children[node]:
+            paths[child] += node_paths
+            if below < depth.get(child, below + 1):
+                depth[child] = below
             indegree[child] -= 1
             if indegree[child] == 0:
                 queue.append(child)
     if seen == len(indegree):
-        return sum(paths.values())
+        return sum(paths.values()), depth
     import networkx as nx
 
     stuck = [n for n, d in indegree.items() if d > 0]
