@@ -159,13 +159,9 @@ def long_columns(labels: Sequence[str | None], taxonomy: Taxonomy | None = None,
     depth = taxonomy.depths() if taxonomy is not None else {}
     chains = {label: _root_chain(label, taxonomy, depth) if taxonomy is not None else [label]
               for label in set(labels) - {None}}
-    ids: list[str] = []
-    out: list[str] = []
-    for i, label in enumerate(labels, start=start):
-        if label is not None:
-            ids += [str(i)] * len(chains[label])
-            out += chains[label]
-    return {"instance_id": ids, "label": out}
+    return {"instance_id": [str(i) for i, label in enumerate(labels, start=start) if label is not None
+                            for _ in chains[label]],
+            "label": [node for label in labels if label is not None for node in chains[label]]}
 
 
 def read_transposon(path: str | Path, policy: str = "top_down_argmax", threshold: float | None = None,

@@ -623,6 +623,8 @@ def _label_set_rows(sets: Iterable[Iterable[str]]) -> dict[str, Any]:
 
 def _texts(values: list[Any]) -> list[str | None]:
     """Values as text for DuckDB (one type per list parameter); ``None`` stays missing."""
+    if set(map(type, values)) <= {str, type(None)}:  # the usual case, checked at C speed
+        return values
     return [v if isinstance(v, str) or v is None else str(v) for v in values]
 
 
