@@ -15,18 +15,32 @@
 --    no choice to make and their minimal graphs are the extended ones.
 -- 4. With Gt, Gp the node sets of the two graphs (the root left out unless $include_root):
 --      PLCA = |Gt ∩ Gp| / |Gp|     RLCA = |Gt ∩ Gp| / |Gt|     FLCA = 2 PLCA RLCA / (PLCA + RLCA)
+-- Nodes are their positions (nodes.position, integers) from lca_labels to lca_extended_nodes: the joins on
+-- integers cost about a third less than on names; -1 is the virtual ancestor beyond the threshold. Names come
+-- back where Python or a caller reads nodes (lca_open_options, lca_open_nodes, lca_extended_names).
 -- Reads: truth, predictions, systems, instances, closure, nodes, edges.
 
+-- name: lca_closure
+-- The closure on node positions, with only the distances read below (all of them unless both thresholds
+-- are given).
+SELECT a.position AS ancestor, d.position AS descendant, c.distance
+FROM closure AS c
+JOIN nodes AS a ON a.label = c.ancestor
+JOIN nodes AS d ON d.label = c.descendant
+WHERE $max_distance IS NULL OR $drop_distance IS NULL OR c.distance <= greatest($max_distance, $drop_distance)
+
 -- name: lca_labels
--- (system, instance_id, side, label, shared) after dropping labels with a descendant on the same side;
--- shared: the label is also on the other side (its only option is itself).
+-- (system, instance_id, side, label, shared) after dropping labels with a descendant on the same side
+-- (label: the node's position); shared: the label is also on the other side (its only option is itself).
 WITH sides AS (
-    SELECT s.system, t.instance_id, 't' AS side, t.label
+    SELECT s.system, t.instance_id, 't' AS side, n.position AS label
     FROM truth AS t
+    JOIN nodes AS n ON n.label = t.label
     CROSS JOIN systems AS s
     UNION ALL
-    SELECT p.system, p.instance_id, 'p' AS side, p.label
+    SELECT p.system, p.instance_id, 'p' AS side, n.position AS label
     FROM predictions AS p
+    JOIN nodes AS n ON n.label = p.label
 ),
 above AS (
     -- the pairs of labels of one side first, then their closure rows: joining the closure to every label's
@@ -39,7 +53,7 @@ above AS (
             ON y.system = x.system AND y.instance_id = x.instance_id AND y.side = x.side AND y.label <> x.label
         GROUP BY x.system, x.instance_id, x.side, x.label, y.label
     ) AS x
-    JOIN closure AS c ON c.ancestor = x.label AND c.descendant = x.below
+    JOIN lca_closure AS c ON c.ancestor = x.label AND c.descendant = x.below
     WHERE $drop_distance IS NULL OR c.distance <= $drop_distance
 ),
 kept AS (
@@ -76,8 +90,8 @@ JOIN lca_labels AS z
 WITH common AS (
     SELECT q.pair_id, cx.ancestor AS lca, cx.distance AS up_t, cz.distance AS up_p
     FROM lca_pairs AS q
-    JOIN closure AS cx ON cx.descendant = q.t_label
-    JOIN closure AS cz ON cz.descendant = q.p_label AND cz.ancestor = cx.ancestor
+    JOIN lca_closure AS cx ON cx.descendant = q.t_label
+    JOIN lca_closure AS cz ON cz.descendant = q.p_label AND cz.ancestor = cx.ancestor
     WHERE $max_distance IS NULL OR (cx.distance <= $max_distance AND cz.distance <= $max_distance)
 )
 SELECT p.system, p.instance_id, p.t_label, p.p_label, p.t_shared, p.p_shared, m.lca, m.up_t, m.up_p
@@ -112,7 +126,7 @@ JOIN (
 ) AS b ON b.system = m.system AND b.instance_id = m.instance_id AND b.side = m.side AND b.label = m.label
     AND m.cost = b.dmin
 UNION ALL
-SELECT x.system, x.instance_id, x.side, x.label, $beyond AS lca, min(z.label) AS partner, 1 AS up_label,
+SELECT x.system, x.instance_id, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label,
        1 AS up_partner
 FROM (
     -- the labels with no meeting first (a set difference, which the planner keeps below the join)
@@ -142,8 +156,8 @@ WITH ends AS (
 )
 SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
 FROM ends AS e
-JOIN closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
-JOIN closure AS ca ON ca.descendant = cx.ancestor AND ca.ancestor = e.lca AND cx.distance + ca.distance = e.up
+JOIN lca_closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
+JOIN lca_closure AS ca ON ca.descendant = cx.ancestor AND ca.ancestor = e.lca AND cx.distance + ca.distance = e.up
 WHERE e.up > 1
 UNION ALL
 SELECT node, lca, 0 AS step, node AS v FROM ends WHERE up <= 1
@@ -158,6 +172,12 @@ JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
 UNION
 SELECT system, instance_id, side, label AS v
 FROM lca_labels
+
+-- name: lca_extended_names
+-- lca_extended_nodes with node names ($beyond for the virtual ancestor).
+SELECT e.system, e.instance_id, e.side, coalesce(n.label, $beyond) AS v
+FROM lca_extended_nodes AS e
+LEFT JOIN nodes AS n ON n.position = e.v
 
 -- name: lca_graph_counts
 -- (system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs.
@@ -175,7 +195,7 @@ FROM (
         max(CASE WHEN side = 't' THEN 1 ELSE 0 END) AS in_true,
         max(CASE WHEN side = 'p' THEN 1 ELSE 0 END) AS in_pred
     FROM lca_extended_nodes
-    WHERE $include_root OR v NOT IN (SELECT label FROM nodes WHERE is_root)
+    WHERE $include_root OR v NOT IN (SELECT position FROM nodes WHERE is_root)
     GROUP BY system, instance_id, v
 ) AS per_node
 GROUP BY system, instance_id
@@ -207,15 +227,18 @@ SELECT system, instance_id,
 FROM lca_open_instances
 
 -- name: lca_open_options
--- The options of the labels of the instances with a choice, a shared label's (itself) included.
-SELECT b.batch, o.system, o.instance_id, o.side, o.label, o.lca, o.partner
-FROM lca_options AS o
+-- The options of the labels of the instances with a choice, a shared label's (itself) included, with names.
+SELECT b.batch, o.system, o.instance_id, o.side, nl.label AS label, coalesce(na.label, $beyond) AS lca,
+       np.label AS partner
+FROM (
+    SELECT system, instance_id, side, label, lca, partner FROM lca_options
+    UNION ALL
+    SELECT system, instance_id, side, label, label AS lca, label AS partner FROM lca_labels WHERE shared
+) AS o
 JOIN lca_open_batches AS b ON b.system = o.system AND b.instance_id = o.instance_id
-UNION ALL
-SELECT b.batch, l.system, l.instance_id, l.side, l.label, l.label AS lca, l.label AS partner
-FROM lca_labels AS l
-JOIN lca_open_batches AS b ON b.system = l.system AND b.instance_id = l.instance_id
-WHERE l.shared
+JOIN nodes AS nl ON nl.position = o.label
+JOIN nodes AS np ON np.position = o.partner
+LEFT JOIN nodes AS na ON na.position = o.lca
 
 -- name: lca_open_ends
 SELECT DISTINCT b.batch, e.node, e.lca
@@ -223,15 +246,22 @@ FROM lca_path_ends AS e
 JOIN lca_open_batches AS b ON b.system = e.system AND b.instance_id = e.instance_id
 
 -- name: lca_open_nodes
--- The nodes of the shortest paths of lca_open_ends, and the path {x} of a shared label x (its own LCA).
-SELECT e.batch, n.node, n.lca, n.step, n.v
-FROM lca_open_ends AS e
-JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
-UNION
-SELECT b.batch, l.label AS node, l.label AS lca, 0 AS step, l.label AS v
-FROM lca_labels AS l
-JOIN lca_open_batches AS b ON b.system = l.system AND b.instance_id = l.instance_id
-WHERE l.shared
+-- The nodes of the shortest paths of lca_open_ends, and the path {x} of a shared label x (its own LCA),
+-- with names.
+SELECT o.batch, nn.label AS node, coalesce(na.label, $beyond) AS lca, o.step, coalesce(nv.label, $beyond) AS v
+FROM (
+    SELECT e.batch, n.node, n.lca, n.step, n.v
+    FROM lca_open_ends AS e
+    JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
+    UNION
+    SELECT b.batch, l.label AS node, l.label AS lca, 0 AS step, l.label AS v
+    FROM lca_labels AS l
+    JOIN lca_open_batches AS b ON b.system = l.system AND b.instance_id = l.instance_id
+    WHERE l.shared
+) AS o
+JOIN nodes AS nn ON nn.position = o.node
+LEFT JOIN nodes AS na ON na.position = o.lca
+LEFT JOIN nodes AS nv ON nv.position = o.v
 
 -- name: lca_open_links
 -- (batch, node, lca, lower, upper): the edges lower -> upper (child to parent) between consecutive steps of

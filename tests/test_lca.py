@@ -40,8 +40,10 @@ def test_fig8b_lca_sets(fig8b):
     """LCA(n, S) and Sbest(n, S) of every label (the bullet list after Definition 4)."""
     lca.graph_counts(fig8b, options(lca_graph="extended"))
     rows = fig8b.con.execute(  # a shared label's only option, itself, is not stored in lca_options
-        "SELECT side, label, lca, partner FROM lca_options"
-        " UNION ALL SELECT side, label, label, label FROM lca_labels WHERE shared"
+        "SELECT side, n.label, a.label, p.label FROM (SELECT side, label, lca, partner FROM lca_options"
+        " UNION ALL SELECT side, label, label, label FROM lca_labels WHERE shared) AS o"
+        " JOIN nodes AS n ON n.position = o.label JOIN nodes AS a ON a.position = o.lca"
+        " JOIN nodes AS p ON p.position = o.partner"  # nodes are positions in the LCA tables
     ).fetchall()
     lcas: dict[tuple[str, str], set[str]] = {}
     best: dict[tuple[str, str], set[str]] = {}
@@ -65,7 +67,10 @@ def test_fig8b_path_min(fig8b):
     """pathmin(2.1, 3.1) = {2.1, 3, 3.1}, pathmin(2.1, 3.2.2) = {2.1, 3, 3.2.2} (the DAG edges make both
     2 edges long), pathmin(3.2.2, 3.2.1) = {3.2.2, 3.2, 3.2.1}: the nodes on the paths to the LCA."""
     lca.graph_counts(fig8b, options(lca_graph="extended"))
-    nodes = fig8b.con.execute("SELECT node, lca, list(v ORDER BY step) FROM lca_path_nodes GROUP BY ALL").fetchall()
+    nodes = fig8b.con.execute(
+        "SELECT n.label, a.label, list(v.label ORDER BY step) FROM lca_path_nodes AS p JOIN nodes AS n ON"
+        " n.position = p.node JOIN nodes AS a ON a.position = p.lca JOIN nodes AS v ON v.position = p.v GROUP BY ALL"
+    ).fetchall()
     path = {(n, a): vs for n, a, vs in nodes}
     assert path[("2.1", "3")] == ["2.1", "3"] and path[("3.1", "3")] == ["3.1", "3"]
     assert path[("3.2.2", "3")] == ["3.2.2", "3"]

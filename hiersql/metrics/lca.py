@@ -157,8 +157,9 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
     """The LCA graphs of every (system, instance_id) with labels: ``{"t": Gt nodes, "p": Gp nodes}`` (the root
     included when it is on a path, whatever ``include_root`` says)."""
     params = _prepare(store, options, None)
+    _materialise(store, "lca_extended_names", params)
     out: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"t": set(), "p": set()})
-    for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_nodes").fetchall():
+    for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_names").fetchall():
         out[(system, instance)][side].add(v)
     if options.lca_graph != "extended":
         out.update(dict(_solve_open(store, options, params)))
