@@ -27,6 +27,7 @@ def test_readme_python_example_runs(monkeypatch):
     import hiersql
 
     assert hiersql.hierarchical_f1([["jaguar"]], [["house cat"]], namespace["tax"]) == pytest.approx(2 / 3)
+    assert namespace["ev"].store.systems() == ["cautious", "flat_errors", "shallow"]
 
 
 def test_readme_plain_sql_equals_micro_hp(fixtures_dir):
