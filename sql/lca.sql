@@ -29,57 +29,63 @@ JOIN nodes AS a ON a.label = c.ancestor
 JOIN nodes AS d ON d.label = c.descendant
 WHERE $max_distance IS NULL OR $drop_distance IS NULL OR c.distance <= greatest($max_distance, $drop_distance)
 
+-- name: lca_instances
+-- Every (system, instance) numbered: the joins below carry the number instead of the two names.
+SELECT row_number() OVER (ORDER BY s.system, i.instance_id) AS inst, s.system, i.instance_id
+FROM systems AS s
+CROSS JOIN instances AS i
+
 -- name: lca_labels
--- (system, instance_id, side, label, shared) after dropping labels with a descendant on the same side
+-- (inst, side, label, shared) after dropping labels with a descendant on the same side
 -- (label: the node's position); shared: the label is also on the other side (its only option is itself).
 WITH sides AS (
-    SELECT s.system, t.instance_id, 't' AS side, n.position AS label
+    SELECT k.inst, 't' AS side, n.position AS label
     FROM truth AS t
     JOIN nodes AS n ON n.label = t.label
-    CROSS JOIN systems AS s
+    JOIN lca_instances AS k ON k.instance_id = t.instance_id
     UNION ALL
-    SELECT p.system, p.instance_id, 'p' AS side, n.position AS label
+    SELECT k.inst, 'p' AS side, n.position AS label
     FROM predictions AS p
     JOIN nodes AS n ON n.label = p.label
+    JOIN lca_instances AS k ON k.system = p.system AND k.instance_id = p.instance_id
 ),
 above AS (
     -- the pairs of labels of one side first, then their closure rows: joining the closure to every label's
     -- ancestors first (the planner's choice when the pairs are not grouped) costs several times more
-    SELECT x.system, x.instance_id, x.side, x.label
+    SELECT x.inst, x.side, x.label
     FROM (
-        SELECT x.system, x.instance_id, x.side, x.label, y.label AS below
+        SELECT x.inst, x.side, x.label, y.label AS below
         FROM sides AS x
         JOIN sides AS y
-            ON y.system = x.system AND y.instance_id = x.instance_id AND y.side = x.side AND y.label <> x.label
-        GROUP BY x.system, x.instance_id, x.side, x.label, y.label
+            ON y.inst = x.inst AND y.side = x.side AND y.label <> x.label
+        GROUP BY x.inst, x.side, x.label, y.label
     ) AS x
     JOIN lca_closure AS c ON c.ancestor = x.label AND c.descendant = x.below
     WHERE $drop_distance IS NULL OR c.distance <= $drop_distance
 ),
 kept AS (
-    SELECT system, instance_id, side, label FROM sides
+    SELECT inst, side, label FROM sides
     EXCEPT
-    SELECT system, instance_id, side, label FROM above
+    SELECT inst, side, label FROM above
 )
-SELECT k.system, k.instance_id, k.side, k.label, o.label IS NOT NULL AS shared
+SELECT k.inst, k.side, k.label, o.label IS NOT NULL AS shared
 FROM kept AS k
 LEFT JOIN kept AS o
-    ON o.system = k.system AND o.instance_id = k.instance_id AND o.side <> k.side AND o.label = k.label
+    ON o.inst = k.inst AND o.side <> k.side AND o.label = k.label
 
 -- name: lca_pairs
 -- Every (true label, predicted label) pair of an instance that is not the same label and not made of two
 -- shared labels (whose only options are themselves), numbered (deterministically) for the join below.
 SELECT
-    row_number() OVER (ORDER BY x.system, x.instance_id, x.label, z.label) AS pair_id,
-    x.system,
-    x.instance_id,
+    row_number() OVER (ORDER BY x.inst, x.label, z.label) AS pair_id,
+    x.inst,
     x.label AS t_label,
     z.label AS p_label,
     x.shared AS t_shared,
     z.shared AS p_shared
 FROM lca_labels AS x
 JOIN lca_labels AS z
-    ON z.system = x.system AND z.instance_id = x.instance_id AND x.side = 't' AND z.side = 'p'
+    ON z.inst = x.inst AND x.side = 't' AND z.side = 'p'
     AND z.label <> x.label AND NOT (x.shared AND z.shared)
 
 -- name: lca_pair_meetings
@@ -94,56 +100,56 @@ WITH common AS (
     JOIN lca_closure AS cz ON cz.descendant = q.p_label AND cz.ancestor = cx.ancestor
     WHERE $max_distance IS NULL OR (cx.distance <= $max_distance AND cz.distance <= $max_distance)
 )
-SELECT p.system, p.instance_id, p.t_label, p.p_label, p.t_shared, p.p_shared, m.lca, m.up_t, m.up_p
+SELECT p.inst, p.t_label, p.p_label, p.t_shared, p.p_shared, m.lca, m.up_t, m.up_p
 FROM common AS m
 JOIN (SELECT pair_id, min(up_t + up_p) AS d FROM common GROUP BY pair_id) AS b
     ON b.pair_id = m.pair_id AND m.up_t + m.up_p = b.d
 JOIN lca_pairs AS p ON p.pair_id = m.pair_id
 
 -- name: lca_meetings
--- (system, instance_id, side, label, partner, lca, up_label, up_partner, cost): the meetings of every
+-- (inst, side, label, partner, lca, up_label, up_partner, cost): the meetings of every
 -- label that is not shared, from both sides. (A shared label's only option, itself, has the path {x}, which
 -- adds nothing to graphs that hold every label: it is added only for the minimal graphs, lca_open_options.)
-SELECT system, instance_id, 't' AS side, t_label AS label, p_label AS partner, lca, up_t AS up_label,
+SELECT inst, 't' AS side, t_label AS label, p_label AS partner, lca, up_t AS up_label,
        up_p AS up_partner, up_t + up_p AS cost
 FROM lca_pair_meetings
 WHERE NOT t_shared
 UNION ALL
-SELECT system, instance_id, 'p' AS side, p_label AS label, t_label AS partner, lca, up_p AS up_label,
+SELECT inst, 'p' AS side, p_label AS label, t_label AS partner, lca, up_p AS up_label,
        up_t AS up_partner, up_t + up_p AS cost
 FROM lca_pair_meetings
 WHERE NOT p_shared
 
 -- name: lca_options
--- (system, instance_id, side, label, lca, partner, up_label, up_partner): the options of every label that
+-- (inst, side, label, lca, partner, up_label, up_partner): the options of every label that
 -- is not shared.
-SELECT m.system, m.instance_id, m.side, m.label, m.lca, m.partner, m.up_label, m.up_partner
+SELECT m.inst, m.side, m.label, m.lca, m.partner, m.up_label, m.up_partner
 FROM lca_meetings AS m
 JOIN (
-    SELECT system, instance_id, side, label, min(cost) AS dmin
+    SELECT inst, side, label, min(cost) AS dmin
     FROM lca_meetings
-    GROUP BY system, instance_id, side, label
-) AS b ON b.system = m.system AND b.instance_id = m.instance_id AND b.side = m.side AND b.label = m.label
+    GROUP BY inst, side, label
+) AS b ON b.inst = m.inst AND b.side = m.side AND b.label = m.label
     AND m.cost = b.dmin
 UNION ALL
-SELECT x.system, x.instance_id, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label,
+SELECT x.inst, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label,
        1 AS up_partner
 FROM (
     -- the labels with no meeting first (a set difference, which the planner keeps below the join)
-    SELECT system, instance_id, side, label FROM lca_labels WHERE NOT shared
+    SELECT inst, side, label FROM lca_labels WHERE NOT shared
     EXCEPT
-    SELECT system, instance_id, side, label FROM lca_meetings
+    SELECT inst, side, label FROM lca_meetings
 ) AS x
 JOIN lca_labels AS z
-    ON z.system = x.system AND z.instance_id = x.instance_id AND z.side <> x.side
-GROUP BY x.system, x.instance_id, x.side, x.label
+    ON z.inst = x.inst AND z.side <> x.side
+GROUP BY x.inst, x.side, x.label
 
 -- name: lca_path_ends
--- (system, instance_id, side, node, lca, up): the paths an option asks for, on the side they belong to.
-SELECT system, instance_id, side, label AS node, lca, up_label AS up
+-- (inst, side, node, lca, up): the paths an option asks for, on the side they belong to.
+SELECT inst, side, label AS node, lca, up_label AS up
 FROM lca_options
 UNION
-SELECT system, instance_id, CASE WHEN side = 't' THEN 'p' ELSE 't' END AS side, partner AS node, lca,
+SELECT inst, CASE WHEN side = 't' THEN 'p' ELSE 't' END AS side, partner AS node, lca,
        up_partner AS up
 FROM lca_options
 
@@ -165,52 +171,54 @@ UNION ALL
 SELECT node, lca, 1 AS step, lca AS v FROM ends WHERE up = 1
 
 -- name: lca_extended_nodes
--- (system, instance_id, side, v): the nodes of the extended graphs Gt ('t') and Gp ('p').
-SELECT e.system, e.instance_id, e.side, n.v
+-- (inst, side, v): the nodes of the extended graphs Gt ('t') and Gp ('p').
+SELECT e.inst, e.side, n.v
 FROM lca_path_ends AS e
 JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
 UNION
-SELECT system, instance_id, side, label AS v
+SELECT inst, side, label AS v
 FROM lca_labels
 
 -- name: lca_extended_names
--- lca_extended_nodes with node names ($beyond for the virtual ancestor).
-SELECT e.system, e.instance_id, e.side, coalesce(n.label, $beyond) AS v
+-- lca_extended_nodes with instance and node names ($beyond for the virtual ancestor).
+SELECT k.system, k.instance_id, e.side, coalesce(n.label, $beyond) AS v
 FROM lca_extended_nodes AS e
+JOIN lca_instances AS k ON k.inst = e.inst
 LEFT JOIN nodes AS n ON n.position = e.v
 
 -- name: lca_graph_counts
 -- (system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs.
 SELECT
-    system,
-    instance_id,
+    k.system,
+    k.instance_id,
     sum(in_true) AS n_true,
     sum(in_pred) AS n_pred,
     sum(in_true * in_pred) AS n_both
 FROM (
     SELECT
-        system,
-        instance_id,
+        inst,
         v,
         max(CASE WHEN side = 't' THEN 1 ELSE 0 END) AS in_true,
         max(CASE WHEN side = 'p' THEN 1 ELSE 0 END) AS in_pred
     FROM lca_extended_nodes
     WHERE $include_root OR v NOT IN (SELECT position FROM nodes WHERE is_root)
-    GROUP BY system, instance_id, v
+    GROUP BY inst, v
 ) AS per_node
-GROUP BY system, instance_id
+JOIN lca_instances AS k ON k.inst = per_node.inst
+GROUP BY k.system, k.instance_id
 
 -- name: lca_open_instances
--- (system, instance_id) whose minimal graphs involve a choice: a label with several options, or a path
--- end with several shortest paths (more nodes than steps).
-SELECT DISTINCT system, instance_id
-FROM (
-    SELECT system, instance_id
+-- (inst, system, instance_id) whose minimal graphs involve a choice: a label with several options, or a
+-- path end with several shortest paths (more nodes than steps).
+SELECT k.inst, k.system, k.instance_id
+FROM lca_instances AS k
+WHERE k.inst IN (
+    SELECT inst
     FROM lca_options
-    GROUP BY system, instance_id, side, label
+    GROUP BY inst, side, label
     HAVING count(*) > 1
     UNION ALL
-    SELECT e.system, e.instance_id
+    SELECT e.inst
     FROM lca_path_ends AS e
     JOIN (
         SELECT node, lca
@@ -218,24 +226,24 @@ FROM (
         GROUP BY node, lca
         HAVING count(*) > max(step) + 1
     ) AS multi ON multi.node = e.node AND multi.lca = e.lca
-) AS open_rows
+)
 
 -- name: lca_open_batches
 -- The instances of lca_open_instances numbered into batches of $batch_size (lca.py fetches one at a time).
-SELECT system, instance_id,
-       CAST(floor((row_number() OVER (ORDER BY system, instance_id) - 1) / $batch_size) AS INTEGER) AS batch
+SELECT inst, system, instance_id,
+       CAST(floor((row_number() OVER (ORDER BY inst) - 1) / $batch_size) AS INTEGER) AS batch
 FROM lca_open_instances
 
 -- name: lca_open_options
 -- The options of the labels of the instances with a choice, a shared label's (itself) included, with names.
-SELECT b.batch, o.system, o.instance_id, o.side, nl.label AS label, coalesce(na.label, $beyond) AS lca,
+SELECT b.batch, b.system, b.instance_id, o.side, nl.label AS label, coalesce(na.label, $beyond) AS lca,
        np.label AS partner
 FROM (
-    SELECT system, instance_id, side, label, lca, partner FROM lca_options
+    SELECT inst, side, label, lca, partner FROM lca_options
     UNION ALL
-    SELECT system, instance_id, side, label, label AS lca, label AS partner FROM lca_labels WHERE shared
+    SELECT inst, side, label, label AS lca, label AS partner FROM lca_labels WHERE shared
 ) AS o
-JOIN lca_open_batches AS b ON b.system = o.system AND b.instance_id = o.instance_id
+JOIN lca_open_batches AS b ON b.inst = o.inst
 JOIN nodes AS nl ON nl.position = o.label
 JOIN nodes AS np ON np.position = o.partner
 LEFT JOIN nodes AS na ON na.position = o.lca
@@ -243,7 +251,7 @@ LEFT JOIN nodes AS na ON na.position = o.lca
 -- name: lca_open_ends
 SELECT DISTINCT b.batch, e.node, e.lca
 FROM lca_path_ends AS e
-JOIN lca_open_batches AS b ON b.system = e.system AND b.instance_id = e.instance_id
+JOIN lca_open_batches AS b ON b.inst = e.inst
 
 -- name: lca_open_nodes
 -- The nodes of the shortest paths of lca_open_ends, and the path {x} of a shared label x (its own LCA),
@@ -256,7 +264,7 @@ FROM (
     UNION
     SELECT b.batch, l.label AS node, l.label AS lca, 0 AS step, l.label AS v
     FROM lca_labels AS l
-    JOIN lca_open_batches AS b ON b.system = l.system AND b.instance_id = l.instance_id
+    JOIN lca_open_batches AS b ON b.inst = l.inst
     WHERE l.shared
 ) AS o
 JOIN nodes AS nn ON nn.position = o.node
