@@ -15,9 +15,10 @@
 --    no choice to make and their minimal graphs are the extended ones.
 -- 4. With Gt, Gp the node sets of the two graphs (the root left out unless $include_root):
 --      PLCA = |Gt ∩ Gp| / |Gp|     RLCA = |Gt ∩ Gp| / |Gt|     FLCA = 2 PLCA RLCA / (PLCA + RLCA)
--- Nodes are their positions (nodes.position, integers) from lca_labels to lca_extended_nodes: the joins on
--- integers cost about a third less than on names; -1 is the virtual ancestor beyond the threshold. Names come
--- back where Python or a caller reads nodes (lca_open_options, lca_open_nodes, lca_extended_names).
+-- From lca_labels to lca_extended_nodes a node is its position (nodes.position) and an instance its number
+-- (lca_instances): the joins on integers cost far less than on names; -1 is the virtual ancestor beyond the
+-- threshold. Names come back where Python or a caller reads them (lca_graph_counts, lca_open_options,
+-- lca_open_nodes, lca_extended_names).
 -- Reads: truth, predictions, systems, instances, closure, nodes, edges.
 
 -- name: lca_closure
