@@ -97,13 +97,13 @@ class Store:
                 {name: _joined(values, taxonomy.source) for name, values in columns.items()},
             )
             self.con.execute(
-                "INSERT INTO nodes SELECT n.label, n.depth, n.label = $root, e.parent IS NULL,"
-                " $virtual AND n.label = $root, n.position"
+                "INSERT INTO nodes SELECT label, depth, label = $root, is_leaf, $virtual AND label = $root, position"
                 " FROM (SELECT unnest(string_split($n, chr(31))) AS label,"
                 "  CAST(unnest(string_split($d, chr(31))) AS INTEGER) AS depth,"
-                "  generate_subscripts(string_split($n, chr(31)), 1) - 1 AS position) AS n"
-                " LEFT JOIN (SELECT DISTINCT parent FROM edges) AS e ON e.parent = n.label ORDER BY n.position",
-                {"n": _joined(nodes, taxonomy.source), "d": _joined([str(depths[n]) for n in nodes], taxonomy.source),
+                "  unnest(string_split($leaf, chr(31))) = '1' AS is_leaf,"
+                "  generate_subscripts(string_split($n, chr(31)), 1) - 1 AS position)",
+                {"n": _joined(nodes, taxonomy.source), "d": "\x1f".join([str(depths[n]) for n in nodes]),
+                 "leaf": "\x1f".join(["0" if taxonomy.children(n) else "1" for n in nodes]),
                  "root": taxonomy.root, "virtual": taxonomy.virtual_root},
             )
             self.con.execute(f"INSERT INTO closure {sqlfiles.queries('closure')[_closure_query(taxonomy, depths)]}",
