@@ -106,8 +106,8 @@ class Store:
                  "leaf": "\x1f".join(["0" if taxonomy.children(n) else "1" for n in nodes]),
                  "root": taxonomy.root, "virtual": taxonomy.virtual_root},
             )
-            self.con.execute(f"INSERT INTO closure {sqlfiles.queries('closure')[_closure_query(taxonomy, depths)]}",
-                             {"max_depth": max_depth})
+            closure = sqlfiles.queries("closure", "duckdb")[_closure_query(taxonomy, depths)]
+            self.con.execute(f"INSERT INTO closure {closure}", {"max_depth": max_depth})
         self.taxonomy = taxonomy
 
     def _require_taxonomy(self) -> Taxonomy:

@@ -134,7 +134,7 @@ def test_both_closure_walks_give_networkx_closure():
     store.load_taxonomy(shallow)
     expected = networkx_closure(shallow.graph)
     for name in ("closure", "closure_paths"):
-        rows = store.con.execute(sqlfiles.queries("closure")[name], {"max_depth": None}).fetchall()
+        rows = store.con.execute(sqlfiles.queries("closure", "duckdb")[name], {"max_depth": None}).fetchall()
         assert {(a, d): dist for a, d, dist in rows} == expected
 
 
