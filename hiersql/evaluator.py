@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,14 +102,20 @@ class Evaluator:
         self.store.close()
 
 
-def compute(store: Store, metrics: list[str] | tuple[str, ...], options: Options) -> list[Row]:
+def compute(
+    store: Store, metrics: list[str] | tuple[str, ...], options: Options,
+    on_family: Callable[[str], None] | None = None,
+) -> list[Row]:
     """Rows of every requested measure for every system of ``store``. Families that do not apply to the
-    input (``family.applies(store, options)`` is false) are an error when named, skipped under ``all``."""
+    input (``family.applies(store, options)`` is false) are an error when named, skipped under ``all``.
+    ``on_family(name)`` is called before each family is evaluated (progress bars)."""
     from .errors import InputError
 
     out: list[Row] = []
     explicit = "all" not in metrics
     for fam, names in _metrics.resolve(list(metrics)).items():
+        if on_family is not None:
+            on_family(fam)
         module = _metrics.family(fam)
         applies = getattr(module, "applies", None)
         if applies is not None and not applies(store, options):

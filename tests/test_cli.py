@@ -19,6 +19,28 @@ def demo_args(fixtures_dir, *extra):
             "--pred", str(folder / "[cfs]*.tsv"), *extra]
 
 
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_evaluate_shows_its_steps_on_a_terminal_only(fixtures_dir, monkeypatch, capsys):
+    args = demo_args(fixtures_dir, "--metrics", "hp,hamming_loss", "--format", "csv")
+    assert main(args) == 0
+    assert capsys.readouterr().err == ""  # not a terminal: no bar
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    assert main(args) == 0
+    shown = terminal.getvalue()
+    # 3 loading steps + 2 families; the postfix names the running step
+    assert "evaluate:   0%" in shown and "/5" in shown
+    for step in ("taxonomy and closure", "truth", "predictions (3 files)", "set_based", "flat"):
+        assert step in shown, step
+    assert capsys.readouterr().out.startswith("system,metric,average,value")  # stdout untouched
+
+
 def test_csv_output_full_precision(fixtures_dir, capsys):
     assert main(demo_args(fixtures_dir, "--format", "csv", "--metrics", "hr", "--average", "micro")) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

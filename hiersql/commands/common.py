@@ -56,16 +56,52 @@ def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
     return out
 
 
-def load_store(args: argparse.Namespace) -> Store:
+def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``); the
-    prediction files are read together (:meth:`~hiersql.store.Store.add_predictions_many`)."""
+    prediction files are read together (:meth:`~hiersql.store.Store.add_predictions_many`). ``steps`` shows
+    the progress (three steps)."""
     from ..store import Store
     from ..taxonomy import Taxonomy
 
+    steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
+    steps.start("taxonomy and closure")
     taxonomy = Taxonomy.from_file(args.taxonomy)
     store = Store(args.db, memory_limit=args.memory_limit)
+    store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
     store.load_taxonomy(taxonomy)
+    steps.start("truth")
     store.add_truth(args.truth, args.labels_format, unknown=args.unknown)
+    steps.start(f"predictions ({len(preds)} file{'s' if len(preds) != 1 else ''})")
     store.add_predictions_many(preds, args.labels_format, unknown=args.unknown)
     return store
+
+
+class Steps:
+    """Progress over the steps of a long command: a tqdm bar on stderr, shown only when stderr is a
+    terminal (pipes, files and tests see nothing). ``start(name)`` ends the step before and names the next;
+    ``close()`` ends the last."""
+
+    def __init__(self, total: int, desc: str) -> None:
+        import sys
+
+        self.bar = None
+        self.running = False
+        if total and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="step", file=sys.stderr, leave=False, mininterval=0)
+
+    def start(self, name: str) -> None:
+        if self.bar is None:
+            return
+        self.bar.set_postfix_str(name, refresh=not self.running)
+        if self.running:
+            self.bar.update(1)  # redraws with the new name
+        self.running = True
+
+    def close(self) -> None:
+        if self.bar is not None:
+            if self.running:
+                self.bar.update(1)
+            self.bar.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_input_arguments, load_store
+from .common import Steps, add_input_arguments, load_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,8 +78,12 @@ def run(args: argparse.Namespace) -> int:
     from ..metrics import resolve
 
     groups = resolve(metrics)  # unknown names fail before any file is read
-    store = load_store(args)
-    rows = compute(store, metrics, opts)
+    steps = Steps(3 + len(groups), "evaluate")
+    try:
+        store = load_store(args, steps)
+        rows = compute(store, metrics, opts, on_family=steps.start)
+    finally:
+        steps.close()
     if args.per_instance:
         write_per_instance(store, groups, opts, args.per_instance)
     if args.db:
