@@ -67,7 +67,7 @@ def hemkit_taxonomy(path: str | Path) -> Taxonomy:
     path = Path(path)
     if not path.is_file():
         raise InputError("hierarchy file not found", path)
-    edges = list(_read_text_edges(path, "pairs"))
+    edges = _read_text_edges(path, "pairs")
     if not edges:
         raise InputError("hierarchy file has no edges", path)
     has_parent = {e.child for e in edges}

@@ -127,7 +127,7 @@ class Taxonomy:
             return cls.from_edges(_read_csv_edges(path), str(path))
         if format not in ("tsv", "pairs"):
             raise InputError("unknown taxonomy format (tsv, pairs, csv, parquet)", path, value=format)
-        return cls(list(_read_text_edges(path, format)), str(path))
+        return cls(_read_text_edges(path, format), str(path))
 
     @classmethod
     def from_dataframe(
@@ -264,17 +264,35 @@ def _guess_format(path: Path) -> str:
     raise InputError("taxonomy file is empty", path)
 
 
-def _read_text_edges(path: Path, format: str) -> Iterator[Edge]:
+def _read_text_edges(path: Path, format: str) -> list[Edge]:
+    """The edges of a ``tsv`` or ``pairs`` file, each with its line number. The common case (every line two
+    plain names) is split in bulk; any other file goes through :func:`_checked_text_edges`, which names
+    the line at fault."""
     try:
-        fh = path.open(encoding="utf-8")
-        lines = list(fh)
-        fh.close()
+        with path.open(encoding="utf-8") as fh:  # universal newlines: \r\n and \r end lines too
+            lines = fh.read().split("\n")
     except UnicodeDecodeError as exc:
         raise InputError(f"taxonomy file is not UTF-8 text ({exc.reason})", path) from None
+    if lines and lines[-1] == "":
+        lines.pop()
     if not any(line.strip() for line in lines):
         raise InputError("taxonomy file is empty", path)
-    for i, raw in enumerate(lines, start=1):
-        line = raw.rstrip("\r\n")
+    if format == "tsv":
+        fields = [line.split("\t") for line in lines]
+        plain = all(len(f) == 2 and f[0] and f[1] and f[0] == f[0].strip() and f[1] == f[1].strip()
+                    for f in fields)
+    else:
+        fields = [line.split() for line in lines]
+        plain = all(len(f) == 2 for f in fields)
+    if plain:
+        return [Edge(f[0], f[1], None, i) for i, f in enumerate(fields, start=1)]
+    return list(_checked_text_edges(path, format, lines))
+
+
+def _checked_text_edges(path: Path, format: str, lines: list[str]) -> Iterator[Edge]:
+    """Line by line: blank lines skipped, TSV fields stripped and trailing tabs dropped, an optional weight;
+    a wrong field count or an empty name is an :class:`InputError` naming the line."""
+    for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         fields = line.split("\t") if format == "tsv" else line.split()

@@ -34,6 +34,22 @@ def test_tsv_names_with_spaces(tmp_path):
     assert tax.children("Romane & Erzählungen") == ["Junge Literatur"]
 
 
+def test_plain_and_messy_text_files_give_the_same_edges(tmp_path):
+    # Plain files are split in bulk; blank lines, CR LF ends, padded names and trailing tabs take the
+    # line-by-line reader. Both give the same edges with their own line numbers.
+    plain, messy, pairs = tmp_path / "plain.tsv", tmp_path / "messy.tsv", tmp_path / "pairs.txt"
+    plain.write_text("r\ta\nr\tb b\na\tc\n")
+    messy.write_bytes(b"r\ta\r\n\r\n r \tb b\t\t\r\na\tc")
+    pairs.write_text("r a\r\nr b\na c\n")
+    read = {path: Taxonomy.from_file(path, "tsv" if path.suffix == ".tsv" else None) for path in (plain, messy)}
+    assert [e[:3] for e in read[plain].edges] == [e[:3] for e in read[messy].edges] == [
+        ("r", "a", None), ("r", "b b", None), ("a", "c", None)]
+    assert [e.line for e in read[plain].edges] == [1, 2, 3]
+    assert [e.line for e in read[messy].edges] == [1, 3, 4]
+    assert [(e.parent, e.child, e.line) for e in Taxonomy.from_file(pairs).edges] == [
+        ("r", "a", 1), ("r", "b", 2), ("a", "c", 3)]
+
+
 def test_whitespace_pairs_detected_and_duplicates_collapse(tmp_path):
     path = tmp_path / "h.txt"
     path.write_text("10 20\n10 20 \n20 1\n\n")
