@@ -30,6 +30,12 @@ JOIN nodes AS a ON a.label = c.ancestor
 JOIN nodes AS d ON d.label = c.descendant
 WHERE $max_distance IS NULL OR $drop_distance IS NULL OR c.distance <= greatest($max_distance, $drop_distance)
 
+-- name: lca_closure (duckdb)
+-- The DuckDB store keeps the closure on node positions (node_closure): no join needed.
+SELECT ancestor, descendant, distance
+FROM node_closure
+WHERE $max_distance IS NULL OR $drop_distance IS NULL OR distance <= greatest($max_distance, $drop_distance)
+
 -- name: lca_instances
 -- Every (system, instance) numbered: the joins below carry the number instead of the two names.
 SELECT row_number() OVER (ORDER BY s.system, i.instance_id) AS inst, s.system, i.instance_id

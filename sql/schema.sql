@@ -25,6 +25,14 @@ CREATE TABLE IF NOT EXISTS closure (
     distance INTEGER NOT NULL     -- length of the shortest directed path ancestor -> descendant; 0 = itself
 );
 
+-- The same closure on node positions (nodes.position), for the integer joins of the DuckDB variants of the
+-- set-based and LCA queries (sql/closure.sql). Other engines only receive `closure`.
+CREATE TABLE IF NOT EXISTS node_closure (
+    ancestor INTEGER NOT NULL,
+    descendant INTEGER NOT NULL,
+    distance INTEGER NOT NULL
+);
+
 -- The evaluated instances: every instance of the truth source, also those with an empty true set.
 CREATE TABLE IF NOT EXISTS instances (
     instance_id VARCHAR NOT NULL

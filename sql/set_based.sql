@@ -5,7 +5,7 @@
 --   hF_β = (1 + β²) |Ŷaug ∩ Yaug| / (β² |Yaug| + |Ŷaug|)        SDL = |Ŷaug Δ Yaug|
 -- $augment = 'cesa_bianchi' augments with ancestors, then drops from each set the nodes that are not in the
 -- other set and none of whose parents is (Kosmopoulos eq. 4-5; the root counts as shared).
--- Reads: truth, predictions, systems, instances, closure, nodes, edges.
+-- Reads: truth, predictions, systems, instances, closure, nodes, edges (and node_closure: the DuckDB variant).
 
 -- name: labelled_sets
 -- Every set to compare, one row per label: side 0 = the truth of an instance (once per system), side 1 = a
@@ -76,30 +76,30 @@ SELECT system, instance_id, n_true, n_pred, n_both FROM set_pair_counts
 
 -- name: set_counts (duckdb)
 -- With $list_counts, the same counts without one row per augmented label: each node's augmented set is read
--- once from the closure as a list of node positions, an instance's lists are concatenated, and list_unique
--- counts the distinct nodes: |Ŷaug ∩ Yaug| = |Yaug| + |Ŷaug| - |Yaug ∪ Ŷaug|. Its cost grows linearly with
--- the augmented labels, that of the pair rows faster once their hash tables outgrow the caches: on the
--- 325,000-node benchmark DAG (43 M augmented labels a side) the lists take 1/4 of the memory and 2/5 of the
--- time, on MeSH with 20,000 instances (0.5 M) 1.3 times the time of the pairs. hiersql.metrics.set_based
--- sets $list_counts from the expected number of augmented labels. The Cesa-Bianchi tolerance looks at
--- single labels and always takes the pairs.
+-- once from node_closure (the closure on node positions) as a list, an instance's lists are concatenated,
+-- and list_unique counts the distinct nodes: |Ŷaug ∩ Yaug| = |Yaug| + |Ŷaug| - |Yaug ∪ Ŷaug|. Its cost grows
+-- linearly with the augmented labels, that of the pair rows faster once their hash tables outgrow the
+-- caches: on the 325,000-node benchmark DAG (43 M augmented labels a side) the lists take 1/4 of the memory
+-- and 2/5 of the time, on MeSH with 20,000 instances (0.5 M) 1.3 times the time of the pairs.
+-- hiersql.metrics.set_based sets $list_counts from the expected number of augmented labels. The
+-- Cesa-Bianchi tolerance looks at single labels and always takes the pairs.
 WITH augmented_lists AS (
-    SELECT n.position AS node, list(a.position) AS labels
-    FROM closure AS c
-    JOIN nodes AS n ON n.label = CASE WHEN $augment = 'descendants' THEN c.ancestor ELSE c.descendant END
-    JOIN nodes AS a ON a.label = CASE WHEN $augment = 'descendants' THEN c.descendant ELSE c.ancestor END
+    SELECT
+        CASE WHEN $augment = 'descendants' THEN c.ancestor ELSE c.descendant END AS node,
+        list(CASE WHEN $augment = 'descendants' THEN c.descendant ELSE c.ancestor END) AS labels
+    FROM node_closure AS c
     WHERE $list_counts AND $augment <> 'cesa_bianchi'
-      AND ($include_root OR NOT a.is_root)
+      AND ($include_root OR CASE WHEN $augment = 'descendants' THEN c.descendant ELSE c.ancestor END
+                             <> (SELECT position FROM nodes WHERE is_root))
       AND ($max_distance IS NULL OR c.distance <= $max_distance)
-    GROUP BY n.position
+    GROUP BY 1
 ),
 truth_lists AS (
-    SELECT s.system, t.instance_id, flatten(list(l.labels)) AS labels
+    SELECT t.instance_id, flatten(list(l.labels)) AS labels
     FROM truth AS t
     JOIN nodes AS n ON n.label = t.label
     JOIN augmented_lists AS l ON l.node = n.position
-    CROSS JOIN systems AS s
-    GROUP BY s.system, t.instance_id
+    GROUP BY t.instance_id
 ),
 prediction_lists AS (
     SELECT p.system, p.instance_id, flatten(list(l.labels)) AS labels
@@ -109,14 +109,14 @@ prediction_lists AS (
     GROUP BY p.system, p.instance_id
 )
 SELECT
-    coalesce(p.system, t.system) AS system,
+    coalesce(p.system, s.system) AS system,
     coalesce(p.instance_id, t.instance_id) AS instance_id,
     CAST(coalesce(list_unique(t.labels), 0) AS BIGINT) AS n_true,
     CAST(coalesce(list_unique(p.labels), 0) AS BIGINT) AS n_pred,
     CAST(coalesce(list_unique(t.labels) + list_unique(p.labels) - list_unique(list_concat(t.labels, p.labels)), 0)
          AS BIGINT) AS n_both
 FROM prediction_lists AS p
-FULL JOIN truth_lists AS t ON t.system = p.system AND t.instance_id = p.instance_id
+FULL JOIN (truth_lists AS t CROSS JOIN systems AS s) ON s.system = p.system AND t.instance_id = p.instance_id
 UNION ALL
 SELECT system, instance_id, n_true, n_pred, n_both FROM set_pair_counts
 WHERE NOT $list_counts OR $augment = 'cesa_bianchi'

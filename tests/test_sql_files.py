@@ -76,9 +76,9 @@ def test_render_composes_every_dependency_in_order():
 
 
 def test_a_name_in_a_comment_is_not_a_dependency():
-    # closure_paths' comment speaks of "closure rows"; it reads only nodes and edges.
-    assert "closure" in sqlfiles.queries("closure", "duckdb")["closure_paths"]
-    assert sqlfiles.dependencies("closure", "closure_paths", "duckdb") == []
+    # node_closure_walk's comment speaks of "closure rows"; it reads only nodes and edges.
+    assert "closure rows" in sqlfiles.queries("closure", "duckdb")["node_closure_walk"]
+    assert sqlfiles.dependencies("closure", "node_closure_walk", "duckdb") == []
     assert sqlfiles.dependencies("set_based", "set_pairs") == ["labelled_sets", "augmented", "cesa_supported"]
 
 
@@ -86,13 +86,13 @@ def test_duckdb_variants_replace_portable_queries_only_when_asked():
     portable, duck = sqlfiles.queries("set_based"), sqlfiles.queries("set_based", "duckdb")
     assert sqlfiles.variants("set_based") == {"duckdb"}
     assert list(portable) == list(duck)  # same names, same order
-    assert "closure_paths" in sqlfiles.queries("closure", "duckdb")
-    assert "closure_paths" not in sqlfiles.queries("closure")  # a DuckDB-only query
+    assert "node_closure_walk" in sqlfiles.queries("closure", "duckdb")
+    assert "node_closure_walk" not in sqlfiles.queries("closure")  # a DuckDB-only query
     assert "list_unique" not in portable["set_counts"] and "list_unique" in duck["set_counts"]
     assert "list_unique" not in sqlfiles.render("set_based", "set_based_summary", dialect="duckdb")
     for file in FILES:
         for name, text in sqlfiles.queries(file, "duckdb").items():
-            if text != sqlfiles.queries(file).get(name):  # a variant, or a DuckDB-only query (closure_paths)
+            if text != sqlfiles.queries(file).get(name):  # a variant, or a DuckDB-only query (node_closure_walk)
                 assert sqlglot.parse_one(text + "\n", read="duckdb") is not None, name
     deps = sqlfiles.dependencies("set_based", "set_counts", "duckdb")
     assert deps == ["labelled_sets", "augmented", "cesa_supported", "set_pairs", "set_pair_counts"]

@@ -178,3 +178,48 @@ def test_crlf_line_ends(tmp_path: Path) -> None:
     rows = store.con.execute("SELECT system, instance_id, label, rank, score FROM predictions ORDER BY ALL").fetchall()
     assert rows == [("g", "1", "a", 1, None), ("g", "1", "b", 2, None), ("g", "3", "b1", 1, None),
                     ("long", "1", "a1", 1, None), ("long", "2", "b", 1, 0.5)]
+
+
+def every_table(store: Store) -> dict[str, list]:
+    names = ("edges", "nodes", "closure", "node_closure", "instances", "truth", "predictions", "systems")
+    return {t: store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in names}
+
+
+def test_load_equals_the_calls_one_by_one(data_dir: Path) -> None:
+    """Store.load (taxonomy file validated on a second thread while the labels are read) fills every table
+    as load_taxonomy + add_truth + add_predictions_many do."""
+    folder = data_dir / "germeval2019"
+    files = {f.stem: f for f in sorted((folder / "submissions").glob("*.txt"))[:5]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        one_by_one = Store()
+        one_by_one.load_taxonomy(Taxonomy.from_file(folder / "hierarchy.txt"))
+        one_by_one.add_truth(folder / "blurbs_test_label.txt", "germeval-a")
+        one_by_one.add_predictions_many(files, "germeval-a", no_truth="ignore")
+        at_once = Store()
+        at_once.load(folder / "hierarchy.txt", folder / "blurbs_test_label.txt", files, "germeval-a",
+                     no_truth="ignore")
+    expected = every_table(one_by_one)
+    assert len(expected["systems"]) == 5 and len(expected["predictions"]) > 10_000
+    assert every_table(at_once) == expected
+    only_truth = Store()
+    only_truth.load(TAX, {"instance_id": ["1", "2", "3"], "label": ["a1", "b", "b1"]}, {})
+    assert only_truth.systems() == [] and only_truth.con.execute("SELECT count(*) FROM truth").fetchone()[0] == 3
+
+
+def test_load_reports_a_bad_taxonomy_before_bad_labels(tmp_path: Path) -> None:
+    cyclic = write(tmp_path, "tax.tsv", "r\ta\na\tb\nb\ta\n")
+    truth = write(tmp_path, "truth.tsv", "1\tnot-a-node\n")
+    pred = write(tmp_path, "pred.tsv", "1\ta\n2\n")  # a row without a label: a reader error
+    with pytest.raises(InputError, match="cycle") as err:
+        Store().load(cyclic, truth, {"s": pred})
+    assert str(cyclic) in str(err.value)
+    good = write(tmp_path, "good.tsv", "r\ta\na\tb\n")
+    with pytest.raises(InputError) as err:
+        Store().load(good, truth, {"s": write(tmp_path, "p.tsv", "1\ta\n")})
+    assert "not in the taxonomy" in str(err.value) and "truth.tsv:1" in str(err.value)
+    store = Store()
+    with pytest.raises(InputError) as err:
+        store.load(good, write(tmp_path, "t.tsv", "1\ta\n"), {"s": pred})
+    assert "pred.tsv:2" in str(err.value)
+    assert store.con.execute("SELECT count(*) FROM truth").fetchone()[0] == 0  # a reader error loads nothing

@@ -7,14 +7,17 @@ import pandas as pd
 import pytest
 
 from hiersql import InputError, Store, Taxonomy, sqlfiles
-from hiersql.store import _closure_query
+from hiersql.store import _walks_every_path
 from hiersql.taxonomy import VIRTUAL_ROOT
 
 
 def closure_of(tax: Taxonomy) -> dict[tuple[str, str], int]:
+    """The store's ``closure``, after checking that ``node_closure`` holds the same rows on positions."""
     store = Store()
     store.load_taxonomy(tax)
-    return {(a, d): dist for a, d, dist in store.con.execute("SELECT * FROM closure").fetchall()}
+    closure = {(a, d): dist for a, d, dist in store.con.execute("SELECT * FROM closure").fetchall()}
+    assert node_closure_of(store) == closure
+    return closure
 
 
 def networkx_closure(graph: nx.DiGraph) -> dict[tuple[str, str], int]:
@@ -138,20 +141,31 @@ def ladder(rungs: int) -> Taxonomy:
     return Taxonomy.from_edges(edges)
 
 
+def node_closure_of(store: Store) -> dict[tuple[str, str], int]:
+    """``node_closure`` read back on names."""
+    rows = store.con.execute(
+        "SELECT a.label, d.label, c.distance FROM node_closure c JOIN nodes a ON a.position = c.ancestor"
+        " JOIN nodes d ON d.position = c.descendant"
+    ).fetchall()
+    assert len(rows) == store.con.execute("SELECT count(*) FROM node_closure").fetchone()[0]
+    return {(a, d): dist for a, d, dist in rows}
+
+
 def test_both_closure_walks_give_networkx_closure():
     # 24 rungs: 2**24 paths from the bottom alone, so the store must take the deduplicating walk.
     deep = ladder(24)
     assert deep.path_count > 2**24
-    assert _closure_query(deep, deep.depths()) == "closure"
+    assert not _walks_every_path(deep, deep.depths())
     assert closure_of(deep) == networkx_closure(deep.graph)
     shallow = ladder(3)
-    assert _closure_query(shallow, shallow.depths()) == "closure_paths"
+    assert _walks_every_path(shallow, shallow.depths())
+    expected = networkx_closure(shallow.graph)
+    assert closure_of(shallow) == expected
+    # the safe walk run on its own gives the same rows
     store = Store()
     store.load_taxonomy(shallow)
-    expected = networkx_closure(shallow.graph)
-    for name in ("closure", "closure_paths"):
-        rows = store.con.execute(sqlfiles.queries("closure", "duckdb")[name], {"max_depth": None}).fetchall()
-        assert {(a, d): dist for a, d, dist in rows} == expected
+    rows = store.con.execute(sqlfiles.queries("closure")["closure"], {"max_depth": None}).fetchall()
+    assert {(a, d): dist for a, d, dist in rows} == expected
 
 
 def test_closure_equals_networkx_on_germeval(data_dir):

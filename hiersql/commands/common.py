@@ -57,23 +57,17 @@ def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
 
 
 def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
-    """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``); the
-    prediction files are read together (:meth:`~hiersql.store.Store.add_predictions_many`). ``steps`` shows
-    the progress (three steps)."""
+    """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``) with
+    :meth:`~hiersql.store.Store.load` (the taxonomy is validated while the label files are read; the
+    prediction files are read together). ``steps`` shows the progress (one step)."""
     from ..store import Store
-    from ..taxonomy import Taxonomy
 
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
-    steps.start("taxonomy and closure")
-    taxonomy = Taxonomy.from_file(args.taxonomy)
+    steps.start(f"taxonomy, truth and {len(preds)} prediction file{'s' if len(preds) != 1 else ''}")
     store = Store(args.db, memory_limit=args.memory_limit)
     store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
-    store.load_taxonomy(taxonomy)
-    steps.start("truth")
-    store.add_truth(args.truth, args.labels_format, unknown=args.unknown)
-    steps.start(f"predictions ({len(preds)} file{'s' if len(preds) != 1 else ''})")
-    store.add_predictions_many(preds, args.labels_format, unknown=args.unknown)
+    store.load(args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown)
     return store
 
 

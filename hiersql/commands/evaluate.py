@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from ..metrics import resolve
 
     groups = resolve(metrics)  # unknown names fail before any file is read
-    steps = Steps(3 + len(groups), "evaluate")
+    steps = Steps(1 + len(groups), "evaluate")
     try:
         store = load_store(args, steps)
         rows = compute(store, metrics, opts, on_family=steps.start)
