@@ -132,6 +132,9 @@ store.add_truth(folder + "/truth.tsv"); lap("Store.add_truth")
 store.add_predictions("sys", folder + "/pred.tsv"); lap("Store.add_predictions")
 set_based.evaluate(store, ["hierarchical_precision", "hierarchical_recall", "hierarchical_f1"], Options())
 lap("set_based.evaluate (hp, hr, hf micro+macro)")
+del store
+Store().load(tax, folder + "/truth.tsv", {"sys": folder + "/pred.tsv"})
+lap("again: Store.load (the 4 loading steps above, the taxonomy read on a thread, as the CLI does)")
 """
 
 

@@ -102,8 +102,8 @@ class Store:
                 "  CAST(unnest(string_split($d, chr(31))) AS INTEGER) AS depth,"
                 "  unnest(string_split($leaf, chr(31))) = '1' AS is_leaf,"
                 "  generate_subscripts(string_split($n, chr(31)), 1) - 1 AS position)",
-                {"n": _joined(nodes, taxonomy.source), "d": "\x1f".join([str(depths[n]) for n in nodes]),
-                 "leaf": "\x1f".join(["0" if taxonomy.children(n) else "1" for n in nodes]),
+                {"n": _joined(nodes, taxonomy.source), "d": "\x1f".join(map(str, map(depths.__getitem__, nodes))),
+                 "leaf": "\x1f".join(["1" if leaf else "0" for leaf in map(taxonomy.is_leaf, nodes)]),
                  "root": taxonomy.root, "virtual": taxonomy.virtual_root},
             )
             queries = sqlfiles.queries("closure", "duckdb")

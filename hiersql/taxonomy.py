@@ -16,6 +16,7 @@ import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import count, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -70,12 +71,16 @@ class Taxonomy:
         self.edges = _dedupe(self.edges, self.source)
         if not self.edges:
             raise InputError("taxonomy has no edges", self.source)
-        self.nodes = list(dict.fromkeys(n for e in self.edges for n in (e.parent, e.child)))
+        parents, children = [e.parent for e in self.edges], [e.child for e in self.edges]
+        names: list[str] = [""] * (2 * len(parents))
+        names[::2], names[1::2] = parents, children  # in edge order: parent, child, parent, ...
+        self.nodes = list(dict.fromkeys(names))
         self._children: dict[str, list[str]] = {n: [] for n in self.nodes}
         self._parents: dict[str, list[str]] = {n: [] for n in self.nodes}
-        for e in self.edges:
-            self._children[e.parent].append(e.child)
-            self._parents[e.child].append(e.parent)
+        below, above = self._children, self._parents
+        for parent, child in zip(parents, children, strict=True):
+            below[parent].append(child)
+            above[child].append(parent)
         tops = [n for n in self.nodes if not self._parents[n]]
         self.virtual_root = len(tops) != 1
         self.path_count, self._depth = _check_acyclic(self, tops, 1 if self.virtual_root else 0)
@@ -185,6 +190,9 @@ class Taxonomy:
     def parents(self, node: str) -> list[str]:
         return list(self._parents[node])
 
+    def is_leaf(self, node: str) -> bool:
+        return not self._children[node]
+
     def __contains__(self, node: object) -> bool:
         return node in self._children
 
@@ -284,8 +292,9 @@ def _read_text_edges(path: Path, format: str) -> list[Edge]:
     else:
         fields = [line.split() for line in lines]
         plain = all(len(f) == 2 for f in fields)
-    if plain:
-        return [Edge(f[0], f[1], None, i) for i, f in enumerate(fields, start=1)]
+    if plain:  # Edge's own __new__ is Python; tuple.__new__ mapped over zip builds the same tuples in C
+        return list(map(tuple.__new__, repeat(Edge),
+                        zip([f[0] for f in fields], [f[1] for f in fields], repeat(None), count(1))))
     return list(_checked_text_edges(path, format, lines))
 
 

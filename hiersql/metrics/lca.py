@@ -87,7 +87,7 @@ def beyond_name(store: Store) -> str:
 def _materialise(store: Store, name: str, params: dict[str, object]) -> None:
     """Run query ``name`` of ``sql/lca.sql`` as it is (reading whatever tables carry the names it reads)
     into a temp table of that name."""
-    sql = sqlfiles.queries("lca")[name]
+    sql = sqlfiles.queries("lca", "duckdb")[name]
     store.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", sqlfiles.bind(sql, params))
 
 
