@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from hiersql import DataWarning, InputError, Store, Taxonomy
+from hiersql.store import LOAD_STEPS
 
 TAX = Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
 TRUTH = "1\ta1\n2\tb\n3\tb1\n"
@@ -196,12 +197,13 @@ def test_load_equals_the_calls_one_by_one(data_dir: Path) -> None:
         one_by_one.load_taxonomy(Taxonomy.from_file(folder / "hierarchy.txt"))
         one_by_one.add_truth(folder / "blurbs_test_label.txt", "germeval-a")
         one_by_one.add_predictions_many(files, "germeval-a", no_truth="ignore")
-        at_once = Store()
+        at_once, steps = Store(), []
         at_once.load(folder / "hierarchy.txt", folder / "blurbs_test_label.txt", files, "germeval-a",
-                     no_truth="ignore")
+                     no_truth="ignore", on_step=steps.append)
     expected = every_table(one_by_one)
     assert len(expected["systems"]) == 5 and len(expected["predictions"]) > 10_000
     assert every_table(at_once) == expected
+    assert steps == list(LOAD_STEPS)
     only_truth = Store()
     only_truth.load(TAX, {"instance_id": ["1", "2", "3"], "label": ["a1", "b", "b1"]}, {})
     assert only_truth.systems() == [] and only_truth.con.execute("SELECT count(*) FROM truth").fetchone()[0] == 3

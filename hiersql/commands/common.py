@@ -59,15 +59,15 @@ def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
 def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``) with
     :meth:`~hiersql.store.Store.load` (the taxonomy is validated while the label files are read; the
-    prediction files are read together). ``steps`` shows the progress (one step)."""
+    prediction files are read together). ``steps`` shows the progress (the four steps of
+    :data:`~hiersql.store.LOAD_STEPS`)."""
     from ..store import Store
 
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
-    steps.start(f"taxonomy, truth and {len(preds)} prediction file{'s' if len(preds) != 1 else ''}")
     store = Store(args.db, memory_limit=args.memory_limit)
     store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
-    store.load(args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown)
+    store.load(args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start)
     return store
 
 

@@ -76,9 +76,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(str(exc), "--average", value=args.average) from None
     metrics = [m for m in args.metrics.split(",") if m.strip()]
     from ..metrics import resolve
+    from ..store import LOAD_STEPS
 
     groups = resolve(metrics)  # unknown names fail before any file is read
-    steps = Steps(1 + len(groups), "evaluate")
+    steps = Steps(len(LOAD_STEPS) + len(groups), "evaluate")
     try:
         store = load_store(args, steps)
         rows = compute(store, metrics, opts, on_family=steps.start)
