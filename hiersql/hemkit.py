@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import DataWarning, InputError
-from .taxonomy import Edge, Taxonomy, _read_text_edges
+from .taxonomy import Edge, Taxonomy, read_text_edges
 
 if TYPE_CHECKING:
     from .store import Store
@@ -67,7 +67,7 @@ def hemkit_taxonomy(path: str | Path) -> Taxonomy:
     path = Path(path)
     if not path.is_file():
         raise InputError("hierarchy file not found", path)
-    edges = _read_text_edges(path, "pairs")
+    edges = read_text_edges(path, "pairs")
     if not edges:
         raise InputError("hierarchy file has no edges", path)
     has_parent = {e.child for e in edges}

@@ -116,7 +116,8 @@ def done_datasets(db: Path) -> set[str]:
 def run_job(job: Job, force: bool = False, on_dataset: Callable[[str, str], None] | None = None) -> dict[str, str]:
     """Evaluate every dataset of ``job`` not yet stored (all with ``force``); returns ``{dataset: status}``."""
     from .commands.common import parse_preds
-    from .evaluator import Evaluator
+    from .evaluator import compute, make_options
+    from .store import Store
 
     done = set() if force else done_datasets(job.db)
     status: dict[str, str] = {}
@@ -124,16 +125,15 @@ def run_job(job: Job, force: bool = False, on_dataset: Callable[[str, str], None
         if ds.name in done:
             status[ds.name] = "skipped (already stored)"
         else:
-            ev = Evaluator(ds.taxonomy, db=job.db)
-            try:
-                ev.add_truth(ds.truth, ds.format)
-                ev.add_predictions_many(parse_preds(ds.predictions), ds.format)
-                rows = ev.rows(ds.metrics, **ds.options)
-                save_rows(ev.store, rows, ds.name, replace=True)
+            store = Store(job.db)
+            try:  # Store.load reads the taxonomy file while DuckDB reads the label files
+                store.load(ds.taxonomy, ds.truth, parse_preds(ds.predictions), ds.format)
+                rows = compute(store, ds.metrics, make_options(**ds.options))
+                save_rows(store, rows, ds.name, replace=True)
                 for table in ("predictions", "systems", "truth", "instances"):
-                    ev.con.execute(f"DELETE FROM {table}")
+                    store.con.execute(f"DELETE FROM {table}")
             finally:
-                ev.close()
+                store.close()
             status[ds.name] = f"done ({len(rows)} values)"
         if on_dataset:
             on_dataset(ds.name, status[ds.name])

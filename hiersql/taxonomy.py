@@ -132,7 +132,7 @@ class Taxonomy:
             return cls.from_edges(_read_csv_edges(path), str(path))
         if format not in ("tsv", "pairs"):
             raise InputError("unknown taxonomy format (tsv, pairs, csv, parquet)", path, value=format)
-        return cls(_read_text_edges(path, format), str(path))
+        return cls(read_text_edges(path, format), str(path))
 
     @classmethod
     def from_dataframe(
@@ -272,10 +272,11 @@ def _guess_format(path: Path) -> str:
     raise InputError("taxonomy file is empty", path)
 
 
-def _read_text_edges(path: Path, format: str) -> list[Edge]:
-    """The edges of a ``tsv`` or ``pairs`` file, each with its line number. The common case (every line two
-    plain names) is split in bulk; any other file goes through :func:`_checked_text_edges`, which names
-    the line at fault."""
+def read_text_edges(path: Path, format: str) -> list[Edge]:
+    """The edges of a ``tsv`` or ``pairs`` file as read, each with its line number, before any validation
+    (:class:`Taxonomy` dedupes and checks them; :func:`hiersql.hemkit.hemkit_taxonomy` adds HEMKit's dummy
+    root first). The common case (every line two plain names) is split in bulk; any other file goes through
+    :func:`_checked_text_edges`, which names the line at fault."""
     try:
         with path.open(encoding="utf-8") as fh:  # universal newlines: \r\n and \r end lines too
             lines = fh.read().split("\n")
