@@ -84,15 +84,19 @@ SELECT system, instance_id, n_true, n_pred, n_both FROM set_pair_counts
 -- hiersql.metrics.set_based sets $list_counts from the expected number of augmented labels. The
 -- Cesa-Bianchi tolerance looks at single labels and always takes the pairs.
 WITH augmented_lists AS (
-    SELECT
-        CASE WHEN $augment = 'descendants' THEN c.ancestor ELSE c.descendant END AS node,
-        list(CASE WHEN $augment = 'descendants' THEN c.descendant ELSE c.ancestor END) AS labels
-    FROM node_closure AS c
+    SELECT c.node, list(c.label) AS labels
+    FROM (
+        -- (node, label): label in the augmented set of node (an ancestor, or a descendant with that option)
+        SELECT
+            CASE WHEN $augment = 'descendants' THEN ancestor ELSE descendant END AS node,
+            CASE WHEN $augment = 'descendants' THEN descendant ELSE ancestor END AS label,
+            distance
+        FROM node_closure
+    ) AS c
     WHERE $list_counts AND $augment <> 'cesa_bianchi'
-      AND ($include_root OR CASE WHEN $augment = 'descendants' THEN c.descendant ELSE c.ancestor END
-                             <> (SELECT position FROM nodes WHERE is_root))
+      AND ($include_root OR c.label <> (SELECT position FROM nodes WHERE is_root))
       AND ($max_distance IS NULL OR c.distance <= $max_distance)
-    GROUP BY 1
+    GROUP BY c.node
 ),
 truth_lists AS (
     SELECT t.instance_id, flatten(list(l.labels)) AS labels
