@@ -1,5 +1,6 @@
 """The two ways of counting of ``sql/set_based.sql`` give the same per-instance rows on real data: the
-portable pair rows and the DuckDB variant with per-instance lists (``$list_counts``)."""
+portable pair rows and the DuckDB variant with per-instance lists (``$list_counts``), whatever share of the
+nodes the lists keep as bits (``$list_bits``: none, a few, all of a small taxonomy)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,19 @@ from hiersql import Evaluator, Taxonomy
 from hiersql.evaluator import make_options
 from hiersql.metrics import set_based
 
+BITS = (0, 1, 25, set_based.LIST_BITS)
+
 
 def _per_instance_both_ways(store, **options):
-    """The per-instance counts of the pair query and of the list query (DuckDB variant) for ``options``."""
+    """The per-instance counts of the pair query, and those of the list query (DuckDB variant) with each of
+    :data:`BITS` bits, for ``options``."""
     params = set_based.sql_params(make_options(**options), store)
-    out = []
-    for lists in (False, True):
-        rel = store.run("set_based", "set_based_instance", {**params, "list_counts": lists})
-        out.append(rel.order("system, instance_id").fetchall())
-    return out
+    pairs, *lists = (
+        store.run("set_based", "set_based_instance", {**params, "list_counts": bits is not None,
+                                                      "list_bits": bits or 0}).order("system, instance_id").fetchall()
+        for bits in (None, *BITS)
+    )
+    return pairs, lists
 
 
 @pytest.mark.parametrize("options", [
@@ -33,7 +38,7 @@ def test_list_counts_equal_pair_counts_on_germeval(data_dir, options):
         ev.add_predictions(f.stem, f, "germeval-b", no_truth="ignore")
     pairs, lists = _per_instance_both_ways(ev.store, **options)
     assert len(pairs) == 6 * 4157
-    assert lists == pairs
+    assert lists == [pairs] * len(BITS)
 
 
 def test_list_counts_equal_pair_counts_on_mesh(data_dir):
@@ -45,5 +50,5 @@ def test_list_counts_equal_pair_counts_on_mesh(data_dir):
     ev = Evaluator(tax).add_truth(truth).add_predictions("random", pred).add_predictions("gold", truth)
     for options in ({}, {"augment": "descendants"}, {"max_distance": 3}):
         pairs, lists = _per_instance_both_ways(ev.store, **options)
-        assert lists == pairs
+        assert lists == [pairs] * len(BITS)
         assert any(n_both for *_, n_both, _hp, _hr, _hf, _sdl in pairs)
