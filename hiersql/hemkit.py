@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import DataWarning, InputError
-from .taxonomy import Edge, Taxonomy, read_text_edges
+from .taxonomy import Edge, Taxonomy, gc_paused, read_text_edges
 
 if TYPE_CHECKING:
     from .store import Store
@@ -61,6 +61,7 @@ class HemkitResult:
         return " ".join(f"{getattr(self, f.name):.17g}" for f in fields(self)[:6])
 
 
+@gc_paused()
 def hemkit_taxonomy(path: str | Path) -> Taxonomy:
     """The hierarchy of ``path`` (whitespace-separated ``parent child`` pairs) with a dummy root above every
     parentless node, whatever their number."""
@@ -126,19 +127,20 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
     for note in _notes(gold, pred, gold_lines, pred_lines):
         warnings.warn(note, DataWarning, stacklevel=2)
     store = Store()
-    # One thread: HEMKit's tables rarely exceed one DuckDB row group (122,880 rows), which one thread scans
-    # anyway, and on a shared machine a second thread mostly waits (MeSH, 20,000 instances: 2.8 s instead of
-    # 2.8-4.0 s with two threads, load average 2.5 on 2 cores).
+    # One thread per connection: HEMKit's tables rarely exceed one DuckDB row group (122,880 rows), which one
+    # thread scans anyway, and the work runs on two connections at once (the taxonomy and its closure while
+    # the label files are read; hP/hR while the LCA graphs are built: hemkit_scores).
     store.con.execute("SET threads = 1")
-    store.load_taxonomy(hemkit_taxonomy(hierarchy), max_depth=max_distance + 1)
-    store.add_truth(gold, "lines", unknown=unknown)
-    store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")
-    if not any(line.strip() for line in pred_lines):  # nothing predicted at all: reported above
-        store.add_predictions(SYSTEM, [], name=str(pred))
-        return store
+    predicted = any(line.strip() for line in pred_lines)
     with warnings.catch_warnings():  # blank and extra lines are reported above
         warnings.filterwarnings("ignore", ".*ignored .* predicted instance", DataWarning)
-        store.add_predictions(SYSTEM, pred, "lines", unknown=unknown, no_truth="ignore")
+        store.load(lambda: hemkit_taxonomy(hierarchy), gold, {SYSTEM: pred} if predicted else {}, "lines",
+                   unknown=unknown, no_truth="ignore", max_depth=max_distance + 1)
+    # blank gold lines are no instances, and their prediction lines go with them
+    store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")
+    store.con.execute("DELETE FROM predictions WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
+    if not predicted:  # nothing predicted at all: reported above
+        store.add_predictions(SYSTEM, [], name=str(pred))
     return store
 
 

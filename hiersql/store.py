@@ -43,7 +43,7 @@ PATHS_PER_CLOSURE_ROW = 8
 LabelSource = Any  # path, DataFrame, DuckDB relation, or a sequence of label sets
 STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader fills
 # The steps of Store.load, as its on_step hook names them.
-LOAD_STEPS = ("reading taxonomy and labels", "closure", "checking truth", "checking predictions")
+LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
 # Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
 RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='', header=false,"
             " auto_detect=false, filename=true)")
@@ -84,37 +84,8 @@ class Store:
         """Replace the taxonomy tables (edges, nodes, closure) with ``taxonomy``; the closure is computed by
         ``sql/closure.sql`` inside DuckDB, only up to ``max_depth`` edges when given (a partial closure, for
         measures that never look further, such as HEMKit mode)."""
-        edges = taxonomy.all_edges()
-        depths = taxonomy.depths()
-        nodes = taxonomy.all_nodes()
         with self.transaction():
-            for table in ("closure", "node_closure", "nodes", "edges"):
-                self.con.execute(f"DELETE FROM {table}")
-            columns = {"p": [e.parent for e in edges], "c": [e.child for e in edges]}
-            if taxonomy.has_weights:  # splitting a column of empty strings costs as much as a column of names
-                columns["w"] = ["" if e.weight is None else repr(e.weight) for e in edges]
-            self.con.execute(
-                "INSERT INTO edges SELECT unnest(string_split($p, chr(31))), unnest(string_split($c, chr(31))),"
-                + (" CAST(nullif(unnest(string_split($w, chr(31))), '') AS DOUBLE)" if "w" in columns else " NULL"),
-                {name: _joined(values, taxonomy.source) for name, values in columns.items()},
-            )
-            self.con.execute(
-                "INSERT INTO nodes SELECT label, depth, label = $root, is_leaf, $virtual AND label = $root, position"
-                " FROM (SELECT unnest(string_split($n, chr(31))) AS label,"
-                "  CAST(unnest(string_split($d, chr(31))) AS INTEGER) AS depth,"
-                "  unnest(string_split($leaf, chr(31))) = '1' AS is_leaf,"
-                "  generate_subscripts(string_split($n, chr(31)), 1) - 1 AS position)",
-                {"n": _joined(nodes, taxonomy.source), "d": "\x1f".join(map(str, map(depths.__getitem__, nodes))),
-                 "leaf": "\x1f".join(["1" if leaf else "0" for leaf in map(taxonomy.is_leaf, nodes)]),
-                 "root": taxonomy.root, "virtual": taxonomy.virtual_root},
-            )
-            queries = sqlfiles.queries("closure", "duckdb")
-            if _walks_every_path(taxonomy, depths):
-                self.con.execute(f"INSERT INTO node_closure {queries['node_closure_walk']}", {"max_depth": max_depth})
-                self.con.execute(f"INSERT INTO closure {queries['closure_from_nodes']}")
-            else:
-                self.con.execute(f"INSERT INTO closure {queries['closure']}", {"max_depth": max_depth})
-                self.con.execute(f"INSERT INTO node_closure {queries['node_closure_from_names']}")
+            _fill_taxonomy(self.con, taxonomy, max_depth)
         self.taxonomy = taxonomy
 
     def _require_taxonomy(self) -> Taxonomy:
@@ -183,31 +154,54 @@ class Store:
 
     def load(
         self,
-        taxonomy: Taxonomy | str | Path,
+        taxonomy: Taxonomy | str | Path | Callable[[], Taxonomy],
         truth: LabelSource,
         predictions: Mapping[str, LabelSource] | Iterable[tuple[str, LabelSource]],
         format: str = "long",
         *,
         unknown: str = "error",
         no_truth: str = "error",
+        max_depth: int | None = None,
         on_step: Callable[[str], object] | None = None,
     ) -> None:
         """:meth:`load_taxonomy`, :meth:`add_truth` and :meth:`add_predictions_many` in one call, with the same
-        result and the same errors; the taxonomy may be a file (:meth:`Taxonomy.from_file`).
+        result and the same errors; the taxonomy may be a file (:meth:`Taxonomy.from_file`) or a function
+        returning one (called once).
 
-        A taxonomy file is read and validated in Python on a second thread while DuckDB reads the label
-        sources, which needs no taxonomy (its checks against the taxonomy come after): the two overlap on
-        two cores (325,000-node DAG with 450,000 instances: about 1 s of 3.5 s). A bad taxonomy is
-        reported before bad labels, as in the one-by-one calls. ``on_step(name)`` is called as each of its
-        :data:`LOAD_STEPS` begins (a progress bar's hook)."""
+        The taxonomy is read, validated and loaded with its closure on a second thread and a second
+        connection (a cursor) while DuckDB reads the label sources on this one, which needs no taxonomy (its
+        checks against the taxonomy come after): the two overlap on two cores. The taxonomy's transaction
+        commits only once the label sources have been read, so that a bad label file leaves the store as it
+        was. A bad taxonomy is reported before bad labels, as in the one-by-one calls. ``on_step(name)`` is
+        called as each of its :data:`LOAD_STEPS` begins (a progress bar's hook)."""
         from concurrent.futures import ThreadPoolExecutor
+        from threading import Event
 
         step = on_step or (lambda _: None)
         items = _prediction_items(predictions)
         staged: InputError | None = None
+        read, labels_read = Event(), []  # set once the label sources are read or failed; [True] if read
+
+        def load_taxonomy() -> Taxonomy:
+            tax = taxonomy if isinstance(taxonomy, Taxonomy) else (
+                taxonomy() if callable(taxonomy) else Taxonomy.from_file(taxonomy))
+            con = self.con.cursor()
+            try:
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    _fill_taxonomy(con, tax, max_depth)
+                    read.wait()
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+                con.execute("COMMIT" if labels_read else "ROLLBACK")
+            finally:
+                con.close()
+            return tax
+
         step(LOAD_STEPS[0])
         with ThreadPoolExecutor(1) as pool:
-            parsed = pool.submit(lambda: taxonomy if isinstance(taxonomy, Taxonomy) else Taxonomy.from_file(taxonomy))
+            loaded = pool.submit(load_taxonomy)
             try:
                 truth_wheres = self._stage([(truth, None)], format)
                 if items:
@@ -215,17 +209,19 @@ class Store:
                     pred_wheres = self._stage([(source, name) for _, source, name in items], format)
                     self._rename_staged("_predictions")
                     self._rename_staged("_truth", back=True)
-            except InputError as exc:
+                labels_read.append(True)
+            except InputError as exc:  # raised after the taxonomy's own error, if any
                 staged = exc
-            tax = parsed.result()  # its error first
+            finally:
+                read.set()
+            tax = loaded.result()  # its error first
         if staged is not None:
             raise staged
+        self.taxonomy = tax
         step(LOAD_STEPS[1])
-        self.load_taxonomy(tax)
-        step(LOAD_STEPS[2])
         self._commit_truth(truth_wheres, unknown)
         if items:
-            step(LOAD_STEPS[3])
+            step(LOAD_STEPS[2])
             self._rename_staged("_predictions", back=True)
             self._commit_predictions(items, pred_wheres, unknown, no_truth)
 
@@ -606,6 +602,40 @@ class _Transaction:
 
     def __exit__(self, exc_type: object, *_: object) -> None:
         self.con.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _fill_taxonomy(con: Any, taxonomy: Taxonomy, max_depth: int | None) -> None:
+    """Replace the taxonomy tables (edges, nodes, closure, node_closure) of ``con`` with ``taxonomy``'s, in the
+    transaction the caller holds (:meth:`Store.load_taxonomy`)."""
+    edges = taxonomy.all_edges()
+    depths = taxonomy.depths()
+    nodes = taxonomy.all_nodes()
+    for table in ("closure", "node_closure", "nodes", "edges"):
+        con.execute(f"DELETE FROM {table}")
+    columns = {"p": [e.parent for e in edges], "c": [e.child for e in edges]}
+    if taxonomy.has_weights:  # splitting a column of empty strings costs as much as a column of names
+        columns["w"] = ["" if e.weight is None else repr(e.weight) for e in edges]
+    con.execute(
+        "INSERT INTO edges SELECT unnest(string_split($p, chr(31))), unnest(string_split($c, chr(31))),"
+        + (" CAST(nullif(unnest(string_split($w, chr(31))), '') AS DOUBLE)" if "w" in columns else " NULL"),
+        {name: _joined(values, taxonomy.source) for name, values in columns.items()},
+    )
+    con.execute(
+        "INSERT INTO nodes SELECT label, depth, label = $root, is_leaf, $virtual AND label = $root, position"
+        " FROM (SELECT unnest(names) AS label, CAST(unnest(string_split($d, chr(31))) AS INTEGER) AS depth,"
+        "  unnest(string_split($leaf, chr(31))) = '1' AS is_leaf, generate_subscripts(names, 1) - 1 AS position"
+        "  FROM (SELECT string_split($n, chr(31)) AS names))",
+        {"n": _joined(nodes, taxonomy.source), "d": "\x1f".join(map(str, map(depths.__getitem__, nodes))),
+         "leaf": "\x1f".join(["1" if leaf else "0" for leaf in map(taxonomy.is_leaf, nodes)]),
+         "root": taxonomy.root, "virtual": taxonomy.virtual_root},
+    )
+    queries = sqlfiles.queries("closure", "duckdb")
+    if _walks_every_path(taxonomy, depths):
+        con.execute(f"INSERT INTO node_closure {queries['node_closure_walk']}", {"max_depth": max_depth})
+        con.execute(f"INSERT INTO closure {queries['closure_from_nodes']}")
+    else:
+        con.execute(f"INSERT INTO closure {queries['closure']}", {"max_depth": max_depth})
+        con.execute(f"INSERT INTO node_closure {queries['node_closure_from_names']}")
 
 
 def _walks_every_path(taxonomy: Taxonomy, depths: dict[str, int]) -> bool:

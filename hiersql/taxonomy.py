@@ -30,7 +30,7 @@ VIRTUAL_ROOT = "__root__"
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while reading: the edges, names and adjacency lists form no
     cycles, but with the collector on, allocating them triggers full rescans of every live object (reading a
     325,000-node taxonomy takes about a quarter less CPU without them)."""
@@ -99,7 +99,7 @@ class Taxonomy:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    @_gc_paused()
+    @gc_paused()
     def from_edges(cls, pairs: Iterable[Any], source: str = "<edges>") -> Taxonomy:
         """From ``(parent, child)`` or ``(parent, child, weight)`` tuples; names are read as strings."""
         edges = []
@@ -111,7 +111,7 @@ class Taxonomy:
         return cls(edges, source)
 
     @classmethod
-    @_gc_paused()
+    @gc_paused()
     def from_file(cls, path: str | Path, format: str | None = None) -> Taxonomy:
         """Read ``path``: ``tsv`` (``parent<TAB>child[<TAB>weight]``), ``pairs`` (whitespace-separated,
         HEMKit), ``csv`` (header with ``parent``, ``child`` and optional ``weight``) or ``parquet``.

@@ -34,9 +34,9 @@ def test_evaluate_shows_its_steps_on_a_terminal_only(fixtures_dir, monkeypatch, 
     monkeypatch.setattr("sys.stderr", terminal)
     assert main(args) == 0
     shown = terminal.getvalue()
-    # 4 loading steps + 2 families; the postfix names the running step
-    assert "evaluate:   0%" in shown and "/6" in shown
-    for step in ("reading taxonomy and labels", "closure", "checking truth", "checking predictions",
+    # 3 loading steps + 2 families; the postfix names the running step
+    assert "evaluate:   0%" in shown and "/5" in shown
+    for step in ("reading taxonomy, closure and labels", "checking truth", "checking predictions",
                  "set_based", "flat"):
         assert step in shown, step
     assert capsys.readouterr().out.startswith("system,metric,average,value")  # stdout untouched

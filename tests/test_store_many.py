@@ -225,3 +225,16 @@ def test_load_reports_a_bad_taxonomy_before_bad_labels(tmp_path: Path) -> None:
         store.load(good, write(tmp_path, "t.tsv", "1\ta\n"), {"s": pred})
     assert "pred.tsv:2" in str(err.value)
     assert store.con.execute("SELECT count(*) FROM truth").fetchone()[0] == 0  # a reader error loads nothing
+    assert store.con.execute("SELECT count(*) FROM edges").fetchone()[0] == 0  # not even the taxonomy
+
+
+def test_load_with_bad_labels_keeps_the_taxonomy_loaded_before(tmp_path: Path) -> None:
+    """The taxonomy loads on its own connection while the label files are read; a bad label file rolls it back."""
+    store = Store()
+    store.load(write(tmp_path, "one.tsv", "r\ta\n"), write(tmp_path, "t.tsv", "1\ta\n"), {})
+    before = every_table(store)
+    with pytest.raises(InputError, match="p.tsv:2"):
+        store.load(write(tmp_path, "two.tsv", "r\tb\nb\tc\n"), write(tmp_path, "t2.tsv", "1\tc\n"),
+                   {"s": write(tmp_path, "p.tsv", "1\tb\n2\n")})
+    assert every_table(store) == before
+    assert store.taxonomy.nodes == ["r", "a"]
