@@ -189,6 +189,7 @@ def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     return HemkitResult(hp, hr, hf, lp, lr, lf, instances=len(hierarchical))
 
 
+@gc_paused()  # a short run whose rows, paths and graphs form no cycles: no need to rescan the heap
 def hemkit(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_distance: int, max_error: float,
            unknown: str = "error") -> HemkitResult:
     """What ``HEMKit HIERARCHY GOLD PRED MAX_DISTANCE MAX_ERROR`` prints (see the module docstring).

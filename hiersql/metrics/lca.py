@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import DataWarning
+from ..taxonomy import gc_paused
 from . import REGISTRY, Options, Row, one_shot
 
 if TYPE_CHECKING:
@@ -139,7 +140,8 @@ def graph_counts(store: Store, options: Options, drop_distance: int | None = Non
     if options.lca_graph == "extended":
         return params
     ignore = set() if options.include_root else {_root(store)}
-    rows = [(*key, *_sizes(g, ignore)) for key, g in _solve_open(store, options, params)]
+    with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap (-20 %)
+        rows = [(*key, *_sizes(g, ignore)) for key, g in _solve_open(store, options, params)]
     if not rows:
         return params
     store.con.execute(
@@ -162,7 +164,8 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
     for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_names").fetchall():
         out[(system, instance)][side].add(v)
     if options.lca_graph != "extended":
-        out.update(dict(_solve_open(store, options, params)))
+        with gc_paused():
+            out.update(dict(_solve_open(store, options, params)))
     return dict(out)
 
 
