@@ -134,7 +134,7 @@ set_based.evaluate(store, ["hierarchical_precision", "hierarchical_recall", "hie
 lap("set_based.evaluate (hp, hr, hf micro+macro)")
 del store
 Store().load(tax, folder + "/truth.tsv", {"sys": folder + "/pred.tsv"})
-lap("again: Store.load (the 4 loading steps above, the taxonomy read on a thread, as the CLI does)")
+lap("again: Store.load (the steps above, taxonomy and closure on a thread while labels are read, as the CLI)")
 """
 
 

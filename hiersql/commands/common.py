@@ -58,8 +58,8 @@ def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
 
 def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``) with
-    :meth:`~hiersql.store.Store.load` (the taxonomy is validated while the label files are read; the
-    prediction files are read together). ``steps`` shows the progress (the four steps of
+    :meth:`~hiersql.store.Store.load` (the taxonomy is validated and loaded with its closure while the label
+    files are read; the prediction files are read together). ``steps`` shows the progress (the steps of
     :data:`~hiersql.store.LOAD_STEPS`)."""
     from ..store import Store
 
