@@ -23,7 +23,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import sqlfiles
 from .errors import DataWarning, InputError
@@ -42,6 +42,15 @@ COMPOSED = frozenset({"set_based"})
 PATHS_PER_CLOSURE_ROW = 8
 LabelSource = Any  # path, DataFrame, DuckDB relation, or a sequence of label sets
 STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader fills
+
+
+class Staged(NamedTuple):
+    """What :meth:`Store._stage` read: the name of each source in messages, and ``(src, count)`` of the
+    sources whose duplicate ``(instance_id, label)`` rows were collapsed."""
+
+    wheres: list[str]
+    duplicates: list[tuple[int, int]]
+
 # The steps of Store.load, as its on_step hook names them.
 LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
 # Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
@@ -101,17 +110,14 @@ class Store:
         self._require_taxonomy()
         self._commit_truth(self._stage([(source, name)], format), unknown)
 
-    def _commit_truth(self, wheres: list[str], unknown: str) -> None:
+    def _commit_truth(self, staged: Staged, unknown: str) -> None:
         """Check the staged truth and replace ``truth`` and ``instances`` with it, in one transaction."""
         with self.transaction():
-            self._check_staged(wheres, unknown)
+            self._check_staged(staged, unknown)
             self.con.execute("DELETE FROM truth")
             self.con.execute("DELETE FROM instances")
             self.con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM _incoming_instances")
-            self.con.execute(
-                "INSERT INTO truth SELECT instance_id, label,"
-                " row_number() OVER (PARTITION BY instance_id ORDER BY line, pos) FROM _incoming"
-            )
+            self.con.execute("INSERT INTO truth SELECT instance_id, label, rank FROM _incoming")
 
     def add_predictions(
         self,
@@ -203,10 +209,10 @@ class Store:
         with ThreadPoolExecutor(1) as pool:
             loaded = pool.submit(load_taxonomy)
             try:
-                truth_wheres = self._stage([(truth, None)], format)
+                truth_staged = self._stage([(truth, None)], format)
                 if items:
                     self._rename_staged("_truth")
-                    pred_wheres = self._stage([(source, name) for _, source, name in items], format)
+                    pred_staged = self._stage([(source, name) for _, source, name in items], format)
                     self._rename_staged("_predictions")
                     self._rename_staged("_truth", back=True)
                 labels_read.append(True)
@@ -219,11 +225,11 @@ class Store:
             raise staged
         self.taxonomy = tax
         step(LOAD_STEPS[1])
-        self._commit_truth(truth_wheres, unknown)
+        self._commit_truth(truth_staged, unknown)
         if items:
             step(LOAD_STEPS[2])
             self._rename_staged("_predictions", back=True)
-            self._commit_predictions(items, pred_wheres, unknown, no_truth)
+            self._commit_predictions(items, pred_staged, unknown, no_truth)
 
     def systems(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()]
@@ -239,11 +245,12 @@ class Store:
         self._commit_predictions(items, self._stage([(source, name) for _, source, name in items], format),
                                  unknown, no_truth)
 
-    def _commit_predictions(self, items: list[tuple[str, LabelSource, str | None]], wheres: list[str],
+    def _commit_predictions(self, items: list[tuple[str, LabelSource, str | None]], staged: Staged,
                             unknown: str, no_truth: str) -> None:
         """Check the staged predictions of ``items`` and replace those systems' rows, in one transaction."""
         with self.transaction():
-            self._check_staged(wheres, unknown)
+            self._check_staged(staged, unknown)
+            wheres = staged.wheres
             self._check_no_truth(wheres, no_truth)
             self._temp("_incoming_systems", "SELECT unnest($s) AS system, unnest($w) AS source,"
                        " generate_subscripts($s, 1) - 1 AS src", {"s": [s for s, _, _ in items], "w": wheres})
@@ -251,18 +258,18 @@ class Store:
                 self.con.execute(f"DELETE FROM {table} WHERE system IN (SELECT system FROM _incoming_systems)")
             self.con.execute("INSERT INTO systems SELECT system, source FROM _incoming_systems ORDER BY src")
             self.con.execute(
-                "INSERT INTO predictions SELECT s.system, i.instance_id, i.label,"
-                " row_number() OVER (PARTITION BY i.src, i.instance_id ORDER BY i.line, i.pos), i.score"
+                "INSERT INTO predictions SELECT s.system, i.instance_id, i.label, i.rank, i.score"
                 " FROM _incoming i JOIN _incoming_systems s ON s.src = i.src"
             )
 
     # ------------------------------------------------------------------ staging
-    def _stage(self, sources: list[tuple[LabelSource, str | None]], format: str) -> list[str]:
+    def _stage(self, sources: list[tuple[LabelSource, str | None]], format: str) -> Staged:
         """Read every ``(source, name)`` into the temp tables ``_incoming(src, instance_id, label, line, pos,
-        score)`` and ``_incoming_instances(src, instance_id, line)``, ``src`` being the position of the source
-        in ``sources``; the text files among them are read together (:meth:`_stage_text`), and so are the
-        mappings of columns and label sets (:meth:`_stage_columns`). Returns the name of each source used in
-        messages (its path, or ``name``, or ``<DataFrame>`` and the like)."""
+        score, rank)`` and ``_incoming_instances(src, instance_id, line)``, ``src`` being the position of the
+        source in ``sources``; the text files among them are read together (:meth:`_stage_text`), and so are
+        the mappings of columns and label sets (:meth:`_stage_columns`). Then the checks that need no
+        taxonomy (:meth:`_check_labels`). Returns the name of each source used in messages (its path, or
+        ``name``, or ``<DataFrame>`` and the like) and the duplicates collapsed."""
         wheres = [str(s) if isinstance(s, str | Path) else name or _default_name(s) for s, name in sources]
         text = [i for i, (s, _) in enumerate(sources) if isinstance(s, str | Path) and _is_text(Path(s), format)]
         columns = [i for i, (s, _) in enumerate(sources) if _is_columns(s)]
@@ -284,7 +291,7 @@ class Store:
                 self._temp(table, " UNION ALL BY NAME ".join(f"SELECT * FROM {table}_{k}" for k in range(len(steps))))
                 for k in range(len(steps)):
                     self.con.execute(f"DROP TABLE {table}_{k}")
-        return wheres
+        return Staged(wheres, self._check_labels(wheres))
 
     def _rename_staged(self, suffix: str, back: bool = False) -> None:
         """Keep the staging tables aside as ``_incoming{suffix}`` (or bring them ``back``)."""
@@ -494,10 +501,11 @@ class Store:
             )
 
     # ------------------------------------------------------------------ checks
-    def _check_staged(self, wheres: list[str], unknown: str) -> None:
-        """Unknown labels, empty ids, duplicates; leaves ``_incoming`` deduplicated. Warnings are per source."""
-        if unknown not in ("error", "ignore"):
-            raise ValueError("unknown must be 'error' or 'ignore'")
+    def _check_labels(self, wheres: list[str]) -> list[tuple[int, int]]:
+        """The checks of the staged labels that need no taxonomy (:meth:`load` runs them while the taxonomy
+        loads): empty ids and labels are errors; duplicate ``(instance_id, label)`` rows are collapsed (counts
+        returned, warned by :meth:`_check_staged`); ``_incoming`` gets each label's ``rank`` within its
+        instance as read."""
         bad = self._one(
             "SELECT src, line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
             " ORDER BY src, line LIMIT 1"
@@ -510,6 +518,25 @@ class Store:
         )
         if bad:
             raise InputError("empty label", wheres[bad[0]], bad[1], f"instance_id={bad[2]!r}")
+        dups = self.con.execute(
+            "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
+            " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"
+        ).fetchall()
+        self._rank_staged("SELECT * FROM _incoming" + (" QUALIFY row_number() OVER (PARTITION BY src,"
+                          " instance_id, label ORDER BY line, pos) = 1" if dups else ""))
+        return dups
+
+    def _rank_staged(self, rows: str = "SELECT * EXCLUDE (rank) FROM _incoming") -> None:
+        """``_incoming`` as ``rows`` with each label's ``rank``: its position within its instance as read."""
+        self._temp("_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY line, pos)"
+                   f" AS rank FROM ({rows})")
+
+    def _check_staged(self, staged: Staged, unknown: str) -> None:
+        """Unknown labels (an error, or dropped and the ranks renumbered); warns of the duplicates collapsed.
+        Warnings are per source."""
+        if unknown not in ("error", "ignore"):
+            raise ValueError("unknown must be 'error' or 'ignore'")
+        wheres = staged.wheres
         unknowns = self.con.execute(
             "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*) FROM _incoming i"
             " ANTI JOIN nodes n ON n.label = i.label GROUP BY i.src ORDER BY i.src"
@@ -518,17 +545,11 @@ class Store:
             if unknown == "error":
                 raise InputError("label not in the taxonomy", wheres[unknowns[0][0]], unknowns[0][1], unknowns[0][2])
             self.con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
+            self._rank_staged()
             for src, _, label, count in unknowns:
                 _warn(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
-        dups = self.con.execute(
-            "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
-            " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"
-        ).fetchall()
-        for src, count in dups:
+        for src, count in staged.duplicates:
             _warn(f"{wheres[src]}: {count} duplicate (instance_id, label) row(s) collapsed")
-        if dups:
-            self._temp("_incoming", "SELECT * FROM _incoming QUALIFY row_number() OVER"
-                       " (PARTITION BY src, instance_id, label ORDER BY line, pos) = 1")
 
     def _check_no_truth(self, wheres: list[str], no_truth: str) -> None:
         if no_truth not in ("error", "ignore"):
