@@ -82,9 +82,8 @@ LEFT JOIN kept AS o
 
 -- name: lca_pairs
 -- Every (true label, predicted label) pair of an instance that is not the same label and not made of two
--- shared labels (whose only options are themselves), numbered (deterministically) for the join below.
+-- shared labels (whose only options are themselves).
 SELECT
-    row_number() OVER (ORDER BY x.inst, x.label, z.label) AS pair_id,
     x.inst,
     x.label AS t_label,
     z.label AS p_label,
@@ -98,20 +97,20 @@ JOIN lca_labels AS z
 -- name: lca_pair_meetings
 -- The lowest common ancestors of every pair: the common ancestors within $max_distance edges of both whose
 -- cost up(t, a) + up(p, a) is the pair's minimum d(t, p) (other common ancestors cost more than d(t, p) and
--- so can be no label's option). The large join carries only the pair number; the minimum is a grouped
--- aggregate joined back (a window partitioned by pair sorts, several times slower).
+-- so can be no label's option). The minimum is a grouped aggregate joined back (a window partitioned by
+-- pair sorts, slower; so would numbering the pairs to carry one key through the join).
 WITH common AS (
-    SELECT q.pair_id, cx.ancestor AS lca, cx.distance AS up_t, cz.distance AS up_p
+    SELECT q.inst, q.t_label, q.p_label, q.t_shared, q.p_shared, cx.ancestor AS lca, cx.distance AS up_t,
+           cz.distance AS up_p
     FROM lca_pairs AS q
     JOIN lca_closure AS cx ON cx.descendant = q.t_label
     JOIN lca_closure AS cz ON cz.descendant = q.p_label AND cz.ancestor = cx.ancestor
     WHERE $max_distance IS NULL OR (cx.distance <= $max_distance AND cz.distance <= $max_distance)
 )
-SELECT p.inst, p.t_label, p.p_label, p.t_shared, p.p_shared, m.lca, m.up_t, m.up_p
+SELECT m.inst, m.t_label, m.p_label, m.t_shared, m.p_shared, m.lca, m.up_t, m.up_p
 FROM common AS m
-JOIN (SELECT pair_id, min(up_t + up_p) AS d FROM common GROUP BY pair_id) AS b
-    ON b.pair_id = m.pair_id AND m.up_t + m.up_p = b.d
-JOIN lca_pairs AS p ON p.pair_id = m.pair_id
+JOIN (SELECT inst, t_label, p_label, min(up_t + up_p) AS d FROM common GROUP BY inst, t_label, p_label) AS b
+    ON b.inst = m.inst AND b.t_label = m.t_label AND b.p_label = m.p_label AND m.up_t + m.up_p = b.d
 
 -- name: lca_meetings
 -- (inst, side, label, partner, lca, up_label, up_partner, cost): the meetings of every

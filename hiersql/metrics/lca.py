@@ -306,35 +306,32 @@ def _greedy(inst: Instance, ignore: set[str] = frozenset()) -> tuple[dict[str, s
     the first by LCA, partner and path order). A path once chosen for a (side, node, LCA) is kept.
     ``ignore`` (the signature of :func:`_optimal`) plays no part: every node counts as a new node."""
     lcas = set(_greedy_lcas(inst))
+    paths = inst.paths
     graphs = {side: set(labels) for side, labels in inst.labels.items()}
     fixed: dict[tuple[str, str, str], Path] = {}
+    usable = {key: [(a, q) for a, q in opts if a in lcas] for key, opts in inst.options.items()}
 
-    def choices(side: str, node: str, lca: str) -> list[Path]:
-        key = (side, node, lca)
-        return [fixed[key]] if key in fixed else inst.paths[(node, lca)]
+    def n_choices(key: tuple[str, str]) -> int:  # before any path is fixed
+        return sum(len(paths[(key[1], a)]) * len(paths[(q, a)]) for a, q in usable[key])
 
-    def n_choices(key: tuple[str, str]) -> int:
-        side, label = key
-        return sum(len(choices(side, label, a)) * len(choices(OTHER[side], q, a))
-                   for a, q in inst.options[key] if a in lcas)
-
-    for key in sorted(inst.options, key=lambda k: (n_choices(k), k)):
+    for key in sorted(usable, key=lambda k: (n_choices(k), k)):
         side, label = key
         other = OTHER[side]
+        own_graph, other_graph = graphs[side], graphs[other]
         best = None
-        for a, q in inst.options[key]:
-            if a not in lcas:
-                continue
-            for own in choices(side, label, a):
-                for theirs in choices(other, q, a):
-                    cost = len(own - graphs[side]) + len(theirs - graphs[other])
+        for a, q in usable[key]:
+            own_fixed, other_fixed = fixed.get((side, label, a)), fixed.get((other, q, a))
+            for own in paths[(label, a)] if own_fixed is None else (own_fixed,):
+                own_cost = len(own - own_graph)
+                for theirs in paths[(q, a)] if other_fixed is None else (other_fixed,):
+                    cost = own_cost + len(theirs - other_graph)
                     if best is None or cost < best[0]:
                         best = (cost, a, q, own, theirs)
         _, a, q, own, theirs = best
         fixed[(side, label, a)] = own
         fixed[(other, q, a)] = theirs
-        graphs[side] |= own
-        graphs[other] |= theirs
+        own_graph |= own
+        other_graph |= theirs
     return graphs, 0
 
 
