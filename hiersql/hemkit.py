@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import DataWarning, InputError
-from .taxonomy import Edge, Taxonomy, gc_paused, read_text_edges
+from .taxonomy import Taxonomy, gc_paused, read_text_edges
 
 if TYPE_CHECKING:
     from .store import Store
@@ -61,23 +61,17 @@ class HemkitResult:
         return " ".join(f"{getattr(self, f.name):.17g}" for f in fields(self)[:6])
 
 
-@gc_paused()
 def hemkit_taxonomy(path: str | Path) -> Taxonomy:
-    """The hierarchy of ``path`` (whitespace-separated ``parent child`` pairs) with a dummy root above every
-    parentless node, whatever their number."""
+    """The hierarchy of ``path`` (whitespace-separated ``parent child`` pairs) with a dummy root (a virtual
+    root) above every parentless node, whatever their number."""
     path = Path(path)
     if not path.is_file():
         raise InputError("hierarchy file not found", path)
-    edges = read_text_edges(path, "pairs")
-    if not edges:
-        raise InputError("hierarchy file has no edges", path)
-    has_parent = {e.child for e in edges}
-    names = {n for e in edges for n in (e.parent, e.child)}
-    dummy = "__hemkit_root__"
-    while dummy in names:
-        dummy = f"_{dummy}_"
-    tops = dict.fromkeys(e.parent for e in edges if e.parent not in has_parent)
-    return Taxonomy([*edges, *(Edge(dummy, top) for top in tops)], str(path))
+    with gc_paused():
+        edges = read_text_edges(path, "pairs")
+        if not edges:
+            raise InputError("hierarchy file has no edges", path)
+        return Taxonomy(edges, str(path), virtual_root=True)
 
 
 def _scan(path: Path, what: str) -> list[str]:
@@ -136,9 +130,9 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
         warnings.filterwarnings("ignore", ".*ignored .* predicted instance", DataWarning)
         store.load(lambda: hemkit_taxonomy(hierarchy), gold, {SYSTEM: pred} if predicted else {}, "lines",
                    unknown=unknown, no_truth="ignore", max_depth=max_distance + 1)
-    # blank gold lines are no instances, and their prediction lines go with them
-    store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")
-    store.con.execute("DELETE FROM predictions WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
+    if not all(line.strip() for line in gold_lines):  # blank gold lines are no instances, nor their predictions
+        store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")
+        store.con.execute("DELETE FROM predictions WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
     if not predicted:  # nothing predicted at all: reported above
         store.add_predictions(SYSTEM, [], name=str(pred))
     return store

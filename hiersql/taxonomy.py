@@ -58,12 +58,14 @@ class Taxonomy:
 
     Build one with :meth:`from_edges`, :meth:`from_file`, :meth:`from_dataframe`, :meth:`from_networkx` or
     :meth:`from_duckdb`. ``edges`` excludes the edges from a virtual root; :meth:`all_edges` includes them.
+    A virtual root is added above the parentless nodes when there are several, or always with
+    ``virtual_root=True`` (HEMKit's dummy root); afterwards ``virtual_root`` says whether one was added.
     """
 
     edges: list[Edge]
     source: str = "<edges>"
+    virtual_root: bool = False
     root: str = field(init=False)
-    virtual_root: bool = field(init=False)
     nodes: list[str] = field(init=False)
     path_count: int = field(init=False)
 
@@ -82,7 +84,7 @@ class Taxonomy:
             below[parent].append(child)
             above[child].append(parent)
         tops = [n for n in self.nodes if not self._parents[n]]
-        self.virtual_root = len(tops) != 1
+        self.virtual_root = self.virtual_root or len(tops) != 1
         self.path_count, self._depth = _check_acyclic(self, tops, 1 if self.virtual_root else 0)
         if self.virtual_root:
             name = VIRTUAL_ROOT
