@@ -10,6 +10,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m compileall -q hiersql  # as a wheel install would: no start-up compiling, also where PYTHONDONTWRITEBYTECODE is set
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -196,6 +196,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    # the package byte-compiled, as installed from a wheel (here PYTHONDONTWRITEBYTECODE may be set)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "hiersql")],
+                   check=True)
     results = []
     for name in args.cases.split(","):
         case = CASES[name]
