@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .store import Store
 
 SYSTEM = "pred"
+LINE_ORDER = "CAST(instance_id AS BIGINT)"  # the instances in line order (their ids are line numbers)
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def _hierarchical(store: Store, max_distance: int) -> list[tuple]:
 
     params = set_based.sql_params(make_options(include_root=True, max_distance=max_distance + 1))
     return store.run("set_based", "set_based_instance", params).select(
-        "instance_id, hierarchical_precision, hierarchical_recall").fetchall()
+        "instance_id, hierarchical_precision, hierarchical_recall").order(LINE_ORDER).fetchall()
 
 
 def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
@@ -169,13 +170,12 @@ def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
         with ThreadPoolExecutor(max_workers=1) as pool:
             hierarchical = pool.submit(_hierarchical, side, max_distance)
             lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1).select(
-                "instance_id, lca_precision, lca_recall").fetchall()
+                "instance_id, lca_precision, lca_recall").order(LINE_ORDER).fetchall()
             hierarchical = hierarchical.result()
     finally:
         side.close()
     means = []
     for rows in (hierarchical, lca_values):
-        rows = sorted(rows, key=lambda row: int(row[0]))
         f = [2 * p * r / (p + r) if p != 0.0 or r != 0.0 else 0.0 for _, p, r in rows]
         means += [sum(row[1] for row in rows) / len(rows), sum(row[2] for row in rows) / len(rows),
                   sum(f) / len(rows)]

@@ -177,11 +177,12 @@ UNION ALL
 SELECT node, lca, 1 AS step, lca AS v FROM ends WHERE up = 1
 
 -- name: lca_extended_nodes
--- (inst, side, v): the nodes of the extended graphs Gt ('t') and Gp ('p').
+-- (inst, side, v): the nodes of the extended graphs Gt ('t') and Gp ('p'), a node once per path through it
+-- (lca_graph_counts groups them; deduplicating here would cost a third more).
 SELECT e.inst, e.side, n.v
 FROM lca_path_ends AS e
 JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
-UNION
+UNION ALL
 SELECT inst, side, label AS v
 FROM lca_labels
 
