@@ -15,10 +15,10 @@
 --    no choice to make and their minimal graphs are the extended ones.
 -- 4. With Gt, Gp the node sets of the two graphs (the root left out unless $include_root):
 --      PLCA = |Gt ∩ Gp| / |Gp|     RLCA = |Gt ∩ Gp| / |Gt|     FLCA = 2 PLCA RLCA / (PLCA + RLCA)
--- From lca_labels to lca_extended_nodes a node is its position (nodes.position) and an instance its number
--- (lca_instances): the joins on integers cost far less than on names; -1 is the virtual ancestor beyond the
--- threshold. Names come back where Python or a caller reads them (lca_graph_counts, lca_open_options,
--- lca_open_nodes, lca_extended_names).
+-- From lca_labels on, a node is its position (nodes.position) and an instance its number (lca_instances):
+-- the joins on integers cost far less than on names; -1 is the virtual ancestor beyond the threshold. Names
+-- come back where a caller reads them (lca_graph_counts, lca_extended_names); lca.py reads the open_*
+-- tables on positions.
 -- Reads: truth, predictions, systems, instances, closure, nodes, edges.
 
 -- name: lca_closure
@@ -242,18 +242,15 @@ SELECT inst, system, instance_id,
 FROM lca_open_instances
 
 -- name: lca_open_options
--- The options of the labels of the instances with a choice, a shared label's (itself) included, with names.
-SELECT b.batch, b.system, b.instance_id, o.side, nl.label AS label, coalesce(na.label, $beyond) AS lca,
-       np.label AS partner
+-- The options of the labels of the instances with a choice, a shared label's (itself) included; nodes by
+-- position, as lca.py reads them (it compares integers, and reads names only to return graphs).
+SELECT b.batch, o.inst, o.side, o.label, o.lca, o.partner
 FROM (
     SELECT inst, side, label, lca, partner FROM lca_options
     UNION ALL
     SELECT inst, side, label, label AS lca, label AS partner FROM lca_labels WHERE shared
 ) AS o
 JOIN lca_open_batches AS b ON b.inst = o.inst
-JOIN nodes AS nl ON nl.position = o.label
-JOIN nodes AS np ON np.position = o.partner
-LEFT JOIN nodes AS na ON na.position = o.lca
 
 -- name: lca_open_ends
 SELECT DISTINCT b.batch, e.node, e.lca
@@ -261,27 +258,20 @@ FROM lca_path_ends AS e
 JOIN lca_open_batches AS b ON b.inst = e.inst
 
 -- name: lca_open_nodes
--- The nodes of the shortest paths of lca_open_ends, and the path {x} of a shared label x (its own LCA),
--- with names.
-SELECT o.batch, nn.label AS node, coalesce(na.label, $beyond) AS lca, o.step, coalesce(nv.label, $beyond) AS v
-FROM (
-    SELECT e.batch, n.node, n.lca, n.step, n.v
-    FROM lca_open_ends AS e
-    JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
-    UNION
-    SELECT b.batch, l.label AS node, l.label AS lca, 0 AS step, l.label AS v
-    FROM lca_labels AS l
-    JOIN lca_open_batches AS b ON b.inst = l.inst
-    WHERE l.shared
-) AS o
-JOIN nodes AS nn ON nn.position = o.node
-LEFT JOIN nodes AS na ON na.position = o.lca
-LEFT JOIN nodes AS nv ON nv.position = o.v
+-- The nodes of the shortest paths of lca_open_ends, and the path {x} of a shared label x (its own LCA).
+SELECT e.batch, n.node, n.lca, n.step, n.v
+FROM lca_open_ends AS e
+JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
+UNION
+SELECT b.batch, l.label AS node, l.label AS lca, 0 AS step, l.label AS v
+FROM lca_labels AS l
+JOIN lca_open_batches AS b ON b.inst = l.inst
+WHERE l.shared
 
 -- name: lca_open_links
--- (batch, node, lca, lower, upper): the edges lower -> upper (child to parent) between consecutive steps of
--- the shortest paths node -> lca that are not unique (more nodes than steps); the minimal graphs pick one
--- path among them. Only for the instances with a choice.
+-- (batch, node, lca, lower, upper): the edges lower -> upper (child to parent: closure rows at distance 1)
+-- between consecutive steps of the shortest paths node -> lca that are not unique (more nodes than steps);
+-- the minimal graphs pick one path among them. Only for the instances with a choice.
 WITH multi AS (
     SELECT batch, node, lca
     FROM lca_open_nodes
@@ -292,7 +282,7 @@ SELECT a.batch, a.node, a.lca, a.v AS lower, b.v AS upper
 FROM multi AS m
 JOIN lca_open_nodes AS a ON a.batch = m.batch AND a.node = m.node AND a.lca = m.lca
 JOIN lca_open_nodes AS b ON b.batch = a.batch AND b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
-JOIN edges AS e ON e.child = a.v AND e.parent = b.v
+JOIN lca_closure AS e ON e.descendant = a.v AND e.ancestor = b.v AND e.distance = 1
 
 -- name: lca_instance
 -- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives

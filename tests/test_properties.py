@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) of the set-based measures on random trees and DAGs."""
+"""Property tests (hypothesis) of the set-based measures (and the greedy LCA graphs) on random trees and DAGs."""
 
 from __future__ import annotations
 
@@ -62,6 +62,23 @@ def test_renaming_nodes_changes_nothing(problem):
         include_root,
     )
     assert renamed == pytest.approx(values(edges, y_true, y_pred, include_root))
+
+
+@SETTINGS
+@given(problems())
+def test_renaming_nodes_changes_nothing_for_greedy_lca_graphs(problem):
+    """Algorithm 1 breaks ties by node position (order of first appearance), not by name: renaming the nodes
+    (the names' order changes: 'n12' becomes 'renamed 21n ü') keeps the greedy graphs' sizes."""
+    edges, y_true, y_pred, include_root = problem
+    rename = {n: f"renamed {n[::-1]} ü" for e in edges for n in e}
+    lca_metrics = ["lca_p", "lca_r", "lca_f"]
+    renamed = values(
+        [(rename[a], rename[b]) for a, b in edges],
+        [[rename[x] for x in s] for s in y_true],
+        [[rename[x] for x in s] for s in y_pred],
+        include_root, lca_metrics,
+    )
+    assert renamed == pytest.approx(values(edges, y_true, y_pred, include_root, lca_metrics))
 
 
 @SETTINGS

@@ -52,7 +52,8 @@ MAX_PATHS = 64  # shortest paths enumerated per (label, LCA) before the exact so
 BATCH = 20_000  # instances with a choice fetched into Python at a time
 OTHER = {"t": "p", "p": "t"}
 
-Path = frozenset[str]
+Node = int  # a node's position (nodes.position); -1 is the virtual ancestor beyond max_distance
+Path = frozenset[Node]
 SQL_QUERY = "lca_summary"  # what the engines (PostgreSQL, Spark, DuckDB) run: the extended graphs only
 
 
@@ -100,10 +101,11 @@ def _prepare(store: Store, options: Options, drop_distance: int | None) -> dict[
     return params
 
 
-def _solve_open(store: Store, options: Options, params: dict[str, object]) -> Iterator[tuple[tuple, dict]]:
-    """Minimal graphs (``options.lca_graph``) of the instances where a choice exists: ``((system,
-    instance_id), {"t": Gt, "p": Gp})``, fetched and solved ``BATCH`` instances at a time to bound memory; a
-    warning counts the instances where the exact solver fell back to the greedy graphs."""
+def _solve_open(store: Store, options: Options, params: dict[str, object]) -> Iterator[tuple[int, dict]]:
+    """Minimal graphs (``options.lca_graph``) of the instances where a choice exists: ``(inst, {"t": Gt,
+    "p": Gp})`` (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH``
+    instances at a time to bound memory; a warning counts the instances where the exact solver fell back to
+    the greedy graphs."""
     n_batches = _stage_open(store, params)
     ignore = set() if options.include_root else {_root(store)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
@@ -129,8 +131,8 @@ def _stage_open(store: Store, params: dict[str, object]) -> int:
     return store.con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchone()[0]
 
 
-def _root(store: Store) -> str:
-    return store.con.execute("SELECT label FROM nodes WHERE is_root").fetchone()[0]
+def _root(store: Store) -> Node:
+    return store.con.execute("SELECT position FROM nodes WHERE is_root").fetchone()[0]
 
 
 def graph_counts(store: Store, options: Options, drop_distance: int | None = None) -> dict[str, object]:
@@ -141,7 +143,7 @@ def graph_counts(store: Store, options: Options, drop_distance: int | None = Non
         return params
     ignore = set() if options.include_root else {_root(store)}
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap (-20 %)
-        rows = [(*key, *_sizes(g, ignore)) for key, g in _solve_open(store, options, params)]
+        rows = [(inst, *_sizes(g, ignore)) for inst, g in _solve_open(store, options, params)]
     if not rows:
         return params
     store.con.execute(
@@ -149,8 +151,9 @@ def graph_counts(store: Store, options: Options, drop_distance: int | None = Non
         " WHERE o.system = c.system AND o.instance_id = c.instance_id)"
     )
     store.con.execute(
-        "INSERT INTO lca_graph_counts SELECT unnest($s), unnest($i), unnest($t), unnest($p), unnest($b)",
-        {name: [r[k] for r in rows] for k, name in enumerate(("s", "i", "t", "p", "b"))},
+        "INSERT INTO lca_graph_counts SELECT k.system, k.instance_id, c.t, c.p, c.b FROM (SELECT unnest($i) AS"
+        " inst, unnest($t) AS t, unnest($p) AS p, unnest($b) AS b) AS c JOIN lca_instances AS k ON k.inst = c.inst",
+        {name: [r[k] for r in rows] for k, name in enumerate(("i", "t", "p", "b"))},
     )
     return params
 
@@ -164,8 +167,13 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
     for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_names").fetchall():
         out[(system, instance)][side].add(v)
     if options.lca_graph != "extended":
+        keys = {inst: (system, instance) for inst, system, instance in store.con.execute(
+            "SELECT inst, system, instance_id FROM lca_instances").fetchall()}
+        names = dict(store.con.execute("SELECT position, label FROM nodes").fetchall())
+        names[-1] = params["beyond"]
         with gc_paused():
-            out.update(dict(_solve_open(store, options, params)))
+            for inst, g in _solve_open(store, options, params):
+                out[keys[inst]] = {side: {names[v] for v in nodes} for side, nodes in g.items()}
     return dict(out)
 
 
@@ -195,24 +203,26 @@ def instance_relation(store: Store, options: Options, drop_distance: int | None 
 # ---------------------------------------------------------------------------------------------- instances
 @dataclass
 class Instance:
-    """The choices of one instance: its labels per side, the options of each label and the shortest paths
-    of each (node, LCA) pair (a mapping shared by the instances of a batch)."""
+    """The choices of one instance: its labels per side, the options ``(lca, partner)`` of each ``(side,
+    label)`` and the shortest paths of each (node, LCA) pair (a mapping shared by the instances of a batch);
+    nodes by position."""
 
-    labels: dict[str, set[str]] = field(default_factory=lambda: {"t": set(), "p": set()})
-    options: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
-    paths: dict[tuple[str, str], list[Path]] = field(default_factory=dict)
+    labels: dict[str, set[Node]] = field(default_factory=lambda: {"t": set(), "p": set()})
+    options: dict[tuple[str, Node], list[tuple[Node, Node]]] = field(default_factory=dict)
+    paths: dict[tuple[Node, Node], list[Path]] = field(default_factory=dict)
 
 
 
-def _open_instances(store: Store, batch: int) -> dict[tuple[str, str], Instance]:
-    """The labels, options and shortest paths of the instances of one batch (see :func:`_stage_open`). Every
-    label of such an instance has options (the other set is not empty), so the options give the labels."""
-    out: dict[tuple[str, str], Instance] = defaultdict(Instance)
-    for s, i, side, label, lca, partner in store.con.execute(
-        "SELECT system, instance_id, side, label, lca, partner FROM lca_open_options WHERE batch = $b"
-        " ORDER BY lca, partner", {"b": batch}
+def _open_instances(store: Store, batch: int) -> dict[int, Instance]:
+    """The labels, options and shortest paths of the instances of one batch (see :func:`_stage_open`), by
+    instance number. Every label of such an instance has options (the other set is not empty), so the
+    options give the labels."""
+    out: dict[int, Instance] = defaultdict(Instance)
+    for i, side, label, lca, partner in store.con.execute(
+        "SELECT inst, side, label, lca, partner FROM lca_open_options WHERE batch = $b ORDER BY lca, partner",
+        {"b": batch},
     ).fetchall():
-        inst = out[(s, i)]
+        inst = out[i]
         inst.labels[side].add(label)
         inst.options.setdefault((side, label), []).append((lca, partner))
     paths = _paths(store, batch)
@@ -221,18 +231,17 @@ def _open_instances(store: Store, batch: int) -> dict[tuple[str, str], Instance]
     return dict(out)
 
 
-def _paths(store: Store, batch: int) -> dict[tuple[str, str], list[Path]]:
+def _paths(store: Store, batch: int) -> dict[tuple[Node, Node], list[Path]]:
     """The shortest paths of every (node, LCA) the instances of one batch need: one path when every step
-    holds one node (fetched as one string, the nodes joined by U+001F, which ``Store.load_taxonomy`` refuses in
-    node names; a third cheaper than a list), else enumerated from the links between consecutive steps."""
-    paths: dict[tuple[str, str], list[Path]] = {}
+    holds one node, else enumerated from the links between consecutive steps."""
+    paths: dict[tuple[Node, Node], list[Path]] = {}
     for node, lca, nodes, single in store.con.execute(
-        "SELECT node, lca, string_agg(v, chr(31)), count(*) = max(step) + 1 FROM lca_open_nodes"
-        " WHERE batch = $b GROUP BY node, lca", {"b": batch}
+        "SELECT node, lca, list(v), count(*) = max(step) + 1 FROM lca_open_nodes WHERE batch = $b"
+        " GROUP BY node, lca", {"b": batch}
     ).fetchall():
         if single:
-            paths[(node, lca)] = [frozenset(nodes.split("\x1f"))]
-    layered: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+            paths[(node, lca)] = [frozenset(nodes)]
+    layered: dict[tuple[Node, Node], dict[int, list[Node]]] = defaultdict(lambda: defaultdict(list))
     for node, lca, step, v in store.con.execute(
         "SELECT node, lca, step, v FROM lca_open_nodes AS n WHERE batch = $b AND EXISTS (SELECT 1 FROM"
         " lca_open_links AS l WHERE l.batch = n.batch AND l.node = n.node AND l.lca = n.lca) ORDER BY v",
@@ -240,7 +249,7 @@ def _paths(store: Store, batch: int) -> dict[tuple[str, str], list[Path]]:
     ).fetchall():
         layered[(node, lca)][step].append(v)
     if layered:
-        links: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        links: dict[tuple[Node, Node], dict[Node, list[Node]]] = defaultdict(lambda: defaultdict(list))
         for node, lca, lower, upper in store.con.execute(
             "SELECT node, lca, lower, upper FROM lca_open_links WHERE batch = $b ORDER BY 1, 2, 3, 4",
             {"b": batch},
@@ -251,12 +260,12 @@ def _paths(store: Store, batch: int) -> dict[tuple[str, str], list[Path]]:
     return paths
 
 
-def _enumerate_paths(node: str, by_step: dict[int, list[str]], links: dict[str, list[str]]) -> list[Path]:
+def _enumerate_paths(node: Node, by_step: dict[int, list[Node]], links: dict[Node, list[Node]]) -> list[Path]:
     """The shortest paths from ``node`` up its layers (one node per step, consecutive nodes linked where a
     step holds several nodes); at most ``MAX_PATHS + 1``."""
     top = max(by_step)
     found: list[Path] = []
-    stack: list[tuple[str, tuple[str, ...]]] = [(node, (node,))]
+    stack: list[tuple[Node, tuple[Node, ...]]] = [(node, (node,))]
     while stack and len(found) <= MAX_PATHS:
         v, walked = stack.pop()
         if len(walked) == top + 1:
@@ -267,27 +276,27 @@ def _enumerate_paths(node: str, by_step: dict[int, list[str]], links: dict[str, 
     return found
 
 
-def _sizes(graphs: dict[str, set[str]], ignore: set[str]) -> tuple[int, int, int]:
+def _sizes(graphs: dict[str, set[Node]], ignore: set[Node]) -> tuple[int, int, int]:
     gt, gp = graphs["t"] - ignore, graphs["p"] - ignore
     return len(gt), len(gp), len(gt & gp)
 
 
-def _covered(lca_sets: list[set[str]], lcas: set[str]) -> bool:
+def _covered(lca_sets: list[set[Node]], lcas: set[Node]) -> bool:
     return all(not s.isdisjoint(lcas) for s in lca_sets)
 
 
 # ---------------------------------------------------------------------------------------------- greedy
-def _greedy_lcas(inst: Instance) -> list[str]:
-    """Algorithm 1, GetBestLCAs: LCAs sorted by the number of labels they connect (descending, then by
-    name), added until every label has an option among them, then each removed in turn when the others
-    still cover every label. (The paper's second, bottom-up removal pass cannot remove anything more: the
-    set only shrinks, so an LCA needed once stays needed.)"""
+def _greedy_lcas(inst: Instance) -> list[Node]:
+    """Algorithm 1, GetBestLCAs: LCAs sorted by the number of labels they connect (descending, then by node
+    position: order of first appearance in the taxonomy), added until every label has an option among them,
+    then each removed in turn when the others still cover every label. (The paper's second, bottom-up removal
+    pass cannot remove anything more: the set only shrinks, so an LCA needed once stays needed.)"""
     lca_sets = [{a for a, _ in opts} for opts in inst.options.values()]
-    connects: dict[str, int] = defaultdict(int)
+    connects: dict[Node, int] = defaultdict(int)
     for lcas in lca_sets:
         for a in lcas:
             connects[a] += 1
-    chosen: list[str] = []
+    chosen: list[Node] = []
     uncovered = lca_sets
     for a in sorted(connects, key=lambda a: (-connects[a], a)):
         chosen.append(a)
@@ -300,7 +309,7 @@ def _greedy_lcas(inst: Instance) -> list[str]:
     return chosen
 
 
-def _greedy(inst: Instance, ignore: set[str] = frozenset()) -> tuple[dict[str, set[str]], int]:
+def _greedy(inst: Instance, ignore: set[Node] = frozenset()) -> tuple[dict[str, set[Node]], int]:
     """Greedy minimal graphs: the LCAs of :func:`_greedy_lcas`; then each label (those with the fewest
     (option, path) choices first) takes the option and shortest paths adding the fewest new nodes (ties:
     the first by LCA, partner and path order). A path once chosen for a (side, node, LCA) is kept.
@@ -308,10 +317,10 @@ def _greedy(inst: Instance, ignore: set[str] = frozenset()) -> tuple[dict[str, s
     lcas = set(_greedy_lcas(inst))
     paths = inst.paths
     graphs = {side: set(labels) for side, labels in inst.labels.items()}
-    fixed: dict[tuple[str, str, str], Path] = {}
+    fixed: dict[tuple[str, Node, Node], Path] = {}
     usable = {key: [(a, q) for a, q in opts if a in lcas] for key, opts in inst.options.items()}
 
-    def n_choices(key: tuple[str, str]) -> int:  # before any path is fixed
+    def n_choices(key: tuple[str, Node]) -> int:  # before any path is fixed
         return sum(len(paths[(key[1], a)]) * len(paths[(q, a)]) for a, q in usable[key])
 
     for key in sorted(usable, key=lambda k: (n_choices(k), k)):
@@ -336,7 +345,7 @@ def _greedy(inst: Instance, ignore: set[str] = frozenset()) -> tuple[dict[str, s
 
 
 # ---------------------------------------------------------------------------------------------- optimal
-def _optimal(inst: Instance, ignore: set[str]) -> tuple[dict[str, set[str]], int]:
+def _optimal(inst: Instance, ignore: set[Node]) -> tuple[dict[str, set[Node]], int]:
     """Exact minimal graphs (Problem 2): CP-SAT finds the minimum number of LCAs, then maximises FLCA with
     that number fixed (Dinkelbach: maximise ``2·|Gt∩Gp| − λ·(|Gt|+|Gp|)``, λ the best FLCA so far, until no
     graph beats λ); nodes in ``ignore`` (the root without ``include_root``) are not counted. Falls back to
@@ -355,14 +364,14 @@ class _Model:
     (exactly one per label, its LCA in S), one path variable per shortest path of every (side, node, LCA)
     some picked option needs (exactly one when needed), ``node[(side, v)]`` = v in that side's graph."""
 
-    def __init__(self, inst: Instance, ignore: set[str]) -> None:
+    def __init__(self, inst: Instance, ignore: set[Node]) -> None:
         from ortools.sat.python import cp_model
 
         self.inst = inst
         m = self.m = cp_model.CpModel()
         self.lca = {a: m.NewBoolVar(f"s_{a}") for opts in inst.options.values() for a, _ in opts}
         self.pick: dict[tuple, Any] = {}
-        uses: dict[tuple[str, str, str], list] = defaultdict(list)
+        uses: dict[tuple[str, Node, Node], list] = defaultdict(list)
         for (side, label), opts in inst.options.items():
             xs = []
             for a, q in opts:
@@ -373,8 +382,8 @@ class _Model:
                 self.pick[(side, label, a, q)] = x
                 xs.append(x)
             m.AddExactlyOne(xs)
-        self.paths: dict[tuple[str, str, str], list[tuple[Path, Any]]] = {}
-        containing: dict[tuple[str, str], list] = defaultdict(list)
+        self.paths: dict[tuple[str, Node, Node], list[tuple[Path, Any]]] = {}
+        containing: dict[tuple[str, Node], list] = defaultdict(list)
         for (side, node, a), xs in uses.items():
             used = m.NewBoolVar("")
             m.AddMaxEquality(used, xs)
@@ -386,7 +395,7 @@ class _Model:
                     containing[(side, v)].append(y)
             m.Add(sum(y for _, y in ys) == used)
             self.paths[(side, node, a)] = ys
-        self.node: dict[tuple[str, str], Any] = {}
+        self.node: dict[tuple[str, Node], Any] = {}
         for (side, v), ys in containing.items():
             if v in inst.labels[side]:
                 self.node[(side, v)] = m.NewConstant(1)
@@ -416,7 +425,7 @@ class _Model:
         status = solver.Solve(self.m)
         return solver if status == cp_model.OPTIMAL else None
 
-    def solve(self) -> dict[str, set[str]] | None:
+    def solve(self) -> dict[str, set[Node]] | None:
         self.m.Minimize(sum(self.lca.values()))
         solver = self._solve()
         if solver is None:
@@ -437,7 +446,7 @@ class _Model:
             if 2 * both == size:  # FLCA = 1 cannot be beaten
                 return best
 
-    def _graphs(self, solver) -> dict[str, set[str]]:
+    def _graphs(self, solver) -> dict[str, set[Node]]:
         graphs = {side: set(labels) for side, labels in self.inst.labels.items()}
         for (side, _node, _a), ys in self.paths.items():
             for path, y in ys:
