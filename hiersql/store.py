@@ -323,8 +323,7 @@ class Store:
         if format == "long":
             self._stage_long(q, wheres)
         elif format == "lines":
-            self._temp("_incoming",
-                       f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
+            self._incoming(f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
             self._temp("_incoming_instances", q["lines_instances"])
         else:
             self._stage_germeval(format[-1], q, wheres)
@@ -361,8 +360,7 @@ class Store:
             raise InputError("label file is empty", paths[srcs.index(empty[0])])
 
     def _stage_long(self, q: dict[str, str], wheres: list[str]) -> None:
-        self._temp(
-            "_incoming",
+        self._incoming(
             f"SELECT *, TRY_CAST(score_text AS DOUBLE) AS score FROM ({q['long_rows']})",
         )
         bad = self._one(
@@ -399,8 +397,7 @@ class Store:
         if dup:
             raise InputError(f"instance listed twice in {section} (first on line {dup[2]})", wheres[dup[0]],
                              dup[3], dup[1])
-        self._temp(
-            "_incoming",
+        self._incoming(
             f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['germeval_rows']})",
             {"section": section},
         )
@@ -430,8 +427,7 @@ class Store:
             f"SELECT \"{cols[0]}\" AS instance_id, {_lit(c)} AS label, line, {i} AS pos FROM _wide"
             f" WHERE trim(\"{c}\") IN ('1', '1.0')" for i, c in enumerate(label_cols)
         )
-        self._temp(
-            "_incoming",
+        self._incoming(
             f"SELECT {src} AS src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({ones})",
         )
         self._temp("_incoming_instances", f"SELECT {src} AS src, \"{cols[0]}\" AS instance_id, line FROM _wide")
@@ -445,8 +441,7 @@ class Store:
         self._register("_rel_src", rel)
         score = f'"{rel.columns[cols.index("score")]}"' if "score" in cols else "NULL"
         iid, lab = (f'"{rel.columns[cols.index(c)]}"' for c in ("instance_id", "label"))
-        self._temp(
-            "_incoming",
+        self._incoming(
             f"SELECT {src} AS src, CAST({iid} AS VARCHAR) AS instance_id, CAST({lab} AS VARCHAR) AS label,"
             f" row_number() OVER () + {first_line - 1} AS line, 1 AS pos, CAST({score} AS VARCHAR) AS score_text,"
             f" TRY_CAST({score} AS DOUBLE) AS score FROM _rel_src",
@@ -483,8 +478,7 @@ class Store:
             src += [i] * len(rows["label"])
             for name in table:
                 table[name] += rows[name]
-        self._temp(
-            "_incoming",
+        self._incoming(
             "SELECT unnest($src) AS src, unnest($instance_id) AS instance_id, unnest($label) AS label,"
             " unnest($line) AS line, unnest($pos) AS pos, unnest($score) AS score_text,"
             " TRY_CAST(unnest($score) AS DOUBLE) AS score",
@@ -504,8 +498,7 @@ class Store:
     def _check_labels(self, wheres: list[str]) -> list[tuple[int, int]]:
         """The checks of the staged labels that need no taxonomy (:meth:`load` runs them while the taxonomy
         loads): empty ids and labels are errors; duplicate ``(instance_id, label)`` rows are collapsed (counts
-        returned, warned by :meth:`_check_staged`); ``_incoming`` gets each label's ``rank`` within its
-        instance as read."""
+        returned, warned by :meth:`_check_staged`) and the ranks renumbered."""
         bad = self._one(
             "SELECT src, line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
             " ORDER BY src, line LIMIT 1"
@@ -522,14 +515,16 @@ class Store:
             "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
             " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"
         ).fetchall()
-        self._rank_staged("SELECT * FROM _incoming" + (" QUALIFY row_number() OVER (PARTITION BY src,"
-                          " instance_id, label ORDER BY line, pos) = 1" if dups else ""))
+        if dups:
+            self._incoming("SELECT * EXCLUDE (rank) FROM _incoming QUALIFY row_number() OVER (PARTITION BY src,"
+                           " instance_id, label ORDER BY line, pos) = 1")
         return dups
 
-    def _rank_staged(self, rows: str = "SELECT * EXCLUDE (rank) FROM _incoming") -> None:
-        """``_incoming`` as ``rows`` with each label's ``rank``: its position within its instance as read."""
+    def _incoming(self, rows: str, params: dict[str, object] | None = None) -> None:
+        """The staging table ``_incoming``: the ``rows`` of a reader (``src, instance_id, label, line, pos,
+        score[, score_text]``) and each label's ``rank``, its position within its instance as read."""
         self._temp("_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY line, pos)"
-                   f" AS rank FROM ({rows})")
+                   f" AS rank FROM ({rows})", params)
 
     def _check_staged(self, staged: Staged, unknown: str) -> None:
         """Unknown labels (an error, or dropped and the ranks renumbered); warns of the duplicates collapsed.
@@ -545,7 +540,7 @@ class Store:
             if unknown == "error":
                 raise InputError("label not in the taxonomy", wheres[unknowns[0][0]], unknowns[0][1], unknowns[0][2])
             self.con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
-            self._rank_staged()
+            self._incoming("SELECT * EXCLUDE (rank) FROM _incoming")  # the ranks renumbered
             for src, _, label, count in unknowns:
                 _warn(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
         for src, count in staged.duplicates:
