@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from hiersql import Store, Taxonomy
+from hiersql.errors import DataWarning
 
 TAX = Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
 
@@ -30,6 +31,21 @@ def test_long_tsv_keeps_input_order_as_rank(tmp_path):
     path = tmp_path / "y.tsv"
     path.write_text("i1\ta2\ni2\tb\ni1\ta1\n\ni1\tb1\t0.5\n")
     assert truth_rows(store_with(path)) == [("i1", "a2", 1), ("i1", "a1", 2), ("i1", "b1", 3), ("i2", "b", 1)]
+
+
+def test_ranks_close_up_when_duplicates_collapse_and_unknown_labels_are_dropped(tmp_path):
+    """Ranks are numbered as the labels are read, then renumbered: the repeated a1 (line 3) and the unknown
+    zz (line 2) leave i1 with a1, b1 ranked 1, 2 (not 1, 4); the tab-separated HEMKit line likewise."""
+    path = tmp_path / "y.tsv"
+    path.write_text("i1\ta1\ni1\tzz\ni1\ta1\ni1\tb1\n")
+    with pytest.warns(DataWarning):
+        store = store_with(path, unknown="ignore")
+    assert truth_rows(store) == [("i1", "a1", 1), ("i1", "b1", 2)]
+    lines = tmp_path / "gold.txt"
+    lines.write_text("zz\ta1  a1 \tb1\n")
+    with pytest.warns(DataWarning):
+        store = store_with(lines, "lines", unknown="ignore")
+    assert truth_rows(store) == [("1", "a1", 1), ("1", "b1", 2)]
 
 
 def test_long_csv_with_header_and_scores(tmp_path):
