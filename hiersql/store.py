@@ -42,6 +42,11 @@ COMPOSED = frozenset({"set_based"})
 PATHS_PER_CLOSURE_ROW = 8
 LabelSource = Any  # path, DataFrame, DuckDB relation, or a sequence of label sets
 STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader fills
+# The steps of Store.load, as its on_step hook names them.
+LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
+# Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
+RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='', header=false,"
+            " auto_detect=false, filename=true)")
 
 
 class Staged(NamedTuple):
@@ -50,12 +55,6 @@ class Staged(NamedTuple):
 
     wheres: list[str]
     duplicates: list[tuple[int, int]]
-
-# The steps of Store.load, as its on_step hook names them.
-LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
-# Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
-RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='', header=false,"
-            " auto_detect=false, filename=true)")
 
 
 class Store:
