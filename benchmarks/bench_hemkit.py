@@ -69,10 +69,11 @@ def part_mesh(repeat: int) -> str:
     cmd = [HIERSQL, "hemkit", str(MESH), str(gold), str(pred), "4", "5"]
     runs = [timed(cmd) for _ in range(repeat)]
     walls = sorted(run[0] for run in runs)
-    _, cpu, rss, out = runs[-1]
+    cpus = sorted(run[1] for run in runs)
+    rss = max(run[2] for run in runs)
     return (f"- `{' '.join(cmd[1:])}` (MeSH, 20,000 instances x 3 labels), {repeat} runs: wall"
-            f" {', '.join(f'{w:.2f}' for w in walls)} s (median {walls[len(walls) // 2]:.2f} s), CPU {cpu:.2f} s,"
-            f" peak RSS {rss:.0f} MiB; output `{out.strip()}`\n")
+            f" {', '.join(f'{w:.2f}' for w in walls)} s (median {walls[len(walls) // 2]:.2f} s), CPU"
+            f" {cpus[0]:.2f}–{cpus[-1]:.2f} s, peak RSS {rss:.0f} MiB; output `{runs[-1][3].strip()}`\n")
 
 
 def child_big(folder: str) -> None:
