@@ -111,8 +111,9 @@ def _notes(gold: Path, pred: Path, gold_lines: list[str], pred_lines: list[str])
 def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_distance: int,
                  unknown: str = "error") -> Store:
     """A :class:`~hiersql.store.Store` holding HEMKit's input: the hierarchy with its dummy root and a closure
-    up to ``max_distance + 1`` edges, the gold labels (blank lines dropped) and the predictions (system
-    ``"pred"``). Warnings (:class:`~hiersql.errors.DataWarning`) report what HEMKit would mishandle."""
+    up to ``max_distance + 1`` edges (``closure`` a view of ``node_closure``), the gold labels (blank lines
+    dropped) and the predictions (system ``"pred"``). Warnings (:class:`~hiersql.errors.DataWarning`) report
+    what HEMKit would mishandle."""
     from .store import Store
 
     gold, pred = Path(gold), Path(pred)
@@ -130,7 +131,7 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
     with warnings.catch_warnings():  # blank and extra lines are reported above
         warnings.filterwarnings("ignore", ".*ignored .* predicted instance", DataWarning)
         store.load(lambda: hemkit_taxonomy(hierarchy), gold, {SYSTEM: pred} if predicted else {}, "lines",
-                   unknown=unknown, no_truth="ignore", max_depth=max_distance + 1)
+                   unknown=unknown, no_truth="ignore", max_depth=max_distance + 1, closure_view=True)
     if not all(line.strip() for line in gold_lines):  # blank gold lines are no instances, nor their predictions
         store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")
         store.con.execute("DELETE FROM predictions WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
@@ -145,7 +146,10 @@ def _hierarchical(store: Store, max_distance: int) -> list[tuple]:
     from .evaluator import make_options
     from .metrics import set_based
 
-    params = set_based.sql_params(make_options(include_root=True, max_distance=max_distance + 1))
+    # the lists read node_closure only (closure is a view here: hemkit_store); on MeSH they are as fast as the
+    # pairs, which would read the closure on names
+    params = {**set_based.sql_params(make_options(include_root=True, max_distance=max_distance + 1)),
+              "list_counts": True}
     return store.run("set_based", "set_based_instance", params).select(
         "instance_id, hierarchical_precision, hierarchical_recall").order(LINE_ORDER).fetchall()
 

@@ -86,15 +86,22 @@ class Store:
                                  value=memory_limit) from None
         self.con.execute(sqlfiles.queries("schema")["schema"])
         self.taxonomy: Taxonomy | None = None
+        # closure is a view after a load with closure_view=True (possibly in an earlier session of a file)
+        self._closure_is_view = (db is not None or con is not None) and bool(self._one(
+            "SELECT count(*) FROM duckdb_views() WHERE view_name = 'closure' AND schema_name = 'main'"
+            " AND database_name = current_database()")[0])
 
     # ------------------------------------------------------------------ taxonomy
-    def load_taxonomy(self, taxonomy: Taxonomy, max_depth: int | None = None) -> None:
+    def load_taxonomy(self, taxonomy: Taxonomy, max_depth: int | None = None, closure_view: bool = False) -> None:
         """Replace the taxonomy tables (edges, nodes, closure) with ``taxonomy``; the closure is computed by
         ``sql/closure.sql`` inside DuckDB, only up to ``max_depth`` edges when given (a partial closure, for
-        measures that never look further, such as HEMKit mode)."""
+        measures that never look further, such as HEMKit mode). With ``closure_view``, ``closure`` (on names)
+        is a view of ``node_closure`` (on positions) that joins the names when it is read, instead of a table
+        filled now: cheaper for a caller that reads only ``node_closure`` (the DuckDB variants of the set-based
+        lists and of the LCA queries, as HEMKit mode does); every query still reads the same rows."""
         with self.transaction():
-            _fill_taxonomy(self.con, taxonomy, max_depth)
-        self.taxonomy = taxonomy
+            view = _fill_taxonomy(self.con, taxonomy, max_depth, closure_view, self._closure_is_view)
+        self.taxonomy, self._closure_is_view = taxonomy, view
 
     def _require_taxonomy(self) -> Taxonomy:
         if self.taxonomy is None:
@@ -167,6 +174,7 @@ class Store:
         unknown: str = "error",
         no_truth: str = "error",
         max_depth: int | None = None,
+        closure_view: bool = False,
         on_step: Callable[[str], object] | None = None,
     ) -> None:
         """:meth:`load_taxonomy`, :meth:`add_truth` and :meth:`add_predictions_many` in one call, with the same
@@ -177,8 +185,9 @@ class Store:
         connection (a cursor) while DuckDB reads the label sources on this one, which needs no taxonomy (its
         checks against the taxonomy come after): the two overlap on two cores. The taxonomy's transaction
         commits only once the label sources have been read, so that a bad label file leaves the store as it
-        was. A bad taxonomy is reported before bad labels, as in the one-by-one calls. ``on_step(name)`` is
-        called as each of its :data:`LOAD_STEPS` begins (a progress bar's hook)."""
+        was. A bad taxonomy is reported before bad labels, as in the one-by-one calls. ``max_depth`` and
+        ``closure_view`` as in :meth:`load_taxonomy`. ``on_step(name)`` is called as each of its
+        :data:`LOAD_STEPS` begins (a progress bar's hook)."""
         from concurrent.futures import ThreadPoolExecutor
         from threading import Event
 
@@ -186,6 +195,7 @@ class Store:
         items = _prediction_items(predictions)
         staged: InputError | None = None
         read, labels_read = Event(), []  # set once the label sources are read or failed; [True] if read
+        view = []  # whether closure is a view once loaded
 
         def load_taxonomy() -> Taxonomy:
             tax = taxonomy if isinstance(taxonomy, Taxonomy) else (
@@ -194,7 +204,7 @@ class Store:
             try:
                 con.execute("BEGIN TRANSACTION")
                 try:
-                    _fill_taxonomy(con, tax, max_depth)
+                    view.append(_fill_taxonomy(con, tax, max_depth, closure_view, self._closure_is_view))
                     read.wait()
                 except BaseException:
                     con.execute("ROLLBACK")
@@ -222,7 +232,7 @@ class Store:
             tax = loaded.result()  # its error first
         if staged is not None:
             raise staged
-        self.taxonomy = tax
+        self.taxonomy, self._closure_is_view = tax, view[0]
         step(LOAD_STEPS[1])
         self._commit_truth(truth_staged, unknown)
         if items:
@@ -619,14 +629,22 @@ class _Transaction:
         self.con.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
-def _fill_taxonomy(con: Any, taxonomy: Taxonomy, max_depth: int | None) -> None:
+def _fill_taxonomy(con: Any, taxonomy: Taxonomy, max_depth: int | None, closure_view: bool, is_view: bool) -> bool:
     """Replace the taxonomy tables (edges, nodes, closure, node_closure) of ``con`` with ``taxonomy``'s, in the
-    transaction the caller holds (:meth:`Store.load_taxonomy`)."""
+    transaction the caller holds (:meth:`Store.load_taxonomy`); ``is_view``: ``closure`` is a view now. With
+    ``closure_view``, ``closure`` becomes a view of ``node_closure`` with the names joined when it is read (see
+    :meth:`Store.load_taxonomy`), unless the taxonomy needs the deduplicating walk, which builds ``closure``
+    first. Returns whether ``closure`` is a view."""
     edges = taxonomy.all_edges()
     depths = taxonomy.depths()
     nodes = taxonomy.all_nodes()
-    for table in ("closure", "node_closure", "nodes", "edges"):
+    for table in ("node_closure", "nodes", "edges"):
         con.execute(f"DELETE FROM {table}")
+    if is_view:  # the table again, as the schema has it
+        con.execute("DROP VIEW closure")
+        con.execute(sqlfiles.queries("schema")["schema"])
+    else:
+        con.execute("DELETE FROM closure")
     columns = {"p": [e.parent for e in edges], "c": [e.child for e in edges]}
     if taxonomy.has_weights:  # splitting a column of empty strings costs as much as a column of names
         columns["w"] = ["" if e.weight is None else repr(e.weight) for e in edges]
@@ -647,10 +665,15 @@ def _fill_taxonomy(con: Any, taxonomy: Taxonomy, max_depth: int | None) -> None:
     queries = sqlfiles.queries("closure", "duckdb")
     if _walks_every_path(taxonomy, depths):
         con.execute(f"INSERT INTO node_closure {queries['node_closure_walk']}", {"max_depth": max_depth})
+        if closure_view:
+            con.execute("DROP TABLE closure")
+            con.execute(f"CREATE VIEW closure AS {queries['closure_from_nodes']}")
+            return True
         con.execute(f"INSERT INTO closure {queries['closure_from_nodes']}")
     else:
         con.execute(f"INSERT INTO closure {queries['closure']}", {"max_depth": max_depth})
         con.execute(f"INSERT INTO node_closure {queries['node_closure_from_names']}")
+    return False
 
 
 def _walks_every_path(taxonomy: Taxonomy, depths: dict[str, int]) -> bool:

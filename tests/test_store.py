@@ -120,6 +120,43 @@ def test_database_file_persists(tmp_path):
         assert con.execute("SELECT count(*) FROM systems").fetchall() == [(1,)]
 
 
+def closure_kind(con) -> str:
+    return con.execute("SELECT table_type FROM information_schema.tables WHERE table_name = 'closure'").fetchone()[0]
+
+
+def test_closure_view_reads_the_same_rows_and_becomes_a_table_again(tmp_path):
+    """``closure_view=True`` leaves ``closure`` a view of ``node_closure`` (names joined when read): the 14 rows
+    of TAX (reflexive 6; r over 5 nodes; a over a1, a2; b over b1), also in a reopened file; the next load
+    without it makes it the schema's table again, and a taxonomy that needs the deduplicating walk (a ladder of
+    12 diamonds: 4,096 paths over 37 nodes) keeps the table, since that walk builds it first."""
+    db = tmp_path / "v.duckdb"
+    store = Store(db)
+    store.load(TAX, [["a1"]], {"s": [["a"]]}, closure_view=True)
+    assert closure_kind(store.con) == "VIEW"
+    want = sorted(store.con.execute(
+        "SELECT a.label, d.label, c.distance FROM node_closure c JOIN nodes a ON a.position = c.ancestor"
+        " JOIN nodes d ON d.position = c.descendant").fetchall())
+    assert len(want) == 14 and sorted(store.con.execute("SELECT * FROM closure").fetchall()) == want
+    assert ("r", "a1", 2) in want
+    store.close()
+    store = Store(db)
+    assert closure_kind(store.con) == "VIEW" and store.con.execute("SELECT count(*) FROM closure").fetchone()[0] == 14
+    store.load_taxonomy(TAX)
+    assert closure_kind(store.con) == "BASE TABLE"
+    assert sorted(store.con.execute("SELECT * FROM closure").fetchall()) == want
+    store.close()
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert closure_kind(con) == "BASE TABLE" and con.execute("SELECT count(*) FROM closure").fetchone()[0] == 14
+    edges = []
+    for i in range(12):
+        edges += [(f"t{i}", f"l{i}"), (f"t{i}", f"r{i}"), (f"l{i}", f"t{i + 1}"), (f"r{i}", f"t{i + 1}")]
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(edges), closure_view=True)
+    assert closure_kind(store.con) == "BASE TABLE"
+    assert store.con.execute("SELECT distance FROM closure WHERE ancestor = 't0' AND descendant = 't12'").fetchall() \
+        == [(24,)]
+
+
 def test_failed_load_changes_nothing(tmp_path):
     store = store_with([["a1"], ["b"]])
     store.add_predictions("s", [["a"], ["b"]])

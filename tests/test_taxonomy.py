@@ -12,11 +12,16 @@ from hiersql.taxonomy import VIRTUAL_ROOT
 
 
 def closure_of(tax: Taxonomy) -> dict[tuple[str, str], int]:
-    """The store's ``closure``, after checking that ``node_closure`` holds the same rows on positions."""
+    """The store's ``closure``, after checking that ``node_closure`` holds the same rows on positions and that
+    a store loaded with ``closure_view=True`` reads the same rows from its view."""
     store = Store()
     store.load_taxonomy(tax)
     closure = {(a, d): dist for a, d, dist in store.con.execute("SELECT * FROM closure").fetchall()}
     assert node_closure_of(store) == closure
+    viewed = Store()
+    viewed.load_taxonomy(tax, closure_view=True)
+    rows = viewed.con.execute("SELECT * FROM closure").fetchall()
+    assert len(rows) == len(closure) and {(a, d): dist for a, d, dist in rows} == closure
     return closure
 
 

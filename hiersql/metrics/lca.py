@@ -233,46 +233,36 @@ def _open_instances(store: Store, batch: int) -> dict[int, Instance]:
 
 def _paths(store: Store, batch: int) -> dict[tuple[Node, Node], list[Path]]:
     """The shortest paths of every (node, LCA) the instances of one batch need: one path when every step
-    holds one node, else enumerated from the links between consecutive steps."""
-    paths: dict[tuple[Node, Node], list[Path]] = {}
-    for node, lca, nodes, single in store.con.execute(
-        "SELECT node, lca, list(v), count(*) = max(step) + 1 FROM lca_open_nodes WHERE batch = $b"
-        " GROUP BY node, lca", {"b": batch}
+    holds one node, else enumerated from the links between consecutive steps (one row of lists per pair)."""
+    paths: dict[tuple[Node, Node], list[Path]] = {
+        (node, lca): [frozenset(nodes)] for node, lca, nodes in store.con.execute(
+            "SELECT node, lca, list(v) FROM lca_open_nodes WHERE batch = $b GROUP BY node, lca"
+            " HAVING count(*) = max(step) + 1", {"b": batch}
+        ).fetchall()
+    }
+    for node, lca, lowers, uppers in store.con.execute(
+        "SELECT node, lca, list(lower ORDER BY lower, upper), list(upper ORDER BY lower, upper)"
+        " FROM lca_open_links WHERE batch = $b GROUP BY node, lca", {"b": batch}
     ).fetchall():
-        if single:
-            paths[(node, lca)] = [frozenset(nodes)]
-    layered: dict[tuple[Node, Node], dict[int, list[Node]]] = defaultdict(lambda: defaultdict(list))
-    for node, lca, step, v in store.con.execute(
-        "SELECT node, lca, step, v FROM lca_open_nodes AS n WHERE batch = $b AND EXISTS (SELECT 1 FROM"
-        " lca_open_links AS l WHERE l.batch = n.batch AND l.node = n.node AND l.lca = n.lca) ORDER BY v",
-        {"b": batch},
-    ).fetchall():
-        layered[(node, lca)][step].append(v)
-    if layered:
-        links: dict[tuple[Node, Node], dict[Node, list[Node]]] = defaultdict(lambda: defaultdict(list))
-        for node, lca, lower, upper in store.con.execute(
-            "SELECT node, lca, lower, upper FROM lca_open_links WHERE batch = $b ORDER BY 1, 2, 3, 4",
-            {"b": batch},
-        ).fetchall():
-            links[(node, lca)][lower].append(upper)
-        for key, by_step in layered.items():
-            paths[key] = _enumerate_paths(key[0], by_step, links[key])
+        links: dict[Node, list[Node]] = defaultdict(list)
+        for lower, upper in zip(lowers, uppers, strict=True):
+            links[lower].append(upper)
+        paths[(node, lca)] = _enumerate_paths(node, lca, links)
     return paths
 
 
-def _enumerate_paths(node: Node, by_step: dict[int, list[Node]], links: dict[Node, list[Node]]) -> list[Path]:
-    """The shortest paths from ``node`` up its layers (one node per step, consecutive nodes linked where a
-    step holds several nodes); at most ``MAX_PATHS + 1``."""
-    top = max(by_step)
+def _enumerate_paths(node: Node, lca: Node, links: dict[Node, list[Node]]) -> list[Path]:
+    """The shortest paths from ``node`` up to ``lca`` along ``links`` (each node on such a path links to the
+    nodes of the next step it has an edge to), in the order of their node positions step by step; at most
+    ``MAX_PATHS + 1``."""
     found: list[Path] = []
     stack: list[tuple[Node, tuple[Node, ...]]] = [(node, (node,))]
     while stack and len(found) <= MAX_PATHS:
         v, walked = stack.pop()
-        if len(walked) == top + 1:
+        if v == lca:
             found.append(frozenset(walked))
             continue
-        uppers = links.get(v) or (by_step[len(walked)] if len(by_step[len(walked)]) == 1 else [])
-        stack.extend((u, (*walked, u)) for u in reversed(uppers))
+        stack.extend((u, (*walked, u)) for u in reversed(links[v]))
     return found
 
 
@@ -286,12 +276,15 @@ def _covered(lca_sets: list[set[Node]], lcas: set[Node]) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- greedy
-def _greedy_lcas(inst: Instance) -> list[Node]:
+def _greedy_lcas(inst: Instance) -> set[Node]:
     """Algorithm 1, GetBestLCAs: LCAs sorted by the number of labels they connect (descending, then by node
     position: order of first appearance in the taxonomy), added until every label has an option among them,
     then each removed in turn when the others still cover every label. (The paper's second, bottom-up removal
-    pass cannot remove anything more: the set only shrinks, so an LCA needed once stays needed.)"""
+    pass cannot remove anything more: the set only shrinks, so an LCA needed once stays needed.) When every
+    label has a single LCA, all of them are needed and that is the answer."""
     lca_sets = [{a for a, _ in opts} for opts in inst.options.values()]
+    if all(len(lcas) == 1 for lcas in lca_sets):
+        return set().union(*lca_sets)
     connects: dict[Node, int] = defaultdict(int)
     for lcas in lca_sets:
         for a in lcas:
@@ -306,37 +299,41 @@ def _greedy_lcas(inst: Instance) -> list[Node]:
     for a in list(chosen):
         if _covered(lca_sets, set(chosen) - {a}):
             chosen.remove(a)
-    return chosen
+    return set(chosen)
 
 
 def _greedy(inst: Instance, ignore: set[Node] = frozenset()) -> tuple[dict[str, set[Node]], int]:
     """Greedy minimal graphs: the LCAs of :func:`_greedy_lcas`; then each label (those with the fewest
     (option, path) choices first) takes the option and shortest paths adding the fewest new nodes (ties:
-    the first by LCA, partner and path order). A path once chosen for a (side, node, LCA) is kept.
-    ``ignore`` (the signature of :func:`_optimal`) plays no part: every node counts as a new node."""
-    lcas = set(_greedy_lcas(inst))
+    the first by LCA, partner and path order); a label with one choice takes it. A path once chosen for a
+    (side, node, LCA) is kept. ``ignore`` (the signature of :func:`_optimal`) plays no part: every node counts
+    as a new node."""
+    lcas = _greedy_lcas(inst)
     paths = inst.paths
     graphs = {side: set(labels) for side, labels in inst.labels.items()}
     fixed: dict[tuple[str, Node, Node], Path] = {}
-    usable = {key: [(a, q) for a, q in opts if a in lcas] for key, opts in inst.options.items()}
-
-    def n_choices(key: tuple[str, Node]) -> int:  # before any path is fixed
-        return sum(len(paths[(key[1], a)]) * len(paths[(q, a)]) for a, q in usable[key])
-
-    for key in sorted(usable, key=lambda k: (n_choices(k), k)):
+    choices = {}  # (side, label): (number of choices, [(lca, partner, own paths, partner's paths)])
+    for key, opts in inst.options.items():
+        usable = [(a, q, paths[(key[1], a)], paths[(q, a)]) for a, q in opts if a in lcas]
+        choices[key] = (sum(len(own) * len(theirs) for _, _, own, theirs in usable), usable)
+    for key in sorted(choices, key=lambda k: (choices[k][0], k)):
         side, label = key
         other = OTHER[side]
         own_graph, other_graph = graphs[side], graphs[other]
-        best = None
-        for a, q in usable[key]:
-            own_fixed, other_fixed = fixed.get((side, label, a)), fixed.get((other, q, a))
-            for own in paths[(label, a)] if own_fixed is None else (own_fixed,):
-                own_cost = len(own - own_graph)
-                for theirs in paths[(q, a)] if other_fixed is None else (other_fixed,):
-                    cost = own_cost + len(theirs - other_graph)
-                    if best is None or cost < best[0]:
-                        best = (cost, a, q, own, theirs)
-        _, a, q, own, theirs = best
+        count, usable = choices[key]
+        if count == 1:  # nothing to choose (a path fixed before is this one)
+            (a, q, (own,), (theirs,)), = usable
+        else:
+            best = None
+            for a, q, own_paths, their_paths in usable:
+                own_fixed, other_fixed = fixed.get((side, label, a)), fixed.get((other, q, a))
+                for own in own_paths if own_fixed is None else (own_fixed,):
+                    own_cost = len(own - own_graph)
+                    for theirs in their_paths if other_fixed is None else (other_fixed,):
+                        cost = own_cost + len(theirs - other_graph)
+                        if best is None or cost < best[0]:
+                            best = (cost, a, q, own, theirs)
+            _, a, q, own, theirs = best
         fixed[(side, label, a)] = own
         fixed[(other, q, a)] = theirs
         own_graph |= own
