@@ -31,7 +31,9 @@ Kosmopoulos, Partalas, Gaussier, Paliouras, Androutsopoulos (2015), §2.4, §3 a
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,36 +77,41 @@ def hemkit_taxonomy(path: str | Path) -> Taxonomy:
         return Taxonomy(edges, str(path), virtual_root=True)
 
 
-def _scan(path: Path, what: str) -> list[str]:
-    """The lines of a label file (no line-end characters); an unreadable or non-UTF-8 file is an error."""
+def _scan(path: Path, what: str) -> tuple[str, list[str]]:
+    """The text of a label file and its lines stripped of surrounding whitespace (a blank line is ``""``); an
+    unreadable or non-UTF-8 file is an error."""
     if not path.is_file():
         raise InputError(f"{what} file not found", path)
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{what} file is not UTF-8 text ({exc.reason})", path) from None
+    return text, list(map(str.strip, text.splitlines()))
 
 
-def _notes(gold: Path, pred: Path, gold_lines: list[str], pred_lines: list[str]) -> list[str]:
-    """Warnings for the input HEMKit mishandles: tabs, blank gold lines, empty predictions, extra lines."""
+def _notes(gold: Path, pred: Path, gold_scan: tuple[str, list[str]], pred_scan: tuple[str, list[str]]) -> list[str]:
+    """Warnings for the input HEMKit mishandles: tabs, blank gold lines, empty predictions, extra lines (each
+    looked for line by line only when a scan of the whole file finds it)."""
     notes = []
-    for path, lines in ((gold, gold_lines), (pred, pred_lines)):
-        tabs = [i for i, line in enumerate(lines, 1) if "\t" in line]
-        if tabs:
+    for path, (text, _) in ((gold, gold_scan), (pred, pred_scan)):
+        if "\t" in text:
+            tabs = [i for i, line in enumerate(text.splitlines(), 1) if "\t" in line]
             notes.append(f"{path}: {len(tabs)} line(s) contain tabs (first: line {tabs[0]}); tabs separate"
                          " labels like spaces")
-    blank_gold = [i for i, line in enumerate(gold_lines, 1) if not line.strip()]
-    if blank_gold:
-        notes.append(f"{gold}: {len(blank_gold)} blank line(s) skipped with their prediction line (first: line"
-                     f" {blank_gold[0]}); HEMKit skips them too but pairs later lines with the wrong predictions")
-    empty = [i for i, line in enumerate(gold_lines, 1)
-             if line.strip() and (i > len(pred_lines) or not pred_lines[i - 1].strip())]
-    if empty:
-        notes.append(f"{pred}: {len(empty)} instance(s) with no predicted label (first: line {empty[0]}); their"
-                     " precisions are 0 (HEMKit: nan)")
-    extra = [i for i in range(len(gold_lines) + 1, len(pred_lines) + 1) if pred_lines[i - 1].strip()]
+    gold_lines, pred_lines = gold_scan[1], pred_scan[1]
+    if "" in gold_lines:
+        notes.append(f"{gold}: {gold_lines.count('')} blank line(s) skipped with their prediction line (first:"
+                     f" line {gold_lines.index('') + 1}); HEMKit skips them too but pairs later lines with the"
+                     " wrong predictions")
+    if len(pred_lines) < len(gold_lines) or "" in pred_lines[:len(gold_lines)]:
+        empty = [i for i, line in enumerate(gold_lines, 1)
+                 if line and (i > len(pred_lines) or not pred_lines[i - 1])]
+        if empty:
+            notes.append(f"{pred}: {len(empty)} instance(s) with no predicted label (first: line {empty[0]});"
+                         " their precisions are 0 (HEMKit: nan)")
+    extra = len(pred_lines[len(gold_lines):]) - pred_lines[len(gold_lines):].count("")
     if extra:
-        notes.append(f"{pred}: {len(extra)} line(s) beyond the {len(gold_lines)} line(s) of {gold} ignored")
+        notes.append(f"{pred}: {extra} line(s) beyond the {len(gold_lines)} line(s) of {gold} ignored")
     return notes
 
 
@@ -117,22 +124,23 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
     from .store import Store
 
     gold, pred = Path(gold), Path(pred)
-    gold_lines, pred_lines = _scan(gold, "gold"), _scan(pred, "prediction")
-    if not any(line.strip() for line in gold_lines):
+    gold_scan, pred_scan = _scan(gold, "gold"), _scan(pred, "prediction")
+    gold_lines, pred_lines = gold_scan[1], pred_scan[1]
+    if not any(gold_lines):
         raise InputError("gold file has no labelled line", gold)
-    for note in _notes(gold, pred, gold_lines, pred_lines):
+    for note in _notes(gold, pred, gold_scan, pred_scan):
         warnings.warn(note, DataWarning, stacklevel=2)
     store = Store()
     # One thread per connection: HEMKit's tables rarely exceed one DuckDB row group (122,880 rows), which one
     # thread scans anyway, and the work runs on two connections at once (the taxonomy and its closure while
     # the label files are read; hP/hR while the LCA graphs are built: hemkit_scores).
     store.con.execute("SET threads = 1")
-    predicted = any(line.strip() for line in pred_lines)
+    predicted = any(pred_lines)
     with warnings.catch_warnings():  # blank and extra lines are reported above
         warnings.filterwarnings("ignore", ".*ignored .* predicted instance", DataWarning)
         store.load(lambda: hemkit_taxonomy(hierarchy), gold, {SYSTEM: pred} if predicted else {}, "lines",
                    unknown=unknown, no_truth="ignore", max_depth=max_distance + 1, closure_view=True)
-    if not all(line.strip() for line in gold_lines):  # blank gold lines are no instances, nor their predictions
+    if "" in gold_lines:  # blank gold lines are no instances, nor their predictions
         store.con.execute("DELETE FROM instances WHERE instance_id NOT IN (SELECT instance_id FROM truth)")
         store.con.execute("DELETE FROM predictions WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
     if not predicted:  # nothing predicted at all: reported above
@@ -181,10 +189,20 @@ def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     means = []
     for rows in (hierarchical, lca_values):
         f = [2 * p * r / (p + r) if p != 0.0 or r != 0.0 else 0.0 for _, p, r in rows]
-        means += [sum(row[1] for row in rows) / len(rows), sum(row[2] for row in rows) / len(rows),
-                  sum(f) / len(rows)]
+        means += [line_mean(map(itemgetter(1), rows)), line_mean(map(itemgetter(2), rows)), line_mean(f)]
     hp, hr, hf, lp, lr, lf = means
     return HemkitResult(hp, hr, hf, lp, lr, lf, instances=len(hierarchical))
+
+
+def line_mean(values: Iterable[float]) -> float:
+    """The mean as HEMKit computes it: the values added one at a time in line order, each sum rounded to a
+    double, then divided by their number. (Python's ``sum`` compensates the rounding since 3.12, which moves
+    the last digits: ten values 0.1 give 0.09999999999999999 here, 0.1 with ``sum``.)"""
+    total, count = 0.0, 0
+    for value in values:
+        total += value
+        count += 1
+    return total / count
 
 
 @gc_paused()  # a short run whose rows, paths and graphs form no cycles: no need to rescan the heap

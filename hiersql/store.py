@@ -20,8 +20,10 @@ predicted set.
 
 from __future__ import annotations
 
+import sys
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -47,6 +49,38 @@ LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checkin
 # Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
 RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='', header=false,"
             " auto_detect=false, filename=true)")
+
+
+# CPython's switch interval while a DuckDB query runs beside Python code (beside_python).
+SWITCH_INTERVAL = 50e-6
+
+
+@contextmanager
+def beside_python(work: Callable[[], object] | None) -> Iterator[None]:
+    """Run ``work`` (DuckDB queries) in a thread while the body runs Python code; wait for it at the end and
+    re-raise its error. ``None``: nothing runs beside.
+
+    DuckDB's Python client takes the GIL back between the tasks of a query (to check for Ctrl-C). With
+    CPython's default switch interval of 5 ms each of these waits up to 5 ms behind the Python thread: a
+    query beside a busy Python loop runs 12 times slower (``benchmarks/duckdb_gil.py``). With an interval of
+    :data:`SWITCH_INTERVAL` the query keeps its own speed and the Python thread loses about 2 %, so the
+    interval is lowered while both run (two Python threads would only switch more often for nothing)."""
+    if work is None:
+        yield
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            done = pool.submit(work)
+            try:
+                yield
+            finally:
+                done.result()
+    finally:
+        sys.setswitchinterval(interval)
 
 
 class Staged(NamedTuple):

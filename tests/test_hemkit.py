@@ -14,7 +14,7 @@ import pytest
 
 from hiersql.cli import main
 from hiersql.errors import InputError
-from hiersql.hemkit import hemkit, hemkit_taxonomy
+from hiersql.hemkit import hemkit, hemkit_taxonomy, line_mean
 
 # cat_hier.txt: 10>20, 20>{1,2}, 10>30, 30>{5,4,3}, 90>30, 70>3, 10>70 (the line "10 20" twice, no newline at
 # the end); parentless 10 and 90 get the dummy root R. Ancestors (edges up): 1, 2: 20 (1), 10 (2), R (3);
@@ -272,3 +272,13 @@ def test_mesh_extended_lca_graphs_against_networkx(data_dir, tmp_path):
         dummy = store.taxonomy.root
         graphs = {side: {dummy if v == "DUMMY" else v for v in vs} for side, vs in graphs.items()}
         assert got[("pred", str(i))] == graphs, i
+
+
+def test_means_add_one_value_at_a_time_as_hemkit():
+    """HEMKit adds the per-instance values in line order in double precision: ten values 0.1 sum to
+    0.9999999999999999 (each addition rounded), so their mean is 0.09999999999999999, not the 0.1 of a
+    compensated sum (Python's own sum since 3.12, math.fsum)."""
+    import math
+
+    assert line_mean([0.1] * 10) == 0.9999999999999999 / 10 != math.fsum([0.1] * 10) / 10
+    assert line_mean(iter([F(1, 3).__float__(), 0.5])) == (1 / 3 + 0.5) / 2

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import DataWarning
+from ..store import beside_python
 from ..taxonomy import gc_paused
 from . import REGISTRY, Options, Row, one_shot
 
@@ -93,28 +94,35 @@ def _materialise(store: Store, name: str, params: dict[str, object]) -> None:
     store.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", sqlfiles.bind(sql, params))
 
 
-def _prepare(store: Store, options: Options, drop_distance: int | None) -> dict[str, object]:
-    """Materialise the queries of ``sql/lca.sql`` up to the extended ``lca_graph_counts``."""
-    params = _params(options, store, drop_distance)
-    for name in [*sqlfiles.dependencies("lca", "lca_graph_counts"), "lca_graph_counts"]:
+def _prepare(store: Store, params: dict[str, object], target: str, done: tuple[str, ...] = ()) -> list[str]:
+    """Materialise the queries of ``sql/lca.sql`` that ``target`` reads, and ``target``, except those in
+    ``done``; returns the names materialised."""
+    names = [name for name in (*sqlfiles.dependencies("lca", target), target) if name not in done]
+    for name in names:
         _materialise(store, name, params)
-    return params
+    return names
 
 
-def _solve_open(store: Store, options: Options, params: dict[str, object]) -> Iterator[tuple[int, dict]]:
+def _solve_open(store: Store, options: Options, params: dict[str, object],
+                beside: Callable[[], object] | None = None) -> Iterator[tuple[int, dict]]:
     """Minimal graphs (``options.lca_graph``) of the instances where a choice exists: ``(inst, {"t": Gt,
     "p": Gp})`` (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH``
     instances at a time to bound memory; a warning counts the instances where the exact solver fell back to
-    the greedy graphs."""
+    the greedy graphs. ``beside`` (SQL on the same connection) runs in a thread while the first batch is
+    solved in Python, once that batch is fetched (:func:`~hiersql.store.beside_python`)."""
     n_batches = _stage_open(store, params)
     ignore = set() if options.include_root else {_root(store)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
     fallbacks = 0
     for batch in range(n_batches):
-        for key, inst in _open_instances(store, batch).items():
-            graphs, fell_back = solve(inst, ignore)
-            fallbacks += fell_back
-            yield key, graphs
+        instances = _open_instances(store, batch)
+        with beside_python(beside if batch == 0 else None):
+            for key, inst in instances.items():
+                graphs, fell_back = solve(inst, ignore)
+                fallbacks += fell_back
+                yield key, graphs
+    if n_batches == 0 and beside is not None:
+        beside()
     if fallbacks:
         warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
                       f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
@@ -137,13 +145,18 @@ def _root(store: Store) -> Node:
 
 def graph_counts(store: Store, options: Options, drop_distance: int | None = None) -> dict[str, object]:
     """Fill the temp table ``lca_graph_counts(system, instance_id, n_true, n_pred, n_both)`` with the sizes of
-    the graphs ``options.lca_graph`` asks for; returns the query parameters used."""
-    params = _prepare(store, options, drop_distance)
+    the graphs ``options.lca_graph`` asks for; returns the query parameters used. For the minimal graphs the
+    extended counts (``lca_extended_nodes``, ``lca_graph_counts``) are computed while the instances with a
+    choice are solved, and then overwritten for those."""
+    params = _params(options, store, drop_distance)
     if options.lca_graph == "extended":
+        _prepare(store, params, "lca_graph_counts")
         return params
+    done = tuple(_prepare(store, params, "lca_open_instances", ("lca_open_instances",)))
     ignore = set() if options.include_root else {_root(store)}
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap (-20 %)
-        rows = [(inst, *_sizes(g, ignore)) for inst, g in _solve_open(store, options, params)]
+        rows = [(inst, *_sizes(g, ignore)) for inst, g in _solve_open(
+            store, options, params, beside=lambda: _prepare(store, params, "lca_graph_counts", done))]
     if not rows:
         return params
     store.con.execute(
@@ -161,8 +174,8 @@ def graph_counts(store: Store, options: Options, drop_distance: int | None = Non
 def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, set[str]]]:
     """The LCA graphs of every (system, instance_id) with labels: ``{"t": Gt nodes, "p": Gp nodes}`` (the root
     included when it is on a path, whatever ``include_root`` says)."""
-    params = _prepare(store, options, None)
-    _materialise(store, "lca_extended_names", params)
+    params = _params(options, store, None)
+    _prepare(store, params, "lca_extended_names")
     out: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"t": set(), "p": set()})
     for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_names").fetchall():
         out[(system, instance)][side].add(v)
