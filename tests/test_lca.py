@@ -221,7 +221,9 @@ def test_optimal_equals_brute_force_on_random_dags():
         store = store_from_sets([rng.sample(nodes, rng.randint(1, 3))], [rng.sample(nodes, rng.randint(1, 3))],
                                 Taxonomy.from_edges(sorted(edges)))
         opts = options(include_root=True)
-        n_batches = lca._stage_open(store, lca._prepare(store, opts, None))
+        params = lca._params(opts, store)
+        lca._prepare(store, params, "lca_open_instances", ("lca_open_instances",))
+        n_batches = lca._stage_open(store, params)
         for inst in (i for b in range(n_batches) for i in lca._open_instances(store, b).values()):
             optimal, fell_back = lca._optimal(inst, set())
             greedy, _ = lca._greedy(inst)
