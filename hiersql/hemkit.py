@@ -174,10 +174,9 @@ def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
 
     from .evaluator import make_options
     from .metrics import lca
-    from .store import Store
 
     options = make_options(include_root=True, max_distance=max_distance, lca_graph="greedy")
-    side = Store(con=store.con.cursor())
+    side = store.cursor()
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             hierarchical = pool.submit(_hierarchical, side, max_distance)

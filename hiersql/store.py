@@ -120,10 +120,24 @@ class Store:
                                  value=memory_limit) from None
         self.con.execute(sqlfiles.queries("schema")["schema"])
         self.taxonomy: Taxonomy | None = None
-        # closure is a view after a load with closure_view=True (possibly in an earlier session of a file)
-        self._closure_is_view = (db is not None or con is not None) and bool(self._one(
-            "SELECT count(*) FROM duckdb_views() WHERE view_name = 'closure' AND schema_name = 'main'"
-            " AND database_name = current_database()")[0])
+        # whether closure is a view (after a load with closure_view=True, possibly of an earlier session of a
+        # file); looked up when a taxonomy is loaded, unless the database is new
+        self._closure_is_view: bool | None = False if db is None and con is None else None
+
+    def cursor(self) -> Store:
+        """A store on a second connection (a DuckDB cursor) to the same database: the same tables, temp tables
+        of its own; for queries in another thread at the same time."""
+        other = object.__new__(Store)
+        other.db, other.con, other.taxonomy = self.db, self.con.cursor(), self.taxonomy
+        other._closure_is_view = self._closure_is_view
+        return other
+
+    def _closure_view_now(self) -> bool:
+        if self._closure_is_view is None:
+            self._closure_is_view = bool(self._one(
+                "SELECT count(*) FROM duckdb_views() WHERE view_name = 'closure' AND schema_name = 'main'"
+                " AND database_name = current_database()")[0])
+        return self._closure_is_view
 
     # ------------------------------------------------------------------ taxonomy
     def load_taxonomy(self, taxonomy: Taxonomy, max_depth: int | None = None, closure_view: bool = False) -> None:
@@ -134,7 +148,7 @@ class Store:
         filled now: cheaper for a caller that reads only ``node_closure`` (the DuckDB variants of the set-based
         lists and of the LCA queries, as HEMKit mode does); every query still reads the same rows."""
         with self.transaction():
-            view = _fill_taxonomy(self.con, taxonomy, max_depth, closure_view, self._closure_is_view)
+            view = _fill_taxonomy(self.con, taxonomy, max_depth, closure_view, self._closure_view_now())
         self.taxonomy, self._closure_is_view = taxonomy, view
 
     def _require_taxonomy(self) -> Taxonomy:
@@ -229,7 +243,7 @@ class Store:
         items = _prediction_items(predictions)
         staged: InputError | None = None
         read, labels_read = Event(), []  # set once the label sources are read or failed; [True] if read
-        view = []  # whether closure is a view once loaded
+        view, is_view = [], self._closure_view_now()  # whether closure is a view once loaded, and before
 
         def load_taxonomy() -> Taxonomy:
             tax = taxonomy if isinstance(taxonomy, Taxonomy) else (
@@ -238,7 +252,7 @@ class Store:
             try:
                 con.execute("BEGIN TRANSACTION")
                 try:
-                    view.append(_fill_taxonomy(con, tax, max_depth, closure_view, self._closure_is_view))
+                    view.append(_fill_taxonomy(con, tax, max_depth, closure_view, is_view))
                     read.wait()
                 except BaseException:
                     con.execute("ROLLBACK")

@@ -157,6 +157,23 @@ def test_closure_view_reads_the_same_rows_and_becomes_a_table_again(tmp_path):
         == [(24,)]
 
 
+def test_cursor_shares_the_tables_but_not_the_temp_tables():
+    """``Store.cursor()``: a second connection to the same database, usable from another thread at the same
+    time (hiersql hemkit runs hP/hR on one while the LCA graphs are built on the other)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = store_with([["a1"], ["b"]])
+    other = store.cursor()
+    assert other.taxonomy is store.taxonomy
+    other.con.execute("CREATE TEMP TABLE mine AS SELECT label FROM truth")
+    with pytest.raises(duckdb.CatalogException):
+        store.con.execute("SELECT * FROM mine")
+    with ThreadPoolExecutor(1) as pool:
+        counted = pool.submit(lambda: other.con.execute("SELECT count(*) FROM mine").fetchone()[0])
+        assert store.con.execute("SELECT count(*) FROM closure").fetchone()[0] == 14
+        assert counted.result() == 2
+
+
 def test_failed_load_changes_nothing(tmp_path):
     store = store_with([["a1"], ["b"]])
     store.add_predictions("s", [["a"], ["b"]])
