@@ -148,9 +148,9 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
     return store
 
 
-def _hierarchical(store: Store, max_distance: int) -> list[tuple]:
-    """``(instance_id, hP, hR)`` of every instance: ``sql/set_based.sql`` with the root and ancestors up to
-    ``max_distance + 1`` edges."""
+def _hierarchical(store: Store, max_distance: int) -> tuple[list[float], int]:
+    """The means of hP, hR, hF (:func:`_means`) and the number of instances: ``sql/set_based.sql`` with the root
+    and ancestors up to ``max_distance + 1`` edges. Closes ``store`` (a cursor) when done."""
     from .evaluator import make_options
     from .metrics import set_based
 
@@ -158,8 +158,12 @@ def _hierarchical(store: Store, max_distance: int) -> list[tuple]:
     # pairs, which would read the closure on names
     params = {**set_based.sql_params(make_options(include_root=True, max_distance=max_distance + 1)),
               "list_counts": True}
-    return store.run("set_based", "set_based_instance", params).select(
-        "instance_id, hierarchical_precision, hierarchical_recall").order(LINE_ORDER).fetchall()
+    try:
+        rows = store.run("set_based", "set_based_instance", params).select(
+            "instance_id, hierarchical_precision, hierarchical_recall").order(LINE_ORDER).fetchall()
+    finally:
+        store.close()
+    return _means(rows), len(rows)
 
 
 def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
@@ -168,29 +172,30 @@ def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     order and divided by the number of instances, so that all 17 printed digits match.
 
     hP/hR and the LCA graphs read the same tables and write only temp tables of their own connection, so the
-    set-based query runs on a second connection to the same database (a cursor) in a thread while this one
-    builds the LCA graphs: DuckDB releases the GIL while it runs a query."""
+    set-based query (and its means) runs on a second connection to the same database (a cursor) in a thread
+    while this one builds the LCA graphs: DuckDB releases the GIL while it runs a query
+    (:func:`~hiersql.store.fast_switching`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from .evaluator import make_options
     from .metrics import lca
+    from .store import fast_switching
 
     options = make_options(include_root=True, max_distance=max_distance, lca_graph="greedy")
-    side = store.cursor()
-    try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            hierarchical = pool.submit(_hierarchical, side, max_distance)
-            lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1).select(
-                "instance_id, lca_precision, lca_recall").order(LINE_ORDER).fetchall()
-            hierarchical = hierarchical.result()
-    finally:
-        side.close()
-    means = []
-    for rows in (hierarchical, lca_values):
-        f = [2 * p * r / (p + r) if p != 0.0 or r != 0.0 else 0.0 for _, p, r in rows]
-        means += [line_mean(map(itemgetter(1), rows)), line_mean(map(itemgetter(2), rows)), line_mean(f)]
-    hp, hr, hf, lp, lr, lf = means
-    return HemkitResult(hp, hr, hf, lp, lr, lf, instances=len(hierarchical))
+    with fast_switching(), ThreadPoolExecutor(max_workers=1) as pool:
+        hierarchical = pool.submit(_hierarchical, store.cursor(), max_distance)
+        lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1).select(
+            "instance_id, lca_precision, lca_recall").order(LINE_ORDER).fetchall()
+        (hp, hr, hf), instances = hierarchical.result()
+    lp, lr, lf = _means(lca_values)
+    return HemkitResult(hp, hr, hf, lp, lr, lf, instances=instances)
+
+
+def _means(rows: list[tuple]) -> list[float]:
+    """The means of P, R and ``F = 2·P·R/(P + R)`` (0 when both are 0) of ``(instance, P, R)`` rows in line
+    order (:func:`line_mean`)."""
+    f = [2 * p * r / (p + r) if p != 0.0 or r != 0.0 else 0.0 for _, p, r in rows]
+    return [line_mean(map(itemgetter(1), rows)), line_mean(map(itemgetter(2), rows)), line_mean(f)]
 
 
 def line_mean(values: Iterable[float]) -> float:

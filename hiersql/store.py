@@ -21,6 +21,7 @@ predicted set.
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -51,36 +52,51 @@ RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='
             " auto_detect=false, filename=true)")
 
 
-# CPython's switch interval while a DuckDB query runs beside Python code (beside_python).
+# CPython's switch interval while DuckDB queries run beside Python code (fast_switching).
 SWITCH_INTERVAL = 50e-6
+_switching = {"users": 0, "interval": 0.005}  # fast_switching's state, shared by the threads that enter it
+_switching_lock = threading.Lock()
+
+
+@contextmanager
+def fast_switching() -> Iterator[None]:
+    """Lower CPython's switch interval to :data:`SWITCH_INTERVAL` while DuckDB queries run beside Python code
+    in another thread; the first thread to enter lowers it, the last to leave restores it.
+
+    DuckDB's Python client takes the GIL back between the tasks of a query (to check for Ctrl-C). With
+    CPython's default switch interval of 5 ms each of these waits up to 5 ms behind the Python thread: a
+    query beside a busy Python loop runs 12 times slower (``benchmarks/duckdb_gil.py``). With 50 µs the query
+    keeps its own speed and the Python thread loses about 2 %. (Two busy Python threads only switch more
+    often for nothing: keep it to DuckDB beside Python.)"""
+    with _switching_lock:
+        if not _switching["users"]:
+            _switching["interval"] = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switching["interval"], SWITCH_INTERVAL))
+        _switching["users"] += 1
+    try:
+        yield
+    finally:
+        with _switching_lock:
+            _switching["users"] -= 1
+            if not _switching["users"]:
+                sys.setswitchinterval(_switching["interval"])
 
 
 @contextmanager
 def beside_python(work: Callable[[], object] | None) -> Iterator[None]:
-    """Run ``work`` (DuckDB queries) in a thread while the body runs Python code; wait for it at the end and
-    re-raise its error. ``None``: nothing runs beside.
-
-    DuckDB's Python client takes the GIL back between the tasks of a query (to check for Ctrl-C). With
-    CPython's default switch interval of 5 ms each of these waits up to 5 ms behind the Python thread: a
-    query beside a busy Python loop runs 12 times slower (``benchmarks/duckdb_gil.py``). With an interval of
-    :data:`SWITCH_INTERVAL` the query keeps its own speed and the Python thread loses about 2 %, so the
-    interval is lowered while both run (two Python threads would only switch more often for nothing)."""
+    """Run ``work`` (DuckDB queries) in a thread while the body runs Python code (:func:`fast_switching`);
+    wait for it at the end and re-raise its error. ``None``: nothing runs beside."""
     if work is None:
         yield
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(SWITCH_INTERVAL)
-    try:
-        with ThreadPoolExecutor(1) as pool:
-            done = pool.submit(work)
-            try:
-                yield
-            finally:
-                done.result()
-    finally:
-        sys.setswitchinterval(interval)
+    with fast_switching(), ThreadPoolExecutor(1) as pool:
+        done = pool.submit(work)
+        try:
+            yield
+        finally:
+            done.result()
 
 
 class Staged(NamedTuple):
