@@ -183,3 +183,34 @@ def test_failed_load_changes_nothing(tmp_path):
     with pytest.raises(Exception, match="not in the taxonomy"):
         store.add_truth([["zebra"]])
     assert store.con.execute("SELECT count(*) FROM truth").fetchall() == [(2,)]
+
+
+def test_fast_switching_keeps_the_short_interval_until_the_last_user_leaves():
+    """``fast_switching`` (SQL beside Python: DuckDB's client takes the GIL back between tasks) lowers CPython's
+    switch interval; a second thread entering meanwhile keeps it low after the first leaves, and the last to
+    leave restores it. ``beside_python`` re-raises the error of the work it ran beside."""
+    import sys
+    import threading
+
+    from hiersql.store import SWITCH_INTERVAL, beside_python, fast_switching
+
+    before = sys.getswitchinterval()
+    entered, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with fast_switching():
+            entered.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other)
+    with fast_switching():
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL) and before > SWITCH_INTERVAL
+        thread.start()
+        assert entered.wait(10)
+    assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
+    release.set()
+    thread.join()
+    assert sys.getswitchinterval() == before
+    with pytest.raises(ZeroDivisionError), beside_python(lambda: 1 / 0):
+        pass
+    assert sys.getswitchinterval() == before
