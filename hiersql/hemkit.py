@@ -184,7 +184,7 @@ def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     options = make_options(include_root=True, max_distance=max_distance, lca_graph="greedy")
     with fast_switching(), ThreadPoolExecutor(max_workers=1) as pool:
         hierarchical = pool.submit(_hierarchical, store.cursor(), max_distance)
-        lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1).select(
+        lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1, order=None).select(
             "instance_id, lca_precision, lca_recall").order(LINE_ORDER).fetchall()
         (hp, hr, hf), instances = hierarchical.result()
     lp, lr, lf = _means(lca_values)

@@ -206,11 +206,14 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     return instance_relation(store, options).df()
 
 
-def instance_relation(store: Store, options: Options, drop_distance: int | None = None) -> duckdb.DuckDBPyRelation:
-    """:func:`per_instance` as a DuckDB relation ordered by system and instance (no pandas needed)."""
+def instance_relation(store: Store, options: Options, drop_distance: int | None = None,
+                      order: str | None = "system, instance_id") -> duckdb.DuckDBPyRelation:
+    """:func:`per_instance` as a DuckDB relation ordered by ``order`` (``None``: unordered; no pandas needed):
+    the query ``lca_instance``, run when the relation is read."""
     params = graph_counts(store, options, drop_distance)
-    _materialise(store, "lca_instance", params)
-    return store.con.table("lca_instance").order("system, instance_id")
+    sql = sqlfiles.queries("lca", "duckdb")["lca_instance"]
+    relation = store.con.sql(sql, params=sqlfiles.bind(sql, params))
+    return relation.order(order) if order else relation
 
 
 # ---------------------------------------------------------------------------------------------- instances
