@@ -29,6 +29,7 @@ ROOT = HERE.parent
 MESH = (ROOT / ".." / "shared" / "data" / "mesh" / "mesh_hierarchy_int.txt").resolve()
 PYTHON = sys.executable
 HIERSQL = str(Path(PYTHON).with_name("hiersql"))
+TARGET = 1.15  # issue 4: half of HEMKit's 2.3 s on this data
 
 
 def generate(out: Path, *args: str) -> None:
@@ -71,9 +72,11 @@ def part_mesh(repeat: int) -> str:
     walls = sorted(run[0] for run in runs)
     cpus = sorted(run[1] for run in runs)
     rss = max(run[2] for run in runs)
+    within = sum(w <= TARGET for w in walls)
     return (f"- `{' '.join(cmd[1:])}` (MeSH, 20,000 instances x 3 labels), {repeat} runs: wall"
-            f" {', '.join(f'{w:.2f}' for w in walls)} s (median {walls[len(walls) // 2]:.2f} s), CPU"
-            f" {cpus[0]:.2f}–{cpus[-1]:.2f} s, peak RSS {rss:.0f} MiB; output `{runs[-1][3].strip()}`\n")
+            f" {', '.join(f'{w:.2f}' for w in walls)} s (median {walls[len(walls) // 2]:.2f} s; {within} of"
+            f" {repeat} within the {TARGET} s target), CPU {cpus[0]:.2f}–{cpus[-1]:.2f} s, peak RSS {rss:.0f} MiB;"
+            f" output `{runs[-1][3].strip()}`\n")
 
 
 def child_big(folder: str) -> None:
