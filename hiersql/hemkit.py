@@ -174,19 +174,17 @@ def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     hP/hR and the LCA graphs read the same tables and write only temp tables of their own connection, so the
     set-based query (and its means) runs on a second connection to the same database (a cursor) in a thread
     while this one builds the LCA graphs: DuckDB releases the GIL while it runs a query
-    (:func:`~hiersql.store.fast_switching`)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    (:func:`~hiersql.store.beside_python`)."""
     from .evaluator import make_options
     from .metrics import lca
-    from .store import fast_switching
+    from .store import beside_python
 
     options = make_options(include_root=True, max_distance=max_distance, lca_graph="greedy")
-    with fast_switching(), ThreadPoolExecutor(max_workers=1) as pool:
-        hierarchical = pool.submit(_hierarchical, store.cursor(), max_distance)
+    side = store.cursor()
+    with beside_python(lambda: _hierarchical(side, max_distance)) as hierarchical:
         lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1, order=None).select(
             "instance_id, lca_precision, lca_recall").order(LINE_ORDER).fetchall()
-        (hp, hr, hf), instances = hierarchical.result()
+    (hp, hr, hf), instances = hierarchical.result()
     lp, lr, lf = _means(lca_values)
     return HemkitResult(hp, hr, hf, lp, lr, lf, instances=instances)
 

@@ -26,13 +26,15 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import sqlfiles
 from .errors import DataWarning, InputError
 from .taxonomy import Taxonomy
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import duckdb
 
 LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
@@ -52,6 +54,7 @@ RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='
             " auto_detect=false, filename=true)")
 
 
+T = TypeVar("T")
 # CPython's switch interval while DuckDB queries run beside Python code (fast_switching).
 SWITCH_INTERVAL = 50e-6
 _switching = {"users": 0, "interval": 0.005}  # fast_switching's state, shared by the threads that enter it
@@ -83,18 +86,19 @@ def fast_switching() -> Iterator[None]:
 
 
 @contextmanager
-def beside_python(work: Callable[[], object] | None) -> Iterator[None]:
+def beside_python(work: Callable[[], T] | None) -> Iterator[Future[T] | None]:
     """Run ``work`` (DuckDB queries) in a thread while the body runs Python code (:func:`fast_switching`);
-    wait for it at the end and re-raise its error. ``None``: nothing runs beside."""
+    wait for it at the end and re-raise its error. Yields the work's future (its ``result()`` once the body is
+    done); ``None``: nothing runs beside, and ``None`` is yielded."""
     if work is None:
-        yield
+        yield None
         return
     from concurrent.futures import ThreadPoolExecutor
 
     with fast_switching(), ThreadPoolExecutor(1) as pool:
         done = pool.submit(work)
         try:
-            yield
+            yield done
         finally:
             done.result()
 
@@ -253,12 +257,11 @@ class Store:
         ``closure_view`` as in :meth:`load_taxonomy`. ``on_step(name)`` is called as each of its
         :data:`LOAD_STEPS` begins (a progress bar's hook)."""
         from concurrent.futures import ThreadPoolExecutor
-        from threading import Event
 
         step = on_step or (lambda _: None)
         items = _prediction_items(predictions)
         staged: InputError | None = None
-        read, labels_read = Event(), []  # set once the label sources are read or failed; [True] if read
+        read, labels_read = threading.Event(), []  # set once the label sources are read or failed; [True] if read
         view, is_view = [], self._closure_view_now()  # whether closure is a view once loaded, and before
 
         def load_taxonomy() -> Taxonomy:
