@@ -77,11 +77,14 @@ def bind(sql: str, params: dict[str, object]) -> dict[str, object]:
     return {k: params[k] for k in needed}
 
 
-def dependencies(file: str, name: str, variant: str | None = None) -> list[str]:
+def dependencies(file: str, name: str, variant: str | None = None, text: str | None = None) -> list[str]:
     """Other queries of the same file that ``name`` reads, in file order (recursively); a name mentioned in a
-    ``--`` comment is not a read. ``variant`` as in :func:`queries`."""
+    ``--`` comment is not a read. ``variant`` as in :func:`queries`; ``text`` is the query's text when it is
+    not one of the file's (a generated summary)."""
     all_queries = queries(file, variant)
-    code = {q: re.sub(r"--[^\n]*", "", text) for q, text in all_queries.items()}
+    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in all_queries.items()}
+    if text is not None:
+        code[name] = re.sub(r"--[^\n]*", "", text)
     found: list[str] = []
 
     def visit(query: str) -> None:
@@ -101,23 +104,28 @@ def render(
     dialect: str = "duckdb",
     tables: dict[str, str] | None = None,
     pretty: bool = True,
+    skip: frozenset[str] | set[str] = frozenset(),
+    text: str | None = None,
 ) -> str:
     """One self-contained query of ``file`` written in ``dialect``.
 
-    Queries it depends on become common table expressions, ``$name`` parameters become literals (a
-    parameter left out of ``params`` stays a placeholder), and ``tables`` renames tables
-    (``{"truth": "warehouse.gold_labels"}``).
+    Queries it depends on become common table expressions (except those in ``skip``: tables already made),
+    ``$name`` parameters become literals (a parameter left out of ``params`` stays a placeholder), and
+    ``tables`` renames tables (``{"truth": "warehouse.gold_labels"}``). ``text`` replaces query ``name``'s
+    own text (a generated query that reads the file's queries).
     """
     from sqlglot import exp
 
     name = name or list(queries(file))[-1]
     ctes: list[exp.CTE] = []
     recursive = False
-    for dep in dependencies(file, name):
+    for dep in dependencies(file, name, text=text):
+        if dep in skip:
+            continue
         body = _parse(queries(file)[dep])
         recursive |= _pop_ctes(body, ctes)
         ctes.append(exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(dep))))
-    tree = _parse(queries(file)[name])
+    tree = _parse(text if text is not None else queries(file)[name])
     recursive |= _pop_ctes(tree, ctes)
     if ctes:
         tree.set("with_", exp.With(expressions=ctes, recursive=recursive or None))

@@ -81,6 +81,11 @@ def family(name: str):
     return importlib.import_module(f"hiersql.metrics.{name}")
 
 
+def plan_of(name: str):
+    """The :class:`~hiersql.plan.FamilyPlan` of family ``name`` (its module's ``PLAN``)."""
+    return family(name).PLAN
+
+
 def catalog() -> dict[str, tuple[str, str]]:
     """``{metric name or alias: (family, metric name)}`` over all families."""
     out: dict[str, tuple[str, str]] = {}
