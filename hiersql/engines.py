@@ -34,11 +34,10 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from .store import Store
     from .taxonomy import Taxonomy
 
-    from .store import Store
-
-STORE_TABLES = ("edges", "nodes", "closure", "instances", "truth", "predictions", "systems")
+STORE_TABLES = ("edges", "nodes", "closure", "instances", "truth", "predictions", "systems", "pair_counts")
 DEFAULT_METRICS = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
                    "symmetric_difference_loss")
 
@@ -51,8 +50,17 @@ def family_query(name: str) -> tuple[str, str]:
 
     plan = plan_of(name)
     if any(isinstance(step, Python) for step in plan.steps):
-        raise ValueError(f"family {name!r} has Python steps ({', '.join(s.name for s in plan.steps if isinstance(s, Python))})")
+        steps = ", ".join(s.name for s in plan.steps if isinstance(s, Python))
+        raise ValueError(f"family {name!r} has Python steps ({steps})")
     return plan.file, plan.summary or plan.instance
+
+
+def family_params(name: str, options: Options) -> dict[str, object]:
+    """The ``$parameters`` of family ``name``'s SQL for ``options`` (the plan's, without an engine)."""
+    from .metrics import plan_of
+
+    plan = plan_of(name)
+    return {"zero_division": float(options.zero_division), **plan.params(options, None, list(plan.metrics))}
 
 
 def render(
@@ -511,17 +519,24 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     import sqlglot
     from sqlglot import exp
 
+    from .metrics import FAMILIES, plan_of
+
     defaults = _family_defaults()
+    plans = {plan_of(fam).file: plan_of(fam) for fam in FAMILIES}
     out: dict[str, str] = {}
     for name, body in sqlfiles.queries("macros").items():
         tree = sqlglot.parse_one(body, read="duckdb")
         refs = [t for t in tree.find_all(exp.Table) if t.db in sqlfiles.available()]
-        if any(t.name not in sqlfiles.queries(t.db) for t in refs):
+        if any(t.name not in sqlfiles.queries(t.db) and not (t.name == "summary" and t.db in plans) for t in refs):
             continue  # a file or query not there (yet): no macro
         params: dict[str, object] = {}
         for ref in refs:
+            text = None
+            if ref.name == "summary":  # the family's generated summary, every measure and average
+                plan = plans[ref.db]
+                text = summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True)
             composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", dict(tables or {}),
-                                                         pretty=False) + "\n", read="duckdb")
+                                                         pretty=False, text=text) + "\n", read="duckdb")
             ref.replace(composed.subquery(ref.alias_or_name))
             used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
             params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
@@ -549,14 +564,13 @@ def _macro_parameter(node):
 def _family_defaults() -> dict[str, dict[str, object]]:
     """``{sql file: its $parameters for the default Options}`` over the families computed in SQL, and the
     closure (unbounded by default)."""
-    from .metrics import FAMILIES
+    from .metrics import FAMILIES, plan_of
 
     out: dict[str, dict[str, object]] = {"closure": {"max_depth": None}}
     for fam in FAMILIES:
         try:
-            file, _ = family_query(fam)
-            out[file] = family_params(fam, Options())
-        except (ModuleNotFoundError, ValueError):  # not in SQL alone, or not with the default options
+            out[plan_of(fam).file] = family_params(fam, Options())
+        except ValueError:  # not with the default options
             continue
     return out
 

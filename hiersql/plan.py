@@ -63,7 +63,8 @@ class Measure:
 
     ``value = numerator / denominator`` per unit (``numerator`` alone without a denominator); ``micro`` sums
     every column of both expressions over the units first. ``zero`` is the value where the denominator is 0
-    or ``undefined`` holds (default ``$zero_division``). ``averages`` lists the averages it has.
+    or ``undefined`` holds (default ``$zero_division``). ``averages`` lists the averages it has; ``total``
+    makes the plain average (``""``) a sum over the units instead of a mean (counts).
     """
 
     metric: str
@@ -74,6 +75,7 @@ class Measure:
     unit: str | None = None
     undefined: str | None = None
     zero: str = "$zero_division"
+    total: bool = False
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,8 @@ def _value(m: Measure, average: str, order_by: str | None) -> str:
         return tree.sql(dialect="duckdb")
 
     order = f" ORDER BY {order_by}" if order_by else ""
+    if m.total:
+        return f"coalesce(sum({m.numerator}), 0)"
     if m.denominator is None:
         return f"coalesce(avg(1.0 * ({m.numerator}){order}), {m.zero})"
     if average == "micro":
