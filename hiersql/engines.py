@@ -43,16 +43,43 @@ DEFAULT_METRICS = ("hierarchical_precision", "hierarchical_recall", "hierarchica
 
 
 # ---------------------------------------------------------------------------------------------- queries
-def family_query(name: str) -> tuple[str, str]:
-    """The SQL file and last stage of family ``name``, for a family computed by SQL alone (no Python step);
-    otherwise ``ValueError``."""
+def render_family(name: str, params: Mapping[str, object], dialect: str = "duckdb",
+                  tables: Mapping[str, str] | None = None, metrics: Sequence[str] | None = None,
+                  averages: Sequence[str] = ("micro", "macro"), pretty: bool = True) -> str:
+    """The SQL of family ``name`` in ``dialect``, its ``$parameters`` set to ``params``.
+
+    A family computed by SQL alone is one query: its generated summary (of ``metrics``, default all) with the
+    queries it reads as common table expressions. A family with Python steps is a script: each stage as a
+    ``CREATE TEMPORARY TABLE``, each Python step as a comment naming the tables it reads and writes (the
+    runners solve them between the stages), then the summary query.
+    """
     from .metrics import plan_of
 
     plan = plan_of(name)
-    if any(isinstance(step, Python) for step in plan.steps):
-        steps = ", ".join(s.name for s in plan.steps if isinstance(s, Python))
-        raise ValueError(f"family {name!r} has Python steps ({steps})")
-    return plan.file, plan.summary or plan.instance
+    metrics = list(metrics or plan.metrics)
+    ordered = dialect in ("duckdb", "postgres")
+
+    def query(query_name: str, text: str | None = None, skip: frozenset[str] = frozenset()) -> str:
+        return _tree(plan.file, query_name, params, dialect, tables, skip=skip, text=text).sql(
+            dialect=dialect, pretty=pretty)
+
+    summary = None if plan.summary else summary_sql(plan, metrics, averages, ordered)
+    if not any(isinstance(step, Python) for step in plan.steps):
+        return query(plan.summary or f"{plan.name}_summary", summary)
+    out: list[str] = []
+    done: set[str] = set()
+    for step in plan.steps:
+        if isinstance(step, Sql):
+            for dep in [*sqlfiles.dependencies(plan.file, step.query), step.query]:
+                if dep not in done:
+                    out.append(f"CREATE TEMPORARY TABLE {dep} AS\n{query(dep, skip=frozenset(done))};")
+                    done.add(dep)
+        else:
+            out.append(f"-- Python step {step.name} ({step.solve.__module__}.{step.solve.__name__}): reads "
+                       f"{', '.join(step.reads)}; writes {', '.join(step.writes)}")
+            done.update(step.writes)
+    out.append(query(plan.summary or f"{plan.name}_summary", summary, frozenset(done)) + ";")
+    return "\n\n".join(out).rstrip(";")
 
 
 def family_params(name: str, options: Options) -> dict[str, object]:

@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sqlglot
 
-    from ..engines import STORE_TABLES, render
+    from ..engines import STORE_TABLES, render, render_family
     from ..errors import InputError
 
     if args.dialect not in sqlglot.Dialect.classes:
@@ -53,16 +53,20 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"unknown table (one of {', '.join(STORE_TABLES)})", "--table", value=sorted(unknown)[0])
     params.update({k: _value(v) for k, v in parse_pairs(args.param, "--param").items()})
-    print(render(file, query, params, args.dialect, tables, pretty=not args.compact, metrics=metrics) + ";")
+    if query is None:  # a family: its plan's SQL
+        print(render_family(file, params, args.dialect, tables, metrics or None, pretty=not args.compact) + ";")
+    else:
+        print(render(file, query, params, args.dialect, tables, pretty=not args.compact) + ";")
     return 0
 
 
 def target(args: argparse.Namespace) -> tuple[str, str | None, dict[str, object], list[str]]:
-    """(sql file, query, parameters, metrics to keep) for ``args.metric``."""
+    """(sql file, query, parameters, metrics to keep) for ``args.metric``; for a family (or one of its
+    metrics) without ``--query``: (family, None, parameters, metrics)."""
     from .. import sqlfiles
-    from ..engines import family_params, family_query
+    from ..engines import family_params
     from ..errors import InputError
-    from ..metrics import GROUPS, Options, catalog, resolve
+    from ..metrics import GROUPS, Options, catalog, plan_of, resolve
 
     options = Options(include_root=args.include_root, max_distance=args.max_distance, beta=args.beta,
                       zero_division=args.zero_division, augment=args.augment)
@@ -76,15 +80,10 @@ def target(args: argparse.Namespace) -> tuple[str, str | None, dict[str, object]
     else:
         fam = GROUPS.get(name)
     if fam is not None:
-        try:
-            file, query = family_query(fam)
-        except ValueError as exc:
-            if name not in sqlfiles.available():
-                raise InputError(f"{exc}; print one of its SQL files instead (hiersql sql FILE --query NAME)",
-                                 "METRIC", value=name) from None
-        else:
+        if not args.query:
             metrics = resolve([name])[fam] if name in cat else []
-            return file, args.query or query, family_params(fam, options), metrics
+            return fam, None, family_params(fam, options), metrics
+        name = plan_of(fam).file
     if name not in sqlfiles.available():
         known = sorted({*cat, *sqlfiles.available()})
         raise InputError(f"unknown metric, family or SQL file (known: {', '.join(known)})", "METRIC", value=name)
