@@ -434,11 +434,15 @@ class PostgresEngine(Engine):
 
         with self.conn.cursor() as cur:
             cur.execute(sql)
-            names = [c.name for c in cur.description]
+            columns = [(c.name, c.type_code) for c in cur.description]
             rows = cur.fetchall()
-        return pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)}) if rows else \
-            pa.table({n: pa.array([], type=_pg_arrow_type(c.type_code)) for n, c in zip(names, cur.description,
-                                                                                      strict=True)})
+        out = {}
+        for i, (name, oid) in enumerate(columns):
+            values = [r[i] for r in rows]
+            if oid == 1700:  # numeric (sums, averages): as DuckDB's doubles
+                values = [None if v is None else float(v) for v in values]
+            out[name] = pa.array(values, type=_pg_arrow_type(oid))
+        return pa.table(out)
 
     def write(self, name: str, data: pa.Table) -> None:
         import duckdb
@@ -470,7 +474,7 @@ def _pg_arrow_type(oid: int):
     import pyarrow as pa
 
     return {16: pa.bool_(), 20: pa.int64(), 21: pa.int32(), 23: pa.int32(), 700: pa.float64(),
-            701: pa.float64(), 1700: pa.float64()}.get(oid, pa.string())
+            701: pa.float64(), 1700: pa.float64(), 25: pa.string(), 1043: pa.string()}.get(oid)
 
 
 class SparkEngine(Engine):

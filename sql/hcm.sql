@@ -71,7 +71,9 @@ FROM (
     WHERE s.sys_no * k.stride + i.inst_no NOT IN (SELECT grp FROM labelled)
 ) AS set_labels
 
--- name: hcm_paths
+-- name: hcm_paths (duckdb)
+-- DuckDB only (lists): the plan runs it as a step on a DuckDB connection holding hcm_labels, edges and nodes
+-- (hiersql.metrics.confusion.solve_root_paths), whatever the engine.
 -- Every root path of every label, root first, as node names (path) and node ids (ids). path_no numbers
 -- the paths of a label in the order of their node positions (order of first appearance in the taxonomy
 -- input), compared element-wise; name_rank orders all paths by their node names, compared element-wise.
@@ -100,7 +102,7 @@ SELECT l.label_id, f.path_no, f.path, f.ids, len(f.ids) AS n_nodes, row_number()
 FROM found AS f
 JOIN hcm_labels AS l ON l.label = f.label
 
--- name: hcm_path_nodes
+-- name: hcm_path_nodes (duckdb)
 -- One row per node of every path; pos is 1-based from the root.
 SELECT label_id, path_no, n_nodes, unnest(ids) AS node_id, unnest(path) AS node, generate_subscripts(ids, 1) AS pos
 FROM hcm_paths

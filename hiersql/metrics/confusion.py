@@ -206,8 +206,7 @@ def greedy_matching(group: np.ndarray, rank: np.ndarray, label: np.ndarray, comm
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-_COVER = ("hcm_systems", "hcm_instances", "hcm_stride", "hcm_labels", "hcm_set_labels", "hcm_paths",
-          "hcm_path_nodes", "hcm_cover_candidates")
+_COVER = ("hcm_systems", "hcm_instances", "hcm_stride", "hcm_labels", "hcm_set_labels")
 _PAIRS = ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_common",
           "hcm_prefix_tn", "hcm_pair_counts", "hcm_candidates")
 
@@ -216,6 +215,16 @@ def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -
     if options.tn not in TN_MODES:
         raise ValueError(f"tn must be one of {TN_MODES}, got {options.tn!r}")
     return {"tn": options.tn}
+
+
+def solve_root_paths(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The root paths of every label (``hcm_paths``, ``hcm_path_nodes``): DuckDB queries with lists, run on
+    the step's DuckDB connection (a taxonomy-sized input, whatever the engine)."""
+    from .. import sqlfiles
+
+    queries = sqlfiles.queries("hcm", "duckdb")
+    for name in ("hcm_paths", "hcm_path_nodes"):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {queries[name]}")
 
 
 def solve_path_cover(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
@@ -251,6 +260,9 @@ PLAN = FamilyPlan(
     metrics=METRICS,
     steps=(
         *(Sql(q) for q in _COVER),
+        Python("root_paths", solve_root_paths, reads=("hcm_labels", "edges", "nodes"),
+               writes=("hcm_paths", "hcm_path_nodes")),
+        Sql("hcm_cover_candidates"),
         Python("path_cover", solve_path_cover, reads=("hcm_cover_candidates", "hcm_stride"),
                writes=("hcm_cover_choice",)),
         *(Sql(q) for q in _PAIRS),

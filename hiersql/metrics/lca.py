@@ -142,7 +142,7 @@ def _stage_open(store: Store, params: dict[str, object]) -> int:
 
 
 def _root(store: Store) -> Node:
-    return store.con.execute("SELECT position FROM nodes WHERE is_root").fetchone()[0]
+    return store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
 
 
 def graph_counts(store: Store, options: Options, drop_distance: int | None = None) -> dict[str, object]:
@@ -246,7 +246,7 @@ def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, objec
     on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
     ignore = set() if options.include_root else {_root(on)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
-    n_batches = con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchone()[0]
+    n_batches = con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchall()[0][0]
     rows: list[tuple[int, int, int, int]] = []
     fallbacks = 0
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
