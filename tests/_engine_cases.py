@@ -90,6 +90,13 @@ def all_metrics() -> list[str]:
     return ["all"]
 
 
+def sql_metrics() -> list[str]:
+    """The measures of the families without a Python step (set-based and flat), for the option sweeps."""
+    from hiersql.metrics import REGISTRY
+
+    return [*REGISTRY["set_based"], *REGISTRY["flat"]]
+
+
 def reference(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """The DuckDB store's rows (the embedded default), sorted by (system, metric, average)."""
     rows = DuckDBEngine(store).evaluate(metrics, options)
