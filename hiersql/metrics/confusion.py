@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 COUNTS = ("tp", "fp", "fn", "tn")
 MEASURES = ("accuracy", "precision", "recall", "f1", "mcc", "fnr", "fpr", "tnr", "pt")
 METRICS = REGISTRY["confusion"]
-TN_MODES = ("published", "descendants")
 
 
 # ---------------------------------------------------------------------------------------------- public API
@@ -213,8 +212,7 @@ STAGES = (
 def _materialise_counts(store: Store, tn: str) -> None:
     """Run the queries of ``sql/hcm.sql`` up to ``hcm_instance`` as temp tables, with the greedy cover and
     the greedy matching (vectorised here) between the stages."""
-    if tn not in TN_MODES:
-        raise ValueError(f"tn must be one of {TN_MODES}, got {tn!r}")
+    Options(tn=tn)  # checks tn when instance_counts is called without Options
     cover, pairs, final = STAGES
     _run(store, cover, {"tn": tn})
     c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "label_id", "label_no", "path_no", "on_path"), 5)

@@ -316,8 +316,8 @@ def scoring_f1(
 
 # ---------------------------------------------------------------------- helpers
 def _prepare(store: Store, metrics: list[str], options: Options) -> dict[str, object]:
-    """Check the tree, its weights (when a weighted measure is asked for, or weights are given), that the
-    root is never a label, and the offset; returns the query parameters."""
+    """Check the tree, its weights (when a weighted measure is asked for, or weights are given) and that the
+    root is never a label; returns the query parameters."""
     from ..scoring_trees import check_tree, validate
 
     taxonomy = store._require_taxonomy()
@@ -325,8 +325,6 @@ def _prepare(store: Store, metrics: list[str], options: Options) -> dict[str, ob
         validate(taxonomy)
     else:
         check_tree(taxonomy)
-    if not options.offset <= 0 or math.isnan(options.offset):
-        raise InputError("the offset must be <= 0", "offset", value=options.offset)
     _check_root_not_a_label(store)
     return {"offset": float(options.offset)}
 
