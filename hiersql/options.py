@@ -266,9 +266,8 @@ def _choice_option(name: str, choices: tuple[str, ...], help: str, families: tup
 
 
 MEASURE_OPTIONS: tuple[Option, ...] = (
-    Option("average", AVERAGES, "averages of the measures that have them, comma-separated (Python: a string or "
-           "a list)", _names(AVERAGES), _comma_list("average"), "tuple[str, ...]", choices=AVERAGES,
-           families=FAMILIES, metavar="LIST"),
+    Option("average", AVERAGES, "averages of the measures that have them, comma-separated", _names(AVERAGES),
+           _comma_list("average"), "tuple[str, ...]", choices=AVERAGES, families=FAMILIES, metavar="LIST"),
     Option("include_root", False, "count the root in augmented sets and LCA graphs", _boolean, annotation="bool",
            families=("set_based", "lca"), sql=True, flag_kind="switch"),
     Option("max_distance", None, "ancestors, paths and pairings only up to K edges", _distance, _number_text(int),
