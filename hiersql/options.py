@@ -24,10 +24,12 @@ import math
 import numbers
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields, make_dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InputError
+
+if TYPE_CHECKING:  # made on first use by the module's __getattr__; to a type checker they are Any
+    Options = RunOptions = Any
 
 FAMILIES = ("set_based", "flat", "confusion", "pair_based", "lca", "scoring")  # the modules of hiersql.metrics
 AVERAGES = ("micro", "macro")  # the values of ``average``; the one place they are listed
@@ -54,8 +56,7 @@ class _Broken(Exception):
         self.item = item
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """One option.
 
     Attributes
@@ -333,29 +334,47 @@ def _check_all(self: Any) -> None:
 
 def _with(self: Any, **changes: Any) -> Any:
     """A copy with ``changes`` (checked like the constructor's arguments)."""
-    known = {f.name for f in fields(self)}
-    unknown = sorted(set(changes) - known)
+    from dataclasses import replace
+
+    unknown = sorted(set(changes) - {o.name for o in self.declaration})
     if unknown:
-        raise TypeError(f"unknown option(s) {unknown} (known: {', '.join(sorted(known))})")
+        raise TypeError(f"unknown option(s) {unknown} (known: {', '.join(o.name for o in self.declaration)})")
     return replace(self, **changes)
 
 
-def _dataclass(name: str, declaration: tuple[Option, ...], summary: str) -> type:
+_CLASSES = {
+    "Options": (MEASURE_OPTIONS, "The options of every measure family, checked when built (:class:`OptionError` "
+                "names the keyword and the value). ``average`` and ``labels`` take a string or a list and are kept "
+                "as tuples."),
+    "RunOptions": (RUN_OPTIONS, "Where and with what resources the measures are computed, checked when built; an "
+                   "engine's own settings (``postgres_url``, ``spark_master``, ``spark_conf``) are an error with "
+                   "another engine."),
+}
+
+
+def __getattr__(name: str) -> type:
+    """:class:`Options` and :class:`RunOptions`, made on first use: importing :mod:`dataclasses` (with
+    :mod:`inspect`) costs some 30 ms, which the command line does not pay to build its parsers."""
+    if name not in _CLASSES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _made(name)
+
+
+def _made(name: str) -> type:
+    """The frozen dataclass ``name`` of :data:`_CLASSES`, made once."""
+    if name in globals():
+        return globals()[name]
+    from dataclasses import field, make_dataclass
+
+    declaration, summary = _CLASSES[name]
     doc = "\n".join([summary, "", "Parameters", "----------"]
                     + [f"{o.name}: {o.annotation}\n    {o.help_text().replace('%%', '%')}." for o in declaration])
     cls = make_dataclass(name, [(o.name, o.annotation, field(default=o.default)) for o in declaration],
                          frozen=True, namespace={"__post_init__": _check_all, "with_": _with, "__doc__": doc,
                                                  "declaration": declaration})
     cls.__module__ = __name__
+    globals()[name] = cls
     return cls
-
-
-Options = _dataclass("Options", MEASURE_OPTIONS, (
-    "The options of every measure family, checked when built (:class:`OptionError` names the keyword and the "
-    "value). ``average`` and ``labels`` take a string or a list and are kept as tuples."))
-RunOptions = _dataclass("RunOptions", RUN_OPTIONS, (
-    "Where and with what resources the measures are computed, checked when built; an engine's own settings "
-    "(``postgres_url``, ``spark_master``, ``spark_conf``) are an error with another engine."))
 
 
 def make_options(**options: Any) -> Options:
@@ -364,7 +383,7 @@ def make_options(**options: Any) -> Options:
     unknown = sorted(set(options) - {o.name for o in MEASURE_OPTIONS})
     if unknown:
         raise TypeError(f"unknown option(s) {unknown} (known: {', '.join(o.name for o in MEASURE_OPTIONS)})")
-    return Options(**options)
+    return _made("Options")(**options)
 
 
 def options_from_mapping(mapping: Mapping[str, Any], where: str) -> Options:
@@ -376,7 +395,7 @@ def options_from_mapping(mapping: Mapping[str, Any], where: str) -> Options:
         if key not in known:
             raise InputError(f"unknown option (known: {', '.join(known)})", where, value=key)
     try:
-        return Options(**mapping)
+        return _made("Options")(**mapping)
     except OptionError as exc:
         raise InputError(f"option {exc.option} {exc.rule}", where, value=exc.value) from None
 
