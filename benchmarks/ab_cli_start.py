@@ -34,12 +34,14 @@ def run(tree: Path, args: list[str], cwd: str, cache: str) -> tuple[float, int]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], usage="%(prog)s TREE ... [--runs N] -- ARGS")
     p.add_argument("trees", nargs="+", type=Path, help="source trees (checkouts of this repository)")
     p.add_argument("--runs", type=int, default=20, help="runs per tree (default 20)")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="-- then the arguments of hiersql")
-    args = p.parse_args()
-    command = args.args[1:] if args.args[:1] == ["--"] else args.args
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        p.error("give the arguments of hiersql after --")
+    args = p.parse_args(argv[:argv.index("--")])
+    command = argv[argv.index("--") + 1:]
     trees = [t.resolve() for t in args.trees]
     walls: dict[Path, list[float]] = {t: [] for t in trees}
     codes: set[int] = set()
@@ -53,6 +55,7 @@ def main() -> None:
                 codes.add(code)
     if len(codes) != 1:
         sys.exit(f"the trees exit with different statuses: {sorted(codes)}")
+    print(f"hiersql {' '.join(command)}: exit status {codes.pop()}")
     for tree in trees:
         w = walls[tree]
         print(f"{tree}: median {statistics.median(w):.3f} s (min {min(w):.3f}, max {max(w):.3f}) over {len(w)} runs")
