@@ -135,6 +135,7 @@ def test_run_options_engine_settings_and_memory_sizes():
 
 # ---------------------------------------------------------------------------------------------- job files
 def test_job_file_options_name_the_file_and_the_key():
+    assert options_from_mapping({o.name: o.default for o in MEASURE_OPTIONS}, "job.toml") == Options()
     got = options_from_mapping({"average": ["micro"], "include_root": True, "dmax": 3}, "job.toml")
     assert got == Options(average=("micro",), include_root=True, dmax=3.0)
     with pytest.raises(InputError) as caught:
