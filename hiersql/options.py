@@ -14,7 +14,8 @@ a ``$parameter`` of the ``sql/`` files (then ``hiersql sql`` has its flag). From
   (``--beta: must be a finite number > 0: 'nan'``);
 - :func:`options_from_mapping`, the ``options`` table of a job file, whose errors name the file and the key.
 
-This module imports only the standard library: the command line builds its parsers from it at start-up.
+This module imports only the standard library and :mod:`hiersql.errors`: the command line builds its parsers
+from it at start-up (the dataclasses are made on first use, see :func:`__getattr__`).
 """
 
 from __future__ import annotations
