@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import metrics as _metrics
 from .metrics import Options, Row
+from .options import make_options  # checks the options once; kept importable from here
 from .store import LabelSource, Store
 from .taxonomy import Taxonomy
 
@@ -113,17 +114,3 @@ def compute(
 
     return DuckDBEngine(store).evaluate(list(metrics), options, on_family=on_family)
 
-
-def make_options(**options: Any) -> Options:
-    """:class:`Options` from keyword arguments; ``average`` may be a string or a list."""
-    average = options.pop("average", None)
-    opts = Options().with_(**options)
-    if average is not None:
-        average = (average,) if isinstance(average, str) else tuple(average)
-        bad = [a for a in average if a not in ("micro", "macro")]
-        if bad:
-            raise ValueError(f"average must be 'micro' and/or 'macro', got {bad}")
-        opts = opts.with_(average=average)
-    if opts.labels is not None and not isinstance(opts.labels, tuple):
-        opts = opts.with_(labels=tuple(opts.labels))
-    return opts

@@ -18,7 +18,9 @@ LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """``--taxonomy``, ``--truth``, ``--pred`` (repeatable, ``NAME=FILE`` or a glob), ``--labels-format``,
-    ``--unknown``, ``--db``."""
+    ``--unknown``, ``--db``, ``--memory-limit`` (declared in :mod:`hiersql.options`)."""
+    from ..options import add_flags, declared
+
     parser.add_argument("--taxonomy", required=True, metavar="FILE",
                         help="parent<TAB>child edges (whitespace pairs, .csv with header, .parquet detected)")
     parser.add_argument("--truth", required=True, metavar="FILE", help="true labels")
@@ -29,8 +31,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
                         help="a label not in the taxonomy: error (default) or drop it with a warning")
     parser.add_argument("--db", metavar="FILE", help="DuckDB file to keep the tables and results in")
-    parser.add_argument("--memory-limit", metavar="SIZE",
-                        help="DuckDB memory limit, e.g. 3GB (larger intermediates spill to disk)")
+    add_flags(parser, declared("memory_limit"))
 
 
 def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
@@ -61,11 +62,12 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     :meth:`~hiersql.store.Store.load` (the taxonomy is validated and loaded with its closure while the label
     files are read; the prediction files are read together). ``steps`` shows the progress (the steps of
     :data:`~hiersql.store.LOAD_STEPS`)."""
+    from ..options import RunOptions, from_args
     from ..store import Store
 
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
-    store = Store(args.db, memory_limit=args.memory_limit)
+    store = Store(args.db, memory_limit=from_args(RunOptions, args).memory_limit)
     store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
     store.load(args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start)
     return store

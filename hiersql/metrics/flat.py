@@ -123,8 +123,6 @@ def _one_shot(metric: str, average: str | None, y_true: LabelSets, y_pred: Label
     per-class values as a Series indexed by label."""
     from . import one_value
 
-    if metric.startswith("label_") and average not in ("micro", "macro", None):
-        raise ValueError(f"average must be 'micro', 'macro' or None, got {average!r}")
     options = _options(labels, zero_division, average)
     store = label_set_store(y_true, y_pred, labels)
     try:

@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from ..store import Store
 
 METRICS = REGISTRY["lca"]
-GRAPHS = ("optimal", "greedy", "extended")
 LCA_TIME_LIMIT = 10.0  # seconds per instance for the exact solver
 MAX_PATHS = 64  # shortest paths enumerated per (label, LCA) before the exact solver gives up
 BATCH = 20_000  # instances with a choice fetched into Python at a time
@@ -62,21 +61,13 @@ SQL_QUERY = "lca_summary"  # what the engines (PostgreSQL, Spark, DuckDB) run: t
 
 # ---------------------------------------------------------------------------------------------- SQL side
 def _params(options: Options, store: Store, drop_distance: int | None = None) -> dict[str, object]:
-    if options.lca_graph not in GRAPHS:
-        raise ValueError(f"lca_graph must be one of {GRAPHS}, got {options.lca_graph!r}")
-    params = sql_params(options.with_(lca_graph="extended"))
+    params = sql_params(options)
     return {**params, "drop_distance": drop_distance, "beyond": beyond_name(store)}
 
 
 def sql_params(options: Options) -> dict[str, object]:
-    """The parameters of ``lca_summary`` for :mod:`hiersql.engines`, which compute in SQL alone only the
-    extended graphs (the minimal graphs need this module's solvers); the virtual ancestor beyond
-    ``max_distance`` is named ``__beyond__`` there."""
-    if options.lca_graph != "extended":
-        raise ValueError("in SQL alone only lca_graph='extended' is computed; the minimal graphs need "
-                         "hiersql.metrics.lca.evaluate")
-    if options.max_distance is not None and options.max_distance < 0:
-        raise ValueError("max_distance must be >= 0")
+    """The parameters of ``sql/lca.sql`` (the virtual ancestor beyond ``max_distance`` named ``__beyond__``:
+    the plan's parameters rename it when a node has that name)."""
     return {"include_root": bool(options.include_root), "max_distance": options.max_distance,
             "drop_distance": None, "zero_division": float(options.zero_division), "beyond": "__beyond__"}
 
@@ -226,9 +217,7 @@ def instance_relation(store: Store, options: Options, drop_distance: int | None 
 
 # ---------------------------------------------------------------------------------------------- plan
 def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
-    if options.lca_graph not in GRAPHS:
-        raise ValueError(f"lca_graph must be one of {GRAPHS}, got {options.lca_graph!r}")
-    params = sql_params(options.with_(lca_graph="extended"))
+    params = sql_params(options)
     beyond = "__beyond__"
     if engine is not None:
         taken = {r[0] for r in engine.execute(f"SELECT label FROM {engine.table('nodes')} WHERE label LIKE '%beyond%'")}

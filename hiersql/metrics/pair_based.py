@@ -41,10 +41,6 @@ if TYPE_CHECKING:
     from ..store import Store
 
 METRICS = REGISTRY["pair_based"]
-PAIRINGS = ("nearest", "flow")
-DISTANCE_LIMITS = ("pair", "side")  # options.distance_limit: what max_distance bounds
-SHARED = ("strict", "reuse")
-DENOMINATORS = ("union", "symmetric_difference")
 _UNBOUNDED = ("tree_induced_error", "all_pairs_error")  # no default class: every pair counts
 
 
@@ -62,18 +58,6 @@ class _Data:
     mutual: pairing.Problems
 
 
-def _check(options: Options) -> None:
-    for name, allowed in (("pairing", PAIRINGS), ("shared", SHARED), ("denominator", DENOMINATORS)):
-        if getattr(options, name) not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {getattr(options, name)!r}")
-    if not options.dmax > 0:
-        raise ValueError(f"dmax must be > 0, got {options.dmax!r}")
-    if options.max_distance is not None and options.max_distance < 0:
-        raise ValueError("max_distance must be >= 0")
-    if _distance_limit(options) not in DISTANCE_LIMITS:
-        raise ValueError(f"distance_limit must be one of {DISTANCE_LIMITS}, got {_distance_limit(options)!r}")
-
-
 def _distance_limit(options: Options) -> str:
     """``"side"`` (default): ``max_distance`` bounds the climb from each class to a common ancestor (as the
     Kosmopoulos tables were computed, and as HEMKit does); ``"pair"``: it bounds d(u, v)."""
@@ -84,7 +68,6 @@ def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -
     """The ``$parameters`` of ``sql/distances.sql`` (``max_distance`` bounds d(u, v), or with
     ``distance_limit="side"`` the climb of each class to a common ancestor: ``max_climb``), and the metrics
     the pairing step computes."""
-    _check(options)
     per_side = _distance_limit(options) == "side"
     return {"max_distance": None if per_side else options.max_distance,
             "max_climb": options.max_distance if per_side else None, "dmax": float(options.dmax),
@@ -330,8 +313,6 @@ def mgia(y_true, y_pred, taxonomy, average: str = "macro", **options) -> float:
         ``dmax`` (5), ``max_distance`` (None), ``pairing`` (``"nearest"`` or ``"flow"``), ``denominator``
         (``"union"`` or ``"symmetric_difference"``).
     """
-    if average not in ("micro", "macro"):
-        raise ValueError("average must be 'micro' or 'macro'")
     return one_shot(evaluate, "mgia", y_true, y_pred, taxonomy, average, **options)
 
 

@@ -85,8 +85,6 @@ def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
 
 
 def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
-    if not options.offset <= 0 or math.isnan(options.offset):
-        raise InputError("the offset must be <= 0", "offset", value=options.offset)
     return {"offset": float(options.offset)}
 
 

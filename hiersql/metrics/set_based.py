@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from ..store import Store
 
 METRICS = REGISTRY["set_based"]
-AUGMENTS = ("ancestors", "descendants", "cesa_bianchi")
 
 
 # From this many expected augmented labels (both sides), the DuckDB store counts with per-instance lists
@@ -41,10 +40,6 @@ LIST_BITS = 1024
 def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """Parameters of ``sql/set_based.sql``; on a DuckDB store (``engine``), ``list_counts`` is chosen from
     the size of its tables (else the pair rows are used)."""
-    if options.augment not in AUGMENTS:
-        raise ValueError(f"augment must be one of {AUGMENTS}, got {options.augment!r}")
-    if options.max_distance is not None and options.max_distance < 0:
-        raise ValueError("max_distance must be >= 0")
     return {
         "include_root": bool(options.include_root),
         "max_distance": options.max_distance,
