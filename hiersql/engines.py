@@ -217,7 +217,8 @@ class Engine:
             from .taxonomy import Taxonomy
 
             edges = self.arrow(f"SELECT parent, child, weight FROM {_quoted(self.table('edges'), self.dialect)}")
-            self._taxonomy = Taxonomy.from_dataframe(edges.to_pandas(), weight="weight")
+            weighted = edges.column("weight").null_count < len(edges)
+            self._taxonomy = Taxonomy.from_dataframe(edges.to_pandas(), weight="weight" if weighted else None)
         return self._taxonomy
 
     # -- queries
