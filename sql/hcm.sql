@@ -44,7 +44,7 @@ LEFT JOIN nodes AS n ON n.label = u.label
 
 -- name: hcm_set_labels
 -- The labels of every set (sys_no 0: the truth of an instance; else a system's predictions for it) with
--- their rank and a row number (label_no, in no particular order: an id). A (system, instance) with no
+-- their rank and a row number (label_no: an id, in set and rank order). A (system, instance) with no
 -- prediction is the set {root}: it is scored as the path [root].
 WITH labelled AS (
     SELECT 0 AS sys_no, i.inst_no, i.inst_no AS grp, l.label_id, t.rank
@@ -59,7 +59,7 @@ WITH labelled AS (
     JOIN hcm_labels AS l ON l.label = p.label
     CROSS JOIN hcm_stride AS k
 )
-SELECT *, row_number() OVER () AS label_no
+SELECT *, row_number() OVER (ORDER BY grp, rank, label_id) AS label_no
 FROM (
     SELECT sys_no, inst_no, grp, label_id, rank FROM labelled
     UNION ALL
@@ -114,7 +114,7 @@ FROM hcm_paths
 -- choice comes back by it.
 SELECT
     l.grp, l.rank, l.label_id, l.label_no, pn.path_no, o.label_no AS on_path,
-    row_number() OVER () - 1 AS row_no
+    row_number() OVER (ORDER BY l.grp, l.rank, l.label_id, l.label_no, pn.path_no, o.label_no) - 1 AS row_no
 FROM hcm_set_labels AS l
 JOIN hcm_path_nodes AS pn ON pn.label_id = l.label_id
 JOIN hcm_set_labels AS o ON o.grp = l.grp AND o.label_id = pn.node_id
@@ -239,7 +239,8 @@ LEFT JOIN p_below AS b
 -- instance) grp, with the pair's counts, n_common and the predicted path's name_rank (the matching takes
 -- the predicted paths by m = max n_common descending, then name_rank descending).
 SELECT p.grp, t.j, tp.path_no AS t_path, p.label_id AS p_label, p.path_no AS p_path, k.n_common,
-       k.name_rank, k.tp, k.fp, k.fn, k.tn, row_number() OVER () - 1 AS row_no
+       k.name_rank, k.tp, k.fp, k.fn, k.tn,
+       row_number() OVER (ORDER BY p.grp, t.j, tp.path_no, p.label_id, p.path_no) - 1 AS row_no
 FROM hcm_chosen_pred AS p
 JOIN hcm_chosen_truth AS t ON t.inst_no = p.inst_no
 JOIN hcm_paths AS tp ON tp.label_id = t.label_id
