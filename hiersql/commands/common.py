@@ -31,6 +31,8 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="FILE", help="DuckDB file to keep the tables and results in")
     parser.add_argument("--memory-limit", metavar="SIZE",
                         help="DuckDB memory limit, e.g. 3GB (larger intermediates spill to disk)")
+    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="with --db: wait up to SECONDS for another process to release the file (default 0)")
 
 
 def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
@@ -56,6 +58,25 @@ def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
     return out
 
 
+def output_file(path: str, flag: str, image: bool = False) -> Path:
+    """Check a file to write before any work: not a folder, in a folder that exists, and for ``image`` a
+    suffix matplotlib writes (``.png``, ``.svg``, ``.pdf``, ...; without one matplotlib would write another
+    file than the one named)."""
+    out = Path(path)
+    if out.is_dir():
+        raise InputError("is a folder; give a file name", flag, value=path)
+    if not out.resolve().parent.is_dir():
+        raise InputError(f"folder of the {'plot' if image else 'output'} file does not exist", flag, value=path)
+    if image:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = FigureCanvasBase.get_supported_filetypes()
+        if out.suffix.lower().lstrip(".") not in formats:
+            raise InputError(f"image format must be one of {', '.join(sorted(formats))} (from the suffix)", flag,
+                             value=path)
+    return out
+
+
 def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``) with
     :meth:`~hiersql.store.Store.load` (the taxonomy is validated and loaded with its closure while the label
@@ -65,10 +86,78 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
 
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
-    store = Store(args.db, memory_limit=args.memory_limit)
+    con = None
+    if args.db:
+        from ..dbfile import connect
+
+        con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
+    store = Store(args.db, con=con, memory_limit=args.memory_limit)
     store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
+    earlier = _keep_earlier_inputs(store) if args.db else False
     store.load(args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start)
+    if earlier:
+        _drop_stale_systems(store, [name for name, _ in preds], f"--db {args.db}")
+    _check_label_universe(store, getattr(args, "labels", None))
     return store
+
+
+def _check_label_universe(store: Store, labels: str | None) -> None:
+    """``--labels`` (the class universe of the flat measures): every label a node of the taxonomy, none given
+    twice, at least one (a universe with a label that cannot occur, or counted twice, changes the measures
+    silently)."""
+    if labels is None:
+        return
+    names = [x.strip() for x in labels.split(",") if x.strip()]
+    if not names:
+        raise InputError("no label given", "--labels", value=labels)
+    tax = store.taxonomy
+    seen: set[str] = set()
+    for name in names:
+        if name not in tax or (tax.virtual_root and name == tax.root):
+            raise InputError("label not in the taxonomy", "--labels", value=name)
+        if name in seen:
+            raise InputError("label given twice", "--labels", value=name)
+        seen.add(name)
+
+
+def _keep_earlier_inputs(store: Store) -> bool:
+    """Before a load into a reused ``--db`` file that holds systems: keep its truth and taxonomy edges aside
+    (temp tables) for :func:`_drop_stale_systems`. Returns whether there was anything to keep."""
+    if not store.con.execute("SELECT count(*) FROM systems").fetchone()[0]:
+        return False
+    store.con.execute("CREATE OR REPLACE TEMP TABLE _earlier_truth AS SELECT instance_id, label FROM truth")
+    store.con.execute("CREATE OR REPLACE TEMP TABLE _earlier_edges AS SELECT parent, child FROM edges")
+    return True
+
+
+def _drop_stale_systems(store: Store, systems: list[str], where: str) -> None:
+    """The systems of an earlier run of a reused ``--db`` file were read against its truth and taxonomy: when
+    this run's truth or taxonomy differ, they are dropped (with a warning naming them) instead of being
+    evaluated against inputs they were never meant for; with the same truth and taxonomy they stay."""
+    from ..errors import DataWarning
+
+    changed = store.con.execute(
+        "SELECT EXISTS (SELECT * FROM (SELECT * FROM _earlier_truth EXCEPT SELECT instance_id, label FROM truth)"
+        " UNION ALL (SELECT instance_id, label FROM truth EXCEPT SELECT * FROM _earlier_truth))"
+        " OR EXISTS (SELECT * FROM (SELECT * FROM _earlier_edges EXCEPT SELECT parent, child FROM edges)"
+        " UNION ALL (SELECT parent, child FROM edges EXCEPT SELECT * FROM _earlier_edges))"
+    ).fetchone()[0]
+    store.con.execute("DROP TABLE _earlier_truth")
+    store.con.execute("DROP TABLE _earlier_edges")
+    if not changed:
+        return
+    stale = [r[0] for r in store.con.execute(
+        "SELECT system FROM systems WHERE system NOT IN (SELECT unnest($s)) ORDER BY system", {"s": systems}
+    ).fetchall()]
+    if not stale:
+        return
+    with store.transaction():
+        for table in ("predictions", "systems"):
+            store.con.execute(f"DELETE FROM {table} WHERE system NOT IN (SELECT unnest($s))", {"s": systems})
+    import warnings
+
+    warnings.warn(f"{where}: dropped {len(stale)} system(s) of an earlier run, read against another truth or"
+                  f" taxonomy (first: {stale[0]!r}); their stored results stay", DataWarning, stacklevel=3)
 
 
 class Steps:
@@ -86,7 +175,11 @@ class Steps:
 
             self.bar = tqdm(total=total, desc=desc, unit="step", file=sys.stderr, leave=False, mininterval=0)
 
+    # the step that began last, in any Steps (the CLI names it when DuckDB runs out of memory)
+    last: str | None = None
+
     def start(self, name: str) -> None:
+        Steps.last = name
         if self.bar is None:
             return
         self.bar.set_postfix_str(name, refresh=not self.running)
