@@ -83,7 +83,7 @@ def _scan(path: Path, what: str) -> tuple[str, list[str]]:
     if not path.is_file():
         raise InputError(f"{what} file not found", path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is no label
     except UnicodeDecodeError as exc:
         raise InputError(f"{what} file is not UTF-8 text ({exc.reason})", path) from None
     return text, list(map(str.strip, text.splitlines()))

@@ -830,7 +830,7 @@ def _is_text(path: Path, format: str) -> bool:
     if format not in LABEL_FORMATS:
         raise InputError(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", path, value=format)
     if not path.is_file():
-        raise InputError("label file not found", path)
+        raise InputError("label source is a folder, not a file" if path.is_dir() else "label file not found", path)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return False

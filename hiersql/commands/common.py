@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,46 @@ def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
             raise InputError("two --pred files have the same system name", "--pred", value=name)
         seen.add(name)
     return out
+
+
+def parse_tables(specs: list[str], flag: str = "--table") -> dict[str, str]:
+    """``NAME=TABLE`` pairs → ``{hiersql table: the user's table}``: NAME one of the store's tables, TABLE a
+    ``[catalog.][schema.]table`` name (odd names quoted ``"..."``), nothing else: the name ends up in SQL text
+    (quoted by sqlglot), so a function call, a comment, a second statement or an alias is an error, not part of
+    the query."""
+    from ..engines import STORE_TABLES
+
+    out: dict[str, str] = {}
+    for spec in specs:
+        key, sep, value = (part.strip() for part in spec.partition("="))
+        if not sep or not key or not value:
+            raise InputError("expected NAME=TABLE", flag, value=spec)
+        if key not in STORE_TABLES:
+            raise InputError(f"unknown table (one of {', '.join(STORE_TABLES)})", flag, value=key)
+        if key in out:
+            raise InputError("table given twice", flag, value=key)
+        out[key] = _table_name(value, flag)
+    return out
+
+
+def _table_name(value: str, flag: str) -> str:
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        table = exp.to_table(value, dialect="duckdb")
+    except (sqlglot.errors.SqlglotError, AttributeError):  # AttributeError: sqlglot on 'a;b'
+        table = None
+    plain = (isinstance(table, exp.Table) and 1 <= len(table.parts) <= 3
+             and all(isinstance(part, exp.Identifier)
+                     and ('"' in value if part.quoted else re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", part.name))
+                     for part in table.parts)
+             and not any(v is not None for k, v in table.args.items() if k not in ("this", "db", "catalog"))
+             and not any(node.comments for node in table.walk()))
+    if not plain:
+        raise InputError('not a table name ([catalog.][schema.]table; quote an odd name as "...")', flag,
+                         value=value)
+    return value
 
 
 def output_file(path: str, flag: str, image: bool = False) -> Path:

@@ -21,32 +21,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--table", action="append", default=[], metavar="NAME=TABLE",
                         help="the macros read hiersql table NAME from TABLE; repeatable")
     parser.add_argument("--taxonomy", metavar="FILE", help="also load this taxonomy (edges, nodes, closure)")
+    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="wait up to SECONDS for another process to release the DuckDB file (default 0)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import duckdb
+    from ..dbfile import connect
+    from ..engines import install_macros
+    from .common import parse_tables
 
-    from ..engines import STORE_TABLES, install_macros
-    from ..errors import InputError
-    from .sql import parse_pairs
-
-    tables = parse_pairs(args.table, "--table")
-    unknown = set(tables) - set(STORE_TABLES)
-    if unknown:
-        raise InputError(f"unknown table (one of {', '.join(STORE_TABLES)})", "--table", value=sorted(unknown)[0])
-    if args.taxonomy:
-        from ..store import Store
-        from ..taxonomy import Taxonomy
-
-        store = Store(args.db)
-        store.load_taxonomy(Taxonomy.from_file(args.taxonomy))
-        store.close()
+    tables = parse_tables(args.table, "--table")
+    con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
     try:
-        con = duckdb.connect(args.db)
-    except duckdb.Error as exc:
-        raise InputError(f"cannot open DuckDB file ({str(exc).splitlines()[0]})", args.db) from None
-    try:
+        if args.taxonomy:
+            from ..store import Store
+            from ..taxonomy import Taxonomy
+
+            Store(args.db, con=con).load_taxonomy(Taxonomy.from_file(args.taxonomy))
         names = install_macros(con, tables)
     finally:
         con.close()

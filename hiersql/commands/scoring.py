@@ -41,12 +41,19 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..metrics.scoring import METRICS, score_confusions
     from ..taxonomy import Taxonomy
+    from .common import output_file
 
+    if not args.offset <= 0:  # NaN too
+        raise InputError("offset must be a number <= 0", "--offset", value=args.offset)
+    if args.plot:
+        output_file(args.plot, "--plot", image=True)
     tree = Taxonomy.from_file(args.tree)
     default = "given" if tree.has_weights else PAPER_STRATEGIES
     strategies = [s.strip() for s in (args.strategy or default).split(",") if s.strip()]
     metrics = list(METRICS) if args.metrics.strip() == "all" else [
         m.strip() for m in args.metrics.split(",") if m.strip()]
+    if not metrics:
+        raise InputError("no measure given", "--metrics", value=args.metrics)
     average = [a.strip() for a in args.average.split(",") if a.strip()]
     bad = [a for a in average if a not in ("micro", "macro")]
     if bad or not average:
@@ -129,8 +136,14 @@ def plot(rows: list, systems: list[str], strategies: list[str], offset: float, p
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=110)
+    except (OSError, RuntimeError, ValueError) as exc:  # e.g. .pgf without LaTeX
+        from ..errors import InputError
+
+        raise InputError(f"cannot write the plot ({' '.join(str(exc).split())})", "--plot", value=path) from None
+    finally:
+        plt.close(fig)
 
 
 _LABELS = {"lca_reward": "L", "lpp": "LPP", "lpptps": "LPPTPS (hR)", "lpppps": "LPPPPS (hP)",
