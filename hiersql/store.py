@@ -188,7 +188,8 @@ class Store:
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
         """Check the staged truth and replace ``truth`` and ``instances`` with it, in one transaction."""
         if not self._one("SELECT count(*) FROM _incoming_instances")[0]:  # predictions need instances to be
-            raise InputError("truth has no instance (an empty file, or no line of the label format)",
+            raise InputError("truth has no instance (an empty file, or no line of the label format, such as"
+                             " a GermEval file without the subtask's section)",
                              staged.wheres[0])
         with self.transaction():
             self._check_staged(staged, unknown)
@@ -476,11 +477,6 @@ class Store:
         if bad:
             raise InputError("line before any 'subtask_a'/'subtask_b' header", wheres[bad[0]], bad[1], bad[2])
         section = f"subtask_{subtask}"
-        for (src,) in self.con.execute(
-            "SELECT DISTINCT src FROM raw_lines WHERE src NOT IN (SELECT src FROM germeval_lines WHERE section = $s)"
-            " AND src NOT IN (SELECT src FROM raw_lines WHERE trim(raw) = $s) ORDER BY src", {"s": section},
-        ).fetchall():
-            _warn(f"{wheres[src]}: no '{section}' section: no instance, no label")
         dup = self._one(
             "SELECT src, instance_id, min(line), max(line) FROM germeval_lines WHERE section = $s"
             " GROUP BY src, instance_id HAVING count(*) > 1 ORDER BY src, 3 LIMIT 1", {"s": section},

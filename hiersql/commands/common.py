@@ -134,6 +134,8 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
         con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
     store = Store(args.db, con=con, memory_limit=args.memory_limit)
     store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
+    if args.memory_limit and not args.db:  # spill beyond the limit into a folder of our own, not ./.tmp
+        store.con.execute("SET temp_directory = $d", {"d": _spill_folder()})
     earlier = _keep_earlier_inputs(store) if args.db else False
     store.load(args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start)
     if earlier:
@@ -159,6 +161,18 @@ def _check_label_universe(store: Store, labels: str | None) -> None:
         if name in seen:
             raise InputError("label given twice", "--labels", value=name)
         seen.add(name)
+
+
+def _spill_folder() -> str:
+    """A new folder in the system's temp folder for DuckDB to spill into, removed when the process ends
+    (DuckDB's default for an in-memory database is ``.tmp`` in the working folder, which may be read-only)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="hiersql-spill-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def _keep_earlier_inputs(store: Store) -> bool:
