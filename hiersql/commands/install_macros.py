@@ -27,7 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import re
+
+    import duckdb
+
     from ..dbfile import connect
+    from ..errors import InputError
     from ..engines import install_macros
     from .common import parse_tables
 
@@ -39,7 +44,13 @@ def run(args: argparse.Namespace) -> int:
             from ..taxonomy import Taxonomy
 
             Store(args.db, con=con).load_taxonomy(Taxonomy.from_file(args.taxonomy))
-        names = install_macros(con, tables)
+        try:
+            names = install_macros(con, tables)
+        except duckdb.CatalogException as exc:  # a table the macros read is missing from the file
+            missing = re.search(r"Table with name (\S+) does not exist", str(exc))
+            raise InputError(f"no table {missing[1] if missing else ''} for the macros to read (load a taxonomy"
+                             " with --taxonomy, or name your table with --table NAME=TABLE)", f"--db {args.db}"
+                             ) from None
     finally:
         con.close()
     print(f"{args.db}: installed {', '.join(names)}")
