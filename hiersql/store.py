@@ -521,8 +521,8 @@ class Store:
         cells = ", ".join(f"c{i}" for i in range(1, len(header)))
         self._temp("_wide_cells", f"SELECT line, c0 AS instance_id, unnest([{cells}]) AS v,"
                    f" generate_subscripts([{cells}], 1) AS pos FROM _wide")
-        bad = self._one("SELECT line, pos, v FROM _wide_cells WHERE v IS NULL OR trim(v) NOT IN ('0', '1', '0.0', '1.0')"
-                        " ORDER BY line, pos LIMIT 1")
+        bad = self._one("SELECT line, pos, v FROM _wide_cells WHERE v IS NULL"
+                        " OR trim(v) NOT IN ('0', '1', '0.0', '1.0') ORDER BY line, pos LIMIT 1")
         if bad:
             raise InputError(f"wide matrix cell of column {labels[bad[1] - 1]!r} is not 0 or 1", wheres[src],
                              bad[0], bad[2])

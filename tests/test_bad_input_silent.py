@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from hiersql import DataWarning, Evaluator, InputError, Taxonomy
+from hiersql import Evaluator, InputError, Taxonomy
 from hiersql.cli import main
 
 TAX = "a\tb\na\tc\nb\td\n"
@@ -83,7 +83,8 @@ def test_ragged_wide_file_is_an_error_not_a_sniffed_header(tmp_path, capsys):
     code = main(["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", path, "--pred", f"s={path}",
                  "--labels-format", "wide"])
     err = capsys.readouterr().err
-    assert code == 2 and err.strip() == f"hiersql: error: {path}:2: row does not have the 4 fields of the header: '1,1,0'"
+    assert code == 2
+    assert err.strip() == f"hiersql: error: {path}:2: row does not have the 4 fields of the header: '1,1,0'"
 
 
 def test_wide_file_reads_by_header(tmp_path, capsys):

@@ -32,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
     import duckdb
 
     from ..dbfile import connect
-    from ..errors import InputError
     from ..engines import install_macros
+    from ..errors import InputError
     from .common import parse_tables
 
     tables = parse_tables(args.table, "--table")
