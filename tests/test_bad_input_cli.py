@@ -152,6 +152,8 @@ CASES = [
                                             "--pred", "a:b={d}/pred.tsv", "--pred", "a_b={d}/pred.tsv",
                                             "--plot", "{d}/m.png"],
          ["--plot", "'a:b' and 'a_b'", "m_a_b.png'"]),
+    Case("confusion --depth too deep", confusion("--depth", "3"), ["--depth", "deepest node is at depth 2", "3"]),
+    Case("confusion --zero-division out of range", confusion("--zero-division", "5"), ["--zero-division", "5.0"]),
     Case("confusion --depth negative", confusion("--depth", "-1"), ["--depth", "-1"]),
     Case("confusion bad truth", confusion(), ["truth.tsv:2", "not in the taxonomy", "'zebra'"],
          {"truth.tsv": "1\tb\n2\tzebra\n"}),

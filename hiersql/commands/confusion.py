@@ -50,9 +50,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--normalize applies to --kind multilabel only", "--normalize", value=args.normalize)
     if args.depth is not None and args.depth < 0:
         raise InputError("--depth must be >= 0", "--depth", value=args.depth)
+    if not (0 <= args.zero_division <= 1 or args.zero_division != args.zero_division):
+        raise InputError("value of 0/0 ratios must be in [0, 1] (or nan)", "--zero-division", value=args.zero_division)
     if args.plot:
         output_file(args.plot, "--plot", image=True)
     store = load_store(args)
+    if args.depth is not None and args.depth > store.taxonomy.depth:  # no label would change: a typo, likely
+        raise InputError(f"deeper than the taxonomy (its deepest node is at depth {store.taxonomy.depth})",
+                         "--depth", value=args.depth)
     if args.kind == "hierarchical":
         _hierarchical(store, args)
     else:
