@@ -202,6 +202,9 @@ CASES = [
     Case("install-macros --db a folder", ["install-macros", "--db", "{d}"], ["--db", "is a folder"]),
     Case("install-macros --db not DuckDB", ["install-macros", "--db", "{d}/notes.txt"],
          ["--db", "notes.txt", "not a DuckDB database"], {"notes.txt": NOT_DUCKDB}),
+    # --- demo
+    Case("demo --db a folder", ["demo", "--db", "{d}"], ["--db", "is a folder"]),
+    Case("demo --metrics empty", ["demo", "--metrics", ","], ["--metrics", "no measure", "','"]),
     # --- sql, jobs, report (their own checks; kept here so every command is walked)
     Case("sql unknown metric", ["sql", "bogus"], ["METRIC", "'bogus'"]),
     Case("sql unknown dialect", ["sql", "hp", "--dialect", "cobol"], ["--dialect", "'cobol'"]),
@@ -239,7 +242,7 @@ def test_suite_walks_every_command() -> None:
     from hiersql.commands import COMMANDS
 
     walked = {c.argv[0] for c in CASES if c.argv}
-    assert {name.replace("_", "-") for name in COMMANDS} - {"demo"} <= walked
+    assert {name.replace("_", "-") for name in COMMANDS} <= walked
     assert len(CASES) >= 60
 
 
