@@ -125,10 +125,10 @@ def test_nothing_from_input_becomes_sql(tmp_path, capsys):
     csv_path.write_text("instance_id,label\n" + "".join(f'"{n.replace(chr(34), 2 * chr(34))}",'
                                                        f'"{n.replace(chr(34), 2 * chr(34))}"\n' for n in odd),
                         encoding="utf-8")
-    parquet = folder / f"p'{DROP}.parquet"
-    with duckdb.connect() as con:
-        con.execute("COPY (SELECT unnest($n) AS instance_id, unnest($n) AS label) TO '" +
-                    str(parquet).replace("'", "''") + "' (FORMAT parquet)", {"n": odd})
+    parquet, tax_parquet = folder / f"p'{DROP}.parquet", folder / f"t'{DROP}.parquet"
+    labels = duckdb.sql("SELECT unnest($n) AS instance_id, unnest($n) AS label", params={"n": odd})
+    labels.write_parquet(str(parquet))
+    duckdb.sql("SELECT 'root' AS parent, unnest($n) AS child", params={"n": odd}).write_parquet(str(tax_parquet))
     assert main([*args, "--pred", f"csv={csv_path}", "--pred", f"parquet={parquet}"]) == 0
     capsys.readouterr()
     assert _results_count(db) == 4  # the first system again (same truth), and the two new ones
@@ -137,6 +137,11 @@ def test_nothing_from_input_becomes_sql(tmp_path, capsys):
         assert con.execute("SELECT DISTINCT dataset FROM results").fetchall() == [(f"data'{DROP}",)]
         values = con.execute("SELECT DISTINCT system, value FROM results ORDER BY system").fetchall()
     assert values == [("csv", 1.0), ("parquet", 1.0), (f"sys'{DROP}", 1.0)]
+    # the taxonomy from a Parquet file of such a name (the same edges: the systems stay)
+    args[args.index("--taxonomy") + 1] = str(tax_parquet)
+    assert main([*args, "--pred", f"csv={csv_path}"]) == 0
+    assert "hierarchical_precision,micro,1.0" in capsys.readouterr().out
+    assert _results_count(db) == 7
     # the wide header of issue 15, against the same file: an unknown label, the results stay
     wide_t = write(folder, "w.csv", "instance_id,b,c,d\n1,1,0,0\n2,0,1,1\n")
     wide_p = write(folder, "inj.csv", 'instance_id,b,c,"b"" AS v FROM _wide WHERE false); DROP TABLE results; --"\n'
@@ -144,7 +149,7 @@ def test_nothing_from_input_becomes_sql(tmp_path, capsys):
     code = main(["evaluate", "--taxonomy", write(folder, "t.tsv", TAX), "--truth", wide_t, "--pred",
                  f"s={wide_p}", "--labels-format", "wide", "--db", str(db)])
     assert code == 2 and "label not in the taxonomy" in capsys.readouterr().err
-    assert _results_count(db) == 4
+    assert _results_count(db) == 7
 
 
 def test_install_macros_table_names_are_quoted_or_refused(tmp_path, capsys):
