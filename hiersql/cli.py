@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a command-line error (2, already printed)
         return exc.code if isinstance(exc.code, int) else 2
+    from .commands.common import Steps
+
+    Steps.last = None  # the step named if DuckDB runs out of memory: none of an earlier call
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

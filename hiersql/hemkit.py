@@ -71,7 +71,7 @@ def hemkit_taxonomy(path: str | Path) -> Taxonomy:
     if not path.is_file():
         raise InputError("hierarchy file not found", path)
     with gc_paused():
-        edges = read_text_edges(path, "pairs")
+        edges = read_text_edges(path, "pairs", weights=False)
         if not edges:
             raise InputError("hierarchy file has no edges", path)
         return Taxonomy(edges, str(path), virtual_root=True)

@@ -521,6 +521,10 @@ class Store:
         cells = ", ".join(f"c{i}" for i in range(1, len(header)))
         self._temp("_wide_cells", f"SELECT line, c0 AS instance_id, unnest([{cells}]) AS v,"
                    f" generate_subscripts([{cells}], 1) AS pos FROM _wide")
+        dup = self._one("SELECT c0, min(line), max(line) FROM _wide GROUP BY c0 HAVING count(*) > 1"
+                        " ORDER BY 2 LIMIT 1")
+        if dup:  # one row per instance: two would be merged silently
+            raise InputError(f"instance listed twice (first on line {dup[1]})", wheres[src], dup[2], dup[0])
         bad = self._one("SELECT line, pos, v FROM _wide_cells WHERE v IS NULL"
                         " OR trim(v) NOT IN ('0', '1', '0.0', '1.0') ORDER BY line, pos LIMIT 1")
         if bad:

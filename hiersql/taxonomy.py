@@ -281,11 +281,12 @@ def _guess_format(path: Path) -> str:
     raise InputError("taxonomy file is empty", path)
 
 
-def read_text_edges(path: Path, format: str) -> list[Edge]:
+def read_text_edges(path: Path, format: str, weights: bool = True) -> list[Edge]:
     """The edges of a ``tsv`` or ``pairs`` file as read, each with its line number, before any validation
     (:class:`Taxonomy` dedupes and checks them; :func:`hiersql.hemkit.hemkit_taxonomy` adds HEMKit's dummy
     root first). The common case (every line two plain names) is split in bulk; any other file goes through
-    :func:`_checked_text_edges`, which names the line at fault."""
+    :func:`_checked_text_edges`, which names the line at fault. Without ``weights`` (HEMKit's hierarchies), a
+    third field is an error, not a weight."""
     try:
         with path.open(encoding="utf-8-sig") as fh:  # universal newlines; a byte order mark is no name
             lines = fh.read().split("\n")
@@ -305,10 +306,10 @@ def read_text_edges(path: Path, format: str) -> list[Edge]:
     if plain:  # Edge's own __new__ is Python; tuple.__new__ mapped over zip builds the same tuples in C
         return list(map(tuple.__new__, repeat(Edge),
                         zip([f[0] for f in fields], [f[1] for f in fields], repeat(None), count(1))))
-    return list(_checked_text_edges(path, format, lines))
+    return list(_checked_text_edges(path, format, lines, weights))
 
 
-def _checked_text_edges(path: Path, format: str, lines: list[str]) -> Iterator[Edge]:
+def _checked_text_edges(path: Path, format: str, lines: list[str], weights: bool = True) -> Iterator[Edge]:
     """Line by line: blank lines skipped, TSV fields stripped and trailing tabs dropped, an optional weight;
     a wrong field count or an empty name is an :class:`InputError` naming the line."""
     for i, line in enumerate(lines, start=1):
@@ -319,11 +320,9 @@ def _checked_text_edges(path: Path, format: str, lines: list[str]) -> Iterator[E
             fields = [f.strip() for f in fields]
             while len(fields) > 2 and fields[-1] == "":
                 fields.pop()  # trailing tabs
-        if len(fields) not in (2, 3):
-            raise InputError(
-                f"expected 2 fields (parent, child) or 3 (parent, child, weight), found {len(fields)}",
-                path, i, line,
-            )
+        if len(fields) not in ((2, 3) if weights else (2,)):
+            expected = "2 fields (parent, child)" + (" or 3 (parent, child, weight)" if weights else "")
+            raise InputError(f"expected {expected}, found {len(fields)}", path, i, line)
         if not fields[0] or not fields[1]:
             raise InputError("empty node name", path, i, line)
         yield Edge(fields[0], fields[1], _weight(fields[2], path, i) if len(fields) == 3 else None, i)

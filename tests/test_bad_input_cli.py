@@ -108,6 +108,9 @@ CASES = [
          ["w.csv:2", "fields of the header", "'1,1,0'"], {"w.csv": "instance_id,b,c,d\n1,1,0\n2,0,1,1\n3,0,0,1\n"}),
     Case("wide bad cell", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
          ["w.csv:3", "column 'c' is not 0 or 1", "'2'"], {"w.csv": "instance_id,b,c,d\n1,1,0,0\n2,0,2,1\n"}),
+    Case("wide instance twice", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:3", "instance listed twice (first on line 2)", "'1'"],
+         {"w.csv": "instance_id,b,c,d\n1,1,0,0\n1,0,1,1\n"}),
     Case("wide repeated label", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
          ["w.csv:1", "repeated label", "'b'"], {"w.csv": "instance_id,b,c,b\n1,1,0,0\n"}),
     Case("wide empty label", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
@@ -183,6 +186,8 @@ CASES = [
     Case("hemkit gold not UTF-8", hemkit("1", "0"), ["g.txt", "not UTF-8"], {**HEMKIT_FILES, "g.txt": b"b\n\xff\n"}),
     Case("hemkit unknown gold label", hemkit("1", "0"), ["g.txt:2", "not in the taxonomy", "'zebra'"],
          {**HEMKIT_FILES, "g.txt": "b\nzebra\n"}),
+    Case("hemkit hierarchy with a third field", hemkit("1", "0"), ["h.txt:2", "expected 2 fields", "'a c 0.5'"],
+         {**HEMKIT_FILES, "h.txt": "a b\na c 0.5\nb d\n"}),
     Case("hemkit hierarchy missing", ["hemkit", "{d}/none.txt", "{d}/g.txt", "{d}/p.txt", "1", "0"],
          ["none.txt", "not found"], HEMKIT_FILES),
     # --- install-macros
