@@ -58,7 +58,8 @@ def connect(path: str | Path, *, read_only: bool = False, wait: float = 0.0, sou
             raise InputError("not a DuckDB database file", where)
     elif read_only:
         raise InputError("DuckDB file not found", where)
-    deadline = time.monotonic() + max(wait, 0.0)
+    wait = wait if 0 < wait < float("inf") else 0.0  # NaN too: never wait for ever
+    deadline = time.monotonic() + wait
     while True:
         try:
             return duckdb.connect(str(file), read_only=read_only)

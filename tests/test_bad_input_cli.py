@@ -62,6 +62,8 @@ CASES = [
     Case("--format unknown", ev("--format", "yaml"), ["--format", "'yaml'"]),
     Case("--unknown unknown", ev("--unknown", "drop"), ["--unknown", "'drop'"]),
     Case("--wait not a number", ev("--wait", "soon"), ["--wait", "'soon'"]),
+    Case("--wait NaN", ev("--wait", "nan"), ["--wait", "seconds >= 0", "'nan'"]),
+    Case("--wait negative", ev("--wait", "-1"), ["--wait", "seconds >= 0", "'-1'"]),
     Case("confusion --kind unknown", confusion("--kind", "flat"), ["hiersql confusion: error:", "--kind", "'flat'"]),
     Case("confusion --depth not an integer", confusion("--depth", "one"), ["--depth", "'one'"]),
     Case("hemkit missing arguments", ["hemkit", "{d}/h.txt", "{d}/g.txt"],

@@ -32,8 +32,19 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="FILE", help="DuckDB file to keep the tables and results in")
     parser.add_argument("--memory-limit", metavar="SIZE",
                         help="DuckDB memory limit, e.g. 3GB (larger intermediates spill to disk)")
-    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    parser.add_argument("--wait", type=seconds, default=0.0, metavar="SECONDS",
                         help="with --db: wait up to SECONDS for another process to release the file (default 0)")
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0 (``--wait``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"not a number of seconds >= 0: {text!r}")
+    return value
 
 
 def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import seconds
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -21,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--table", action="append", default=[], metavar="NAME=TABLE",
                         help="the macros read hiersql table NAME from TABLE; repeatable")
     parser.add_argument("--taxonomy", metavar="FILE", help="also load this taxonomy (edges, nodes, closure)")
-    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    parser.add_argument("--wait", type=seconds, default=0.0, metavar="SECONDS",
                         help="wait up to SECONDS for another process to release the DuckDB file (default 0)")
     parser.set_defaults(func=run)
 
