@@ -7,6 +7,9 @@ fragment."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -179,6 +182,8 @@ CASES = [
          {"cm.tsv": "truth\tD\tE\nD\t5\t-1\nE\t0\t5\n"}),
     Case("scoring label not in the tree", scoring(confusion="{d}/cm.tsv"), ["cm.tsv:1", "'Z'"],
          {"cm.tsv": "truth\tD\tZ\nD\t5\t1\nE\t0\t5\n"}),
+    Case("scoring matrix not UTF-8", scoring(confusion="{d}/cm.tsv"), ["cm.tsv:3", "not UTF-8"],
+         {"cm.tsv": b"truth\tD\tE\nD\t5\t1\nE\t0\t\xff\n"}),
     Case("scoring system twice", scoring("--confusion", f"{LANUS}/model1.tsv"), ["--confusion", "'model1'"]),
     # --- hemkit
     Case("hemkit MAX_DISTANCE not an integer", hemkit("x", "0"), ["MAX_DISTANCE", "'x'"], HEMKIT_FILES),
@@ -257,3 +262,11 @@ def test_help_is_still_the_full_usage(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["evaluate", "--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: hiersql evaluate") and "--labels-format" in out and len(out.splitlines()) > 20
+
+
+def test_argument_error_through_python_m_hiersql(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", "t.tsv", "--beta", "x"],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "hiersql evaluate: error: argument --beta: invalid float value: 'x'\n"

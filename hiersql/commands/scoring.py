@@ -77,8 +77,23 @@ def _confusions(specs: list[str]) -> dict[str, Path]:
         name, file = (name, Path(path)) if sep and name else (Path(spec).stem, Path(spec))
         if name in out:
             raise InputError("system name given twice", "--confusion", value=name)
+        _check_utf8(file)
         out[name] = file
     return out
+
+
+def _check_utf8(path: Path) -> None:
+    """A confusion matrix file that is not UTF-8 text is an error naming its line (the reader would stop on
+    it with Python's own message)."""
+    from ..errors import InputError
+
+    if not path.is_file():
+        return  # the reader says it is missing
+    for i, line in enumerate(path.read_bytes().splitlines(), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text ({exc.reason})", path, i) from None
 
 
 def format_table(rows: list, systems: list[str]) -> str:
