@@ -513,7 +513,11 @@ class Store:
             seen.add(label)
         try:
             self._register("_wide_src", rel)
-            self._temp("_wide", "SELECT row_number() OVER () + 1 AS line, * FROM _wide_src")
+            # DuckDB's reader skips blank lines: row k is the k-th non-blank line after the header
+            self._temp("_wide", f"SELECT l.line, w.* EXCLUDE (k) FROM (SELECT row_number() OVER () AS k, * FROM"
+                       f" _wide_src) w JOIN (SELECT row_number() OVER () AS k, n AS line FROM (SELECT row_number()"
+                       f" OVER () AS n, raw FROM {RAW_READ}) WHERE n > 1 AND raw IS NOT NULL) l USING (k)",
+                       {"paths": [str(path)]})
         except duckdb.Error as exc:
             raise _read_error(exc, wheres[src]) from None
         finally:

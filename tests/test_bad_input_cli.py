@@ -116,6 +116,8 @@ CASES = [
     Case("wide instance twice", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
          ["w.csv:3", "instance listed twice (first on line 2)", "'1'"],
          {"w.csv": "instance_id,b,c,d\n1,1,0,0\n1,0,1,1\n"}),
+    Case("wide bad cell after blank lines", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:5", "column 'c' is not 0 or 1", "'2'"], {"w.csv": "instance_id,b,c,d\n1,1,0,0\n\n\n2,0,2,1\n"}),
     Case("wide repeated label", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
          ["w.csv:1", "repeated label", "'b'"], {"w.csv": "instance_id,b,c,b\n1,1,0,0\n"}),
     Case("wide empty label", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
