@@ -187,7 +187,7 @@ class Store:
 
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
         """Check the staged truth and replace ``truth`` and ``instances`` with it, in one transaction."""
-        if not self._one("SELECT count(*) FROM _incoming_instances")[0]:  # predictions need instances to be
+        if not self._one("SELECT count(*) FROM _incoming_instances")[0]:  # nothing to evaluate: the truth's fault
             raise InputError("truth has no instance (an empty file, or no line of the label format, such as"
                              " a GermEval file without the subtask's section)",
                              staged.wheres[0])
@@ -822,10 +822,6 @@ def _joined(values: list[str], source: str) -> str:
         bad = next(v for v in values if "\x1f" in v)
         raise InputError("node name contains the control character U+001F", source, value=bad)
     return text
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _is_text(path: Path, format: str) -> bool:
