@@ -110,23 +110,21 @@ def _table_name(value: str, flag: str) -> str:
     return value
 
 
-def output_file(path: str, flag: str, image: bool = False) -> Path:
-    """Check a file to write before any work: not a folder, in a folder that exists, and for ``image`` a
-    suffix matplotlib writes (``.png``, ``.svg``, ``.pdf``, ...; without one matplotlib would write another
-    file than the one named)."""
+def check_plot_file(path: str, flag: str = "--plot") -> None:
+    """Check an image file to write before any work: not a folder, in a folder that exists, with a suffix
+    matplotlib writes (``.png``, ``.svg``, ``.pdf``, ...; without one matplotlib would write another file than
+    the one named)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
     out = Path(path)
     if out.is_dir():
         raise InputError("is a folder; give a file name", flag, value=path)
     if not out.resolve().parent.is_dir():
-        raise InputError(f"folder of the {'plot' if image else 'output'} file does not exist", flag, value=path)
-    if image:
-        from matplotlib.backend_bases import FigureCanvasBase
-
-        formats = FigureCanvasBase.get_supported_filetypes()
-        if out.suffix.lower().lstrip(".") not in formats:
-            raise InputError(f"image format must be one of {', '.join(sorted(formats))} (from the suffix)", flag,
-                             value=path)
-    return out
+        raise InputError("folder of the plot file does not exist", flag, value=path)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if out.suffix.lower().lstrip(".") not in formats:
+        raise InputError(f"image format must be one of {', '.join(sorted(formats))} (from the suffix)", flag,
+                         value=path)
 
 
 def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:

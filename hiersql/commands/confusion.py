@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_input_arguments, load_store, output_file
+from .common import add_input_arguments, check_plot_file, load_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if not (0 <= args.zero_division <= 1 or args.zero_division != args.zero_division):
         raise InputError("value of 0/0 ratios must be in [0, 1] (or nan)", "--zero-division", value=args.zero_division)
     if args.plot:
-        output_file(args.plot, "--plot", image=True)
+        check_plot_file(args.plot)
     store = load_store(args)
     if args.depth is not None and args.depth > store.taxonomy.depth:  # no label would change: a typo, likely
         raise InputError(f"deeper than the taxonomy (its deepest node is at depth {store.taxonomy.depth})",

@@ -41,12 +41,12 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..metrics.scoring import METRICS, score_confusions
     from ..taxonomy import Taxonomy
-    from .common import output_file
+    from .common import check_plot_file
 
     if not args.offset <= 0:  # NaN too
         raise InputError("offset must be a number <= 0", "--offset", value=args.offset)
     if args.plot:
-        output_file(args.plot, "--plot", image=True)
+        check_plot_file(args.plot)
     tree = Taxonomy.from_file(args.tree)
     default = "given" if tree.has_weights else PAPER_STRATEGIES
     strategies = [s.strip() for s in (args.strategy or default).split(",") if s.strip()]
