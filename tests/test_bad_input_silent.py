@@ -354,3 +354,15 @@ def test_bad_options_of_evaluate(tmp_path, capsys, extra):
 def test_sql_unknown_param(capsys):
     assert main(["sql", "hp", "--param", "unknown=1"]) == 2
     assert "--param" in capsys.readouterr().err
+
+
+def test_pred_glob_matching_the_truth_file_is_said(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    truth = write(run, "truth.tsv", TRUTH)
+    write(run, "sys.tsv", "1\tb\n2\tb\n")
+    code = main(["evaluate", "--taxonomy", write(tmp_path, "tax.tsv", TAX), "--truth", truth, "--pred",
+                 str(run / "*.tsv"), "--metrics", "hp", "--format", "csv"])
+    out, err = capsys.readouterr()
+    assert code == 0 and {r["system"] for r in csv.DictReader(io.StringIO(out))} == {"sys", "truth"}
+    assert err == f"hiersql: warning: --pred: system 'truth' is the truth file {truth}; it is evaluated as a system\n"

@@ -136,6 +136,7 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
 
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
+    _warn_truth_among_predictions(preds, Path(args.truth))
     con = None
     if args.db:
         from ..dbfile import connect
@@ -151,6 +152,19 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
         _drop_stale_systems(store, [name for name, _ in preds], f"--db {args.db}")
     _check_label_universe(store, getattr(args, "labels", None))
     return store
+
+
+def _warn_truth_among_predictions(preds: list[tuple[str, Path]], truth: Path) -> None:
+    """A ``--pred`` glob that matches the truth file too (``--pred 'run/*.tsv'`` with the truth in ``run/``)
+    would score the truth as one more, perfect, system without a word: say so."""
+    import warnings
+
+    from ..errors import DataWarning
+
+    for name, path in preds:
+        if truth.is_file() and path.is_file() and path.samefile(truth):
+            warnings.warn(f"--pred: system {name!r} is the truth file {truth}; it is evaluated as a system",
+                          DataWarning, stacklevel=3)
 
 
 def _check_label_universe(store: Store, labels: str | None) -> None:
