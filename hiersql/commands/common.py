@@ -136,7 +136,7 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
 
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
-    _warn_truth_among_predictions(preds, Path(args.truth))
+    _warn_truth_in_glob(args.pred, Path(args.truth))
     con = None
     if args.db:
         from ..dbfile import connect
@@ -154,17 +154,24 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     return store
 
 
-def _warn_truth_among_predictions(preds: list[tuple[str, Path]], truth: Path) -> None:
+def _warn_truth_in_glob(specs: list[str], truth: Path) -> None:
     """A ``--pred`` glob that matches the truth file too (``--pred 'run/*.tsv'`` with the truth in ``run/``)
-    would score the truth as one more, perfect, system without a word: say so."""
+    would score the truth as one more, perfect, system without a word: say so (a truth given as ``NAME=FILE``
+    is the user's choice)."""
     import warnings
 
     from ..errors import DataWarning
 
-    for name, path in preds:
-        if truth.is_file() and path.is_file() and path.samefile(truth):
-            warnings.warn(f"--pred: system {name!r} is the truth file {truth}; it is evaluated as a system",
-                          DataWarning, stacklevel=3)
+    if not truth.is_file():
+        return
+    for spec in specs:
+        name, sep, _ = spec.partition("=")
+        if (sep and name and not any(ch in name for ch in "*?[/")) or not any(ch in spec for ch in "*?["):
+            continue
+        for match in map(Path, glob.glob(spec)):
+            if match.is_file() and match.samefile(truth):
+                warnings.warn(f"--pred: system {match.stem!r} is the truth file {truth}; it is evaluated as a"
+                              " system", DataWarning, stacklevel=3)
 
 
 def _check_label_universe(store: Store, labels: str | None) -> None:
