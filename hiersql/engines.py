@@ -193,7 +193,7 @@ class Engine:
         unknown = set(renames) - set(STORE_TABLES)
         if unknown:
             raise ValueError(f"unknown table(s) {sorted(unknown)} (known: {', '.join(STORE_TABLES)})")
-        self.tables.update({k: v for k, v in renames.items() if v})
+        self.tables.update({k: sqlfiles.table_name(v, f"table {k}") for k, v in renames.items() if v})
 
     def table(self, name: str) -> str:
         """The engine-side name of hiersql table ``name``."""

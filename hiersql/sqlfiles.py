@@ -136,6 +136,31 @@ def render(
     return tree.sql(dialect=dialect, pretty=pretty)
 
 
+def table_name(value: str, where: str) -> str:
+    """``value`` when it is a plain ``[catalog.][schema.]table`` name (odd parts quoted ``"..."``); else an
+    :class:`~hiersql.errors.InputError` naming ``where``: a function call, a comment, a second statement or an
+    alias never reaches SQL text as a table name."""
+    import sqlglot
+    from sqlglot import exp
+
+    from .errors import InputError
+
+    try:
+        table = exp.to_table(value, dialect="duckdb")
+    except (sqlglot.errors.SqlglotError, AttributeError):  # AttributeError: sqlglot on 'a;b'
+        table = None
+    plain = (isinstance(table, exp.Table) and 1 <= len(table.parts) <= 3
+             and all(isinstance(part, exp.Identifier)
+                     and ('"' in value if part.quoted else re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", part.name))
+                     for part in table.parts)
+             and not any(v is not None for k, v in table.args.items() if k not in ("this", "db", "catalog"))
+             and not any(node.comments for node in table.walk()))
+    if not plain:
+        raise InputError('not a table name ([catalog.][schema.]table; quote an odd name as "...")', where,
+                         value=value)
+    return value
+
+
 def _rename_tables(tree, tables: dict[str, str]):
     """Point table references at other tables; an unaliased reference keeps its old name as alias, so
     ``truth.label`` still resolves after ``truth`` became ``warehouse.gold_labels``. CTE names are left alone."""

@@ -59,7 +59,7 @@ CASES = [
     Case("unknown flag", ev("--bogus", "1"), ["unrecognized arguments", "--bogus"]),
     Case("missing --truth", ["evaluate", "--taxonomy", "{d}/tax.tsv", "--pred", "s={d}/pred.tsv"],
          ["hiersql evaluate: error:", "--truth"]),
-    Case("--beta not a number", ev("--beta", "x"), ["hiersql evaluate: error:", "--beta", "'x'"]),
+    Case("--beta not a number", ev("--beta", "x"), ["hiersql: error: --beta:", "finite number", "'x'"]),
     Case("--max-distance not an integer", ev("--max-distance", "1.5"), ["--max-distance", "'1.5'"]),
     Case("--labels-format unknown", ev(fmt="xml"), ["--labels-format", "'xml'"]),
     Case("--format unknown", ev("--format", "yaml"), ["--format", "'yaml'"]),
@@ -267,8 +267,9 @@ def test_help_is_still_the_full_usage(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_argument_error_through_python_m_hiersql(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", "t.tsv", "--beta", "x"],
+    done = subprocess.run([sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", "t.tsv", "--truth", "y.tsv",
+                           "--pred", "p.tsv", "--wait", "x"],
                           cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == "hiersql evaluate: error: argument --beta: invalid float value: 'x'\n"
+    assert done.stderr == "hiersql evaluate: error: argument --wait: not a number of seconds >= 0: 'x'\n"

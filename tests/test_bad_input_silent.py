@@ -169,9 +169,6 @@ def test_install_macros_table_names_are_quoted_or_refused(tmp_path, capsys):
     assert '"gold; labels"' in body
 
 
-@pytest.mark.xfail(strict=True, reason="lead: options schema (sql.py parses --table with parse_pairs, and "
-                                       "sqlfiles._rename_tables parses a name with exp.to_table, which turns "
-                                       "read_csv('...') into a table function)")
 @pytest.mark.parametrize("name", ["read_csv('/etc/passwd')", f'x"{DROP}'])
 def test_sql_table_names_are_refused(capsys, name):
     assert main(["sql", "hp", "--table", f"truth={name}"]) == 2
@@ -334,10 +331,6 @@ def test_memory_limit_too_small_names_the_flag_and_step(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------------------- lead's options
-LEAD = pytest.mark.xfail(strict=True, reason="lead: options schema")
-
-
-@LEAD
 @pytest.mark.parametrize("extra", [("--beta", "nan"), ("--average", ","), ("--metrics", ","),
                                    ("--memory-limit=-5GB",), ("--max-distance", "-1"),
                                    ("--dmax", "-1", "--metrics", "gie")], ids=" ".join)
@@ -350,7 +343,6 @@ def test_bad_options_of_evaluate(tmp_path, capsys, extra):
     assert code == 2 and len(err.splitlines()) == 1 and flag in err
 
 
-@LEAD
 def test_sql_unknown_param(capsys):
     assert main(["sql", "hp", "--param", "unknown=1"]) == 2
     assert "--param" in capsys.readouterr().err

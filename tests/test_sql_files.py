@@ -181,7 +181,7 @@ def test_cli_sql_table_renames_and_dialects(capsys):
     (["no_such_metric"], "unknown metric, family or SQL file"),
     (["hf", "--dialect", "nosql"], "unknown SQL dialect"),
     (["hf", "--table", "gold=x"], "unknown table"),
-    (["hf", "--table", "truth"], "expected NAME=VALUE"),
+    (["hf", "--table", "truth"], "expected NAME=TABLE"),
     (["closure", "--query", "nope"], "no such query"),
 ])
 def test_cli_sql_bad_input_exits_2(capsys, args, message):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,6 +76,7 @@ def parse_tables(specs: list[str], flag: str = "--table") -> dict[str, str]:
     (quoted by sqlglot), so a function call, a comment, a second statement or an alias is an error, not part of
     the query."""
     from ..engines import STORE_TABLES
+    from ..sqlfiles import table_name
 
     out: dict[str, str] = {}
     for spec in specs:
@@ -87,28 +87,8 @@ def parse_tables(specs: list[str], flag: str = "--table") -> dict[str, str]:
             raise InputError(f"unknown table (one of {', '.join(STORE_TABLES)})", flag, value=key)
         if key in out:
             raise InputError("table given twice", flag, value=key)
-        out[key] = _table_name(value, flag)
+        out[key] = table_name(value, flag)
     return out
-
-
-def _table_name(value: str, flag: str) -> str:
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        table = exp.to_table(value, dialect="duckdb")
-    except (sqlglot.errors.SqlglotError, AttributeError):  # AttributeError: sqlglot on 'a;b'
-        table = None
-    plain = (isinstance(table, exp.Table) and 1 <= len(table.parts) <= 3
-             and all(isinstance(part, exp.Identifier)
-                     and ('"' in value if part.quoted else re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", part.name))
-                     for part in table.parts)
-             and not any(v is not None for k, v in table.args.items() if k not in ("this", "db", "catalog"))
-             and not any(node.comments for node in table.walk()))
-    if not plain:
-        raise InputError('not a table name ([catalog.][schema.]table; quote an odd name as "...")', flag,
-                         value=value)
-    return value
 
 
 def check_plot_file(path: str, flag: str = "--plot") -> None:

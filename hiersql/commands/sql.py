@@ -38,17 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sqlglot
 
-    from ..engines import STORE_TABLES, render, render_family
+    from ..engines import render, render_family
     from ..errors import InputError
     from ..options import Options, from_args
+    from .common import parse_tables
 
     if args.dialect not in sqlglot.Dialect.classes:
         raise InputError("unknown SQL dialect", "--dialect", value=args.dialect)
     file, query, params, metrics = target(args.metric, args.query, from_args(Options, args))
-    tables = parse_pairs(args.table, "--table")
-    unknown = set(tables) - set(STORE_TABLES)
-    if unknown:
-        raise InputError(f"unknown table (one of {', '.join(STORE_TABLES)})", "--table", value=sorted(unknown)[0])
+    tables = parse_tables(args.table)
     params.update(checked_params(args, file, query))
     if query is None:  # a family: its plan's SQL
         print(render_family(file, params, args.dialect, tables, metrics or None, pretty=not args.compact) + ";")
