@@ -4,11 +4,9 @@ turns them into a loaded :class:`~hiersql.store.Store`."""
 from __future__ import annotations
 
 import argparse
-import glob
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
+from ..inputs import parse_preds
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -31,29 +29,6 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="FILE", help="DuckDB file to keep the tables and results in")
     parser.add_argument("--memory-limit", metavar="SIZE",
                         help="DuckDB memory limit, e.g. 3GB (larger intermediates spill to disk)")
-
-
-def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
-    """``NAME=FILE`` or a glob → ``[(name, path), ...]``; a name given twice or a glob matching nothing is an
-    error."""
-    out: list[tuple[str, Path]] = []
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if sep and name and not any(ch in name for ch in "*?[/"):
-            out.append((name, Path(path)))
-            continue
-        matches = sorted(glob.glob(spec))
-        if not matches:
-            if any(ch in spec for ch in "*?["):
-                raise InputError("--pred glob matches no file", "--pred", value=spec)
-            matches = [spec]
-        out.extend((Path(m).stem, Path(m)) for m in matches)
-    seen: set[str] = set()
-    for name, _ in out:
-        if name in seen:
-            raise InputError("two --pred files have the same system name", "--pred", value=name)
-        seen.add(name)
-    return out
 
 
 def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:

@@ -1,0 +1,65 @@
+"""Batch evaluation jobs: many datasets × many systems × many measures, through a durable queue.
+
+A job file (TOML, :mod:`hiersql.jobs.spec`, documented in ``docs/jobs.md``) lists datasets; submitting it
+(:func:`submit`) queues one *unit* per (dataset, system) in the queue database (:mod:`hiersql.jobs.queue`: a
+DuckDB file, or PostgreSQL for several workers), each with a key that hashes the content of its inputs: a
+unit whose key has results already is not computed again. Workers (:mod:`hiersql.jobs.runner`) claim units,
+evaluate them and write their rows and status in one transaction, so that a killed worker loses nothing done
+and leaves nothing half written; a failing unit records its error and the others go on.
+:mod:`hiersql.jobs.schedule` submits and runs a job on a cron schedule.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..metrics import Row
+    from ..store import Store
+    from .queue import Queue
+
+DEFAULT_QUEUE = "jobs.duckdb"
+
+
+def save_rows(
+    store: Store, rows: list[Row], dataset: str | None = None, run_id: str | None = None, replace: bool = False
+) -> str:
+    """Insert ``rows`` into the store's ``results`` in one transaction (all or nothing); returns the run id.
+    With ``replace``, earlier results of ``dataset`` are deleted in the same transaction."""
+    run_id = run_id or uuid.uuid4().hex[:12]
+    with store.transaction():
+        if replace:
+            store.con.execute("DELETE FROM results WHERE dataset IS NOT DISTINCT FROM $d", {"d": dataset})
+        store.con.executemany(
+            "INSERT INTO results (run_id, dataset, system, metric, average, value) VALUES (?, ?, ?, ?, ?, ?)",
+            [(run_id, dataset, r.system, r.metric, r.average or None, r.value) for r in rows],
+        )
+    return run_id
+
+
+def queue_url(given: str | None, spec_queue: str | None = None, spec_path: str | Path | None = None) -> str:
+    """The queue to use: ``given`` (``--queue``), else the job file's ``queue`` (a path relative to the job
+    file, or a URL), else :data:`DEFAULT_QUEUE` in the current folder."""
+    from .queue import is_postgres
+
+    if given:
+        return given
+    if spec_queue:
+        if is_postgres(spec_queue) or spec_path is None:
+            return spec_queue
+        return str(Path(spec_path).parent / spec_queue)
+    return DEFAULT_QUEUE
+
+
+def submit(queue: Queue, spec_path: str | Path, recompute: bool = False) -> tuple[str, int, int]:
+    """Check a job file and queue its units; returns the job id, the number of units and how many were
+    queued (the others are unchanged: their keys have results)."""
+    from .spec import load_spec, units
+
+    spec = load_spec(spec_path)
+    work = units(spec)
+    with queue.connect() as con:
+        job_id, queued = con.submit(spec.name, str(Path(spec_path).resolve()), work, recompute)
+    return job_id, len(work), queued
