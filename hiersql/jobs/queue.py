@@ -276,12 +276,13 @@ class Connection:
         if not first:
             return []
         job, group = first[0][1], first[0][5]
-        left = self.execute("SELECT count(*) FROM units WHERE status = 'queued' AND job_id = ? AND grp = ?",
-                            (job, group))[0][0]
+        left, groups = self.execute(
+            f"SELECT count(*) FILTER (WHERE job_id = ? AND grp = ?), count(DISTINCT grp) FROM units WHERE {where}",
+            [job, group, *params])[0]
         more = self.execute(
             f"SELECT {UNIT_COLUMNS} FROM units WHERE status = 'queued' AND job_id = ? AND grp = ? AND unit_id <> ?"
             " ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED",
-            (job, group, first[0][0], _share(left, workers, max_batch) - 1))
+            (job, group, first[0][0], _share(left, groups, workers, max_batch) - 1))
         return first + more
 
     def _claim_duckdb(self, where: str, params: list[Any], workers: int, max_batch: int) -> list[tuple]:
@@ -293,7 +294,7 @@ class Connection:
         same = [r for r in free if r[1] == job and r[5] == group]
         picked, keys = [], set()
         for r in same:  # one unit per key: two of the same content are never computed at once
-            if r[4] not in keys and len(picked) < _share(len(same), workers, max_batch):
+            if r[4] not in keys and len(picked) < _share(len(same), len({f[5] for f in free}), workers, max_batch):
                 picked.append(r)
                 keys.add(r[4])
         self.held = [r[0] for r in picked] + list(keys)
@@ -412,6 +413,8 @@ class Connection:
             " ORDER BY r.dataset, r.system, r.metric, r.average", ids)
 
 
-def _share(queued: int, workers: int, max_batch: int) -> int:
-    """How many units of a group one claim takes: an even share among the workers, at most ``max_batch``."""
-    return max(1, min(max_batch, -(-queued // max(1, workers))))
+def _share(queued: int, groups: int, workers: int, max_batch: int) -> int:
+    """How many of the ``queued`` units of a group one claim takes, at most ``max_batch``: all of them while
+    there are as many groups queued as workers (each worker loads other datasets), else an even share."""
+    share = queued if groups >= workers else -(-queued // max(1, workers))
+    return max(1, min(max_batch, share))

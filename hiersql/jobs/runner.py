@@ -17,6 +17,7 @@ import contextlib
 import os
 import queue as threading_queue
 import socket
+import threading
 import time
 import uuid
 from collections import Counter
@@ -71,9 +72,10 @@ class Stores:
     """A worker's loaded dataset: one in-memory store with a group's taxonomy and truth, kept for the next
     batch of the same group."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int | None = None) -> None:
         self.group: str | None = None
         self.store: Any = None
+        self.threads = threads
 
     def get(self, unit: Claimed) -> Any:
         if self.group == unit.group:
@@ -87,7 +89,10 @@ class Stores:
         store = Store()
         try:
             store.con.execute("SET enable_progress_bar = false")
-            store.load(work["taxonomy"], work["truth"], [], work["format"], unknown=work["unknown"])
+            if self.threads:
+                store.con.execute(f"SET threads = {int(self.threads)}")
+            store.load(lambda: _taxonomy(work["taxonomy"], work["hashes"]["taxonomy"]), work["truth"], [],
+                       work["format"], unknown=work["unknown"])
         except BaseException:
             store.close()
             raise
@@ -98,6 +103,22 @@ class Stores:
         if self.store is not None:
             self.store.close()
         self.group = self.store = None
+
+
+_taxonomies: dict[tuple[str, str], Any] = {}  # (path, content hash) → Taxonomy, parsed once per process
+_taxonomies_lock = threading.Lock()
+
+
+def _taxonomy(path: str, digest: str) -> Any:
+    """The taxonomy of ``path`` (whose content hashes to ``digest``), parsed once for all worker threads."""
+    from ..taxonomy import Taxonomy
+
+    with _taxonomies_lock:
+        if (path, digest) not in _taxonomies:
+            if len(_taxonomies) >= 4:
+                _taxonomies.pop(next(iter(_taxonomies)))
+            _taxonomies[(path, digest)] = Taxonomy.from_file(path)
+        return _taxonomies[(path, digest)]
 
 
 def _check_unchanged(path: str, expected: str) -> None:
@@ -171,7 +192,8 @@ class Worker:
         self.queue, self.jobs, self.run_id, self.name = queue, jobs, run_id, name
         self.workers, self.max_batch = workers, max_batch
         self.on_unit = on_unit or (lambda _: None)
-        self.stores = Stores()
+        # parallel workers share the cores instead of each running every query on all of them
+        self.stores = Stores(max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None)
 
     def run(self) -> None:
         failures = 0
