@@ -333,3 +333,67 @@ def test_the_library_does_not_import_the_command_line():
             continue
         text = path.read_text(encoding="utf-8")
         assert "from .commands" not in text and "from ..commands" not in text and ".cli import" not in text, path
+
+
+def test_worker_threads_on_a_duckdb_queue(fixtures_dir, tmp_path, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec), "--workers", "2"]) == 0
+    assert "4 unit(s) processed: 4 done" in capsys.readouterr().out
+    with duckdb.connect(str(tmp_path / "q.duckdb"), read_only=True) as con:
+        workers = con.execute("SELECT DISTINCT worker FROM units").fetchall()
+    assert {w[0].rsplit(":", 2)[1] for w in workers} == {str(os.getpid())}  # threads of this process
+    reference = tmp_path / "one"
+    reference.mkdir()
+    spec1 = make_job(reference, fixtures_dir)
+    assert main(["jobs", "run", str(spec1)]) == 0
+    capsys.readouterr()
+    assert values(stored(tmp_path / "q.duckdb")) == values(stored(reference / "q.duckdb"))
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_progress_bar_per_job_on_a_terminal_only(fixtures_dir, tmp_path, monkeypatch, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert capsys.readouterr().err == ""  # not a terminal: no bar
+    (tmp_path / "preds" / "shallow.tsv").write_text("1\tjaguar\n")
+    other = spec.with_name("other.toml")
+    other.write_text(spec.read_text().replace('name = "demo-job"', 'name = "other-job"'))
+    for job in (spec, other):  # two jobs, each with the two units of the changed file queued
+        assert main(["jobs", "submit", str(job)]) == 0
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    assert main(["jobs", "run", "--queue", str(tmp_path / "q.duckdb")]) == 0
+    shown = terminal.getvalue()
+    assert "demo-job: 100%" in shown and "other-job: 100%" in shown and "2/2" in shown
+    # the second job's units found their keys computed by the first's
+    assert capsys.readouterr().out.splitlines()[-1] == "4 unit(s) processed: 2 done, 2 unchanged, 0 failed"
+
+
+def test_wait_for_the_queue_file(fixtures_dir, tmp_path):
+    spec = make_job(tmp_path, fixtures_dir)
+    holder = duckdb.connect(str(tmp_path / "q.duckdb"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "hiersql", "jobs", "run", str(spec), "--wait", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(2)
+    assert proc.poll() is None  # waiting
+    holder.close()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "4 unit(s) processed: 4 done" in out
+
+
+@pytest.mark.parametrize("url, message", [
+    ("postgresql://nobody@/nodb?host=/nonexistent", "--queue: cannot reach the queue (connection"),
+    ("postgresql://x@/y?foo=bar", "--queue: bad queue URL (invalid URI query parameter"),
+])
+def test_an_unreachable_or_malformed_postgres_queue_is_one_line(url, message, capsys):
+    assert main(["jobs", "status", "--queue", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"hiersql: error: {message}")

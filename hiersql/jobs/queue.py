@@ -83,11 +83,15 @@ class Queue:
         self._duckdb: Any = None
         self._claimed: set[str] = set()  # DuckDB: units and keys claimed by this process's threads
         self._lock = threading.Lock()
-        with self.connect() as con, con.transaction():
-            if self.postgres:  # two workers starting together create the tables once
-                con.execute("SELECT pg_advisory_xact_lock(1751)")
-            for statement in SCHEMA:
-                con.execute(statement)
+        try:
+            with self.connect() as con, con.transaction():
+                if self.postgres:  # two workers starting together create the tables once
+                    con.execute("SELECT pg_advisory_xact_lock(1751)")
+                for statement in SCHEMA:
+                    con.execute(statement)
+        except self.transient as exc:  # later, the same errors are retried
+            raise InputError(f"cannot reach the queue ({str(exc).splitlines()[0]})",
+                             "--queue" if self.postgres else self.url) from None
 
     @property
     def transient(self) -> tuple[type[BaseException], ...]:
@@ -109,10 +113,8 @@ class Queue:
 
             try:
                 raw = psycopg.connect(self.url, autocommit=True)
-            except psycopg.OperationalError as exc:
-                if "invalid" in str(exc) or "missing" in str(exc):
-                    raise InputError(f"bad queue URL ({str(exc).splitlines()[0]})", "--queue") from None
-                raise
+            except psycopg.ProgrammingError as exc:  # a malformed URL
+                raise InputError(f"bad queue URL ({str(exc).splitlines()[0]})", "--queue") from None
         else:
             with self._lock:
                 if self._duckdb is None:
