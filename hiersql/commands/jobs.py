@@ -179,6 +179,7 @@ def _run(queue, args: argparse.Namespace) -> int:
 def _schedule(args: argparse.Namespace) -> int:
     import sys
 
+    from ..jobs.runner import message
     from ..jobs.schedule import check_cron, schedule
     from ..jobs.spec import load_spec
 
@@ -192,11 +193,9 @@ def _schedule(args: argparse.Namespace) -> int:
                 _run(queue, argparse.Namespace(**{**vars(args), "job": None, "recompute": False}))
             finally:
                 queue.close()
-        except InputError as exc:  # a bad job file or failed units: said, and the next run comes
-            print(f"hiersql: error: {exc}", file=sys.stderr)
+        except Exception as exc:  # a bad job file, failed units, a queue out of reach: said; the next run comes
+            print(f"hiersql: error: {message(exc)}", file=sys.stderr)
         sys.stdout.flush()
-
-    from ..errors import InputError
 
     print(f"scheduled {args.spec} at '{args.cron}'", flush=True)
     schedule(args.cron, fire, args.runs)
