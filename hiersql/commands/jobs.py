@@ -108,12 +108,17 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("must be at least 1", f"--{flag}", value=getattr(args, flag))
     if args.action == "schedule":
         return _schedule(args)
-    queue = _queue(args)
+    spec = None
+    if getattr(args, "spec", None):
+        from ..jobs.spec import load_spec
+
+        spec = load_spec(args.spec)
+    queue = _queue(args, spec)
     try:
         if args.action == "submit":
-            return _submit(queue, args)
+            return _submit(queue, args, spec)
         if args.action == "run":
-            return _run(queue, args)
+            return _run(queue, args, spec)
         with queue.connect() as con:
             if args.action == "status":
                 _print_status(con.status(args.job))
@@ -130,34 +135,31 @@ def run(args: argparse.Namespace) -> int:
         queue.close()
 
 
-def _queue(args: argparse.Namespace):
+def _queue(args: argparse.Namespace, spec=None):
+    """The queue of ``--queue``, else of the job file ``spec`` (a checked :class:`~hiersql.jobs.spec.Spec`)."""
     from ..jobs import queue_url
     from ..jobs.queue import Queue
 
-    spec_queue = None
-    if getattr(args, "spec", None):
-        from ..jobs.spec import load_spec
-
-        spec_queue = load_spec(args.spec).queue
-    return Queue(queue_url(args.queue, spec_queue, getattr(args, "spec", None)), wait=args.wait)
+    return Queue(queue_url(args.queue, spec.queue if spec else None, spec.path if spec else None),
+                 wait=args.wait)
 
 
-def _submit(queue, args: argparse.Namespace) -> int:
+def _submit(queue, args: argparse.Namespace, spec) -> int:
     from ..jobs import submit
 
-    job_id, total, queued = submit(queue, args.spec, args.recompute)
+    job_id, total, queued = submit(queue, spec, args.recompute)
     print(f"job {job_id}: {total} unit(s), {queued} queued, {total - queued} unchanged")
     return 0
 
 
-def _run(queue, args: argparse.Namespace) -> int:
+def _run(queue, args: argparse.Namespace, spec=None) -> int:
     from ..errors import InputError
     from ..jobs import submit
     from ..jobs.runner import run
 
     jobs = args.job
-    if args.spec:
-        job_id, total, queued = submit(queue, args.spec, args.recompute)
+    if spec is not None:
+        job_id, total, queued = submit(queue, spec, args.recompute)
         print(f"job {job_id}: {total} unit(s), {queued} queued, {total - queued} unchanged")
         jobs = [job_id]
     bars = _Bars(queue, jobs)
@@ -188,9 +190,10 @@ def _schedule(args: argparse.Namespace) -> int:
 
     def fire() -> None:
         try:
-            queue = _queue(args)  # opened per run: between runs the queue file is free
+            spec = load_spec(args.spec)  # read again: it may have changed since the last run
+            queue = _queue(args, spec)  # opened per run: between runs the queue file is free
             try:
-                _run(queue, argparse.Namespace(**{**vars(args), "job": None, "recompute": False}))
+                _run(queue, argparse.Namespace(**{**vars(args), "job": None, "recompute": False}), spec)
             finally:
                 queue.close()
         except Exception as exc:  # a bad job file, failed units, a queue out of reach: said; the next run comes

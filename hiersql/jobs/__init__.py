@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..metrics import Row
     from ..store import Store
     from .queue import Queue
+    from .spec import Spec
 
 DEFAULT_QUEUE = "jobs.duckdb"
 
@@ -53,13 +54,15 @@ def queue_url(given: str | None, spec_queue: str | None = None, spec_path: str |
     return DEFAULT_QUEUE
 
 
-def submit(queue: Queue, spec_path: str | Path, recompute: bool = False) -> tuple[str, int, int]:
-    """Check a job file and queue its units; returns the job id, the number of units and how many were
+def submit(queue: Queue, spec: Spec | str | Path, recompute: bool = False) -> tuple[str, int, int]:
+    """Queue the units of a job file (read and checked by :func:`~hiersql.jobs.spec.load_spec` unless a
+    :class:`~hiersql.jobs.spec.Spec` is given); returns the job id, the number of units and how many were
     queued (the others are unchanged: their keys have results)."""
-    from .spec import load_spec, units
+    from .spec import Spec, load_spec, units
 
-    spec = load_spec(spec_path)
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec)
     work = units(spec)
     with queue.connect() as con:
-        job_id, queued = con.submit(spec.name, str(Path(spec_path).resolve()), work, recompute)
+        job_id, queued = con.submit(spec.name, str(spec.path.resolve()), work, recompute)
     return job_id, len(work), queued
