@@ -397,3 +397,15 @@ def test_an_unreachable_or_malformed_postgres_queue_is_one_line(url, message, ca
     assert main(["jobs", "status", "--queue", url]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"hiersql: error: {message}")
+
+
+def test_the_documented_job_file_checks(data_dir, tmp_path, capsys):
+    """The first job file of docs/jobs.md, with its paths on this machine's data."""
+    text = (ROOT / "docs" / "jobs.md").read_text(encoding="utf-8")
+    body = text.split("```toml\n", 1)[1].split("```", 1)[0].replace("../shared/data", str(data_dir))
+    (tmp_path / "baselines").mkdir()
+    shutil.copy(data_dir / "canonical" / "pred_b" / "LT-UHH__baseline.tsv", tmp_path / "baselines" / "b.tsv")
+    spec = tmp_path / "nightly.toml"
+    spec.write_text(body, encoding="utf-8")
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: 2 dataset(s), {21 + 19 + 1} unit(s)\n"
