@@ -30,7 +30,7 @@ from ..errors import InputError
 from .queue import Claimed, Connection, Queue
 from .spec import file_hash
 
-MAX_BATCH = 16  # units one claim takes at most (the CLI's --batch default)
+MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
 RETRIES = 5  # transient errors in a row before a worker gives up
 BACKOFF = 0.5  # seconds before the first retry; doubled each time
 NOTHING = {"instance_id": [], "label": []}  # the predictions of a system that predicted nothing
