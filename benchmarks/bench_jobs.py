@@ -7,7 +7,8 @@ Each round runs the three variants in a rotating order (the host is noisy: compa
 run starts on a new queue file, so that every unit is computed. ``hiersql evaluate`` stops at an empty
 prediction file (``pred_a/twistbytes__thresholding.tsv``), so its subtask-A run is given the other 20 files;
 the job evaluates all 21 (the empty one as a system that predicted nothing). The job's values are checked
-against evaluate's (1e-12). Also timed: a re-run of the job with nothing changed (every unit skipped).
+against evaluate's (1e-12). Also timed: a re-run of the job with nothing changed (every unit skipped). Each
+figure is the wall time and the CPU time (user + system, all threads) of the processes started.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import csv
 import io
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,10 +39,14 @@ def hiersql(*args: str) -> str:
     return done.stdout
 
 
-def timed(fn) -> float:
+def timed(fn) -> tuple[float, float]:
+    """Wall time and CPU time (user + system of the child processes, every thread) of ``fn()``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     fn()
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def main() -> None:
@@ -84,19 +90,24 @@ def main() -> None:
     variants = {"3 x hiersql evaluate": evaluate_all, "jobs run": lambda: job(1),
                 "jobs run --workers 2": lambda: job(2)}
     times: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     for r in range(args.rounds):
         order = names[r % 3:] + names[:r % 3]
         for name in order:
-            times[name].append(timed(variants[name]))
-        print(f"round {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.2f} s" for n in names), flush=True)
+            wall, used = timed(variants[name])
+            times[name].append(wall)
+            cpu[name].append(used)
+        print(f"round {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.2f} s ({cpu[n][-1]:.2f} CPU-s)" for n in names),
+              flush=True)
     base = times[names[0]]
     for name in names:
         ratios = [t / b for t, b in zip(times[name], base, strict=True)]
         print(f"{name:<24} median {statistics.median(times[name]):6.2f} s  (min {min(times[name]):.2f}),"
-              f" ratio to evaluate: median {statistics.median(ratios):.2f}")
-    rerun = timed(lambda: hiersql("jobs", "run", str(spec), "--queue", str(folder / "q1.duckdb")))
-    print(f"re-run, nothing changed (every unit skipped): {rerun:.2f} s")
+              f" ratio to evaluate: median {statistics.median(ratios):.2f};"
+              f" CPU median {statistics.median(cpu[name]):.2f} s")
+    rerun, used = timed(lambda: hiersql("jobs", "run", str(spec), "--queue", str(folder / "q1.duckdb")))
+    print(f"re-run, nothing changed (every unit skipped): {rerun:.2f} s ({used:.2f} CPU-s)")
 
 
 if __name__ == "__main__":
