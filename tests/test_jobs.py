@@ -409,3 +409,17 @@ def test_the_documented_job_file_checks(data_dir, tmp_path, capsys):
     spec.write_text(body, encoding="utf-8")
     assert main(["jobs", "check", str(spec)]) == 0
     assert capsys.readouterr().out == f"{spec}: 2 dataset(s), {21 + 19 + 1} unit(s)\n"
+
+
+def test_evaluator_save_writes_the_rows_under_one_run(fixtures_dir, tmp_path):
+    from hiersql import Evaluator
+
+    demo = fixtures_dir / "demo"
+    ev = Evaluator(demo / "taxonomy.tsv", db=tmp_path / "e.duckdb")
+    ev.add_truth(demo / "truth.tsv").add_predictions("shallow", demo / "shallow.tsv")
+    rows = ev.rows(["hr"], average=["micro"])
+    run_id = ev.save(rows, dataset="demo")
+    ev.close()
+    with duckdb.connect(str(tmp_path / "e.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT run_id, dataset, system, metric, average, value FROM results").fetchall() == [
+            (run_id, "demo", "shallow", "hierarchical_recall", "micro", 14 / 26)]
