@@ -129,3 +129,57 @@ def test_killed_anywhere_then_resumed(job, tmp_path):
         queue.close()
         check_queue(path, reference)
     assert killed >= KILLS - 2  # the random ones may come after the end
+
+
+INTERRUPTED = """
+import sys, time
+from hiersql.cli import main
+from hiersql.jobs import runner
+from hiersql.jobs.queue import Connection
+
+evaluate, commit = runner.evaluate, Connection.commit
+
+def slow_evaluate(units, stores):
+    time.sleep(0.3)
+    return evaluate(units, stores)
+
+def marked_commit(self):
+    batch = bool(self.held)  # the units of a claim (not the schema's transaction)
+    commit(self)
+    if batch:
+        print("COMMITTED", flush=True)
+
+runner.evaluate, Connection.commit = slow_evaluate, marked_commit
+sys.exit(main(["jobs", "run", "--queue", sys.argv[1], "--workers", "2", "--batch", "2"]))
+"""
+
+
+def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
+    spec, reference = job
+    path = tmp_path / "q.duckdb"
+    queue = Queue(path)
+    submit(queue, spec)
+    queue.close()
+    driver = tmp_path / "interrupted.py"
+    driver.write_text(INTERRUPTED)
+    proc = subprocess.Popen([sys.executable, str(driver), str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    for line in proc.stdout:  # the first batch is committed
+        if line.strip() == "COMMITTED":
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert watchdog.is_alive(), "the driver hung"
+    watchdog.cancel()
+    assert proc.returncode == 130 and err == "hiersql: interrupted\n", (proc.returncode, err)
+    queue = Queue(path)
+    with queue.connect() as con:
+        states = dict(con.execute("SELECT status, count(*) FROM units GROUP BY status"))
+        rows = con.execute("SELECT count(*), count(DISTINCT unit_id) FROM results")[0]
+    assert set(states) <= {"done", "queued"} and 0 < states.get("done", 0) < 9, states
+    assert rows == (2 * states["done"], states["done"])  # the done units' rows, nothing of the others
+    run(queue)
+    queue.close()
+    check_queue(path, reference)

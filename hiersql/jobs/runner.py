@@ -192,6 +192,7 @@ class Worker:
         self.queue, self.jobs, self.run_id, self.name = queue, jobs, run_id, name
         self.workers, self.max_batch = workers, max_batch
         self.on_unit = on_unit or (lambda _: None)
+        self.stop = threading.Event()  # set: finish the batch at hand, then stop (Ctrl-C)
         # parallel workers share the cores instead of each running every query on all of them
         self.stores = Stores(max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None)
 
@@ -201,7 +202,7 @@ class Worker:
             while True:
                 try:
                     with self.queue.connect() as con:
-                        while self._one_batch(con):
+                        while not self.stop.is_set() and self._one_batch(con):
                             failures = 0
                     return
                 except self.queue.transient:
@@ -268,12 +269,17 @@ def _threads(queue: Queue, jobs: list[str] | None, run_id: str, host: str, worke
     from concurrent.futures import ThreadPoolExecutor
 
     events: threading_queue.Queue[Event] = threading_queue.Queue()
+    team = [Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, events.put) for i in range(workers)]
     with ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, events.put).run)
-                   for i in range(workers)]
-        while not all(f.done() for f in futures) or not events.empty():
-            with contextlib.suppress(threading_queue.Empty):
-                record(events.get(timeout=0.1))
+        futures = [pool.submit(worker.run) for worker in team]
+        try:
+            while not all(f.done() for f in futures) or not events.empty():
+                with contextlib.suppress(threading_queue.Empty):
+                    record(events.get(timeout=0.1))
+        except KeyboardInterrupt:  # the batches at hand are committed, then the threads stop
+            for worker in team:
+                worker.stop.set()
+            raise
         for f in futures:
             f.result()
 
