@@ -255,11 +255,9 @@ def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch
         if on_unit is not None:
             on_unit(event)
 
-    if workers <= 1:
-        Worker(queue, jobs, run_id, f"{host}:0", 1, max_batch, record).run()
-    elif queue.postgres:
+    if queue.postgres and workers > 1:
         _processes(queue.url, jobs, run_id, workers, max_batch, record)
-    else:
+    else:  # one worker too runs in a thread: Ctrl-C lets it commit its batch
         _threads(queue, jobs, run_id, host, workers, max_batch, record)
     return summary
 
