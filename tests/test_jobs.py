@@ -248,6 +248,7 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
     "bad average": ('[options]\naverage = ["micro", "mikro"]\n' + DATASET, 2, "'mikro'"),
     "wrong type": ("[options]\ninclude_root = \"yes\"\n" + DATASET, 2, "'yes'"),
     "bad mode": ("metrics = [\"gie\"]\n" + DATASET + "[dataset.options]\nshared = \"sometimes\"\n", 8, "'sometimes'"),
+    "bad offset": ('metrics = ["pl"]\n[options]\noffset = 0.5\n' + DATASET, 3, "0.5"),
     "missing file": (DATASET.replace("{truth}", "no/such.tsv"), 4, "'no/such.tsv'"),
     "glob matches nothing": (DATASET.replace('["{pred}"]', '["none/*.tsv"]'), 5, "'none/*.tsv'"),
     "unknown key": (DATASET + "formt = \"long\"\n", 6, "'formt'"),
@@ -270,6 +271,16 @@ def test_check_names_the_job_file_line_and_value(case, fixtures_dir, tmp_path, c
     # a run checks the same before it queues anything
     assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 2
     assert capsys.readouterr().err == err
+
+
+def test_check_accepts_every_measure_with_other_options(fixtures_dir, tmp_path, capsys):
+    """Errors that depend on the input (the weighted scoring measures need edge weights) are not the job
+    file's: they are judged when a unit runs."""
+    body = ('metrics = ["all"]\n[options]\nlca_graph = "optimal"\npairing = "flow"\ntn = "descendants"\n'
+            'augment = "cesa_bianchi"\nlabels = ["jaguar", "wolf"]\nmax_distance = 2\n' + DATASET)
+    spec = job_text(tmp_path, fixtures_dir, body)
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: 1 dataset(s), 1 unit(s)\n"
 
 
 def test_check_rejects_a_job_file_that_is_not_utf8(tmp_path, capsys):

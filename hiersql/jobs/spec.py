@@ -244,27 +244,29 @@ def _check_options(metrics: list[str], options: dict[str, Any], fail) -> None:
     opts = make_options(**options)
     try:
         _example(metrics, opts)
+    except InputError as exc:  # a family's check naming the option
+        raise fail(f"bad option ({exc.message})", exc.source if exc.source in options else None,
+                   exc.value) from None
     except ValueError as exc:
         key = next((k for k in options if k in str(exc)), None)
         raise fail(f"bad option ({exc})", key, options.get(key) if key else None) from None
-    except InputError as exc:
-        if exc.source in options:
-            raise fail(f"bad option ({exc.message})", exc.source, exc.value) from None
 
 
 def _example(metrics: list[str], options: Any) -> None:
-    """Evaluate ``metrics`` with ``options`` on a two-leaf taxonomy: the families' checks of option values run
-    before any input is read. Errors that depend on the input (a measure that does not apply to it) are not
-    judged here."""
+    """Evaluate ``metrics`` with ``options`` on a two-leaf taxonomy, one family at a time: the families' checks
+    of option values run before any input is read. Errors that depend on the input (a measure that does not
+    apply to it, a taxonomy without edge weights) are judged on the real input, when the unit runs."""
     from ..evaluator import compute
-    from ..metrics import store_from_sets
+    from ..metrics import resolve, store_from_sets
 
     store = store_from_sets([["a"], ["b"]], [["a"], ["a"]], [("r", "a"), ("r", "b")])
     try:
-        compute(store, metrics, options)
-    except InputError as exc:
-        if exc.source != "--metrics":  # "does not apply to this input": judged on the real input
-            raise
+        for names in resolve(metrics).values():
+            try:
+                compute(store, names, options)
+            except InputError as exc:
+                if exc.source in dataclasses.asdict(options):  # an option's value at fault
+                    raise
     finally:
         store.close()
 
