@@ -1,12 +1,15 @@
 """Batch jobs on a PostgreSQL queue (a real server, started by the ``pg_dsn`` fixture of conftest.py): two
-workers do every unit exactly once; a lost connection is retried; ``--workers N`` processes."""
+workers do every unit exactly once; a lost connection is retried; a worker killed inside its write leaves its
+units to the next; ``--workers N`` processes."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -138,3 +141,40 @@ def test_workers_are_processes_on_postgres(queue_url, spec, capsys):
         workers = {w for (w,) in con.execute("SELECT DISTINCT worker FROM units")}
     queue.close()
     assert len({w.rsplit(":", 2)[1] for w in workers}) == 2  # two process ids
+
+
+def test_a_worker_killed_inside_the_write_leaves_its_units_to_the_next(queue_url, spec, tmp_path):
+    from tests.test_jobs_kill import DRIVER as KILLED  # marks "WRITTEN" after a batch's rows, before commit
+
+    queue = Queue(queue_url)
+    submit(queue, spec)
+    driver = tmp_path / "killed.py"
+    driver.write_text(KILLED)
+    proc = subprocess.Popen([sys.executable, str(driver), queue_url], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    written = 0
+    for line in proc.stdout:
+        written += line.strip() == "WRITTEN"
+        if written == 2:  # inside the second batch's transaction
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert watchdog.is_alive(), "the driver hung"
+    watchdog.cancel()
+    with queue.connect() as con:
+        deadline = time.monotonic() + 60
+        while con.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                          " AND pid <> pg_backend_pid()")[0][0]:  # the server ends the dead worker's session
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        done = con.execute("SELECT count(*) FROM units WHERE status = 'done'")[0][0]
+        assert done == 2 and con.execute("SELECT count(*) FROM results")[0][0] == 2 * 2  # the first batch only
+    assert runner.run(queue).counts["done"] == 10
+    with queue.connect() as con:
+        assert con.execute("SELECT count(*), count(DISTINCT unit_id) FROM results")[0] == (24, 12)
+        assert con.execute("SELECT count(DISTINCT key || run_id) FROM results")[0][0] == 12
+        got = {(r[0], r[1], r[2], r[3]): r[4] for r in con.results()}
+    queue.close()
+    assert got == reference(spec, tmp_path)
