@@ -95,7 +95,7 @@ class Evaluator:
 
     def save(self, rows: list[Row], dataset: str | None = None, run_id: str | None = None) -> str:
         """Write ``rows`` into the ``results`` table in one transaction; returns the run id."""
-        from .jobs import save_rows
+        from .results import save_rows
 
         return save_rows(self.store, rows, dataset, run_id)
 

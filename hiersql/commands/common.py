@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..inputs import parse_preds
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -45,29 +46,6 @@ def seconds(text: str) -> float:
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"not a number of seconds >= 0: {text!r}")
     return value
-
-
-def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
-    """``NAME=FILE`` or a glob → ``[(name, path), ...]``; a name given twice or a glob matching nothing is an
-    error."""
-    out: list[tuple[str, Path]] = []
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if sep and name and not any(ch in name for ch in "*?[/"):
-            out.append((name, Path(path)))
-            continue
-        matches = sorted(glob.glob(spec))
-        if not matches:
-            if any(ch in spec for ch in "*?["):
-                raise InputError("--pred glob matches no file", "--pred", value=spec)
-            matches = [spec]
-        out.extend((Path(m).stem, Path(m)) for m in matches)
-    seen: set[str] = set()
-    for name, _ in out:
-        if name in seen:
-            raise InputError("two --pred files have the same system name", "--pred", value=name)
-        seen.add(name)
-    return out
 
 
 def parse_tables(specs: list[str], flag: str = "--table") -> dict[str, str]:
