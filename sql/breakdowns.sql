@@ -6,6 +6,8 @@
 -- sql/set_based.sql (hiersql.breakdowns materialises it first, with the set-based options), and truth,
 -- predictions, systems, instances, nodes.
 -- A ratio with a zero denominator is $zero_division; F is F-beta with $beta.
+-- Means and sums of floats add DECIMAL(38, 24) casts (exact, so independent of the order in which the engine
+-- adds rows: the same input gives the same digits).
 
 -- name: level_instance
 -- Per (system, instance, level k): |Yaug ∩ Lk|, |Ŷaug ∩ Lk| and |Ŷaug ∩ Yaug ∩ Lk|, Lk = the nodes at depth k
@@ -80,8 +82,12 @@ FROM (
 WITH totals AS (
     SELECT
         breakdown, system, grp,
-        sum(n_true) AS n_true, sum(n_pred) AS n_pred, sum(n_both) AS n_both, count(*) AS n_instances,
-        avg(p) AS macro_p, avg(r) AS macro_r, avg(f) AS macro_f, avg(1.0 * (n_true + n_pred - 2 * n_both)) AS sdl
+        CAST(sum(n_true) AS BIGINT) AS n_true, CAST(sum(n_pred) AS BIGINT) AS n_pred,
+        CAST(sum(n_both) AS BIGINT) AS n_both, count(*) AS n_instances,
+        CAST(sum(CAST(p AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS macro_p,
+        CAST(sum(CAST(r AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS macro_r,
+        CAST(sum(CAST(f AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS macro_f,
+        avg(1.0 * (n_true + n_pred - 2 * n_both)) AS sdl
     FROM grouped_values
     GROUP BY breakdown, system, grp
 ),
@@ -163,17 +169,20 @@ WITH per_class AS (
     JOIN nodes AS n ON n.label = c.label
 ),
 pooled AS (
-    SELECT system, level, sum(tp) AS tp, sum(fp) AS fp, sum(fn) AS fn
+    SELECT system, level, CAST(sum(tp) AS BIGINT) AS tp, CAST(sum(fp) AS BIGINT) AS fp,
+           CAST(sum(fn) AS BIGINT) AS fn
     FROM per_class
     GROUP BY system, level
 )
-SELECT system, level, 'micro' AS average, tp + fn AS support,
+SELECT system, level, 'micro' AS average, CAST(tp + fn AS BIGINT) AS support,
        CASE WHEN tp + fp = 0 THEN $zero_division ELSE 1.0 * tp / (tp + fp) END AS precision,
        CASE WHEN tp + fn = 0 THEN $zero_division ELSE 1.0 * tp / (tp + fn) END AS recall,
        CASE WHEN tp + fp + fn = 0 THEN $zero_division
             ELSE (1 + $beta * $beta) * tp / ((1 + $beta * $beta) * tp + $beta * $beta * fn + fp) END AS f1
 FROM pooled
 UNION ALL
-SELECT system, level, 'macro', sum(tp + fn), avg(p), avg(r), avg(f)
+SELECT system, level, 'macro', CAST(sum(tp + fn) AS BIGINT),
+       CAST(sum(CAST(p AS DECIMAL(38, 24))) AS DOUBLE) / count(*), CAST(sum(CAST(r AS DECIMAL(38, 24))) AS DOUBLE) / count(*),
+       CAST(sum(CAST(f AS DECIMAL(38, 24))) AS DOUBLE) / count(*)
 FROM per_class
 GROUP BY system, level

@@ -10,6 +10,8 @@
 -- points starting from (R, P) = (0, 1), as sklearn.metrics.auc(recall, precision).
 -- Per class c the same over the pairs of c only; macro = the mean over the classes with a positive.
 -- Reads: predictions (score), truth, systems, closure, nodes.
+-- Means and sums of floats add DECIMAL(38, 24) casts (exact, so independent of the order in which the engine
+-- adds rows: the same input gives the same digits).
 
 -- name: closed_scores
 -- (system, instance_id, label, score): s* of every node that a scored label of the instance reaches.
@@ -85,8 +87,9 @@ WITH ordered AS (
 SELECT
     system,
     label,
-    sum((recall - prev_recall) * precision) AS average_precision,
-    sum((recall - prev_recall) * (precision + prev_precision) / 2) AS auprc_trapezoid
+    CAST(sum(CAST((recall - prev_recall) * precision AS DECIMAL(38, 24))) AS DOUBLE) AS average_precision,
+    CAST(sum(CAST((recall - prev_recall) * (precision + prev_precision) / 2 AS DECIMAL(38, 24))) AS DOUBLE)
+        AS auprc_trapezoid
 FROM ordered
 GROUP BY system, label
 

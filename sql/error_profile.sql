@@ -10,6 +10,8 @@
 --   u); spurious when T is empty. A true label u is missed when neither u nor any descendant of u is in P
 --   (u ∉ An(P) ∪ P: a false negative of the ancestor-augmented sets).
 -- Reads: truth, predictions, systems, instances, closure, nodes.
+-- Means and sums of floats add DECIMAL(38, 24) casts (exact, so independent of the order in which the engine
+-- adds rows: the same input gives the same digits).
 
 -- name: profile_pairs
 -- (system, instance_id, true_label, pred_label): every (true, predicted) label pair of every instance.
@@ -98,7 +100,7 @@ GROUP BY system, label
 -- distance from each predicted label to its nearest true label, over the predicted labels of instances with
 -- a truth (spurious labels have none); macro = the mean over predicted classes of their mean distance.
 WITH macro AS (
-    SELECT system, avg(mean_distance) AS macro_mean_distance
+    SELECT system, CAST(sum(CAST(mean_distance AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS macro_mean_distance
     FROM class_distances
     GROUP BY system
 )

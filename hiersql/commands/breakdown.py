@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.format == "csv":
-        frame.to_csv(sys.stdout, index=False, float_format="%r", lineterminator="\n")
+        frame.to_csv(sys.stdout, index=False, float_format=lambda x: repr(float(x)), lineterminator="\n")
     else:
         sys.stdout.write(frame.to_string(index=False) + "\n")
     return 0
