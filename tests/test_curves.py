@@ -240,3 +240,41 @@ def test_threshold_sweep_matches_one_store_per_threshold(data_dir):
     lo, hi = (sweep[(sweep["threshold"] == t) & (sweep["average"] == "micro")].iloc[0] for t in (0.3, 0.9))
     assert hi["hierarchical_precision"] >= lo["hierarchical_precision"]  # stopping earlier predicts less
     assert hi["hierarchical_recall"] <= lo["hierarchical_recall"]
+
+
+def test_cli_auprc_and_calibration(data_dir, tmp_path):
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    scores = curves.read_transposon_scores(data_dir / "transposon" / "predictions_RFSB.txt")
+    scores = scores[scores["instance_id"].astype(int) <= 2000]
+    scored = tmp_path / "RFSB.tsv"
+    scores.to_csv(scored, sep="\t", header=False, index=False)
+    truth = pd.read_csv(data_dir / "canonical" / "truth_transposon.tsv", sep="\t", header=None, dtype=str)
+    truth_file = tmp_path / "truth.tsv"
+    truth[truth[0].astype(int) <= 2000].to_csv(truth_file, sep="\t", header=False, index=False)
+    base = [sys.executable, "-m", "hiersql", "breakdown", "--taxonomy",
+            str(data_dir / "canonical" / "taxonomy_transposon.tsv"), "--truth", str(truth_file), "--format", "csv"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([*base, "--pred", f"RFSB={scored}", "--by", "auprc"], capture_output=True, text=True,
+                         env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    row = pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0]
+    store = Store()
+    store.load_taxonomy(transposon_taxonomy())
+    store.add_truth(truth_file)
+    store.add_predictions("RFSB", scored)
+    assert row["average_precision_micro"] == curves.average_precision(store)["value"].iloc[0]
+    out = subprocess.run([*base, "--pred", f"RFSB={scored}", "--by", "calibration", "--bins", "5"],
+                         capture_output=True, text=True, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    frame = pd.read_csv(pd.io.common.StringIO(out.stdout))
+    assert list(frame["level"]) == [0, 1, 2, 3]
+    assert frame["brier"].tolist() == pytest.approx(calibration.calibration_by_level(store, 5)["brier"].tolist())
+    full = [*base[:7], str(data_dir / "canonical" / "truth_transposon.tsv"), "--format", "csv"]
+    unscored = subprocess.run([*full, "--pred", f"x={data_dir / 'canonical' / 'pred_transposon' / 'RFSB.tsv'}",
+                               "--by", "auprc"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert unscored.returncode == 2 and len(unscored.stderr.strip().splitlines()) == 1
+    assert "no score" in unscored.stderr
