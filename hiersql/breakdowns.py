@@ -77,6 +77,18 @@ def by_depth(store: Store, options: Options | None = None, measures: str = "set_
     return out
 
 
+def per_instance(store: Store, options: Options | None = None, breakdown: str = "level") -> pd.DataFrame:
+    """The per-instance terms of :func:`by_level` (``breakdown="level"``: one row per system, instance and
+    level its sets reach) or :func:`by_depth` (``"depth"``: one row per system and instance, with its depth
+    group): ``n_true, n_pred, n_both`` and ``hierarchical_precision, hierarchical_recall, hierarchical_f1``."""
+    if breakdown not in ("level", "depth"):
+        raise ValueError(f"breakdown must be 'level' or 'depth', got {breakdown!r}")
+    rel = store.run("breakdowns", "grouped_values", _params(store, options or Options()))
+    frame = rel.filter(f"breakdown = '{breakdown}'").order("system, instance_id, grp").df()
+    names = {"grp": breakdown, "p": "hierarchical_precision", "r": "hierarchical_recall", "f": "hierarchical_f1"}
+    return frame.drop(columns="breakdown").rename(columns=names).reset_index(drop=True)
+
+
 def _grouped(store: Store, options: Options, breakdown: str) -> pd.DataFrame:
     rel = store.run("breakdowns", "grouped_summary", _params(store, options))
     frame = rel.filter(f"breakdown = '{breakdown}'").order("system, grp, average DESC").df()

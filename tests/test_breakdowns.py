@@ -54,6 +54,17 @@ def test_by_level_by_hand():
     assert overall == pytest.approx((3 + 1) / (4 + 3))
 
 
+def test_per_instance_terms_average_to_the_macro_values():
+    store = _hand_store()
+    levels = breakdowns.per_instance(store)
+    assert list(levels[levels["instance_id"] == "2"]["hierarchical_precision"]) == [0.0, 0.0]  # a vs b; 0/0
+    macro = breakdowns.by_level(store).set_index(["level", "average"])
+    for level, rows in levels.groupby("level"):
+        assert rows["hierarchical_f1"].mean() == pytest.approx(macro.loc[(level, "macro"), "hierarchical_f1"])
+    depths = breakdowns.per_instance(store, breakdown="depth")
+    assert list(depths["depth"]) == [2, 2, 2, 1]
+
+
 def test_by_depth_by_hand():
     # deepest true label: depth 2 for i0, i1, i2; depth 1 for i3
     frame = breakdowns.by_depth(_hand_store()).set_index(["depth", "average"])
