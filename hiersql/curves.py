@@ -92,12 +92,23 @@ def average_precision(store: Store, average: str | None = "micro", rule: str = "
     ``Σ_k (R_k − R_{k−1}) P_k`` (scikit-learn's ``average_precision_score``); ``"trapezoid"`` interpolates
     linearly from ``(0, 1)`` (``sklearn.metrics.auc``), which overestimates the area (Davis & Goadrich 2006).
     """
+    return summarise_areas(areas(store), average, rule)
+
+
+def areas(store: Store) -> pd.DataFrame:
+    """Both areas of every curve: ``system, label, average_precision, auprc_trapezoid`` (label ``""``: the
+    pooled curve), from one run of ``sql/curves.sql``."""
+    return store.run("curves", "pr_area").order("system, label").df()
+
+
+def summarise_areas(frame: pd.DataFrame, average: str | None = "micro", rule: str = "step") -> pd.DataFrame:
+    """:func:`average_precision` from the rows of :func:`areas` (to take several averages from one run)."""
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     if rule not in ("step", "trapezoid"):
         raise ValueError(f"rule must be 'step' or 'trapezoid', got {rule!r}")
     column = "average_precision" if rule == "step" else "auprc_trapezoid"
-    areas = store.run("curves", "pr_area").df().rename(columns={column: "value"})
+    areas = frame.rename(columns={column: "value"})
     pooled = areas["label"] == ""
     if average == "micro":
         return areas[pooled][["system", "value"]].sort_values("system").reset_index(drop=True)

@@ -278,3 +278,14 @@ def test_cli_auprc_and_calibration(data_dir, tmp_path):
                                "--by", "auprc"], capture_output=True, text=True, env=env, cwd=ROOT)
     assert unscored.returncode == 2 and len(unscored.stderr.strip().splitlines()) == 1
     assert "no score" in unscored.stderr
+
+
+def test_average_precision_rejects_unknown_average_and_rule():
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(EDGES))
+    store.add_truth(HAND_TRUE)
+    store.add_predictions("s", curves.score_columns(HAND_SCORES, NODES, start=0))
+    with pytest.raises(ValueError, match="average"):
+        curves.average_precision(store, "weighted")
+    with pytest.raises(ValueError, match="rule"):
+        curves.average_precision(store, rule="interpolated")

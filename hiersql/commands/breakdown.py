@@ -82,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _areas(curves, store):
     """Per system: average precision (step rule) micro and macro, and the trapezoid area of the pooled curve."""
-    frame = curves.average_precision(store).rename(columns={"value": "average_precision_micro"})
+    areas = curves.areas(store)
+    frame = curves.summarise_areas(areas).rename(columns={"value": "average_precision_micro"})
     for column, kwargs in (("average_precision_macro", {"average": "macro"}),
                            ("auprc_trapezoid_micro", {"rule": "trapezoid"})):
-        other = curves.average_precision(store, **kwargs).rename(columns={"value": column})
+        other = curves.summarise_areas(areas, **kwargs).rename(columns={"value": column})
         frame = frame.merge(other, on="system", how="left")
     return frame
