@@ -13,6 +13,7 @@ import hiersql
 from hiersql import error_profile
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
+from tests.test_engines_postgres import pg_dsn  # noqa: F401  (the throwaway PostgreSQL server fixture)
 
 
 def _store(edges, y_true, y_pred) -> Store:
@@ -189,3 +190,45 @@ def test_germeval_profile_against_an_independent_computation(germeval):
         missed = sum(1 for i, labels in truth.items() for u in labels
                      if not any(u in path(v) for v in pred.get(i, ())))
         assert counts[(name, "missed")] == missed
+
+
+# ------------------------------------------------------------------------------------------------ PostgreSQL
+@pytest.mark.postgres
+def test_the_new_sql_files_run_on_postgres(pg_dsn):  # noqa: F811 (the imported fixture)
+    """The queries of sql/error_profile.sql, breakdowns.sql, curves.sql and calibration.sql, transpiled and run
+    by a real PostgreSQL server on a DAG example with scores, give DuckDB's rows."""
+    from hiersql import breakdowns
+    from hiersql.engines import PostgresEngine
+
+    store = _store(DAG, [["z"], ["w"], ["w", "z"], ["m"], []], [["m"], ["m", "x"], ["z"], ["x"], ["w"]])
+    scores = pd.DataFrame({"instance_id": ["0", "0", "1", "2", "3", "3", "4"],
+                           "label": ["m", "z", "w", "z", "x", "m", "w"],
+                           "score": [0.9, 0.4, 0.7, 0.2, 0.6, 0.35, 0.5]})
+    store.add_predictions("scored", scores)
+    breakdowns.by_level(store)  # materialises set_pairs, which breakdowns.sql reads
+    engine = PostgresEngine(pg_dsn)
+    try:
+        engine.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        engine.execute("CREATE SCHEMA public")
+        engine.copy_store(store)
+        engine._write("set_pairs", store.con.table("set_pairs"))
+        cases = [("error_profile", q, {}) for q in ("predicted_profile", "missed_labels", "error_categories",
+                                                    "distance_statistics", "distance_histogram",
+                                                    "path_consistency", "empty_prediction_distance")]
+        cases += [("breakdowns", q, {"zero_division": 0.0, "beta": 1.0})
+                  for q in ("grouped_summary", "class_report", "flat_level_summary")]
+        cases += [("curves", "pr_area", {}), ("curves", "precision_at_recall", {"recall": 0.5}),
+                  ("calibration", "calibration_summary", {"n_bins": 3, "eps": 2.0 ** -52}),
+                  ("calibration", "reliability", {"n_bins": 3, "eps": 2.0 ** -52})]
+        for file, query, params in cases:
+            ours = sorted(store.run(file, query, params).fetchall(), key=repr)
+            theirs = sorted(engine.run(file, query, params), key=repr)
+            assert len(ours) == len(theirs), (file, query)
+            for a, b in zip(ours, theirs, strict=True):
+                for x, y in zip(a, b, strict=True):
+                    if isinstance(x, float) or isinstance(y, float) or type(y).__name__ == "Decimal":
+                        assert float(y) == pytest.approx(float(x), rel=1e-9, nan_ok=True), (file, query, a, b)
+                    else:
+                        assert x == y, (file, query, a, b)
+    finally:
+        engine.close()
