@@ -64,13 +64,14 @@ def by_depth(store: Store, options: Options | None = None, measures: str = "set_
         return _grouped(store, options, "depth")
     from .metrics import FAMILIES, catalog
 
-    name = measures if measures in FAMILIES else catalog()[measures][0]
+    if measures not in FAMILIES and measures not in catalog():
+        raise ValueError(f"measures must be a family ({', '.join(FAMILIES)}) or a measure name, got {measures!r}")
+    name, metric = (measures, None) if measures in FAMILIES else catalog()[measures]
     values = family(name).per_instance(store, options)
     depths = store.run("breakdowns", "depth_groups").df()
     frame = values.merge(depths, on="instance_id")
-    columns = [c for c in values.columns if c not in ("system", "instance_id") and frame[c].dtype.kind in "fiub"]
-    if measures not in FAMILIES:
-        columns = [measures]
+    columns = [metric] if metric else [c for c in values.columns
+                                       if c not in ("system", "instance_id") and frame[c].dtype.kind in "fiub"]
     out = frame.groupby(["system", "depth"], sort=True)[columns].mean().reset_index()
     out.insert(2, "average", "macro")
     out.insert(3, "n_instances", frame.groupby(["system", "depth"], sort=True).size().to_numpy())

@@ -84,6 +84,12 @@ def test_by_depth_of_another_family_groups_its_per_instance_values():
     values = flat.per_instance("flat")["example_f1"].to_numpy()  # instances 0..3
     assert frame.loc[2, "example_f1"] == pytest.approx(values[:3].mean())
     assert frame.loc[1, "example_f1"] == pytest.approx(values[3])
+    by_alias = breakdowns.by_depth(store, measures="hf", options=Options(average=("macro",)))
+    set_based = breakdowns.by_depth(store)
+    macro = set_based[set_based["average"] == "macro"].set_index("depth")["hierarchical_f1"]
+    assert by_alias.set_index("depth")["hierarchical_f1"].to_dict() == pytest.approx(macro.to_dict())
+    with pytest.raises(ValueError, match="measures must be"):
+        breakdowns.by_depth(store, measures="nope")
 
 
 def test_flat_by_level_by_hand():
