@@ -32,11 +32,11 @@ MEASURES = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1", 
 
 
 def _params(store: Store, options: Options) -> dict[str, object]:
-    """Materialise ``set_pairs`` (sql/set_based.sql) for ``options`` as the temp table the breakdown queries
-    read, and return the parameters of ``sql/breakdowns.sql``."""
+    """Materialise ``set_pairs`` (sql/set_based.sql) for ``options`` and name it ``set_pairs`` (a temp view of
+    the result), the table the breakdown queries read; return the parameters of ``sql/breakdowns.sql``."""
     params = _set_based.sql_params(options)
     rel = store.run("set_based", "set_pairs", params)
-    store.con.execute(f"CREATE OR REPLACE TEMP TABLE set_pairs AS SELECT * FROM {rel.alias}")
+    store.con.execute(f"CREATE OR REPLACE TEMP VIEW set_pairs AS SELECT * FROM {rel.alias}")
     return {"zero_division": params["zero_division"], "beta": params["beta"]}
 
 
