@@ -13,7 +13,6 @@ import hiersql
 from hiersql import error_profile
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
-from tests.test_engines_postgres import pg_dsn  # noqa: F401  (the throwaway PostgreSQL server fixture)
 
 
 def _store(edges, y_true, y_pred) -> Store:
@@ -194,7 +193,7 @@ def test_germeval_profile_against_an_independent_computation(germeval):
 
 # ------------------------------------------------------------------------------------------------ PostgreSQL
 @pytest.mark.postgres
-def test_the_new_sql_files_run_on_postgres(pg_dsn):  # noqa: F811 (the imported fixture)
+def test_the_new_sql_files_run_on_postgres(pg_dsn):
     """The queries of sql/error_profile.sql, breakdowns.sql, curves.sql and calibration.sql, transpiled and run
     by a real PostgreSQL server on a DAG example with scores, give DuckDB's rows."""
     from hiersql import breakdowns
