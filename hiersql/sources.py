@@ -11,7 +11,8 @@ A *table source* is one of
   columns used) into an Arrow table;
 - ``sql:SELECT …``: one ``SELECT`` statement run in hiersql's own DuckDB connection (``read_parquet(...)``,
   ``read_csv(...)``, ...);
-- a Parquet file or glob (``*.parquet``), a CSV file or glob with a header (``*.csv``, read as text);
+- a Parquet file, glob (``*.parquet``) or folder of part files (``runs.parquet/``, as Spark writes it, with
+  ``key=value`` folders read as columns), a CSV file or glob with a header (``*.csv``, read as text);
 - a pandas DataFrame, a pyarrow Table, a DuckDB relation.
 
 In a ``[schema.]table`` name, a part in double quotes is taken literally (``""`` is a quote); without quotes
@@ -166,18 +167,19 @@ def _split_reference(ref: str, last: bool) -> tuple[str, str]:
 
 # ---------------------------------------------------------------------- tables
 class Table:
-    """A table source opened in hiersql's DuckDB connection: ``where`` names it in messages; ``names`` and
-    ``kinds`` are its columns and their kinds (``text``, ``integer``, ``number``, ``null``, or the type's
-    name); ``read(columns)`` gives the SQL of a ``FROM`` item holding (at least) those columns; ``close()``
-    releases what was attached or registered. ``stem`` is the default system name; ``keyed``: messages
-    name a row by its key (a database table or a query), else by its number counted from ``first_line``
-    (a DataFrame, a file: 2 for a CSV file's header)."""
+    """A table source opened in hiersql's DuckDB connection: ``where`` names it in messages; ``names``,
+    ``types`` and ``kinds`` are its columns, their types as the source names them and their kinds (``text``,
+    ``integer``, ``number``, ``null`` or ``other``); ``read(columns)`` gives the SQL of a ``FROM`` item
+    holding (at least) those columns; ``close()`` releases what was attached or registered. ``stem`` is the
+    default system name; ``keyed``: messages name a row by its key (a database table or a query), else by
+    its number counted from ``first_line`` (a DataFrame, a file: 2 for a CSV file's header)."""
 
     def __init__(
-        self, where: str, names: list[str], kinds: list[str], read: Callable[[list[str]], str],
+        self, where: str, names: list[str], types: list[tuple[str, str]], read: Callable[[list[str]], str],
         stem: str | None = None, close: Callable[[], None] | None = None, keyed: bool = True,
     ) -> None:
-        self.where, self.names, self.kinds, self._read, self.stem = where, names, kinds, read, stem
+        self.where, self.names, self._read, self.stem = where, names, read, stem
+        self.types, self.kinds = [t for t, _ in types], [k for _, k in types]
         self._close, self.keyed, self.first_line = close, keyed, 1
         self._read_before: dict[tuple[str, ...], str] = {}
 
@@ -205,7 +207,8 @@ class Table:
                              f" has {self.names}", self.where)
         kind = self.kinds[self.names.index(found[0])]
         if kind != "null" and kind not in ROLE_KINDS[role]:
-            raise InputError(f"column {found[0]!r} ({role}) has type {kind}; expected"
+            raise InputError(f"column {found[0]!r} ({role}) has type {self.types[self.names.index(found[0])]};"
+                             " expected"
                              f" {' or '.join(ROLE_KINDS[role])}", self.where)
         return found[0]
 
@@ -229,18 +232,21 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
     if isinstance(source, str | Path):
         where = name or str(source)
         path = str(source)
-        if not any(ch in path for ch in "*?["):
+        parquet = path.lower().endswith(".parquet")
+        if parquet and Path(path).is_dir():  # a folder of part files, as Spark writes them
+            path = str(Path(path) / "**" / "*.parquet")
+        elif not any(ch in path for ch in "*?["):
             if not Path(path).is_file():
                 raise InputError("file not found", where)
             if Path(path).stat().st_size == 0:
                 raise InputError("file is empty", where)
         try:
-            rel = (con.read_parquet(path) if path.lower().endswith(".parquet")
+            rel = (con.read_parquet(path, hive_partitioning=True) if parquet
                    else con.read_csv(path, header=True, all_varchar=True))
         except Exception as exc:  # duckdb.Error: no file matches the glob, not Parquet, ...
             raise InputError(f"cannot read table ({_first_line(exc)})", where) from None
         table = _relation(con, rel, where, keyed=False)
-        table.stem, table.first_line = Path(path).stem, 1 if path.lower().endswith(".parquet") else 2
+        table.stem, table.first_line = Path(str(source)).stem, 1 if parquet else 2
         return table
     where = name or default_name(source)
     if _is_arrow(source):
@@ -263,15 +269,16 @@ def _relation(con: duckdb.DuckDBPyConnection, rel: Any, where: str, keyed: bool 
                  close=lambda: con.unregister(view), keyed=keyed)
 
 
-def _kind(duck_type: Any) -> str:
+def _kind(duck_type: Any) -> tuple[str, str]:
+    """A DuckDB type's name and kind."""
     kind = duck_type.id
     if kind in ("varchar", "enum"):
-        return "text"
+        return str(duck_type), "text"
     if kind in _DUCKDB_INTEGERS:
-        return "integer"
+        return str(duck_type), "integer"
     if kind in ("float", "double", "decimal"):
-        return "number"
-    return "null" if kind == "null" else str(duck_type)
+        return str(duck_type), "number"
+    return str(duck_type), "null" if kind == "null" else "other"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -346,20 +353,23 @@ _PG_COLUMNS = (
 )
 
 
-def _pg_kind(typname: str, category: str) -> str:
+def _pg_kind(typname: str, category: str) -> tuple[str, str]:
+    """A PostgreSQL type's name and kind."""
     if typname in ("int2", "int4", "int8"):
-        return "integer"
-    return {"S": "text", "E": "text", "N": "number"}.get(category, typname)
+        return typname, "integer"
+    return typname, {"S": "text", "E": "text", "N": "number"}.get(category, "other")
 
 
 def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Table:
     """``postgresql://…::[schema.]table``: the column types from the catalog now; ``read(columns)`` copies
     those columns in a read-only transaction (``COPY (SELECT …) TO STDOUT``, CSV) into an Arrow table of
     text columns registered in ``con`` (NULL and the empty string stay apart)."""
-    import psycopg
-
     dsn, rest = _split_reference(ref, last=True)
     where = name or display(ref)
+    try:
+        import psycopg
+    except ModuleNotFoundError:
+        raise InputError("reading PostgreSQL needs psycopg (pip install 'hiersql[postgres]')", where) from None
     schema, table = split_name(rest.strip(), where)
     try:
         pg = psycopg.connect(dsn, connect_timeout=30)

@@ -1,19 +1,13 @@
 """The SQL measures on a real PostgreSQL server equal DuckDB's.
 
-The fixture starts a throwaway cluster (``initdb`` + ``pg_ctl``) in a temporary folder, listening on a Unix
-socket only, and removes it afterwards. Set ``HIERSQL_PG_DSN`` to use a running server instead. As root the
-server runs as the ``postgres`` user (PostgreSQL refuses to run as root). Without the server binaries (Debian:
-``apt-get install -y postgresql``) the tests fail with that message: they must run in CI.
+The ``pg_dsn`` fixture (``tests/conftest.py``) starts a throwaway cluster (``initdb`` + ``pg_ctl``) in a
+temporary folder, listening on a Unix socket only, and removes it afterwards. Set ``HIERSQL_PG_DSN`` to use a
+running server instead. As root the server runs as the ``postgres`` user (PostgreSQL refuses to run as root).
+Without the server binaries (Debian: ``apt-get install -y postgresql``) the tests fail with that message: they
+must run in CI.
 """
 
 from __future__ import annotations
-
-import glob
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -33,46 +27,6 @@ from tests._engine_cases import (
 )
 
 pytestmark = pytest.mark.postgres
-
-
-def _server_bin() -> Path:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(Path(p).parts[4]))
-    which = shutil.which("pg_ctl")
-    if found:
-        return Path(found[-1]).parent
-    if which:
-        return Path(which).parent
-    pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install -y postgresql")
-
-
-@pytest.fixture(scope="module")
-def pg_dsn():
-    if os.environ.get("HIERSQL_PG_DSN"):
-        yield os.environ["HIERSQL_PG_DSN"]
-        return
-    bin_dir = _server_bin()
-    base = Path(tempfile.mkdtemp(prefix="hiersql-pg-"))
-    run_as: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(base, "postgres")
-        run_as = ["runuser", "-u", "postgres", "--"]
-    data, log = base / "data", base / "server.log"
-
-    def call(*args: str) -> None:
-        done = subprocess.run([*run_as, *args], capture_output=True, text=True, timeout=120)
-        if done.returncode:
-            tail = log.read_text()[-2000:] if log.exists() else ""
-            pytest.fail(f"PostgreSQL: {' '.join(args[:2])} failed:\n{done.stdout}{done.stderr}{tail}")
-
-    call(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "hiersql", "-E", "UTF8", "--no-sync")
-    options = f"-k {base} -p 5432 -c listen_addresses='' -c fsync=off -c full_page_writes=off -c jit=off"
-    call(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o", options, "start")
-    try:
-        yield f"host={base} port=5432 user=hiersql dbname=postgres"
-    finally:
-        subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True, timeout=120)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture
