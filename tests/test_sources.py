@@ -116,17 +116,19 @@ def test_germeval_b_tables_equal_the_files_in_python(warehouse, data_dir):
 
 
 def test_parquet_with_a_system_column_is_one_system_per_value(warehouse, data_dir, tmp_path, capsys):
-    """A Parquet file with a ``system`` column (found by its name) gives the 19 systems of the files."""
+    """The Spark command of docs/warehouse.md: a folder of Parquet part files with a system column gives the
+    19 systems of the files, a system split between two parts included."""
     folder = tmp_path / "runs.parquet"  # Spark's layout: a folder of part files
     folder.mkdir()
     con = duckdb.connect(str(warehouse), read_only=True)
     for part, half in enumerate(("<", ">=")):  # the median system is split between the two files
-        con.execute(f"COPY (SELECT model AS system, doc AS instance_id, genre AS label FROM runs WHERE rowid {half}"
+        con.execute(f"COPY (SELECT model, doc, genre FROM runs WHERE rowid {half}"
                     f" (SELECT count(*) / 2 FROM runs)) TO '{folder / f'part-{part}.parquet'}' (FORMAT parquet)")
     con.close()
     canonical = data_dir / "canonical"
     args = ["evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
-            "--pred", str(folder), "--metrics", "hp,hr,hf,hamming_loss", "--format", "csv"]
+            "--pred", str(folder), "--instance-col", "doc", "--label-col", "genre", "--system-col", "model",
+            "--metrics", "hp,hr,hf,hamming_loss", "--format", "csv"]
     assert main(args) == 0
     got = csv_rows(capsys.readouterr().out)
     want = {k: v for k, v in file_reference(data_dir).items() if k[1] in (
@@ -259,11 +261,15 @@ def hand_evaluator() -> Evaluator:
         {"instance_id": [i for i, _ in HAND_TRUTH], "label": [lab for _, lab in HAND_TRUTH]})
 
 
-def test_dataframe_with_a_system_column_is_one_system_per_value():
+def test_dataframe_with_a_system_column_is_one_system_per_value(tmp_path):
+    """A column named ``system`` is found by its name, in a DataFrame and in a Parquet file (both were once
+    scored as one system)."""
     df = pd.DataFrame(HAND_PREDS, columns=["system", "instance_id", "label"])
-    ev = hand_evaluator().add_predictions(None, df)
-    assert ev.systems == ["M1", "M2"]
-    assert hand_values(ev) == pytest.approx(HAND_VALUES)
+    df.to_parquet(tmp_path / "runs.parquet", index=False)
+    for source in (df, tmp_path / "runs.parquet"):
+        ev = hand_evaluator().add_predictions(None, source)
+        assert ev.systems == ["M1", "M2"]
+        assert hand_values(ev) == pytest.approx(HAND_VALUES)
     # given one name, the table of two systems is an error, not one merged system
     with pytest.raises(InputError, match="whose values name the systems"):
         hand_evaluator().add_predictions("sysA", df)

@@ -140,3 +140,27 @@ def test_postgres_types_and_missing_tables(warehouse):
     finally:
         with psycopg.connect(**params) as con:
             con.execute('DROP TABLE "Ware House".floats')
+
+
+def test_a_large_table_copied_in_parallel_parts_equals_one_copy(warehouse):
+    """GermEval B's runs (about 1,400 pages) copied in page ranges on parallel connections: the same rows in
+    the same order as one COPY."""
+    import duckdb
+
+    from hiersql import sources
+
+    base, _ = warehouse
+    con = duckdb.connect()
+    got = {}
+    for pages in (sources.PG_PARALLEL_PAGES, 10**12):
+        table = sources.open_table(con, f"{base}::{RUNS}")
+        assert table.kinds == ["text", "text", "text"]
+        parallel = sources.PG_PARALLEL_PAGES
+        sources.PG_PARALLEL_PAGES = pages
+        try:
+            got[pages] = con.execute(f"SELECT * FROM {table.read(list(COLUMNS[RUNS]))}").fetchall()
+        finally:
+            sources.PG_PARALLEL_PAGES = parallel
+            table.close()
+    assert got[sources.PG_PARALLEL_PAGES] == got[10**12]
+    assert len(got[10**12]) == 178390
