@@ -209,8 +209,8 @@ class Table:
                              f" has {self.names}", self.where)
         kind = self.kinds[self.names.index(found[0])]
         if kind != "null" and kind not in ROLE_KINDS[role]:
-            raise InputError(f"column {found[0]!r} ({role}) has type {self.types[self.names.index(found[0])]};"
-                             " expected"
+            type_name = self.types[self.names.index(found[0])]
+            raise InputError(f"column {found[0]!r} ({role}) has type {type_name}; expected"
                              f" {' or '.join(ROLE_KINDS[role])}", self.where)
         return found[0]
 
@@ -585,6 +585,8 @@ def expand(
             entries.append(Entry(system, Part(labels, None), _part_where(labels, None)))
             continue
         values = _systems(con, labels)
+        if not values:
+            raise InputError("the table has no rows, so no system", table.where)
         if system is not None and values != [system]:
             raise InputError(f"the table has a system column ({labels.columns['system']!r}, {len(values)}"
                              " system(s)) whose values name the systems: give it no system name", table.where,

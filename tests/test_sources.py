@@ -224,6 +224,7 @@ def run_cli(args: list[str], capsys) -> tuple[int, str]:
     ("CREATE TABLE p AS SELECT 'M' AS model, 'i1' AS doc",
      "no column 'genre' for the label; the table has ['model', 'doc']"),
     ("CREATE TABLE q (x INTEGER)", "no such table in the DuckDB file"),
+    ("CREATE TABLE p (model VARCHAR, doc VARCHAR, genre VARCHAR)", "p: the table has no rows, so no system"),
 ])
 def test_bad_tables_exit_2_with_one_line(tmp_path, capsys, setup, message):
     path = tmp_path / "user.duckdb"
