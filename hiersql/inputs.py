@@ -9,15 +9,23 @@ from pathlib import Path
 from .errors import InputError
 
 
-def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = None) -> list[tuple[str, Path]]:
-    """``NAME=FILE`` or a glob → ``[(name, path), ...]`` (a glob's names are the file stems); a name given twice
-    or a glob matching nothing is an :class:`~hiersql.errors.InputError` naming ``where`` (the flag, or the
-    job file and line). Relative paths and globs are taken from ``base`` when given (a job file's folder)."""
-    out: list[tuple[str, Path]] = []
+def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = None
+                ) -> list[tuple[str | None, Path | str]]:
+    """``NAME=SOURCE``, a table reference (:func:`hiersql.sources.is_reference`) or a glob → ``[(name, source),
+    ...]``. A file's name is its stem, except for tables (Parquet, CSV, references), whose name is ``None``
+    unless given: the store names them by their system column, or else by their stem or table. A name given
+    twice or a glob matching nothing is an :class:`~hiersql.errors.InputError` naming ``where`` (the flag, or
+    the job file and line). Relative paths and globs are taken from ``base`` when given (a job file's folder)."""
+    from .sources import is_reference, is_table
+
+    out: list[tuple[str | None, Path | str]] = []
     for spec in specs:
+        if is_reference(spec):
+            out.append((None, spec))
+            continue
         name, sep, path = spec.partition("=")
         if sep and name and not any(ch in name for ch in "*?[/"):
-            out.append((name, base / path if base is not None else Path(path)))
+            out.append((name, path if is_reference(path) else base / path if base is not None else Path(path)))
             continue
         pattern = str(base / spec) if base is not None else spec
         matches = sorted(glob.glob(pattern))
@@ -25,10 +33,11 @@ def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = Non
             if any(ch in spec for ch in "*?["):
                 raise InputError("glob matches no file", where, value=spec)
             matches = [pattern]
-        out.extend((Path(m).stem, Path(m)) for m in matches)
+        out.extend((None if is_table(m) else Path(m).stem, Path(m)) for m in matches)
     seen: set[str] = set()
     for name, _ in out:
         if name in seen:
             raise InputError("two prediction files have the same system name", where, value=name)
-        seen.add(name)
+        if name is not None:
+            seen.add(name)
     return out

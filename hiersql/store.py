@@ -8,8 +8,12 @@ Label formats (SPEC §1, §10): ``long`` (``instance_id<TAB>label[<TAB>score]`` 
 ``instance_id,label[,score]``), ``lines`` (HEMKit: one line per instance, whitespace-separated labels, the line
 number is the instance id), ``germeval-a`` and ``germeval-b`` (the ``subtask_a``/``subtask_b`` sections of a
 GermEval 2019 file), ``wide`` (a CSV/TSV 0/1 indicator matrix with a header: ``instance_id`` then one column per
-label), a pandas DataFrame, a DuckDB relation, a mapping of columns (``{"instance_id": [...], "label": [...]}``,
-optionally ``"score"``; no pandas needed) or a Parquet file (long layout).
+label), a mapping of columns (``{"instance_id": [...], "label": [...]}``, optionally ``"score"``; no pandas
+needed), or a table (long layout, read by :mod:`hiersql.sources`): a Parquet or CSV file, a DuckDB or
+PostgreSQL table (``duckdb:PATH::table``, ``postgresql://…::schema.table``), a query (``sql:SELECT …``), a
+pandas DataFrame, an Arrow table or a DuckDB relation, with the user's column names (``instance_col=``,
+``label_col=``, ``score_col=``, ``system_col=``). A predictions table with a system column (``system_col``, or a
+column named ``system``) holds one system per distinct value.
 
 Rules: labels are sets (duplicates collapse, with a :class:`~hiersql.errors.DataWarning` giving the count); a
 label not in the taxonomy is an :class:`~hiersql.errors.InputError` naming it, its file and line
@@ -28,8 +32,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from . import sqlfiles
+from . import sources, sqlfiles
 from .errors import DataWarning, InputError
+from .sources import Columns, locate
 from .taxonomy import Taxonomy
 
 if TYPE_CHECKING:
@@ -45,7 +50,7 @@ COMPOSED = frozenset({"set_based"})
 # closure_paths is taken while the path count stays within this many times a lower bound of the closure size
 # (MeSH: 2.3, the 325,000-node benchmark DAG: 4.0); beyond it the deduplicating walk is cheaper or safer.
 PATHS_PER_CLOSURE_ROW = 8
-LabelSource = Any  # path, DataFrame, DuckDB relation, or a sequence of label sets
+LabelSource = Any  # path, table reference, DataFrame, Arrow table, DuckDB relation, columns or label sets
 STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader fills
 # The steps of Store.load, as its on_step hook names them.
 LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
@@ -105,11 +110,13 @@ def beside_python(work: Callable[[], T] | None) -> Iterator[Future[T] | None]:
 
 
 class Staged(NamedTuple):
-    """What :meth:`Store._stage` read: the name of each source in messages, and ``(src, count)`` of the
-    sources whose duplicate ``(instance_id, label)`` rows were collapsed."""
+    """What :meth:`Store._stage` read: the name of each source in messages, ``(src, count)`` of the sources
+    whose duplicate ``(instance_id, label)`` rows were collapsed, and the system of each source
+    (predictions)."""
 
     wheres: list[str]
     duplicates: list[tuple[int, int]]
+    systems: list[str | None]
 
 
 class Store:
@@ -179,11 +186,14 @@ class Store:
 
     # ------------------------------------------------------------------ labels
     def add_truth(
-        self, source: LabelSource, format: str = "long", *, unknown: str = "error", name: str | None = None
+        self, source: LabelSource, format: str = "long", *, unknown: str = "error", name: str | None = None,
+        instance_col: str | None = None, label_col: str | None = None, score_col: str | None = None,
     ) -> None:
-        """Replace the truth with the labels read from ``source`` (see the module docstring for formats)."""
+        """Replace the truth with the labels read from ``source`` (see the module docstring for formats;
+        ``*_col``: the user's column names of a table source)."""
         self._require_taxonomy()
-        self._commit_truth(self._stage([(source, name)], format), unknown)
+        columns = Columns(instance=instance_col, label=label_col, score=score_col)
+        self._commit_truth(self._stage([(None, source, name)], format, columns, predictions=False), unknown)
 
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
         """Check the staged truth and replace ``truth`` and ``instances`` with it, in one transaction."""
@@ -200,17 +210,24 @@ class Store:
 
     def add_predictions(
         self,
-        system: str,
+        system: str | None,
         source: LabelSource,
         format: str = "long",
         *,
         unknown: str = "error",
         no_truth: str = "error",
         name: str | None = None,
+        instance_col: str | None = None,
+        label_col: str | None = None,
+        score_col: str | None = None,
+        system_col: str | None = None,
     ) -> None:
         """Replace the predictions of ``system`` with the labels read from ``source`` (the one-system case of
-        :meth:`add_predictions_many`; ``name`` names a source that is not a file in messages)."""
-        self._load_predictions([(system, source, name)], format, unknown, no_truth)
+        :meth:`add_predictions_many`; ``name`` names a source that is not a file in messages). A table with a
+        system column (``system_col``, or a column named ``system``) gives one system per value: then
+        ``system`` is ``None``."""
+        columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col)
+        self._load_predictions([(system, source, name)], format, unknown, no_truth, columns)
 
     def add_predictions_many(
         self,
@@ -219,9 +236,14 @@ class Store:
         *,
         unknown: str = "error",
         no_truth: str = "error",
+        instance_col: str | None = None,
+        label_col: str | None = None,
+        score_col: str | None = None,
+        system_col: str | None = None,
     ) -> None:
         """Replace the predictions of many systems at once: ``{system: source}`` (or ``(system, source)``
-        pairs), every source in ``format``.
+        pairs), every source in ``format``. A table with a system column holds one system per value (give it
+        the system ``None``); a file with none and the system ``None`` is named by its stem.
 
         All text files are read by one DuckDB ``read_csv`` over the file list, and every reader query and
         check runs once for all of them, which is several times faster than one :meth:`add_predictions` per
@@ -235,7 +257,8 @@ class Store:
         InputError
             A system named twice, or any bad input of :meth:`add_predictions`.
         """
-        self._load_predictions(_prediction_items(predictions), format, unknown, no_truth)
+        columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col)
+        self._load_predictions(_prediction_items(predictions), format, unknown, no_truth, columns)
 
     def load(
         self,
@@ -249,10 +272,15 @@ class Store:
         max_depth: int | None = None,
         closure_view: bool = False,
         on_step: Callable[[str], object] | None = None,
+        instance_col: str | None = None,
+        label_col: str | None = None,
+        score_col: str | None = None,
+        system_col: str | None = None,
     ) -> None:
         """:meth:`load_taxonomy`, :meth:`add_truth` and :meth:`add_predictions_many` in one call, with the same
-        result and the same errors; the taxonomy may be a file (:meth:`Taxonomy.from_file`) or a function
-        returning one (called once).
+        result and the same errors; the taxonomy may be a file (:meth:`Taxonomy.from_file`), a table
+        reference (:meth:`Taxonomy.from_table`) or a function returning one (called once). The ``*_col``
+        column names apply to the truth and the predictions (``system_col`` to the predictions).
 
         The taxonomy is read, validated and loaded with its closure on a second thread and a second
         connection (a cursor) while DuckDB reads the label sources on this one, which needs no taxonomy (its
@@ -265,13 +293,15 @@ class Store:
 
         step = on_step or (lambda _: None)
         items = _prediction_items(predictions)
+        columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col)
         staged: InputError | None = None
         read, labels_read = threading.Event(), []  # set once the label sources are read or failed; [True] if read
         view, is_view = [], self._closure_view_now()  # whether closure is a view once loaded, and before
 
         def load_taxonomy() -> Taxonomy:
             tax = taxonomy if isinstance(taxonomy, Taxonomy) else (
-                taxonomy() if callable(taxonomy) else Taxonomy.from_file(taxonomy))
+                taxonomy() if callable(taxonomy) else Taxonomy.from_table(taxonomy)
+                if sources.is_reference(taxonomy) else Taxonomy.from_file(taxonomy))
             con = self.con.cursor()
             try:
                 con.execute("BEGIN TRANSACTION")
@@ -290,10 +320,10 @@ class Store:
         with ThreadPoolExecutor(1) as pool:
             loaded = pool.submit(load_taxonomy)
             try:
-                truth_staged = self._stage([(truth, None)], format)
+                truth_staged = self._stage([(None, truth, None)], format, columns, predictions=False)
                 if items:
                     self._rename_staged("_truth")
-                    pred_staged = self._stage([(source, name) for _, source, name in items], format)
+                    pred_staged = self._stage(items, format, columns, predictions=True)
                     self._rename_staged("_predictions")
                     self._rename_staged("_truth", back=True)
                 labels_read.append(True)
@@ -310,37 +340,35 @@ class Store:
         if items:
             step(LOAD_STEPS[2])
             self._rename_staged("_predictions", back=True)
-            self._commit_predictions(items, pred_staged, unknown, no_truth)
+            self._commit_predictions(pred_staged, unknown, no_truth)
 
     def systems(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()]
 
-    def _load_predictions(self, items: list[tuple[str, LabelSource, str | None]], format: str, unknown: str,
-                          no_truth: str) -> None:
+    def _load_predictions(self, items: list[tuple[str | None, LabelSource, str | None]], format: str,
+                          unknown: str, no_truth: str, columns: Columns) -> None:
         """Stage, check and insert ``(system, source, name)`` items in one transaction."""
         self._require_taxonomy()
         if not self._one("SELECT count(*) FROM instances")[0]:
             raise RuntimeError("add the truth before predictions (Store.add_truth)")
         if not items:
             return
-        self._commit_predictions(items, self._stage([(source, name) for _, source, name in items], format),
-                                 unknown, no_truth)
+        self._commit_predictions(self._stage(items, format, columns, predictions=True), unknown, no_truth)
 
-    def _commit_predictions(self, items: list[tuple[str, LabelSource, str | None]], staged: Staged,
-                            unknown: str, no_truth: str) -> None:
-        """Check the staged predictions of ``items`` and replace those systems' rows, in one transaction."""
+    def _commit_predictions(self, staged: Staged, unknown: str, no_truth: str) -> None:
+        """Check the staged predictions and replace those systems' rows, in one transaction."""
         with self.transaction():
             self._check_staged(staged, unknown)
             wheres = staged.wheres
             self._check_no_truth(wheres, no_truth)
             for (src,) in self.con.execute(
                 "SELECT src FROM (SELECT unnest(range($n)) AS src) ANTI JOIN _incoming USING (src) ORDER BY src",
-                {"n": len(items)},
+                {"n": len(staged.systems)},
             ).fetchall():
                 _warn(f"{wheres[src]}: no predicted label; evaluated as a system that predicted nothing for every"
                       " instance")
             self._temp("_incoming_systems", "SELECT unnest($s) AS system, unnest($w) AS source,"
-                       " generate_subscripts($s, 1) - 1 AS src", {"s": [s for s, _, _ in items], "w": wheres})
+                       " generate_subscripts($s, 1) - 1 AS src", {"s": staged.systems, "w": list(map(str, wheres))})
             for table in ("predictions", "systems"):
                 self.con.execute(f"DELETE FROM {table} WHERE system IN (SELECT system FROM _incoming_systems)")
             self.con.execute("INSERT INTO systems SELECT system, source FROM _incoming_systems ORDER BY src")
@@ -350,35 +378,53 @@ class Store:
             )
 
     # ------------------------------------------------------------------ staging
-    def _stage(self, sources: list[tuple[LabelSource, str | None]], format: str) -> Staged:
-        """Read every ``(source, name)`` into the temp tables ``_incoming(src, instance_id, label, line, pos,
-        score, rank)`` and ``_incoming_instances(src, instance_id, line)``, ``src`` being the position of the
-        source in ``sources``; the text files among them are read together (:meth:`_stage_text`), and so are
-        the mappings of columns and label sets (:meth:`_stage_columns`). Then the checks that need no
-        taxonomy (:meth:`_check_labels`). Returns the name of each source used in messages (its path, or
-        ``name``, or ``<DataFrame>`` and the like) and the duplicates collapsed."""
-        wheres = [str(s) if isinstance(s, str | Path) else name or _default_name(s) for s, name in sources]
-        text = [i for i, (s, _) in enumerate(sources) if isinstance(s, str | Path) and _is_text(Path(s), format)]
-        columns = [i for i, (s, _) in enumerate(sources) if _is_columns(s)]
-        batched = set(text) | set(columns)
-        steps = [step for step in (text, columns) if step] + [[i] for i in range(len(sources)) if i not in batched]
-        for k, step in enumerate(steps):
-            if step is text:
-                self._stage_text([Path(sources[i][0]) for i in text], text, format, wheres)
-            elif step is columns:
-                self._stage_columns([(i, sources[i][0]) for i in columns], wheres)
-            else:
-                self._stage_other(step[0], sources[step[0]][0], format, wheres)
-            if len(steps) > 1:
-                for table in STAGED:
-                    self.con.execute(f"DROP TABLE IF EXISTS {table}_{k}")
-                    self.con.execute(f"ALTER TABLE {table} RENAME TO {table}_{k}")
+    def _stage(self, items: list[tuple[str | None, LabelSource, str | None]], format: str, columns: Columns,
+               predictions: bool) -> Staged:
+        """Read every ``(system, source, name)`` into the temp tables ``_incoming(src, instance_id, label,
+        line, pos, score, rank)`` and ``_incoming_instances(src, instance_id, line)``. The sources are first
+        expanded (:func:`hiersql.sources.expand`: a predictions table with a system column is one source
+        per system); ``src`` is the position of a source in that list. The text files are read together
+        (:meth:`_stage_text`), and so are the mappings of columns and label sets (:meth:`_stage_columns`)
+        and the systems of one table (:meth:`_stage_table`). Then the checks that need no taxonomy
+        (:meth:`_check_labels`). Returns the name of each source used in messages (its path, or ``name``, or
+        ``<DataFrame>`` and the like), the duplicates collapsed and the system of each source."""
+        tables: list[sources.Table] = []
+        try:
+            entries = sources.expand(self.con, items, format, columns, predictions, tables)
+            wheres = [e.where for e in entries]
+            parts: dict[int, list[int]] = {}  # the sources of each table, by the table's id
+            for i, entry in enumerate(entries):
+                if isinstance(entry.source, sources.Part):
+                    parts.setdefault(id(entry.source.labels), []).append(i)
+            in_tables = {i for srcs in parts.values() for i in srcs}
+            text = [i for i, e in enumerate(entries)
+                    if isinstance(e.source, str | Path) and _is_text(Path(e.source), format)]
+            mappings = [i for i, e in enumerate(entries) if i not in in_tables and _is_columns(e.source)]
+            batched = set(text) | set(mappings) | in_tables
+            steps = [step for step in (text, mappings) if step] + list(parts.values()) + [
+                [i] for i in range(len(entries)) if i not in batched]
+            for k, step in enumerate(steps):
+                if step is text:
+                    self._stage_text([Path(entries[i].source) for i in text], text, format, wheres)
+                elif step is mappings:
+                    self._stage_columns([(i, entries[i].source) for i in mappings], wheres)
+                elif step[0] in in_tables:
+                    self._stage_table([(i, entries[i].source) for i in step], wheres)
+                else:  # a wide file
+                    self._stage_wide(Path(entries[step[0]].source), step[0], wheres)
+                if len(steps) > 1:
+                    for table in STAGED:
+                        self.con.execute(f"DROP TABLE IF EXISTS {table}_{k}")
+                        self.con.execute(f"ALTER TABLE {table} RENAME TO {table}_{k}")
+        finally:
+            for opened in tables:
+                opened.close()
         if len(steps) > 1:
             for table in STAGED:
                 self._temp(table, " UNION ALL BY NAME ".join(f"SELECT * FROM {table}_{k}" for k in range(len(steps))))
                 for k in range(len(steps)):
                     self.con.execute(f"DROP TABLE {table}_{k}")
-        return Staged(wheres, self._check_labels(wheres))
+        return Staged(wheres, self._check_labels(wheres), [e.system for e in entries])
 
     def _rename_staged(self, suffix: str, back: bool = False) -> None:
         """Keep the staging tables aside as ``_incoming{suffix}`` (or bring them ``back``)."""
@@ -386,30 +432,6 @@ class Store:
             old, new = (f"{table}{suffix}", table) if back else (table, f"{table}{suffix}")
             self.con.execute(f"DROP TABLE IF EXISTS {new}")
             self.con.execute(f"ALTER TABLE {old} RENAME TO {new}")
-
-    def _stage_other(self, src: int, source: LabelSource, format: str, wheres: list[str]) -> None:
-        """Stage one Parquet, wide or CSV file, DataFrame or DuckDB relation."""
-        if isinstance(source, str | Path):
-            import duckdb
-
-            path = Path(source)
-            try:  # a corrupt Parquet file fails when read, a ragged CSV file when its rows are
-                if path.suffix.lower() == ".parquet":
-                    self._stage_relation(self.con.read_parquet(str(path)), src, wheres)
-                elif format == "wide":
-                    self._stage_wide(path, src, wheres)
-                else:  # long CSV with a header
-                    header, rel = self._read_csv_rows(path, ",", wheres[src])
-                    self._stage_relation(rel.project(*[duckdb.ColumnExpression(f"c{i}").alias(name)
-                                                       for i, name in enumerate(header)]),
-                                         src, wheres, first_line=2)
-            except duckdb.Error as exc:
-                raise _read_error(exc, wheres[src]) from None
-        elif hasattr(source, "columns") and hasattr(source, "dtypes") and not hasattr(source, "fetchall"):
-            _check_frame_scores(source, wheres[src])
-            self._stage_relation(self.con.from_df(source), src, wheres)
-        else:  # a DuckDB relation
-            self._stage_relation(source, src, wheres)
 
     def _stage_text(self, paths: list[Path], srcs: list[int], format: str, wheres: list[str]) -> None:
         """Stage text files (``long`` TSV, ``lines``, ``germeval-*``) with one read and one query per step."""
@@ -563,21 +585,17 @@ class Store:
                                 max_line_size=1 << 30)
         return header, rel
 
-    def _stage_relation(self, rel: Any, src: int, wheres: list[str], first_line: int = 1) -> None:
-        """A DuckDB relation (a DataFrame, a CSV or Parquet file) with columns instance_id, label[, score]."""
-        where = wheres[src]
-        cols = [c.lower() for c in rel.columns]
-        if not {"instance_id", "label"} <= set(cols):
-            raise InputError(f"label table needs columns instance_id, label; it has {list(rel.columns)}", where)
-        self._register("_rel_src", rel)
-        score = f'"{rel.columns[cols.index("score")]}"' if "score" in cols else "NULL"
-        iid, lab = (f'"{rel.columns[cols.index(c)]}"' for c in ("instance_id", "label"))
-        self._incoming(
-            f"SELECT {src} AS src, CAST({iid} AS VARCHAR) AS instance_id, CAST({lab} AS VARCHAR) AS label,"
-            f" row_number() OVER () + {first_line - 1} AS line, 1 AS pos, CAST({score} AS VARCHAR) AS score_text,"
-            f" TRY_CAST({score} AS DOUBLE) AS score FROM _rel_src",
-        )
-        self.con.unregister("_rel_src")
+    def _stage_table(self, parts: list[tuple[int, sources.Part]], wheres: list[str]) -> None:
+        """The systems ``parts`` (``(src, part)``) of one table (:mod:`hiersql.sources`), in one query: the
+        rows of each system, or every row for a table without a system column."""
+        rows = parts[0][1].labels.rows()
+        if parts[0][1].system is None:
+            pick, params = f"(SELECT $src AS src) s, ({rows}) r", {"src": parts[0][0]}
+        else:
+            pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
+            params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
+        self._incoming("SELECT s.src, r.instance_id, r.label, r.line, 1 AS pos, r.score_text, r.score"
+                       f" FROM {pick}", params)
         self._check_rows(wheres)
 
     def _check_rows(self, wheres: list[str]) -> None:
@@ -588,7 +606,9 @@ class Store:
             " ORDER BY src, line LIMIT 1"
         )
         if bad:
-            raise InputError("missing instance_id or label (empty, None or NaN)", wheres[bad[0]], bad[1],
+            role = "instance" if bad[2] is None or bad[2].lower() == "nan" else "label"
+            raise InputError("missing instance_id or label (empty, None or NaN)",
+                             *locate(wheres[bad[0]], bad[1], role, None if role == "instance" else bad[2]),
                              f"instance_id={bad[2]!r}, label={bad[3]!r}")
         self._check_score_text(wheres)
         self._temp("_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
@@ -635,13 +655,14 @@ class Store:
             " ORDER BY src, line LIMIT 1"
         )
         if bad:
-            raise InputError("empty instance_id", wheres[bad[0]], bad[1], bad[2])
+            raise InputError("empty instance_id", *locate(wheres[bad[0]], bad[1], "instance", None), bad[2])
         bad = self._one(
             "SELECT src, line, instance_id FROM _incoming WHERE label IS NULL OR label = ''"
             " ORDER BY src, line LIMIT 1"
         )
         if bad:
-            raise InputError("empty label", wheres[bad[0]], bad[1], f"instance_id={bad[2]!r}")
+            raise InputError("empty label", *locate(wheres[bad[0]], bad[1], "label", bad[2]),
+                             f"instance_id={bad[2]!r}")
         dups = self.con.execute(
             "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
             " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"
@@ -671,15 +692,17 @@ class Store:
             raise InputError("label is the virtual root added above the taxonomy's parentless nodes, not one of"
                              " its nodes", wheres[virtual[0]], virtual[1], virtual[2])
         unknowns = self.con.execute(
-            "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*) FROM _incoming i"
+            "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*),"
+            " first(i.instance_id ORDER BY i.line, i.pos) FROM _incoming i"
             " ANTI JOIN nodes n ON n.label = i.label GROUP BY i.src ORDER BY i.src"
         ).fetchall()
         if unknowns:
             if unknown == "error":
-                raise InputError("label not in the taxonomy", wheres[unknowns[0][0]], unknowns[0][1], unknowns[0][2])
+                src, line, label, _, instance = unknowns[0]
+                raise InputError("label not in the taxonomy", *locate(wheres[src], line, "label", instance), label)
             self.con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
             self._incoming("SELECT * EXCLUDE (rank) FROM _incoming")  # the ranks renumbered
-            for src, _, label, count in unknowns:
+            for src, _, label, count, _ in unknowns:
                 _warn(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
         for src, count in staged.duplicates:
             _warn(f"{wheres[src]}: {count} duplicate (instance_id, label) row(s) collapsed")
@@ -694,7 +717,9 @@ class Store:
         if not missing:
             return
         if no_truth == "error":
-            raise InputError("predicted instance has no truth", wheres[missing[0][0]], missing[0][1], missing[0][2])
+            src, line, instance, _ = missing[0]
+            raise InputError("predicted instance has no truth", *locate(wheres[src], line, "instance", instance),
+                             instance)
         self.con.execute("DELETE FROM _incoming WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
         for src, _, instance, count in missing:
             _warn(f"{wheres[src]}: ignored {count} predicted instance(s) with no truth (first: {instance!r})")
@@ -883,27 +908,14 @@ def _texts(values: list[Any]) -> list[str | None]:
 
 
 def _prediction_items(
-    predictions: Mapping[str, LabelSource] | Iterable[tuple[str, LabelSource]],
-) -> list[tuple[str, LabelSource, str | None]]:
-    """``(system, source, name)`` for every system (``name``: how messages call a source that is not a file);
-    a system named twice is an error."""
+    predictions: Mapping[str | None, LabelSource] | Iterable[tuple[str | None, LabelSource]],
+) -> list[tuple[str | None, LabelSource, str | None]]:
+    """``(system, source, name)`` for every system (``name``: how messages call a source that is not a file
+    or a reference: ``SYSTEM=<DataFrame>`` and the like). A system named twice is an error, raised by
+    :func:`hiersql.sources.expand` once the systems of tables with a system column are known."""
     items = list(predictions.items() if isinstance(predictions, Mapping) else predictions)
-    seen: set[str] = set()
-    for system, _ in items:
-        if system in seen:
-            raise InputError("system name given twice", "<predictions>", value=system)
-        seen.add(system)
-    return [(system, source, None if isinstance(source, str | Path) else f"{system}={_default_name(source)}")
-            for system, source in items]
-
-
-def _default_name(source: LabelSource) -> str:
-    """How messages name a source that is not a file."""
-    if hasattr(source, "fetchall"):
-        return "<relation>"
-    if isinstance(source, Mapping):
-        return "<columns>"
-    return "<DataFrame>" if hasattr(source, "columns") and hasattr(source, "dtypes") else "<label sets>"
+    return [(system, source, None if isinstance(source, str | Path) or system is None
+             else f"{system}={sources.default_name(source)}") for system, source in items]
 
 
 def _warn(message: str) -> None:

@@ -172,6 +172,17 @@ class Taxonomy:
         return cls.from_edges(_checked_rows(rows, source, wanted), source)
 
     @classmethod
+    def from_table(cls, source: Any, parent: str | None = None, child: str | None = None) -> Taxonomy:
+        """From a table source of :mod:`hiersql.sources` (``duckdb:PATH::table``, ``postgresql://…::table``,
+        ``sql:SELECT …``, a Parquet or CSV file, a DataFrame, an Arrow table, a DuckDB relation), read where
+        it is; ``parent`` and ``child`` name its columns (default ``parent`` and ``child``, and ``weight`` if
+        there is one). Names may be text or integers."""
+        from .sources import edge_rows
+
+        rows, source_name, columns = edge_rows(source, parent, child)
+        return cls.from_edges(_checked_rows(rows, source_name, columns), source_name)
+
+    @classmethod
     def from_duckdb(cls, con: Any, table: str) -> Taxonomy:
         """From a table (or view) of a DuckDB connection with ``parent`` and ``child`` columns."""
         return cls.from_relation(con.table(table), table)

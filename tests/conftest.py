@@ -38,10 +38,12 @@ def _server_bin() -> Path:
     pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install -y postgresql")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pg_dsn():
-    """A libpq connection string to a throwaway PostgreSQL cluster (``initdb`` + ``pg_ctl`` in a temporary
-    folder, a Unix socket only, removed afterwards), or to ``HIERSQL_PG_DSN`` when set."""
+    """A throwaway PostgreSQL cluster (``initdb`` + ``pg_ctl``) in a temporary folder, listening on a Unix
+    socket only, removed afterwards; its DSN. ``HIERSQL_PG_DSN`` names a running server instead. As root the
+    server runs as the ``postgres`` user. Without the server binaries (Debian: ``apt-get install -y
+    postgresql``) the tests that use it fail with that message: they must run in CI."""
     if os.environ.get("HIERSQL_PG_DSN"):
         yield os.environ["HIERSQL_PG_DSN"]
         return

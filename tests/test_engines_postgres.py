@@ -1,10 +1,10 @@
 """The SQL measures on a real PostgreSQL server equal DuckDB's.
 
-The ``pg_dsn`` fixture (tests/conftest.py) starts a throwaway cluster (``initdb`` + ``pg_ctl``) in a temporary
-folder, listening on a Unix socket only, and removes it afterwards. Set ``HIERSQL_PG_DSN`` to use a running
-server instead. As root the server runs as the ``postgres`` user (PostgreSQL refuses to run as root). Without
-the server binaries (Debian: ``apt-get install -y postgresql``) the tests fail with that message: they must run
-in CI.
+The ``pg_dsn`` fixture (``tests/conftest.py``) starts a throwaway cluster (``initdb`` + ``pg_ctl``) in a
+temporary folder, listening on a Unix socket only, and removes it afterwards. Set ``HIERSQL_PG_DSN`` to use a
+running server instead. As root the server runs as the ``postgres`` user (PostgreSQL refuses to run as root).
+Without the server binaries (Debian: ``apt-get install -y postgresql``) the tests fail with that message: they
+must run in CI.
 """
 
 from __future__ import annotations

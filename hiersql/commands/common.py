@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import glob
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..inputs import parse_preds
@@ -18,15 +18,22 @@ LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--taxonomy``, ``--truth``, ``--pred`` (repeatable, ``NAME=FILE`` or a glob), ``--labels-format``,
-    ``--unknown``, ``--db``, ``--memory-limit`` (declared in :mod:`hiersql.options`)."""
+    """``--taxonomy``, ``--truth``, ``--pred`` (repeatable, ``NAME=SOURCE`` or a glob), the column names of
+    table sources (``--instance-col`` ...), ``--labels-format``, ``--unknown``, ``--db``, ``--memory-limit``
+    (declared in :mod:`hiersql.options`)."""
     from ..options import add_flags, declared
 
-    parser.add_argument("--taxonomy", required=True, metavar="FILE",
-                        help="parent<TAB>child edges (whitespace pairs, .csv with header, .parquet detected)")
-    parser.add_argument("--truth", required=True, metavar="FILE", help="true labels")
-    parser.add_argument("--pred", action="append", required=True, metavar="NAME=FILE",
-                        help="predictions of one system; repeat it, or give a glob (NAME = file stem)")
+    parser.add_argument("--taxonomy", required=True, metavar="SOURCE",
+                        help="parent<TAB>child edges (whitespace pairs, .csv with header, .parquet detected),"
+                             " or a table: duckdb:PATH::TABLE, postgresql://...::SCHEMA.TABLE, sql:SELECT ...")
+    parser.add_argument("--truth", required=True, metavar="SOURCE", help="true labels (a file or a table)")
+    parser.add_argument("--pred", action="append", required=True, metavar="NAME=SOURCE",
+                        help="predictions of one system, or of one system per value of the system column of a"
+                             " table; repeat it, or give a glob (NAME = file stem)")
+    for role, default in (("instance", "instance_id"), ("label", "label"), ("system", "system"),
+                          ("score", "score"), ("parent", "parent"), ("child", "child")):
+        parser.add_argument(f"--{role}-col", metavar="COLUMN",
+                            help=f"column of the {role} in table sources (default: {default})")
     parser.add_argument("--labels-format", default="long", choices=LABEL_FORMATS,
                         help="format of the truth and prediction files (default: long)")
     parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
@@ -91,12 +98,18 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     :meth:`~hiersql.store.Store.load` (the taxonomy is validated and loaded with its closure while the label
     files are read; the prediction files are read together). ``steps`` shows the progress (the steps of
     :data:`~hiersql.store.LOAD_STEPS`)."""
+    from functools import partial
+
     from ..options import RunOptions, from_args
     from ..store import Store
+    from ..taxonomy import Taxonomy
 
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
     _warn_truth_in_glob(args.pred, Path(args.truth))
+    taxonomy: Any = args.taxonomy  # a file or a reference (Store.load reads both), or a table's columns named:
+    if args.parent_col or args.child_col:
+        taxonomy = partial(Taxonomy.from_table, args.taxonomy, parent=args.parent_col, child=args.child_col)
     con = None
     if args.db:
         from ..dbfile import connect
@@ -107,9 +120,11 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     if args.memory_limit and not args.db:  # spill beyond the limit into a folder of our own, not ./.tmp
         store.con.execute("SET temp_directory = $d", {"d": _spill_folder()})
     earlier = _keep_earlier_inputs(store) if args.db else False
-    store.load(args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start)
+    store.load(taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start,
+               instance_col=args.instance_col, label_col=args.label_col, score_col=args.score_col,
+               system_col=args.system_col)
     if earlier:
-        _drop_stale_systems(store, [name for name, _ in preds], f"--db {args.db}")
+        _drop_stale_systems(store, [name for name, _ in preds if name is not None], f"--db {args.db}")
     _check_label_universe(store, getattr(args, "labels", None))
     return store
 

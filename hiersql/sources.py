@@ -1,0 +1,644 @@
+"""Label and taxonomy tables read where they are: DuckDB files, PostgreSQL, Parquet/CSV, queries, DataFrames.
+
+A *table source* is one of
+
+- ``duckdb:PATH::[schema.]table``: a table or view of a DuckDB file, attached ``READ_ONLY`` to hiersql's own
+  connection while it is read, then detached;
+- ``duckdb:PATH::SELECT …``: a query run in hiersql's connection with ``PATH`` attached read-only as the
+  current database (one ``SELECT`` statement);
+- ``postgresql://user@host:port/db::[schema.]table`` (or ``postgres://``; the part before ``::`` is any libpq
+  URI): a table or view read with psycopg in a read-only transaction (``COPY (SELECT …) TO STDOUT``, only the
+  columns used) into an Arrow table;
+- ``sql:SELECT …``: one ``SELECT`` statement run in hiersql's own DuckDB connection (``read_parquet(...)``,
+  ``read_csv(...)``, ...);
+- a Parquet file, glob (``*.parquet``) or folder of part files (``runs.parquet/``, as Spark writes it, with
+  ``key=value`` folders read as columns), a CSV file or glob with a header (``*.csv``, read as text);
+- a pandas DataFrame, a pyarrow Table, a DuckDB relation.
+
+In a ``[schema.]table`` name, a part in double quotes is taken literally (``""`` is a quote); without quotes
+a part ends at the first dot. Names are never spliced into SQL text: DuckDB identifiers are quoted
+(:func:`quote`), PostgreSQL's with :class:`psycopg.sql.Identifier`, values and paths are bound as
+parameters or quoted as string literals.
+
+Columns are found by role: ``instance``, ``label``, ``score`` and ``system`` for labels, ``parent`` and
+``child`` (and ``weight``) for a taxonomy, under the user's names (:class:`Columns`) or the default names
+(``instance_id``, ``label``, ``score``, ``system``, ``parent``, ``child``, ``weight``, in any case). Ids,
+labels, systems and node names must be text or integer columns, scores numbers or text.
+
+A predictions table with a system column holds one system per distinct value (:func:`expand`); without one,
+its system is the name given, or the stem of its file or the name of its table. Nothing is written where the
+source is: a DuckDB file is attached read-only, a PostgreSQL transaction is read-only, and everything hiersql
+creates lives in its own connection.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    import duckdb
+
+SCHEMES = ("duckdb:", "postgresql://", "postgres://", "sql:")
+DEFAULT_NAMES = {"instance": "instance_id", "label": "label", "score": "score", "system": "system",
+                 "parent": "parent", "child": "child", "weight": "weight"}
+# The kinds of column each role takes (see _kind).
+ROLE_KINDS = {"instance": ("text", "integer"), "label": ("text", "integer"), "system": ("text", "integer"),
+              "parent": ("text", "integer"), "child": ("text", "integer"),
+              "score": ("number", "integer", "text"), "weight": ("number", "integer")}
+_DUCKDB_INTEGERS = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
+                    "ubigint", "uhugeint"}
+_QUERY = re.compile(r"\s*(select|with|from|values|table)\b", re.IGNORECASE)
+_attached = iter(range(1, 1 << 62))  # numbers of the attach aliases, unique in the process
+PG_PARALLEL_PAGES = 256  # a PostgreSQL table of this many 8 kB pages (2 MB) or more is copied in parallel parts
+PG_PARALLEL_MAX = 4  # at most this many parts (and the number of CPUs)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The user's column names by role; ``None``: the default name (:data:`DEFAULT_NAMES`), which is
+    optional for ``score``, ``system`` and ``weight``."""
+
+    instance: str | None = None
+    label: str | None = None
+    system: str | None = None
+    score: str | None = None
+    parent: str | None = None
+    child: str | None = None
+
+
+def quote(name: str) -> str:
+    """A DuckDB identifier in double quotes (a quote inside is doubled), whatever it holds."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    """A DuckDB string literal (a single quote inside is doubled; DuckDB strings have no other escapes)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def is_reference(source: object) -> bool:
+    """Whether ``source`` is a string naming a database table or a query (``duckdb:``, ``postgresql://``,
+    ``postgres://``, ``sql:``)."""
+    return isinstance(source, str) and source.startswith(SCHEMES)
+
+
+def is_table(source: object, format: str = "long") -> bool:
+    """Whether ``source`` is read as a table: a reference, a DataFrame, an Arrow table, a DuckDB relation, a
+    Parquet path or glob, or (in the ``long`` format) a CSV path or glob."""
+    if is_reference(source):
+        return True
+    if isinstance(source, str | Path):
+        suffix = Path(source).suffix.lower()
+        return suffix == ".parquet" or (suffix == ".csv" and format == "long")
+    return hasattr(source, "columns") or _is_arrow(source)
+
+
+def _is_arrow(source: object) -> bool:
+    return hasattr(source, "schema") and hasattr(source, "column_names") and hasattr(source, "num_rows")
+
+
+def default_name(source: object) -> str:
+    """How messages name a source that is not a file or a reference."""
+    if hasattr(source, "fetchall"):
+        return "<relation>"
+    if _is_arrow(source):
+        return "<Arrow table>"
+    if isinstance(source, Mapping):
+        return "<columns>"
+    return "<DataFrame>" if hasattr(source, "columns") and hasattr(source, "dtypes") else "<label sets>"
+
+
+def display(source: object) -> str:
+    """A reference or path as messages show it: a PostgreSQL URI without its password."""
+    text = str(source)
+    if text.startswith(("postgresql://", "postgres://")):
+        return re.sub(r"^(\w+://[^:@/]*):[^@/]*@", r"\1@", text)
+    return text
+
+
+# ---------------------------------------------------------------------- names
+def split_name(text: str, where: str) -> tuple[str | None, str]:
+    """``[schema.]table`` → ``(schema or None, table)``; a part in double quotes is literal (``""`` is a
+    quote), an unquoted part ends at the first dot."""
+    parts: list[str] = []
+    i = 0
+    while True:
+        if text.startswith('"', i):
+            buf, j = [], i + 1
+            while True:
+                k = text.find('"', j)
+                if k < 0:
+                    raise InputError("unterminated quoted name", where, value=text)
+                if text.startswith('""', k):
+                    buf.append(text[j:k + 1])
+                    j = k + 2
+                    continue
+                buf.append(text[j:k])
+                i = k + 1
+                break
+            parts.append("".join(buf))
+        else:
+            k = text.find(".", i)
+            k = len(text) if k < 0 else k
+            parts.append(text[i:k])
+            i = k
+        if i >= len(text):
+            break
+        if text[i] != ".":
+            raise InputError("expected [schema.]table after '::'", where, value=text)
+        i += 1
+    if len(parts) > 2 or not all(parts):
+        raise InputError("expected [schema.]table after '::'", where, value=text)
+    return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+
+
+def _split_reference(ref: str, last: bool) -> tuple[str, str]:
+    """``LOCATION::REST`` of a reference (at the first ``::``, or the ``last`` one)."""
+    where = display(ref)
+    k = ref.rfind("::") if last else ref.find("::")
+    if k < 0 or not ref[k + 2:].strip():
+        raise InputError("expected LOCATION::[schema.]table", where)
+    return ref[:k], ref[k + 2:]
+
+
+# ---------------------------------------------------------------------- tables
+class Table:
+    """A table source opened in hiersql's DuckDB connection: ``where`` names it in messages; ``names``,
+    ``types`` and ``kinds`` are its columns, their types as the source names them and their kinds (``text``,
+    ``integer``, ``number``, ``null`` or ``other``); ``read(columns)`` gives the SQL of a ``FROM`` item
+    holding (at least) those columns; ``close()`` releases what was attached or registered. ``stem`` is the
+    default system name; ``keyed``: messages name a row by its key (a database table or a query), else by
+    its number counted from ``first_line`` (a DataFrame, a file: 2 for a CSV file's header)."""
+
+    def __init__(
+        self, where: str, names: list[str], types: list[tuple[str, str]], read: Callable[[list[str]], str],
+        stem: str | None = None, close: Callable[[], None] | None = None, keyed: bool = True,
+    ) -> None:
+        self.where, self.names, self._read, self.stem = where, names, read, stem
+        self.types, self.kinds = [t for t, _ in types], [k for _, k in types]
+        self._close, self.keyed, self.first_line = close, keyed, 1
+        self._read_before: dict[tuple[str, ...], str] = {}
+
+    def read(self, columns: list[str]) -> str:
+        key = tuple(columns)
+        if key not in self._read_before:  # a PostgreSQL table is copied once
+            self._read_before[key] = self._read(columns)
+        return self._read_before[key]
+
+    def close(self) -> None:
+        if self._close is not None:
+            self._close()
+            self._close = None
+
+    def column(self, role: str, given: str | None, required: bool) -> str | None:
+        """The column of ``role``: ``given`` (exactly, else in any case if that is unique) or the default
+        name in any case; checks its kind. ``None`` when an optional role has no column."""
+        wanted = given or DEFAULT_NAMES[role]
+        found = [n for n in self.names if n == wanted] or [n for n in self.names if n.lower() == wanted.lower()]
+        if len(found) != 1:
+            if given is None and not required:
+                return None
+            what = "no column" if not found else "several columns match"
+            raise InputError(f"{what} {wanted!r} for the {role}{'' if given else ' (default name)'}; the table"
+                             f" has {self.names}", self.where)
+        kind = self.kinds[self.names.index(found[0])]
+        if kind != "null" and kind not in ROLE_KINDS[role]:
+            type_name = self.types[self.names.index(found[0])]
+            raise InputError(f"column {found[0]!r} ({role}) has type {type_name}; expected"
+                             f" {' or '.join(ROLE_KINDS[role])}", self.where)
+        return found[0]
+
+
+def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = None) -> Table:
+    """Open a table source (see the module docstring) in ``con``; ``name`` names it in messages instead of
+    its reference. Close the result once it is read."""
+    import duckdb
+
+    if isinstance(source, str) and source.startswith("duckdb:"):
+        return _duckdb_file(con, source, name)
+    if isinstance(source, str) and source.startswith(("postgresql://", "postgres://")):
+        return _postgres(con, source, name)
+    if isinstance(source, str) and source.startswith("sql:"):
+        where = name or source
+        try:
+            rel = con.sql(_one_select(con, source[4:], where))
+        except duckdb.Error as exc:
+            raise InputError(f"query failed ({_first_line(exc)})", where) from None
+        return _relation(con, rel, where)
+    if isinstance(source, str | Path):
+        where = name or str(source)
+        path = str(source)
+        parquet = path.lower().endswith(".parquet")
+        if parquet and Path(path).is_dir():  # a folder of part files, as Spark writes them
+            path = str(Path(path) / "**" / "*.parquet")
+        elif not any(ch in path for ch in "*?["):
+            if not Path(path).is_file():
+                raise InputError("file not found", where)
+            if Path(path).stat().st_size == 0:
+                raise InputError("file is empty", where)
+        try:
+            rel = (con.read_parquet(path, hive_partitioning=True) if parquet
+                   else con.read_csv(path, header=True, all_varchar=True))
+        except Exception as exc:  # duckdb.Error: no file matches the glob, not Parquet, ...
+            raise InputError(f"cannot read table ({_first_line(exc)})", where) from None
+        table = _relation(con, rel, where, keyed=False)
+        table.stem, table.first_line = Path(str(source)).stem, 1 if parquet else 2
+        return table
+    where = name or default_name(source)
+    if _is_arrow(source):
+        return _relation(con, con.from_arrow(source), where, keyed=False)
+    if hasattr(source, "fetchall"):  # a DuckDB relation, perhaps of another connection
+        return _relation(con, source, where, keyed=False)
+    return _relation(con, con.from_df(source), where, keyed=False)
+
+
+def _relation(con: duckdb.DuckDBPyConnection, rel: Any, where: str, keyed: bool = True) -> Table:
+    """A table over a DuckDB relation, registered in ``con`` as a view under a name of hiersql's."""
+    import duckdb
+
+    view = f"_hiersql_source_{next(_attached)}"
+    try:
+        con.register(view, rel)
+    except duckdb.InvalidInputException:  # a relation of another connection goes through Arrow
+        con.register(view, rel.to_arrow_table())
+    return Table(where, list(rel.columns), [_kind(t) for t in rel.types], lambda _: quote(view),
+                 close=lambda: con.unregister(view), keyed=keyed)
+
+
+def _kind(duck_type: Any) -> tuple[str, str]:
+    """A DuckDB type's name and kind."""
+    kind = duck_type.id
+    if kind in ("varchar", "enum"):
+        return str(duck_type), "text"
+    if kind in _DUCKDB_INTEGERS:
+        return str(duck_type), "integer"
+    if kind in ("float", "double", "decimal"):
+        return str(duck_type), "number"
+    return str(duck_type), "null" if kind == "null" else "other"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _one_select(con: duckdb.DuckDBPyConnection, query: str, where: str) -> str:
+    """``query`` if it is one SELECT statement (parsed by DuckDB), else an :class:`InputError`."""
+    import duckdb
+
+    try:
+        statements = con.extract_statements(query)
+    except duckdb.Error as exc:
+        raise InputError(f"query does not parse ({_first_line(exc)})", where) from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        raise InputError("a query source must be one SELECT statement", where, value=query.strip()[:80])
+    return query
+
+
+def _duckdb_file(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Table:
+    """``duckdb:PATH::[schema.]table`` or ``duckdb:PATH::SELECT …``, with PATH attached read-only."""
+    import duckdb
+
+    path, rest = _split_reference(ref[len("duckdb:"):], last=False)
+    where = name or ref
+    if not Path(path).is_file():
+        raise InputError("DuckDB file not found", where)
+    alias = f"_hiersql_source_{next(_attached)}"
+    try:
+        con.execute(f"ATTACH {_literal(path)} AS {quote(alias)} (READ_ONLY)")
+    except duckdb.Error as exc:
+        raise InputError(f"cannot open DuckDB file ({_first_line(exc)})", where) from None
+
+    def detach() -> None:
+        con.execute(f"DETACH {quote(alias)}")
+
+    try:
+        if _QUERY.match(rest):
+            before = con.execute("SELECT current_database()").fetchall()[0][0]
+            con.execute(f"USE {quote(alias)}")
+            try:  # materialised while the file is the current database
+                data = con.sql(_one_select(con, rest, where)).to_arrow_table()
+            except duckdb.Error as exc:
+                raise InputError(f"query failed ({_first_line(exc)})", where) from None
+            finally:
+                con.execute(f"USE {quote(before)}")
+            detach()
+            return _relation(con, con.from_arrow(data), where)
+        schema, table = split_name(rest.strip(), where)
+        qualified = ".".join(quote(p) for p in (alias, schema, table) if p is not None)
+        try:
+            rel = con.sql(f"SELECT * FROM {qualified}")
+        except duckdb.Error as exc:
+            raise InputError(f"no such table in the DuckDB file ({_first_line(exc)})", where) from None
+    except BaseException:
+        detach()
+        raise
+    return Table(where, list(rel.columns), [_kind(t) for t in rel.types], lambda _: qualified, table, detach)
+
+
+# ---------------------------------------------------------------------- PostgreSQL
+_PG_COLUMNS = (
+    "SELECT n.nspname, a.attname, t.typname, t.typcategory,"
+    " CASE WHEN c.relkind = 'r' THEN pg_relation_size(c.oid) / current_setting('block_size')::int END"
+    " FROM pg_catalog.pg_class c"
+    " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+    " JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped"
+    " JOIN pg_catalog.pg_type t ON t.oid = a.atttypid"
+    " WHERE c.relname = %(table)s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')"
+    " AND n.nspname = coalesce(%(schema)s, (SELECT s FROM unnest(current_schemas(false)) WITH ORDINALITY u(s, k)"
+    "   WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c2 JOIN pg_catalog.pg_namespace n2"
+    "     ON n2.oid = c2.relnamespace WHERE c2.relname = %(table)s AND n2.nspname = u.s) ORDER BY k LIMIT 1))"
+    " ORDER BY a.attnum"
+)
+
+
+def _pg_kind(typname: str, category: str) -> tuple[str, str]:
+    """A PostgreSQL type's name and kind."""
+    if typname in ("int2", "int4", "int8"):
+        return typname, "integer"
+    return typname, {"S": "text", "E": "text", "N": "number"}.get(category, "other")
+
+
+def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Table:
+    """``postgresql://…::[schema.]table``: the column types from the catalog now; ``read(columns)`` copies
+    those columns in a read-only, repeatable-read transaction (``COPY (SELECT …) TO STDOUT``, CSV) into an
+    Arrow table of text columns registered in ``con`` (NULL and the empty string stay apart). A table of
+    :data:`PG_PARALLEL_PAGES` pages or more is copied in page ranges (``ctid``), one connection each,
+    sharing the first one's snapshot (``pg_export_snapshot``), the parts joined in page order: the server
+    formats rows for COPY on as many cores (GermEval B's 178,000 rows: most of the reading time)."""
+    dsn, rest = _split_reference(ref, last=True)
+    where = name or display(ref)
+    try:
+        import psycopg
+    except ModuleNotFoundError:
+        raise InputError("reading PostgreSQL needs psycopg (pip install 'hiersql[postgres]')", where) from None
+    schema, table = split_name(rest.strip(), where)
+    try:
+        pg = psycopg.connect(dsn, connect_timeout=30)
+    except psycopg.Error as exc:
+        raise InputError(f"cannot connect to PostgreSQL ({_first_line(exc)})", where) from None
+    try:
+        pg.read_only, pg.isolation_level = True, psycopg.IsolationLevel.REPEATABLE_READ
+        rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
+    except BaseException:
+        pg.close()
+        raise
+    if not rows:
+        pg.close()
+        raise InputError("no such table or view in the PostgreSQL database", where)
+    schema = rows[0][0]
+    names = [r[1] for r in rows]
+    views: list[str] = []
+
+    pages = rows[0][4] or 0
+
+    def read(columns: list[str]) -> str:
+        import pyarrow as pa
+
+        try:
+            parts = _pg_copy(pg, dsn, schema, table, columns, pages)
+        except psycopg.Error as exc:
+            raise InputError(f"cannot read the table ({_first_line(exc)})", where) from None
+        view = f"_hiersql_source_{next(_attached)}"
+        con.register(view, pa.concat_tables([_csv_to_arrow(part, columns) for part in parts]))
+        views.append(view)
+        return quote(view)
+
+    def close() -> None:
+        for view in views:
+            con.unregister(view)
+        pg.rollback()
+        pg.close()
+
+    return Table(where, names, [_pg_kind(r[2], r[3]) for r in rows], read, table, close)
+
+
+def _pg_copy(pg: Any, dsn: str, schema: str, table: str, columns: list[str], pages: int) -> list[bytes]:
+    """The CSV of ``COPY (SELECT columns FROM schema.table) TO STDOUT`` on ``pg`` (in its transaction), in
+    page ranges on parallel connections for a table of :data:`PG_PARALLEL_PAGES` pages or more."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    import psycopg
+    from psycopg import sql
+
+    select = sql.SQL("SELECT {} FROM {}.{}").format(
+        sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(schema), sql.Identifier(table))
+    n = min(PG_PARALLEL_MAX, os.cpu_count() or 1) if pages >= PG_PARALLEL_PAGES else 1
+    bounds = [pages * k // n for k in range(n + 1)]
+
+    def page_range(k: int) -> sql.Composable:  # pages bounds[k] to bounds[k + 1]; the last part to the end
+        conditions = ([sql.SQL("ctid >= {}::tid").format(sql.Literal(f"({bounds[k]},0)"))] if k else []) + (
+            [sql.SQL("ctid < {}::tid").format(sql.Literal(f"({bounds[k + 1]},0)"))] if k < n - 1 else [])
+        return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
+
+    ranges = [page_range(k) for k in range(n)]
+
+    def copy(conn: Any, where: sql.Composable) -> bytes:
+        statement = sql.SQL("COPY ({}{}) TO STDOUT (FORMAT csv)").format(select, where)
+        with conn.cursor() as cur, cur.copy(statement) as out:
+            return b"".join(bytes(block) for block in out)
+
+    if n == 1:
+        return [copy(pg, ranges[0])]
+    snapshot = pg.execute("SELECT pg_export_snapshot()").fetchall()[0][0]
+    others = []
+    try:
+        for _ in range(n - 1):
+            other = psycopg.connect(dsn, connect_timeout=30)
+            others.append(other)
+            other.read_only, other.isolation_level = True, psycopg.IsolationLevel.REPEATABLE_READ
+            other.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+        with ThreadPoolExecutor(n) as pool:
+            return list(pool.map(copy, [pg, *others], ranges))
+    finally:
+        for other in others:
+            other.rollback()
+            other.close()
+
+
+def _csv_to_arrow(data: bytes, columns: list[str]) -> Any:
+    """PostgreSQL's CSV (``COPY … (FORMAT csv)``) as an Arrow table of text columns: an unquoted empty field
+    is NULL, a quoted one the empty string."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    keys = [f"c{i}" for i in range(len(columns))]  # the user's names may repeat case-insensitively
+    table = pcsv.read_csv(
+        io.BytesIO(data),
+        read_options=pcsv.ReadOptions(column_names=keys),
+        parse_options=pcsv.ParseOptions(newlines_in_values=True),
+        convert_options=pcsv.ConvertOptions(column_types=dict.fromkeys(keys, pa.string()),
+                                            strings_can_be_null=True, quoted_strings_can_be_null=False,
+                                            null_values=[""]),
+    ) if data else pa.table({k: pa.array([], pa.string()) for k in keys})
+    return table.rename_columns(columns)
+
+
+# ---------------------------------------------------------------------- labels
+class TableWhere(str):
+    """How messages name a part of a label table: the table (and the system, for one system of a table with
+    a system column), with the user's column names to name a row by its key (:func:`locate`)."""
+
+    table: str
+    columns: dict[str, str]
+    system: str | None
+
+    def __new__(cls, table: str, columns: dict[str, str], system: str | None = None) -> TableWhere:
+        text = table if system is None else f"{table} ({columns['system']}={system!r})"
+        self = super().__new__(cls, text)
+        self.table, self.columns, self.system = table, columns, system
+        return self
+
+
+def locate(where: str, line: int | None, role: str, instance_id: str | None) -> tuple[str, int | None]:
+    """``(source, line)`` for an :class:`InputError`: a file and its line as they are; a table part as
+    ``TABLE, column 'COL', INSTANCE_COL='ID'[, SYSTEM_COL='S']`` (``row N`` when the id is missing)."""
+    if not isinstance(where, TableWhere):
+        return where, line
+    key = f"row {line}" if instance_id is None or instance_id == "" else \
+        f"{where.columns['instance']}={instance_id!r}"
+    if where.system is not None:
+        key += f", {where.columns['system']}={where.system!r}"
+    return f"{where.table}, column {where.columns.get(role, role)!r}, {key}", None
+
+
+class Part(NamedTuple):
+    """One system of a label table (``system``: its value in the system column; ``None``: no such column,
+    the whole table)."""
+
+    labels: LabelTable
+    system: str | None
+
+
+class LabelTable(NamedTuple):
+    """A table of labels with its columns by role (``columns["score"]``/``["system"]`` may be absent)."""
+
+    table: Table
+    columns: dict[str, str]
+
+    def rows(self) -> str:
+        """SQL of the rows as the store stages them: ``instance_id, label, score_text, score, system, line``
+        (text, but ``score`` as a number; ``line`` is the row's number in the table's scan order)."""
+        cols = self.columns
+        used = list(dict.fromkeys(cols.values()))
+        text = {role: f"CAST({quote(col)} AS VARCHAR)" for role, col in cols.items()}
+        score = f"TRY_CAST({quote(cols['score'])} AS DOUBLE)" if "score" in cols else "NULL::DOUBLE"
+        return (f"SELECT {text['instance']} AS instance_id, {text['label']} AS label,"
+                f" {text.get('score', 'NULL::VARCHAR')} AS score_text, {score} AS score,"
+                f" {text.get('system', 'NULL::VARCHAR')} AS system,"
+                f" row_number() OVER () + {self.table.first_line - 1:d} AS line"
+                f" FROM {self.table.read(used)}")
+
+
+def label_table(table: Table, columns: Columns, predictions: bool) -> LabelTable:
+    """The columns of a label table by role; the system column only for ``predictions``."""
+    roles = {"instance": (columns.instance, True), "label": (columns.label, True), "score": (columns.score, False)}
+    if predictions:  # a truth table may hold a system column too: the truth has no systems
+        roles["system"] = (columns.system, False)
+    found = {role: table.column(role, given, required) for role, (given, required) in roles.items()}
+    return LabelTable(table, {role: col for role, col in found.items() if col is not None})
+
+
+class Entry(NamedTuple):
+    """One source of a call to the store after :func:`expand`: its system (predictions), the source (a
+    :class:`Part` for a table) and how messages name it."""
+
+    system: str | None
+    source: Any
+    where: str
+
+
+def expand(
+    con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, Any, str | None]], format: str,
+    columns: Columns, predictions: bool, tables: list[Table],
+) -> list[Entry]:
+    """``(system, source, name)`` items → entries, one per system: a predictions table with a system column
+    gives one entry per distinct value (sorted); any other source one entry, its system being the name
+    given, or the stem of its file or the name of its table. The tables opened are appended to ``tables``
+    (close them when read, also on error). A system named twice, a table with a system column given another
+    name, a missing or empty system value or a source with no name are errors."""
+    entries: list[Entry] = []
+    for system, source, name in items:
+        if not is_table(source, format):
+            where = str(source) if isinstance(source, str | Path) else name or default_name(source)
+            if predictions and system is None:
+                if not isinstance(source, str | Path):
+                    raise InputError("a system name is needed for this source", where)
+                system = Path(source).stem
+            entries.append(Entry(system, source, where))
+            continue
+        table = open_table(con, source, name)
+        tables.append(table)
+        labels = label_table(table, columns, predictions)
+        if "system" not in labels.columns:
+            system = system if system is not None else (table.stem if predictions else None)
+            if predictions and not system:
+                raise InputError("a system name is needed (NAME=SOURCE) or a system column", table.where)
+            entries.append(Entry(system, Part(labels, None), _part_where(labels, None)))
+            continue
+        values = _systems(con, labels)
+        if not values:
+            raise InputError("the table has no rows, so no system", table.where)
+        if system is not None and values != [system]:
+            raise InputError(f"the table has a system column ({labels.columns['system']!r}, {len(values)}"
+                             " system(s)) whose values name the systems: give it no system name", table.where,
+                             value=system)
+        entries += [Entry(v, Part(labels, v), _part_where(labels, v)) for v in values]
+    if predictions:
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.system in seen:
+                raise InputError("system name given twice", "<predictions>", value=entry.system)
+            seen.add(str(entry.system))
+    return entries
+
+
+def _part_where(labels: LabelTable, system: str | None) -> str:
+    """How messages name one system of a label table: by row key (:class:`TableWhere`) or by row number."""
+    table, columns = labels.table, labels.columns
+    if table.keyed:
+        return TableWhere(table.where, columns, system)
+    return table.where if system is None else f"{table.where} ({columns['system']}={system!r})"
+
+
+def _systems(con: duckdb.DuckDBPyConnection, labels: LabelTable) -> list[str]:
+    """The distinct values of the system column, sorted; a NULL or empty one is an error naming its row."""
+    rows = labels.rows()
+    bad = con.execute(f"SELECT instance_id, line, system FROM ({rows}) WHERE system IS NULL OR system = ''"
+                      " ORDER BY line LIMIT 1").fetchall()
+    if bad:
+        where = _part_where(labels, None)
+        raise InputError("missing system (NULL or empty)", *locate(where, bad[0][1], "system", bad[0][0]),
+                         value=bad[0][2])
+    return [r[0] for r in con.execute(f"SELECT DISTINCT system FROM ({rows}) ORDER BY system").fetchall()]
+
+
+# ---------------------------------------------------------------------- taxonomy
+def edge_rows(source: Any, parent: str | None = None, child: str | None = None) -> tuple[list[tuple], str,
+                                                                                          list[str]]:
+    """The edges of a taxonomy table: ``(parent, child[, weight])`` rows as text (and the weight as read),
+    how messages name the table, and the column names (in a private in-memory DuckDB connection)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        table = open_table(con, source)
+        try:
+            cols = [table.column("parent", parent, True), table.column("child", child, True)]
+            weight = table.column("weight", None, False)
+            cols += [weight] if weight else []
+            exprs = [f"CAST({quote(c)} AS VARCHAR)" for c in cols[:2]] + [quote(c) for c in cols[2:]]
+            rows = con.execute(f"SELECT {', '.join(exprs)} FROM {table.read(cols)}").fetchall()
+        finally:
+            table.close()
+        return rows, table.where, [str(c) for c in cols]
+    finally:
+        con.close()

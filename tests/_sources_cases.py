@@ -1,0 +1,75 @@
+"""Shared by the table-source tests: GermEval 2019 subtask B as warehouse tables, the file-based reference,
+and a small hand example under injection-shaped names."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import math
+from pathlib import Path
+
+import pytest
+
+from hiersql import Evaluator, Taxonomy
+
+# GermEval B as the issue names it: gold(doc, genre), runs(model, doc, genre), genres(parent_genre, child_genre)
+GOLD, RUNS, GENRES = "gold", "runs", "genres"
+COLUMN_FLAGS = ["--instance-col", "doc", "--label-col", "genre", "--system-col", "model",
+                "--parent-col", "parent_genre", "--child-col", "child_genre"]
+
+# Names a careless loader would splice into SQL: quotes, spaces, semicolons, capitals.
+WEIRD_TABLE = 'Runs "x"; DROP TABLE gold; --'
+WEIRD = {"instance": 'Doc ID"; --', "label": "Gen're; DROP", "system": "MODEL Name"}
+HAND_EDGES = [("r", "a"), ("r", "b"), ("a", "a1")]
+HAND_TRUTH = [("i1", "a1"), ("i2", "b")]
+HAND_PREDS = [("M1", "i1", "a1"), ("M1", "i2", "a"), ("M2", "i1", "a"), ("M2", "i2", "b")]
+# micro hP/hR by hand (ancestors without the root): truth {a, a1}, {b};
+# M1 predicts {a, a1}, {a}: |P∩T| = 2, |P| = 3, |T| = 3; M2 predicts {a}, {b}: |P∩T| = 2, |P| = 2, |T| = 3.
+HAND_VALUES = {("M1", "hierarchical_precision"): 2 / 3, ("M1", "hierarchical_recall"): 2 / 3,
+               ("M2", "hierarchical_precision"): 1.0, ("M2", "hierarchical_recall"): 2 / 3}
+
+
+def canonical(data_dir: Path) -> Path:
+    return data_dir / "canonical"
+
+
+def tsv_rows(path: Path) -> list[tuple[str, ...]]:
+    with path.open(encoding="utf-8") as fh:
+        return [tuple(line.rstrip("\n").split("\t")) for line in fh if line.strip()]
+
+
+@functools.cache
+def germeval_rows(data_dir: Path) -> dict[str, list[tuple[str, ...]]]:
+    """The rows of the three tables, read from the canonical files (the system is the file stem)."""
+    folder = canonical(data_dir)
+    runs = [(path.stem, *row) for path in sorted((folder / "pred_b").glob("*.tsv")) for row in tsv_rows(path)]
+    return {GOLD: tsv_rows(folder / "truth_b.tsv"), RUNS: runs, GENRES: tsv_rows(folder / "taxonomy.tsv")}
+
+
+@functools.cache
+def file_reference(data_dir: Path) -> dict[tuple[str, str, str], float]:
+    """Every measure (``all``) of the file-based run: ``{(system, metric, average): value}``."""
+    folder = canonical(data_dir)
+    ev = Evaluator(Taxonomy.from_file(folder / "taxonomy.tsv")).add_truth(folder / "truth_b.tsv")
+    ev.add_predictions_many({p.stem: p for p in sorted((folder / "pred_b").glob("*.tsv"))})
+    return rows_of(ev.evaluate(["all"]).itertuples(index=False))
+
+
+def rows_of(rows) -> dict[tuple[str, str, str], float]:
+    return {(r[0], r[1], r[2] or ""): float(r[3]) for r in rows}
+
+
+def csv_rows(text: str) -> dict[tuple[str, str, str], float]:
+    return rows_of(list(csv.reader(io.StringIO(text)))[1:])
+
+
+def assert_same_values(got: dict, want: dict) -> None:
+    """The same rows, the same values: equal, or equal up to the last bits of a float sum (the file-based
+    run itself varies that much between runs, by the order DuckDB's threads add doubles)."""
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        if math.isnan(value):
+            assert math.isnan(got[key]), key
+        else:
+            assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key

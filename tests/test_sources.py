@@ -1,0 +1,337 @@
+"""Labels and taxonomies read where they are: a real DuckDB file, Parquet, CSV, queries, DataFrames, Arrow.
+
+GermEval 2019 subtask B as the tables ``gold(doc, genre)``, ``runs(model, doc, genre)`` and
+``genres(parent_genre, child_genre)`` gives the values of the file-based run; bad rows are errors naming the
+table, the column, the value and the row key; a failed run leaves the user's file byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from hiersql import Evaluator, InputError, Store, Taxonomy
+from hiersql.cli import main
+from hiersql.errors import DataWarning
+from hiersql.sources import quote, split_name
+from tests._sources_cases import (
+    COLUMN_FLAGS,
+    GENRES,
+    GOLD,
+    HAND_EDGES,
+    HAND_PREDS,
+    HAND_TRUTH,
+    HAND_VALUES,
+    RUNS,
+    WEIRD,
+    WEIRD_TABLE,
+    assert_same_values,
+    csv_rows,
+    file_reference,
+    germeval_rows,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = {GOLD: ("doc", "genre"), RUNS: ("model", "doc", "genre"), GENRES: ("parent_genre", "child_genre")}
+LABEL_COLS = {"instance_col": "doc", "label_col": "genre"}
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory, data_dir) -> Path:
+    """A DuckDB file holding GermEval B as gold, runs and genres."""
+    path = tmp_path_factory.mktemp("warehouse") / "warehouse.duckdb"
+    con = duckdb.connect(str(path))
+    for table, rows in germeval_rows(data_dir).items():
+        data = pa.table(dict(zip(COLUMNS[table], map(list, zip(*rows, strict=True)), strict=True)))  # noqa: F841
+        con.execute(f"CREATE TABLE {table} AS SELECT * FROM data")
+    con.close()
+    return path
+
+
+def hand_file(path: Path, table: str = WEIRD_TABLE, columns: dict[str, str] = WEIRD) -> Path:
+    """The hand example in a DuckDB file: ``tax(parent, child)``, ``truth`` and the predictions ``table``,
+    under the given column names."""
+    con = duckdb.connect(str(path))
+    i, lab, sys_ = (quote(columns[k]) for k in ("instance", "label", "system"))
+    con.execute("CREATE TABLE tax (parent VARCHAR, child VARCHAR)")
+    con.executemany("INSERT INTO tax VALUES (?, ?)", HAND_EDGES)
+    con.execute(f"CREATE TABLE truth ({i} VARCHAR, {lab} VARCHAR)")
+    con.executemany("INSERT INTO truth VALUES (?, ?)", HAND_TRUTH)
+    con.execute(f"CREATE TABLE {quote(table)} ({sys_} VARCHAR, {i} VARCHAR, {lab} VARCHAR)")
+    con.executemany(f"INSERT INTO {quote(table)} VALUES (?, ?, ?)", HAND_PREDS)
+    con.close()
+    return path
+
+
+def hand_values(ev: Evaluator) -> dict:
+    rows = ev.evaluate(["hp", "hr"], average=["micro"])
+    return {(r.system, r.metric): r.value for r in rows.itertuples()}
+
+
+def weird_cols() -> dict[str, str]:
+    return {"instance_col": WEIRD["instance"], "label_col": WEIRD["label"]}
+
+
+# ---------------------------------------------------------------------- GermEval B from a DuckDB file
+def test_germeval_b_from_a_duckdb_file_equals_the_files_cli(warehouse, data_dir, capsys):
+    """The command of docs/warehouse.md: every measure (``all``) equals the file-based run."""
+    before = digest(warehouse)
+    ref = f"duckdb:{warehouse}::"
+    args = ["evaluate", "--taxonomy", ref + GENRES, "--truth", ref + GOLD, "--pred", ref + RUNS,
+            *COLUMN_FLAGS, "--metrics", "all", "--format", "csv"]
+    assert main(args) == 0
+    got = csv_rows(capsys.readouterr().out)
+    assert len({k[0] for k in got}) == 19
+    assert_same_values(got, file_reference(data_dir))
+    assert digest(warehouse) == before
+
+
+def test_germeval_b_tables_equal_the_files_in_python(warehouse, data_dir):
+    """The Python API loads the same rows as the files, rank included."""
+    folder = data_dir / "canonical"
+    by_file = Store()
+    by_file.load(folder / "taxonomy.tsv", folder / "truth_b.tsv",
+                 {p.stem: p for p in sorted((folder / "pred_b").glob("*.tsv"))})
+    ref = f"duckdb:{warehouse}::"
+    tax = Taxonomy.from_table(ref + GENRES, parent="parent_genre", child="child_genre")
+    ev = Evaluator(tax).add_truth(ref + GOLD, **LABEL_COLS)
+    ev.add_predictions(None, ref + RUNS, system_col="model", **LABEL_COLS)
+    for query in ("SELECT * FROM truth", "SELECT * FROM predictions", "SELECT * FROM edges",
+                  "SELECT * FROM instances"):
+        assert sorted(ev.con.execute(query).fetchall()) == sorted(by_file.con.execute(query).fetchall())
+    assert ev.systems == by_file.systems()
+    # nothing of the user's stays attached to hiersql's connection
+    assert ev.con.execute("SELECT count(*) FROM duckdb_databases() WHERE NOT internal").fetchall() == [(1,)]
+
+
+def test_parquet_with_a_system_column_is_one_system_per_value(warehouse, data_dir, tmp_path, capsys):
+    """The Spark command of docs/warehouse.md: a folder of Parquet part files with a system column gives the
+    19 systems of the files, a system split between two parts included."""
+    folder = tmp_path / "runs.parquet"  # Spark's layout: a folder of part files
+    folder.mkdir()
+    con = duckdb.connect(str(warehouse), read_only=True)
+    for part, half in enumerate(("<", ">=")):  # the median system is split between the two files
+        con.execute(f"COPY (SELECT model, doc, genre FROM runs WHERE rowid {half}"
+                    f" (SELECT count(*) / 2 FROM runs)) TO '{folder / f'part-{part}.parquet'}' (FORMAT parquet)")
+    con.close()
+    canonical = data_dir / "canonical"
+    args = ["evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
+            "--pred", str(folder), "--instance-col", "doc", "--label-col", "genre", "--system-col", "model",
+            "--metrics", "hp,hr,hf,hamming_loss", "--format", "csv"]
+    assert main(args) == 0
+    got = csv_rows(capsys.readouterr().out)
+    want = {k: v for k, v in file_reference(data_dir).items() if k[1] in (
+        "hierarchical_precision", "hierarchical_recall", "hierarchical_f1", "hamming_loss")}
+    assert_same_values(got, want)
+
+
+# ---------------------------------------------------------------------- bad input, no side effects
+def test_bad_label_in_a_table_names_table_column_value_and_row_and_leaves_the_file(tmp_path):
+    path = hand_file(tmp_path / "user.duckdb")
+    con = duckdb.connect(str(path))
+    con.execute(f"INSERT INTO {quote(WEIRD_TABLE)} VALUES ('M2', 'i3', 'zebra')")
+    con.execute("INSERT INTO truth VALUES ('i3', 'b')")
+    con.close()
+    before = digest(path)
+    ref = f"duckdb:{path}::"
+    done = subprocess.run(
+        [sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", ref + "tax", "--truth", ref + "truth",
+         "--pred", ref + WEIRD_TABLE, "--instance-col", WEIRD["instance"], "--label-col", WEIRD["label"],
+         "--system-col", WEIRD["system"]],
+        capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == (f"hiersql: error: {ref}{WEIRD_TABLE}, column {WEIRD['label']!r},"
+                           f" {WEIRD['instance']}='i3', {WEIRD['system']}='M2': label not in the taxonomy:"
+                           " 'zebra'\n")
+    assert digest(path) == before
+    # --unknown ignore drops the row and says how many
+    with pytest.warns(DataWarning, match=r"MODEL Name='M2'\): ignored 1 label\(s\) not in the taxonomy"):
+        ev = Evaluator(Taxonomy.from_table(ref + "tax")).add_truth(ref + "truth", **weird_cols())
+        ev.add_predictions(None, ref + WEIRD_TABLE, system_col=WEIRD["system"], unknown="ignore",
+                           **weird_cols())
+    assert digest(path) == before
+
+
+def test_a_failed_run_creates_nothing_in_the_users_file(tmp_path):
+    """The user's file already has a table named ``truth``; a failed and a good run leave it as it was."""
+    path = hand_file(tmp_path / "user.duckdb")
+    before = digest(path)
+    ref = f"duckdb:{path}::"
+    ev = Evaluator(Taxonomy.from_table(ref + "tax")).add_truth(ref + "truth", **weird_cols())
+    with pytest.raises(InputError, match="predicted instance has no truth"):
+        ev.add_predictions(None, "sql:SELECT 'M3' AS s, 'i9' AS i, 'a' AS l", system_col="s", instance_col="i",
+                           label_col="l")
+    ev.add_predictions(None, ref + WEIRD_TABLE, system_col=WEIRD["system"], **weird_cols())
+    assert hand_values(ev) == pytest.approx(HAND_VALUES)
+    assert digest(path) == before
+    con = duckdb.connect(str(path), read_only=True)
+    assert sorted(r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()) == sorted(
+        ["tax", "truth", WEIRD_TABLE])
+
+
+@pytest.mark.parametrize("spelling", ["plain", "quoted", "schema"])
+def test_injection_shaped_names_are_only_names(tmp_path, spelling):
+    path = hand_file(tmp_path / "user.duckdb")
+    table = {"plain": WEIRD_TABLE, "quoted": '"' + WEIRD_TABLE.replace('"', '""') + '"',
+             "schema": 'main."' + WEIRD_TABLE.replace('"', '""') + '"'}[spelling]
+    assert split_name(table, "t") == ((None if spelling != "schema" else "main"), WEIRD_TABLE)
+    ref = f"duckdb:{path}::"
+    ev = Evaluator(Taxonomy.from_table(ref + "tax")).add_truth(ref + "truth", **weird_cols())
+    ev.add_predictions(None, ref + table, system_col=WEIRD["system"], **weird_cols())
+    assert hand_values(ev) == pytest.approx(HAND_VALUES)
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT count(*) FROM truth").fetchall() == [(2,)]  # the "DROP TABLE" was a name
+
+
+def test_a_table_with_a_system_column_given_a_name_is_an_error(tmp_path):
+    path = hand_file(tmp_path / "user.duckdb")
+    ref = f"duckdb:{path}::"
+    ev = Evaluator(Taxonomy.from_table(ref + "tax")).add_truth(ref + "truth", **weird_cols())
+    with pytest.raises(InputError, match=r"system column \('MODEL Name', 2 system\(s\)\)"):
+        ev.add_predictions("mine", ref + WEIRD_TABLE, system_col=WEIRD["system"], **weird_cols())
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str]:
+    code = main(args)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("setup", "message"), [
+    ("CREATE TABLE p AS SELECT 'M' AS model, 1.5::DOUBLE AS doc, 'a' AS genre",
+     "column 'doc' (instance) has type DOUBLE; expected text or integer"),
+    ("CREATE TABLE p AS SELECT 'M' AS model, 'i1' AS doc, NULL::VARCHAR AS genre",
+     "p, column 'genre', doc='i1', model='M': missing instance_id or label (empty, None or NaN)"),
+    ("CREATE TABLE p AS SELECT 'M' AS model, 'i1' AS doc, DATE '2019-08-01' AS genre",
+     "column 'genre' (label) has type DATE; expected text or integer"),
+    ("CREATE TABLE p AS SELECT * FROM (VALUES ('M', 'i1', 'a'), ('M', NULL, 'b')) t(model, doc, genre)",
+     "p, column 'doc', row 2, model='M': missing instance_id or label (empty, None or NaN)"),
+    ("CREATE TABLE p AS SELECT NULL::VARCHAR AS model, 'i1' AS doc, 'a' AS genre",
+     "p, column 'model', doc='i1': missing system (NULL or empty)"),
+    ("CREATE TABLE p AS SELECT 'M' AS model, 'i7' AS doc, 'a' AS genre",
+     "p, column 'doc', doc='i7', model='M': predicted instance has no truth: 'i7'"),
+    ("CREATE TABLE p AS SELECT 'M' AS model, 'i1' AS doc",
+     "no column 'genre' for the label; the table has ['model', 'doc']"),
+    ("CREATE TABLE q (x INTEGER)", "no such table in the DuckDB file"),
+    ("CREATE TABLE p (model VARCHAR, doc VARCHAR, genre VARCHAR)", "p: the table has no rows, so no system"),
+])
+def test_bad_tables_exit_2_with_one_line(tmp_path, capsys, setup, message):
+    path = tmp_path / "user.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE tax AS SELECT * FROM (VALUES ('r', 'a'), ('r', 'b')) t(parent, child)")
+    con.execute("CREATE TABLE gold AS SELECT * FROM (VALUES ('i1', 'a')) t(doc, genre)")
+    con.execute(setup)
+    con.close()
+    before = digest(path)
+    ref = f"duckdb:{path}::"
+    code, err = run_cli(["evaluate", "--taxonomy", ref + "tax", "--truth", ref + "gold", "--pred", ref + "p",
+                         "--instance-col", "doc", "--label-col", "genre", "--system-col", "model"], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and message in err, err
+    assert digest(path) == before
+
+
+def test_duplicates_collapse_with_a_warning_and_integer_ids_are_text(tmp_path):
+    path = tmp_path / "user.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE gold AS SELECT * FROM (VALUES (1, 'a1'), (2, 'b')) t(doc, genre)")
+    con.execute("CREATE TABLE p AS SELECT * FROM (VALUES ('M1', 1, 'a1'), ('M1', 1, 'a1'), ('M1', 2, 'a'),"
+                " ('M2', 1, 'a'), ('M2', 2, 'b')) t(model, doc, genre)")
+    con.close()
+    ev = Evaluator(Taxonomy.from_edges(HAND_EDGES)).add_truth(f"duckdb:{path}::gold", **LABEL_COLS)
+    with pytest.warns(DataWarning, match=r"p \(model='M1'\): 1 duplicate"):
+        ev.add_predictions(None, f"duckdb:{path}::p", system_col="model", **LABEL_COLS)
+    assert hand_values(ev) == pytest.approx(HAND_VALUES)
+    assert ev.con.execute("SELECT DISTINCT instance_id FROM truth ORDER BY 1").fetchall() == [("1",), ("2",)]
+
+
+# ---------------------------------------------------------------------- other table sources
+def hand_frame(columns: dict[str, str] = WEIRD) -> pd.DataFrame:
+    return pd.DataFrame(HAND_PREDS, columns=[columns["system"], columns["instance"], columns["label"]])
+
+
+def hand_evaluator() -> Evaluator:
+    return Evaluator(Taxonomy.from_edges(HAND_EDGES)).add_truth(
+        {"instance_id": [i for i, _ in HAND_TRUTH], "label": [lab for _, lab in HAND_TRUTH]})
+
+
+def test_dataframe_with_a_system_column_is_one_system_per_value(tmp_path):
+    """A column named ``system`` is found by its name, in a DataFrame and in a Parquet file (both were once
+    scored as one system)."""
+    df = pd.DataFrame(HAND_PREDS, columns=["system", "instance_id", "label"])
+    df.to_parquet(tmp_path / "runs.parquet", index=False)
+    for source in (df, tmp_path / "runs.parquet"):
+        ev = hand_evaluator().add_predictions(None, source)
+        assert ev.systems == ["M1", "M2"]
+        assert hand_values(ev) == pytest.approx(HAND_VALUES)
+    # given one name, the table of two systems is an error, not one merged system
+    with pytest.raises(InputError, match="whose values name the systems"):
+        hand_evaluator().add_predictions("sysA", df)
+
+
+@pytest.mark.parametrize("kind", ["dataframe", "arrow", "relation", "parquet", "csv", "sql", "duckdb-query"])
+def test_every_table_source_with_the_users_names(tmp_path, kind):
+    df = hand_frame()
+    cols = {"system_col": WEIRD["system"], **weird_cols()}
+    if kind == "dataframe":
+        source = df
+    elif kind == "arrow":
+        source = pa.Table.from_pandas(df)
+    elif kind == "relation":
+        source = duckdb.connect().from_df(df)  # a relation of another connection
+    elif kind in ("parquet", "csv"):
+        source = tmp_path / f"runs.{kind}"
+        getattr(df, f"to_{kind}")(source, index=False)
+    elif kind == "sql":
+        df.to_parquet(tmp_path / "runs.parquet", index=False)
+        source = f"sql:SELECT * FROM read_parquet('{tmp_path / 'runs.parquet'}') WHERE {quote(WEIRD['label'])} <> ''"
+    else:
+        path = hand_file(tmp_path / "user.duckdb")
+        source = (f"duckdb:{path}::SELECT * FROM {quote(WEIRD_TABLE)} WHERE {quote(WEIRD['system'])}"
+                  " IN ('M1', 'M2')")
+    ev = hand_evaluator().add_predictions(None, source, **cols)
+    assert hand_values(ev) == pytest.approx(HAND_VALUES)
+
+
+def test_a_query_source_is_one_select(tmp_path):
+    path = hand_file(tmp_path / "user.duckdb")
+    before = digest(path)
+    for query in (f"duckdb:{path}::SELECT 1 AS x; DROP TABLE tax", "sql:DELETE FROM truth"):
+        with pytest.raises(InputError, match="one SELECT statement"):
+            hand_evaluator().add_predictions(None, query)
+    assert digest(path) == before
+
+
+def test_without_a_system_column_the_system_is_the_name_or_the_stem(tmp_path):
+    df = hand_frame({"system": "model", "instance": "instance_id", "label": "label"})
+    m1 = df[df.model == "M1"].drop(columns="model")
+    m1.to_parquet(tmp_path / "M1.parquet", index=False)
+    ev = hand_evaluator().add_predictions_many([(None, tmp_path / "M1.parquet"),
+                                                ("M2", df[df.model == "M2"].drop(columns="model"))])
+    assert ev.systems == ["M1", "M2"]
+    assert hand_values(ev) == pytest.approx(HAND_VALUES)
+    with pytest.raises(InputError, match="system name given twice"):
+        hand_evaluator().add_predictions_many([(None, df.rename(columns={"model": "system"})), ("M1", m1)])
+    with pytest.raises(InputError, match="a system name is needed"):
+        hand_evaluator().add_predictions(None, m1)
+
+
+def test_taxonomy_from_a_table_with_integer_names_and_bad_types():
+    df = pd.DataFrame({"up": [1, 1, 2], "down": [2, 3, 4]})
+    tax = Taxonomy.from_table(df, parent="up", child="down")
+    assert tax.root == "1" and tax.is_leaf("4")
+    with pytest.raises(InputError, match=r"column 'up' \(parent\) has type DOUBLE"):
+        Taxonomy.from_table(df.astype({"up": float}), parent="up", child="down")
+    with pytest.raises(InputError, match="no column 'parent' for the parent"):
+        Taxonomy.from_table(df)

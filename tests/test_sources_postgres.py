@@ -1,0 +1,166 @@
+"""Labels and taxonomies read from a real PostgreSQL server (the ``pg_dsn`` fixture of ``tests/conftest.py``),
+in place: GermEval 2019 subtask B as ``gold``, ``runs`` and ``genres`` gives the values of the file-based run,
+and a failed run leaves the database table for table as it was."""
+
+from __future__ import annotations
+
+from urllib.parse import quote as urlquote
+
+import pytest
+
+from hiersql import Evaluator, InputError, Taxonomy
+from hiersql.cli import main
+from tests._sources_cases import (
+    COLUMN_FLAGS,
+    GENRES,
+    GOLD,
+    HAND_EDGES,
+    HAND_PREDS,
+    HAND_TRUTH,
+    HAND_VALUES,
+    RUNS,
+    WEIRD,
+    WEIRD_TABLE,
+    assert_same_values,
+    csv_rows,
+    file_reference,
+    germeval_rows,
+)
+
+psycopg = pytest.importorskip("psycopg")
+from psycopg import sql  # noqa: E402
+
+pytestmark = pytest.mark.postgres
+DATABASE = "hiersql_sources"
+COLUMNS = {GOLD: ("doc", "genre"), RUNS: ("model", "doc", "genre"), GENRES: ("parent_genre", "child_genre")}
+
+
+def uri(pg_dsn: str) -> str:
+    """``postgresql://user@host:port/db`` of the test database (a socket folder as a percent-encoded host)."""
+    params = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    host = urlquote(params.get("host", "localhost"), safe="")
+    return f"postgresql://{params.get('user', 'postgres')}@{host}:{params.get('port', 5432)}/{DATABASE}"
+
+
+def create(con, table: str, columns: list[str], rows: list[tuple], schema: str = "public") -> None:
+    name = sql.Identifier(schema, table)
+    con.execute(sql.SQL("CREATE TABLE {} ({})").format(
+        name, sql.SQL(", ").join(sql.SQL("{} text").format(sql.Identifier(c)) for c in columns)))
+    with con.cursor() as cur, cur.copy(sql.SQL("COPY {} FROM STDIN").format(name)) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+@pytest.fixture(scope="module")
+def warehouse(pg_dsn, data_dir):
+    """A database of its own holding GermEval B (public.gold, runs, genres) and the hand example under
+    injection-shaped names (schema "Ware House")."""
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(DATABASE)))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+    params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": DATABASE}
+    with psycopg.connect(**params) as con:
+        for table, rows in germeval_rows(data_dir).items():
+            create(con, table, list(COLUMNS[table]), rows)
+        con.execute('CREATE SCHEMA "Ware House"')
+        create(con, "tax", ["parent", "child"], HAND_EDGES, "Ware House")
+        create(con, "truth", [WEIRD["instance"], WEIRD["label"]], HAND_TRUTH, "Ware House")
+        create(con, WEIRD_TABLE, [WEIRD["system"], WEIRD["instance"], WEIRD["label"]], HAND_PREDS, "Ware House")
+        create(con, "bad runs", ["model", "doc", "genre"], [*HAND_PREDS, ("M2", "i2", "zebra")], "Ware House")
+    yield uri(pg_dsn), params
+
+
+def snapshot(params: dict) -> list[tuple]:
+    """Every table of the database (but the catalogs) with its rows, to compare before and after a run."""
+    with psycopg.connect(**params) as con:
+        tables = con.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema"
+                             " NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2").fetchall()
+        return [(s, t, sorted(con.execute(sql.SQL("SELECT * FROM {}").format(sql.Identifier(s, t))).fetchall()))
+                for s, t in tables]
+
+
+def test_germeval_b_from_postgres_equals_the_files_cli(warehouse, data_dir, capsys):
+    """The command of docs/warehouse.md: every measure (``all``) equals the file-based run."""
+    base, params = warehouse
+    before = snapshot(params)
+    args = ["evaluate", "--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::public.{GOLD}",
+            "--pred", f"{base}::{RUNS}", *COLUMN_FLAGS, "--metrics", "all", "--format", "csv"]
+    assert main(args) == 0
+    got = csv_rows(capsys.readouterr().out)
+    assert len({k[0] for k in got}) == 19
+    assert_same_values(got, file_reference(data_dir))
+    assert snapshot(params) == before
+
+
+def test_injection_shaped_names_in_postgres(warehouse):
+    base, _ = warehouse
+    schema = '"Ware House".'
+    table = '"' + WEIRD_TABLE.replace('"', '""') + '"'
+    ev = Evaluator(Taxonomy.from_table(f"{base}::{schema}tax"))
+    ev.add_truth(f"{base}::{schema}truth", instance_col=WEIRD["instance"], label_col=WEIRD["label"])
+    ev.add_predictions(None, f"postgres{base[len('postgresql'):]}::{schema}{table}", system_col=WEIRD["system"],
+                       instance_col=WEIRD["instance"], label_col=WEIRD["label"])
+    rows = ev.evaluate(["hp", "hr"], average=["micro"])
+    assert {(r.system, r.metric): r.value for r in rows.itertuples()} == pytest.approx(HAND_VALUES)
+
+
+def test_bad_label_in_postgres_exits_2_and_leaves_the_database(warehouse, capsys):
+    base, params = warehouse
+    before = snapshot(params)
+    ref = f'{base}::"Ware House".'
+    code = main(["evaluate", "--taxonomy", ref + "tax", "--truth", ref + "truth", "--pred", ref + '"bad runs"',
+                 "--instance-col", WEIRD["instance"], "--label-col", WEIRD["label"], "--system-col", "model"])
+    err = capsys.readouterr().err
+    assert code == 2
+    # the truth table's instance column is WEIRD["instance"]; the runs name theirs "doc": the error is the
+    # missing column, in one line, before anything is read
+    assert err.count("\n") == 1 and "no column 'Doc ID\"; --' for the instance" in err, err
+    ev = Evaluator(Taxonomy.from_table(ref + "tax"))
+    ev.add_truth(ref + "truth", instance_col=WEIRD["instance"], label_col=WEIRD["label"])
+    with pytest.raises(InputError) as info:
+        ev.add_predictions(None, ref + '"bad runs"', system_col="model", instance_col="doc", label_col="genre")
+    assert str(info.value) == (f"{ref}\"bad runs\", column 'genre', doc='i2', model='M2': label not in the"
+                               " taxonomy: 'zebra'")
+    assert snapshot(params) == before
+
+
+def test_postgres_types_and_missing_tables(warehouse):
+    base, params = warehouse
+    ev = Evaluator(Taxonomy.from_edges(HAND_EDGES)).add_truth(
+        {"instance_id": [i for i, _ in HAND_TRUTH], "label": [lab for _, lab in HAND_TRUTH]})
+    with pytest.raises(InputError, match="no such table or view"):
+        ev.add_predictions(None, f"{base}::nowhere", system_col="model")
+    with pytest.raises(InputError, match="cannot connect to PostgreSQL"):
+        ev.add_predictions(None, f"{base}_missing::{RUNS}", system_col="model")
+    with psycopg.connect(**params) as con:
+        con.execute('CREATE TABLE "Ware House".floats (doc double precision, genre text)')
+    try:
+        with pytest.raises(InputError, match=r"column 'doc' \(instance\) has type float8"):
+            ev.add_predictions("x", f'{base}::"Ware House".floats', instance_col="doc", label_col="genre")
+    finally:
+        with psycopg.connect(**params) as con:
+            con.execute('DROP TABLE "Ware House".floats')
+
+
+def test_a_large_table_copied_in_parallel_parts_equals_one_copy(warehouse):
+    """GermEval B's runs (about 1,400 pages) copied in page ranges on parallel connections: the same rows in
+    the same order as one COPY."""
+    import duckdb
+
+    from hiersql import sources
+
+    base, _ = warehouse
+    con = duckdb.connect()
+    got = {}
+    for pages in (sources.PG_PARALLEL_PAGES, 10**12):
+        table = sources.open_table(con, f"{base}::{RUNS}")
+        assert table.kinds == ["text", "text", "text"]
+        parallel = sources.PG_PARALLEL_PAGES
+        sources.PG_PARALLEL_PAGES = pages
+        try:
+            got[pages] = con.execute(f"SELECT * FROM {table.read(list(COLUMNS[RUNS]))}").fetchall()
+        finally:
+            sources.PG_PARALLEL_PAGES = parallel
+            table.close()
+    assert got[sources.PG_PARALLEL_PAGES] == got[10**12]
+    assert len(got[10**12]) == 178390
