@@ -409,3 +409,98 @@ def _adjust_heap(a: list, first: int, hole: int, n: int, value: object, less: Ca
         hole = parent
         parent = (hole - 1) // 2
     a[first + hole] = value
+
+
+# ---------------------------------------------------------------------------------------------- a store's tables
+def node_ids(labels: Sequence[str], is_virtual: Sequence[bool]) -> list[Node]:
+    """HEMKit's ids of the nodes listed by position: the virtual root is HEMKit's dummy root (0) and the others
+    keep their integer names, when every other name is a canonical integer (``"12"``, not ``"012"``) other
+    than 0 and -1, as in HEMKit's input; otherwise every node's id is its position (the order of first
+    appearance), which orders ties and sums of ids as HEMKit would for input renamed that way."""
+    ids = []
+    for label, virtual in zip(labels, is_virtual, strict=True):
+        if virtual:
+            ids.append(DUMMY_ROOT)
+            continue
+        try:
+            value = int(label)
+        except ValueError:
+            break
+        if str(value) != label or value in (DUMMY_ROOT, BEYOND):
+            break
+        ids.append(value)
+    else:
+        return ids
+    return list(range(len(labels)))
+
+
+def _from_store(con, max_distance: int | None) -> tuple[HemkitLCA, list[Node], list[tuple]]:
+    """HEMKit's selection on the taxonomy of a store's connection ``con`` (tables ``nodes``, ``edges``;
+    parents visited by position, the order of first appearance; labels dropped by S0 up to
+    ``max_distance + 1`` edges, as HEMKit), the ids of its nodes by position
+    (:func:`node_ids`) and the label positions of every (system, instance) (tables ``truth``,
+    ``predictions``, ``systems``, ``instances``)."""
+    labels, virtual = con.execute("SELECT list(label ORDER BY position), list(is_virtual ORDER BY position)"
+                                  " FROM nodes").fetchone()
+    ids = node_ids(labels or [], virtual or [])
+    parents: dict[Node, list[Node]] = {}
+    for child, above in con.execute(
+        "SELECT c.position, list(p.position ORDER BY p.position) FROM edges AS e"
+        " JOIN nodes AS p ON p.label = e.parent JOIN nodes AS c ON c.label = e.child GROUP BY c.position"
+    ).fetchall():
+        parents[ids[child]] = [ids[v] for v in above]
+    rows = con.execute(
+        "WITH t AS (SELECT x.instance_id, list(n.position) AS labels FROM truth AS x"
+        "  JOIN nodes AS n ON n.label = x.label GROUP BY x.instance_id),"
+        " p AS (SELECT x.system, x.instance_id, list(n.position) AS labels FROM predictions AS x"
+        "  JOIN nodes AS n ON n.label = x.label GROUP BY x.system, x.instance_id)"
+        " SELECT s.system, i.instance_id, t.labels, p.labels FROM systems AS s CROSS JOIN instances AS i"
+        " LEFT JOIN t ON t.instance_id = i.instance_id"
+        " LEFT JOIN p ON p.system = s.system AND p.instance_id = i.instance_id"
+    ).fetchall()
+    drop_distance = None if max_distance is None else max_distance + 1
+    return HemkitLCA(parents, max_distance, drop_distance), ids, rows
+
+
+def store_graph_counts(con, include_root: bool, max_distance: int | None) -> list[tuple[str, str, int, int, int]]:
+    """``(system, instance_id, |Gt|, |Gp|, |Gt ∩ Gp|)`` of HEMKit's graphs of every (system, instance) of a
+    store's connection ``con`` (:func:`_from_store`); the root (HEMKit's dummy root when the store has a
+    virtual root) is left out unless ``include_root``; :data:`BEYOND` counts as a node."""
+    lca, ids, rows = _from_store(con, max_distance)
+    root = con.execute("SELECT position FROM nodes WHERE is_root").fetchone()
+    ignore = {ids[root[0]]} if root is not None and not include_root else set()
+    out = []
+    for system, instance, true, predicted in rows:
+        gt, gp = lca.graphs([ids[v] for v in true or ()], [ids[v] for v in predicted or ()])
+        if ignore:
+            gt, gp = gt - ignore, gp - ignore
+        out.append((system, instance, len(gt), len(gp), len(gt & gp)))
+    return out
+
+
+def write_graph_counts(con, include_root: bool, max_distance: int | None) -> None:
+    """The temp table ``lca_graph_counts(system, instance_id, n_true, n_pred, n_both)`` of
+    :func:`store_graph_counts`, as ``sql/lca.sql`` names it for ``lca_instance``."""
+    rows = store_graph_counts(con, include_root, max_distance)
+    con.execute("CREATE OR REPLACE TEMP TABLE lca_graph_counts (system VARCHAR, instance_id VARCHAR,"
+                " n_true BIGINT, n_pred BIGINT, n_both BIGINT)")
+    if rows:
+        con.execute(
+            "INSERT INTO lca_graph_counts SELECT unnest($s), unnest($i), unnest($t), unnest($p), unnest($b)",
+            {name: [r[k] for r in rows] for k, name in enumerate(("s", "i", "t", "p", "b"))},
+        )
+
+
+def store_graph_names(con, max_distance: int | None, beyond: str) -> dict[tuple[str, str], dict[str, set[str]]]:
+    """HEMKit's graphs of every (system, instance) of a store's connection ``con`` with labels, on node names
+    (``{"t": Gt, "p": Gp}``; :data:`BEYOND` named ``beyond``)."""
+    lca, ids, rows = _from_store(con, max_distance)
+    labels = con.execute("SELECT list(label ORDER BY position) FROM nodes").fetchone()[0]
+    names = dict(zip(ids, labels, strict=True))
+    names[BEYOND] = beyond
+    out = {}
+    for system, instance, true, predicted in rows:
+        if true or predicted:
+            gt, gp = lca.graphs([ids[v] for v in true or ()], [ids[v] for v in predicted or ()])
+            out[(system, instance)] = {"t": {names[v] for v in gt}, "p": {names[v] for v in gp}}
+    return out

@@ -30,7 +30,7 @@ def add_metric_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--augment", default="ancestors", choices=("ancestors", "descendants", "cesa_bianchi"),
                    help="set augmentation of the hierarchical P/R/F")
     p.add_argument("--dmax", type=float, default=5.0, help="cost of pairing with a default class (GIE, MGIA)")
-    p.add_argument("--lca-graph", default="greedy", choices=("optimal", "greedy", "extended"),
+    p.add_argument("--lca-graph", default="greedy", choices=("optimal", "greedy", "extended", "hemkit"),
                    help="minimal LCA graph selection")
     p.add_argument("--pairing", default="nearest", choices=("nearest", "flow"), help="MGIA pairing")
     p.add_argument("--shared", default="strict", choices=("strict", "reuse"),

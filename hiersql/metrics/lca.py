@@ -10,6 +10,8 @@ LCAs, which option per label, which shortest path); only the instances where a c
 - ``lca_graph="greedy"``: the approximation of Algorithm 1 (as HEMKit): LCAs sorted by the number of labels
   they connect, added until every label is covered, then redundant ones removed; each label then takes the
   option and shortest paths that add the fewest new nodes, labels with the fewest choices first;
+- ``lca_graph="hemkit"``: what HEMKit computes, including its departures from the paper
+  (:mod:`hiersql.lca_hemkit`, every instance in Python);
 - ``lca_graph="optimal"``: the exact optimum of Problem 2 with OR-Tools CP-SAT: first the minimum number of
   LCAs, then, with that number fixed, the maximum FLCA (a ratio, maximised by Dinkelbach's iteration). An
   instance that does not finish within ``LCA_TIME_LIMIT`` seconds (or has too many shortest paths) falls back
@@ -34,7 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import sqlfiles
+from .. import lca_hemkit, sqlfiles
 from ..errors import DataWarning
 from ..store import beside_python
 from ..taxonomy import gc_paused
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from ..store import Store
 
 METRICS = REGISTRY["lca"]
-GRAPHS = ("optimal", "greedy", "extended")
+GRAPHS = ("optimal", "greedy", "extended", "hemkit")
 LCA_TIME_LIMIT = 10.0  # seconds per instance for the exact solver
 MAX_PATHS = 64  # shortest paths enumerated per (label, LCA) before the exact solver gives up
 BATCH = 20_000  # instances with a choice fetched into Python at a time
@@ -149,6 +151,9 @@ def graph_counts(store: Store, options: Options, drop_distance: int | None = Non
     extended counts (``lca_extended_nodes``, ``lca_graph_counts``) are computed while the instances with a
     choice are solved, and then overwritten for those."""
     params = _params(options, store, drop_distance)
+    if options.lca_graph == "hemkit":  # HEMKit's rules, in Python for every instance (drop distance: its own)
+        lca_hemkit.write_graph_counts(store.con, params["include_root"], params["max_distance"])
+        return params
     if options.lca_graph == "extended":
         _prepare(store, params, "lca_graph_counts")
         return params
@@ -175,6 +180,8 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
     """The LCA graphs of every (system, instance_id) with labels: ``{"t": Gt nodes, "p": Gp nodes}`` (the root
     included when it is on a path, whatever ``include_root`` says)."""
     params = _params(options, store, None)
+    if options.lca_graph == "hemkit":
+        return lca_hemkit.store_graph_names(store.con, params["max_distance"], params["beyond"])
     _prepare(store, params, "lca_extended_names")
     out: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"t": set(), "p": set()})
     for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_names").fetchall():
@@ -481,7 +488,7 @@ def lca_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -
     average:
         ``"micro"`` pools ``|Gt ∩ Gp|`` and ``|Gp|`` over instances; ``"macro"`` averages per instance.
     **options:
-        ``lca_graph`` (``"greedy"``, ``"optimal"`` or ``"extended"``), ``include_root`` (False),
+        ``lca_graph`` (``"greedy"``, ``"optimal"``, ``"extended"`` or ``"hemkit"``), ``include_root`` (False),
         ``max_distance`` (None: LCAs at most that many edges above both labels), ``zero_division`` (0).
     """
     return one_shot(evaluate, "lca_precision", y_true, y_pred, taxonomy, average, **options)
