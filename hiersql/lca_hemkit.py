@@ -504,3 +504,24 @@ def store_graph_names(con, max_distance: int | None, beyond: str) -> dict[tuple[
             gt, gp = lca.graphs([ids[v] for v in true or ()], [ids[v] for v in predicted or ()])
             out[(system, instance)] = {"t": {names[v] for v in gt}, "p": {names[v] for v in gp}}
     return out
+
+
+def hemkit_parents(pairs: Iterable[tuple[Node, Node]]) -> dict[Node, list[Node]]:
+    """The parents of every node of a hierarchy given as HEMKit reads it, ``(parent, child)`` ids in file
+    order: each node's parents in order of first appearance (the rule of S1), duplicates dropped, and the
+    dummy root (0) as the only parent of every parentless node."""
+    order: dict[Node, int] = {}
+    parents: dict[Node, list[Node]] = {}
+    for parent, child in pairs:
+        for v in (parent, child):
+            if v not in order:
+                order[v] = len(order)
+                parents[v] = []
+        if parent not in parents[child]:
+            parents[child].append(parent)
+    for above in parents.values():
+        above.sort(key=order.__getitem__)
+        if not above:
+            above.append(DUMMY_ROOT)
+    parents[DUMMY_ROOT] = []
+    return parents
