@@ -32,6 +32,8 @@ Kosmopoulos, Partalas, Gaussier, Paliouras, Androutsopoulos (2015), §2.4.2, Alg
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import accumulate
+from operator import itemgetter
 from typing import TypeVar
 
 BEYOND = -1  # HEMKit's marker closing every upward path: the meeting of labels with no common node within reach
@@ -39,7 +41,8 @@ DUMMY_ROOT = 0  # HEMKit's dummy root, parent of every parentless node of its hi
 
 Node = int
 Path = tuple[Node, ...]  # a label first, then its ancestors upwards
-Pair = tuple[Path, Path]  # (the searching label's path, its partner's path), both ending at their meeting
+Candidate = tuple[Path, Path, int]  # (a label's path, its partner's), both ending at their meeting; id sum
+_Label = tuple[list[Path], list[list[int]], dict[Node, list[tuple[int, int]]]]  # paths, prefix sums, index
 
 T = TypeVar("T")
 
@@ -66,6 +69,7 @@ class HemkitLCA:
         self.max_distance = max_distance
         self.drop_distance = drop_distance
         self._paths: dict[Node, list[Path]] = {}
+        self._labels: dict[Node, _Label] = {}
         self._above: dict[Node, frozenset[Node]] = {}
 
     # ------------------------------------------------------------------------------------------ S0, S1
@@ -115,6 +119,20 @@ class HemkitLCA:
         return found
 
     # ------------------------------------------------------------------------------------------ S2-S7
+    def _label(self, node: Node) -> _Label:
+        """The paths of ``node`` with their prefix sums of ids and the index of their nodes (cached)."""
+        found = self._labels.get(node)
+        if found is None:
+            paths = self.paths(node)
+            index: dict[Node, list[tuple[int, int]]] = {}
+            sums = []
+            for k, path in enumerate(paths):
+                for position, v in enumerate(path):
+                    index.setdefault(v, []).append((k, position))
+                sums.append(list(accumulate(path)))
+            found = self._labels[node] = (paths, sums, index)
+        return found
+
     def graphs(self, gold: Iterable[Node], pred: Iterable[Node]) -> tuple[set[Node], set[Node]]:
         """HEMKit's graphs ``(Gt, Gp)`` of one instance (node sets; :data:`BEYOND` and the dummy root are
         nodes like the others)."""
@@ -126,9 +144,9 @@ class HemkitLCA:
             return gt, gp
         links = _Links(true, predicted)
         # S2, S3: candidate pairs of each one-sided label against the other side's paths
-        gold_pairs, gold_tried = self._candidates(gold_only, predicted, links, gold_side=True)
-        pred_pairs, pred_tried = self._candidates(pred_only, true, links, gold_side=False)
-        tried = {**gold_tried, **pred_tried}
+        tried: dict[Node, set[Node]] = {}
+        gold_pairs = self._candidates(gold_only, predicted, links, tried)
+        pred_pairs = self._candidates(pred_only, true, links, tried)
         chosen = links.select_ancestors(shared, len(true) + len(predicted))  # S4
         # S5: one pair per (label, partner), filed under an ancestor
         filed: dict[Node, dict[Node, tuple[Path, bool]]] = {}
@@ -161,44 +179,54 @@ class HemkitLCA:
                     graphs[not side].update(smallest[not side][2])
         return gt, gp
 
-    def _candidates(self, labels: list[Node], other: set[Node], links: _Links, gold_side: bool
-                    ) -> tuple[dict[Node, dict[Node, list[Pair]]], dict[Node, set[Node]]]:
+    def _candidates(self, labels: list[Node], other: set[Node], links: _Links, tried: dict[Node, set[Node]]
+                    ) -> dict[Node, dict[Node, list[Candidate]]]:
         """S2, S3 for the one-sided ``labels`` of one side against the labels ``other`` of the other side:
-        ``{label: {partner: [(own path, partner's path), ...]}}`` in the order HEMKit keeps them, and the
-        nodes of each label's own candidate paths; the links are added to ``links``."""
-        where: dict[Node, list[tuple[Path, int]]] = {}
-        for label in sorted(other):
-            for path in self.paths(label):
-                for position, node in enumerate(path):
-                    where.setdefault(node, []).append((path, position))
-        pairs: dict[Node, dict[Node, list[Pair]]] = {}
-        tried: dict[Node, set[Node]] = {}
+        ``{label: {partner: [(own path, partner's path, id sum), ...]}}`` in the order HEMKit keeps them; the
+        nodes of each label's own candidate paths go to ``tried``, the links to ``links``."""
+        others = [self._label(v) for v in sorted(other)]
+        reach: set[Node] = set()
+        for _, _, index in others:
+            reach.update(index)
+        pairs: dict[Node, dict[Node, list[Candidate]]] = {}
         for label in labels:
-            best = None
-            found: list[tuple[int, Pair]] = []
-            for path in self.paths(label):
-                for position, node in enumerate(path):
-                    meetings = where.get(node)
-                    if meetings is None:
-                        continue
-                    own = path[:position + 1]
-                    for theirs, at in meetings:
+            paths, sums, _ = self._label(label)
+            best = -1
+            found: list[tuple[int, Path, int, Path, int]] = []
+            for k, path in enumerate(paths):
+                position = 0
+                while path[position] not in reach:  # the first hit (BEYOND closes every path of the other side)
+                    position += 1
+                node = path[position]
+                own_sum = sums[k][position]
+                for their_paths, their_sums, index in others:
+                    for j, at in index.get(node, ()):
                         cost = position + at
-                        if best is None or cost < best:
+                        if cost < best or best < 0:
                             best = cost
                             found = []
                         if cost == best:
-                            pair = (own, theirs[:at + 1])
-                            found.append((sum(pair[0]) + sum(pair[1]), pair))
-                    break
+                            found.append((own_sum + their_sums[j][at], path, position, their_paths[j], at))
+            if len(found) > _THRESHOLD:
+                found = cxx_sort(found, _smaller_sum)
+            else:  # std::sort is an insertion sort here: stable
+                found.sort(key=itemgetter(0))
             mine = pairs[label] = {}
             nodes = tried[label] = set()
-            for _, (own, theirs) in cxx_sort(found, lambda a, b: a[0] < b[0]):
+            for total, path, position, theirs, at in found:
+                own = path[:position + 1]
                 nodes.update(own)
                 partner = theirs[0]
-                links.link(own[-1], label, partner)
-                mine.setdefault(partner, []).append((own, theirs))
-        return pairs, tried
+                links.link(path[position], label, partner)
+                group = mine.get(partner)
+                if group is None:
+                    group = mine[partner] = []
+                group.append((own, theirs[:at + 1], total))
+        return pairs
+
+
+def _smaller_sum(a: tuple, b: tuple) -> bool:
+    return a[0] < b[0]
 
 
 class _Links:
@@ -213,70 +241,80 @@ class _Links:
 
     def link(self, ancestor: Node, label: Node, partner: Node) -> None:
         """S3: ``ancestor`` serves both ``label`` and its ``partner``."""
-        self.linked.setdefault(ancestor, set()).update((label, partner))
-        self.ancestors_of.setdefault(label, set()).add(ancestor)
-        self.ancestors_of.setdefault(partner, set()).add(ancestor)
+        labels = self.linked.get(ancestor)
+        if labels is None:
+            self.linked[ancestor] = {label, partner}
+        else:
+            labels.add(label)
+            labels.add(partner)
+        for v in (label, partner):
+            above = self.ancestors_of.get(v)
+            if above is None:
+                self.ancestors_of[v] = {ancestor}
+            else:
+                above.add(ancestor)
 
     def select_ancestors(self, shared: set[Node], total: int) -> set[Node]:
         """S4: the ancestors chosen, by the number of labels linked (descending) then id (descending): one
         pass drops those whose labels all have a number of linking ancestors other than 1; then the others
         are taken in turn while some label is unserved, each when it serves a label not yet served on its
         side (its id then joins that side's node set)."""
-        order = sorted(self.linked, key=lambda a: (-len(self.linked[a]), -a))
+        linked, ancestors_of = self.linked, self.ancestors_of
         kept = []
-        for a in order:
-            labels = self.linked[a]
-            if all(len(self.ancestors_of[v]) != 1 for v in labels):
+        for a in sorted(linked, key=lambda a: (-len(linked[a]), -a)):
+            labels = linked[a]
+            if all(len(ancestors_of[v]) != 1 for v in labels):
                 for v in labels:
-                    self.ancestors_of[v].discard(a)
+                    ancestors_of[v].discard(a)
             else:
                 kept.append(a)
         served_gold, served_pred = set(shared), set(shared)
         chosen: set[Node] = set()
+        gold, pred = self.gold, self.pred
         for a in kept:
             if len(served_gold) + len(served_pred) == total:
                 break
-            for v in sorted(self.linked[a]):
-                if v in self.gold and v not in served_gold:
+            for v in sorted(linked[a]):
+                if v in gold and v not in served_gold:
                     chosen.add(a)
-                    self.gold.add(a)
+                    gold.add(a)
                     served_gold.add(v)
-                if v in self.pred and v not in served_pred:
+                if v in pred and v not in served_pred:
                     chosen.add(a)
-                    self.pred.add(a)
+                    pred.add(a)
                     served_pred.add(v)
         return chosen
 
-    def choose(self, label: Node, partner: Node, candidates: list[Pair], gold_side: bool, chosen: set[Node],
-               gold_only: list[Node], pred_only: list[Node], tried: dict[Node, set[Node]],
+    def choose(self, label: Node, partner: Node, candidates: list[Candidate], gold_side: bool,
+               chosen: set[Node], gold_only: list[Node], pred_only: list[Node], tried: dict[Node, set[Node]],
                filed: dict[Node, dict[Node, tuple[Path, bool]]]) -> None:
         """S5: the pair of (``label``, ``partner``) among ``candidates`` (``label`` on the gold side when
         ``gold_side``), filed under the ancestor of the last candidate."""
-        best = None  # (pair as (gold path, predicted path), nodes in the side sets, id sum)
-        recorded = 0
-        gold_label, pred_label = (label, partner) if gold_side else (partner, label)
-        for own, theirs in candidates:
-            if own[-1] not in chosen:
-                continue
-            g_path, p_path = (own, theirs) if gold_side else (theirs, own)
-            common = sum(v in self.pred for v in p_path) + sum(v in self.gold for v in g_path)
-            total = sum(p_path) + sum(g_path)
-            if best is None or common > best[1]:
-                best = ((g_path, p_path), common, total)
-                recorded = 0
-            elif common == best[1]:
-                overlap = (_overlap(g_path, gold_only, gold_label, tried)
-                           + _overlap(p_path, pred_only, pred_label, tried))
-                if overlap > recorded:
-                    best = ((g_path, p_path), common, total)
-                    recorded = overlap
-                elif total < best[2]:
-                    best = ((g_path, p_path), common, total)
-        if best is None:
+        usable = [c for c in candidates if c[0][-1] in chosen]
+        if not usable:
             return
-        ancestor = candidates[-1][0][-1]
-        g_path, p_path = best[0]
-        here = filed.setdefault(ancestor, {})
+        gold_label, pred_label = (label, partner) if gold_side else (partner, label)
+        best = usable[0]
+        if len(usable) > 1:
+            gold, pred = self.gold, self.pred
+            common = -1
+            recorded = 0
+            for candidate in usable:
+                own, theirs, total = candidate
+                g_path, p_path = (own, theirs) if gold_side else (theirs, own)
+                count = len(pred.intersection(p_path)) + len(gold.intersection(g_path))
+                if count > common:
+                    best, common, recorded = candidate, count, 0
+                elif count == common:
+                    overlap = (_overlap(g_path, gold_only, gold_label, tried)
+                               + _overlap(p_path, pred_only, pred_label, tried))
+                    if overlap > recorded:
+                        best, recorded = candidate, overlap
+                    elif total < best[2]:
+                        best = candidate
+        own, theirs, _ = best
+        g_path, p_path = (own, theirs) if gold_side else (theirs, own)
+        here = filed.setdefault(candidates[-1][0][-1], {})
         if pred_label not in here:
             here[pred_label] = (p_path, False)
         if gold_label not in here:
@@ -285,11 +323,7 @@ class _Links:
 
 def _overlap(path: Path, labels: list[Node], skip: Node, tried: dict[Node, set[Node]]) -> int:
     """The most nodes of ``path`` on the candidate paths of one of ``labels`` other than ``skip``."""
-    most = 0
-    for v in labels:
-        if v != skip and v in tried:
-            most = max(most, sum(n in tried[v] for n in path))
-    return most
+    return max((len(tried[v].intersection(path)) for v in labels if v != skip and v in tried), default=0)
 
 
 # ---------------------------------------------------------------------------------------------- std::sort
