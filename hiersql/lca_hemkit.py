@@ -174,8 +174,8 @@ class HemkitLCA:
                     added[gold_side] += 1
                     served[gold_side].add(node)
             for side in (True, False):
-                # HEMKit reads an unset pointer when the other side has no served path here: nothing added
-                if added[side] and not added[not side] and (not side) in smallest:
+                # every ancestor's first filing holds a path of each side, so the other side has a served one
+                if added[side] and not added[not side]:
                     graphs[not side].update(smallest[not side][2])
         return gt, gp
 
