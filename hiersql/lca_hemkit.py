@@ -192,32 +192,44 @@ class HemkitLCA:
         for label in labels:
             paths, sums, _ = self._label(label)
             best = -1
-            found: list[tuple[int, Path, int, Path, int]] = []
+            found: list[tuple[int, Path, Path, int]] = []
+            hits: list[tuple[int, Path]] = []  # (cost, the path up to its first hit) of each path
             for k, path in enumerate(paths):
                 position = 0
                 while path[position] not in reach:  # the first hit (BEYOND closes every path of the other side)
                     position += 1
                 node = path[position]
+                own = path[:position + 1]
                 own_sum = sums[k][position]
+                low = -1
                 for their_paths, their_sums, index in others:
                     for j, at in index.get(node, ()):
                         cost = position + at
+                        if cost < low or low < 0:
+                            low = cost
                         if cost < best or best < 0:
                             best = cost
                             found = []
                         if cost == best:
-                            found.append((own_sum + their_sums[j][at], path, position, their_paths[j], at))
-            if len(found) > _THRESHOLD:
+                            found.append((own_sum + their_sums[j][at], own, their_paths[j], at))
+                hits.append((low, own))
+            # std::sort: up to 16 pairs an insertion sort (stable), beyond not stable; the order of equal sums
+            # matters only among the pairs of one partner (S5), so a stable sort does when those sums differ
+            if len(found) > _THRESHOLD and len({(f[0], f[2][0]) for f in found}) < len(found):
                 found = cxx_sort(found, _smaller_sum)
-            else:  # std::sort is an insertion sort here: stable
+            else:
                 found.sort(key=itemgetter(0))
-            mine = pairs[label] = {}
             nodes = tried[label] = set()
-            for total, path, position, theirs, at in found:
-                own = path[:position + 1]
-                nodes.update(own)
+            for cost, own in hits:
+                if cost == best:
+                    nodes.update(own)
+            mine = pairs[label] = {}
+            linked = set()
+            for total, own, theirs, at in found:
                 partner = theirs[0]
-                links.link(path[position], label, partner)
+                if (own[-1], partner) not in linked:
+                    linked.add((own[-1], partner))
+                    links.link(own[-1], label, partner)
                 group = mine.get(partner)
                 if group is None:
                     group = mine[partner] = []
@@ -289,18 +301,25 @@ class _Links:
                chosen: set[Node], gold_only: list[Node], pred_only: list[Node], tried: dict[Node, set[Node]],
                filed: dict[Node, dict[Node, tuple[Path, bool]]]) -> None:
         """S5: the pair of (``label``, ``partner``) among ``candidates`` (``label`` on the gold side when
-        ``gold_side``), filed under the ancestor of the last candidate."""
+        ``gold_side``), filed under the ancestor of the last candidate. Nothing is chosen when that filing
+        can have no effect: an ancestor that was not selected is never used (S6), and a label already filed
+        under the ancestor stays."""
+        gold_label, pred_label = (label, partner) if gold_side else (partner, label)
+        ancestor = candidates[-1][0][-1]
+        here = filed.get(ancestor)
+        if ancestor not in chosen or (here is not None and gold_label in here and pred_label in here):
+            return
         usable = [c for c in candidates if c[0][-1] in chosen]
         if not usable:
             return
-        gold_label, pred_label = (label, partner) if gold_side else (partner, label)
         best = usable[0]
         if len(usable) > 1:
+            # HEMKit's last tie-break, a smaller id sum, never applies: the candidates come sorted by it (S2)
             gold, pred = self.gold, self.pred
             common = -1
             recorded = 0
             for candidate in usable:
-                own, theirs, total = candidate
+                own, theirs, _ = candidate
                 g_path, p_path = (own, theirs) if gold_side else (theirs, own)
                 count = len(pred.intersection(p_path)) + len(gold.intersection(g_path))
                 if count > common:
@@ -310,11 +329,10 @@ class _Links:
                                + _overlap(p_path, pred_only, pred_label, tried))
                     if overlap > recorded:
                         best, recorded = candidate, overlap
-                    elif total < best[2]:
-                        best = candidate
         own, theirs, _ = best
         g_path, p_path = (own, theirs) if gold_side else (theirs, own)
-        here = filed.setdefault(candidates[-1][0][-1], {})
+        if here is None:
+            here = filed[ancestor] = {}
         if pred_label not in here:
             here[pred_label] = (p_path, False)
         if gold_label not in here:
@@ -323,7 +341,13 @@ class _Links:
 
 def _overlap(path: Path, labels: list[Node], skip: Node, tried: dict[Node, set[Node]]) -> int:
     """The most nodes of ``path`` on the candidate paths of one of ``labels`` other than ``skip``."""
-    return max((len(tried[v].intersection(path)) for v in labels if v != skip and v in tried), default=0)
+    most = 0
+    for v in labels:
+        if v != skip:
+            count = len(tried[v].intersection(path))
+            if count > most:
+                most = count
+    return most
 
 
 # ---------------------------------------------------------------------------------------------- std::sort
