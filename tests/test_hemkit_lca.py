@@ -472,3 +472,26 @@ def test_cxx_sort_is_libstdcxx_sort():
     for case, expected in zip(keys, CXX_SORTED, strict=True):
         got = cxx_sort(list(enumerate(case)), lambda a, b: a[1] < b[1])
         assert [i for i, _ in got] == [int(x) for x in expected.split()]
+
+
+def test_graphs_on_names(fixtures_dir):
+    """``lca.graphs`` with ``lca_graph="hemkit"``: the node names of the graphs derived by hand above for
+    s4_stop_early (6 gets no path) and s2_meeting_beyond_d at d = 1 (HEMKit's marker -1 under the name of the
+    virtual ancestor beyond the distance)."""
+    from hiersql.evaluator import make_options
+    from hiersql.hemkit import hemkit_store
+    from hiersql.metrics import lca
+
+    for case, max_distance, expected in (
+        ("s4_stop_early", 100000, {"t": {"3", "4", "6", "1", "2"}, "p": {"2", "1"}}),
+        ("s2_meeting_beyond_d", 1, {"t": {"3", "2", -1}, "p": {"5", "4", -1}}),
+    ):
+        folder = fixtures_dir / "hemkit" / case
+        store = hemkit_store(folder / "hierarchy.txt", folder / "gold.txt", folder / "pred.txt", max_distance)
+        try:
+            beyond = lca.beyond_name(store)
+            got = lca.graphs(store, make_options(lca_graph="hemkit", max_distance=max_distance))
+        finally:
+            store.close()
+        named = {side: {beyond if v == -1 else v for v in nodes} for side, nodes in expected.items()}
+        assert got == {("pred", "1"): named}
