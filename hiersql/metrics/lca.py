@@ -7,7 +7,7 @@ LCAs, which option per label, which shortest path); only the instances where a c
 (``lca_open_instances``) leave SQL, and are solved here:
 
 - ``lca_graph="extended"``: every option and every shortest path (Kosmopoulos Fig. 9);
-- ``lca_graph="greedy"``: the approximation of Algorithm 1 (as HEMKit): LCAs sorted by the number of labels
+- ``lca_graph="greedy"``: the paper's Algorithm 1 (not HEMKit's variant): LCAs sorted by the number of labels
   they connect, added until every label is covered, then redundant ones removed; each label then takes the
   option and shortest paths that add the fewest new nodes, labels with the fewest choices first;
 - ``lca_graph="hemkit"``: what HEMKit computes, including its departures from the paper
