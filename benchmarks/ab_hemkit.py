@@ -11,6 +11,12 @@ prints the same six numbers. Usage::
     .venv/bin/python benchmarks/ab_hemkit.py /tmp/base . --runs 12
 
 The data is that of ``bench_hemkit.py --part mesh`` (run it once first).
+
+``--hemkit PATH`` adds HEMKit itself (a binary built with ``g++ -O2`` from ``BioASQ/Evaluation-Measures``,
+``hierarchical/software``) to the alternation, on the same files, and reports each tree's median wall time
+as a ratio of HEMKit's (issue 16: at most 0.5)::
+
+    .venv/bin/python benchmarks/ab_hemkit.py . --hemkit /path/to/HEMKit --runs 10
 """
 
 from __future__ import annotations
@@ -45,10 +51,22 @@ def run(tree: Path, cwd: str) -> tuple[float, float, str]:
     return wall, cpu, proc.stdout.strip()
 
 
+def run_hemkit(binary: Path, cwd: str) -> tuple[float, float, str]:
+    """One run of HEMKit's binary on the same files: wall seconds, CPU seconds, stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([str(binary), str(MESH), str(DATA / "hemkit_gold.txt"), str(DATA / "hemkit_pred.txt"),
+                           "4", "5"], cwd=cwd, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, proc.stdout.strip()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("trees", nargs="+", type=Path, help="source trees (checkouts of this repository)")
     p.add_argument("--runs", type=int, default=10, help="runs per tree (default 10)")
+    p.add_argument("--hemkit", type=Path, help="HEMKit's binary, run in turn with the trees")
     args = p.parse_args()
     if not (DATA / "hemkit_gold.txt").is_file():
         sys.exit("no benchmark data: run benchmarks/bench_hemkit.py --part mesh first")
@@ -56,6 +74,7 @@ def main() -> None:
     walls: dict[Path, list[float]] = {t: [] for t in trees}
     cpus: dict[Path, list[float]] = {t: [] for t in trees}
     outputs: dict[Path, set[str]] = {t: set() for t in trees}
+    hemkit_walls, hemkit_cpus, hemkit_out = [], [], set()
     with tempfile.TemporaryDirectory() as cwd:
         for _ in range(args.runs):
             for tree in trees:
@@ -63,10 +82,21 @@ def main() -> None:
                 walls[tree].append(wall)
                 cpus[tree].append(cpu)
                 outputs[tree].add(out)
+            if args.hemkit:
+                wall, cpu, out = run_hemkit(args.hemkit.resolve(), cwd)
+                hemkit_walls.append(wall)
+                hemkit_cpus.append(cpu)
+                hemkit_out.add(out)
     for tree in trees:
         w = sorted(walls[tree])
+        ratio = (f"; {statistics.median(w) / statistics.median(hemkit_walls):.2f} x HEMKit's median"
+                 if hemkit_walls else "")
         print(f"{tree}: wall median {statistics.median(w):.3f} s (min {w[0]:.3f}, max {w[-1]:.3f}), CPU median"
-              f" {statistics.median(cpus[tree]):.3f} s")
+              f" {statistics.median(cpus[tree]):.3f} s{ratio}")
+    if hemkit_walls:
+        w = sorted(hemkit_walls)
+        print(f"HEMKit {args.hemkit}: wall median {statistics.median(w):.3f} s (min {w[0]:.3f}, max {w[-1]:.3f}),"
+              f" CPU median {statistics.median(hemkit_cpus):.3f} s; printed {sorted(hemkit_out)}")
     if len(set().union(*outputs.values())) != 1:
         sys.exit(f"the trees print different numbers: {outputs}")
     print(f"every run printed: {next(iter(outputs[trees[0]]))}")

@@ -321,7 +321,7 @@ class Engine:
         for step in steps:
             if isinstance(step, Sql):
                 self.stage(plan.file, step.query, params, done)
-            else:
+            elif step.when(options):
                 self.solve(step, params, options)
                 done.update(step.writes)
         return done

@@ -9,9 +9,8 @@ which this module reproduces with the SQL of ``sql/set_based.sql`` and ``sql/lca
 - hP, hR, hF: each label is augmented with its ancestors up to ``MAX_DISTANCE + 1`` edges up (the dummy root
   included when within reach); ``hF = 2·hP·hR/(hP + hR)`` per instance;
 - LCA-P, LCA-R, LCA-F: within each set, labels that are ancestors (within ``MAX_DISTANCE + 1`` edges) of another
-  label of the set are dropped (for these measures only); LCAs and their paths reach ``MAX_DISTANCE`` edges up
-  from both labels; beyond that the two labels share a virtual common ancestor; minimal graphs by the greedy
-  Algorithm 1;
+  label of the set are dropped (for these measures only); the graphs are those HEMKit builds, with its
+  departures from the paper's Algorithm 1 (:mod:`hiersql.lca_hemkit`, ``lca_graph="hemkit"``);
 - ``MAX_ERROR`` is the cost of pairing with a default class: it enters MGIA only, which the six-number output
   does not print, so it is checked and otherwise unused.
 
@@ -169,23 +168,21 @@ def _hierarchical(store: Store, max_distance: int) -> tuple[list[float], int]:
 def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     """HEMKit's six means over the instances of ``store`` (single system), with HEMKit's arithmetic: per
     instance P and R (a quotient of two counts), ``F = 2·P·R/(P + R)`` (0 when both are 0), each summed in line
-    order and divided by the number of instances, so that all 17 printed digits match.
+    order and divided by the number of instances, so that all 17 printed digits match. The LCA graphs are
+    HEMKit's own (:mod:`hiersql.lca_hemkit`, ``lca_graph="hemkit"``).
 
-    hP/hR and the LCA graphs read the same tables and write only temp tables of their own connection, so the
-    set-based query (and its means) runs on a second connection to the same database (a cursor) in a thread
-    while this one builds the LCA graphs: DuckDB releases the GIL while it runs a query
-    (:func:`~hiersql.store.beside_python`)."""
-    from .evaluator import make_options
-    from .metrics import lca
+    hP/hR and the LCA graphs read the same tables, so the set-based query (and its means) runs on a second
+    connection to the same database (a cursor) in a thread while this one builds the LCA graphs in Python:
+    DuckDB releases the GIL while it runs a query (:func:`~hiersql.store.beside_python`)."""
+    from .lca_hemkit import store_graph_counts
     from .store import beside_python
 
-    options = make_options(include_root=True, max_distance=max_distance, lca_graph="greedy")
     side = store.cursor()
     with beside_python(lambda: _hierarchical(side, max_distance)) as hierarchical:
-        lca_values = lca.instance_relation(store, options, drop_distance=max_distance + 1, order=None).select(
-            "instance_id, lca_precision, lca_recall").order(LINE_ORDER).fetchall()
+        counts = store_graph_counts(store.con, True, max_distance)
     (hp, hr, hf), instances = hierarchical.result()
-    lp, lr, lf = _means(lca_values)
+    counts.sort(key=lambda row: int(row[1]))  # line order (instance ids are line numbers)
+    lp, lr, lf = _means([(i, b / p if p else 0.0, b / t if t else 0.0) for _, i, t, p, b in counts])
     return HemkitResult(hp, hr, hf, lp, lr, lf, instances=instances)
 
 

@@ -44,14 +44,14 @@ class Python:
     ``solve(con, params, options)`` receives a DuckDB connection on which the tables of ``reads`` exist
     (the runner's own connection for DuckDB; a scratch one holding Arrow copies for the other engines) and
     creates the tables of ``writes`` on it; the runner then makes them visible to the following stages.
-    ``when(options)`` says whether the step runs (the tables are still created, empty, by ``solve`` when it
-    is asked to with no work: a step never leaves a later stage without its input).
+    ``when(options)`` says whether the step runs at all (a step that only rewrites a table made before it).
     """
 
     name: str
     solve: Callable[[duckdb.DuckDBPyConnection, dict[str, object], Options], None]
     reads: tuple[str, ...]
     writes: tuple[str, ...]
+    when: Callable[[Options], bool] = lambda options: True
 
 
 Step = Sql | Python

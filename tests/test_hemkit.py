@@ -36,9 +36,12 @@ EXAMPLE = (F(20, 21), F(79, 108), (F(8, 13) + F(4, 5) + 1) / 3, F(11, 12), F(7, 
 #   I1: Yaug = {1,2,3,20,10,70,30,90} (8), Ŷaug = {1,20,10} (3): hP 1, hR 3/8, hF 6/11
 #   I2: Yaug = {1,4,5,20,10,30,90} (7), Ŷaug = {2,4,20,10,30,90} (6), both 5: hP 5/6, hR 5/7, hF 10/13
 #   I3: 1, 1, 1
-#   LCA I1: 3 and 1 share no ancestor within 1 edge: both reach the virtual ancestor ⊥ beyond the threshold;
-#       Gt = {1, 2, 20, 3, ⊥} (5), Gp = {1, 20, ⊥} (3), both 3: P 1, R 3/5, F 3/4. I2 as above. I3: 1.
-EXAMPLE_MD1 = (F(17, 18), F(39, 56), F(331, 429), F(11, 12), F(11, 15), F(29, 36))
+#   LCA I1 (HEMKit's rules S1-S6, docs/lca.md): 3 and 1 share no node within 1 edge: they meet at the marker -1
+#       closing every path, and HEMKit keeps the whole paths up to it: 3's (3, 30, -1) (id sum 32 < 3's
+#       (3, 70, -1)) and 1's (1, 20, -1); 2 meets 1 at 20. Gt = {1, 2, 3, 20, 30, -1} (6), Gp = {1, 20, -1}
+#       (3), both 3: P 1, R 1/2, F 2/3 (the paper's ⊥ joined without the paths' nodes would give R 3/5).
+#       I2 as above. I3: 1. HEMKit (g++ -O2, std::setprecision(17)) prints the same six numbers.
+EXAMPLE_MD1 = (F(17, 18), F(39, 56), F(331, 429), F(11, 12), F(7, 10), F(7, 9))
 
 
 @pytest.fixture(scope="module")

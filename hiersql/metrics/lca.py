@@ -7,9 +7,11 @@ LCAs, which option per label, which shortest path); only the instances where a c
 (``lca_open_instances``) leave SQL, and are solved here:
 
 - ``lca_graph="extended"``: every option and every shortest path (Kosmopoulos Fig. 9);
-- ``lca_graph="greedy"``: the approximation of Algorithm 1 (as HEMKit): LCAs sorted by the number of labels
+- ``lca_graph="greedy"``: the paper's Algorithm 1 (not HEMKit's variant): LCAs sorted by the number of labels
   they connect, added until every label is covered, then redundant ones removed; each label then takes the
   option and shortest paths that add the fewest new nodes, labels with the fewest choices first;
+- ``lca_graph="hemkit"``: what HEMKit computes, including its departures from the paper
+  (:mod:`hiersql.lca_hemkit`, every instance in Python);
 - ``lca_graph="optimal"``: the exact optimum of Problem 2 with OR-Tools CP-SAT: first the minimum number of
   LCAs, then, with that number fixed, the maximum FLCA (a ratio, maximised by Dinkelbach's iteration). An
   instance that does not finish within ``LCA_TIME_LIMIT`` seconds (or has too many shortest paths) falls back
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from .. import sqlfiles
+from .. import lca_hemkit, sqlfiles
 from ..errors import DataWarning
 from ..plan import FamilyPlan, Measure, Python, Sql
 from ..store import beside_python
@@ -142,6 +144,9 @@ def graph_counts(store: Store, options: Options, drop_distance: int | None = Non
     extended counts (``lca_extended_nodes``, ``lca_graph_counts``) are computed while the instances with a
     choice are solved, and then overwritten for those."""
     params = _params(options, store, drop_distance)
+    if options.lca_graph == "hemkit":  # HEMKit's rules, in Python for every instance (drop distance: its own)
+        lca_hemkit.write_graph_counts(store.con, params["include_root"], params["max_distance"])
+        return params
     if options.lca_graph == "extended":
         _prepare(store, params, "lca_graph_counts")
         return params
@@ -168,6 +173,8 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
     """The LCA graphs of every (system, instance_id) with labels: ``{"t": Gt nodes, "p": Gp nodes}`` (the root
     included when it is on a path, whatever ``include_root`` says)."""
     params = _params(options, store, None)
+    if options.lca_graph == "hemkit":
+        return lca_hemkit.store_graph_names(store.con, params["max_distance"], params["beyond"])
     _prepare(store, params, "lca_extended_names")
     out: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"t": set(), "p": set()})
     for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_names").fetchall():
@@ -228,10 +235,7 @@ def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = 
 
 def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
     """The minimal-graph step: ``lca_graph_counts`` rewritten with the sizes of the minimal graphs
-    (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``); unchanged for
-    the extended graphs."""
-    if options.lca_graph == "extended":
-        return
+    (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``)."""
     on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
     ignore = set() if options.include_root else {_root(on)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
@@ -261,6 +265,11 @@ def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, objec
         )
 
 
+def solve_hemkit_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The HEMKit step: ``lca_graph_counts`` of HEMKit's graphs for every instance (:mod:`hiersql.lca_hemkit`)."""
+    lca_hemkit.write_graph_counts(con, params["include_root"], params["max_distance"])
+
+
 PLAN = FamilyPlan(
     name="lca",
     file="lca",
@@ -273,7 +282,10 @@ PLAN = FamilyPlan(
         Python("minimal_graphs", solve_minimal_graphs,
                reads=("nodes", "lca_instances", "lca_graph_counts", "lca_open_instances", "lca_open_batches",
                       "lca_open_options", "lca_open_nodes", "lca_open_links"),
-               writes=("lca_graph_counts",)),
+               writes=("lca_graph_counts",), when=lambda options: options.lca_graph in ("greedy", "optimal")),
+        Python("hemkit_graphs", solve_hemkit_graphs,
+               reads=("nodes", "edges", "truth", "predictions", "systems", "instances"),
+               writes=("lca_graph_counts",), when=lambda options: options.lca_graph == "hemkit"),
         Sql("lca_instance"),
     ),
     instance="lca_instance",
@@ -551,7 +563,7 @@ def lca_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -
     average:
         ``"micro"`` pools ``|Gt ∩ Gp|`` and ``|Gp|`` over instances; ``"macro"`` averages per instance.
     **options:
-        ``lca_graph`` (``"greedy"``, ``"optimal"`` or ``"extended"``), ``include_root`` (False),
+        ``lca_graph`` (``"greedy"``, ``"optimal"``, ``"extended"`` or ``"hemkit"``), ``include_root`` (False),
         ``max_distance`` (None: LCAs at most that many edges above both labels), ``zero_division`` (0).
     """
     return one_shot(evaluate, "lca_precision", y_true, y_pred, taxonomy, average, **options)
