@@ -1,0 +1,287 @@
+"""Choosing between systems: every measure's value with a bootstrap confidence interval, the paired tests of
+every pair of systems, ranks and groups of systems not significantly different, and the rank correlation
+between the measures (Kosmopoulos et al. 2015 §4; the statistics are in :mod:`hiersql.stats`).
+
+A measure gets intervals and tests when its value is a function of per-instance quantities that the family's
+``per_instance`` table gives (:data:`INSTANCE_STATISTICS`): a mean of per-instance values (macro-averaged
+and example-based measures, GIE, ...) or a ratio of sums (micro-averaged hP, hR, hF, LCA-F, label-based F,
+MGIA). The label-based macro measures are means over labels: their items are the labels (``flat.per_label``)
+and their sign test is the macro sign test. Other measures (the hierarchical confusion matrix, the scoring
+trees, the tree-induced error where it is undefined for some instance) are reported with value and rank only.
+
+Grouping rule: per measure, systems are sorted best first. Group 1 is the best system and every system whose
+paired test against it is not significant (``p >= alpha``; with ``holm=True`` the p-values are Holm-adjusted
+over all pairs of that measure). The best system not yet grouped starts group 2 with the remaining systems
+not significantly different from it, and so on. So "same group as the best" reads "not shown to be worse than
+the best". ``rank`` is the competition rank by value (1 + the number of strictly better systems).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from . import stats
+from .metrics import REGISTRY
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .evaluator import Evaluator
+    from .metrics import Options
+    from .store import Store
+
+# measures where a lower value is better
+LOWER_IS_BETTER = frozenset({
+    "symmetric_difference_loss", "hamming_loss", "graph_induced_error", "mgia_fn", "tree_induced_error",
+    "all_pairs_error", "hcm_fn", "hcm_fp", "hcm_fnr", "hcm_fpr",
+})
+TESTS = ("sign", "wilcoxon", "bootstrap", "permutation")
+
+
+@dataclass(frozen=True)
+class InstanceStatistic:
+    """How a measure's value follows from its family's per-instance table: ``Σ num / Σ den`` over the items,
+    ``num`` and ``den`` computed from the table's columns (``den`` ``None``: the mean of ``num``)."""
+
+    family: str
+    numerator: str | tuple[float, str, ...]
+    denominator: tuple[float, str, ...] | None = None
+    items: str = "instances"  # or "labels" (flat.per_label)
+
+
+def _f_beta(beta: float) -> tuple[tuple[float, str], tuple[tuple[float, str], ...]]:
+    return (1 + beta * beta, "n_both"), ((beta * beta, "n_true"), (1.0, "n_pred"))
+
+
+def instance_statistic(metric: str, average: str, options: Options) -> InstanceStatistic | None:
+    """The :class:`InstanceStatistic` of ``metric`` with ``average``, or ``None`` when the value is not a
+    mean or a ratio of sums of per-instance quantities."""
+    mean_columns = {
+        "set_based": {"hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
+                      "symmetric_difference_loss"},
+        "flat": {"example_accuracy", "example_precision", "example_recall", "example_f1", "hamming_loss",
+                 "subset_accuracy"},
+        "pair_based": {"graph_induced_error", "mgia_fn", "mgia", "all_pairs_error"},
+        "lca": {"lca_precision", "lca_recall", "lca_f1"},
+    }
+    family = next((f for f, names in REGISTRY.items() if metric in names), None)
+    if family is None:
+        return None
+    if metric.startswith("label_") and metric != "label_accuracy":
+        if average == "macro":
+            return InstanceStatistic("flat_labels", metric, items="labels")
+        ratios = {"label_precision": ("n_pred",), "label_recall": ("n_true",)}
+        if metric in ratios:
+            return InstanceStatistic("flat", ((1.0, "n_both"),), ((1.0, ratios[metric][0]),))
+        return InstanceStatistic("flat", ((2.0, "n_both"),), ((1.0, "n_true"), (1.0, "n_pred")))
+    if average == "micro" and family in ("set_based", "lca"):
+        stem = metric.rsplit("_", 1)[1]
+        beta = options.beta if family == "set_based" else 1.0
+        num, den = {"precision": (((1.0, "n_both"),), ((1.0, "n_pred"),)),
+                    "recall": (((1.0, "n_both"),), ((1.0, "n_true"),)),
+                    "f1": ((_f_beta(beta)[0],), _f_beta(beta)[1])}[stem]
+        return InstanceStatistic(family, num, den)
+    if metric == "mgia" and average == "micro" and options.denominator == "union":
+        # 1 - Σ fn / Σ dmax |P ∪ T|  =  Σ (dmax |P ∪ T| - fn) / Σ dmax |P ∪ T|
+        d = options.dmax
+        return InstanceStatistic("pair_based", ((d, "n_true"), (d, "n_pred"), (-d, "n_shared"), (-1.0, "mgia_fn")),
+                                 ((d, "n_true"), (d, "n_pred"), (-d, "n_shared")))
+    if metric in mean_columns.get(family, ()) and (average in ("", "macro")):
+        return InstanceStatistic(family, metric)
+    return None
+
+
+def _combine(frame: pd.DataFrame, terms: str | tuple) -> pd.Series:
+    if isinstance(terms, str):
+        return frame[terms].astype(float)
+    return sum(weight * frame[column].astype(float) for weight, column in terms)
+
+
+class Comparison(NamedTuple):
+    """The result of :func:`compare`: four DataFrames and the settings."""
+
+    ranking: pd.DataFrame
+    """One row per (measure, system): ``measure, metric, average, system, value, ci_low, ci_high, rank, group,
+    items`` (CI and group are NaN for measures without per-instance values)."""
+    tests: pd.DataFrame
+    """One row per (measure, pair of systems): ``measure, items, system_a, system_b, difference, ci_low,
+    ci_high, sign_n, sign_k, sign_p, wilcoxon_p, bootstrap_p, permutation_p, p_value`` (``p_value``: the
+    p-value of the grouping test, Holm-adjusted with ``holm=True``)."""
+    kendall: pd.DataFrame
+    """Kendall's τ-b between the system rankings of the measures (measures x measures)."""
+    spearman: pd.DataFrame
+    """Spearman's ρ between the same rankings."""
+    settings: dict[str, Any]
+
+
+def measure_name(metric: str, average: str) -> str:
+    """``"hf micro"``: the metric's short alias (or its name) and the average, if any."""
+    alias = next((names[metric] for names in REGISTRY.values() if metric in names), "") or metric
+    return f"{alias} {average}" if average else alias
+
+
+def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], *, n_resamples: int = 1000,
+            seed: int | None = 0, confidence: float = 0.95, alpha: float = 0.05, test: str = "sign",
+            holm: bool = False, **options: Any) -> Comparison:
+    """Values, confidence intervals, paired tests, ranks, groups and rank correlations of ``metrics`` for
+    every system of ``evaluator``.
+
+    Parameters
+    ----------
+    evaluator:
+        An :class:`~hiersql.Evaluator` (or its :class:`~hiersql.store.Store`) with the truth and two or more
+        systems.
+    metrics:
+        Measure names or aliases (as :meth:`~hiersql.Evaluator.evaluate`).
+    n_resamples:
+        Resamples of the paired bootstrap and of the permutation test.
+    seed:
+        Seed of both (same seed, same output).
+    confidence:
+        Coverage of the bootstrap percentile intervals.
+    alpha:
+        Significance level of the grouping rule (module docstring).
+    test:
+        The test behind the groups: ``"sign"`` (micro sign test on instances, macro sign test on labels;
+        Kosmopoulos et al. §4.2), ``"wilcoxon"``, ``"bootstrap"`` or ``"permutation"``; all four are in
+        ``tests`` either way.
+    holm:
+        Holm-adjust the grouping p-values over the pairs of each measure.
+    **options:
+        Measure options (``average``, ``beta``, ``dmax``, ...), as for :meth:`~hiersql.Evaluator.evaluate`.
+    """
+    import pandas as pd
+
+    from .evaluator import compute, make_options
+
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {TESTS}, got {test!r}")
+    store = getattr(evaluator, "store", evaluator)
+    opts = make_options(**options)
+    rows = compute(store, list(metrics), opts)
+    values = pd.DataFrame(rows, columns=["system", "metric", "average", "value"])
+    values["measure"] = [measure_name(m, a) for m, a in zip(values.metric, values.average, strict=True)]
+    measures = list(dict.fromkeys(values["measure"]))
+    systems = sorted(values["system"].unique())
+    tables: dict[str, pd.DataFrame] = {}
+    ranking, tests = [], []
+    for measure in measures:
+        part = values[values["measure"] == measure].set_index("system").reindex(systems)
+        metric, average = part["metric"].iloc[0], part["average"].iloc[0]
+        spec = instance_statistic(metric, average, opts)
+        matrices = _matrices(store, spec, opts, systems, tables) if spec else None
+        frame = part[["value"]].reset_index().assign(measure=measure, metric=metric, average=average,
+                                                     ci_low=np.nan, ci_high=np.nan,
+                                                     items=spec.items if matrices else "")
+        if matrices is not None:
+            num, den = matrices
+            boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, opts.zero_division)
+            frame["ci_low"] = boot.intervals["ci_low"].to_numpy()
+            frame["ci_high"] = boot.intervals["ci_high"].to_numpy()
+            pair_table = _pair_tests(num, den, boot.pairs, n_resamples, seed, opts.zero_division)
+            pair_table["p_value"] = pair_table[f"{test}_p"]
+            if holm:
+                pair_table["p_value"] = stats.holm(pair_table["p_value"].to_numpy())
+            tests.append(pair_table.assign(measure=measure, items=spec.items))
+        better = -frame["value"] if metric in LOWER_IS_BETTER else frame["value"]
+        frame["rank"] = better.rank(method="min", ascending=False).astype(int)
+        frame["group"] = _groups(frame["system"], better, tests[-1] if matrices is not None else None, alpha)
+        ranking.append(frame)
+    ranking_frame = pd.concat(ranking, ignore_index=True)[
+        ["measure", "metric", "average", "system", "value", "ci_low", "ci_high", "rank", "group", "items"]]
+    test_columns = ["measure", "items", "system_a", "system_b", "difference", "ci_low", "ci_high", "sign_n",
+                    "sign_k", "sign_p", "wilcoxon_p", "bootstrap_p", "permutation_p", "p_value"]
+    tests_frame = (pd.concat(tests, ignore_index=True)[test_columns] if tests
+                   else pd.DataFrame(columns=test_columns))
+    oriented = ranking_frame.assign(score=np.where(ranking_frame["metric"].isin(LOWER_IS_BETTER),
+                                                   -ranking_frame["value"], ranking_frame["value"]))
+    wide = oriented.pivot(index="system", columns="measure", values="score")[measures]
+    settings = {"metrics": list(metrics), "n_resamples": n_resamples, "seed": seed, "confidence": confidence,
+                "alpha": alpha, "test": test, "holm": holm}
+    return Comparison(ranking_frame, tests_frame, stats.rank_correlations(wide, "kendall"),
+                      stats.rank_correlations(wide, "spearman"), settings)
+
+
+def _matrices(store: Store, spec: InstanceStatistic, opts: Options, systems: list[str],
+              tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
+    """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in
+    ``tables``), or ``None`` when some system lacks a value for some item."""
+    from .metrics import family
+
+    if spec.family not in tables:
+        if spec.family == "flat_labels":
+            tables[spec.family] = family("flat").per_label(store, opts).rename(
+                columns={"label": "instance_id"})
+        else:
+            tables[spec.family] = family(spec.family).per_instance(store, opts)
+    table = tables[spec.family]
+
+    def wide(terms) -> pd.DataFrame:
+        column = table[["system", "instance_id"]].assign(_v=_combine(table, terms))
+        return column.pivot(index="instance_id", columns="system", values="_v").reindex(columns=systems)
+
+    num = wide(spec.numerator)
+    den = wide(spec.denominator) if spec.denominator is not None else None
+    if num.isna().to_numpy().any() or (den is not None and den.isna().to_numpy().any()):
+        return None
+    return num, den
+
+
+def _pair_tests(num: pd.DataFrame, den: pd.DataFrame | None, bootstrap_pairs: pd.DataFrame,
+                n_resamples: int, seed: int | None, zero_division: float) -> pd.DataFrame:
+    """All four tests of every pair of systems, one row per pair. The sign and Wilcoxon tests compare the
+    items' own values (``num / den`` per item for a ratio, where ``den > 0``)."""
+    if den is None:
+        per_item = num
+    else:
+        per_item = num / den.where(den != 0)
+        per_item = per_item.fillna(zero_division)
+    sign = stats.micro_sign_test(per_item)
+    wilcoxon = stats.wilcoxon_test(per_item)
+    permutation = stats.paired_permutation_test(num, den, n_resamples, seed, zero_division=zero_division)
+    return bootstrap_pairs.rename(columns={"p_value": "bootstrap_p"}).assign(
+        sign_n=sign["n"], sign_k=sign["k"], sign_p=sign["p_value"], wilcoxon_p=wilcoxon["p_value"],
+        permutation_p=permutation["p_value"])
+
+
+def _groups(systems: pd.Series, better: pd.Series, pair_table: pd.DataFrame | None, alpha: float) -> list:
+    """Group numbers of the grouping rule (module docstring); NaN without tests."""
+    if pair_table is None:
+        return [np.nan] * len(systems)
+    p = {}
+    for a, b, value in zip(pair_table["system_a"], pair_table["system_b"], pair_table["p_value"], strict=True):
+        p[a, b] = p[b, a] = value
+    order = [s for _, s in sorted(zip(-better.to_numpy(), systems, strict=True))]
+    group: dict[str, int] = {}
+    current = 0
+    for leader in order:
+        if leader in group:
+            continue
+        current += 1
+        group[leader] = current
+        for other in order:
+            if other not in group and p[leader, other] >= alpha:
+                group[other] = current
+    return [group[s] for s in systems]
+
+
+def depth_breakdown(evaluator: Evaluator | Store, **options: Any) -> pd.DataFrame:
+    """Per-instance hF by the depth of the instance's deepest true label: ``system, depth, metric, value, n``
+    (``value`` the mean per-instance hierarchical F over the ``n`` instances at that depth; instances without
+    true labels are left out)."""
+    from .evaluator import make_options
+    from .metrics import set_based
+
+    store = getattr(evaluator, "store", evaluator)
+    per_instance = set_based.per_instance(store, make_options(**options))
+    depth = store.con.sql(
+        "SELECT t.instance_id, max(n.depth) AS depth FROM truth AS t JOIN nodes AS n ON n.label = t.label"
+        " GROUP BY t.instance_id").df()
+    joined = per_instance.merge(depth, on="instance_id", how="inner")
+    out = joined.groupby(["system", "depth"], as_index=False).agg(
+        value=("hierarchical_f1", "mean"), n=("hierarchical_f1", "size"))
+    out.insert(2, "metric", "hierarchical_f1")
+    return out.sort_values(["system", "depth"], ignore_index=True)
