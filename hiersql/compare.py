@@ -38,6 +38,11 @@ LOWER_IS_BETTER = frozenset({
     "symmetric_difference_loss", "hamming_loss", "graph_induced_error", "mgia_fn", "tree_induced_error",
     "all_pairs_error", "hcm_fn", "hcm_fp", "hcm_fnr", "hcm_fpr",
 })
+# measures without micro/macro average (their rows have average "")
+UNAVERAGED = frozenset({
+    "symmetric_difference_loss", "example_accuracy", "example_precision", "example_recall", "example_f1",
+    "hamming_loss", "subset_accuracy", "graph_induced_error", "mgia_fn", "tree_induced_error", "all_pairs_error",
+})
 TESTS = ("sign", "wilcoxon", "bootstrap", "permutation")
 
 
@@ -89,7 +94,7 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
         d = options.dmax
         return InstanceStatistic("pair_based", ((d, "n_true"), (d, "n_pred"), (-d, "n_shared"), (-1.0, "mgia_fn")),
                                  ((d, "n_true"), (d, "n_pred"), (-d, "n_shared")))
-    if metric in mean_columns.get(family, ()) and (average in ("", "macro")):
+    if metric in mean_columns.get(family, ()) and average == ("" if metric in UNAVERAGED else "macro"):
         return InstanceStatistic(family, metric)
     return None
 
@@ -155,29 +160,28 @@ def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], 
     """
     import pandas as pd
 
-    from .evaluator import compute, make_options
+    from .evaluator import make_options
 
     if test not in TESTS:
         raise ValueError(f"test must be one of {TESTS}, got {test!r}")
     store = getattr(evaluator, "store", evaluator)
     opts = make_options(**options)
-    rows = compute(store, list(metrics), opts)
-    values = pd.DataFrame(rows, columns=["system", "metric", "average", "value"])
-    values["measure"] = [measure_name(m, a) for m, a in zip(values.metric, values.average, strict=True)]
-    measures = list(dict.fromkeys(values["measure"]))
-    systems = sorted(values["system"].unique())
+    systems = sorted(store.systems())
     tables: dict[str, pd.DataFrame] = {}
+    values, matrices = _measure_values(store, list(metrics), opts, systems, tables)
     ranking, tests = [], []
-    for measure in measures:
-        part = values[values["measure"] == measure].set_index("system").reindex(systems)
-        metric, average = part["metric"].iloc[0], part["average"].iloc[0]
+    for (metric, average), part in values.groupby(["metric", "average"], sort=False):
+        measure = measure_name(metric, average)
+        part = part.set_index("system").reindex(systems)
         spec = instance_statistic(metric, average, opts)
-        matrices = _matrices(store, spec, opts, systems, tables) if spec else None
+        if (metric, average) not in matrices and spec is not None:
+            matrices[metric, average] = _matrices(store, spec, opts, systems, tables)
+        found = matrices.get((metric, average))
         frame = part[["value"]].reset_index().assign(measure=measure, metric=metric, average=average,
                                                      ci_low=np.nan, ci_high=np.nan,
-                                                     items=spec.items if matrices else "")
-        if matrices is not None:
-            num, den = matrices
+                                                     items=spec.items if found is not None else "")
+        if found is not None:
+            num, den = found
             boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, opts.zero_division)
             frame["ci_low"] = boot.intervals["ci_low"].to_numpy()
             frame["ci_high"] = boot.intervals["ci_high"].to_numpy()
@@ -188,7 +192,8 @@ def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], 
             tests.append(pair_table.assign(measure=measure, items=spec.items))
         better = -frame["value"] if metric in LOWER_IS_BETTER else frame["value"]
         frame["rank"] = better.rank(method="min", ascending=False).astype(int)
-        frame["group"] = _groups(frame["system"], better, tests[-1] if matrices is not None else None, alpha)
+        frame["group"] = pd.array(_groups(frame["system"], better, tests[-1] if found is not None else None,
+                                          alpha), dtype="Int64")
         ranking.append(frame)
     ranking_frame = pd.concat(ranking, ignore_index=True)[
         ["measure", "metric", "average", "system", "value", "ci_low", "ci_high", "rank", "group", "items"]]
@@ -198,11 +203,52 @@ def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], 
                    else pd.DataFrame(columns=test_columns))
     oriented = ranking_frame.assign(score=np.where(ranking_frame["metric"].isin(LOWER_IS_BETTER),
                                                    -ranking_frame["value"], ranking_frame["value"]))
+    measures = list(dict.fromkeys(ranking_frame["measure"]))
     wide = oriented.pivot(index="system", columns="measure", values="score")[measures]
     settings = {"metrics": list(metrics), "n_resamples": n_resamples, "seed": seed, "confidence": confidence,
                 "alpha": alpha, "test": test, "holm": holm}
     return Comparison(ranking_frame, tests_frame, stats.rank_correlations(wide, "kendall"),
                       stats.rank_correlations(wide, "spearman"), settings)
+
+
+def _measure_values(store: Store, metrics: list[str], opts: Options, systems: list[str],
+                    tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
+    """The values ``system, metric, average, value`` of ``metrics``, in the order asked for, and the
+    ``(numerator, denominator)`` matrices found on the way. A measure with an :class:`InstanceStatistic` is
+    computed from its family's per-instance table (``Σ num / Σ den``, the family's own aggregate), which
+    spares a second pass over the data; the others (and everything under ``all``) by the families'
+    ``evaluate``."""
+    import pandas as pd
+
+    from .evaluator import compute
+    from .metrics import resolve
+
+    matrices: dict[tuple[str, str], tuple] = {}
+    parts: list[pd.DataFrame] = []
+    direct: list[str] = []
+    explicit = "all" not in metrics
+    for names in resolve(metrics).values() if explicit else ():
+        for metric in names:
+            averages = ("",) if metric in UNAVERAGED else opts.average
+            specs = {average: instance_statistic(metric, average, opts) for average in averages}
+            found = {average: _matrices(store, spec, opts, systems, tables) if spec else None
+                     for average, spec in specs.items()}
+            if any(f is None for f in found.values()):
+                direct.append(metric)
+                continue
+            for average, (num, den) in found.items():
+                matrices[metric, average] = (num, den)
+                value = stats.ratio(num.sum().to_numpy(), (den.sum() if den is not None else len(num)),
+                                    opts.zero_division)
+                parts.append(pd.DataFrame({"system": systems, "metric": metric, "average": average,
+                                           "value": value}))
+    if direct or not explicit:
+        rows = pd.DataFrame(compute(store, direct if explicit else metrics, opts),
+                            columns=["system", "metric", "average", "value"])
+        parts += [rows[rows["metric"] == metric] for metric in dict.fromkeys(rows["metric"])]
+    order = {metric: k for k, metric in enumerate(m for names in resolve(metrics).values() for m in names)}
+    parts.sort(key=lambda part: order.get(part["metric"].iloc[0], len(order)) if len(part) else 0)
+    return pd.concat(parts, ignore_index=True), matrices
 
 
 def _matrices(store: Store, spec: InstanceStatistic, opts: Options, systems: list[str],
@@ -250,7 +296,7 @@ def _pair_tests(num: pd.DataFrame, den: pd.DataFrame | None, bootstrap_pairs: pd
 def _groups(systems: pd.Series, better: pd.Series, pair_table: pd.DataFrame | None, alpha: float) -> list:
     """Group numbers of the grouping rule (module docstring); NaN without tests."""
     if pair_table is None:
-        return [np.nan] * len(systems)
+        return [None] * len(systems)
     p = {}
     for a, b, value in zip(pair_table["system_a"], pair_table["system_b"], pair_table["p_value"], strict=True):
         p[a, b] = p[b, a] = value

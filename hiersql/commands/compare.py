@@ -88,7 +88,7 @@ def format_comparison(comparison, fmt: str) -> str:
     tables) or Markdown."""
     ranking = comparison.ranking
     if fmt == "csv":
-        return ranking.to_csv(index=False, float_format="%r", lineterminator="\n")
+        return ranking.to_csv(index=False, lineterminator="\n")
     if fmt == "json":
         import json
 
@@ -123,7 +123,7 @@ def wide_ranking(ranking):
         for system in systems:
             row = part.loc[system]
             cell = f"{row.value:.4f}"
-            if row.ci_low == row.ci_low:
+            if not pd.isna(row.group):
                 cell += f" [{row.ci_low:.4f}, {row.ci_high:.4f}] {int(row['rank'])}{_letter(row.group)}"
             else:
                 cell += f" {int(row['rank'])}"
