@@ -190,8 +190,8 @@ def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], 
             if holm:
                 pair_table["p_value"] = stats.holm(pair_table["p_value"].to_numpy())
             tests.append(pair_table.assign(measure=measure, items=spec.items))
-        better = -frame["value"] if metric in LOWER_IS_BETTER else frame["value"]
-        frame["rank"] = better.rank(method="min", ascending=False).astype(int)
+        better = oriented(frame["value"], metric)
+        frame["rank"] = competition_rank(better)
         frame["group"] = pd.array(_groups(frame["system"], better, tests[-1] if found is not None else None,
                                           alpha), dtype="Int64")
         ranking.append(frame)
@@ -201,10 +201,10 @@ def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], 
                     "sign_k", "sign_p", "wilcoxon_p", "bootstrap_p", "permutation_p", "p_value"]
     tests_frame = (pd.concat(tests, ignore_index=True)[test_columns] if tests
                    else pd.DataFrame(columns=test_columns))
-    oriented = ranking_frame.assign(score=np.where(ranking_frame["metric"].isin(LOWER_IS_BETTER),
-                                                   -ranking_frame["value"], ranking_frame["value"]))
+    scored = ranking_frame.assign(score=np.where(ranking_frame["metric"].isin(LOWER_IS_BETTER),
+                                                 -ranking_frame["value"], ranking_frame["value"]))
     measures = list(dict.fromkeys(ranking_frame["measure"]))
-    wide = oriented.pivot(index="system", columns="measure", values="score")[measures]
+    wide = scored.pivot(index="system", columns="measure", values="score")[measures]
     settings = {"metrics": list(metrics), "n_resamples": n_resamples, "seed": seed, "confidence": confidence,
                 "alpha": alpha, "test": test, "holm": holm}
     return Comparison(ranking_frame, tests_frame, stats.rank_correlations(wide, "kendall"),
@@ -291,6 +291,35 @@ def _pair_tests(num: pd.DataFrame, den: pd.DataFrame | None, bootstrap_pairs: pd
     return bootstrap_pairs.rename(columns={"p_value": "bootstrap_p"}).assign(
         sign_n=sign["n"], sign_k=sign["k"], sign_p=sign["p_value"], wilcoxon_p=wilcoxon["p_value"],
         permutation_p=permutation["p_value"])
+
+
+def ordered_systems(ranking: pd.DataFrame) -> list[str]:
+    """Systems in the order of the first measure's ranking (best first; ties by name)."""
+    first = ranking[ranking["measure"] == ranking["measure"].iloc[0]]
+    return list(first.sort_values(["rank", "system"])["system"])
+
+
+def group_letter(group: object) -> str:
+    """Group 1 → ``a``, 2 → ``b``, ... (27 → ``aa``); empty without a group."""
+    import pandas as pd
+
+    if pd.isna(group):
+        return ""
+    n, out = int(group), ""
+    while n:
+        n, rest = divmod(n - 1, 26)
+        out = chr(ord("a") + rest) + out
+    return out
+
+
+def oriented(values: pd.Series, metric: str) -> pd.Series:
+    """``values`` so that higher is better (losses negated)."""
+    return -values if metric in LOWER_IS_BETTER else values
+
+
+def competition_rank(better: pd.Series) -> pd.Series:
+    """Rank 1 for the highest of ``better``, ties sharing the best rank (1, 2, 2, 4)."""
+    return better.rank(method="min", ascending=False).astype(int)
 
 
 def _groups(systems: pd.Series, better: pd.Series, pair_table: pd.DataFrame | None, alpha: float) -> list:

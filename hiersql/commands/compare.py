@@ -77,12 +77,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def ordered_systems(ranking) -> list[str]:
-    """Systems in the order of the first measure's ranking (best first; ties by name)."""
-    first = ranking[ranking["measure"] == ranking["measure"].iloc[0]]
-    return list(first.sort_values(["rank", "system"])["system"])
-
-
 def format_comparison(comparison, fmt: str) -> str:
     """The comparison as an aligned table, CSV (the ranking, one row per system and measure), JSON (all
     tables) or Markdown."""
@@ -111,9 +105,11 @@ def format_comparison(comparison, fmt: str) -> str:
 
 
 def wide_ranking(ranking):
-    """One row per system (ordered as :func:`ordered_systems`), one column per measure with
+    """One row per system (ordered as :func:`hiersql.compare.ordered_systems`), one column per measure with
     ``value [ci_low, ci_high] rank·group``."""
     import pandas as pd
+
+    from ..compare import group_letter, ordered_systems
 
     systems = ordered_systems(ranking)
     columns: dict[str, list[str]] = {"system": systems}
@@ -124,21 +120,12 @@ def wide_ranking(ranking):
             row = part.loc[system]
             cell = f"{row.value:.4f}"
             if not pd.isna(row.group):
-                cell += f" [{row.ci_low:.4f}, {row.ci_high:.4f}] {int(row['rank'])}{_letter(row.group)}"
+                cell += f" [{row.ci_low:.4f}, {row.ci_high:.4f}] {int(row['rank'])}{group_letter(row.group)}"
             else:
                 cell += f" {int(row['rank'])}"
             cells.append(cell)
         columns[str(measure)] = cells
     return pd.DataFrame(columns)
-
-
-def _letter(group: float) -> str:
-    """Group 1 → ``a``, 2 → ``b``, ... (27 → ``aa``)."""
-    n, out = int(group), ""
-    while n:
-        n, rest = divmod(n - 1, 26)
-        out = chr(ord("a") + rest) + out
-    return out
 
 
 def _notes(comparison) -> list[str]:
