@@ -71,7 +71,7 @@ def test_db_keeps_tables_and_results(fixtures_dir, tmp_path, capsys):
 
 
 def test_demo_prints_every_system(capsys, tmp_path):
-    assert main(["demo", "--metrics", "hp,hr", "--db", str(tmp_path / "d.duckdb")]) == 0
+    assert main(["demo", "--metrics", "hp,hr", "--db", str(tmp_path / "d.duckdb"), "--no-report"]) == 0
     with duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM results WHERE dataset = 'demo'").fetchall() == [(3 * 4,)]
     out = capsys.readouterr().out

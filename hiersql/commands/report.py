@@ -57,22 +57,34 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _command(args: argparse.Namespace) -> str:
+    """The command line that ran (as :func:`hiersql.cli.main` received it)."""
     import shlex
 
-    return "hiersql " + shlex.join(getattr(args, "argv", None) or ["report", "…"])
+    return "hiersql " + shlex.join(args.argv)
 
 
 def from_inputs(args: argparse.Namespace):
-    from ..compare import depth_breakdown
-    from ..errors import InputError
-    from ..metrics.multilabel import confusion_long, label_order, pivot
-    from ..report import comparison_sections, file_digest, html_page, provenance, write_report
     from .common import parse_preds
     from .compare import comparison_from_args
 
     store, comparison = comparison_from_args(args)
-    breakdown = depth_breakdown(store, **_set_options(args))
-    depth = args.confusion_depth if args.confusion_depth is not None else confusion_depth(store)
+    return input_report(store, comparison, [("taxonomy", args.taxonomy), ("truth", args.truth),
+                                            *parse_preds(args.pred)],
+                        _command(args), args.title, args.out, _set_options(args), args.confusion_depth)
+
+
+def input_report(store, comparison, inputs: list, command: str, title: str, out, set_options: dict,
+                 depth: int | None = None):
+    """Write the report of ``comparison`` on the data of ``store``: ``inputs`` are ``(name, path)`` of the
+    files read (hashed), ``set_options`` the options of the hF behind the per-depth table, ``depth`` that of
+    the confusion matrices (``None``: :func:`confusion_depth`). Returns the path written."""
+    from ..compare import depth_breakdown
+    from ..errors import InputError
+    from ..metrics.multilabel import confusion_long, label_order, pivot
+    from ..report import comparison_sections, file_digest, html_page, provenance, write_report
+
+    breakdown = depth_breakdown(store, **set_options)
+    depth = confusion_depth(store) if depth is None else depth
     if depth < 0:
         raise InputError("must be >= 0", "--confusion-depth", value=depth)
     cells = confusion_long(store, depth=depth)
@@ -80,14 +92,12 @@ def from_inputs(args: argparse.Namespace):
     confusion = {system: pivot(cells[cells["system"] == system], "recall", labels)
                  for system in store.systems()}
     n_instances = store.con.execute("SELECT count(*) FROM instances").fetchone()[0]
-    inputs = [(f"taxonomy {args.taxonomy}", file_digest(args.taxonomy)), (f"truth {args.truth}",
-                                                                         file_digest(args.truth))]
-    inputs += [(f"{name} {path}", file_digest(path)) for name, path in parse_preds(args.pred)]
     sections = comparison_sections(comparison, breakdown, confusion, depth)
-    sections.append(("provenance", "How this page was made", provenance(_command(args), inputs)))
+    digests = [(f"{name} {path}", file_digest(path)) for name, path in inputs]
+    sections.append(("provenance", "How this page was made", provenance(command, digests)))
     lead = (f"{len(store.systems())} systems, {n_instances:,} instances, "
             f"{comparison.ranking['measure'].nunique()} measures.")
-    return write_report(html_page(args.title, sections, lead), args.out)
+    return write_report(html_page(title, sections, lead), out)
 
 
 def _set_options(args: argparse.Namespace) -> dict:
