@@ -170,6 +170,7 @@ def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], 
     tables: dict[str, pd.DataFrame] = {}
     values, matrices = _measure_values(store, list(metrics), opts, systems, tables)
     ranking, tests = [], []
+    draws: dict[int, tuple] = {}  # resamples per number of items, shared by the measures
     for (metric, average), part in values.groupby(["metric", "average"], sort=False):
         measure = measure_name(metric, average)
         part = part.set_index("system").reindex(systems)
@@ -182,10 +183,15 @@ def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], 
                                                      items=spec.items if found is not None else "")
         if found is not None:
             num, den = found
-            boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, opts.zero_division)
+            if len(num) not in draws:
+                draws[len(num)] = (stats.resample_counts(len(num), n_resamples, seed),
+                                   stats.permutation_swaps(len(num), n_resamples, seed))
+            counts, swaps = draws[len(num)]
+            boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, opts.zero_division,
+                                          counts=counts)
             frame["ci_low"] = boot.intervals["ci_low"].to_numpy()
             frame["ci_high"] = boot.intervals["ci_high"].to_numpy()
-            pair_table = _pair_tests(num, den, boot.pairs, n_resamples, seed, opts.zero_division)
+            pair_table = _pair_tests(num, den, boot.pairs, swaps, opts.zero_division)
             pair_table["p_value"] = pair_table[f"{test}_p"]
             if holm:
                 pair_table["p_value"] = stats.holm(pair_table["p_value"].to_numpy())
@@ -227,6 +233,11 @@ def _measure_values(store: Store, metrics: list[str], opts: Options, systems: li
     parts: list[pd.DataFrame] = []
     direct: list[str] = []
     explicit = "all" not in metrics
+    if explicit:
+        wanted = {spec.family for names in resolve(metrics).values() for metric in names
+                  for average in (("",) if metric in UNAVERAGED else opts.average)
+                  if (spec := instance_statistic(metric, average, opts)) is not None}
+        _fill_tables(store, wanted, opts, tables)
     for names in resolve(metrics).values() if explicit else ():
         for metric in names:
             averages = ("",) if metric in UNAVERAGED else opts.average
@@ -251,18 +262,49 @@ def _measure_values(store: Store, metrics: list[str], opts: Options, systems: li
     return pd.concat(parts, ignore_index=True), matrices
 
 
+# families whose per-instance table is one SQL query (DuckDB releases the GIL while it runs), and those that
+# solve pairing or LCA graph problems in Python
+SQL_FAMILIES = frozenset({"set_based", "flat", "flat_labels"})
+
+
+def _table(store: Store, name: str, opts: Options) -> pd.DataFrame:
+    """The per-instance table of family ``name`` (``"flat_labels"``: the flat family's per-label table, the
+    label in ``instance_id``)."""
+    from .metrics import family
+
+    if name == "flat_labels":
+        return family("flat").per_label(store, opts).rename(columns={"label": "instance_id"})
+    return family(name).per_instance(store, opts)
+
+
+def _fill_tables(store: Store, names: set[str], opts: Options, tables: dict[str, pd.DataFrame]) -> None:
+    """Compute the per-instance tables of ``names`` into ``tables``: the SQL families on a second connection
+    in a thread while this one solves the Python-heavy families (:func:`~hiersql.store.beside_python`)."""
+    from .store import beside_python
+
+    sql = sorted(names & SQL_FAMILIES - set(tables))
+    heavy = sorted(names - SQL_FAMILIES - set(tables))
+    side = store.cursor() if sql and heavy else store
+
+    def sql_tables() -> dict[str, pd.DataFrame]:
+        return {name: _table(side, name, opts) for name in sql}
+
+    try:
+        with beside_python(sql_tables if sql and heavy else None) as future:
+            for name in heavy:
+                tables[name] = _table(store, name, opts)
+        tables.update(future.result() if future is not None else sql_tables())
+    finally:
+        if side is not store:
+            side.con.close()
+
+
 def _matrices(store: Store, spec: InstanceStatistic, opts: Options, systems: list[str],
               tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
     """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in
     ``tables``), or ``None`` when some system lacks a value for some item."""
-    from .metrics import family
-
     if spec.family not in tables:
-        if spec.family == "flat_labels":
-            tables[spec.family] = family("flat").per_label(store, opts).rename(
-                columns={"label": "instance_id"})
-        else:
-            tables[spec.family] = family(spec.family).per_instance(store, opts)
+        tables[spec.family] = _table(store, spec.family, opts)
     table = tables[spec.family]
 
     def wide(terms) -> pd.DataFrame:
@@ -277,7 +319,7 @@ def _matrices(store: Store, spec: InstanceStatistic, opts: Options, systems: lis
 
 
 def _pair_tests(num: pd.DataFrame, den: pd.DataFrame | None, bootstrap_pairs: pd.DataFrame,
-                n_resamples: int, seed: int | None, zero_division: float) -> pd.DataFrame:
+                swaps: tuple, zero_division: float) -> pd.DataFrame:
     """All four tests of every pair of systems, one row per pair. The sign and Wilcoxon tests compare the
     items' own values (``num / den`` per item for a ratio, where ``den > 0``)."""
     if den is None:
@@ -287,7 +329,7 @@ def _pair_tests(num: pd.DataFrame, den: pd.DataFrame | None, bootstrap_pairs: pd
         per_item = per_item.fillna(zero_division)
     sign = stats.micro_sign_test(per_item)
     wilcoxon = stats.wilcoxon_test(per_item)
-    permutation = stats.paired_permutation_test(num, den, n_resamples, seed, zero_division=zero_division)
+    permutation = stats.paired_permutation_test(num, den, zero_division=zero_division, swaps=swaps)
     return bootstrap_pairs.rename(columns={"p_value": "bootstrap_p"}).assign(
         sign_n=sign["n"], sign_k=sign["k"], sign_p=sign["p_value"], wilcoxon_p=wilcoxon["p_value"],
         permutation_p=permutation["p_value"])

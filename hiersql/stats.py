@@ -86,23 +86,28 @@ def _normal_p(z: np.ndarray, alternative: str) -> np.ndarray:
     return np.minimum(1.0, 2.0 * normal_sf(np.abs(z)))
 
 
+def _ranked_runs(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Average ranks along ``axis`` and the runs of equal values: ``(ranks, run_line, run_length)``, one
+    entry per run with the index of its line (the flattened other axes) and its length. Vectorised: one
+    sort of the whole array."""
+    x = np.moveaxis(np.asarray(values, dtype=float), axis, -1)
+    n = x.shape[-1]
+    flat = x.reshape(-1, n)
+    order = np.argsort(flat, axis=1, kind="stable")
+    ordered = np.take_along_axis(flat, order, axis=1)
+    starts = np.ones(ordered.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]  # a run starts where the value changes (or a line does)
+    first = np.flatnonzero(starts.ravel())
+    length = np.diff(np.r_[first, ordered.size])
+    average = first % n + (length + 1) / 2.0  # mean of the 1-based positions of the run in its line
+    ranks = np.empty_like(flat)
+    np.put_along_axis(ranks, order, np.repeat(average, length).reshape(flat.shape), axis=1)
+    return np.moveaxis(ranks.reshape(x.shape), -1, axis), first // n, length
+
+
 def rankdata(values: np.ndarray, axis: int = 0) -> np.ndarray:
     """Ranks 1..n along ``axis``, ties getting the mean of the ranks they span (SciPy's ``"average"``)."""
-    x = np.moveaxis(np.asarray(values, dtype=float), axis, -1)
-    order = np.argsort(x, axis=-1, kind="stable")
-    sorted_x = np.take_along_axis(x, order, axis=-1)
-    n = x.shape[-1]
-    ranks = np.empty_like(x)
-    flat_sorted = sorted_x.reshape(-1, n)
-    flat_order = order.reshape(-1, n)
-    flat_ranks = ranks.reshape(-1, n)
-    for row, (xs, idx) in enumerate(zip(flat_sorted, flat_order, strict=True)):
-        # the first position of each run of equal values, and where each run ends
-        starts = np.r_[0, np.flatnonzero(np.diff(xs) != 0) + 1]
-        ends = np.r_[starts[1:], n]
-        average = (starts + ends + 1) / 2.0  # mean of the 1-based ranks starts+1 .. ends
-        flat_ranks[row, idx] = np.repeat(average, ends - starts)
-    return np.moveaxis(flat_ranks.reshape(x.shape), -1, axis)
+    return _ranked_runs(values, axis)[0]
 
 
 # ------------------------------------------------------------------------------------------------ sign tests
@@ -239,31 +244,31 @@ def wilcoxon_test(values, alternative: str = "two-sided") -> pd.DataFrame:
     _check_alternative(alternative)
     x, names = _matrix(values)
     a, b = pairs(x.shape[1])
-    count, w_plus, w_minus, p = (np.zeros(len(a)) for _ in range(4))
+    d = x[:, a] - x[:, b]  # items x pairs
+    n_items = d.shape[0]
+    count = (d != 0).sum(axis=0)
+    # zero differences sort first as one run (|d| = -1); ranks among the others = rank - number of zeros
+    absolute = np.where(d != 0, np.abs(d), -1.0)
+    ranks, run_pair, run_length = _ranked_runs(absolute, axis=0)
+    ranks = ranks - (n_items - count)
+    w_plus = np.where(d > 0, ranks, 0.0).sum(axis=0)
+    w_minus = np.where(d < 0, ranks, 0.0).sum(axis=0)
+    # tie groups among the non-zero differences: every run but the zeros' (the first of a pair, when any)
+    zero_run = np.r_[True, run_pair[1:] != run_pair[:-1]] & (n_items - count[run_pair] > 0)
+    tied = np.where(zero_run, 0.0, run_length.astype(float) ** 3 - run_length)
+    tie_sum = np.bincount(run_pair, weights=tied, minlength=len(a))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.sqrt((count * (count + 1.0) * (2 * count + 1) - tie_sum / 2) / 24)
+        z = (w_plus - count * (count + 1) / 4.0) / se
+    p = np.where(count > 0, _normal_p(np.nan_to_num(z), alternative), 1.0)
     exact_tables: dict[int, np.ndarray] = {}
-    for j, (i1, i2) in enumerate(zip(a, b, strict=True)):
-        d = x[:, i1] - x[:, i2]
-        d = d[d != 0]
-        n = len(d)
-        count[j] = n
-        if n == 0:
-            p[j] = 1.0
-            continue
-        absolute = np.abs(d)
-        ranks = rankdata(absolute)
-        w_plus[j], w_minus[j] = ranks[d > 0].sum(), ranks[d < 0].sum()
-        _, ties = np.unique(absolute, return_counts=True)
-        if n <= WILCOXON_EXACT_UP_TO and (ties == 1).all():
-            counts = exact_tables.setdefault(n, _wilcoxon_exact_counts(n))
-            pmf = counts / counts.sum()
-            greater = pmf[int(math.floor(w_plus[j])):].sum()  # P(W+ >= w)
-            less = pmf[:int(math.ceil(w_plus[j])) + 1].sum()  # P(W+ <= w)
-            p[j] = {"greater": greater, "less": less,
-                    "two-sided": min(1.0, 2.0 * min(greater, less))}[alternative]
-        else:
-            se = math.sqrt((n * (n + 1) * (2 * n + 1) - float((ties ** 3 - ties).sum()) / 2) / 24)
-            z = (w_plus[j] - n * (n + 1) / 4) / se
-            p[j] = float(_normal_p(np.array(z), alternative))
+    for j in np.flatnonzero((count > 0) & (count <= WILCOXON_EXACT_UP_TO) & (tie_sum == 0)):
+        n = int(count[j])
+        counts = exact_tables.setdefault(n, _wilcoxon_exact_counts(n))
+        pmf = counts / counts.sum()
+        greater = pmf[int(math.floor(w_plus[j])):].sum()  # P(W+ >= w)
+        less = pmf[:int(math.ceil(w_plus[j])) + 1].sum()  # P(W+ <= w)
+        p[j] = {"greater": greater, "less": less, "two-sided": min(1.0, 2.0 * min(greater, less))}[alternative]
     statistic = np.minimum(w_plus, w_minus) if alternative == "two-sided" else w_plus
     return _pair_frame(names, a, b, n=count.astype(np.int64), w_plus=w_plus, w_minus=w_minus,
                        statistic=statistic, p_value=p)
@@ -310,7 +315,8 @@ def resample_counts(n_items: int, n_resamples: int, seed: int | None) -> np.ndar
 
 
 def paired_bootstrap(numerator, denominator=None, n_resamples: int = 1000, seed: int | None = 0,
-                     confidence: float = 0.95, zero_division: float = 0.0) -> BootstrapResult:
+                     confidence: float = 0.95, zero_division: float = 0.0, *,
+                     counts: np.ndarray | None = None) -> BootstrapResult:
     """Paired bootstrap over items: confidence intervals of every system's value and of every pair's
     difference, and a two-sided p-value per pair (Efron & Tibshirani 1993).
 
@@ -336,6 +342,9 @@ def paired_bootstrap(numerator, denominator=None, n_resamples: int = 1000, seed:
         Coverage of the intervals.
     zero_division:
         The value of a ratio whose resampled denominator is 0.
+    counts:
+        ``resample_counts(n_items, n_resamples, seed)`` computed once for several measures on the same items
+        (then ``n_resamples`` and ``seed`` are not used).
 
     Returns
     -------
@@ -347,7 +356,9 @@ def paired_bootstrap(numerator, denominator=None, n_resamples: int = 1000, seed:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     num, den, names = _ratio_inputs(numerator, denominator)
-    counts = resample_counts(num.shape[0], n_resamples, seed)
+    if counts is None:
+        counts = resample_counts(num.shape[0], n_resamples, seed)
+    n_resamples = len(counts)
     theta = ratio(num.sum(axis=0), den.sum(axis=0), zero_division)
     theta_star = ratio(counts @ num, counts @ den, zero_division)  # resamples x systems
     tails = [50 * (1 - confidence), 100 - 50 * (1 - confidence)]
@@ -368,8 +379,20 @@ def _tolerance(observed: np.ndarray) -> np.ndarray:
     return np.abs(observed) * np.finfo(float).eps * 100
 
 
+def permutation_swaps(n_items: int, n_resamples: int, seed: int | None) -> tuple[np.ndarray, bool]:
+    """``(swaps, exact)``: ``swaps[r, i] = 1`` where permutation ``r`` swaps the two systems on item ``i``.
+    All ``2^n`` patterns when ``2^n <= n_resamples`` (``exact``), else ``n_resamples`` random ones from
+    ``numpy.random.default_rng(seed)``."""
+    import itertools
+
+    if n_items < 63 and 2 ** n_items <= n_resamples:
+        return np.array(list(itertools.product((0.0, 1.0), repeat=n_items))).reshape(-1, n_items), True
+    return np.random.default_rng(seed).integers(0, 2, (n_resamples, n_items)).astype(float), False
+
+
 def paired_permutation_test(numerator, denominator=None, n_resamples: int = 1000, seed: int | None = 0,
-                            alternative: str = "two-sided", zero_division: float = 0.0) -> pd.DataFrame:
+                            alternative: str = "two-sided", zero_division: float = 0.0, *,
+                            swaps: tuple[np.ndarray, bool] | None = None) -> pd.DataFrame:
     """Paired permutation (randomisation) test of every pair of systems on the measure's statistic.
 
     Under H0 the two systems' outputs are exchangeable on every item: a permutation swaps ``a``'s and ``b``'s
@@ -382,23 +405,17 @@ def paired_permutation_test(numerator, denominator=None, n_resamples: int = 1000
         p_two-sided = min(1, 2 · min(p_greater, p_less))
 
     (without the ``+ 1`` for the exact test), as SciPy's ``permutation_test(permutation_type="samples")``.
+    ``swaps`` may pass :func:`permutation_swaps` computed once for several measures on the same items.
 
     Returns
     -------
     DataFrame
         One row per pair: ``system_a, system_b, difference, p_value``.
     """
-    import itertools
-
     _check_alternative(alternative)
     num, den, names = _ratio_inputs(numerator, denominator)
-    n = num.shape[0]
     a, b = pairs(num.shape[1])
-    exact = n < 63 and 2 ** n <= n_resamples
-    if exact:
-        swaps = np.array(list(itertools.product((0.0, 1.0), repeat=n)))
-    else:
-        swaps = np.random.default_rng(seed).integers(0, 2, (n_resamples, n)).astype(float)
+    swaps, exact = permutation_swaps(num.shape[0], n_resamples, seed) if swaps is None else swaps
     num_a, num_b, den_a, den_b = num[:, a], num[:, b], den[:, a], den[:, b]
     delta = ratio(num_a.sum(0), den_a.sum(0), zero_division) - ratio(num_b.sum(0), den_b.sum(0), zero_division)
     # a swapped item moves a's values to b and b's to a: Σ over items of a + swap · (b - a)
