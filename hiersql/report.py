@@ -4,7 +4,7 @@ Confusion matrices: the figure size grows with the number of labels so that ever
 readable tick label (GermEval's 343 classes give a figure of about 4,400 pixels square at :data:`DPI`); the
 size is fixed by :func:`heatmap_size`, not by the text, so the pixel size of a written PNG is predictable.
 
-The report (:func:`html_page`, :func:`comparison_sections`): a self-contained page (figures inline as PNG, a
+The report (:func:`html_page`, :func:`comparison_sections`): a self-contained page (figures inline as SVG, a
 small inline sorting script, no network resource) of a :class:`hiersql.compare.Comparison`.
 """
 
@@ -129,14 +129,29 @@ def _short(name: str) -> str:
     return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
 
 
-def _png_base64(fig: Figure) -> str:
-    """The figure as base64 PNG (no metadata: the same figure gives the same bytes)."""
+def _svg_base64(fig: Figure) -> str:
+    """The figure as base64 SVG whose text stays text (the browser draws it: no glyph rasterising, sharp at
+    any zoom), without date and with fixed element ids, so that the same figure gives the same bytes."""
     import base64
     import io
 
+    from matplotlib import rc_context
+
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "hiersql"}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _inches(fig: Figure, left: float, top: float, width: float, height: float):
+    """Axes at ``left`` and ``top`` inches from the figure's top-left corner (placed by hand: no
+    ``tight_layout``, which draws every text once more to measure it)."""
+    fig_w, fig_h = fig.get_size_inches()
+    return fig.add_axes((left / fig_w, 1 - (top + height) / fig_h, width / fig_w, height / fig_h))
+
+
+DOT_COLUMN = 6.75  # inches per column of dot plots: 2.6 for the names, 3.8 for the plot
+DOT_LABELS = 2.6
 
 
 def dot_plots(ranking: pd.DataFrame, columns: int = 2) -> Figure:
@@ -147,27 +162,29 @@ def dot_plots(ranking: pd.DataFrame, columns: int = 2) -> Figure:
     measures = list(dict.fromkeys(ranking["measure"]))
     n_systems = ranking["system"].nunique()
     rows = -(-len(measures) // columns)
-    panel_height = 0.9 + 0.24 * n_systems
-    fig = _figure(13.5, rows * panel_height + 0.2)
+    plot_height = 0.24 * n_systems + 0.2
+    panel_height = plot_height + 0.85  # title above, tick labels below
+    fig = _figure(columns * DOT_COLUMN, rows * panel_height + 0.1)
+    lower = _lower()
     for k, measure in enumerate(measures):
         part = ranking[ranking["measure"] == measure].sort_values(["rank", "system"], ascending=[False, False])
-        ax = fig.add_subplot(rows, columns, k + 1)
-        y = range(len(part))
+        ax = _inches(fig, (k % columns) * DOT_COLUMN + DOT_LABELS, (k // columns) * panel_height + 0.4,
+                     DOT_COLUMN - DOT_LABELS - 0.35, plot_height)
+        y = list(range(len(part)))
         tested = part["group"].notna().to_numpy()
         colours = [NO_TEST if not t else BEST if r == 1 and g == 1 else SAME_GROUP if g == 1 else OTHER
                    for t, r, g in zip(tested, part["rank"], part["group"].fillna(0), strict=True)]
         if tested.any():
-            ax.hlines(list(y), part["ci_low"], part["ci_high"], colors=colours, linewidth=2)
-        ax.scatter(part["value"], list(y), c=colours, s=22, zorder=3)
-        ax.set_yticks(list(y), [_short(str(s)) for s in part["system"]], fontsize=8)
+            ax.hlines(y, part["ci_low"], part["ci_high"], colors=colours, linewidth=2)
+        ax.scatter(part["value"], y, c=colours, s=22, zorder=3)
+        ax.set_yticks(y, [_short(str(s)) for s in part["system"]], fontsize=8)
         ax.set_ylim(-0.7, len(part) - 0.3)
         ax.tick_params(axis="x", labelsize=8)
         ax.grid(axis="x", alpha=0.3)
-        ax.set_title(measure + ("  (lower is better)" if part["metric"].iloc[0] in _lower() else ""),
+        ax.set_title(measure + ("  (lower is better)" if part["metric"].iloc[0] in lower else ""),
                      fontsize=10, loc="left")
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
-    fig.tight_layout(h_pad=1.2, w_pad=2.0)
     return fig
 
 
@@ -200,30 +217,31 @@ def tau_heatmap(tau: pd.DataFrame) -> Figure:
 
 def confusion_grid(matrices: dict[str, pd.DataFrame], columns: int = 5) -> Figure:
     """One small row-normalised confusion matrix per system (share of each true label's instances predicted
-    as each label, colour scale 0-1), same labels everywhere; tick labels on the left column and bottom row."""
+    as each label, colour scale 0-1), same labels everywhere; tick labels on the left column and below the
+    last matrix of each column."""
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
 
     systems = list(matrices)
     columns = min(columns, max(len(systems), 1))
     rows = -(-len(systems) // columns)
-    n = max((len(m) for m in matrices.values()), default=1)
-    width = min(13.5, columns * max(2.4, min(3.2, 0.25 * n + 0.8)) + 2.2)
-    panel = (width - 2.2) / columns  # the side of one square matrix
-    fig = _figure(width, rows * (panel + 1.0) + 0.6)
+    left, gap, title, right, below = 1.3, 0.25, 0.35, 1.1, 1.1  # inches
+    panel = min(2.6, (13.5 - left - right - (columns - 1) * gap) / columns)
+    fig = _figure(left + columns * panel + (columns - 1) * gap + right, rows * (panel + title) + below)
     norm = Normalize(0, 1)
     for k, (system, matrix) in enumerate(matrices.items()):
-        ax = fig.add_subplot(rows, columns, k + 1)
+        ax = _inches(fig, left + (k % columns) * (panel + gap), (k // columns) * (panel + title) + title,
+                     panel, panel)
         ax.imshow(matrix.to_numpy(dtype=float), cmap="viridis", norm=norm, interpolation="nearest")
         labels = [_short(str(c))[:14] for c in matrix.columns]
-        left, bottom = k % columns == 0, k >= len(systems) - columns
-        ax.set_xticks(range(len(labels)), labels if bottom else [], rotation=90, fontsize=6)
-        ax.set_yticks(range(len(labels)), labels if left else [], fontsize=6)
-        ax.set_title(_short(system)[:26], fontsize=8)
-    fig.supxlabel("predicted", fontsize=9)
-    fig.supylabel("true", fontsize=9)
-    fig.tight_layout(rect=(0, 0, 0.93, 1))
-    cax = fig.add_axes((0.945, 0.3, 0.012, 0.4))
+        last_in_column = k + columns >= len(systems)
+        ax.set_xticks(range(len(labels)), labels if last_in_column else [], rotation=90, fontsize=6)
+        ax.set_yticks(range(len(labels)), labels if k % columns == 0 else [], fontsize=6)
+        ax.set_title(_short(system)[:28], fontsize=8)
+    fig_w, fig_h = fig.get_size_inches()
+    fig.text(0.5 * (left + fig_w - right) / fig_w, 0.15 / fig_h, "predicted", ha="center", fontsize=9)
+    fig.text(0.1 / fig_w, 0.5, "true", va="center", rotation=90, fontsize=9)
+    cax = _inches(fig, fig_w - right + 0.3, title, 0.15, min(rows * (panel + title) - title, 3.0))
     fig.colorbar(ScalarMappable(norm, "viridis"), cax=cax, label="share of the true label's instances")
     return fig
 
@@ -349,7 +367,7 @@ def file_digest(path: str | Path) -> str:
 def _image(fig: Figure, alt: str) -> str:
     from html import escape
 
-    return f"<p><img alt='{escape(alt)}' src='data:image/png;base64,{_png_base64(fig)}'></p>"
+    return f"<p><img alt='{escape(alt)}' src='data:image/svg+xml;base64,{_svg_base64(fig)}'></p>"
 
 
 def html_page(title: str, sections: list[tuple[str, str, str]], lead: str = "") -> str:

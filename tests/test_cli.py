@@ -161,7 +161,7 @@ def test_html_report_from_stored_results(fixtures_dir, tmp_path, capsys):
     out = tmp_path / "report.html"
     assert main(["report", "--db", db, "--out", str(out)]) == 0
     html = out.read_text(encoding="utf-8")
-    assert "<h2>demo</h2>" in html and "data:image/png;base64," in html
+    assert "<h2>demo</h2>" in html and "data:image/svg+xml;base64," in html
     table = html[html.index("<table class='ranking sortable'>"):]
     table = table[:table.index("</table>")]
     assert table.count("<tr>") == 1 + 3  # header + one row per system

@@ -73,7 +73,7 @@ def test_demo_report_loads_without_console_errors(chromium, demo_report):
     assert len(rows) == 1 + 3  # header + three systems
     assert [re.search(r"data-sort=\"([^\"]+)\"", r).group(1) for r in rows[1:]] == [
         "flat_errors", "cautious", "shallow"]  # in hF (micro) order
-    images = re.findall(r"<img alt=\"([^\"]+)\" src=\"data:image/png;base64,", dom)
+    images = re.findall(r"<img alt=\"([^\"]+)\" src=\"data:image/svg\+xml;base64,", dom)
     assert images == ["values with confidence intervals", "Kendall's tau between measures", "confusion matrices"]
     for section in ("ranking", "intervals", "agreement", "depth", "confusion", "provenance"):
         assert f'<section id="{section}">' in dom

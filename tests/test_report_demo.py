@@ -29,7 +29,7 @@ def test_demo_ranks_explains_and_writes_the_report(tmp_path, capsys):
     written = out / "index.html"
     assert printed.rstrip().endswith(f"report: {written.resolve()}")
     html = written.read_text(encoding="utf-8")
-    assert "<table class='ranking sortable'>" in html and html.count("data:image/png;base64,") == 3
+    assert "<table class='ranking sortable'>" in html and html.count("data:image/svg+xml;base64,") == 3
     assert "hiersql demo --metrics hf --report" in html
 
 
