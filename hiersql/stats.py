@@ -360,7 +360,9 @@ def paired_bootstrap(numerator, denominator=None, n_resamples: int = 1000, seed:
         counts = resample_counts(num.shape[0], n_resamples, seed)
     n_resamples = len(counts)
     theta = ratio(num.sum(axis=0), den.sum(axis=0), zero_division)
-    theta_star = ratio(counts @ num, counts @ den, zero_division)  # resamples x systems
+    # resamples x systems; for a mean every resample has n items (no product with a column of ones)
+    den_star = counts @ den if denominator is not None else np.full((len(counts), num.shape[1]), num.shape[0])
+    theta_star = ratio(counts @ num, den_star, zero_division)
     tails = [50 * (1 - confidence), 100 - 50 * (1 - confidence)]
     low, high = np.percentile(theta_star, tails, axis=0)
     intervals = pd.DataFrame({"system": names, "value": theta, "ci_low": low, "ci_high": high})
@@ -419,7 +421,8 @@ def paired_permutation_test(numerator, denominator=None, n_resamples: int = 1000
     num_a, num_b, den_a, den_b = num[:, a], num[:, b], den[:, a], den[:, b]
     delta = ratio(num_a.sum(0), den_a.sum(0), zero_division) - ratio(num_b.sum(0), den_b.sum(0), zero_division)
     # a swapped item moves a's values to b and b's to a: Σ over items of a + swap · (b - a)
-    shift_num, shift_den = swaps @ (num_b - num_a), swaps @ (den_b - den_a)
+    shift_num = swaps @ (num_b - num_a)
+    shift_den = swaps @ (den_b - den_a) if denominator is not None else 0.0  # a mean: both sides keep n items
     delta_star = (ratio(num_a.sum(0) + shift_num, den_a.sum(0) + shift_den, zero_division)
                   - ratio(num_b.sum(0) - shift_num, den_b.sum(0) - shift_den, zero_division))
     adjustment = 0 if exact else 1
