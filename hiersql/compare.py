@@ -3,7 +3,7 @@ every pair of systems, ranks and groups of systems not significantly different, 
 between the measures (Kosmopoulos et al. 2015 §4; the statistics are in :mod:`hiersql.stats`).
 
 A measure gets intervals and tests when its value is a function of per-instance quantities that the family's
-``per_instance`` table gives (:data:`INSTANCE_STATISTICS`): a mean of per-instance values (macro-averaged
+``per_instance`` table gives (:func:`instance_statistic`): a mean of per-instance values (macro-averaged
 and example-based measures, GIE, ...) or a ratio of sums (micro-averaged hP, hR, hF, LCA-F, label-based F,
 MGIA). The label-based macro measures are means over labels: their items are the labels (``flat.per_label``)
 and their sign test is the macro sign test. Other measures (the hierarchical confusion matrix, the scoring
@@ -57,14 +57,10 @@ class InstanceStatistic:
     items: str = "instances"  # or "labels" (flat.per_label)
 
 
-def _f_beta(beta: float) -> tuple[tuple[float, str], tuple[tuple[float, str], ...]]:
-    return (1 + beta * beta, "n_both"), ((beta * beta, "n_true"), (1.0, "n_pred"))
-
-
 def instance_statistic(metric: str, average: str, options: Options) -> InstanceStatistic | None:
     """The :class:`InstanceStatistic` of ``metric`` with ``average``, or ``None`` when the value is not a
-    mean or a ratio of sums of per-instance quantities."""
-    mean_columns = {
+    mean or a ratio of sums of per-instance quantities (docs/compare.md has the table)."""
+    means = {  # per-instance columns whose mean is the value (macro average, or no average)
         "set_based": {"hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
                       "symmetric_difference_loss"},
         "flat": {"example_accuracy", "example_precision", "example_recall", "example_f1", "hamming_loss",
@@ -73,28 +69,22 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
         "lca": {"lca_precision", "lca_recall", "lca_f1"},
     }
     family = next((f for f, names in REGISTRY.items() if metric in names), None)
-    if family is None:
-        return None
-    if metric.startswith("label_") and metric != "label_accuracy":
-        if average == "macro":
-            return InstanceStatistic("flat_labels", metric, items="labels")
-        ratios = {"label_precision": ("n_pred",), "label_recall": ("n_true",)}
-        if metric in ratios:
-            return InstanceStatistic("flat", ((1.0, "n_both"),), ((1.0, ratios[metric][0]),))
-        return InstanceStatistic("flat", ((2.0, "n_both"),), ((1.0, "n_true"), (1.0, "n_pred")))
-    if average == "micro" and family in ("set_based", "lca"):
-        stem = metric.rsplit("_", 1)[1]
-        beta = options.beta if family == "set_based" else 1.0
-        num, den = {"precision": (((1.0, "n_both"),), ((1.0, "n_pred"),)),
-                    "recall": (((1.0, "n_both"),), ((1.0, "n_true"),)),
-                    "f1": ((_f_beta(beta)[0],), _f_beta(beta)[1])}[stem]
-        return InstanceStatistic(family, num, den)
+    stem = metric.rsplit("_", 1)[-1]
+    labels = metric.startswith("label_")
+    if average == "micro" and (family in ("set_based", "lca") or labels) and stem in ("precision", "recall", "f1"):
+        # pooled counts: |Ŷaug ∩ Yaug|, |Ŷaug|, |Yaug| (LCA graphs; flat label sets: |Y ∩ Z|, |Z|, |Y|)
+        b2 = options.beta ** 2 if family == "set_based" else 1.0
+        den = {"precision": ((1.0, "n_pred"),), "recall": ((1.0, "n_true"),),
+               "f1": ((b2, "n_true"), (1.0, "n_pred"))}[stem]
+        return InstanceStatistic(family, ((1 + b2 if stem == "f1" else 1.0, "n_both"),), den)
+    if average == "macro" and labels:
+        return InstanceStatistic("flat_labels", metric, items="labels")
     if metric == "mgia" and average == "micro" and options.denominator == "union":
         # 1 - Σ fn / Σ dmax |P ∪ T|  =  Σ (dmax |P ∪ T| - fn) / Σ dmax |P ∪ T|
         d = options.dmax
-        return InstanceStatistic("pair_based", ((d, "n_true"), (d, "n_pred"), (-d, "n_shared"), (-1.0, "mgia_fn")),
-                                 ((d, "n_true"), (d, "n_pred"), (-d, "n_shared")))
-    if metric in mean_columns.get(family, ()) and average == ("" if metric in UNAVERAGED else "macro"):
+        size = ((d, "n_true"), (d, "n_pred"), (-d, "n_shared"))
+        return InstanceStatistic("pair_based", (*size, (-1.0, "mgia_fn")), size)
+    if metric in means.get(family, ()) and average == ("" if metric in UNAVERAGED else "macro"):
         return InstanceStatistic(family, metric)
     return None
 
