@@ -36,14 +36,15 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--holm", action="store_true", help="Holm-correct the p-values over the pairs of a measure")
 
 
-def comparison_from_args(args: argparse.Namespace, store=None):
-    """Load the inputs (unless ``store`` is given) and run :func:`hiersql.compare.compare`; bad statistics
-    options are input errors naming their flag."""
+def comparison_from_args(args: argparse.Namespace, beside=None):
+    """Check the statistics options (bad ones are input errors naming their flag), load the inputs and run
+    :func:`hiersql.compare.compare`; returns ``(store, comparison, beside's result)``. ``beside(store)``, if
+    given, runs on a second connection in a thread while the comparison runs (the report's SQL queries)."""
     from ..compare import compare
     from ..errors import InputError
     from ..evaluator import make_options
     from ..metrics import resolve
-    from ..store import LOAD_STEPS
+    from ..store import LOAD_STEPS, beside_python
 
     if args.bootstrap < 1:
         raise InputError("must be at least 1", "--bootstrap", value=args.bootstrap)
@@ -58,21 +59,27 @@ def comparison_from_args(args: argparse.Namespace, store=None):
         raise InputError(str(exc), "--average", value=args.average) from None
     metrics = [m for m in args.metrics.split(",") if m.strip()]
     resolve(metrics)  # unknown names fail before any file is read
-    if store is None:
-        steps = Steps(len(LOAD_STEPS), "compare")
-        try:
-            store = load_store(args, steps)
-        finally:
-            steps.close()
+    steps = Steps(len(LOAD_STEPS), "compare")
+    try:
+        store = load_store(args, steps)
+    finally:
+        steps.close()
     if len(store.systems()) < 2:
         raise InputError("compare needs at least two systems", "--pred", value=len(store.systems()))
-    return store, compare(store, metrics, n_resamples=args.bootstrap, seed=args.seed,
-                              confidence=args.confidence, alpha=args.alpha, test=args.test, holm=args.holm,
-                              **options)
+    side = store.cursor() if beside is not None else None
+    try:
+        with beside_python((lambda: beside(side)) if beside is not None else None) as extra:
+            comparison = compare(store, metrics, n_resamples=args.bootstrap, seed=args.seed,
+                                 confidence=args.confidence, alpha=args.alpha, test=args.test, holm=args.holm,
+                                 **options)
+    finally:
+        if side is not None:
+            side.con.close()
+    return store, comparison, extra.result() if extra is not None else None
 
 
 def run(args: argparse.Namespace) -> int:
-    _, comparison = comparison_from_args(args)
+    _, comparison, _ = comparison_from_args(args)
     print(format_comparison(comparison, args.format), end="")
     return 0
 

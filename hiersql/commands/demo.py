@@ -60,12 +60,14 @@ def run(args: argparse.Namespace) -> int:
     comparison = ev.compare([m for m, _, _ in FAMILY_MEASURES], average="micro")
     print("\n" + explain(ev, comparison), end="")
     if not args.no_report:
+        import shlex
+
         from .report import input_report
 
         inputs = [("taxonomy", folder / "taxonomy.tsv"), ("truth", folder / "truth.tsv")]
         inputs += [(system, folder / f"{system}.tsv") for system in SYSTEMS]
-        out = input_report(ev.store, comparison, inputs, "hiersql " + " ".join(args.argv),
-                           "hiersql demo", args.report, {})
+        out = input_report(ev.store, comparison, inputs, "hiersql " + shlex.join(args.argv), "hiersql demo",
+                           args.report)
         print(f"\nreport: {out.resolve()}")
     ev.close()
     return 0

@@ -64,30 +64,38 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def from_inputs(args: argparse.Namespace):
+    from ..errors import InputError
     from .common import parse_preds
     from .compare import comparison_from_args
 
-    store, comparison = comparison_from_args(args)
+    if args.confusion_depth is not None and args.confusion_depth < 0:
+        raise InputError("must be >= 0", "--confusion-depth", value=args.confusion_depth)
+    store, comparison, extras = comparison_from_args(
+        args, beside=lambda side: report_tables(side, _set_options(args), args.confusion_depth))
     return input_report(store, comparison, [("taxonomy", args.taxonomy), ("truth", args.truth),
                                             *parse_preds(args.pred)],
-                        _command(args), args.title, args.out, _set_options(args), args.confusion_depth)
+                        _command(args), args.title, args.out, extras)
 
 
-def input_report(store, comparison, inputs: list, command: str, title: str, out, set_options: dict,
-                 depth: int | None = None):
-    """Write the report of ``comparison`` on the data of ``store``: ``inputs`` are ``(name, path)`` of the
-    files read (hashed), ``set_options`` the options of the hF behind the per-depth table, ``depth`` that of
-    the confusion matrices (``None``: :func:`confusion_depth`). Returns the path written."""
+def report_tables(store, set_options: dict, depth: int | None = None) -> tuple:
+    """What the report shows besides the comparison: ``(breakdown, confusion cells, depth)``: the per-depth
+    hF (``set_options``: the options of that hF) and the confusion cells at ``depth`` (``None``:
+    :func:`confusion_depth`)."""
     from ..compare import depth_breakdown
-    from ..errors import InputError
-    from ..metrics.multilabel import confusion_long, label_order, pivot
+    from ..metrics.multilabel import confusion_long
+
+    depth = confusion_depth(store) if depth is None else depth
+    return depth_breakdown(store, **set_options), confusion_long(store, depth=depth), depth
+
+
+def input_report(store, comparison, inputs: list, command: str, title: str, out, tables: tuple | None = None):
+    """Write the report of ``comparison`` on the data of ``store``: ``inputs`` are ``(name, path)`` of the
+    files read (hashed), ``tables`` the result of :func:`report_tables` (computed with the default options
+    when ``None``). Returns the path written."""
+    from ..metrics.multilabel import label_order, pivot
     from ..report import comparison_sections, file_digest, html_page, provenance, write_report
 
-    breakdown = depth_breakdown(store, **set_options)
-    depth = confusion_depth(store) if depth is None else depth
-    if depth < 0:
-        raise InputError("must be >= 0", "--confusion-depth", value=depth)
-    cells = confusion_long(store, depth=depth)
+    breakdown, cells, depth = report_tables(store, {}) if tables is None else tables
     labels = label_order(store, set(cells["true_label"]) | set(cells["pred_label"]))
     confusion = {system: pivot(cells[cells["system"] == system], "recall", labels)
                  for system in store.systems()}
