@@ -54,6 +54,11 @@ _EXPORTS = {
     "scoring_precision": "hiersql.metrics.scoring",
     "scoring_recall": "hiersql.metrics.scoring",
     "scoring_f1": "hiersql.metrics.scoring",
+    "classification_report": "hiersql.breakdowns",
+    "hierarchical_precision_recall_curve": "hiersql.curves",
+    "hierarchical_average_precision": "hiersql.curves",
+    "labels_from_paths": "hiersql.adapters",
+    "labels_from_unk_paths": "hiersql.adapters",
 }
 
 __all__ = sorted(_EXPORTS)

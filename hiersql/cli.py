@@ -1,7 +1,9 @@
 """The ``hiersql`` command line (SPEC §10).
 
 Exit status: 0 on success, 2 on bad input (one line on stderr naming the file, line and value at fault),
-1 on an internal error.
+1 on an internal error. A mistake on the command line itself (an unknown flag, a missing argument, a value of
+the wrong type) is bad input too: one line naming the command and the flag, not argparse's usage dump
+(``--help`` still prints the full usage).
 """
 
 from __future__ import annotations
@@ -9,13 +11,22 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from .commands import COMMANDS
 from .errors import InputError
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, ``hiersql evaluate: error: argument --beta: invalid
+    float value: 'x'``, with exit status 2 (argparse prints the usage first, which buries the message)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hiersql", description="Hierarchical classification measures as SQL over a taxonomy closure."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -32,12 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as given (hiersql report shows it)
     try:
-        return int(args.func(args) or 0)
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a command-line error (2, already printed)
+        return exc.code if isinstance(exc.code, int) else 2
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as given (hiersql report shows it)
+    from .commands.common import Steps
+
+    Steps.last = None  # the step named if DuckDB runs out of memory: none of an earlier call
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return int(args.func(args) or 0)
     except InputError as exc:
-        print(f"hiersql: error: {exc}", file=sys.stderr)
+        print(f"hiersql: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("hiersql: interrupted", file=sys.stderr)
@@ -49,8 +68,31 @@ def main(argv: list[str] | None = None) -> int:
 
         if os.environ.get("HIERSQL_DEBUG"):
             raise
-        print(f"hiersql: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if type(exc).__name__ == "OutOfMemoryException":  # duckdb's, beyond --memory-limit and the disk
+            print(f"hiersql: error: --memory-limit: out of memory while {_step()}"
+                  f" ({_one_line(str(exc)).split(' / ')[0]}): give it more memory or free disk space for"
+                  " DuckDB's temp_directory", file=sys.stderr)
+            return 2
+        print(f"hiersql: internal error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
         return 1
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    """A warning as one line on stderr, ``hiersql: warning: FILE: what``, without Python's source line."""
+    print(f"hiersql: warning: {_one_line(str(message))}", file=sys.stderr)
+
+
+def _step() -> str:
+    """The step of the command that was running (the progress steps of the sub-commands), for messages."""
+    from .commands.common import Steps
+
+    return Steps.last or "reading the input"
+
+
+def _one_line(text: str) -> str:
+    """A message on one line: line breaks (a value quoted with ``repr`` has none; a library's message may)
+    become `` / ``."""
+    return " / ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 if __name__ == "__main__":

@@ -23,52 +23,71 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import sqlfiles
-from .metrics import Options, Row, family, resolve
+from .metrics import Options, Row, resolve
+from .plan import FamilyPlan, Python, Sql, Step, summary_sql
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
     from .store import Store
+    from .taxonomy import Taxonomy
 
-STORE_TABLES = ("edges", "nodes", "closure", "instances", "truth", "predictions", "systems")
+STORE_TABLES = ("edges", "nodes", "closure", "instances", "truth", "predictions", "systems", "pair_counts")
 DEFAULT_METRICS = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
                    "symmetric_difference_loss")
 
 
 # ---------------------------------------------------------------------------------------------- queries
-def family_query(name: str) -> tuple[str, str]:
-    """The SQL file and summary query of family ``name``.
+def render_family(name: str, params: Mapping[str, object], dialect: str = "duckdb",
+                  tables: Mapping[str, str] | None = None, metrics: Sequence[str] | None = None,
+                  averages: Sequence[str] = ("micro", "macro"), pretty: bool = True) -> str:
+    """The SQL of family ``name`` in ``dialect``, its ``$parameters`` set to ``params``.
 
-    A family module may set ``SQL_FILE`` (default: the family name) and ``SQL_QUERY`` (default: the last
-    query of the file). A family is computed in SQL alone when that file exists and the module says how to
-    fill its parameters (:func:`family_params`); otherwise ``ValueError``.
+    A family computed by SQL alone is one query: its generated summary (of ``metrics``, default all) with the
+    queries it reads as common table expressions. A family with Python steps is a script: each stage as a
+    ``CREATE TEMPORARY TABLE``, each Python step as a comment naming the tables it reads and writes (the
+    runners solve them between the stages), then the summary query.
     """
-    module = family(name)
-    file = getattr(module, "SQL_FILE", name)
-    if file not in sqlfiles.available() or getattr(module, "sql_params", None) is None:
-        raise ValueError(f"family {name!r} is not computed in SQL alone (it declares no sql/ summary query "
-                         "and sql_params)")
-    query = getattr(module, "SQL_QUERY", None) or list(sqlfiles.queries(file))[-1]
-    return file, query
+    from .metrics import plan_of
+
+    plan = plan_of(name)
+    metrics = list(metrics or plan.metrics)
+    ordered = dialect in ("duckdb", "postgres")
+
+    def query(query_name: str, text: str | None = None, skip: frozenset[str] = frozenset()) -> str:
+        return _tree(plan.file, query_name, params, dialect, tables, skip=skip, text=text).sql(
+            dialect=dialect, pretty=pretty)
+
+    summary = None if plan.summary else summary_sql(plan, metrics, averages, ordered)
+    if not any(isinstance(step, Python) for step in plan.steps):
+        return query(plan.summary or f"{plan.name}_summary", summary)
+    out: list[str] = []
+    done: set[str] = set()
+    for step in plan.steps:
+        if isinstance(step, Sql):
+            for dep in [*sqlfiles.dependencies(plan.file, step.query), step.query]:
+                if dep not in done:
+                    out.append(f"CREATE TEMPORARY TABLE {dep} AS\n{query(dep, skip=frozenset(done))};")
+                    done.add(dep)
+        else:
+            out.append(f"-- Python step {step.name} ({step.solve.__module__}.{step.solve.__name__}): reads "
+                       f"{', '.join(step.reads)}; writes {', '.join(step.writes)}")
+            done.update(step.writes)
+    out.append(query(plan.summary or f"{plan.name}_summary", summary, frozenset(done)) + ";")
+    return "\n\n".join(out).rstrip(";")
 
 
 def family_params(name: str, options: Options) -> dict[str, object]:
-    """The ``$parameters`` of family ``name``'s SQL for ``options``: the module's ``sql_params(options)``."""
-    build = getattr(family(name), "sql_params", None)
-    if build is None:
-        raise ValueError(f"family {name!r} has no sql_params(options)")
-    return dict(build(options))
+    """The ``$parameters`` of family ``name``'s SQL for ``options`` (the plan's, without an engine)."""
+    from .metrics import plan_of
 
-
-def family_tables(name: str, options: Options) -> dict[str, duckdb.DuckDBPyRelation]:
-    """Helper tables that family ``name``'s SQL reads besides the store's, for ``options``: the module's
-    ``sql_tables(options)`` (``{table: DuckDB relation}``), if it has one."""
-    build = getattr(family(name), "sql_tables", None)
-    return dict(build(options)) if build else {}
+    plan = plan_of(name)
+    return {"zero_division": float(options.zero_division), **plan.params(options, None, list(plan.metrics))}
 
 
 def render(
@@ -87,13 +106,14 @@ def render(
     return _tree(file, name, params, dialect, tables, metrics).sql(dialect=dialect, pretty=pretty)
 
 
-def _tree(file, name, params, dialect, tables, metrics=None):
+def _tree(file, name, params, dialect, tables, metrics=None, skip=frozenset(), text=None):
     """The sqlglot tree behind :func:`render`."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.optimizer.simplify import simplify
 
-    sql = sqlfiles.render(file, name, dict(params or {}), "duckdb", dict(tables or {}), pretty=False)
+    sql = sqlfiles.render(file, name, dict(params or {}), "duckdb", dict(tables or {}), pretty=False, skip=skip,
+                          text=text)
     tree = simplify(sqlglot.parse_one(sql + "\n", read="duckdb"))  # newline: see sqlfiles._parse
     if metrics:
         with_ = tree.args.get("with_")
@@ -127,8 +147,14 @@ _FIXES = {"spark": _fix_spark, "spark2": _fix_spark, "databricks": _fix_spark}
 
 # ---------------------------------------------------------------------------------------------- engines
 class Engine:
-    """Where the measures' SQL runs. Subclasses implement :meth:`execute`, :meth:`_write` and
-    :meth:`_materialize`.
+    """Where the measures run: one runner of :class:`~hiersql.plan.FamilyPlan` per engine.
+
+    A plan's :class:`~hiersql.plan.Sql` stages are materialised in the engine as tables of their query's
+    name (the queries of the file they read and that are not stages yet are composed in, as common table
+    expressions); its :class:`~hiersql.plan.Python` steps read their input tables as Arrow into a DuckDB
+    connection, solve, and the tables they write are copied back (DuckDB: the step runs on the engine's own
+    connection); the summary is the SQL generated from the plan's measures (:func:`hiersql.plan.summary_sql`).
+    Subclasses implement :meth:`execute`, :meth:`arrow`, :meth:`write` and :meth:`_materialize`.
 
     Parameters
     ----------
@@ -137,18 +163,24 @@ class Engine:
     """
 
     dialect = "duckdb"
+    ordered_means = True  # the engine adds a mean's values in the order given (aggregate ORDER BY)
 
     def __init__(self, tables: Mapping[str, str] | None = None) -> None:
         self.tables: dict[str, str] = {}
         self.use_tables(**dict(tables or {}))
+        self._taxonomy: Taxonomy | None = None
 
     # -- to implement
     def execute(self, sql: str) -> list[tuple]:
         """Run one statement; its rows as tuples (an empty list for DDL)."""
         raise NotImplementedError
 
-    def _write(self, name: str, rel: duckdb.DuckDBPyRelation) -> None:
-        """Create (or replace) table ``name`` holding the rows of the DuckDB relation ``rel``."""
+    def arrow(self, sql: str) -> pa.Table:
+        """The rows of a query as an Arrow table."""
+        raise NotImplementedError
+
+    def write(self, name: str, data: pa.Table) -> None:
+        """Create (or replace) table ``name`` holding the rows of the Arrow table ``data``."""
         raise NotImplementedError
 
     def _materialize(self, name: str, sql: str) -> None:
@@ -161,21 +193,33 @@ class Engine:
         unknown = set(renames) - set(STORE_TABLES)
         if unknown:
             raise ValueError(f"unknown table(s) {sorted(unknown)} (known: {', '.join(STORE_TABLES)})")
-        self.tables.update({k: v for k, v in renames.items() if v})
+        self.tables.update({k: sqlfiles.table_name(v, f"table {k}") for k, v in renames.items() if v})
 
     def table(self, name: str) -> str:
         """The engine-side name of hiersql table ``name``."""
         return self.tables.get(name, name)
 
     def copy_store(self, store: Store, tables: Iterable[str] = STORE_TABLES) -> None:
-        """Copy the store's ``tables`` into the engine, under the names of :meth:`table`."""
+        """Copy the store's ``tables`` into the engine, under the names of :meth:`table`; the store's
+        taxonomy comes along for the families that check it (:meth:`taxonomy`)."""
         for name in tables:
-            self._write(self.table(name), store.con.table(name))
+            self.write(self.table(name), store.con.table(name).to_arrow_table())
+        self._taxonomy = store.taxonomy
 
     def build_closure(self, max_depth: int | None = None) -> None:
         """Compute ``closure`` inside the engine from its ``edges`` and ``nodes`` (``sql/closure.sql``), up to
         ``max_depth`` edges when given."""
         self._materialize(self.table("closure"), self.render("closure", params={"max_depth": max_depth}))
+
+    def taxonomy(self) -> Taxonomy:
+        """The taxonomy of the engine's ``edges`` table (the store's, when copied from one)."""
+        if self._taxonomy is None:
+            from .taxonomy import Taxonomy
+
+            edges = self.arrow(f"SELECT parent, child, weight FROM {_quoted(self.table('edges'), self.dialect)}")
+            weighted = edges.column("weight").null_count < len(edges)
+            self._taxonomy = Taxonomy.from_dataframe(edges.to_pandas(), weight="weight" if weighted else None)
+        return self._taxonomy
 
     # -- queries
     def render(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> str:
@@ -186,20 +230,118 @@ class Engine:
         """Rows of query ``name`` of ``sql/<file>.sql``."""
         return self.execute(self.render(file, name, params))
 
-    def evaluate(self, metrics: Sequence[str] = DEFAULT_METRICS, options: Options | None = None) -> list[Row]:
-        """``metrics`` (names or aliases of SQL families) for every system, as :class:`Row` sorted by
-        (system, metric, average); ``average`` is filtered by ``options.average`` like the DuckDB API."""
+    def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
+              text: str | None = None) -> None:
+        """Materialise query ``query`` of ``sql/<file>.sql`` (or the query ``text`` reading that file's
+        queries) as table ``query``; the queries it reads that are not in ``done`` (tables already made) are
+        composed in. Adds ``query`` to ``done``."""
+        tree = _tree(file, query, params, self.dialect, self.tables, skip=done, text=text)
+        self._materialize(query, tree.sql(dialect=self.dialect))
+        done.add(query)
+
+    # -- plans
+    def evaluate(self, metrics: Sequence[str] = DEFAULT_METRICS, options: Options | None = None,
+                 on_family: Callable[[str], None] | None = None) -> list[Row]:
+        """``metrics`` (names or aliases; ``all``) for every system, as :class:`Row` sorted by (system, metric,
+        average) within each family. A family that does not apply to the input is an error when named, skipped
+        under ``all`` (as are its measures that do not apply). ``on_family(name)`` is called before each
+        family (progress bars)."""
+        from .errors import InputError
+        from .metrics import plan_of
+
         options = options or Options()
-        averages = set(options.average) | {""}
+        explicit = "all" not in metrics
         out: list[Row] = []
-        for fam, wanted in resolve(list(metrics)).items():
-            file, query = family_query(fam)
-            for table, rel in family_tables(fam, options).items():
-                self._write(table, rel)
-            for system, metric, average, value in self.run(file, query, family_params(fam, options)):
-                if metric in wanted and (average or "") in averages:
-                    out.append(Row(str(system), str(metric), average or "", _float(value)))
-        return sorted(out, key=lambda r: (r.system, r.metric, r.average))
+        for fam, names in resolve(list(metrics)).items():
+            plan = plan_of(fam)
+            reason = plan.applies(self)
+            if reason is not None:
+                if explicit:
+                    raise InputError(f"does not apply to this input: {reason}", "--metrics",
+                                     value=",".join(names))
+                continue
+            if not explicit:
+                names = [m for m in names if plan.metric_applies(self, m)]
+            if not names:
+                continue
+            if on_family is not None:
+                on_family(fam)
+            out += self.run_plan(plan, names, options)
+        return out
+
+    def run_plan(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> list[Row]:
+        """The summary rows of ``metrics`` (of ``plan``'s family) with ``options.average``."""
+        plan.check(self, metrics, options)
+        wanted, averages = set(metrics), set(options.average) | {""}
+        rows: list[Row] = []
+        for group, group_options in plan.groups(metrics, options):
+            params = self.prepare(plan, group, group_options)
+            done = self._steps(plan, plan.steps, params, group_options)
+            if plan.summary is not None:
+                self.stage(plan.file, plan.summary, params, done)
+                table = plan.summary
+            else:
+                table = f"{plan.name}_summary"
+                self.stage(plan.file, table, params, done,
+                           text=summary_sql(plan, group, options.average, self.ordered_means))
+            rows += [Row(str(s), str(m), a or "", _float(v)) for s, m, a, v in
+                     self.execute(f"SELECT * FROM {table}") if m in wanted and (a or "") in averages]
+        order = {m: i for i, m in enumerate(plan.metrics)}
+        return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric, r.average))
+
+    def per_instance(self, plan: FamilyPlan, options: Options, stage: str | None = None) -> pa.Table:
+        """The plan's per-instance table (or another ``stage`` of it) as Arrow, ordered by its key; the
+        columns of measures computed in a run of their own (:attr:`~hiersql.plan.FamilyPlan.groups`) come
+        from that run."""
+        stage = stage or plan.instance
+        key = plan.unit_order.get(stage, "system, instance_id")
+        out = None
+        for group, group_options in plan.groups(list(plan.metrics), options):
+            params = self.prepare(plan, group, group_options)
+            self._steps(plan, plan.steps_until(stage), params, group_options)
+            table = self.arrow(f"SELECT * FROM {stage} ORDER BY {key}")
+            if out is None:
+                out = table
+            else:  # the same rows in the same order
+                for metric in group:
+                    out = out.set_column(out.schema.get_field_index(metric), metric, table.column(metric))
+        return out
+
+    def prepare(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> dict[str, object]:
+        """The plan's checks (they raise :class:`~hiersql.errors.InputError`) and its ``$parameters``; helper
+        tables written into the engine."""
+        params = {"zero_division": float(options.zero_division), **plan.params(options, self, list(metrics))}
+        for name, data in plan.tables(options).items():
+            self.write(name, data)
+        return params
+
+    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
+               ) -> set[str]:
+        done: set[str] = set(plan.tables(options))
+        for step in steps:
+            if isinstance(step, Sql):
+                self.stage(plan.file, step.query, params, done)
+            else:
+                self.solve(step, params, options)
+                done.update(step.writes)
+        return done
+
+    def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
+        """Run a Python step on a scratch DuckDB connection holding Arrow copies of the tables it reads, and
+        write the tables it makes back into the engine."""
+        import duckdb
+
+        con = duckdb.connect()
+        try:
+            for name in step.reads:
+                source = self.table(name) if name in STORE_TABLES else name
+                con.register(f"_{name}_arrow", self.arrow(f"SELECT * FROM {_quoted(source, self.dialect)}"))
+                con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
+            step.solve(con, params, options)
+            for name in step.writes:
+                self.write(name, con.table(name).to_arrow_table())
+        finally:
+            con.close()
 
 
 def _float(value: Any) -> float:
@@ -209,7 +351,9 @@ def _float(value: Any) -> float:
 class DuckDBEngine(Engine):
     """DuckDB: a :class:`~hiersql.store.Store`, a DuckDB connection, or a DuckDB file.
 
-    The store's own tables are read in place; :meth:`copy_store` copies another store's tables in.
+    The store's own tables are read in place; stages are temporary tables of the connection, the DuckDB
+    variants of queries (``-- name: NAME (duckdb)``) replace the portable ones, parameters are bound natively,
+    and Python steps run on the connection itself.
     """
 
     dialect = "duckdb"
@@ -223,21 +367,46 @@ class DuckDBEngine(Engine):
             self.con = duckdb.connect(target or ":memory:")
         else:
             self.con = getattr(target, "con", target)
+            self._taxonomy = getattr(target, "taxonomy", None)
 
     def execute(self, sql: str) -> list[tuple]:
         cur = self.con.execute(sql)
         return cur.fetchall() if cur.description else []
 
-    def _write(self, name: str, rel: duckdb.DuckDBPyRelation) -> None:
-        data = rel.to_arrow_table()  # noqa: F841 - read by name in the statement below
-        self.con.execute(f"CREATE OR REPLACE TABLE {_quoted(name, 'duckdb')} AS SELECT * FROM data")
+    def arrow(self, sql: str) -> pa.Table:
+        return self.con.sql(sql).to_arrow_table()
+
+    def write(self, name: str, data: pa.Table) -> None:
+        self.con.register("_hiersql_write", data)
+        try:
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {_quoted(name, 'duckdb')} AS SELECT * FROM _hiersql_write")
+        finally:
+            self.con.unregister("_hiersql_write")
 
     def _materialize(self, name: str, sql: str) -> None:
-        self.con.execute(f"CREATE OR REPLACE TABLE {_quoted(name, 'duckdb')} AS {sql}")
+        temporary = "" if "." in name else "TEMP "
+        self.con.execute(f"CREATE OR REPLACE {temporary}TABLE {_quoted(name, 'duckdb')} AS {sql}")
 
+    def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
+              text: str | None = None) -> None:
+        if self.tables:  # renamed tables: the portable queries, rewritten by sqlglot
+            super().stage(file, query, params, done, text)
+            return
+        queries = sqlfiles.queries(file, "duckdb")
+        deps = [d for d in sqlfiles.dependencies(file, query, "duckdb", text) if d not in done]
+        sql = text if text is not None else queries[query]
+        if deps:
+            ctes = ",\n".join(f"{dep} AS (\n{queries[dep]}\n)" for dep in deps)
+            sql = f"WITH {ctes}\nSELECT * FROM (\n{sql}\n) AS _{query}"
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {sql}", sqlfiles.bind(sql, dict(params)))
+        done.add(query)
+
+    def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
+        step.solve(self.con, params, options)
 
 class PostgresEngine(Engine):
-    """PostgreSQL through psycopg 3.
+    """PostgreSQL through psycopg 3. Stages, helper tables and uploaded inputs are temporary tables of the
+    session (gone when it ends); a qualified name (``schema.table``) is a real table.
 
     Parameters
     ----------
@@ -261,12 +430,30 @@ class PostgresEngine(Engine):
             cur.execute(sql)
             return cur.fetchall() if cur.description else []
 
-    def _write(self, name: str, rel: duckdb.DuckDBPyRelation) -> None:
+    def arrow(self, sql: str) -> pa.Table:
+        import pyarrow as pa
+
+        with self.conn.cursor() as cur:
+            cur.execute(sql)
+            columns = [(c.name, c.type_code) for c in cur.description]
+            rows = cur.fetchall()
+        out = {}
+        for i, (name, oid) in enumerate(columns):
+            values = [r[i] for r in rows]
+            if oid == 1700:  # numeric (sums, averages): as DuckDB's doubles
+                values = [None if v is None else float(v) for v in values]
+            out[name] = pa.array(values, type=_pg_arrow_type(oid))
+        return pa.table(out)
+
+    def write(self, name: str, data: pa.Table) -> None:
+        import duckdb
+
         target = _quoted(name, self.dialect)
-        cols = ", ".join(_quoted(c, self.dialect) for c in rel.columns)
+        rel = duckdb.connect().from_arrow(data)
+        cols = ", ".join(_quoted(c, self.dialect) for c in data.column_names)
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {target}")
-            cur.execute(_create_table(name, rel, self.dialect))
+            cur.execute(_create_table(name, rel, self.dialect, temporary="." not in name))
             with cur.copy(f"COPY {target} ({cols}) FROM STDIN") as copy:
                 for row in rel.fetchall():
                     copy.write_row(row)
@@ -274,22 +461,35 @@ class PostgresEngine(Engine):
 
     def _materialize(self, name: str, sql: str) -> None:
         target = _quoted(name, self.dialect)
+        temporary = "" if "." in name else "TEMPORARY "
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {target}")
-            cur.execute(f"CREATE TABLE {target} AS {sql}")
+            cur.execute(f"CREATE {temporary}TABLE {target} AS {sql}")
             cur.execute(f"ANALYZE {target}")
 
     def close(self) -> None:
         self.conn.close()
 
 
+def _pg_arrow_type(oid: int):
+    import pyarrow as pa
+
+    return {16: pa.bool_(), 20: pa.int64(), 21: pa.int32(), 23: pa.int32(), 700: pa.float64(),
+            701: pa.float64(), 1700: pa.float64(), 25: pa.string(), 1043: pa.string()}.get(oid)
+
+
 class SparkEngine(Engine):
     """Spark SQL through a ``pyspark.sql.SparkSession`` (local or a cluster).
 
-    A plain table name becomes a cached temporary view; a qualified one (``db.table``) a managed table.
+    A plain table name becomes a cached temporary view; a qualified one (``db.table``) a managed table. Every
+    stage, and every query a stage reads, is cached as a temporary view: Spark inlines a common table
+    expression at every reference, and the set-based stage alone would recompute its pipeline about ten
+    times. Means are added in Spark's own order (no ordered aggregates): the last digits may vary between
+    runs.
     """
 
     dialect = "spark"
+    ordered_means = False
 
     def __init__(self, spark: Any, tables: Mapping[str, str] | None = None) -> None:
         super().__init__(tables)
@@ -298,42 +498,50 @@ class SparkEngine(Engine):
     def execute(self, sql: str) -> list[tuple]:
         return [tuple(row) for row in self.spark.sql(sql).collect()]
 
-    def _write(self, name: str, rel: duckdb.DuckDBPyRelation) -> None:
+    def arrow(self, sql: str) -> pa.Table:
+        frame = self.spark.sql(sql)
+        if hasattr(frame, "toArrow"):  # Spark 4
+            return frame.toArrow()
+        import pyarrow as pa
+
+        return pa.Table.from_pandas(frame.toPandas(), preserve_index=False)
+
+    def write(self, name: str, data: pa.Table) -> None:
         """Through Arrow: the rows stay in the JVM (a list of rows would need Python workers to decode)."""
-        self._register(name, self.spark.createDataFrame(rel.to_arrow_table()))
+        self._register(name, self.spark.createDataFrame(data if len(data) else data.to_pandas(),
+                                                        schema=None if len(data) else _spark_schema(data)))
 
     def _materialize(self, name: str, sql: str) -> None:
         self._register(name, self.spark.sql(sql))
 
-    def run(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> list[tuple]:
-        """Rows of query ``name`` of ``sql/<file>.sql``. Spark inlines a CTE at every reference (the set-based
-        summary would recompute its pipeline about ten times), so each CTE is first cached as a temporary view
-        ``_hiersql_<name>``, as :meth:`hiersql.store.Store.run` does in DuckDB."""
-        tree = _tree(file, name, params, self.dialect, self.tables)
-        with_ = tree.args.get("with_")
-        if with_ is None or with_.args.get("recursive"):
-            return self.execute(tree.sql(dialect=self.dialect))
-        views: dict[str, str] = {}
-        frames = []
-        try:
-            for cte in with_.expressions:
-                body = sqlfiles._rename_tables(cte.this, views)
-                frames.append(self.spark.sql(body.sql(dialect=self.dialect)).cache())
-                views[cte.alias] = f"_hiersql_{cte.alias}"
-                frames[-1].createOrReplaceTempView(views[cte.alias])
-            tree.set("with_", None)
-            return self.execute(sqlfiles._rename_tables(tree, views).sql(dialect=self.dialect))
-        finally:
-            for view in views.values():
-                self.spark.catalog.dropTempView(view)
-            for frame in frames:
-                frame.unpersist()
+    def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
+              text: str | None = None) -> None:
+        for dep in sqlfiles.dependencies(file, query, text=text):
+            if dep not in done:
+                super().stage(file, dep, params, done)
+        super().stage(file, query, params, done, text)
 
     def _register(self, name: str, frame: Any) -> None:
         if "." in name:
             frame.write.mode("overwrite").saveAsTable(name)
         else:
             frame.cache().createOrReplaceTempView(name)
+
+
+def _spark_schema(data: pa.Table) -> str:
+    """A Spark DDL schema for an empty Arrow table (Spark cannot infer types from no rows)."""
+    import pyarrow as pa
+
+    def kind(t) -> str:
+        if pa.types.is_integer(t):
+            return "BIGINT"
+        if pa.types.is_floating(t):
+            return "DOUBLE"
+        if pa.types.is_boolean(t):
+            return "BOOLEAN"
+        return "STRING"
+
+    return ", ".join(f"`{f.name}` {kind(f.type)}" for f in data.schema)
 
 
 # ---------------------------------------------------------------------------------------------- macros
@@ -343,17 +551,24 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     import sqlglot
     from sqlglot import exp
 
+    from .metrics import FAMILIES, plan_of
+
     defaults = _family_defaults()
+    plans = {plan_of(fam).file: plan_of(fam) for fam in FAMILIES}
     out: dict[str, str] = {}
     for name, body in sqlfiles.queries("macros").items():
         tree = sqlglot.parse_one(body, read="duckdb")
         refs = [t for t in tree.find_all(exp.Table) if t.db in sqlfiles.available()]
-        if any(t.name not in sqlfiles.queries(t.db) for t in refs):
+        if any(t.name not in sqlfiles.queries(t.db) and not (t.name == "summary" and t.db in plans) for t in refs):
             continue  # a file or query not there (yet): no macro
         params: dict[str, object] = {}
         for ref in refs:
+            text = None
+            if ref.name == "summary":  # the family's generated summary, every measure and average
+                plan = plans[ref.db]
+                text = summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True)
             composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", dict(tables or {}),
-                                                         pretty=False) + "\n", read="duckdb")
+                                                         pretty=False, text=text) + "\n", read="duckdb")
             ref.replace(composed.subquery(ref.alias_or_name))
             used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
             params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
@@ -381,14 +596,13 @@ def _macro_parameter(node):
 def _family_defaults() -> dict[str, dict[str, object]]:
     """``{sql file: its $parameters for the default Options}`` over the families computed in SQL, and the
     closure (unbounded by default)."""
-    from .metrics import FAMILIES
+    from .metrics import FAMILIES, plan_of
 
     out: dict[str, dict[str, object]] = {"closure": {"max_depth": None}}
     for fam in FAMILIES:
         try:
-            file, _ = family_query(fam)
-            out[file] = family_params(fam, Options())
-        except (ModuleNotFoundError, ValueError):  # not in SQL alone, or not with the default options
+            out[plan_of(fam).file] = family_params(fam, Options())
+        except ValueError:  # not with the default options
             continue
     return out
 
@@ -424,8 +638,8 @@ def _type(duck_type: object, dialect: str) -> str:
     return exp.DataType.build(str(duck_type), dialect="duckdb").sql(dialect=dialect)
 
 
-def _create_table(name: str, rel: duckdb.DuckDBPyRelation, dialect: str) -> str:
-    """``CREATE TABLE name (...)`` with the columns and types of ``rel``, written for ``dialect``."""
+def _create_table(name: str, rel: duckdb.DuckDBPyRelation, dialect: str, temporary: bool = False) -> str:
+    """``CREATE [TEMPORARY] TABLE name (...)`` with the columns and types of ``rel``, written for ``dialect``."""
     cols = ", ".join(f"{_quoted(c, dialect)} {_type(t, dialect)}" for c, t in zip(rel.columns, rel.types,
                                                                                   strict=True))
-    return f"CREATE TABLE {_quoted(name, dialect)} ({cols})"
+    return f"CREATE {'TEMPORARY ' if temporary else ''}TABLE {_quoted(name, dialect)} ({cols})"

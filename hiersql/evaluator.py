@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import metrics as _metrics
 from .metrics import Options, Row
+from .options import make_options  # checks the options once; kept importable from here
 from .store import LabelSource, Store
 from .taxonomy import Taxonomy
 
@@ -102,7 +103,7 @@ class Evaluator:
 
     def save(self, rows: list[Row], dataset: str | None = None, run_id: str | None = None) -> str:
         """Write ``rows`` into the ``results`` table in one transaction; returns the run id."""
-        from .jobs import save_rows
+        from .results import save_rows
 
         return save_rows(self.store, rows, dataset, run_id)
 
@@ -114,41 +115,10 @@ def compute(
     store: Store, metrics: list[str] | tuple[str, ...], options: Options,
     on_family: Callable[[str], None] | None = None,
 ) -> list[Row]:
-    """Rows of every requested measure for every system of ``store``. Families that do not apply to the
-    input (``family.applies(store, options)`` is false) are an error when named, skipped under ``all``.
-    ``on_family(name)`` is called before each family is evaluated (progress bars)."""
-    from .errors import InputError
+    """Rows of every requested measure for every system of ``store``: the family plans run by the DuckDB
+    engine (:meth:`hiersql.engines.Engine.evaluate`). Families that do not apply to the input are an error when
+    named, skipped under ``all``. ``on_family(name)`` is called before each family is evaluated."""
+    from .engines import DuckDBEngine
 
-    out: list[Row] = []
-    explicit = "all" not in metrics
-    for fam, names in _metrics.resolve(list(metrics)).items():
-        if on_family is not None:
-            on_family(fam)
-        module = _metrics.family(fam)
-        applies = getattr(module, "applies", None)
-        if applies is not None and not applies(store, options):
-            if explicit:
-                raise InputError(f"does not apply to this input: {(applies.__doc__ or fam).strip()}",
-                                 "--metrics", value=",".join(names))
-            continue
-        metric_applies = getattr(module, "metric_applies", None)
-        if not explicit and metric_applies is not None:
-            names = [m for m in names if metric_applies(store, m, options)]
-        if names:
-            out.extend(module.evaluate(store, names, options))
-    return out
+    return DuckDBEngine(store).evaluate(list(metrics), options, on_family=on_family)
 
-
-def make_options(**options: Any) -> Options:
-    """:class:`Options` from keyword arguments; ``average`` may be a string or a list."""
-    average = options.pop("average", None)
-    opts = Options().with_(**options)
-    if average is not None:
-        average = (average,) if isinstance(average, str) else tuple(average)
-        bad = [a for a in average if a not in ("micro", "macro")]
-        if bad:
-            raise ValueError(f"average must be 'micro' and/or 'macro', got {bad}")
-        opts = opts.with_(average=average)
-    if opts.labels is not None and not isinstance(opts.labels, tuple):
-        opts = opts.with_(labels=tuple(opts.labels))
-    return opts

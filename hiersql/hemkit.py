@@ -71,7 +71,7 @@ def hemkit_taxonomy(path: str | Path) -> Taxonomy:
     if not path.is_file():
         raise InputError("hierarchy file not found", path)
     with gc_paused():
-        edges = read_text_edges(path, "pairs")
+        edges = read_text_edges(path, "pairs", weights=False)
         if not edges:
             raise InputError("hierarchy file has no edges", path)
         return Taxonomy(edges, str(path), virtual_root=True)
@@ -83,7 +83,7 @@ def _scan(path: Path, what: str) -> tuple[str, list[str]]:
     if not path.is_file():
         raise InputError(f"{what} file not found", path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is no label
     except UnicodeDecodeError as exc:
         raise InputError(f"{what} file is not UTF-8 text ({exc.reason})", path) from None
     return text, list(map(str.strip, text.splitlines()))

@@ -77,11 +77,14 @@ def bind(sql: str, params: dict[str, object]) -> dict[str, object]:
     return {k: params[k] for k in needed}
 
 
-def dependencies(file: str, name: str, variant: str | None = None) -> list[str]:
+def dependencies(file: str, name: str, variant: str | None = None, text: str | None = None) -> list[str]:
     """Other queries of the same file that ``name`` reads, in file order (recursively); a name mentioned in a
-    ``--`` comment is not a read. ``variant`` as in :func:`queries`."""
+    ``--`` comment is not a read. ``variant`` as in :func:`queries`; ``text`` is the query's text when it is
+    not one of the file's (a generated summary)."""
     all_queries = queries(file, variant)
-    code = {q: re.sub(r"--[^\n]*", "", text) for q, text in all_queries.items()}
+    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in all_queries.items()}
+    if text is not None:
+        code[name] = re.sub(r"--[^\n]*", "", text)
     found: list[str] = []
 
     def visit(query: str) -> None:
@@ -101,23 +104,28 @@ def render(
     dialect: str = "duckdb",
     tables: dict[str, str] | None = None,
     pretty: bool = True,
+    skip: frozenset[str] | set[str] = frozenset(),
+    text: str | None = None,
 ) -> str:
     """One self-contained query of ``file`` written in ``dialect``.
 
-    Queries it depends on become common table expressions, ``$name`` parameters become literals (a
-    parameter left out of ``params`` stays a placeholder), and ``tables`` renames tables
-    (``{"truth": "warehouse.gold_labels"}``).
+    Queries it depends on become common table expressions (except those in ``skip``: tables already made),
+    ``$name`` parameters become literals (a parameter left out of ``params`` stays a placeholder), and
+    ``tables`` renames tables (``{"truth": "warehouse.gold_labels"}``). ``text`` replaces query ``name``'s
+    own text (a generated query that reads the file's queries).
     """
     from sqlglot import exp
 
     name = name or list(queries(file))[-1]
     ctes: list[exp.CTE] = []
     recursive = False
-    for dep in dependencies(file, name):
+    for dep in dependencies(file, name, text=text):
+        if dep in skip:
+            continue
         body = _parse(queries(file)[dep])
         recursive |= _pop_ctes(body, ctes)
         ctes.append(exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(dep))))
-    tree = _parse(queries(file)[name])
+    tree = _parse(text if text is not None else queries(file)[name])
     recursive |= _pop_ctes(tree, ctes)
     if ctes:
         tree.set("with_", exp.With(expressions=ctes, recursive=recursive or None))
@@ -126,6 +134,31 @@ def render(
     if tables:
         tree = _rename_tables(tree, tables)
     return tree.sql(dialect=dialect, pretty=pretty)
+
+
+def table_name(value: str, where: str) -> str:
+    """``value`` when it is a plain ``[catalog.][schema.]table`` name (odd parts quoted ``"..."``); else an
+    :class:`~hiersql.errors.InputError` naming ``where``: a function call, a comment, a second statement or an
+    alias never reaches SQL text as a table name."""
+    import sqlglot
+    from sqlglot import exp
+
+    from .errors import InputError
+
+    try:
+        table = exp.to_table(value, dialect="duckdb")
+    except (sqlglot.errors.SqlglotError, AttributeError):  # AttributeError: sqlglot on 'a;b'
+        table = None
+    plain = (isinstance(table, exp.Table) and 1 <= len(table.parts) <= 3
+             and all(isinstance(part, exp.Identifier)
+                     and ('"' in value if part.quoted else re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", part.name))
+                     for part in table.parts)
+             and not any(v is not None for k, v in table.args.items() if k not in ("this", "db", "catalog"))
+             and not any(node.comments for node in table.walk()))
+    if not plain:
+        raise InputError('not a table name ([catalog.][schema.]table; quote an odd name as "...")', where,
+                         value=value)
+    return value
 
 
 def _rename_tables(tree, tables: dict[str, str]):

@@ -50,8 +50,9 @@ STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader
 # The steps of Store.load, as its on_step hook names them.
 LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
 # Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
+# Lines up to 1 GiB (DuckDB's default maximum is 2 MB; a longer line is reported as such, _read_error).
 RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='', header=false,"
-            " auto_detect=false, filename=true)")
+            " auto_detect=false, filename=true, max_line_size=1073741824)")
 
 
 T = TypeVar("T")
@@ -186,6 +187,10 @@ class Store:
 
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
         """Check the staged truth and replace ``truth`` and ``instances`` with it, in one transaction."""
+        if not self._one("SELECT count(*) FROM _incoming_instances")[0]:  # nothing to evaluate: the truth's fault
+            raise InputError("truth has no instance (an empty file, or no line of the label format, such as"
+                             " a GermEval file without the subtask's section)",
+                             staged.wheres[0])
         with self.transaction():
             self._check_staged(staged, unknown)
             self.con.execute("DELETE FROM truth")
@@ -328,6 +333,12 @@ class Store:
             self._check_staged(staged, unknown)
             wheres = staged.wheres
             self._check_no_truth(wheres, no_truth)
+            for (src,) in self.con.execute(
+                "SELECT src FROM (SELECT unnest(range($n)) AS src) ANTI JOIN _incoming USING (src) ORDER BY src",
+                {"n": len(items)},
+            ).fetchall():
+                _warn(f"{wheres[src]}: no predicted label; evaluated as a system that predicted nothing for every"
+                      " instance")
             self._temp("_incoming_systems", "SELECT unnest($s) AS system, unnest($w) AS source,"
                        " generate_subscripts($s, 1) - 1 AS src", {"s": [s for s, _, _ in items], "w": wheres})
             for table in ("predictions", "systems"):
@@ -379,15 +390,23 @@ class Store:
     def _stage_other(self, src: int, source: LabelSource, format: str, wheres: list[str]) -> None:
         """Stage one Parquet, wide or CSV file, DataFrame or DuckDB relation."""
         if isinstance(source, str | Path):
+            import duckdb
+
             path = Path(source)
-            if path.suffix.lower() == ".parquet":
-                self._stage_relation(self.con.read_parquet(str(path)), src, wheres)
-            elif format == "wide":
-                self._stage_wide(path, src, wheres)
-            else:  # long CSV with a header
-                self._stage_relation(self.con.read_csv(str(path), header=True, all_varchar=True), src, wheres,
-                                     first_line=2)
+            try:  # a corrupt Parquet file fails when read, a ragged CSV file when its rows are
+                if path.suffix.lower() == ".parquet":
+                    self._stage_relation(self.con.read_parquet(str(path)), src, wheres)
+                elif format == "wide":
+                    self._stage_wide(path, src, wheres)
+                else:  # long CSV with a header
+                    header, rel = self._read_csv_rows(path, ",", wheres[src])
+                    self._stage_relation(rel.project(*[duckdb.ColumnExpression(f"c{i}").alias(name)
+                                                       for i, name in enumerate(header)]),
+                                         src, wheres, first_line=2)
+            except duckdb.Error as exc:
+                raise _read_error(exc, wheres[src]) from None
         elif hasattr(source, "columns") and hasattr(source, "dtypes") and not hasattr(source, "fetchall"):
+            _check_frame_scores(source, wheres[src])
             self._stage_relation(self.con.from_df(source), src, wheres)
         else:  # a DuckDB relation
             self._stage_relation(source, src, wheres)
@@ -424,16 +443,8 @@ class Store:
                 try:
                     self.con.execute(f"SELECT count(*) FROM {RAW_READ}", {"paths": [path]}).fetchall()
                 except Exception as exc:
-                    raise InputError(f"cannot read file ({str(exc).splitlines()[0]})", path) from None
+                    raise _read_error(exc, path) from None
             raise
-        empty = self._one(
-            "SELECT s.src FROM (SELECT unnest($srcs) AS src) s LEFT JOIN (SELECT src,"
-            " bool_or(replace(raw, ' ', '') <> '') AS has_text FROM raw_lines GROUP BY src) r ON r.src = s.src"
-            " WHERE r.has_text IS NOT TRUE"
-            " ORDER BY s.src LIMIT 1", {"srcs": srcs},
-        )
-        if empty:
-            raise InputError("label file is empty", paths[srcs.index(empty[0])])
 
     def _stage_long(self, q: dict[str, str], wheres: list[str]) -> None:
         self._incoming(
@@ -483,30 +494,74 @@ class Store:
         )
 
     def _stage_wide(self, path: Path, src: int, wheres: list[str]) -> None:
+        """A 0/1 matrix (``.csv``: commas, else tabs): the header (read here, never sniffed: DuckDB's sniffer
+        takes the last row of a ragged file for the header) is the instance id column then one column per
+        label; DuckDB reads the rows into columns named by position (no name from the file enters the SQL),
+        and a row with another number of fields than the header is an error naming its line."""
+        import duckdb
+
         sep = "," if path.suffix.lower() == ".csv" else "\t"
-        rel = self.con.read_csv(str(path), header=True, sep=sep, all_varchar=True)
-        cols = rel.columns
-        if len(cols) < 2:
-            raise InputError("wide label file needs an instance_id column and one column per label", path)
-        self._register("_wide_src", rel)
-        label_cols = cols[1:]
-        self._temp("_wide", "SELECT row_number() OVER () + 1 AS line, * FROM _wide_src")
-        self.con.unregister("_wide_src")
-        checks = " UNION ALL ".join(
-            f"SELECT line, {_lit(c)} AS col, \"{c}\" AS v FROM _wide WHERE \"{c}\" IS NULL"
-            f" OR trim(\"{c}\") NOT IN ('0', '1', '0.0', '1.0')" for c in label_cols
-        )
-        bad = self._one(f"SELECT * FROM ({checks}) ORDER BY line LIMIT 1")
+        header, rel = self._read_csv_rows(path, sep, wheres[src])
+        labels = [h.strip() for h in header[1:]]
+        if not labels:
+            raise InputError("wide label file needs a header: an instance_id column and one column per label",
+                             wheres[src], 1, sep.join(header))
+        seen: set[str] = set()
+        for label in labels:
+            if not label or label in seen:
+                raise InputError("wide header has an empty or repeated label", wheres[src], 1, label)
+            seen.add(label)
+        try:
+            self._register("_wide_src", rel)
+            # DuckDB's reader skips blank lines: row k is the k-th non-blank line after the header
+            self._temp("_wide", f"SELECT l.line, w.* EXCLUDE (k) FROM (SELECT row_number() OVER () AS k, * FROM"
+                       f" _wide_src) w JOIN (SELECT row_number() OVER () AS k, n AS line FROM (SELECT row_number()"
+                       f" OVER () AS n, raw FROM {RAW_READ}) WHERE n > 1 AND raw IS NOT NULL) l USING (k)",
+                       {"paths": [str(path)]})
+        except duckdb.Error as exc:
+            raise _read_error(exc, wheres[src]) from None
+        finally:
+            self.con.execute("DROP VIEW IF EXISTS _wide_src")
+        cells = ", ".join(f"c{i}" for i in range(1, len(header)))
+        self._temp("_wide_cells", f"SELECT line, c0 AS instance_id, unnest([{cells}]) AS v,"
+                   f" generate_subscripts([{cells}], 1) AS pos FROM _wide")
+        dup = self._one("SELECT c0, min(line), max(line) FROM _wide GROUP BY c0 HAVING count(*) > 1"
+                        " ORDER BY 2 LIMIT 1")
+        if dup:  # one row per instance: two would be merged silently
+            raise InputError(f"instance listed twice (first on line {dup[1]})", wheres[src], dup[2], dup[0])
+        bad = self._one("SELECT line, pos, v FROM _wide_cells WHERE v IS NULL"
+                        " OR trim(v) NOT IN ('0', '1', '0.0', '1.0') ORDER BY line, pos LIMIT 1")
         if bad:
-            raise InputError(f"wide matrix cell of column {bad[1]!r} is not 0 or 1", wheres[src], bad[0], bad[2])
-        ones = " UNION ALL ".join(
-            f"SELECT \"{cols[0]}\" AS instance_id, {_lit(c)} AS label, line, {i} AS pos FROM _wide"
-            f" WHERE trim(\"{c}\") IN ('1', '1.0')" for i, c in enumerate(label_cols)
-        )
+            raise InputError(f"wide matrix cell of column {labels[bad[1] - 1]!r} is not 0 or 1", wheres[src],
+                             bad[0], bad[2])
         self._incoming(
-            f"SELECT {src} AS src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({ones})",
+            "SELECT $src AS src, instance_id, list_extract($labels, pos) AS label, line, pos, NULL::DOUBLE AS score"
+            " FROM _wide_cells WHERE trim(v) IN ('1', '1.0')", {"src": src, "labels": labels},
         )
-        self._temp("_incoming_instances", f"SELECT {src} AS src, \"{cols[0]}\" AS instance_id, line FROM _wide")
+        self._temp("_incoming_instances", "SELECT $src AS src, c0 AS instance_id, line FROM _wide", {"src": src})
+        self.con.execute("DROP TABLE _wide_cells")
+
+    def _read_csv_rows(self, path: Path, sep: str, where: str) -> tuple[list[str], duckdb.DuckDBPyRelation]:
+        """The header of a CSV/TSV file (read here: DuckDB's sniffer takes the last row of a ragged file for the
+        header) and a relation of its other rows in VARCHAR columns named by position (``c0``, ``c1``, ...: no
+        name from the file enters SQL text); a row with another number of fields than the header fails when
+        the relation is read (:func:`_read_error` names its line)."""
+        import csv
+
+        with path.open("rb") as fh:
+            first = fh.readline()
+        try:
+            header = next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")], delimiter=sep), [])
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text ({exc.reason})", where, 1) from None
+        except csv.Error as exc:
+            raise InputError(f"cannot read the header ({exc})", where, 1) from None
+        if not header:
+            raise InputError("label file has no header", where, 1)
+        rel = self.con.read_csv(str(path), header=False, skiprows=1, sep=sep, quotechar='"', auto_detect=False,
+                                columns={f"c{i}": "VARCHAR" for i in range(len(header))}, null_padding=False,
+                                max_line_size=1 << 30)
+        return header, rel
 
     def _stage_relation(self, rel: Any, src: int, wheres: list[str], first_line: int = 1) -> None:
         """A DuckDB relation (a DataFrame, a CSV or Parquet file) with columns instance_id, label[, score]."""
@@ -608,6 +663,13 @@ class Store:
         if unknown not in ("error", "ignore"):
             raise ValueError("unknown must be 'error' or 'ignore'")
         wheres = staged.wheres
+        virtual = self._one(
+            "SELECT i.src, i.line, i.label FROM _incoming i JOIN nodes n ON n.label = i.label AND n.is_virtual"
+            " ORDER BY i.src, i.line LIMIT 1"
+        )
+        if virtual:  # a name hiersql made up, above the taxonomy's parentless nodes: no label can mean it
+            raise InputError("label is the virtual root added above the taxonomy's parentless nodes, not one of"
+                             " its nodes", wheres[virtual[0]], virtual[1], virtual[2])
         unknowns = self.con.execute(
             "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*) FROM _incoming i"
             " ANTI JOIN nodes n ON n.label = i.label GROUP BY i.src ORDER BY i.src"
@@ -762,23 +824,20 @@ def _joined(values: list[str], source: str) -> str:
     return text
 
 
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _is_text(path: Path, format: str) -> bool:
     """Check a label file (known format, present, not empty); true when it is read as raw text lines
     (``long`` TSV, ``lines``, ``germeval-*``), false for Parquet, ``wide`` and ``long`` CSV files."""
     if format not in LABEL_FORMATS:
         raise InputError(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", path, value=format)
     if not path.is_file():
-        raise InputError("label file not found", path)
+        raise InputError("label source is a folder, not a file" if path.is_dir() else "label file not found", path)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return False
-    if path.stat().st_size == 0:
-        raise InputError("label file is empty", path)
-    return format != "wide" and not (format == "long" and suffix == ".csv")
+    text = format != "wide" and not (format == "long" and suffix == ".csv")
+    if not text and path.stat().st_size == 0:  # not even the header; an empty text file has no label
+        raise InputError("label file is empty (it needs a header)", path)
+    return text
 
 
 def _is_columns(source: LabelSource) -> bool:
@@ -849,3 +908,42 @@ def _default_name(source: LabelSource) -> str:
 
 def _warn(message: str) -> None:
     warnings.warn(message, DataWarning, stacklevel=4)
+
+
+def _read_error(exc: Exception, path: str | Path) -> InputError:
+    """DuckDB's multi-line error of its CSV reader as one :class:`InputError` naming the file, the line and
+    what is wrong (not UTF-8, a line beyond the maximum size, a wrong number of fields)."""
+    import re
+
+    text = str(exc)
+    line = re.search(r"CSV Error on Line: (\d+)", text)
+    original = re.search(r"Original Line: (.*)", text)
+    value = original.group(1) if original else None
+    if value is not None and len(value) > 80:
+        value = value[:80] + "..."
+    if "Invalid unicode" in text:
+        what, value = "not UTF-8 text", None
+    elif size := re.search(r"Maximum line size of (\d+) bytes exceeded\. Actual Size:\s*(\d+)", text):
+        what, value = f"line of {size[2]} bytes is longer than the reader's maximum of {size[1]} bytes", None
+    elif fields := re.search(r"Expected Number of Columns: (\d+) Found: (\d+)", text):
+        what = f"row does not have the {fields[1]} fields of the header"
+    else:
+        what = f"cannot read file ({text.splitlines()[0] if text else type(exc).__name__})"
+    return InputError(what, path, int(line.group(1)) if line else None, value)
+
+
+def _check_frame_scores(df: Any, where: str) -> None:
+    """A NaN score of a DataFrame is an error, as ``NaN`` in a file is (DuckDB would read it as a missing
+    score); ``None`` in an object column is a missing score, as an empty field of a file is."""
+    import numpy as np
+
+    names = [c for c in df.columns if str(c).lower() == "score"]
+    if not names:
+        return
+    values = df[names[0]].to_numpy()
+    if values.dtype.kind == "f":
+        nan = np.isnan(values)
+    else:
+        nan = np.array([isinstance(v, float) and v != v for v in values], dtype=bool)
+    if nan.any():
+        raise InputError("score is not a number", where, int(np.argmax(nan)) + 1, "nan")

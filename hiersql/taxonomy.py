@@ -108,7 +108,7 @@ class Taxonomy:
         for i, pair in enumerate(pairs, start=1):
             if len(pair) not in (2, 3):
                 raise InputError("an edge needs a parent and a child", source, i, pair)
-            weight = float(pair[2]) if len(pair) == 3 and pair[2] is not None else None
+            weight = _weight(pair[2], source, i) if len(pair) == 3 and pair[2] is not None else None
             edges.append(Edge(_name(pair[0], source, i), _name(pair[1], source, i), weight, i))
         return cls(edges, source)
 
@@ -123,15 +123,21 @@ class Taxonomy:
         """
         path = Path(path)
         if not path.is_file():
-            raise InputError("taxonomy file not found", path)
+            raise InputError("taxonomy is a folder, not a file" if path.is_dir() else "taxonomy file not found", path)
         format = format or _guess_format(path)
         if format == "parquet":
             import duckdb
 
-            rel = duckdb.sql(f"SELECT * FROM read_parquet('{_sql_str(path)}')")
+            try:
+                rel = duckdb.read_parquet(str(path))
+            except duckdb.Error as exc:
+                raise InputError(f"cannot read Parquet file ({str(exc).splitlines()[0]})", path) from None
             return cls.from_relation(rel, str(path))
         if format == "csv":
-            return cls.from_edges(_read_csv_edges(path), str(path))
+            try:
+                return cls.from_edges(_read_csv_edges(path), str(path))
+            except UnicodeDecodeError as exc:
+                raise InputError(f"taxonomy file is not UTF-8 text ({exc.reason})", path) from None
         if format not in ("tsv", "pairs"):
             raise InputError("unknown taxonomy format (tsv, pairs, csv, parquet)", path, value=format)
         return cls(read_text_edges(path, format), str(path))
@@ -157,7 +163,12 @@ class Taxonomy:
         if not {"parent", "child"} <= set(cols):
             raise InputError(f"taxonomy table needs columns parent, child; it has {rel.columns}", source)
         wanted = ["parent", "child"] + (["weight"] if "weight" in cols else [])
-        rows = rel.select(*[rel.columns[cols.index(c)] for c in wanted]).fetchall()
+        import duckdb
+
+        try:
+            rows = rel.select(*[duckdb.ColumnExpression(rel.columns[cols.index(c)]) for c in wanted]).fetchall()
+        except duckdb.Error as exc:  # a corrupt Parquet file fails here, when its pages are read
+            raise InputError(f"cannot read taxonomy table ({str(exc).splitlines()[0]})", source) from None
         return cls.from_edges(_checked_rows(rows, source, wanted), source)
 
     @classmethod
@@ -257,30 +268,27 @@ def _checked_rows(rows: Iterable[tuple], source: str, columns: list[str]) -> Ite
         yield row
 
 
-def _sql_str(path: Path) -> str:
-    return str(path).replace("'", "''")
-
-
 def _guess_format(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return "parquet"
     if suffix == ".csv":
         return "csv"
-    with path.open(encoding="utf-8", errors="replace") as fh:
+    with path.open(encoding="utf-8-sig", errors="replace") as fh:
         for line in fh:
             if line.strip():
                 return "tsv" if "\t" in line.strip("\r\n") else "pairs"
     raise InputError("taxonomy file is empty", path)
 
 
-def read_text_edges(path: Path, format: str) -> list[Edge]:
+def read_text_edges(path: Path, format: str, weights: bool = True) -> list[Edge]:
     """The edges of a ``tsv`` or ``pairs`` file as read, each with its line number, before any validation
     (:class:`Taxonomy` dedupes and checks them; :func:`hiersql.hemkit.hemkit_taxonomy` adds HEMKit's dummy
     root first). The common case (every line two plain names) is split in bulk; any other file goes through
-    :func:`_checked_text_edges`, which names the line at fault."""
+    :func:`_checked_text_edges`, which names the line at fault. Without ``weights`` (HEMKit's hierarchies), a
+    third field is an error, not a weight."""
     try:
-        with path.open(encoding="utf-8") as fh:  # universal newlines: \r\n and \r end lines too
+        with path.open(encoding="utf-8-sig") as fh:  # universal newlines; a byte order mark is no name
             lines = fh.read().split("\n")
     except UnicodeDecodeError as exc:
         raise InputError(f"taxonomy file is not UTF-8 text ({exc.reason})", path) from None
@@ -298,10 +306,10 @@ def read_text_edges(path: Path, format: str) -> list[Edge]:
     if plain:  # Edge's own __new__ is Python; tuple.__new__ mapped over zip builds the same tuples in C
         return list(map(tuple.__new__, repeat(Edge),
                         zip([f[0] for f in fields], [f[1] for f in fields], repeat(None), count(1))))
-    return list(_checked_text_edges(path, format, lines))
+    return list(_checked_text_edges(path, format, lines, weights))
 
 
-def _checked_text_edges(path: Path, format: str, lines: list[str]) -> Iterator[Edge]:
+def _checked_text_edges(path: Path, format: str, lines: list[str], weights: bool = True) -> Iterator[Edge]:
     """Line by line: blank lines skipped, TSV fields stripped and trailing tabs dropped, an optional weight;
     a wrong field count or an empty name is an :class:`InputError` naming the line."""
     for i, line in enumerate(lines, start=1):
@@ -312,20 +320,18 @@ def _checked_text_edges(path: Path, format: str, lines: list[str]) -> Iterator[E
             fields = [f.strip() for f in fields]
             while len(fields) > 2 and fields[-1] == "":
                 fields.pop()  # trailing tabs
-        if len(fields) not in (2, 3):
-            raise InputError(
-                f"expected 2 fields (parent, child) or 3 (parent, child, weight), found {len(fields)}",
-                path, i, line,
-            )
+        if len(fields) not in ((2, 3) if weights else (2,)):
+            expected = "2 fields (parent, child)" + (" or 3 (parent, child, weight)" if weights else "")
+            raise InputError(f"expected {expected}, found {len(fields)}", path, i, line)
         if not fields[0] or not fields[1]:
             raise InputError("empty node name", path, i, line)
         yield Edge(fields[0], fields[1], _weight(fields[2], path, i) if len(fields) == 3 else None, i)
 
 
-def _weight(text: str, source: Path | str, line: int) -> float:
+def _weight(text: object, source: Path | str, line: int) -> float:
     try:
-        value = float(text)
-    except ValueError:
+        value = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
         raise InputError("edge weight is not a number", source, line, text) from None
     if value != value:
         raise InputError("edge weight is NaN", source, line, text)
@@ -335,7 +341,7 @@ def _weight(text: str, source: Path | str, line: int) -> float:
 def _read_csv_edges(path: Path) -> Iterator[tuple]:
     import csv
 
-    with path.open(encoding="utf-8", newline="") as fh:
+    with path.open(encoding="utf-8-sig", newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None:

@@ -44,7 +44,7 @@ LEFT JOIN nodes AS n ON n.label = u.label
 
 -- name: hcm_set_labels
 -- The labels of every set (sys_no 0: the truth of an instance; else a system's predictions for it) with
--- their rank and a row number (label_no, in no particular order: an id). A (system, instance) with no
+-- their rank and a row number (label_no: an id, in set and rank order). A (system, instance) with no
 -- prediction is the set {root}: it is scored as the path [root].
 WITH labelled AS (
     SELECT 0 AS sys_no, i.inst_no, i.inst_no AS grp, l.label_id, t.rank
@@ -59,7 +59,7 @@ WITH labelled AS (
     JOIN hcm_labels AS l ON l.label = p.label
     CROSS JOIN hcm_stride AS k
 )
-SELECT *, row_number() OVER () AS label_no
+SELECT *, row_number() OVER (ORDER BY grp, rank, label_id) AS label_no
 FROM (
     SELECT sys_no, inst_no, grp, label_id, rank FROM labelled
     UNION ALL
@@ -71,7 +71,9 @@ FROM (
     WHERE s.sys_no * k.stride + i.inst_no NOT IN (SELECT grp FROM labelled)
 ) AS set_labels
 
--- name: hcm_paths
+-- name: hcm_paths (duckdb)
+-- DuckDB only (lists): the plan runs it as a step on a DuckDB connection holding hcm_labels, edges and nodes
+-- (hiersql.metrics.confusion.solve_root_paths), whatever the engine.
 -- Every root path of every label, root first, as node names (path) and node ids (ids). path_no numbers
 -- the paths of a label in the order of their node positions (order of first appearance in the taxonomy
 -- input), compared element-wise; name_rank orders all paths by their node names, compared element-wise.
@@ -100,7 +102,7 @@ SELECT l.label_id, f.path_no, f.path, f.ids, len(f.ids) AS n_nodes, row_number()
 FROM found AS f
 JOIN hcm_labels AS l ON l.label = f.label
 
--- name: hcm_path_nodes
+-- name: hcm_path_nodes (duckdb)
 -- One row per node of every path; pos is 1-based from the root.
 SELECT label_id, path_no, n_nodes, unnest(ids) AS node_id, unnest(path) AS node, generate_subscripts(ids, 1) AS pos
 FROM hcm_paths
@@ -112,7 +114,7 @@ FROM hcm_paths
 -- choice comes back by it.
 SELECT
     l.grp, l.rank, l.label_id, l.label_no, pn.path_no, o.label_no AS on_path,
-    row_number() OVER () - 1 AS row_no
+    row_number() OVER (ORDER BY l.grp, l.rank, l.label_id, l.label_no, pn.path_no, o.label_no) - 1 AS row_no
 FROM hcm_set_labels AS l
 JOIN hcm_path_nodes AS pn ON pn.label_id = l.label_id
 JOIN hcm_set_labels AS o ON o.grp = l.grp AND o.label_id = pn.node_id
@@ -237,7 +239,8 @@ LEFT JOIN p_below AS b
 -- instance) grp, with the pair's counts, n_common and the predicted path's name_rank (the matching takes
 -- the predicted paths by m = max n_common descending, then name_rank descending).
 SELECT p.grp, t.j, tp.path_no AS t_path, p.label_id AS p_label, p.path_no AS p_path, k.n_common,
-       k.name_rank, k.tp, k.fp, k.fn, k.tn, row_number() OVER () - 1 AS row_no
+       k.name_rank, k.tp, k.fp, k.fn, k.tn,
+       row_number() OVER (ORDER BY p.grp, t.j, tp.path_no, p.label_id, p.path_no) - 1 AS row_no
 FROM hcm_chosen_pred AS p
 JOIN hcm_chosen_truth AS t ON t.inst_no = p.inst_no
 JOIN hcm_paths AS tp ON tp.label_id = t.label_id
@@ -282,68 +285,3 @@ SELECT
 FROM (SELECT s.system, s.sys_no * k.stride AS first_grp FROM hcm_systems AS s CROSS JOIN hcm_stride AS k) AS s
 CROSS JOIN hcm_instances AS i
 LEFT JOIN sums AS x ON x.grp = s.first_grp + i.inst_no
-
--- name: hcm_summary
--- (system, metric, average, value) from hcm_instance(system, instance_id, tp, fp, fn, tn): the summed
--- counts (average ''), the measures of Riehl et al. Table II on the summed counts ('micro') and the mean of
--- the per-instance measures ('macro'). A zero denominator gives $zero_division. FNR is FN / (FN + TP) (the
--- paper's Table II prints FP in the numerator, a typo).
-WITH micro AS (
-    SELECT
-        system,
-        CAST(sum(tp) AS DOUBLE) AS tp, CAST(sum(fp) AS DOUBLE) AS fp,
-        CAST(sum(fn) AS DOUBLE) AS fn, CAST(sum(tn) AS DOUBLE) AS tn
-    FROM hcm_instance
-    GROUP BY system
-),
-per_instance AS (  -- only when $macro is true (the macro average is requested)
-    SELECT system, CAST(tp AS DOUBLE) AS tp, CAST(fp AS DOUBLE) AS fp, CAST(fn AS DOUBLE) AS fn,
-           CAST(tn AS DOUBLE) AS tn
-    FROM hcm_instance
-    WHERE $macro
-),
-both_levels AS (
-    SELECT 'micro' AS average, system, tp, fp, fn, tn FROM micro
-    UNION ALL
-    SELECT 'macro' AS average, system, tp, fp, fn, tn FROM per_instance
-),
-rates AS (
-    SELECT
-        average, system, tp, fp, fn, tn,
-        CASE WHEN tp + tn + fp + fn = 0 THEN $zero_division ELSE (tp + tn) / (tp + tn + fp + fn) END AS acc,
-        CASE WHEN tp + fp = 0 THEN $zero_division ELSE tp / (tp + fp) END AS ppv,
-        CASE WHEN tp + fn = 0 THEN $zero_division ELSE tp / (tp + fn) END AS tpr,
-        CASE WHEN tp + fn = 0 THEN $zero_division ELSE fn / (tp + fn) END AS fnr,
-        CASE WHEN fp + tn = 0 THEN $zero_division ELSE fp / (fp + tn) END AS fpr,
-        CASE WHEN fp + tn = 0 THEN $zero_division ELSE tn / (fp + tn) END AS tnr,
-        CASE WHEN 2 * tp + fp + fn = 0 THEN $zero_division ELSE 2 * tp / (2 * tp + fp + fn) END AS f1,
-        CASE WHEN (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn) = 0 THEN $zero_division
-             ELSE (tp * tn - fp * fn) / sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)) END AS mcc
-    FROM both_levels
-),
-measures AS (
-    SELECT
-        average, system, acc, ppv, tpr, fnr, fpr, tnr, f1, mcc,
-        CASE WHEN tp + fn = 0 OR fp + tn = 0 OR tpr + tnr - 1 = 0 THEN $zero_division
-             ELSE (sqrt(tpr * (1 - tnr)) + tnr - 1) / (tpr + tnr - 1) END AS pt
-    FROM rates
-),
-summary AS (
-    SELECT system, average, avg(acc) AS acc, avg(ppv) AS ppv, avg(tpr) AS tpr, avg(fnr) AS fnr,
-           avg(fpr) AS fpr, avg(tnr) AS tnr, avg(f1) AS f1, avg(mcc) AS mcc, avg(pt) AS pt
-    FROM measures
-    GROUP BY system, average
-)
-SELECT system, 'hcm_tp' AS metric, '' AS average, tp AS value FROM micro
-UNION ALL SELECT system, 'hcm_fp', '', fp FROM micro
-UNION ALL SELECT system, 'hcm_fn', '', fn FROM micro
-UNION ALL SELECT system, 'hcm_tn', '', tn FROM micro
-UNION ALL SELECT system, 'hcm_accuracy', average, acc FROM summary
-UNION ALL SELECT system, 'hcm_precision', average, ppv FROM summary
-UNION ALL SELECT system, 'hcm_recall', average, tpr FROM summary
-UNION ALL SELECT system, 'hcm_f1', average, f1 FROM summary
-UNION ALL SELECT system, 'hcm_mcc', average, mcc FROM summary
-UNION ALL SELECT system, 'hcm_fnr', average, fnr FROM summary
-UNION ALL SELECT system, 'hcm_fpr', average, fpr FROM summary
-UNION ALL SELECT system, 'hcm_tnr', average, tnr FROM summary
-UNION ALL SELECT system, 'hcm_pt', average, pt FROM summary

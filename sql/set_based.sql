@@ -176,29 +176,3 @@ SELECT
     coalesce(c.n_true + c.n_pred - 2 * c.n_both, 0) AS symmetric_difference_loss
 FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
 LEFT JOIN set_counts AS c ON c.system = g.system AND c.instance_id = g.instance_id
-
--- name: set_based_summary
--- (system, metric, average, value): micro pools the counts, macro averages the per-instance values.
-WITH micro AS (
-    SELECT
-        system,
-        CASE WHEN sum(n_pred) = 0 THEN $zero_division ELSE 1.0 * sum(n_both) / sum(n_pred) END AS p,
-        CASE WHEN sum(n_true) = 0 THEN $zero_division ELSE 1.0 * sum(n_both) / sum(n_true) END AS r
-    FROM set_based_instance
-    GROUP BY system
-)
-SELECT system, 'hierarchical_precision' AS metric, 'micro' AS average, p AS value FROM micro
-UNION ALL
-SELECT system, 'hierarchical_recall', 'micro', r FROM micro
-UNION ALL
-SELECT system, 'hierarchical_f1', 'micro',
-       CASE WHEN $beta * $beta * p + r = 0 THEN 0 ELSE (1 + $beta * $beta) * p * r / ($beta * $beta * p + r) END
-FROM micro
-UNION ALL
-SELECT system, 'hierarchical_precision', 'macro', avg(hierarchical_precision) FROM set_based_instance GROUP BY system
-UNION ALL
-SELECT system, 'hierarchical_recall', 'macro', avg(hierarchical_recall) FROM set_based_instance GROUP BY system
-UNION ALL
-SELECT system, 'hierarchical_f1', 'macro', avg(hierarchical_f1) FROM set_based_instance GROUP BY system
-UNION ALL
-SELECT system, 'symmetric_difference_loss', '', avg(1.0 * symmetric_difference_loss) FROM set_based_instance GROUP BY system

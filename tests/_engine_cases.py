@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
-from hiersql.metrics import Options, Row, family, resolve
+from hiersql.engines import DuckDBEngine
+from hiersql.metrics import FAMILIES, Options, Row
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
 
-# The families computed by SQL alone (flat only once its module exists).
-SQL_FAMILIES = tuple(f for f in ("set_based", "flat") if importlib.util.find_spec(f"hiersql.metrics.{f}"))
 SET_BASED = ["hierarchical_precision", "hierarchical_recall", "hierarchical_f1", "symmetric_difference_loss"]
 
 # Tree A > B, C; B > D, E; C > F. Root A left out (include_root=False). Truth per instance: {D}, {E, F}, {C}.
@@ -39,6 +37,14 @@ HAND_EXPECTED = {
 }
 
 GERMEVAL_SYSTEMS = ("Averbis__BOHB_CNN", "LT-UHH__baseline", "twistbytes__thresholding")
+
+# A DAG (Kosmopoulos et al. Fig. 8(b): 2.1 and 3.2.2 have two parents) with instances that meet on several
+# shortest paths, so that the minimal LCA graphs involve a choice.
+DAG_EDGES = [("0", "1"), ("0", "2"), ("0", "3"), ("1", "1.1"), ("1", "1.2"), ("2", "2.1"), ("3", "3.1"),
+             ("3", "3.2"), ("3", "3.3"), ("3.2", "3.2.1"), ("3.2", "3.2.2"), ("3", "2.1"), ("3", "3.2.2")]
+DAG_TRUTH = [["2.1", "3.2.1", "3.3"], ["1.1"], ["3.2.2"], ["2.1", "1.2"]]
+DAG_PRED = {"fig8b": [["3.1", "3.2.1", "3.2.2"], ["1.2"], ["2.1"], ["3.3"]],
+            "other": [["2"], ["1.1", "3.1"], [], ["2.1", "1.2"]]}
 
 OPTION_CASES = {
     "defaults": Options(),
@@ -70,17 +76,45 @@ def germeval_store(data_dir: Path, systems: tuple[str, ...] = GERMEVAL_SYSTEMS, 
     return store
 
 
+def dag_store() -> Store:
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(DAG_EDGES))
+    store.add_truth(DAG_TRUTH)
+    for system, sets in DAG_PRED.items():
+        store.add_predictions(system, sets)
+    return store
+
+
 def all_metrics() -> list[str]:
-    return [m for fam in SQL_FAMILIES for m in family(fam).METRICS]
+    """Every measure of every family that applies to the input."""
+    return ["all"]
+
+
+def sql_metrics() -> list[str]:
+    """The measures of the families without a Python step (set-based and flat), for the option sweeps."""
+    from hiersql.metrics import REGISTRY
+
+    return [*REGISTRY["set_based"], *REGISTRY["flat"]]
 
 
 def reference(store: Store, metrics: list[str], options: Options) -> list[Row]:
-    """The DuckDB Python API's rows (each family's ``evaluate``), sorted like ``Engine.evaluate``."""
-    rows = [r for fam, ms in resolve(metrics).items() for r in family(fam).evaluate(store, ms, options)]
+    """The DuckDB store's rows (the embedded default), sorted by (system, metric, average)."""
+    rows = DuckDBEngine(store).evaluate(metrics, options)
     return sorted(rows, key=lambda r: (r.system, r.metric, r.average))
 
 
+def families_of(rows: list[Row]) -> set[str]:
+    """The families that have rows among ``rows``."""
+    from hiersql.metrics import catalog
+
+    return {catalog()[r.metric][0] for r in rows}
+
+
+ALL_FAMILIES = set(FAMILIES)
+
+
 def assert_rows_match(got: list[Row], want: list[Row], tol: float = 1e-9) -> None:
+    got, want = (sorted(rows, key=lambda r: (r.system, r.metric, r.average)) for rows in (got, want))
     assert [r[:3] for r in got] == [r[:3] for r in want]
     for g, w in zip(got, want, strict=True):
         assert math.isclose(g.value, w.value, rel_tol=0, abs_tol=tol), (g, w)

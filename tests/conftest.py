@@ -1,7 +1,12 @@
-"""Shared fixtures: the real data of ../shared/data and small taxonomies."""
+"""Shared fixtures: the real data of ../shared/data, small taxonomies, a throwaway PostgreSQL server."""
 
 from __future__ import annotations
 
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,3 +26,45 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+def _server_bin() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(Path(p).parts[4]))
+    which = shutil.which("pg_ctl")
+    if found:
+        return Path(found[-1]).parent
+    if which:
+        return Path(which).parent
+    pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install -y postgresql")
+
+
+@pytest.fixture(scope="module")
+def pg_dsn():
+    """A libpq connection string to a throwaway PostgreSQL cluster (``initdb`` + ``pg_ctl`` in a temporary
+    folder, a Unix socket only, removed afterwards), or to ``HIERSQL_PG_DSN`` when set."""
+    if os.environ.get("HIERSQL_PG_DSN"):
+        yield os.environ["HIERSQL_PG_DSN"]
+        return
+    bin_dir = _server_bin()
+    base = Path(tempfile.mkdtemp(prefix="hiersql-pg-"))
+    run_as: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(base, "postgres")
+        run_as = ["runuser", "-u", "postgres", "--"]
+    data, log = base / "data", base / "server.log"
+
+    def call(*args: str) -> None:
+        done = subprocess.run([*run_as, *args], capture_output=True, text=True, timeout=120)
+        if done.returncode:
+            tail = log.read_text()[-2000:] if log.exists() else ""
+            pytest.fail(f"PostgreSQL: {' '.join(args[:2])} failed:\n{done.stdout}{done.stderr}{tail}")
+
+    call(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "hiersql", "-E", "UTF8", "--no-sync")
+    options = f"-k {base} -p 5432 -c listen_addresses='' -c fsync=off -c full_page_writes=off -c jit=off"
+    call(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o", options, "start")
+    try:
+        yield f"host={base} port=5432 user=hiersql dbname=postgres"
+    finally:
+        subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True, timeout=120)
+        shutil.rmtree(base, ignore_errors=True)

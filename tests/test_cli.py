@@ -1,4 +1,4 @@
-"""The command line: output formats, --db results, demo, batch jobs (resumable, transactional)."""
+"""The command line: output formats, --db results, demo, reports (batch jobs: tests/test_jobs*.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import duckdb
 import pytest
 
 from hiersql.cli import main
-from hiersql.jobs import load_job, run_job
 
 
 def demo_args(fixtures_dir, *extra):
@@ -77,58 +76,6 @@ def test_demo_prints_every_system(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "cautious" in out and "flat_errors" in out and "shallow" in out
     assert "hierarchical_recall (micro)" in out
-
-
-def write_job(tmp_path, fixtures_dir, truth_name="truth.tsv"):
-    folder = fixtures_dir / "demo"
-    (tmp_path / "one.tsv").write_text("1\tlion\n")
-    job = tmp_path / "job.toml"
-    job.write_text(f"""
-db = "out.duckdb"
-metrics = ["hp", "hr"]
-average = ["micro"]
-
-[[dataset]]
-name = "demo"
-taxonomy = "{folder / 'taxonomy.tsv'}"
-truth = "{folder / 'truth.tsv'}"
-predictions = ["{folder / '[cfs]*.tsv'}"]
-
-[[dataset]]
-name = "broken"
-taxonomy = "{folder / 'taxonomy.tsv'}"
-truth = "{tmp_path / truth_name}"
-predictions = ["x={tmp_path / 'one.tsv'}"]
-""")
-    return job
-
-
-def test_job_is_resumable_and_keeps_finished_datasets(fixtures_dir, tmp_path):
-    (tmp_path / "bad.tsv").write_text("1\tunicorn\n")
-    job = load_job(write_job(tmp_path, fixtures_dir, "bad.tsv"))
-    from hiersql import InputError
-
-    with pytest.raises(InputError, match="unicorn"):
-        run_job(job)
-    # the first dataset was stored before the second failed
-    with duckdb.connect(str(job.db), read_only=True) as con:
-        assert con.execute("SELECT DISTINCT dataset FROM results").fetchall() == [("demo",)]
-        assert con.execute("SELECT count(*) FROM results").fetchall() == [(3 * 2,)]
-    (tmp_path / "bad.tsv").write_text("1\tjaguar\n")
-    status = run_job(job)
-    assert status["demo"].startswith("skipped") and status["broken"].startswith("done")
-    with duckdb.connect(str(job.db), read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM results").fetchall() == [(3 * 2 + 2,)]
-
-
-def test_jobs_cli(fixtures_dir, tmp_path, capsys):
-    (tmp_path / "truth.tsv").write_text("1\tjaguar\n")
-    job = write_job(tmp_path, fixtures_dir)
-    assert main(["jobs", "check", str(job)]) == 0
-    assert main(["jobs", "run", str(job)]) == 0
-    out = capsys.readouterr().out
-    assert "demo: done (6 values)" in out and "broken: done (2 values)" in out
-    assert main(["jobs", "run", str(tmp_path / "missing.toml")]) == 2
 
 
 def test_per_instance_csv(fixtures_dir, tmp_path, capsys):

@@ -1,25 +1,20 @@
 """The SQL measures on a real PostgreSQL server equal DuckDB's.
 
-The fixture starts a throwaway cluster (``initdb`` + ``pg_ctl``) in a temporary folder, listening on a Unix
-socket only, and removes it afterwards. Set ``HIERSQL_PG_DSN`` to use a running server instead. As root the
-server runs as the ``postgres`` user (PostgreSQL refuses to run as root). Without the server binaries (Debian:
-``apt-get install -y postgresql``) the tests fail with that message: they must run in CI.
+The ``pg_dsn`` fixture (tests/conftest.py) starts a throwaway cluster (``initdb`` + ``pg_ctl``) in a temporary
+folder, listening on a Unix socket only, and removes it afterwards. Set ``HIERSQL_PG_DSN`` to use a running
+server instead. As root the server runs as the ``postgres`` user (PostgreSQL refuses to run as root). Without
+the server binaries (Debian: ``apt-get install -y postgresql``) the tests fail with that message: they must run
+in CI.
 """
 
 from __future__ import annotations
-
-import glob
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from hiersql.engines import PostgresEngine
 from hiersql.metrics import Options
 from tests._engine_cases import (
+    ALL_FAMILIES,
     GERMEVAL_CASES,
     HAND_EXPECTED,
     OPTION_CASES,
@@ -27,52 +22,15 @@ from tests._engine_cases import (
     all_metrics,
     assert_hand_values,
     assert_rows_match,
+    dag_store,
+    families_of,
     germeval_store,
     hand_store,
     reference,
+    sql_metrics,
 )
 
 pytestmark = pytest.mark.postgres
-
-
-def _server_bin() -> Path:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(Path(p).parts[4]))
-    which = shutil.which("pg_ctl")
-    if found:
-        return Path(found[-1]).parent
-    if which:
-        return Path(which).parent
-    pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install -y postgresql")
-
-
-@pytest.fixture(scope="module")
-def pg_dsn():
-    if os.environ.get("HIERSQL_PG_DSN"):
-        yield os.environ["HIERSQL_PG_DSN"]
-        return
-    bin_dir = _server_bin()
-    base = Path(tempfile.mkdtemp(prefix="hiersql-pg-"))
-    run_as: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(base, "postgres")
-        run_as = ["runuser", "-u", "postgres", "--"]
-    data, log = base / "data", base / "server.log"
-
-    def call(*args: str) -> None:
-        done = subprocess.run([*run_as, *args], capture_output=True, text=True, timeout=120)
-        if done.returncode:
-            tail = log.read_text()[-2000:] if log.exists() else ""
-            pytest.fail(f"PostgreSQL: {' '.join(args[:2])} failed:\n{done.stdout}{done.stderr}{tail}")
-
-    call(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "hiersql", "-E", "UTF8", "--no-sync")
-    options = f"-k {base} -p 5432 -c listen_addresses='' -c fsync=off -c full_page_writes=off -c jit=off"
-    call(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o", options, "start")
-    try:
-        yield f"host={base} port=5432 user=hiersql dbname=postgres"
-    finally:
-        subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True, timeout=120)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture
@@ -116,16 +74,38 @@ def test_hand_example_equals_duckdb(pg, options):
 def test_germeval_b_sample_equals_duckdb(pg, germeval, case):
     options = OPTION_CASES[case]
     pg.copy_store(germeval)
-    metrics = all_metrics()
+    metrics = sql_metrics()
     rows = pg.evaluate(metrics, options)
     assert {r.system for r in rows} == set(germeval.systems())
     assert_rows_match(rows, reference(germeval, metrics, options))
 
 
+def test_every_family_on_germeval_b_all_systems_equals_duckdb(pg, data_dir):
+    """GermEval 2019 subtask B, every submission: every family (the Python steps of pairs, LCA graphs and the
+    HCM matching solved between PostgreSQL stages) gives DuckDB's values."""
+    systems = tuple(sorted(p.stem for p in (data_dir / "canonical" / "pred_b").glob("*.tsv")))
+    store = germeval_store(data_dir, systems)
+    assert len(systems) == 19
+    pg.copy_store(store)
+    rows = pg.evaluate(all_metrics(), Options())
+    assert families_of(rows) == ALL_FAMILIES
+    assert {r.system for r in rows} == set(systems)
+    assert_rows_match(rows, reference(store, all_metrics(), Options()))
+
+
+@pytest.mark.parametrize("graph", ["greedy", "optimal", "extended"])
+def test_every_family_on_a_dag_equals_duckdb(pg, graph):
+    """A DAG with several shortest paths: the minimal LCA graphs of each selection, the pairings and HCM."""
+    store = dag_store()
+    pg.copy_store(store)
+    options = Options(lca_graph=graph, max_distance=2 if graph == "greedy" else None)
+    rows = pg.evaluate(all_metrics(), options)
+    assert families_of(rows) == ALL_FAMILIES - {"scoring"}  # scoring trees are trees
+    assert_rows_match(rows, reference(store, all_metrics(), options))
+
+
 def test_fixed_label_universe_travels(pg):
     """The flat measures read a helper table (the fixed universe); the engine writes it too."""
-    if "hamming_loss" not in all_metrics():
-        pytest.fail("hiersql.metrics.flat is expected by now")
     store = hand_store()
     pg.copy_store(store)
     options = Options(labels=("A", "B", "C", "D", "E", "F"))

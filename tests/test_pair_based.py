@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hiersql import sqlfiles
+from hiersql.engines import DuckDBEngine
 from hiersql.errors import InputError
 from hiersql.evaluator import Evaluator
 from hiersql.metrics import Options
@@ -208,10 +209,11 @@ def test_metric_applies_tells_whether_the_tree_induced_error_is_defined():
     ev = Evaluator(Taxonomy.from_edges(FIG11))
     ev.add_truth([["T1"], ["P1"]])
     ev.add_predictions("single", [["P1"], ["T1"]])
-    assert pb.metric_applies(ev.store, "tree_induced_error", Options())
+    engine = DuckDBEngine(ev.store)
+    assert pb.PLAN.metric_applies(engine, "tree_induced_error")
     ev.add_predictions("multi", [["P1", "P2"], ["T1"]])
-    assert not pb.metric_applies(ev.store, "tree_induced_error", Options())
-    assert pb.metric_applies(ev.store, "graph_induced_error", Options())
+    assert not pb.PLAN.metric_applies(engine, "tree_induced_error")
+    assert pb.PLAN.metric_applies(engine, "graph_induced_error")
 
 
 def test_all_pairs_error_sums_every_pair():

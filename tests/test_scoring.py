@@ -295,9 +295,12 @@ def test_confusion_name_clash_with_label_system(fig1, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- applicability, options
 def test_pl_needs_no_weights_the_others_do(fig1) -> None:
     store = _store(fig1, [["H"]], {"s": [["I"]]})
-    assert scoring.applies(store, Options())  # a tree
-    assert scoring.metric_applies(store, "pl", Options())
-    assert not scoring.metric_applies(store, "lpp", Options())  # no weights
+    from hiersql.engines import DuckDBEngine
+
+    engine = DuckDBEngine(store)
+    assert scoring.PLAN.applies(engine) is None  # a tree
+    assert scoring.PLAN.metric_applies(engine, "pl")
+    assert not scoring.PLAN.metric_applies(engine, "lpp")  # no weights
     assert _values(scoring.evaluate(store, ["pl"], Options()))[("s", "pl")] == pytest.approx(1 - 2 / 5)
     with pytest.raises(InputError, match="have no weight"):
         scoring.evaluate(store, ["lpp"], Options())

@@ -18,7 +18,7 @@ BITS = (0, 1, 25, set_based.LIST_BITS)
 def _per_instance_both_ways(store, **options):
     """The per-instance counts of the pair query, and those of the list query (DuckDB variant) with each of
     :data:`BITS` bits, for ``options``."""
-    params = set_based.sql_params(make_options(**options), store)
+    params = set_based.sql_params(make_options(**options))
     pairs, *lists = (
         store.run("set_based", "set_based_instance", {**params, "list_counts": bits is not None,
                                                       "list_bits": bits or 0}).order("system, instance_id").fetchall()

@@ -68,11 +68,11 @@ def test_named_query_transpiles(file, name, dialect):
 
 
 def test_render_composes_every_dependency_in_order():
-    """The set-based summary reads seven queries; each becomes a CTE, before the summary's own ``micro``."""
-    tree = sqlglot.parse_one(sqlfiles.render("set_based", "set_based_summary"), read="duckdb")
+    """The set-based per-instance query reads six queries; each becomes a CTE, in file order."""
+    tree = sqlglot.parse_one(sqlfiles.render("set_based", "set_based_instance"), read="duckdb")
     names = [c.alias for c in tree.args["with_"].expressions]
     assert names == ["labelled_sets", "augmented", "cesa_supported", "set_pairs", "set_pair_counts",
-                     "set_counts", "set_based_instance", "micro"]
+                     "set_counts"]
 
 
 def test_a_name_in_a_comment_is_not_a_dependency():
@@ -89,7 +89,7 @@ def test_duckdb_variants_replace_portable_queries_only_when_asked():
     assert "node_closure_walk" in sqlfiles.queries("closure", "duckdb")
     assert "node_closure_walk" not in sqlfiles.queries("closure")  # a DuckDB-only query
     assert "list_unique" not in portable["set_counts"] and "list_unique" in duck["set_counts"]
-    assert "list_unique" not in sqlfiles.render("set_based", "set_based_summary", dialect="duckdb")
+    assert "list_unique" not in sqlfiles.render("set_based", "set_based_instance", dialect="duckdb")
     for file in FILES:
         for name, text in sqlfiles.queries(file, "duckdb").items():
             if text != sqlfiles.queries(file).get(name):  # a variant, or a DuckDB-only query (node_closure_walk)
@@ -181,7 +181,7 @@ def test_cli_sql_table_renames_and_dialects(capsys):
     (["no_such_metric"], "unknown metric, family or SQL file"),
     (["hf", "--dialect", "nosql"], "unknown SQL dialect"),
     (["hf", "--table", "gold=x"], "unknown table"),
-    (["hf", "--table", "truth"], "expected NAME=VALUE"),
+    (["hf", "--table", "truth"], "expected NAME=TABLE"),
     (["closure", "--query", "nope"], "no such query"),
 ])
 def test_cli_sql_bad_input_exits_2(capsys, args, message):

@@ -115,14 +115,17 @@ def test_system_named_twice(tmp_path: Path) -> None:
 
 
 def test_empty_file_among_many(tmp_path: Path) -> None:
+    # an empty prediction file is a system that predicted nothing (issue 15): loaded, with a warning naming it
     store = new_store(tmp_path)
     files = {"a": write(tmp_path, "a.tsv", "1\ta\n"), "b": write(tmp_path, "b.tsv", "  \n\n"),
              "c": write(tmp_path, "c.tsv", "1\tb\n")}
-    with pytest.raises(InputError, match=r"b\.tsv: label file is empty"):
-        store.add_predictions_many(files)
-    write(tmp_path, "b.tsv", "")
-    with pytest.raises(InputError, match=r"b\.tsv: label file is empty"):
-        store.add_predictions_many(files)
+    for text in ("  \n\n", ""):
+        write(tmp_path, "b.tsv", text)
+        with pytest.warns(DataWarning, match=r"b\.tsv: no predicted label; evaluated as a system that predicted"
+                                             " nothing"):
+            store.add_predictions_many(files)
+        assert store.systems() == ["a", "b", "c"]
+        assert store.con.execute("SELECT count(*) FROM predictions WHERE system = 'b'").fetchall() == [(0,)]
 
 
 def test_ignored_unknown_labels_are_counted_per_file(tmp_path: Path) -> None:
@@ -133,7 +136,9 @@ def test_ignored_unknown_labels_are_counted_per_file(tmp_path: Path) -> None:
         store.add_predictions_many(files, unknown="ignore")
     messages = sorted(str(w.message) for w in record)
     assert messages == [f"{tmp_path / 'a.tsv'}: ignored 2 label(s) not in the taxonomy (first: 'zebra')",
-                        f"{tmp_path / 'c.tsv'}: ignored 1 label(s) not in the taxonomy (first: 'gnu')"]
+                        f"{tmp_path / 'c.tsv'}: ignored 1 label(s) not in the taxonomy (first: 'gnu')",
+                        f"{tmp_path / 'c.tsv'}: no predicted label; evaluated as a system that predicted nothing"
+                        " for every instance"]
     assert store.con.execute("SELECT system, count(*) FROM predictions GROUP BY 1 ORDER BY 1").fetchall() == [
         ("a", 1), ("b", 1)]
     assert store.systems() == ["a", "b", "c"]  # c is a system with only empty predicted sets

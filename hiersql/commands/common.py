@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..inputs import parse_preds
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -18,7 +19,9 @@ LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """``--taxonomy``, ``--truth``, ``--pred`` (repeatable, ``NAME=FILE`` or a glob), ``--labels-format``,
-    ``--unknown``, ``--db``."""
+    ``--unknown``, ``--db``, ``--memory-limit`` (declared in :mod:`hiersql.options`)."""
+    from ..options import add_flags, declared
+
     parser.add_argument("--taxonomy", required=True, metavar="FILE",
                         help="parent<TAB>child edges (whitespace pairs, .csv with header, .parquet detected)")
     parser.add_argument("--truth", required=True, metavar="FILE", help="true labels")
@@ -29,31 +32,58 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
                         help="a label not in the taxonomy: error (default) or drop it with a warning")
     parser.add_argument("--db", metavar="FILE", help="DuckDB file to keep the tables and results in")
-    parser.add_argument("--memory-limit", metavar="SIZE",
-                        help="DuckDB memory limit, e.g. 3GB (larger intermediates spill to disk)")
+    add_flags(parser, declared("memory_limit"))
+    parser.add_argument("--wait", type=seconds, default=0.0, metavar="SECONDS",
+                        help="with --db: wait up to SECONDS for another process to release the file (default 0)")
 
 
-def parse_preds(specs: list[str]) -> list[tuple[str, Path]]:
-    """``NAME=FILE`` or a glob → ``[(name, path), ...]``; a name given twice or a glob matching nothing is an
-    error."""
-    out: list[tuple[str, Path]] = []
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0 (``--wait``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"not a number of seconds >= 0: {text!r}")
+    return value
+
+
+def parse_tables(specs: list[str], flag: str = "--table") -> dict[str, str]:
+    """``NAME=TABLE`` pairs → ``{hiersql table: the user's table}``: NAME one of the store's tables, TABLE a
+    ``[catalog.][schema.]table`` name (odd names quoted ``"..."``), nothing else: the name ends up in SQL text
+    (quoted by sqlglot), so a function call, a comment, a second statement or an alias is an error, not part of
+    the query."""
+    from ..engines import STORE_TABLES
+    from ..sqlfiles import table_name
+
+    out: dict[str, str] = {}
     for spec in specs:
-        name, sep, path = spec.partition("=")
-        if sep and name and not any(ch in name for ch in "*?[/"):
-            out.append((name, Path(path)))
-            continue
-        matches = sorted(glob.glob(spec))
-        if not matches:
-            if any(ch in spec for ch in "*?["):
-                raise InputError("--pred glob matches no file", "--pred", value=spec)
-            matches = [spec]
-        out.extend((Path(m).stem, Path(m)) for m in matches)
-    seen: set[str] = set()
-    for name, _ in out:
-        if name in seen:
-            raise InputError("two --pred files have the same system name", "--pred", value=name)
-        seen.add(name)
+        key, sep, value = (part.strip() for part in spec.partition("="))
+        if not sep or not key or not value:
+            raise InputError("expected NAME=TABLE", flag, value=spec)
+        if key not in STORE_TABLES:
+            raise InputError(f"unknown table (one of {', '.join(STORE_TABLES)})", flag, value=key)
+        if key in out:
+            raise InputError("table given twice", flag, value=key)
+        out[key] = table_name(value, flag)
     return out
+
+
+def check_plot_file(path: str, flag: str = "--plot") -> None:
+    """Check an image file to write before any work: not a folder, in a folder that exists, with a suffix
+    matplotlib writes (``.png``, ``.svg``, ``.pdf``, ...; without one matplotlib would write another file than
+    the one named)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    out = Path(path)
+    if out.is_dir():
+        raise InputError("is a folder; give a file name", flag, value=path)
+    if not out.resolve().parent.is_dir():
+        raise InputError("folder of the plot file does not exist", flag, value=path)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if out.suffix.lower().lstrip(".") not in formats:
+        raise InputError(f"image format must be one of {', '.join(sorted(formats))} (from the suffix)", flag,
+                         value=path)
 
 
 def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
@@ -61,14 +91,118 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     :meth:`~hiersql.store.Store.load` (the taxonomy is validated and loaded with its closure while the label
     files are read; the prediction files are read together). ``steps`` shows the progress (the steps of
     :data:`~hiersql.store.LOAD_STEPS`)."""
+    from ..options import RunOptions, from_args
     from ..store import Store
 
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
-    store = Store(args.db, memory_limit=args.memory_limit)
+    _warn_truth_in_glob(args.pred, Path(args.truth))
+    con = None
+    if args.db:
+        from ..dbfile import connect
+
+        con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
+    store = Store(args.db, con=con, memory_limit=from_args(RunOptions, args).memory_limit)
     store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
+    if args.memory_limit and not args.db:  # spill beyond the limit into a folder of our own, not ./.tmp
+        store.con.execute("SET temp_directory = $d", {"d": _spill_folder()})
+    earlier = _keep_earlier_inputs(store) if args.db else False
     store.load(args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start)
+    if earlier:
+        _drop_stale_systems(store, [name for name, _ in preds], f"--db {args.db}")
+    _check_label_universe(store, getattr(args, "labels", None))
     return store
+
+
+def _warn_truth_in_glob(specs: list[str], truth: Path) -> None:
+    """A ``--pred`` glob that matches the truth file too (``--pred 'run/*.tsv'`` with the truth in ``run/``)
+    would score the truth as one more, perfect, system without a word: say so (a truth given as ``NAME=FILE``
+    is the user's choice)."""
+    import warnings
+
+    from ..errors import DataWarning
+
+    if not truth.is_file():
+        return
+    for spec in specs:
+        name, sep, _ = spec.partition("=")
+        if (sep and name and not any(ch in name for ch in "*?[/")) or not any(ch in spec for ch in "*?["):
+            continue
+        for match in map(Path, glob.glob(spec)):
+            if match.is_file() and match.samefile(truth):
+                warnings.warn(f"--pred: system {match.stem!r} is the truth file {truth}; it is evaluated as a"
+                              " system", DataWarning, stacklevel=3)
+
+
+def _check_label_universe(store: Store, labels: str | None) -> None:
+    """``--labels`` (the class universe of the flat measures): every label a node of the taxonomy, none given
+    twice, at least one (a universe with a label that cannot occur, or counted twice, changes the measures
+    silently)."""
+    if labels is None:
+        return
+    names = [x.strip() for x in labels.split(",") if x.strip()]
+    if not names:
+        raise InputError("no label given", "--labels", value=labels)
+    tax = store.taxonomy
+    seen: set[str] = set()
+    for name in names:
+        if name not in tax or (tax.virtual_root and name == tax.root):
+            raise InputError("label not in the taxonomy", "--labels", value=name)
+        if name in seen:
+            raise InputError("label given twice", "--labels", value=name)
+        seen.add(name)
+
+
+def _spill_folder() -> str:
+    """A new folder in the system's temp folder for DuckDB to spill into, removed when the process ends
+    (DuckDB's default for an in-memory database is ``.tmp`` in the working folder, which may be read-only)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="hiersql-spill-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def _keep_earlier_inputs(store: Store) -> bool:
+    """Before a load into a reused ``--db`` file that holds systems: keep its truth and taxonomy edges aside
+    (temp tables) for :func:`_drop_stale_systems`. Returns whether there was anything to keep."""
+    if not store.con.execute("SELECT count(*) FROM systems").fetchone()[0]:
+        return False
+    store.con.execute("CREATE OR REPLACE TEMP TABLE _earlier_truth AS SELECT instance_id, label FROM truth")
+    store.con.execute("CREATE OR REPLACE TEMP TABLE _earlier_edges AS SELECT parent, child FROM edges")
+    return True
+
+
+def _drop_stale_systems(store: Store, systems: list[str], where: str) -> None:
+    """The systems of an earlier run of a reused ``--db`` file were read against its truth and taxonomy: when
+    this run's truth or taxonomy differ, they are dropped (with a warning naming them) instead of being
+    evaluated against inputs they were never meant for; with the same truth and taxonomy they stay."""
+    from ..errors import DataWarning
+
+    changed = store.con.execute(
+        "SELECT EXISTS (SELECT * FROM (SELECT * FROM _earlier_truth EXCEPT SELECT instance_id, label FROM truth)"
+        " UNION ALL (SELECT instance_id, label FROM truth EXCEPT SELECT * FROM _earlier_truth))"
+        " OR EXISTS (SELECT * FROM (SELECT * FROM _earlier_edges EXCEPT SELECT parent, child FROM edges)"
+        " UNION ALL (SELECT parent, child FROM edges EXCEPT SELECT * FROM _earlier_edges))"
+    ).fetchone()[0]
+    store.con.execute("DROP TABLE _earlier_truth")
+    store.con.execute("DROP TABLE _earlier_edges")
+    if not changed:
+        return
+    stale = [r[0] for r in store.con.execute(
+        "SELECT system FROM systems WHERE system NOT IN (SELECT unnest($s)) ORDER BY system", {"s": systems}
+    ).fetchall()]
+    if not stale:
+        return
+    with store.transaction():
+        for table in ("predictions", "systems"):
+            store.con.execute(f"DELETE FROM {table} WHERE system NOT IN (SELECT unnest($s))", {"s": systems})
+    import warnings
+
+    warnings.warn(f"{where}: dropped {len(stale)} system(s) of an earlier run, read against another truth or"
+                  f" taxonomy (first: {stale[0]!r}); their stored results stay", DataWarning, stacklevel=3)
 
 
 class Steps:
@@ -86,7 +220,11 @@ class Steps:
 
             self.bar = tqdm(total=total, desc=desc, unit="step", file=sys.stderr, leave=False, mininterval=0)
 
+    # the step that began last, in any Steps (the CLI names it when DuckDB runs out of memory)
+    last: str | None = None
+
     def start(self, name: str) -> None:
+        Steps.last = name
         if self.bar is None:
             return
         self.bar.set_postfix_str(name, refresh=not self.running)

@@ -38,11 +38,13 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
 
 def comparison_from_args(args: argparse.Namespace, beside=None):
     """Check the statistics options (bad ones are input errors naming their flag), load the inputs and run
-    :func:`hiersql.compare.compare`; returns ``(store, comparison, beside's result)``. ``beside(store)``, if
-    given, runs on a second connection in a thread while the comparison runs (the report's SQL queries)."""
+    :func:`hiersql.compare.compare`; returns ``(store, comparison, measure options, beside's result)``.
+    ``beside(store, options)``, if given, runs on a second connection in a thread while the comparison runs
+    (the report's SQL queries)."""
+    from dataclasses import fields
+
     from ..compare import compare
     from ..errors import InputError
-    from ..evaluator import make_options
     from ..metrics import resolve
     from ..store import LOAD_STEPS, beside_python
 
@@ -52,12 +54,11 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
         raise InputError("must lie strictly between 0 and 1", "--confidence", value=args.confidence)
     if not 0 < args.alpha < 1:
         raise InputError("must lie strictly between 0 and 1", "--alpha", value=args.alpha)
-    options = options_from_args(args)
-    try:
-        make_options(**dict(options))
-    except ValueError as exc:
-        raise InputError(str(exc), "--average", value=args.average) from None
+    checked = options_from_args(args)  # a bad value names its flag
+    options = {field.name: getattr(checked, field.name) for field in fields(checked)}
     metrics = [m for m in args.metrics.split(",") if m.strip()]
+    if not metrics:
+        raise InputError("no metric given", "--metrics", value=args.metrics)
     resolve(metrics)  # unknown names fail before any file is read
     steps = Steps(len(LOAD_STEPS), "compare")
     try:
@@ -68,18 +69,18 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
         raise InputError("compare needs at least two systems", "--pred", value=len(store.systems()))
     side = store.cursor() if beside is not None else None
     try:
-        with beside_python((lambda: beside(side)) if beside is not None else None) as extra:
+        with beside_python((lambda: beside(side, options)) if beside is not None else None) as extra:
             comparison = compare(store, metrics, n_resamples=args.bootstrap, seed=args.seed,
                                  confidence=args.confidence, alpha=args.alpha, test=args.test, holm=args.holm,
                                  **options)
     finally:
         if side is not None:
             side.con.close()
-    return store, comparison, extra.result() if extra is not None else None
+    return store, comparison, options, extra.result() if extra is not None else None
 
 
 def run(args: argparse.Namespace) -> int:
-    _, comparison, _ = comparison_from_args(args)
+    _, comparison, _, _ = comparison_from_args(args)
     print(format_comparison(comparison, args.format), end="")
     return 0
 

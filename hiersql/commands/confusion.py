@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_input_arguments, load_store
+from .common import add_input_arguments, check_plot_file, load_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,9 +50,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--normalize applies to --kind multilabel only", "--normalize", value=args.normalize)
     if args.depth is not None and args.depth < 0:
         raise InputError("--depth must be >= 0", "--depth", value=args.depth)
-    if args.plot and not Path(args.plot).resolve().parent.is_dir():
-        raise InputError("folder of the plot file does not exist", "--plot", value=args.plot)
+    if not (0 <= args.zero_division <= 1 or args.zero_division != args.zero_division):
+        raise InputError("value of 0/0 ratios must be in [0, 1] (or nan)", "--zero-division", value=args.zero_division)
+    if args.plot:
+        check_plot_file(args.plot)
     store = load_store(args)
+    if args.depth is not None and args.depth > store.taxonomy.depth:  # no label would change: a typo, likely
+        raise InputError(f"deeper than the taxonomy (its deepest node is at depth {store.taxonomy.depth})",
+                         "--depth", value=args.depth)
     if args.kind == "hierarchical":
         _hierarchical(store, args)
     else:
@@ -65,9 +70,9 @@ def _hierarchical(store, args: argparse.Namespace) -> None:
 
     table = hierarchical_confusion_matrix(store, tn=args.tn, zero_division=args.zero_division)
     if args.plot:
-        from ..report import binary_confusion, save
+        from ..report import binary_confusion
 
-        _wrote(save(binary_confusion(table), args.plot))
+        _save(binary_confusion(table), Path(args.plot))
     if args.format == "csv":
         print(table.to_csv(index=False, float_format="%.17g"), end="")
     else:
@@ -86,14 +91,14 @@ def _multilabel(store, args: argparse.Namespace) -> None:
     systems = store.systems()
     matrices = {system: pivot(cells[cells["system"] == system], column, store=store) for system in systems}
     if args.plot:  # before printing: a closed pipe (| head) must not lose the figures
-        from ..report import heatmap, save
+        from ..report import heatmap
 
+        paths = _plot_paths(Path(args.plot), systems)
         for system, matrix in matrices.items():
             title = f"{system}: multi-label confusion matrix"
             title += f" ({args.normalize})" if column != "value" else ""
             title += f", depth {args.depth}" if args.depth is not None else ""
-            _wrote(save(heatmap(matrix, title, "share" if column != "value" else "instances"),
-                        _plot_path(Path(args.plot), system, len(systems))))
+            _save(heatmap(matrix, title, "share" if column != "value" else "instances"), paths[system])
     if args.format == "csv":
         _print_csv(cells)
         return
@@ -123,16 +128,36 @@ def _print_csv(cells) -> None:
                          repr(float(row.recall)), repr(float(row.precision))])
 
 
-def _wrote(path: Path) -> None:
+def _save(fig, path: Path) -> None:
+    """Write the figure and say so; a format matplotlib cannot write after all (``.pgf`` without LaTeX, an
+    unwritable file) is an error naming ``--plot``."""
     import sys
 
+    from ..errors import InputError
+    from ..report import save
+
+    try:
+        save(fig, path)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise InputError(f"cannot write the plot ({' '.join(str(exc).split())})", "--plot", value=str(path)) from None
     print(f"hiersql: wrote {path}", file=sys.stderr)
 
 
-def _plot_path(path: Path, system: str, n_systems: int) -> Path:
-    """``path`` for a single system, else ``<stem>_<system><suffix>`` (characters unsafe in file names
-    replaced by ``_``)."""
-    if n_systems == 1:
-        return path
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in system)
-    return path.with_name(f"{path.stem}_{safe}{path.suffix}")
+def _plot_paths(path: Path, systems: list[str]) -> dict[str, Path]:
+    """``path`` for a single system, else ``<stem>_<system><suffix>`` each (characters unsafe in file names
+    replaced by ``_``); two systems whose names give the same file are an error, not one plot over the
+    other."""
+    from ..errors import InputError
+
+    if len(systems) == 1:
+        return {systems[0]: path}
+    out: dict[str, Path] = {}
+    by_path: dict[Path, str] = {}
+    for system in systems:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in system)
+        out[system] = path.with_name(f"{path.stem}_{safe}{path.suffix}")
+        if out[system] in by_path:
+            raise InputError(f"systems {by_path[out[system]]!r} and {system!r} would be plotted to the same file",
+                             "--plot", value=str(out[system]))
+        by_path[out[system]] = system
+    return out

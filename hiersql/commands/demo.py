@@ -40,16 +40,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from ..errors import InputError
     from ..evaluator import Evaluator
 
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    if not metrics:
+        raise InputError("no measure given", "--metrics", value=args.metrics)
+    con = None
+    if args.db:
+        from ..dbfile import connect
+
+        con = connect(args.db, source=f"--db {args.db}")
     folder = demo_dir()
-    ev = Evaluator(folder / "taxonomy.tsv", db=args.db)
+    ev = Evaluator(folder / "taxonomy.tsv", db=args.db, con=con)
     ev.add_truth(folder / "truth.tsv")
     for system in SYSTEMS:
         ev.add_predictions(system, folder / f"{system}.tsv")
     print(f"taxonomy: {ev.taxonomy}\ntruth: {folder / 'truth.tsv'} ({len(ev.con.table('instances'))} instances)\n")
 
-    rows = ev.rows(args.metrics.split(","))
+    rows = ev.rows(metrics)
     if args.db:
         ev.save(rows, dataset="demo")
     table = pd.DataFrame(rows)

@@ -20,61 +20,35 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_metric_arguments(p: argparse.ArgumentParser) -> None:
+    """``--metrics``, a flag per measure option and a flag per run option (except ``--memory-limit``, one of
+    the input arguments), from the declarations of :mod:`hiersql.options`."""
+    from ..options import MEASURE_OPTIONS, RUN_OPTIONS, add_flags
+
     p.add_argument("--metrics", default="hp,hr,hf",
                    help="comma-separated measures or aliases (SPEC §10), or 'all' (default: hp,hr,hf)")
-    p.add_argument("--average", default="micro,macro", help="micro, macro or both (default: micro,macro)")
-    p.add_argument("--include-root", action="store_true", help="count the root in augmented sets and paths")
-    p.add_argument("--max-distance", type=int, metavar="K", help="ancestors/paths only up to K edges")
-    p.add_argument("--beta", type=float, default=1.0, help="beta of the F-measures (default 1)")
-    p.add_argument("--zero-division", type=float, default=0.0, help="value of 0/0 ratios (default 0)")
-    p.add_argument("--augment", default="ancestors", choices=("ancestors", "descendants", "cesa_bianchi"),
-                   help="set augmentation of the hierarchical P/R/F")
-    p.add_argument("--dmax", type=float, default=5.0, help="cost of pairing with a default class (GIE, MGIA)")
-    p.add_argument("--lca-graph", default="greedy", choices=("optimal", "greedy", "extended"),
-                   help="minimal LCA graph selection")
-    p.add_argument("--pairing", default="nearest", choices=("nearest", "flow"), help="MGIA pairing")
-    p.add_argument("--shared", default="strict", choices=("strict", "reuse"),
-                   help="GIE: a class in both sets is matched strictly once, or may be reused (paper's Table 2)")
-    p.add_argument("--denominator", default="union", choices=("union", "symmetric_difference"),
-                   help="MGIA denominator: |P ∪ T|·dmax (default) or the text's symmetric-difference formula")
-    p.add_argument("--distance-limit", default="side", choices=("side", "pair"),
-                   help="pair-based: --max-distance bounds each side's climb to the LCA (default) or d(u, v)")
-    p.add_argument("--labels", metavar="LIST",
-                   help="flat label-based measures: comma-separated class universe (default: classes seen)")
-    p.add_argument("--offset", type=float, default=0.0, help="offset o <= 0 of the scoring-tree measures")
-    p.add_argument("--tn", default="published", choices=("published", "descendants"),
-                   help="true negatives of the hierarchical confusion matrix")
+    add_flags(p.add_argument_group("measure options"), MEASURE_OPTIONS)
+    add_flags(p.add_argument_group("run options"), [o for o in RUN_OPTIONS if o.name != "memory_limit"])
 
 
-def options_from_args(args: argparse.Namespace) -> dict:
-    return {
-        "average": [a.strip() for a in args.average.split(",") if a.strip()],
-        "include_root": args.include_root,
-        "max_distance": args.max_distance,
-        "beta": args.beta,
-        "zero_division": args.zero_division,
-        "augment": args.augment,
-        "dmax": args.dmax,
-        "lca_graph": args.lca_graph,
-        "pairing": args.pairing,
-        "shared": args.shared,
-        "denominator": args.denominator,
-        "distance_limit": args.distance_limit,
-        "tn": args.tn,
-        "offset": args.offset,
-        "labels": tuple(x.strip() for x in args.labels.split(",") if x.strip()) if args.labels else None,
-    }
+def options_from_args(args: argparse.Namespace):
+    """The checked :class:`~hiersql.options.Options` of the flags; a bad value names its flag."""
+    from ..options import Options, from_args
+
+    return from_args(Options, args)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
-    from ..evaluator import compute, make_options
+    from ..evaluator import compute
+    from ..options import RunOptions, from_args
 
-    try:
-        opts = make_options(**options_from_args(args))
-    except ValueError as exc:
-        raise InputError(str(exc), "--average", value=args.average) from None
+    opts = options_from_args(args)
+    engine = from_args(RunOptions, args).engine
+    if engine != "duckdb":
+        raise InputError("evaluate computes in DuckDB only, for now", "--engine", value=engine)
     metrics = [m for m in args.metrics.split(",") if m.strip()]
+    if not metrics:
+        raise InputError("no metric given", "--metrics", value=args.metrics)
     from ..metrics import resolve
     from ..store import LOAD_STEPS
 

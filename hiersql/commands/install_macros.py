@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import seconds
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -21,33 +23,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--table", action="append", default=[], metavar="NAME=TABLE",
                         help="the macros read hiersql table NAME from TABLE; repeatable")
     parser.add_argument("--taxonomy", metavar="FILE", help="also load this taxonomy (edges, nodes, closure)")
+    parser.add_argument("--wait", type=seconds, default=0.0, metavar="SECONDS",
+                        help="wait up to SECONDS for another process to release the DuckDB file (default 0)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    import re
+
     import duckdb
 
-    from ..engines import STORE_TABLES, install_macros
+    from ..dbfile import connect
+    from ..engines import install_macros
     from ..errors import InputError
-    from .sql import parse_pairs
+    from .common import parse_tables
 
-    tables = parse_pairs(args.table, "--table")
-    unknown = set(tables) - set(STORE_TABLES)
-    if unknown:
-        raise InputError(f"unknown table (one of {', '.join(STORE_TABLES)})", "--table", value=sorted(unknown)[0])
-    if args.taxonomy:
-        from ..store import Store
-        from ..taxonomy import Taxonomy
+    tables = parse_tables(args.table, "--table")
+    con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
+    try:
+        if args.taxonomy:
+            from ..store import Store
+            from ..taxonomy import Taxonomy
 
-        store = Store(args.db)
-        store.load_taxonomy(Taxonomy.from_file(args.taxonomy))
-        store.close()
-    try:
-        con = duckdb.connect(args.db)
-    except duckdb.Error as exc:
-        raise InputError(f"cannot open DuckDB file ({str(exc).splitlines()[0]})", args.db) from None
-    try:
-        names = install_macros(con, tables)
+            Store(args.db, con=con).load_taxonomy(Taxonomy.from_file(args.taxonomy))
+        try:
+            names = install_macros(con, tables)
+        except duckdb.CatalogException as exc:  # a table the macros read is missing from the file
+            missing = re.search(r"Table with name (\S+) does not exist", str(exc))
+            raise InputError(f"no table {missing[1] if missing else ''} for the macros to read (load a taxonomy"
+                             " with --taxonomy, or name your table with --table NAME=TABLE)", f"--db {args.db}"
+                             ) from None
     finally:
         con.close()
     print(f"{args.db}: installed {', '.join(names)}")

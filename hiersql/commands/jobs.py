@@ -1,40 +1,266 @@
-"""``hiersql jobs run JOBFILE``: evaluate every dataset of a batch job file, resumable (see hiersql.jobs)."""
+"""``hiersql jobs``: batch evaluation jobs through a durable queue (see hiersql.jobs and docs/jobs.md)."""
 
 from __future__ import annotations
 
 import argparse
 
+from ..jobs.runner import MAX_BATCH  # light: the runner imports DuckDB only when it works
+
+DESCRIPTION = """\
+Batch evaluation jobs: one unit of work per (dataset, system), queued in a database, computed by workers,
+skipped when its inputs are unchanged (a content hash), its rows and status written in one transaction.
+
+Job file (TOML; paths relative to it; details in docs/jobs.md):
+
+  name = "nightly"                   # default: the file's stem
+  queue = "jobs.duckdb"              # or postgresql://...; default: jobs.duckdb here; --queue wins
+  metrics = ["hp", "hr", "hf"]       # any names or aliases of `hiersql evaluate --metrics`
+  [options]                          # any option of hiersql.metrics.Options
+  average = ["micro", "macro"]
+
+  [[dataset]]
+  name = "germeval-b"
+  taxonomy = "data/taxonomy.tsv"
+  truth = "data/truth_b.tsv"
+  predictions = ["data/pred_b/*.tsv", "baseline=data/baseline.tsv"]   # globs or NAME=FILE
+  format = "long"                    # long, lines, germeval-a, germeval-b, wide
+  unknown = "error"                  # or "ignore"
+  metrics = ["hp", "sdl"]            # per-dataset overrides of metrics and options
+  options = { include_root = true }
+
+Queue: a DuckDB file (one process; --workers N are threads), or PostgreSQL (--workers N are processes;
+start `hiersql jobs run --queue postgresql://...` on as many machines as you like).
+Exit status: 0 all done, 2 bad input or some units failed (one line on stderr; `jobs status` lists them).
+"""
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("jobs", help="run a batch evaluation job file (TOML) into a DuckDB results file")
-    p.add_argument("action", choices=("run", "check"), help="run the job, or only check the job file")
-    p.add_argument("jobfile", help="TOML job file")
-    p.add_argument("--force", action="store_true", help="recompute datasets already stored")
-    p.set_defaults(func=run)
+    p = sub.add_parser("jobs", help="batch evaluation jobs: a queue, workers, results, schedules",
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def action(name: str, help: str) -> argparse.ArgumentParser:
+        a = actions.add_parser(name, help=help, description=help)
+        a.set_defaults(func=run)
+        return a
+
+    def queue_args(a: argparse.ArgumentParser) -> None:
+        a.add_argument("--queue", metavar="DB", help="DuckDB file or postgresql:// URL (default: the job file's "
+                       "queue, else jobs.duckdb in this folder)")
+        a.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                       help="wait this long for a DuckDB queue file that another process holds (default: 0)")
+
+    def job_arg(a: argparse.ArgumentParser) -> None:
+        a.add_argument("--job", action="append", metavar="ID|NAME", help="only this job (repeatable)")
+
+    def batch_arg(a: argparse.ArgumentParser) -> None:
+        a.add_argument("--batch", type=int, default=MAX_BATCH, metavar="N",
+                       help=f"units of one dataset a worker claims and evaluates together, at most (default"
+                       f" {MAX_BATCH}; each worker takes an even share of what is queued)")
+
+    a = action("check", "check a job file as a run would (options, measures, files), without running it")
+    a.add_argument("spec", metavar="SPEC", help="TOML job file")
+    a = action("submit", "queue the units of a job file (unchanged units are marked skipped)")
+    a.add_argument("spec", metavar="SPEC")
+    queue_args(a)
+    a.add_argument("--recompute", action="store_true", help="compute every unit, even unchanged ones")
+    a = action("run", "submit SPEC (if given), then work until the queue has nothing left to do")
+    a.add_argument("spec", nargs="?", metavar="SPEC")
+    queue_args(a)
+    job_arg(a)
+    a.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="parallel workers: threads on a DuckDB queue, processes on PostgreSQL (default 1)")
+    a.add_argument("--recompute", action="store_true", help="with SPEC: compute every unit, even unchanged ones")
+    batch_arg(a)
+    a = action("status", "per job: units queued, running, done, skipped, failed, cancelled, and the errors")
+    queue_args(a)
+    job_arg(a)
+    a = action("results", "the stored results (latest run of each unit's key, per job name)")
+    queue_args(a)
+    job_arg(a)
+    a.add_argument("--history", action="store_true", help="every stored run, oldest first")
+    a.add_argument("--format", default="table", choices=("table", "csv", "json"))
+    a = action("cancel", "cancel the queued units of jobs (units being computed finish)")
+    queue_args(a)
+    job_arg(a)
+    a.add_argument("--all", action="store_true", help="every job of the queue")
+    a = action("schedule", "submit and run SPEC at the times of a cron expression, until stopped")
+    a.add_argument("spec", metavar="SPEC")
+    queue_args(a)
+    a.add_argument("--cron", required=True, help='cron expression, e.g. "0 2 * * *" (a sixth field: seconds)')
+    a.add_argument("--workers", type=int, default=1, metavar="N")
+    a.add_argument("--runs", type=int, metavar="N", help="stop after N runs (default: never)")
+    batch_arg(a)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import InputError
+
+    if args.action == "check":
+        from ..jobs.spec import load_spec, units
+
+        spec = load_spec(args.spec)
+        n = len(units(spec))
+        print(f"{args.spec}: {len(spec.datasets)} dataset(s), {n} unit(s)")
+        return 0
+    for flag in ("workers", "batch"):
+        if getattr(args, flag, 1) < 1:
+            raise InputError("must be at least 1", f"--{flag}", value=getattr(args, flag))
+    if args.action == "schedule":
+        return _schedule(args)
+    spec = None
+    if getattr(args, "spec", None):
+        from ..jobs.spec import load_spec
+
+        spec = load_spec(args.spec)
+    queue = _queue(args, spec)
+    try:
+        if args.action == "submit":
+            return _submit(queue, args, spec)
+        if args.action == "run":
+            return _run(queue, args, spec)
+        with queue.connect() as con:
+            if args.action == "status":
+                _print_status(con.status(args.job))
+            elif args.action == "results":
+                from .evaluate import _csv
+
+                _print_results(con.results(args.job, args.history), args.format, _csv)
+            else:
+                if not args.job and not args.all:
+                    raise InputError("name the jobs to cancel (--job ID|NAME) or give --all", "cancel")
+                print(f"cancelled {con.cancel(None if args.all else args.job)} queued unit(s)")
+        return 0
+    finally:
+        queue.close()
+
+
+def _queue(args: argparse.Namespace, spec=None):
+    """The queue of ``--queue``, else of the job file ``spec`` (a checked :class:`~hiersql.jobs.spec.Spec`)."""
+    from ..jobs import queue_url
+    from ..jobs.queue import Queue
+
+    return Queue(queue_url(args.queue, spec.queue if spec else None, spec.path if spec else None),
+                 wait=args.wait)
+
+
+def _submit(queue, args: argparse.Namespace, spec) -> int:
+    from ..jobs import submit
+
+    job_id, total, queued = submit(queue, spec, args.recompute)
+    print(f"job {job_id}: {total} unit(s), {queued} queued, {total - queued} unchanged")
+    return 0
+
+
+def _run(queue, args: argparse.Namespace, spec=None) -> int:
+    from ..errors import InputError
+    from ..jobs import submit
+    from ..jobs.runner import run
+
+    jobs = args.job
+    if spec is not None:
+        job_id, total, queued = submit(queue, spec, args.recompute)
+        print(f"job {job_id}: {total} unit(s), {queued} queued, {total - queued} unchanged")
+        jobs = [job_id]
+    bars = _Bars(queue, jobs)
+    try:
+        summary = run(queue, jobs, args.workers, args.batch, on_unit=bars.update)
+    finally:
+        bars.close()
+    counts = summary.counts
+    for dataset, system, error in summary.failures:
+        print(f"failed: {dataset}/{system}: {error}")
+    print(f"{sum(counts.values())} unit(s) processed: {counts['done']} done, {counts['skipped']} unchanged,"
+          f" {counts['failed']} failed")
+    if summary.failures:
+        raise InputError(f"{len(summary.failures)} of {sum(counts.values())} unit(s) failed"
+                         " (`hiersql jobs status` lists the errors)", args.spec or queue.url)
+    return 0
+
+
+def _schedule(args: argparse.Namespace) -> int:
     import sys
 
-    from ..jobs import load_job, run_job
+    from ..jobs.runner import message
+    from ..jobs.schedule import check_cron, schedule
+    from ..jobs.spec import load_spec
 
-    job = load_job(args.jobfile)
-    if args.action == "check":
-        print(f"{args.jobfile}: {len(job.datasets)} dataset(s), results in {job.db}")
-        return 0
-    bar = None
-    if sys.stderr.isatty():
+    check_cron(args.cron)
+    load_spec(args.spec)  # a bad job file stops here; later it is reported at each fire
+
+    def fire() -> None:
+        try:
+            spec = load_spec(args.spec)  # read again: it may have changed since the last run
+            queue = _queue(args, spec)  # opened per run: between runs the queue file is free
+            try:
+                _run(queue, argparse.Namespace(**{**vars(args), "job": None, "recompute": False}), spec)
+            finally:
+                queue.close()
+        except Exception as exc:  # a bad job file, failed units, a queue out of reach: said; the next run comes
+            print(f"hiersql: error: {message(exc)}", file=sys.stderr)
+        sys.stdout.flush()
+
+    print(f"scheduled {args.spec} at '{args.cron}'", flush=True)
+    schedule(args.cron, fire, args.runs)
+    return 0
+
+
+class _Bars:
+    """A tqdm bar per job on stderr, only on a terminal."""
+
+    def __init__(self, queue, jobs: list[str] | None) -> None:
+        import sys
+
+        self.bars: dict[str, object] = {}
+        if not sys.stderr.isatty():
+            return
         from tqdm import tqdm
 
-        bar = tqdm(total=len(job.datasets), desc="datasets", file=sys.stderr)
+        with queue.connect() as con:
+            for i, job in enumerate(j for j in con.status(jobs) if j["queued"]):
+                self.bars[job["job_id"]] = tqdm(total=job["queued"], desc=job["name"], unit="unit",
+                                                position=i, file=sys.stderr, leave=True)
 
-    def report(name: str, status: str) -> None:
-        if bar:
+    def update(self, event) -> None:
+        bar = self.bars.get(event.job_id)
+        if bar is not None:
             bar.update(1)
-        print(f"{name}: {status}")
+            bar.set_postfix_str(f"{event.dataset}/{event.system}", refresh=False)
 
-    run_job(job, force=args.force, on_dataset=report)
-    if bar:
-        bar.close()
-    print(f"results in {job.db}")
-    return 0
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+def _print_status(jobs: list[dict]) -> None:
+    if not jobs:
+        print("no jobs")
+        return
+    for job in jobs:
+        counts = ", ".join(f"{job[s]} {s}" for s in ("queued", "running", "done", "skipped", "failed", "cancelled"))
+        print(f"{job['job_id']}  {job['name']}  {job['submitted_at']:%Y-%m-%d %H:%M:%S}  {counts}")
+        for dataset, system, error in job["errors"]:
+            print(f"  failed: {dataset}/{system}: {error}")
+
+
+def _print_results(rows: list[tuple], fmt: str, csv_cell) -> None:
+    from ..jobs.queue import RESULT_COLUMNS
+
+    if fmt == "csv":
+        print(",".join(RESULT_COLUMNS))
+        for r in rows:
+            print(",".join(csv_cell("" if v is None else v if isinstance(v, str) else
+                                    repr(v) if isinstance(v, float) else str(v)) for v in r))
+    elif fmt == "json":
+        import json
+
+        print(json.dumps([dict(zip(RESULT_COLUMNS, r, strict=True)) for r in rows], indent=1, default=str))
+    else:
+        header = ("dataset", "system", "metric", "average", "value", "key", "run_id")
+        cells = [header] + [(r[0], r[1], r[2], r[3] or "", f"{r[4]:.4f}", r[5][:12], r[6]) for r in rows]
+        widths = [max(len(str(c[i])) for c in cells) for i in range(len(header))]
+        for i, c in enumerate(cells):
+            print("  ".join(str(v).rjust(w) if j == 4 else str(v).ljust(w) for j, (v, w) in
+                            enumerate(zip(c, widths, strict=True))).rstrip())
+            if i == 0:
+                print("  ".join("-" * w for w in widths))

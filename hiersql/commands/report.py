@@ -70,8 +70,8 @@ def from_inputs(args: argparse.Namespace):
 
     if args.confusion_depth is not None and args.confusion_depth < 0:
         raise InputError("must be >= 0", "--confusion-depth", value=args.confusion_depth)
-    store, comparison, extras = comparison_from_args(
-        args, beside=lambda side: report_tables(side, _set_options(args), args.confusion_depth))
+    store, comparison, _, extras = comparison_from_args(
+        args, beside=lambda side, options: report_tables(side, _set_options(options), args.confusion_depth))
     return input_report(store, comparison, [("taxonomy", args.taxonomy), ("truth", args.truth),
                                             *parse_preds(args.pred)],
                         _command(args), args.title, args.out, extras)
@@ -108,10 +108,9 @@ def input_report(store, comparison, inputs: list, command: str, title: str, out,
     return write_report(html_page(title, sections, lead), out)
 
 
-def _set_options(args: argparse.Namespace) -> dict:
-    """The options of the set-based hF behind the depth breakdown."""
-    return {"include_root": args.include_root, "max_distance": args.max_distance, "beta": args.beta,
-            "zero_division": args.zero_division, "augment": args.augment}
+def _set_options(options: dict) -> dict:
+    """The options of the set-based hF behind the depth breakdown, from the measure options."""
+    return {name: options[name] for name in ("include_root", "max_distance", "beta", "zero_division", "augment")}
 
 
 def confusion_depth(store) -> int:

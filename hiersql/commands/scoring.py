@@ -41,12 +41,19 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..metrics.scoring import METRICS, score_confusions
     from ..taxonomy import Taxonomy
+    from .common import check_plot_file
 
+    if not args.offset <= 0:  # NaN too
+        raise InputError("offset must be a number <= 0", "--offset", value=args.offset)
+    if args.plot:
+        check_plot_file(args.plot)
     tree = Taxonomy.from_file(args.tree)
     default = "given" if tree.has_weights else PAPER_STRATEGIES
     strategies = [s.strip() for s in (args.strategy or default).split(",") if s.strip()]
     metrics = list(METRICS) if args.metrics.strip() == "all" else [
         m.strip() for m in args.metrics.split(",") if m.strip()]
+    if not metrics:
+        raise InputError("no measure given", "--metrics", value=args.metrics)
     average = [a.strip() for a in args.average.split(",") if a.strip()]
     bad = [a for a in average if a not in ("micro", "macro")]
     if bad or not average:
@@ -70,8 +77,23 @@ def _confusions(specs: list[str]) -> dict[str, Path]:
         name, file = (name, Path(path)) if sep and name else (Path(spec).stem, Path(spec))
         if name in out:
             raise InputError("system name given twice", "--confusion", value=name)
+        _check_utf8(file)
         out[name] = file
     return out
+
+
+def _check_utf8(path: Path) -> None:
+    """A confusion matrix file that is not UTF-8 text is an error naming its line (the reader would stop on
+    it with Python's own message)."""
+    from ..errors import InputError
+
+    if not path.is_file():
+        return  # the reader says it is missing
+    for i, line in enumerate(path.read_bytes().splitlines(), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text ({exc.reason})", path, i) from None
 
 
 def format_table(rows: list, systems: list[str]) -> str:
@@ -129,8 +151,14 @@ def plot(rows: list, systems: list[str], strategies: list[str], offset: float, p
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=110)
+    except (OSError, RuntimeError, ValueError) as exc:  # e.g. .pgf without LaTeX
+        from ..errors import InputError
+
+        raise InputError(f"cannot write the plot ({' '.join(str(exc).split())})", "--plot", value=path) from None
+    finally:
+        plt.close(fig)
 
 
 _LABELS = {"lca_reward": "L", "lpp": "LPP", "lpptps": "LPPTPS (hR)", "lpppps": "LPPPPS (hP)",

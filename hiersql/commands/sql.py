@@ -16,6 +16,8 @@ DIALECTS = ("duckdb", "postgres", "spark", "databricks", "snowflake", "bigquery"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..options import add_flags, sql_options
+
     parser = subparsers.add_parser(
         "sql", help="print the SQL query that computes a measure, in another SQL dialect",
         description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -23,13 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("metric", metavar="METRIC", help="metric name or alias, family, or sql/ file name")
     parser.add_argument("--dialect", default="duckdb", metavar="NAME",
                         help=f"SQL dialect to write (sqlglot's names: {', '.join(DIALECTS)}; default duckdb)")
-    parser.add_argument("--include-root", action="store_true", help="the root counts in the augmented sets")
-    parser.add_argument("--max-distance", type=int, metavar="K", help="ancestors up to K edges up")
-    parser.add_argument("--beta", type=float, default=1.0, help="beta of hF (default 1)")
-    parser.add_argument("--zero-division", type=float, default=0.0, metavar="X",
-                        help="value of a ratio with a zero denominator (default 0)")
-    parser.add_argument("--augment", default="ancestors", choices=("ancestors", "descendants", "cesa_bianchi"),
-                        help="set-based augmentation (default ancestors)")
+    add_flags(parser.add_argument_group("measure options (the $parameters of sql/ they set)"), sql_options())
     parser.add_argument("--table", action="append", default=[], metavar="NAME=TABLE",
                         help="read hiersql table NAME (truth, predictions, closure, ...) from TABLE; repeatable")
     parser.add_argument("--query", metavar="NAME", help="another named query of the file (e.g. per instance)")
@@ -42,31 +38,71 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sqlglot
 
-    from ..engines import STORE_TABLES, render
+    from ..engines import render, render_family
     from ..errors import InputError
+    from ..options import Options, from_args
+    from .common import parse_tables
 
     if args.dialect not in sqlglot.Dialect.classes:
         raise InputError("unknown SQL dialect", "--dialect", value=args.dialect)
-    file, query, params, metrics = target(args)
-    tables = parse_pairs(args.table, "--table")
-    unknown = set(tables) - set(STORE_TABLES)
-    if unknown:
-        raise InputError(f"unknown table (one of {', '.join(STORE_TABLES)})", "--table", value=sorted(unknown)[0])
-    params.update({k: _value(v) for k, v in parse_pairs(args.param, "--param").items()})
-    print(render(file, query, params, args.dialect, tables, pretty=not args.compact, metrics=metrics) + ";")
+    file, query, params, metrics = target(args.metric, args.query, from_args(Options, args))
+    tables = parse_tables(args.table)
+    params.update(checked_params(args, file, query))
+    if query is None:  # a family: its plan's SQL
+        print(render_family(file, params, args.dialect, tables, metrics or None, pretty=not args.compact) + ";")
+    else:
+        print(render(file, query, params, args.dialect, tables, pretty=not args.compact) + ";")
     return 0
 
 
-def target(args: argparse.Namespace) -> tuple[str, str | None, dict[str, object], list[str]]:
-    """(sql file, query, parameters, metrics to keep) for ``args.metric``."""
+def checked_params(args: argparse.Namespace, file: str, query: str | None) -> dict[str, object]:
+    """The ``--param`` values; a flag or ``--param`` that sets no parameter of the query (of the family's
+    plan when ``query`` is None: ``file`` is then the family) is an error that lists the query's parameters,
+    and a ``--param`` named after an option is checked as that option."""
     from .. import sqlfiles
-    from ..engines import family_params, family_query
     from ..errors import InputError
-    from ..metrics import GROUPS, Options, catalog, resolve
+    from ..metrics import plan_of
+    from ..options import OptionError, Options, given, sql_options
+    from ..plan import summary_sql
 
-    options = Options(include_root=args.include_root, max_distance=args.max_distance, beta=args.beta,
-                      zero_division=args.zero_division, augment=args.augment)
-    name = args.metric
+    if query is None:
+        plan = plan_of(file)
+        texts_of = [*sqlfiles.queries(plan.file, "duckdb").values(), *sqlfiles.queries(plan.file).values(),
+                    summary_sql(plan, list(plan.metrics), ("micro", "macro"), True)]
+        where = f"the {file} family takes"
+    else:
+        texts_of = [sqlfiles.queries(file)[q] for q in (*sqlfiles.dependencies(file, query), query)]
+        where = f"query {query} of sql/{file}.sql takes"
+    takes = sqlfiles.parameters(" ".join(texts_of)) - {"list_counts", "list_bits", "batch_size", "beyond",
+                                                       "drop_distance"}
+    where = f"{where} {', '.join(sorted(takes)) or 'no parameter'}"
+    for option in given(args, sql_options()):
+        if option.name not in takes:
+            raise InputError(f"sets no parameter of the query ({where})", option.flag,
+                             value=None if option.flag_kind == "switch" else getattr(args, option.name))
+    texts = parse_pairs(args.param, "--param")
+    for name in texts:
+        if name not in takes:
+            raise InputError(f"unknown parameter ({where})", "--param", value=name)
+    values = {name: _value(text) for name, text in texts.items()}
+    named = {o.name for o in sql_options()} & values.keys()
+    try:
+        options = Options(**{name: values[name] for name in named})
+    except OptionError as exc:
+        raise InputError(f"{exc.option} {exc.rule}", "--param", value=f"{exc.option}={texts[exc.option]}") from None
+    return {**values, **{name: getattr(options, name) for name in named}}
+
+
+def target(name: str, query: str | None, options) -> tuple[str, str | None, dict[str, object], list[str]]:
+    """(sql file, query, parameters, metrics to keep) for the METRIC ``name``; for a family (or one of its
+    metrics) without ``--query``: (family, None, its plan's parameters, metrics); those of a file are the
+    options it uses."""
+    from .. import sqlfiles
+    from ..engines import family_params
+    from ..errors import InputError
+    from ..metrics import GROUPS, catalog, plan_of, resolve
+    from ..options import sql_options
+
     cat = catalog()
     families = {f for f, _ in cat.values()}
     if name in cat:
@@ -76,24 +112,21 @@ def target(args: argparse.Namespace) -> tuple[str, str | None, dict[str, object]
     else:
         fam = GROUPS.get(name)
     if fam is not None:
-        try:
-            file, query = family_query(fam)
-        except ValueError as exc:
-            if name not in sqlfiles.available():
-                raise InputError(f"{exc}; print one of its SQL files instead (hiersql sql FILE --query NAME)",
-                                 "METRIC", value=name) from None
-        else:
+        if not query:
+            try:
+                params = family_params(fam, options)
+            except ValueError as exc:
+                raise InputError(str(exc), "METRIC", value=name) from None
             metrics = resolve([name])[fam] if name in cat else []
-            return file, args.query or query, family_params(fam, options), metrics
+            return fam, None, params, metrics
+        name = plan_of(fam).file
     if name not in sqlfiles.available():
         known = sorted({*cat, *sqlfiles.available()})
         raise InputError(f"unknown metric, family or SQL file (known: {', '.join(known)})", "METRIC", value=name)
-    query = args.query or list(sqlfiles.queries(name))[-1]
+    query = query or list(sqlfiles.queries(name))[-1]
     if query not in sqlfiles.queries(name):
         raise InputError(f"no such query in sql/{name}.sql", "--query", value=query)
-    plain = {"include_root": options.include_root, "max_distance": options.max_distance, "beta": options.beta,
-             "zero_division": options.zero_division, "augment": options.augment}
-    return name, query, plain, []
+    return name, query, {o.name: getattr(options, o.name) for o in sql_options()}, []
 
 
 def parse_pairs(specs: list[str], flag: str) -> dict[str, str]:

@@ -14,10 +14,9 @@
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple
 
-FAMILIES = ("set_based", "flat", "confusion", "pair_based", "lca", "scoring")
+from ..options import FAMILIES, Options  # FAMILIES: declared with the options that the families read
 
 # {family: {metric name: alias}} (SPEC §10); a family module's METRICS is its entry.
 REGISTRY: dict[str, dict[str, str]] = {
@@ -47,38 +46,14 @@ class Row(NamedTuple):
     value: float
 
 
-@dataclass(frozen=True)
-class Options:
-    """Every option of every family, with SPEC defaults. Families read the fields they use."""
-
-    average: tuple[str, ...] = ("micro", "macro")
-    include_root: bool = False
-    max_distance: int | None = None
-    beta: float = 1.0
-    zero_division: float = 0.0
-    augment: str = "ancestors"  # set-based: "ancestors", "descendants" or "cesa_bianchi"
-    labels: tuple[str, ...] | None = None  # flat measures: the label universe (default: seen labels)
-    dmax: float = 5.0  # pair-based: cost of pairing with a default class
-    lca_graph: str = "greedy"  # "optimal", "greedy" or "extended"
-    pairing: str = "nearest"  # MGIA: "nearest" or "flow"
-    shared: str = "strict"  # GIE: "strict" or "reuse"
-    denominator: str = "union"  # MGIA: "union" or "symmetric_difference"
-    distance_limit: str = "side"  # pair-based: max_distance bounds each side's climb to the LCA ("side") or d(u, v)
-    tn: str = "published"  # hierarchical confusion matrix: "published" or "descendants"
-    offset: float = 0.0  # scoring trees: the offset o <= 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def with_(self, **changes: Any) -> Options:
-        known = {f.name for f in fields(self)}
-        unknown = set(changes) - known
-        if unknown:
-            raise TypeError(f"unknown option(s) {sorted(unknown)}")
-        return replace(self, **changes)
-
-
 def family(name: str):
     """Import the family module ``hiersql.metrics.<name>``."""
     return importlib.import_module(f"hiersql.metrics.{name}")
+
+
+def plan_of(name: str):
+    """The :class:`~hiersql.plan.FamilyPlan` of family ``name`` (its module's ``PLAN``)."""
+    return family(name).PLAN
 
 
 def catalog() -> dict[str, tuple[str, str]]:
@@ -168,13 +143,10 @@ def one_shot(evaluate: Any, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
     """The value of ``metric`` for label sets: a one-system store (:func:`store_from_sets`), the family's
     ``evaluate`` with ``average`` (``"micro"`` or ``"macro"``) and ``options``; ``value_average`` picks the
     row when it differs from ``average`` (``""`` for measures without micro/macro)."""
-    from ..evaluator import make_options
-
-    if average not in ("micro", "macro"):
-        raise ValueError(f"average must be 'micro' or 'macro', got {average!r}")
+    opts = Options(average=[average], **options)  # a bad option fails before the store is built
     store = store_from_sets(y_true, y_pred, taxonomy)
     try:
-        rows = evaluate(store, [metric], make_options(average=[average], **options))
+        rows = evaluate(store, [metric], opts)
         return one_value(rows, metric, average if value_average is None else value_average)
     finally:
         store.close()

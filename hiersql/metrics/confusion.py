@@ -24,14 +24,16 @@ github.com/DerKevinRiehl/HierarchicalConfusionMatrix.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import sqlfiles
-from . import REGISTRY, Options, Row, summary_rows
+from ..plan import FamilyPlan, Measure, Python, Sql
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas as pd
 
     from ..store import Store
@@ -40,14 +42,15 @@ if TYPE_CHECKING:
 COUNTS = ("tp", "fp", "fn", "tn")
 MEASURES = ("accuracy", "precision", "recall", "f1", "mcc", "fnr", "fpr", "tnr", "pt")
 METRICS = REGISTRY["confusion"]
-TN_MODES = ("published", "descendants")
 
 
 # ---------------------------------------------------------------------------------------------- public API
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Summed counts (``average=""``) and derived measures (``micro`` from the summed counts, ``macro`` the
     mean of the per-instance values) of ``metrics`` for every system."""
-    return summary_rows(_summary(store, options), metrics, options)
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
@@ -80,7 +83,7 @@ def hierarchical_confusion_matrix(store: Store, tn: str = "published", zero_divi
     import pandas as pd
 
     options = Options(tn=tn, zero_division=zero_division, average=("micro",))
-    long = _summary(store, options).filter("average <> 'macro'").df()
+    long = pd.DataFrame(evaluate(store, list(METRICS), options), columns=["system", "metric", "average", "value"])
     table = long.pivot(index="system", columns="metric", values="value")
     table = table.rename(columns=lambda c: c.removeprefix("hcm_")).reindex(columns=[*COUNTS, *MEASURES])
     table = pd.DataFrame(table).astype(dict.fromkeys(COUNTS, "int64") | dict.fromkeys(MEASURES, "float64"))
@@ -123,8 +126,9 @@ def hierarchical_confusion(
 
 def instance_counts(store: Store, tn: str = "published") -> pd.DataFrame:
     """TP, FP, FN, TN of every (system, truth instance), columns ``system, instance_id, tp, fp, fn, tn``."""
-    _materialise_counts(store, tn)
-    return store.con.table("hcm_instance").order("system, instance_id").df()
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).per_instance(PLAN, Options(tn=tn)).to_pandas()
 
 
 # ---------------------------------------------------------------------------------------------- greedy steps
@@ -201,47 +205,84 @@ def greedy_matching(group: np.ndarray, rank: np.ndarray, label: np.ndarray, comm
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-STAGES = (
-    ("hcm_systems", "hcm_instances", "hcm_stride", "hcm_labels", "hcm_set_labels", "hcm_paths", "hcm_path_nodes",
-     "hcm_cover_candidates"),
-    ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_common",
-     "hcm_prefix_tn", "hcm_pair_counts", "hcm_candidates"),
-    ("hcm_instance",),
-)
+_COVER = ("hcm_systems", "hcm_instances", "hcm_stride", "hcm_labels", "hcm_set_labels")
+_PAIRS = ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_common",
+          "hcm_prefix_tn", "hcm_pair_counts", "hcm_candidates")
 
 
-def _materialise_counts(store: Store, tn: str) -> None:
-    """Run the queries of ``sql/hcm.sql`` up to ``hcm_instance`` as temp tables, with the greedy cover and
-    the greedy matching (vectorised here) between the stages."""
-    if tn not in TN_MODES:
-        raise ValueError(f"tn must be one of {TN_MODES}, got {tn!r}")
-    cover, pairs, final = STAGES
-    _run(store, cover, {"tn": tn})
-    c = _fetch(store, "hcm_cover_candidates", ("grp", "rank", "label_id", "label_no", "path_no", "on_path"), 5)
+def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+    return {"tn": options.tn}
+
+
+def solve_root_paths(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The root paths of every label (``hcm_paths``, ``hcm_path_nodes``): DuckDB queries with lists, run on
+    the step's DuckDB connection (a taxonomy-sized input, whatever the engine)."""
+    from .. import sqlfiles
+
+    queries = sqlfiles.queries("hcm", "duckdb")
+    for name in ("hcm_paths", "hcm_path_nodes"):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {queries[name]}")
+
+
+def solve_path_cover(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The greedy path cover step: ``hcm_cover_choice`` (the chosen candidate paths, with the step at which
+    each true label's path was chosen) from ``hcm_cover_candidates``."""
+    on = SimpleNamespace(con=con)  # the helpers read and write a store's connection
+    c = _fetch(on, "hcm_cover_candidates", ("grp", "rank", "label_id", "label_no", "path_no", "on_path"), 5)
     cand = _dense(c["grp"], c["rank"], c["label_id"], c["label_no"], c["path_no"])
     best, step = greedy_path_cover(c["grp"], cand, c["on_path"])
     first = np.unique(cand, return_index=True)[1]
     rows = c["row_no"][first[best]]
-    truth = c["grp"][first[best]] < store.con.execute("SELECT stride FROM hcm_stride").fetchall()[0][0]
-    _put_rows(store, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), rows, len(cand),
+    truth = c["grp"][first[best]] < con.execute("SELECT stride FROM hcm_stride").fetchall()[0][0]
+    _put_rows(on, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), rows, len(cand),
               ("step", rows[truth], step[truth]))
-    _run(store, pairs, {"tn": tn})
-    m = _fetch(store, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"), 3)
+
+
+def solve_matching(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The greedy matching step: ``hcm_match``, the rows of ``hcm_candidates`` chosen."""
+    on = SimpleNamespace(con=con)
+    m = _fetch(on, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"), 3)
     pred = _dense(*(m[k] for k in ("grp", "p_label", "p_path")), order=np.lexsort((m["p_path"], m["p_label"],
                                                                                m["grp"])))
     rank = _processing_rank(m["grp"], pred, m["n_common"], m["name_rank"])
     chosen = greedy_matching(m["grp"], rank, _dense(m["grp"], m["j"]), m["n_common"])
-    _put_rows(store, "hcm_match", "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", *COUNTS),
+    _put_rows(on, "hcm_match", "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", *COUNTS),
               m["row_no"][chosen], len(chosen))
-    _run(store, final, {"tn": tn})
 
 
-def _run(store: Store, names: Sequence[str], params: dict[str, object]) -> None:
-    """Materialise the queries ``names`` of ``sql/hcm.sql`` as temp tables, in order."""
-    queries = sqlfiles.queries("hcm")
-    for name in names:
-        store.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {queries[name]}",
-                          sqlfiles.bind(queries[name], params))
+_TPR, _TNR = "1.0 * tp / (tp + fn)", "1.0 * tn / (fp + tn)"
+PLAN = FamilyPlan(
+    name="confusion",
+    file="hcm",
+    metrics=METRICS,
+    steps=(
+        *(Sql(q) for q in _COVER),
+        Python("root_paths", solve_root_paths, reads=("hcm_labels", "edges", "nodes"),
+               writes=("hcm_paths", "hcm_path_nodes")),
+        Sql("hcm_cover_candidates"),
+        Python("path_cover", solve_path_cover, reads=("hcm_cover_candidates", "hcm_stride"),
+               writes=("hcm_cover_choice",)),
+        *(Sql(q) for q in _PAIRS),
+        Python("matching", solve_matching, reads=("hcm_candidates",), writes=("hcm_match",)),
+        Sql("hcm_instance"),
+    ),
+    instance="hcm_instance",
+    measures=(
+        *(Measure(f"hcm_{c}", c, averages=("",), total=True) for c in ("tp", "fp", "fn", "tn")),
+        Measure("hcm_accuracy", "tp + tn", "tp + tn + fp + fn"),
+        Measure("hcm_precision", "tp", "tp + fp"),
+        Measure("hcm_recall", "tp", "tp + fn"),
+        Measure("hcm_f1", "2 * tp", "2 * tp + fp + fn"),
+        Measure("hcm_mcc", "1.0 * tp * tn - 1.0 * fp * fn",
+                "sqrt(1.0 * (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))"),
+        Measure("hcm_fnr", "fn", "tp + fn", higher_is_better=False),
+        Measure("hcm_fpr", "fp", "fp + tn", higher_is_better=False),
+        Measure("hcm_tnr", "tn", "fp + tn"),
+        Measure("hcm_pt", f"sqrt({_TPR} * (1 - {_TNR})) + {_TNR} - 1", f"{_TPR} + {_TNR} - 1",
+                undefined="tp + fn = 0 OR fp + tn = 0", higher_is_better=False),
+    ),
+    params=_params,
+)
 
 
 def _fetch(store: Store, table: str, columns: Sequence[str], n_keys: int) -> dict[str, np.ndarray]:
@@ -305,10 +346,3 @@ def _put_rows(store: Store, table: str, source: str, columns: Sequence[str], row
         f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {select} FROM {source} AS s{join}"
         " WHERE get_bit(CAST($mask AS BIT), CAST(s.row_no AS INTEGER)) = 1", params,
     )
-
-
-def _summary(store: Store, options: Options) -> Any:
-    _materialise_counts(store, options.tn)
-    _run(store, ("hcm_summary",), {"zero_division": float(options.zero_division),
-                                   "macro": "macro" in options.average})
-    return store.con.table("hcm_summary")

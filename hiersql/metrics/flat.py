@@ -16,12 +16,14 @@ matrix", §2.1, eq. (1)-(10). SPEC §7.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from . import REGISTRY, Options, Row, summary_rows
+from ..plan import FamilyPlan, Measure, Sql
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from ..store import Store
 
@@ -29,51 +31,63 @@ METRICS = REGISTRY["flat"]
 LabelSets = Sequence[Iterable[str] | str]
 
 
-def sql_params(options: Options) -> dict[str, object]:
+def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """The ``$parameters`` of ``sql/flat.sql``. The queries also read the table ``flat_labels(label)``: the
     fixed universe ``options.labels`` (empty, and unused, when it is ``None``); see :func:`label_table`."""
     return {"fixed_universe": options.labels is not None, "zero_division": float(options.zero_division)}
 
 
-def label_table(store: Store, options: Options) -> dict[str, object]:
-    """(Re)create the temp table ``flat_labels`` holding ``options.labels``; returns :func:`sql_params`."""
-    store.con.execute("CREATE OR REPLACE TEMP TABLE flat_labels (label VARCHAR)")
-    _fill_labels(store.con, options)
-    return sql_params(options)
+def label_table(options: Options) -> dict[str, pa.Table]:
+    """The helper table ``flat_labels(label)``: the fixed class universe, empty when not fixed."""
+    import pyarrow as pa
 
-
-def sql_tables(options: Options) -> dict[str, object]:
-    """The helper table ``flat_labels(label)`` (the fixed class universe, empty when not fixed) as a DuckDB
-    relation, for engines that run ``sql/flat.sql`` outside the store (:mod:`hiersql.engines`)."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute("CREATE TABLE flat_labels (label VARCHAR)")
-    _fill_labels(con, options)
-    return {"flat_labels": con.table("flat_labels")}
-
-
-def _fill_labels(con, options: Options) -> None:
     labels = list(dict.fromkeys(str(label) for label in options.labels or ()))
-    if labels:
-        con.execute("INSERT INTO flat_labels SELECT unnest($l)", {"l": labels})
+    return {"flat_labels": pa.table({"label": pa.array(labels, type=pa.string())})}
+
+
+
+PLAN = FamilyPlan(
+    name="flat",
+    file="flat",
+    metrics=METRICS,
+    steps=(Sql("flat_universe"), Sql("flat_sides"), Sql("flat_instance"), Sql("flat_label")),
+    instance="flat_instance",
+    measures=(
+        *(Measure(m, m, averages=("",)) for m in ("example_accuracy", "example_precision", "example_recall",
+                                                   "example_f1", "subset_accuracy")),
+        Measure("hamming_loss", "hamming_loss", averages=("",), higher_is_better=False),
+        Measure("label_accuracy", "tp + tn", "tp + fp + fn + tn", unit="flat_label"),
+        Measure("label_precision", "tp", "tp + fp", unit="flat_label"),
+        Measure("label_recall", "tp", "tp + fn", unit="flat_label"),
+        Measure("label_f1", "2 * tp", "2 * tp + fp + fn", unit="flat_label"),
+    ),
+    params=sql_params,
+    tables=label_table,
+    unit_order={"flat_label": "label"},
+)
 
 
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system: example-based ones with average ``""``, label-based ones
     ``micro`` and/or ``macro`` (``options.average``)."""
-    return summary_rows(store.run("flat", "flat_summary", label_table(store, options)), metrics, options)
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per (system, instance): ``n_true, n_pred, n_both`` (|Y|, |Z|, |Y ∩ Z|), ``n_labels`` (|L|) and the
     example-based values."""
-    return store.run("flat", "flat_instance", label_table(store, options)).order("system, instance_id").df()
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
 
 
 def per_label(store: Store, options: Options) -> pd.DataFrame:
     """Per (system, class of L): ``tp, fp, fn, tn`` and the label-based values."""
-    return store.run("flat", "flat_label", label_table(store, options)).order("system, label").df()
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).per_instance(PLAN, options, "flat_label").to_pandas()
 
 
 # ---------------------------------------------------------------------- label sets (scikit-learn style)
@@ -109,8 +123,6 @@ def _one_shot(metric: str, average: str | None, y_true: LabelSets, y_pred: Label
     per-class values as a Series indexed by label."""
     from . import one_value
 
-    if metric.startswith("label_") and average not in ("micro", "macro", None):
-        raise ValueError(f"average must be 'micro', 'macro' or None, got {average!r}")
     options = _options(labels, zero_division, average)
     store = label_set_store(y_true, y_pred, labels)
     try:

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import DataWarning
+from ..plan import FamilyPlan, Measure, Python, Sql
 from ..store import beside_python
 from ..taxonomy import gc_paused
 from . import REGISTRY, Options, Row, one_shot
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
     from ..store import Store
 
 METRICS = REGISTRY["lca"]
-GRAPHS = ("optimal", "greedy", "extended")
 LCA_TIME_LIMIT = 10.0  # seconds per instance for the exact solver
 MAX_PATHS = 64  # shortest paths enumerated per (label, LCA) before the exact solver gives up
 BATCH = 20_000  # instances with a choice fetched into Python at a time
@@ -60,21 +61,13 @@ SQL_QUERY = "lca_summary"  # what the engines (PostgreSQL, Spark, DuckDB) run: t
 
 # ---------------------------------------------------------------------------------------------- SQL side
 def _params(options: Options, store: Store, drop_distance: int | None = None) -> dict[str, object]:
-    if options.lca_graph not in GRAPHS:
-        raise ValueError(f"lca_graph must be one of {GRAPHS}, got {options.lca_graph!r}")
-    params = sql_params(options.with_(lca_graph="extended"))
+    params = sql_params(options)
     return {**params, "drop_distance": drop_distance, "beyond": beyond_name(store)}
 
 
 def sql_params(options: Options) -> dict[str, object]:
-    """The parameters of ``lca_summary`` for :mod:`hiersql.engines`, which compute in SQL alone only the
-    extended graphs (the minimal graphs need this module's solvers); the virtual ancestor beyond
-    ``max_distance`` is named ``__beyond__`` there."""
-    if options.lca_graph != "extended":
-        raise ValueError("in SQL alone only lca_graph='extended' is computed; the minimal graphs need "
-                         "hiersql.metrics.lca.evaluate")
-    if options.max_distance is not None and options.max_distance < 0:
-        raise ValueError("max_distance must be >= 0")
+    """The parameters of ``sql/lca.sql`` (the virtual ancestor beyond ``max_distance`` named ``__beyond__``:
+    the plan's parameters rename it when a node has that name)."""
     return {"include_root": bool(options.include_root), "max_distance": options.max_distance,
             "drop_distance": None, "zero_division": float(options.zero_division), "beyond": "__beyond__"}
 
@@ -140,7 +133,7 @@ def _stage_open(store: Store, params: dict[str, object]) -> int:
 
 
 def _root(store: Store) -> Node:
-    return store.con.execute("SELECT position FROM nodes WHERE is_root").fetchone()[0]
+    return store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
 
 
 def graph_counts(store: Store, options: Options, drop_distance: int | None = None) -> dict[str, object]:
@@ -193,17 +186,23 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
 def evaluate(store: Store, metrics: list[str], options: Options, drop_distance: int | None = None) -> list[Row]:
     """Values of ``metrics`` for every system, micro and/or macro (``options.average``). ``drop_distance``
     limits the ancestor removal to ancestors at most that many edges up (HEMKit mode)."""
-    params = graph_counts(store, options, drop_distance)
-    _materialise(store, "lca_instance", params)
-    _materialise(store, "lca_summary", params)
-    wanted, averages = set(metrics), set(options.average)
-    rows = store.con.execute("SELECT * FROM lca_summary ORDER BY system, metric, average").fetchall()
-    return [Row(*r) for r in rows if r[1] in wanted and r[2] in averages]
+    if drop_distance is not None:
+        params = graph_counts(store, options, drop_distance)
+        _materialise(store, "lca_instance", params)
+        _materialise(store, "lca_summary", params)
+        wanted, averages = set(metrics), set(options.average)
+        rows = store.con.execute("SELECT * FROM lca_summary ORDER BY system, metric, average").fetchall()
+        return [Row(*r) for r in rows if r[1] in wanted and r[2] in averages]
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per-instance ``n_true, n_pred, n_both`` (``|Gt|, |Gp|, |Gt ∩ Gp|``) and PLCA, RLCA, FLCA."""
-    return instance_relation(store, options).df()
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
 
 
 def instance_relation(store: Store, options: Options, drop_distance: int | None = None,
@@ -214,6 +213,77 @@ def instance_relation(store: Store, options: Options, drop_distance: int | None 
     sql = sqlfiles.queries("lca", "duckdb")["lca_instance"]
     relation = store.con.sql(sql, params=sqlfiles.bind(sql, params))
     return relation.order(order) if order else relation
+
+
+# ---------------------------------------------------------------------------------------------- plan
+def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+    params = sql_params(options)
+    beyond = "__beyond__"
+    if engine is not None:
+        taken = {r[0] for r in engine.execute(f"SELECT label FROM {engine.table('nodes')} WHERE label LIKE '%beyond%'")}
+        while beyond in taken:
+            beyond = f"_{beyond}_"
+    return {**params, "beyond": beyond, "batch_size": BATCH}
+
+
+def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The minimal-graph step: ``lca_graph_counts`` rewritten with the sizes of the minimal graphs
+    (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``); unchanged for
+    the extended graphs."""
+    if options.lca_graph == "extended":
+        return
+    on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
+    ignore = set() if options.include_root else {_root(on)}
+    solve = _optimal if options.lca_graph == "optimal" else _greedy
+    n_batches = con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchall()[0][0]
+    rows: list[tuple[int, int, int, int]] = []
+    fallbacks = 0
+    with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
+        for batch in range(n_batches):
+            for key, inst in _open_instances(on, batch).items():
+                graphs_, fell_back = solve(inst, ignore)
+                fallbacks += fell_back
+                rows.append((key, *_sizes(graphs_, ignore)))
+    if fallbacks:
+        warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
+                      f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
+                      stacklevel=2)
+    if rows:
+        con.execute(
+            "DELETE FROM lca_graph_counts AS c WHERE EXISTS (SELECT 1 FROM lca_open_instances AS o"
+            " WHERE o.system = c.system AND o.instance_id = c.instance_id)"
+        )
+        con.execute(
+            "INSERT INTO lca_graph_counts SELECT k.system, k.instance_id, c.t, c.p, c.b FROM (SELECT unnest($i) AS"
+            " inst, unnest($t) AS t, unnest($p) AS p, unnest($b) AS b) AS c JOIN lca_instances AS k"
+            " ON k.inst = c.inst",
+            {name: [r[k] for r in rows] for k, name in enumerate(("i", "t", "p", "b"))},
+        )
+
+
+PLAN = FamilyPlan(
+    name="lca",
+    file="lca",
+    metrics=METRICS,
+    steps=(
+        *(Sql(q) for q in ("lca_closure", "lca_instances", "lca_labels", "lca_pairs", "lca_pair_meetings",
+                           "lca_meetings", "lca_options", "lca_path_ends", "lca_path_nodes", "lca_extended_nodes",
+                           "lca_graph_counts", "lca_open_instances", "lca_open_batches", "lca_open_options",
+                           "lca_open_ends", "lca_open_nodes", "lca_open_links")),
+        Python("minimal_graphs", solve_minimal_graphs,
+               reads=("nodes", "lca_instances", "lca_graph_counts", "lca_open_instances", "lca_open_batches",
+                      "lca_open_options", "lca_open_nodes", "lca_open_links"),
+               writes=("lca_graph_counts",)),
+        Sql("lca_instance"),
+    ),
+    instance="lca_instance",
+    measures=(
+        Measure("lca_precision", "n_both", "n_pred"),
+        Measure("lca_recall", "n_both", "n_true"),
+        Measure("lca_f1", "2 * n_both", "n_true + n_pred"),
+    ),
+    params=_plan_params,
+)
 
 
 # ---------------------------------------------------------------------------------------------- instances

@@ -23,25 +23,24 @@ classification: a unified view and novel approaches", §2.3. SPEC §3.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import pairing, sqlfiles
+from .. import pairing
 from ..errors import InputError
+from ..plan import FamilyPlan, Measure, Python, Sql
 from . import REGISTRY, Options, Row, one_shot
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas as pd
 
     from ..store import Store
 
 METRICS = REGISTRY["pair_based"]
-PAIRINGS = ("nearest", "flow")
-DISTANCE_LIMITS = ("pair", "side")  # options.distance_limit: what max_distance bounds
-SHARED = ("strict", "reuse")
-DENOMINATORS = ("union", "symmetric_difference")
 _UNBOUNDED = ("tree_induced_error", "all_pairs_error")  # no default class: every pair counts
 
 
@@ -59,38 +58,30 @@ class _Data:
     mutual: pairing.Problems
 
 
-def _check(options: Options) -> None:
-    for name, allowed in (("pairing", PAIRINGS), ("shared", SHARED), ("denominator", DENOMINATORS)):
-        if getattr(options, name) not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {getattr(options, name)!r}")
-    if not options.dmax > 0:
-        raise ValueError(f"dmax must be > 0, got {options.dmax!r}")
-    if options.max_distance is not None and options.max_distance < 0:
-        raise ValueError("max_distance must be >= 0")
-    if _distance_limit(options) not in DISTANCE_LIMITS:
-        raise ValueError(f"distance_limit must be one of {DISTANCE_LIMITS}, got {_distance_limit(options)!r}")
-
-
 def _distance_limit(options: Options) -> str:
     """``"side"`` (default): ``max_distance`` bounds the climb from each class to a common ancestor (as the
     Kosmopoulos tables were computed, and as HEMKit does); ``"pair"``: it bounds d(u, v)."""
     return options.distance_limit
 
 
-def _load(store: Store, limit: int | None, per_side: bool, dmax: float) -> _Data:
-    """Run the queries of ``sql/distances.sql`` and gather their columns as arrays. ``Store.run`` leaves the
-    queries that ``pair_problem_sizes`` reads as TEMP tables; the others read them. ``limit`` bounds d(u, v),
-    or with ``per_side`` the climb of each class to a common ancestor."""
-    params = {"max_distance": None if per_side else limit, "max_climb": limit if per_side else None,
-              "dmax": float(dmax)}
-    sizes = store.run("distances", "pair_problem_sizes", params).order("problem").fetchnumpy()
-    con = store.con
+def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+    """The ``$parameters`` of ``sql/distances.sql`` (``max_distance`` bounds d(u, v), or with
+    ``distance_limit="side"`` the climb of each class to a common ancestor: ``max_climb``), and the metrics
+    the pairing step computes."""
+    per_side = _distance_limit(options) == "side"
+    return {"max_distance": None if per_side else options.max_distance,
+            "max_climb": options.max_distance if per_side else None, "dmax": float(options.dmax),
+            "pair_metrics": list(metrics)}
+
+
+def _load(con: duckdb.DuckDBPyConnection) -> _Data:
+    """The problems of the tables of ``sql/distances.sql`` on ``con`` as arrays."""
+    sizes = con.table("pair_problem_sizes").order("problem").fetchnumpy()
     k = len(sizes["problem"])
     pred = con.table("pair_pred_classes").order("node").fetchnumpy()["problem"]
     true = con.table("pair_true_classes").order("node").fetchnumpy()["problem"]
     arcs = con.table("pair_arcs").order("pred_node, true_node").fetchnumpy()
-    sql = sqlfiles.queries("distances")["mgia_mutual_pairs"]
-    mutual = con.sql(sql, params=sqlfiles.bind(sql, params)).order("pred_node, true_node").fetchnumpy()
+    mutual = con.table("mgia_mutual_pairs").order("pred_node, true_node").fetchnumpy()
 
     def problems(a: dict[str, np.ndarray], cost: np.ndarray) -> pairing.Problems:
         return pairing.Problems(
@@ -180,34 +171,69 @@ def all_pairs_errors(data: _Data, options: Options) -> np.ndarray:
     return pairing.solve(data.problems, "all_pairs", options.dmax).cost
 
 
-def _values(store: Store, metrics: list[str], options: Options) -> tuple[_Data, dict[str, np.ndarray]]:
-    """Per-problem values of ``metrics``; tree-induced and all-pairs errors ignore ``max_distance``."""
-    _check(options)
-    loaded: dict[int | None, _Data] = {}
+def solve_pairings(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The pairing step: ``pair_instance(system, instance_id, n_true, n_pred, n_shared, mgia_size, <metric>
+    ...)`` from the problems on ``con``, one row per problem, for the metrics of ``params["pair_metrics"]``
+    (``mgia_size`` = MGIA's denominator · dmax)."""
+    import pyarrow as pa
 
-    def data_for(metric: str) -> _Data:
-        limit = None if metric in _UNBOUNDED else options.max_distance
-        if limit not in loaded:
-            loaded[limit] = _load(store, limit, _distance_limit(options) == "side", options.dmax)
-        return loaded[limit]
+    data = _load(con)
+    metrics = list(params["pair_metrics"])
+    values: dict[str, np.ndarray] = {}
+    if "mgia" in metrics or "mgia_fn" in metrics:
+        values["mgia_fn"] = mgia_fns(data, options)
+        values["mgia"] = mgias(data, values["mgia_fn"], options)
+    for metric, compute in (("graph_induced_error", graph_induced_errors), ("tree_induced_error",
+                            tree_induced_errors), ("all_pairs_error", all_pairs_errors)):
+        if metric in metrics:
+            values[metric] = compute(data, options)
+    table = pa.table({
+        "system": pa.array(data.system.astype(str), pa.string()),
+        "instance_id": pa.array(data.instance_id.astype(str), pa.string()),
+        "n_true": data.n_true, "n_pred": data.n_pred, "n_shared": data.n_shared,
+        "mgia_size": _denominator(data, options) * options.dmax,
+        **{m: pa.array(values.get(m, np.full(len(data.n_true), np.nan)), pa.float64(), from_pandas=True)
+           for m in METRICS},
+    })
+    con.register("_pair_instance", table)
+    con.execute("CREATE OR REPLACE TEMP TABLE pair_instance AS SELECT * FROM _pair_instance")
+    con.unregister("_pair_instance")
 
-    out: dict[str, np.ndarray] = {}
-    for metric in metrics:
-        data = data_for(metric)
-        if metric == "graph_induced_error":
-            out[metric] = graph_induced_errors(data, options)
-        elif metric in ("mgia", "mgia_fn"):
-            if "mgia_fn" not in out:
-                out["mgia_fn"] = mgia_fns(data, options)
-            if metric == "mgia":
-                out[metric] = mgias(data, out["mgia_fn"], options)
-        elif metric == "tree_induced_error":
-            out[metric] = tree_induced_errors(data, options)
-        elif metric == "all_pairs_error":
-            out[metric] = all_pairs_errors(data, options)
-        else:
-            raise ValueError(f"unknown pair-based metric {metric!r}")
-    return data_for(metrics[0]), out
+
+def _groups(metrics: Sequence[str], options: Options) -> list[tuple[list[str], Options]]:
+    """The tree-induced and all-pairs errors ignore ``max_distance``: with a bound they are computed from
+    unbounded distances, in a run of their own."""
+    unbounded = [m for m in metrics if m in _UNBOUNDED]
+    bounded = [m for m in metrics if m not in _UNBOUNDED]
+    if options.max_distance is None or not unbounded:
+        return [(list(metrics), options)]
+    return [(m, o) for m, o in ((bounded, options), (unbounded, options.with_(max_distance=None))) if m]
+
+
+PLAN = FamilyPlan(
+    name="pair_based",
+    file="distances",
+    metrics=METRICS,
+    steps=(
+        *(Sql(q) for q in ("label_pairs", "pair_distances_of", "pair_problems", "pair_true_classes",
+                           "pair_pred_classes", "pair_arcs", "mgia_nearest", "mgia_mutual_pairs",
+                           "pair_problem_sizes")),
+        Python("pairings", solve_pairings, reads=("pair_problem_sizes", "pair_pred_classes", "pair_true_classes",
+                                                  "pair_arcs", "mgia_mutual_pairs"), writes=("pair_instance",)),
+    ),
+    instance="pair_instance",
+    measures=(
+        Measure("graph_induced_error", "graph_induced_error", averages=("",), higher_is_better=False),
+        Measure("mgia", "mgia_size - mgia_fn", "mgia_size", zero="1.0"),
+        Measure("mgia_fn", "mgia_fn", averages=("",), higher_is_better=False),
+        Measure("tree_induced_error", "tree_induced_error", averages=("",), higher_is_better=False),
+        Measure("all_pairs_error", "all_pairs_error", averages=("",), higher_is_better=False),
+    ),
+    params=_params,
+    check=lambda engine, metrics, options: _require_defined(engine) if "tree_induced_error" in metrics else None,
+    metric_applies=lambda engine, metric: metric != "tree_induced_error" or _first_mismatch(engine) is None,
+    groups=_groups,
+)
 
 
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
@@ -220,43 +246,20 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     InputError
         For ``tree_induced_error`` when an instance has |T| ≠ |P|.
     """
-    if not metrics:
-        return []
-    if "tree_induced_error" in metrics:
-        _require_defined(store)
-    data, values = _values(store, list(metrics), options)
-    unique, group = np.unique(data.system.astype(str), return_inverse=True)
-    systems = [str(s) for s in unique]
-    count = np.bincount(group, minlength=len(systems))
+    from ..engines import DuckDBEngine
 
-    def per_system(per_problem: np.ndarray) -> np.ndarray:
-        return np.bincount(group, weights=per_problem, minlength=len(systems))
-
-    rows: list[Row] = []
-    for metric in metrics:
-        if metric != "mgia":
-            rows += [Row(s, metric, "", float(v)) for s, v in zip(systems, per_system(values[metric]) / count,
-                                                                   strict=True)]
-            continue
-        if "micro" in options.average:
-            size = per_system(_denominator(data, options) * options.dmax)
-            fn = per_system(values["mgia_fn"])
-            micro = np.where(size > 0, 1.0 - fn / np.where(size > 0, size, 1.0), 1.0)
-            rows += [Row(s, metric, "micro", float(v)) for s, v in zip(systems, micro, strict=True)]
-        if "macro" in options.average:
-            macro = per_system(values["mgia"]) / count
-            rows += [Row(s, metric, "macro", float(v)) for s, v in zip(systems, macro, strict=True)]
-    return sorted(rows, key=lambda r: (r.system, metrics.index(r.metric)))
+    return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
-def _first_mismatch(store: Store) -> tuple | None:
+def _first_mismatch(engine: Any) -> tuple | None:
     """(system, instance_id, n_true, n_pred, count) of the first instance with |T| ≠ |P|, or None."""
-    rows = store.run("distances", "label_count_mismatch").order("system, instance_id").limit(1).fetchall()
+    rows = engine.execute(f"SELECT * FROM ({engine.render('distances', 'label_count_mismatch')}) AS m"
+                          " ORDER BY system, instance_id LIMIT 1")
     return rows[0] if rows else None
 
 
-def _require_defined(store: Store) -> None:
-    bad = _first_mismatch(store)
+def _require_defined(engine: Any) -> None:
+    bad = _first_mismatch(engine)
     if bad:
         system, instance, n_true, n_pred, count = bad
         raise InputError(
@@ -267,22 +270,13 @@ def _require_defined(store: Store) -> None:
         )
 
 
-def metric_applies(store: Store, metric: str, options: Options) -> bool:
-    """Whether ``metric`` is defined for the data of ``store``: the tree-induced error only when every
-    instance has as many predicted as true labels; the other measures always."""
-    return metric != "tree_induced_error" or _first_mismatch(store) is None
-
-
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per (system, instance): ``n_true, n_pred, n_shared`` and every measure of the family;
     ``tree_induced_error`` is missing (NA) where |T| ≠ |P|."""
-    import pandas as pd
+    from ..engines import DuckDBEngine
 
-    data, values = _values(store, list(METRICS), options)
-    frame = pd.DataFrame({
-        "system": data.system, "instance_id": data.instance_id, "n_true": data.n_true,
-        "n_pred": data.n_pred, "n_shared": data.n_shared, **values,
-    })
+    frame = DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
+    frame = frame.drop(columns=["mgia_size"])
     frame["tree_induced_error"] = frame["tree_induced_error"].astype("Float64")
     return frame
 
@@ -319,8 +313,6 @@ def mgia(y_true, y_pred, taxonomy, average: str = "macro", **options) -> float:
         ``dmax`` (5), ``max_distance`` (None), ``pairing`` (``"nearest"`` or ``"flow"``), ``denominator``
         (``"union"`` or ``"symmetric_difference"``).
     """
-    if average not in ("micro", "macro"):
-        raise ValueError("average must be 'micro' or 'macro'")
     return one_shot(evaluate, "mgia", y_true, y_pred, taxonomy, average, **options)
 
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError
+from ..plan import FamilyPlan, Sql
 from . import REGISTRY, Options, Row, one_shot
 
 if TYPE_CHECKING:
@@ -48,50 +49,84 @@ Weights = str | Mapping[str, float] | None
 """Weights of the one-shot functions: the taxonomy's own (None), a strategy name or ``{child: weight}``."""
 
 
-# ---------------------------------------------------------------------- family interface
-def applies(store: Store, options: Options) -> bool:
-    """the scoring-tree measures are defined on trees (every node has at most one parent)"""
-    return store._require_taxonomy().is_tree
+# ---------------------------------------------------------------------- family plan
+def _applies(engine: Any) -> str | None:
+    if not engine.taxonomy().is_tree:
+        return "the scoring-tree measures are defined on trees (every node has at most one parent)"
+    return None
 
 
-def metric_applies(store: Store, metric: str, options: Options) -> bool:
-    """Whether ``metric`` can be computed on the taxonomy of ``store``: ``pl`` on any tree, the weighted
-    measures only when the edge weights sum to 1 on every root-to-leaf path (asked for by name on other
-    weights, they raise the :class:`~hiersql.errors.InputError` that names the path at fault)."""
+def _metric_applies(engine: Any, metric: str) -> bool:
+    """``pl`` on any tree, the weighted measures only when the edge weights sum to 1 on every root-to-leaf
+    path (asked for by name on other weights, they raise the :class:`~hiersql.errors.InputError` that names
+    the path at fault)."""
     from ..scoring_trees import validate
 
     if metric in UNWEIGHTED:
         return True
     try:
-        validate(store._require_taxonomy())
+        validate(engine.taxonomy())
     except InputError:
         return False
     return True
 
 
+def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
+    """The tree, its weights (when a weighted measure is asked for, or weights are given), that the root is
+    never a label, and the offset."""
+    from ..scoring_trees import check_tree, validate
+
+    taxonomy = engine.taxonomy()
+    if any(m not in UNWEIGHTED for m in metrics) or taxonomy.has_weights:
+        validate(taxonomy)
+    else:
+        check_tree(taxonomy)
+    _check_root_not_a_label(engine)
+
+
+def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+    return {"offset": float(options.offset)}
+
+
+PLAN = FamilyPlan(
+    name="scoring",
+    file="scoring",
+    metrics=METRICS,
+    steps=(Sql("scoring_pairs"), Sql("scoring_instance")),
+    instance="scoring_instance",
+    summary="scoring_summary",
+    params=_params,
+    check=_check,
+    applies=_applies,
+    metric_applies=_metric_applies,
+    unit_order={"scoring_instance": "system, instance_id, truth, prediction"},
+)
+
+
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system (label systems and confusion matrices), micro and/or macro."""
-    params = _prepare(store, metrics, options)
-    rel = store.run("scoring", "scoring_summary", params)
-    wanted = set(metrics)
-    averages = set(options.average)
-    return [Row(*r) for r in rel.order("system, metric, average").fetchall()
-            if r[1] in wanted and r[2] in averages]
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """One row per scored pair: ``system, instance_id, truth, prediction, n`` (``n`` = count, 1 for label
     pairs) and the five scores; ``truth``/``prediction`` is missing for a ghost/missed detection. Without
     edge weights only ``pl`` is filled."""
-    params = _prepare(store, list(UNWEIGHTED), options)
-    rel = store.run("scoring", "scoring_instance", params)
-    return rel.order("system, instance_id, truth, prediction").df()
+    from ..engines import DuckDBEngine
+
+    engine = DuckDBEngine(store)
+    _check(engine, UNWEIGHTED, options)
+    return engine.per_instance(PLAN, options).to_pandas()
 
 
 def flat(store: Store) -> list[Row]:
     """The paper's flat rows: macro and micro precision, recall and F1 over the classes seen in the truth or
     the predictions, plus a "none" class when there are detection errors; 0/0 counts as 1 (SPEC §8)."""
-    _prepare(store, list(UNWEIGHTED), Options())
+    from ..engines import DuckDBEngine
+
+    _check(DuckDBEngine(store), UNWEIGHTED, Options())
     rel = store.run("scoring", "scoring_flat")
     return [Row(*r) for r in rel.order("system, metric, average").fetchall()]
 
@@ -315,32 +350,17 @@ def scoring_f1(
 
 
 # ---------------------------------------------------------------------- helpers
-def _prepare(store: Store, metrics: list[str], options: Options) -> dict[str, object]:
-    """Check the tree, its weights (when a weighted measure is asked for, or weights are given), that the
-    root is never a label, and the offset; returns the query parameters."""
-    from ..scoring_trees import check_tree, validate
-
-    taxonomy = store._require_taxonomy()
-    if any(m not in UNWEIGHTED for m in metrics) or taxonomy.has_weights:
-        validate(taxonomy)
-    else:
-        check_tree(taxonomy)
-    if not options.offset <= 0 or math.isnan(options.offset):
-        raise InputError("the offset must be <= 0", "offset", value=options.offset)
-    _check_root_not_a_label(store)
-    return {"offset": float(options.offset)}
-
-
-def _check_root_not_a_label(store: Store) -> None:
-    found = store.con.execute(
+def _check_root_not_a_label(engine: Any) -> None:
+    found = engine.execute(
         "SELECT source, label FROM ("
         " SELECT 'truth' AS source, label FROM truth"
         " UNION ALL SELECT 'predictions of ' || system, label FROM predictions"
         " UNION ALL SELECT 'confusion matrix ' || system, truth FROM pair_counts"
         " UNION ALL SELECT 'confusion matrix ' || system, prediction FROM pair_counts"
         ") AS labels WHERE label IN (SELECT label FROM nodes WHERE is_root) LIMIT 1"
-    ).fetchone()
+    )
     if found:
+        found = found[0]
         raise InputError("the root of a scoring tree is never a label (Lanus et al. §III)", found[0],
                          value=found[1])
 

@@ -11,17 +11,19 @@ classification: a unified view and novel approaches", §2.4 (eq. 2-5). SPEC §2.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from . import REGISTRY, Options, Row, one_shot, summary_rows
+from ..plan import FamilyPlan, Measure, Sql
+from . import REGISTRY, Options, Row, one_shot
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas as pd
 
     from ..store import Store
 
 METRICS = REGISTRY["set_based"]
-AUGMENTS = ("ancestors", "descendants", "cesa_bianchi")
 
 
 # From this many expected augmented labels (both sides), the DuckDB store counts with per-instance lists
@@ -35,42 +37,60 @@ LIST_COUNTS_FROM = 5_000_000
 LIST_BITS = 1024
 
 
-def sql_params(options: Options, store: Store | None = None) -> dict[str, object]:
-    """Parameters of ``sql/set_based.sql``; with ``store``, ``list_counts`` is chosen from its tables (else
-    the pair rows are used)."""
-    if options.augment not in AUGMENTS:
-        raise ValueError(f"augment must be one of {AUGMENTS}, got {options.augment!r}")
-    if options.max_distance is not None and options.max_distance < 0:
-        raise ValueError("max_distance must be >= 0")
+def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+    """Parameters of ``sql/set_based.sql``; on a DuckDB store (``engine``), ``list_counts`` is chosen from
+    the size of its tables (else the pair rows are used)."""
     return {
         "include_root": bool(options.include_root),
         "max_distance": options.max_distance,
         "augment": options.augment,
         "beta": float(options.beta),
         "zero_division": float(options.zero_division),
-        "list_counts": store is not None and expected_augmented_labels(store) >= LIST_COUNTS_FROM,
+        "list_counts": engine is not None and engine.dialect == "duckdb" and not engine.tables
+        and expected_augmented_labels(engine.con) >= LIST_COUNTS_FROM,
         "list_bits": LIST_BITS,
     }
 
 
-def expected_augmented_labels(store: Store) -> float:
+def expected_augmented_labels(con: duckdb.DuckDBPyConnection) -> float:
     """``(|truth| · |systems| + |predictions|) · |closure| / |nodes|``: the labels of both sides times the
     mean size of a node's ancestor (or descendant) set, the number of rows the pair query would hash."""
-    row = store.con.execute(
+    row = con.execute(
         "SELECT ((SELECT count(*) FROM truth) * (SELECT count(*) FROM systems) + (SELECT count(*) FROM predictions))"
         " * (SELECT count(*) FROM closure) / greatest((SELECT count(*) FROM nodes), 1)"
     ).fetchall()
     return float(row[0][0])
 
 
+PLAN = FamilyPlan(
+    name="set_based",
+    file="set_based",
+    metrics=METRICS,
+    steps=(Sql("set_based_instance"),),
+    instance="set_based_instance",
+    measures=(
+        Measure("hierarchical_precision", "n_both", "n_pred"),
+        Measure("hierarchical_recall", "n_both", "n_true"),
+        Measure("hierarchical_f1", "(1 + $beta * $beta) * n_both", "$beta * $beta * n_true + n_pred"),
+        Measure("symmetric_difference_loss", "n_true + n_pred - 2 * n_both", averages=("",),
+                higher_is_better=False),
+    ),
+    params=sql_params,
+)
+
+
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system, micro and/or macro (``options.average``)."""
-    return summary_rows(store.run("set_based", "set_based_summary", sql_params(options, store)), metrics, options)
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per-instance ``n_true, n_pred, n_both`` (sizes of Yaug, Ŷaug and their intersection) and values."""
-    return store.run("set_based", "set_based_instance", sql_params(options, store)).order("system, instance_id").df()
+    from ..engines import DuckDBEngine
+
+    return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
 
 
 def hierarchical_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:

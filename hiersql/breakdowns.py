@@ -1,0 +1,257 @@
+"""Breakdowns of the set-based measures: per level of the taxonomy, per depth of the true label, per class
+(a classification report). A thin wrapper over ``sql/breakdowns.sql``; formulas in ``docs/breakdowns.md``.
+
+Every breakdown reads the augmented sets that ``sql/set_based.sql`` builds (query ``set_pairs``), with the
+same options (``include_root``, ``max_distance``, ``augment``, ``beta``, ``zero_division``), so that a
+breakdown sums up to the overall values: the micro counts of the levels add up to the micro counts of
+:func:`hiersql.hierarchical_precision`, and the ``micro avg`` row of the report equals its micro value.
+
+References
+----------
+Kiritchenko, Matwin, Nock, Famili (2005), "Learning and evaluation in the presence of class hierarchies".
+Kosmopoulos, Partalas, Gaussier, Paliouras, Androutsopoulos (2015), "Evaluation measures for hierarchical
+classification: a unified view and novel approaches", §2.4.
+Pedregosa et al. (2011), scikit-learn: ``classification_report`` (the layout of the text report).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .metrics import Options, family
+from .metrics import set_based as _set_based
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .store import Store
+
+BREAKDOWNS = ("level", "depth", "class")
+MEASURES = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1", "symmetric_difference_loss")
+
+
+def _params(store: Store, options: Options) -> dict[str, object]:
+    """Materialise ``set_pairs`` (sql/set_based.sql) for ``options`` and name it ``set_pairs`` (a temp view of
+    the result), the table the breakdown queries read; return the parameters of ``sql/breakdowns.sql``."""
+    params = _set_based.sql_params(options)
+    rel = store.run("set_based", "set_pairs", params)
+    store.con.execute(f"CREATE OR REPLACE TEMP VIEW set_pairs AS SELECT * FROM {rel.alias}")
+    return {"zero_division": params["zero_division"], "beta": params["beta"]}
+
+
+def by_level(store: Store, options: Options | None = None) -> pd.DataFrame:
+    """Set-based measures restricted to each level ``k`` of the taxonomy (the nodes at depth ``k``).
+
+    ``hP_k = Σ_i |Ŷaug_i ∩ Yaug_i ∩ L_k| / Σ_i |Ŷaug_i ∩ L_k|`` (micro; recall and F alike), and the mean of
+    the per-instance ratios over the instances whose true or predicted augmented set reaches level ``k``
+    (macro). Returns ``system, level, average, support, n_instances`` and the four set-based measures.
+    """
+    return _grouped(store, options or Options(), "level")
+
+
+def by_depth(store: Store, options: Options | None = None, measures: str = "set_based") -> pd.DataFrame:
+    """Measures over the instances grouped by the depth of their deepest true label (``depth``; 0 for an
+    empty truth).
+
+    With ``measures="set_based"`` (default): micro and macro hP, hR, hF and SDL of each group, from
+    ``sql/breakdowns.sql``. With another family name (``"flat"``, ``"lca"``, ``"pair_based"``, ...) or a
+    measure of it: the mean of that family's per-instance values within each group (``average="macro"``),
+    which works for every family with per-instance values.
+    """
+    options = options or Options()
+    if measures == "set_based":
+        return _grouped(store, options, "depth")
+    from .metrics import FAMILIES, catalog
+
+    if measures not in FAMILIES and measures not in catalog():
+        raise ValueError(f"measures must be a family ({', '.join(FAMILIES)}) or a measure name, got {measures!r}")
+    name, metric = (measures, None) if measures in FAMILIES else catalog()[measures]
+    values = family(name).per_instance(store, options)
+    depths = store.run("breakdowns", "depth_groups").df()
+    frame = values.merge(depths, on="instance_id")
+    columns = [metric] if metric else [c for c in values.columns
+                                       if c not in ("system", "instance_id") and frame[c].dtype.kind in "fiub"]
+    out = frame.groupby(["system", "depth"], sort=True)[columns].mean().reset_index()
+    out.insert(2, "average", "macro")
+    out.insert(3, "n_instances", frame.groupby(["system", "depth"], sort=True).size().to_numpy())
+    return out
+
+
+def per_instance(store: Store, options: Options | None = None, breakdown: str = "level") -> pd.DataFrame:
+    """The per-instance terms of :func:`by_level` (``breakdown="level"``: one row per system, instance and
+    level its sets reach) or :func:`by_depth` (``"depth"``: one row per system and instance, with its depth
+    group): ``n_true, n_pred, n_both`` and ``hierarchical_precision, hierarchical_recall, hierarchical_f1``."""
+    if breakdown not in ("level", "depth"):
+        raise ValueError(f"breakdown must be 'level' or 'depth', got {breakdown!r}")
+    rel = store.run("breakdowns", "grouped_values", _params(store, options or Options()))
+    frame = rel.filter(f"breakdown = '{breakdown}'").order("system, instance_id, grp").df()
+    names = {"grp": breakdown, "p": "hierarchical_precision", "r": "hierarchical_recall", "f": "hierarchical_f1"}
+    return frame.drop(columns="breakdown").rename(columns=names).reset_index(drop=True)
+
+
+def _grouped(store: Store, options: Options, breakdown: str) -> pd.DataFrame:
+    rel = store.run("breakdowns", "grouped_summary", _params(store, options))
+    frame = rel.filter(f"breakdown = '{breakdown}'").order("system, grp, average DESC").df()
+    return frame.drop(columns="breakdown").rename(columns={"grp": breakdown}).reset_index(drop=True)
+
+
+def flat_by_level(store: Store, options: Options | None = None) -> pd.DataFrame:
+    """Flat precision, recall and F-beta of the labels at each depth, taken as given (no ancestors added):
+    micro pools ``TP, FP, FN`` over the classes of the level, macro averages the per-class values. Returns
+    ``system, level, average, support, precision, recall, f1``."""
+    params = _set_based.sql_params(options or Options())
+    rel = store.run("breakdowns", "flat_level_summary",
+                    {"zero_division": params["zero_division"], "beta": params["beta"]})
+    return rel.order("system, level, average DESC").df()
+
+
+def by_class(store: Store, options: Options | None = None, labels: list[str] | None = None) -> pd.DataFrame:
+    """Per-class hierarchical precision, recall and F-beta with support: class ``c`` is predicted for
+    instance ``i`` when ``c ∈ Ŷaug_i`` and true when ``c ∈ Yaug_i``;
+    ``P_c = TP_c / (TP_c + FP_c)``, ``R_c = TP_c / (TP_c + FN_c)``, support = ``TP_c + FN_c``.
+
+    Classes are those of the augmented sets (true or predicted), in taxonomy order (depth, then input
+    position); ``labels`` picks and orders them (a class no set holds gets support 0 and zero-division values).
+    Returns ``system, label, depth, tp, fp, fn, precision, recall, f1, support``.
+    """
+    options = options or Options()
+    rel = store.run("breakdowns", "class_report", _params(store, options))
+    frame = rel.order("system, depth, position, label").df().drop(columns="position")
+    if labels is None:
+        return frame.reset_index(drop=True)
+    return _select_labels(store, frame, list(labels), float(options.zero_division))
+
+
+def _select_labels(store: Store, frame: pd.DataFrame, labels: list[str], zero_division: float) -> pd.DataFrame:
+    import pandas as pd
+
+    from .errors import InputError
+
+    depth = dict(store.con.execute("SELECT label, depth FROM nodes").fetchall())
+    unknown = [label for label in labels if label not in depth]
+    if unknown:
+        raise InputError("label is not a taxonomy node", "labels", value=unknown[0])
+    rows = []
+    for system in store.systems():
+        mine = frame[frame["system"] == system].set_index("label")
+        for label in labels:
+            if label in mine.index:
+                rows.append(mine.loc[label].to_dict() | {"label": label})
+            else:
+                rows.append({"system": system, "label": label, "depth": depth[label], "tp": 0, "fp": 0, "fn": 0,
+                             "precision": zero_division, "recall": zero_division, "f1": zero_division,
+                             "support": 0})
+    return pd.DataFrame(rows, columns=list(frame.columns))
+
+
+@dataclass(frozen=True)
+class ClassificationReport:
+    """A per-class report: ``frame`` (one row per system and class, then the average rows ``micro avg``,
+    ``macro avg``, ``weighted avg``, ``samples avg``) and ``text``, laid out as scikit-learn's
+    ``classification_report``; ``str(report)`` is the text."""
+
+    frame: pd.DataFrame
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def report(store: Store, options: Options | None = None, labels: list[str] | None = None,
+           digits: int = 2) -> ClassificationReport:
+    """The classification report of every system of ``store`` (see :func:`classification_report`)."""
+    import pandas as pd
+
+    options = options or Options()
+    classes = by_class(store, options, labels)
+    per_instance = _set_based.per_instance(store, options)
+    parts, texts = [], []
+    for system in store.systems():
+        mine = classes[classes["system"] == system]
+        support = float(mine["support"].sum())
+        weights = mine["support"] / support if support else mine["support"] * 0.0
+        tp, fp, fn = (int(mine[c].sum()) for c in ("tp", "fp", "fn"))
+        inst = per_instance[per_instance["system"] == system]
+        rows = [
+            ("micro avg", *_ratios(tp, fp, fn, float(options.beta), float(options.zero_division))),
+            ("macro avg", mine["precision"].mean(), mine["recall"].mean(), mine["f1"].mean()),
+            ("weighted avg", (mine["precision"] * weights).sum(), (mine["recall"] * weights).sum(),
+             (mine["f1"] * weights).sum()),
+            ("samples avg", inst["hierarchical_precision"].mean(), inst["hierarchical_recall"].mean(),
+             inst["hierarchical_f1"].mean()),
+        ]
+        averages = pd.DataFrame([{"system": system, "label": name, "depth": pd.NA, "tp": tp, "fp": fp, "fn": fn,
+                                  "precision": p, "recall": r, "f1": f, "support": int(support)}
+                                 for name, p, r, f in rows])
+        table = pd.concat([mine.astype({"depth": "Int64"}), averages.astype({"depth": "Int64"})],
+                          ignore_index=True)
+        parts.append(table)
+        texts.append(_text(system, table, digits, len(store.systems()) > 1))
+    frame = pd.concat(parts, ignore_index=True) if parts else classes
+    return ClassificationReport(frame, "\n".join(texts))
+
+
+def _ratios(tp: float, fp: float, fn: float, beta: float, zero_division: float) -> tuple[float, float, float]:
+    """Precision, recall and F-beta of pooled counts (the F of the pooled P and R, as the set-based micro)."""
+    p = tp / (tp + fp) if tp + fp else zero_division
+    r = tp / (tp + fn) if tp + fn else zero_division
+    b2 = beta * beta
+    return p, r, ((1 + b2) * p * r / (b2 * p + r) if b2 * p + r else 0.0)
+
+
+def _text(system: str, table: pd.DataFrame, digits: int, title: bool) -> str:
+    """scikit-learn's layout: one line per class, a blank line, the average lines."""
+    averages = {"micro avg", "macro avg", "weighted avg", "samples avg"}
+    names = [str(n) for n in table["label"]]
+    width = max([len(n) for n in names] + [len("weighted avg"), digits])
+    head = f"{'':>{width}} {'precision':>9} {'recall':>9} {'f1-score':>9} {'support':>9}\n\n"
+    lines = []
+    for i, row in enumerate(table.itertuples(index=False)):
+        if row.label in averages and (i == 0 or table["label"].iloc[i - 1] not in averages):
+            lines.append("")
+        lines.append(f"{row.label:>{width}} {row.precision:>9.{digits}f} {row.recall:>9.{digits}f}"
+                     f" {row.f1:>9.{digits}f} {int(row.support):>9}")
+    return (f"system: {system}\n" if title else "") + head + "\n".join(lines) + "\n"
+
+
+def classification_report(y_true: Any, y_pred: Any, taxonomy: Any, *, labels: list[str] | None = None,
+                          digits: int = 2, **options: Any) -> ClassificationReport:
+    """Per-class hierarchical precision, recall and F1 with support, and their averages, as scikit-learn's
+    ``classification_report`` for multi-label input applied to the augmented sets ``Yaug``, ``Ŷaug``.
+
+    Per class ``c`` (a node of an augmented set): ``P_c = TP_c / (TP_c + FP_c)``, ``R_c = TP_c / (TP_c +
+    FN_c)``, ``F_c = 2 TP_c / (2 TP_c + FP_c + FN_c)``, support = the instances whose ``Yaug`` holds ``c``.
+    Averages: ``micro avg`` pools the counts over the classes (= micro hP, hR, hF), ``macro avg`` is the mean
+    over the classes, ``weighted avg`` the support-weighted mean, ``samples avg`` the mean over instances
+    (= the per-instance "macro" hP, hR, hF of Kiritchenko et al. and HiClass).
+
+    Parameters
+    ----------
+    y_true, y_pred:
+        Sequences of label sets (one per instance; a string is a one-label set).
+    taxonomy:
+        A :class:`~hiersql.taxonomy.Taxonomy`, a path, a networkx DiGraph or ``(parent, child)`` pairs.
+    labels:
+        The classes to list, in this order (default: every class of the augmented sets, in taxonomy order).
+        The micro, macro and weighted averages are over the listed classes, as in scikit-learn; the samples
+        average stays the per-instance mean over the whole augmented sets.
+    digits:
+        Decimals of the text form.
+    **options:
+        The set-based options: ``include_root``, ``max_distance``, ``augment``, ``beta``, ``zero_division``.
+
+    Returns
+    -------
+    ClassificationReport
+        ``.frame`` (``system, label, depth, precision, recall, f1, support``) and ``.text``.
+    """
+    from .evaluator import make_options
+    from .metrics import store_from_sets
+
+    store = store_from_sets(y_true, y_pred, taxonomy)
+    try:
+        out = report(store, make_options(**options), labels, digits)
+    finally:
+        store.close()
+    return ClassificationReport(out.frame.drop(columns="system"), out.text)

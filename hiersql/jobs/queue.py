@@ -1,0 +1,422 @@
+"""The queue and the results of batch jobs, in one database: a DuckDB file (one machine; the default) or
+PostgreSQL (``postgresql://...``; several worker processes or machines share it).
+
+Tables: ``jobs`` (one row per submission), ``units`` (one row per (dataset, system) of a job, its content
+key, the work as JSON and its status: ``queued``, ``done``, ``skipped`` (unchanged: its key has results
+already), ``failed`` (with the error) or ``cancelled``) and ``results`` (the table ``hiersql evaluate --db``
+writes, with the unit's key, job and unit added; ``hiersql report --db`` reads it).
+
+A worker claims units, evaluates them and writes their rows and status in ONE transaction
+(:meth:`Connection.claim` opens it, :meth:`Connection.finish` writes, :meth:`Connection.commit` ends it): a
+worker killed anywhere leaves its units queued and no row of theirs. On PostgreSQL the claim is
+``SELECT ... FOR UPDATE SKIP LOCKED``: a claimed unit is a locked row, which the other workers skip, and which
+:meth:`Connection.status` counts as running. A DuckDB file is opened by one process at a time, whose worker
+threads claim distinct units (the queue keeps the claimed ones aside in memory).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, spec VARCHAR NOT NULL,"
+    " submitted_at TIMESTAMP NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS units (unit_id VARCHAR PRIMARY KEY, job_id VARCHAR NOT NULL, seq INTEGER NOT NULL,"
+    " dataset VARCHAR NOT NULL, system VARCHAR NOT NULL, key VARCHAR NOT NULL, grp VARCHAR NOT NULL,"
+    " work VARCHAR NOT NULL, recompute BOOLEAN NOT NULL, status VARCHAR NOT NULL, error VARCHAR,"
+    " worker VARCHAR, run_id VARCHAR, finished_at TIMESTAMP)",
+    "CREATE TABLE IF NOT EXISTS results (run_id VARCHAR NOT NULL, dataset VARCHAR, system VARCHAR NOT NULL,"
+    " metric VARCHAR NOT NULL, average VARCHAR, value DOUBLE PRECISION, created_at TIMESTAMP)",
+    "ALTER TABLE results ADD COLUMN IF NOT EXISTS key VARCHAR",
+    "ALTER TABLE results ADD COLUMN IF NOT EXISTS job_id VARCHAR",
+    "ALTER TABLE results ADD COLUMN IF NOT EXISTS unit_id VARCHAR",
+)
+STATUSES = ("queued", "running", "done", "skipped", "failed", "cancelled")
+UNIT_COLUMNS = "unit_id, job_id, dataset, system, key, grp, work, recompute"
+RESULT_INSERT = ("run_id", "dataset", "system", "metric", "average", "value", "created_at", "key", "job_id",
+                 "unit_id")
+RESULT_COLUMNS = ("dataset", "system", "metric", "average", "value", "key", "run_id", "job_id", "created_at")
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A unit as a worker claimed it."""
+
+    unit_id: str
+    job_id: str
+    dataset: str
+    system: str
+    key: str
+    group: str
+    work: dict[str, Any]
+    recompute: bool
+
+
+def now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+class Queue:
+    """A queue database. ``url``: a DuckDB file path or a ``postgresql://`` URL. ``wait``: seconds to wait for
+    a DuckDB file that another process holds (then :class:`~hiersql.errors.InputError` naming that process)."""
+
+    def __init__(self, url: str | Path, wait: float = 0.0) -> None:
+        self.url = str(url)
+        self.postgres = is_postgres(self.url)
+        self.wait = wait
+        self._duckdb: Any = None
+        self._claimed: set[str] = set()  # DuckDB: units and keys claimed by this process's threads
+        self._lock = threading.Lock()
+        try:
+            with self.connect() as con, con.transaction():
+                if self.postgres:  # two workers starting together create the tables once
+                    con.execute("SELECT pg_advisory_xact_lock(1751)")
+                for statement in SCHEMA:
+                    con.execute(statement)
+        except self.transient as exc:  # later, the same errors are retried
+            raise InputError(f"cannot reach the queue ({str(exc).splitlines()[0]})",
+                             "--queue" if self.postgres else self.url) from None
+
+    @property
+    def transient(self) -> tuple[type[BaseException], ...]:
+        """Errors after which a unit is retried: a lost PostgreSQL connection, a DuckDB write conflict."""
+        import duckdb
+
+        if self.postgres:
+            import psycopg
+
+            return (psycopg.OperationalError, psycopg.errors.SerializationFailure,
+                    psycopg.errors.DeadlockDetected)
+        return (duckdb.TransactionException,)
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        """A connection of its own (a cursor of the one DuckDB connection; a new PostgreSQL session)."""
+        if self.postgres:
+            import psycopg
+
+            try:
+                raw = psycopg.connect(self.url, autocommit=True)
+            except psycopg.ProgrammingError as exc:  # a malformed URL
+                raise InputError(f"bad queue URL ({str(exc).splitlines()[0]})", "--queue") from None
+        else:
+            with self._lock:
+                if self._duckdb is None:
+                    self._duckdb = self._open_duckdb()
+            raw = self._duckdb.cursor()
+        con = Connection(self, raw)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def _open_duckdb(self) -> Any:
+        import duckdb
+
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                return duckdb.connect(self.url)
+            except duckdb.IOException as exc:
+                holder = re.search(r"held in (\S+) \(PID (\d+)\)", str(exc))
+                if holder is None and "lock" not in str(exc).lower():
+                    raise InputError(f"cannot open the queue ({str(exc).splitlines()[0]})", self.url) from None
+                if time.monotonic() >= deadline:
+                    who = f"process {holder.group(2)} ({holder.group(1)})" if holder else "another process"
+                    raise InputError(f"queue file is in use by {who}: wait for it (--wait SECONDS), or use a"
+                                     " PostgreSQL queue for several processes", self.url) from None
+                time.sleep(0.2)
+            except duckdb.Error as exc:
+                raise InputError(f"cannot open the queue ({str(exc).splitlines()[0]})", self.url) from None
+
+    def close(self) -> None:
+        if self._duckdb is not None:
+            self._duckdb.close()
+            self._duckdb = None
+
+    def release(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            self._claimed -= set(ids)
+
+
+class Connection:
+    """One session on the queue: statements with ``?`` parameters on either database."""
+
+    def __init__(self, queue: Queue, raw: Any) -> None:
+        self.queue = queue
+        self.raw = raw
+        self.held: list[str] = []
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        if self.queue.postgres:
+            cur = self.raw.execute(sql.replace("?", "%s"), list(params))
+            return cur.fetchall() if cur.description else []
+        rel = self.raw.execute(sql, list(params))
+        return rel.fetchall() if rel.description else []
+
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        if not rows:
+            return
+        if self.queue.postgres:
+            with self.raw.cursor() as cur:
+                cur.executemany(sql.replace("?", "%s"), rows)
+        else:
+            self.raw.executemany(sql, rows)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A transaction: committed on success, rolled back on any error."""
+        self.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
+
+    def commit(self) -> None:
+        try:
+            self.execute("COMMIT")
+        finally:
+            self._release()
+
+    def rollback(self) -> None:
+        try:
+            self.execute("ROLLBACK")
+        except Exception:  # the connection is gone: the server rolled back
+            pass
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self.held:
+            self.queue.release(self.held)
+            self.held = []
+
+    def close(self) -> None:
+        with suppress(Exception):
+            self.raw.close()
+
+    # ------------------------------------------------------------------ jobs
+    def submit(self, name: str, spec: str, units: list[Any], recompute: bool = False) -> tuple[str, int]:
+        """Queue a job of ``units`` (:class:`~hiersql.jobs.spec.Unit`) in one transaction; units whose key has
+        results already are ``skipped`` (unless ``recompute``). Returns the job id and the number queued."""
+        job_id = f"{now():%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:6]}"
+        with self.transaction():
+            self.execute("INSERT INTO jobs VALUES (?, ?, ?, ?)", (job_id, name, spec, now()))
+            done = set() if recompute else self._keys_with_results([u.key for u in units])
+            rows = [(uuid.uuid4().hex, job_id, seq, u.dataset, u.system, u.key, u.group, json.dumps(u.work),
+                     recompute, "skipped" if u.key in done else "queued") for seq, u in enumerate(units)]
+            self.executemany(
+                "INSERT INTO units (unit_id, job_id, seq, dataset, system, key, grp, work, recompute, status)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        return job_id, sum(r[-1] == "queued" for r in rows)
+
+    def _keys_with_results(self, keys: list[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            found |= {r[0] for r in self.execute(
+                f"SELECT DISTINCT key FROM results WHERE key IN ({', '.join('?' * len(part))})", part)}
+        return found
+
+    def job_ids(self, jobs: list[str] | None) -> list[str]:
+        """The ids of ``jobs`` (ids or names; a name means its jobs), every job when ``None``."""
+        rows = self.execute("SELECT job_id, name FROM jobs ORDER BY job_id")
+        if jobs is None:
+            return [r[0] for r in rows]
+        out = [r[0] for r in rows if r[0] in jobs or r[1] in jobs]
+        missing = [j for j in jobs if not any(j in r for r in rows)]
+        if missing:
+            raise InputError("no such job in the queue", self.queue.url, value=missing[0])
+        return out
+
+    # ------------------------------------------------------------------ work
+    def claim(self, jobs: list[str] | None, workers: int, max_batch: int) -> list[Claimed]:
+        """Begin a transaction and claim queued units of ``jobs`` (all when ``None``): the first queued unit
+        and more of its group (one dataset, loaded together), at most ``max_batch`` and about an even share
+        among ``workers``. Nothing queued: no transaction is left open and ``[]`` is returned."""
+        where = "status = 'queued'"
+        params: list[Any] = []
+        if jobs is not None:
+            where += f" AND job_id IN ({', '.join('?' * len(jobs))})" if jobs else " AND FALSE"
+            params += jobs
+        try:
+            if self.queue.postgres:
+                self.execute("BEGIN")
+                picked = self._claim_postgres(where, params, workers, max_batch)
+            else:  # one thread at a time begins and picks: a later snapshot sees what the others committed
+                with self.queue._lock:
+                    self.execute("BEGIN")
+                    picked = self._claim_duckdb(where, params, workers, max_batch)
+        except BaseException:
+            self.rollback()
+            raise
+        if not picked:
+            self.rollback()
+        return [Claimed(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), bool(r[7])) for r in picked]
+
+    def _claim_postgres(self, where: str, params: list[Any], workers: int, max_batch: int) -> list[tuple]:
+        first = self.execute(f"SELECT {UNIT_COLUMNS} FROM units WHERE {where} ORDER BY job_id, seq LIMIT 1"
+                             " FOR UPDATE SKIP LOCKED", params)
+        if not first:
+            return []
+        job, group = first[0][1], first[0][5]
+        left, groups = self.execute(
+            f"SELECT count(*) FILTER (WHERE job_id = ? AND grp = ?), count(DISTINCT grp) FROM units WHERE {where}",
+            [job, group, *params])[0]
+        more = self.execute(
+            f"SELECT {UNIT_COLUMNS} FROM units WHERE status = 'queued' AND job_id = ? AND grp = ? AND unit_id <> ?"
+            " ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED",
+            (job, group, first[0][0], _share(left, groups, workers, max_batch) - 1))
+        return first + more
+
+    def _claim_duckdb(self, where: str, params: list[Any], workers: int, max_batch: int) -> list[tuple]:
+        rows = self.execute(f"SELECT {UNIT_COLUMNS} FROM units WHERE {where} ORDER BY job_id, seq", params)
+        free = [r for r in rows if r[0] not in self.queue._claimed and r[4] not in self.queue._claimed]
+        if not free:
+            return []
+        job, group = free[0][1], free[0][5]
+        same = [r for r in free if r[1] == job and r[5] == group]
+        picked, keys = [], set()
+        for r in same:  # one unit per key: two of the same content are never computed at once
+            if r[4] not in keys and len(picked) < _share(len(same), len({f[5] for f in free}), workers, max_batch):
+                picked.append(r)
+                keys.add(r[4])
+        self.held = [r[0] for r in picked] + list(keys)
+        self.queue._claimed |= set(self.held)
+        return picked
+
+    def has_results(self, key: str) -> bool:
+        """Whether ``key`` has results (committed by any worker). On PostgreSQL the key is first locked until
+        the end of this transaction, so that two workers never store the same key twice."""
+        if self.queue.postgres:
+            self.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
+        return bool(self.execute("SELECT count(*) FROM results WHERE key = ?", (key,))[0][0])
+
+    def finish(self, run_id: str, worker: str, outcomes: list[tuple[Claimed, str, list[Any] | None, str | None]]
+               ) -> None:
+        """Write claimed units' statuses and the rows of the done ones, in the transaction of :meth:`claim`.
+        ``outcomes``: ``(unit, status, rows, error)`` with status ``done`` (its rows), ``failed`` (its error) or
+        ``skipped`` (its key has results, :meth:`has_results`)."""
+        stamp = now()
+        rows = [(run_id, unit.dataset, r.system, r.metric, r.average or None, r.value, stamp, unit.key,
+                 unit.job_id, unit.unit_id) for unit, status, values, _ in outcomes if status == "done"
+                for r in values or []]
+        states = [(status, error, worker, run_id if status != "skipped" else None, stamp, unit.unit_id)
+                  for unit, status, _, error in outcomes]
+        if self.queue.postgres:
+            self.executemany(f"INSERT INTO results ({', '.join(RESULT_INSERT)}) VALUES"
+                             f" ({', '.join('?' * len(RESULT_INSERT))})", rows)
+            self.executemany("UPDATE units SET status = ?, error = ?, worker = ?, run_id = ?, finished_at = ?"
+                             " WHERE unit_id = ?", states)
+            return
+        # DuckDB: one statement of list parameters each (its executemany costs a statement per row)
+        if rows:
+            self.raw.execute(f"INSERT INTO results ({', '.join(RESULT_INSERT)}) SELECT"
+                             f" {', '.join(f'unnest(${c})' for c in RESULT_INSERT)}",
+                             {c: list(v) for c, v in zip(RESULT_INSERT, zip(*rows, strict=True), strict=True)})
+        names = ("status", "error", "worker", "run_id", "finished_at", "unit_id")
+        self.raw.execute(
+            "UPDATE units SET status = v.status, error = v.error, worker = v.worker, run_id = v.run_id,"
+            f" finished_at = v.finished_at FROM (SELECT {', '.join(f'unnest(${c}) AS {c}' for c in names)}) v"
+            " WHERE units.unit_id = v.unit_id",
+            {c: list(v) for c, v in zip(names, zip(*states, strict=True), strict=True)})
+
+    def cancel(self, jobs: list[str] | None) -> int:
+        """Cancel the queued units of ``jobs`` (every job when ``None``); units being computed finish. Returns
+        how many were cancelled."""
+        ids = self.job_ids(jobs)
+        if not ids:
+            return 0
+        marks = ", ".join("?" * len(ids))
+        with self.transaction():
+            count = self.execute(f"SELECT count(*) FROM units WHERE status = 'queued' AND job_id IN ({marks})",
+                                 ids)[0][0]
+            self.execute(f"UPDATE units SET status = 'cancelled' WHERE status = 'queued' AND job_id IN ({marks})",
+                         ids)
+        return count
+
+    # ------------------------------------------------------------------ reading
+    def status(self, jobs: list[str] | None = None) -> list[dict[str, Any]]:
+        """Per job: its id, name, submission time, the count of units per status (``running``: claimed by a
+        worker now, PostgreSQL only) and the failed units' errors."""
+        ids = self.job_ids(jobs)
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        counts = self.execute(f"SELECT job_id, status, count(*) FROM units WHERE job_id IN ({marks})"
+                              " GROUP BY job_id, status", ids)
+        running: dict[str, int] = {}
+        if self.queue.postgres:
+            with self.transaction():
+                free = self.execute(f"SELECT job_id FROM units WHERE status = 'queued' AND job_id IN ({marks})"
+                                    " FOR SHARE SKIP LOCKED", ids)
+            queued = {j: n for j, s, n in counts if s == "queued"}
+            for job, n in queued.items():
+                running[job] = n - sum(1 for (j,) in free if j == job)
+        errors = self.execute(f"SELECT job_id, dataset, system, error FROM units WHERE job_id IN ({marks})"
+                              " AND status = 'failed' ORDER BY job_id, seq", ids)
+        jobs_rows = self.execute(f"SELECT job_id, name, spec, submitted_at FROM jobs WHERE job_id IN ({marks})"
+                                 " ORDER BY job_id", ids)
+        out = []
+        for job, name, spec, submitted in jobs_rows:
+            count = dict.fromkeys(STATUSES, 0)
+            for j, s, n in counts:
+                if j == job:
+                    count[s] = n
+            count["running"] = running.get(job, 0)
+            count["queued"] -= count["running"]
+            out.append({"job_id": job, "name": name, "spec": spec, "submitted_at": submitted, **count,
+                        "errors": [(d, s, e) for j, d, s, e in errors if j == job]})
+        return out
+
+    def results(self, jobs: list[str] | None = None, history: bool = False) -> list[tuple]:
+        """Result rows (:data:`RESULT_COLUMNS`). By default the latest submission of each job name: for each
+        of its units (computed or skipped as unchanged), the latest run of the unit's key. ``jobs`` picks
+        submissions (ids or names); ``history``: every stored row of those jobs' keys, oldest first (all rows
+        when ``jobs`` is ``None``)."""
+        if history and jobs is None:
+            return self.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results"
+                                " ORDER BY created_at, run_id, dataset, system, metric, average")
+        if jobs is None:
+            ids = [r[0] for r in self.execute(
+                "SELECT max(job_id) FROM jobs GROUP BY name ORDER BY max(job_id)")]
+        else:
+            ids = self.job_ids(jobs)
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        keys = f"SELECT DISTINCT key FROM units WHERE job_id IN ({marks}) AND status IN ('done', 'skipped')"
+        columns = ", ".join(f"r.{c}" for c in RESULT_COLUMNS)
+        if history:
+            return self.execute(f"SELECT {columns} FROM results r WHERE r.key IN ({keys})"
+                                " ORDER BY r.created_at, r.run_id, r.dataset, r.system, r.metric, r.average", ids)
+        return self.execute(
+            f"SELECT {columns} FROM results r JOIN (SELECT key, run_id, row_number() OVER (PARTITION BY key"
+            " ORDER BY max(created_at) DESC, run_id DESC) AS n FROM results"
+            f" WHERE key IN ({keys}) GROUP BY key, run_id) l ON l.key = r.key AND l.run_id = r.run_id AND l.n = 1"
+            " ORDER BY r.dataset, r.system, r.metric, r.average", ids)
+
+
+def _share(queued: int, groups: int, workers: int, max_batch: int) -> int:
+    """How many of the ``queued`` units of a group one claim takes, at most ``max_batch``: all of them while
+    there are as many groups queued as workers (each worker loads other datasets), else an even share."""
+    share = queued if groups >= workers else -(-queued // max(1, workers))
+    return max(1, min(max_batch, share))

@@ -1,0 +1,380 @@
+"""The job file (TOML): datasets, measures and options, read and checked as a run would use them.
+
+Every fault is an :class:`~hiersql.errors.InputError` naming the job file, the line of the key or value at
+fault and the value (``job.toml:12: unknown option: 'includ_root'``). The format is documented in
+``docs/jobs.md``; :func:`units` turns a checked job into its units of work, one per (dataset, system), each
+with the content hash that decides whether it must be computed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import tomllib
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
+UNKNOWN_LABELS = ("error", "ignore")
+DEFAULT_METRICS = ("hp", "hr", "hf")
+# key: the TOML types it may have, as named in messages
+TOP_KEYS = {"name": "a string", "queue": "a string", "metrics": "a list of strings", "options": "a table",
+            "format": "a string", "unknown": "a string", "dataset": "an array of tables ([[dataset]])"}
+DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
+                "predictions": "a string or a list of strings", "format": "a string", "unknown": "a string",
+                "metrics": "a list of strings", "options": "a table"}
+# A source naming a table rather than a file: ``duckdb:PATH::table``, ``postgresql://...::schema.table``.
+TABLE_SOURCE = "::"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One dataset of a job: its sources (absolute paths, or table sources as written), the systems'
+    prediction sources ``(system, source)``, the label format and what to compute."""
+
+    name: str
+    taxonomy: str
+    truth: str
+    predictions: tuple[tuple[str, str], ...]
+    format: str
+    unknown: str
+    metrics: tuple[str, ...]
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A checked job file: its path, the job's name, the queue it names (``None``: the default) and its
+    datasets."""
+
+    path: Path
+    name: str
+    queue: str | None
+    datasets: tuple[Dataset, ...]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """The unit of work: one system of one dataset. ``key`` hashes the content of every input (see
+    :func:`unit_key`); ``work`` is what a worker needs to compute it (JSON-able: the queue stores it, so that a
+    worker on another machine needs no job file); ``group`` is shared by the units of one dataset that a worker
+    may load into one store together (same taxonomy, truth, format, measures and options)."""
+
+    dataset: str
+    system: str
+    key: str
+    group: str
+    work: dict[str, Any]
+
+
+class _Lines:
+    """Where keys and values of a TOML text are, for messages: the line of a key (or of a quoted value)
+    within the top level (``dataset=None``) or within the ``n``-th ``[[dataset]]`` (its sub-tables too)."""
+
+    HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?")
+
+    def __init__(self, text: str) -> None:
+        self.regions: dict[int | None, list[int]] = {None: []}  # region → line numbers (1-based)
+        self.headers: dict[int | None, int] = {}
+        current: int | None = None
+        n = -1
+        for number, line in enumerate(text.splitlines(), start=1):
+            header = self.HEADER.match(line)
+            if header:
+                name = header.group(1).strip().strip('"')
+                if line.lstrip().startswith("[[") and name == "dataset":
+                    n += 1
+                    current = n
+                    self.headers[n] = number
+                    self.regions[n] = []
+                elif not name.startswith("dataset"):
+                    current = None
+            self.regions[current].append(number)
+        self.text = text.splitlines()
+
+    def find(self, dataset: int | None, key: str | None = None, value: object = None) -> int | None:
+        lines = self.regions.get(dataset, [])
+        patterns = []
+        if isinstance(value, str) and value:
+            patterns.append(re.compile(r"""["']""" + re.escape(value) + r"""["']"""))
+        if key:
+            patterns.append(re.compile(r"""(?:^|[\s{,.])["']?""" + re.escape(key) + r"""["']?\s*="""))
+        for pattern in patterns:
+            for number in lines:
+                if pattern.search(self.text[number - 1]):
+                    return number
+        return self.headers.get(dataset) if dataset is not None else None
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and check a job file: its keys and their types, the label formats, the measures (through
+    :func:`hiersql.metrics.resolve`), the options (through :class:`hiersql.metrics.Options`,
+    :func:`hiersql.evaluator.make_options` and the families' own checks), that every file exists and every glob
+    matches. Relative paths are taken from the job file's folder.
+
+    Raises
+    ------
+    InputError
+        The first fault, naming the job file, its line and the value.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("job file not found", path)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError("job file is not UTF-8", path, line, raw[exc.start:exc.end]) from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc).splitlines()[0])
+        raise InputError(f"job file is not valid TOML ({message})", path,
+                         int(found.group(1)) if found else None) from None
+    lines = _Lines(text)
+
+    def fail(message: str, dataset: int | None, key: str | None = None, value: object = None) -> InputError:
+        return InputError(message, path, lines.find(dataset, key, value), value)
+
+    _check_keys(doc, TOP_KEYS, None, fail)
+    datasets = doc.get("dataset")
+    if not datasets:
+        raise fail("job file lists no [[dataset]]", None)
+    if not isinstance(datasets, list) or not all(isinstance(d, dict) for d in datasets):
+        raise fail("'dataset' must be an array of tables ([[dataset]])", None, "dataset")
+    base = path.parent
+    out = []
+    names: set[str] = set()
+    checked_options: dict[str, Any] = {}
+    for n, ds in enumerate(datasets):
+        _check_keys(ds, DATASET_KEYS, n, fail)
+        for key in ("name", "taxonomy", "truth", "predictions"):
+            if key not in ds:
+                raise fail(f"dataset lacks '{key}'", n)
+        name = ds["name"]
+        if name in names:
+            raise fail("dataset name used twice", n, "name", name)
+        names.add(name)
+        fmt = ds.get("format", doc.get("format", "long"))
+        if fmt not in LABEL_FORMATS:
+            raise fail(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", n if "format" in ds else None,
+                       "format", fmt)
+        unknown = ds.get("unknown", doc.get("unknown", "error"))
+        if unknown not in UNKNOWN_LABELS:
+            raise fail("unknown must be 'error' or 'ignore'", n if "unknown" in ds else None, "unknown", unknown)
+        at = n if "metrics" in ds else None
+        metrics = ds.get("metrics", doc.get("metrics", list(DEFAULT_METRICS)))
+        if isinstance(metrics, str):
+            metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+        if not metrics:
+            raise fail("no measures given", at, "metrics", metrics)
+        _check_metrics(metrics, lambda m, v, at=at: fail(m, at, "metrics", v))
+        options = {**doc.get("options", {}), **ds.get("options", {})}
+        signature = json.dumps([metrics, options], sort_keys=True)
+        if signature not in checked_options:
+            _check_options(metrics, options, lambda m, k, v, n=n, ds=ds: fail(
+                m, n if k in ds.get("options", {}) else None, k, v))
+            checked_options[signature] = True
+        taxonomy = _source(ds["taxonomy"], base, lambda m, v, n=n: fail(m, n, "taxonomy", v))
+        truth = _source(ds["truth"], base, lambda m, v, n=n: fail(m, n, "truth", v))
+        preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
+        predictions = _predictions(preds, base, lambda m, v, n=n: fail(m, n, "predictions", v))
+        out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options))
+    return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out))
+
+
+def _check_keys(table: dict[str, Any], allowed: dict[str, str], dataset: int | None, fail) -> None:
+    """Unknown keys and keys of the wrong TOML type."""
+    for key, value in table.items():
+        if key not in allowed:
+            raise fail(f"unknown key (known: {', '.join(allowed)})", dataset, key, key)
+        expected = allowed[key]
+        ok = {"a string": isinstance(value, str) and bool(value),
+              "a table": isinstance(value, dict),
+              "a list of strings": isinstance(value, str) or (
+                  isinstance(value, list) and all(isinstance(v, str) for v in value)),
+              "a string or a list of strings": isinstance(value, str) or (
+                  isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)),
+              }.get(expected, True)
+        if not ok:
+            raise fail(f"'{key}' must be {expected}", dataset, key, value)
+
+
+def _check_metrics(metrics: list[str], fail) -> None:
+    from ..metrics import resolve
+
+    try:
+        resolve(metrics)
+    except InputError as exc:
+        raise fail(exc.message, exc.value) from None
+
+
+def _check_options(metrics: list[str], options: dict[str, Any], fail) -> None:
+    """The options as :func:`~hiersql.evaluator.make_options` and :class:`~hiersql.metrics.Options` take them:
+    known names, values of the fields' types; then the families' own checks of the values (a mode that does
+    not exist, a negative distance), by evaluating the measures on a two-node example."""
+    from ..evaluator import make_options
+    from ..metrics import Options
+
+    hints = typing.get_type_hints(Options)
+    for key, value in options.items():
+        if key not in hints or key == "extra":
+            known = ", ".join(f.name for f in dataclasses.fields(Options) if f.name != "extra")
+            raise fail(f"unknown option (known: {known})", key, key)
+        if key == "average":
+            if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+                raise fail("option 'average' must be a string or a list of strings", key, value)
+        elif not _conforms(value, hints[key]):
+            raise fail(f"option '{key}' must be of type {_type_name(hints[key])}", key, value)
+    average = options.get("average", [])
+    for value in [average] if isinstance(average, str) else average:  # name the bad one
+        try:
+            make_options(average=value)
+        except ValueError as exc:
+            raise fail(f"bad option ({exc})", "average", value) from None
+    opts = make_options(**options)
+    try:
+        _example(metrics, opts)
+    except InputError as exc:  # a family's check naming the option
+        raise fail(f"bad option ({exc.message})", exc.source if exc.source in options else None,
+                   exc.value) from None
+    except ValueError as exc:
+        key = next((k for k in options if k in str(exc)), None)
+        raise fail(f"bad option ({exc})", key, options.get(key) if key else None) from None
+
+
+def _example(metrics: list[str], options: Any) -> None:
+    """Evaluate ``metrics`` with ``options`` on a two-leaf taxonomy, one family at a time: the families' checks
+    of option values run before any input is read. Errors that depend on the input (a measure that does not
+    apply to it, a taxonomy without edge weights) are judged on the real input, when the unit runs."""
+    from ..evaluator import compute
+    from ..metrics import resolve, store_from_sets
+
+    store = store_from_sets([["a"], ["b"]], [["a"], ["a"]], [("r", "a"), ("r", "b")])
+    try:
+        for names in resolve(metrics).values():
+            try:
+                compute(store, names, options)
+            except InputError as exc:
+                if exc.source in dataclasses.asdict(options):  # an option's value at fault
+                    raise
+    finally:
+        store.close()
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether a TOML value fits a field's type hint (``int`` for floats; lists for tuples)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is tuple:
+        return isinstance(value, list | tuple) and all(_conforms(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    return True
+
+
+def _type_name(hint: Any) -> str:
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "absent"}
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(hint) if a is not type(None))
+    if typing.get_origin(hint) is tuple:
+        return f"list of {_type_name(typing.get_args(hint)[0])}"
+    return names.get(hint, str(hint))
+
+
+def _source(text: str, base: Path, fail) -> str:
+    """A taxonomy or truth source: a file (relative to ``base``), which must exist. Table sources
+    (``...::table``) are kept as written for the readers that take them; this version reads files only."""
+    if TABLE_SOURCE in text:
+        raise fail("table sources (SOURCE::table) are not readable by this version; give a file", text)
+    path = base / text
+    if not path.is_file():
+        raise fail("file not found", text)
+    return str(path.resolve())
+
+
+def _predictions(preds: list[str], base: Path, fail) -> tuple[tuple[str, str], ...]:
+    from ..inputs import parse_preds
+
+    for spec in preds:
+        if TABLE_SOURCE in spec:
+            raise fail("table sources (SOURCE::table) are not readable by this version; give a file", spec)
+    try:
+        for spec in preds:  # one by one, to name the entry of a missing file as written
+            if not all(file.is_file() for _, file in parse_preds([spec], "predictions", base)):
+                raise fail("file not found", spec)
+        pairs = parse_preds(preds, "predictions", base)
+    except InputError as exc:
+        if exc.source != "predictions":
+            raise
+        raise fail(exc.message, exc.value) from None
+    return tuple((system, str(file.resolve())) for system, file in pairs)
+
+
+def file_hash(path: str, cache: dict[str, str] | None = None) -> str:
+    """SHA-256 of a file's bytes (``cache``: path → hash, for files shared by many units)."""
+    if cache is not None and path in cache:
+        return cache[path]
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if cache is not None:
+        cache[path] = digest.hexdigest()
+    return digest.hexdigest()
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=list).encode()).hexdigest()
+
+
+def units(spec: Spec) -> list[Unit]:
+    """The units of ``spec``, in job order, with their keys (:func:`unit_key`)."""
+    from .. import __version__
+    from ..evaluator import make_options
+    from ..metrics import resolve
+
+    hashes: dict[str, str] = {}
+    out = []
+    for ds in spec.datasets:
+        options = dataclasses.asdict(make_options(**ds.options))
+        metrics = [[family, names] for family, names in resolve(list(ds.metrics)).items()]
+        shared = {"version": __version__, "dataset": ds.name, "taxonomy": file_hash(ds.taxonomy, hashes),
+                  "truth": file_hash(ds.truth, hashes), "format": ds.format, "unknown": ds.unknown,
+                  "metrics": metrics, "options": options}
+        group = _digest(shared)
+        for system, source in ds.predictions:
+            prediction = file_hash(source, hashes)
+            work = {"dataset": ds.name, "system": system, "taxonomy": ds.taxonomy, "truth": ds.truth,
+                    "prediction": source, "format": ds.format, "unknown": ds.unknown,
+                    "metrics": list(ds.metrics), "options": ds.options,
+                    "hashes": {"taxonomy": shared["taxonomy"], "truth": shared["truth"], "prediction": prediction}}
+            out.append(Unit(ds.name, system, unit_key(shared, system, prediction), group, work))
+    return out
+
+
+def unit_key(shared: dict[str, Any], system: str, prediction: str) -> str:
+    """SHA-256 over the hiersql version, the dataset and system names (they label the results), the contents
+    of the taxonomy, truth and prediction files, the label format, the unknown-label rule, the measures (as
+    resolved) and every option (defaults included)."""
+    return _digest({**shared, "system": system, "prediction": prediction})

@@ -1,0 +1,450 @@
+"""Every option of the measures and of a run, declared once.
+
+An :class:`Option` gives a name (the Python keyword; with ``-`` for ``_`` and a leading ``--``, the
+command-line flag), a default, a help text, its choices or rule, the families that read it, and whether it is
+a ``$parameter`` of the ``sql/`` files (then ``hiersql sql`` has its flag). From the two declarations,
+:data:`MEASURE_OPTIONS` and :data:`RUN_OPTIONS`, come:
+
+- the frozen dataclasses :class:`Options` (what to compute) and :class:`RunOptions` (where to compute it),
+  which check and normalise every value when built, and nowhere else: a bad value raises
+  :class:`OptionError`, a ``ValueError`` that is also an :class:`~hiersql.errors.InputError`, whose message
+  names the keyword and the value (``beta must be a finite number > 0: nan``);
+- the flags of ``hiersql evaluate`` and ``hiersql sql`` (:func:`add_flags`, with the default and choices in
+  their help) and the reading of them (:func:`from_args`), whose errors name the flag and the text given
+  (``--beta: must be a finite number > 0: 'nan'``);
+- :func:`options_from_mapping`, the ``options`` table of a job file, whose errors name the file and the key.
+
+This module imports only the standard library and :mod:`hiersql.errors`: the command line builds its parsers
+from it at start-up (the dataclasses are made on first use, see :func:`__getattr__`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import numbers
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .errors import InputError
+
+if TYPE_CHECKING:  # made on first use by the module's __getattr__; to a type checker they are Any
+    Options = RunOptions = Any
+
+FAMILIES = ("set_based", "flat", "confusion", "pair_based", "lca", "scoring")  # the modules of hiersql.metrics
+AVERAGES = ("micro", "macro")  # the values of ``average``; the one place they are listed
+ENGINES = ("duckdb", "postgres", "spark")
+
+
+class OptionError(InputError):
+    """A bad option value. ``option`` is the keyword, ``rule`` what the value must be, ``value`` the value (or
+    the offending item of a list). A ``ValueError``; as an :class:`~hiersql.errors.InputError` the command
+    line reports it on one line with exit status 2."""
+
+    def __init__(self, option: str, rule: str, value: object) -> None:
+        self.option = option
+        self.rule = rule
+        super().__init__(f"{option} {rule}", value=value)
+
+
+class _Broken(Exception):
+    """Raised by a check or a parser: the value breaks ``rule``; ``item`` is the offending item of a list."""
+
+    def __init__(self, rule: str, item: object = None) -> None:
+        super().__init__(rule)
+        self.rule = rule
+        self.item = item
+
+
+class Option(NamedTuple):
+    """One option.
+
+    Attributes
+    ----------
+    name:
+        The Python keyword and dataclass field; the flag is ``--name`` with ``-`` for ``_``.
+    default:
+        The value when the option is not given.
+    help:
+        One sentence for ``--help``; the default and the choices are appended.
+    check:
+        ``value -> normalised value``; raises ``_Broken(rule)`` when the value is not allowed.
+    parse:
+        ``command-line text -> value`` handed to ``check`` (texts that are not numbers stay texts, and ``check``
+        rejects them with its rule).
+    annotation:
+        The type of the field, for the dataclass and the documentation.
+    choices:
+        The allowed values, when they are a list.
+    families:
+        The measure families that read the option.
+    sql:
+        A ``$parameter`` of the ``sql/`` files: ``hiersql sql`` has its flag.
+    metavar:
+        The value's name in ``--help``.
+    default_text:
+        The default as shown in ``--help``.
+    flag_kind:
+        ``"value"``, ``"switch"`` (``store_true``) or ``"append"`` (repeatable).
+    engine:
+        For a run option that only one engine uses: that engine.
+    """
+
+    name: str
+    default: Any
+    help: str
+    check: Callable[[Any], Any]
+    parse: Callable[[str], Any] = str
+    annotation: str = "str"
+    choices: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
+    sql: bool = False
+    metavar: str | None = None
+    default_text: str | None = None
+    flag_kind: str = "value"
+    engine: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def help_text(self) -> str:
+        """The help with the choices and the default, as ``--help`` shows it."""
+        default = self.default_text if self.default_text is not None else _shown(self.default)
+        parts = [f"one of: {', '.join(self.choices)}"] if self.choices else []
+        parts.append(f"default: {default}")
+        if self.families and set(self.families) != set(FAMILIES):
+            parts.append(f"read by: {', '.join(self.families)}")
+        return f"{self.help} ({'; '.join(parts)})".replace("%", "%%")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(map(str, value)) or "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "none" if value is None else str(value)
+
+
+# ------------------------------------------------------------------------------------- checks and parsers
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _choice(*choices: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if isinstance(value, str) and value in choices:
+            return value
+        raise _Broken(f"must be one of {', '.join(choices)}")
+
+    return check
+
+
+def _number(rule: str, allowed: Callable[[float], bool]) -> Callable[[Any], float]:
+    """A finite real number (not a bool) for which ``allowed`` holds."""
+
+    def check(value: Any) -> float:
+        if _is_number(value) and math.isfinite(value) and allowed(float(value)):
+            return float(value)
+        raise _Broken(f"must be {rule}")
+
+    return check
+
+
+def _zero_division(value: Any) -> float:
+    """0, 1 or nan, as scikit-learn's ``zero_division`` without its ``"warn"``."""
+    if _is_number(value) and (value in (0, 1) or math.isnan(value)):
+        return float(value)
+    if value == "warn":
+        raise _Broken("must be 0, 1 or nan (scikit-learn's 'warn' is not offered: hiersql does not count the "
+                      "zero divisions)")
+    raise _Broken("must be 0, 1 or nan")
+
+
+def _distance(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0:
+        return int(value)
+    raise _Broken("must be an integer >= 0")
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+        return bool(value)
+    raise _Broken("must be true or false")
+
+
+def _names(allowed: tuple[str, ...] = (), *, at_least_one: bool = False) -> Callable[[Any], tuple[str, ...]]:
+    """A string (one name) or an iterable of strings → a tuple, each one of ``allowed`` when given."""
+    rule = f"must be one or more of {', '.join(allowed)}" if allowed else "must be label names (strings)"
+
+    def check(value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = (value,)
+        if isinstance(value, Mapping) or not isinstance(value, Iterable):
+            raise _Broken(rule)
+        out = tuple(value)
+        for item in out:
+            if not isinstance(item, str) or (allowed and item not in allowed):
+                raise _Broken(rule, item)
+        if at_least_one and not out:
+            raise _Broken("must name at least one label")
+        return out
+
+    return check
+
+
+def _optional_labels(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else _names(at_least_one=True)(value)
+
+
+def _comma_list(noun: str) -> Callable[[str], tuple[str, ...]]:
+    """``a,b`` → ``("a", "b")``; a text that names nothing (``","``) is an error."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        items = tuple(x.strip() for x in text.split(",") if x.strip())
+        if not items:
+            raise _Broken(f"gives no {noun}")
+        return items
+
+    return parse
+
+
+def _number_text(cast: type) -> Callable[[str], Any]:
+    """``cast(text)``, or the text itself when it is not a number (the check then rejects it)."""
+
+    def parse(text: str) -> Any:
+        try:
+            return cast(text)
+        except ValueError:
+            return text
+
+    return parse
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]i?B?)\s*", re.IGNORECASE)
+
+
+def _size(value: Any) -> str | None:
+    """A DuckDB memory size with a unit (``500MB``, ``2GiB``), greater than 0."""
+    if value is None:
+        return None
+    match = _SIZE.fullmatch(value) if isinstance(value, str) else None
+    if match is None or not float(match.group(1)) > 0:
+        raise _Broken("must be a size > 0 with a unit, such as 500MB, 3GB or 2GiB")
+    return value.strip()
+
+
+def _text(value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip()):
+        return value
+    raise _Broken("must be a non-empty text")
+
+
+def _settings(value: Any) -> tuple[tuple[str, str], ...]:
+    """``KEY=VALUE`` texts, ``(key, value)`` pairs or a mapping → a tuple of pairs; a key given twice is an
+    error."""
+    items = list(value.items()) if isinstance(value, Mapping) else list(value)
+    out: dict[str, str] = {}
+    for raw in items:
+        item = raw
+        if isinstance(raw, str):
+            key, sep, setting = raw.partition("=")
+            item = (key.strip(), setting.strip()) if sep else None
+        if not (isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) and x for x in item)):
+            raise _Broken("must be KEY=VALUE settings", raw)
+        if item[0] in out:
+            raise _Broken("sets a key twice", item[0])
+        out[item[0]] = item[1]
+    return tuple(out.items())
+
+
+# ---------------------------------------------------------------------------------------------- declaration
+def _choice_option(name: str, choices: tuple[str, ...], help: str, families: tuple[str, ...], **kw: Any) -> Option:
+    return Option(name, choices[0], help, _choice(*choices), choices=choices, families=families,
+                  metavar="{" + ",".join(choices) + "}", **kw)
+
+
+MEASURE_OPTIONS: tuple[Option, ...] = (
+    Option("average", AVERAGES, "averages of the measures that have them, comma-separated", _names(AVERAGES),
+           _comma_list("average"), "tuple[str, ...]", choices=AVERAGES, families=FAMILIES, metavar="LIST"),
+    Option("include_root", False, "count the root in augmented sets and LCA graphs", _boolean, annotation="bool",
+           families=("set_based", "lca"), sql=True, flag_kind="switch"),
+    Option("max_distance", None, "ancestors, paths and pairings only up to K edges", _distance, _number_text(int),
+           "int | None", families=("set_based", "pair_based", "lca"), sql=True, metavar="K",
+           default_text="no limit"),
+    Option("beta", 1.0, "beta of the hierarchical F-measure", _number("a finite number > 0", lambda x: x > 0),
+           _number_text(float), "float", families=("set_based",), sql=True, metavar="X"),
+    Option("zero_division", 0.0, "value of a ratio whose denominator is 0: 0, 1 or nan", _zero_division,
+           _number_text(float), "float", families=("set_based", "flat", "confusion", "lca"), sql=True,
+           metavar="X"),
+    _choice_option("augment", ("ancestors", "descendants", "cesa_bianchi"),
+                   "set augmentation of the hierarchical precision, recall and F", ("set_based",), sql=True),
+    Option("labels", None, "the class universe of the flat label-based measures, comma-separated",
+           _optional_labels, _comma_list("label"), "tuple[str, ...] | None", families=("flat",), metavar="LIST",
+           default_text="the classes seen"),
+    Option("dmax", 5.0, "cost of pairing a class with a default class (GIE, MGIA)",
+           _number("a finite number > 0", lambda x: x > 0), _number_text(float), "float",
+           families=("pair_based",), sql=True, metavar="X"),
+    _choice_option("lca_graph", ("greedy", "optimal", "extended"),
+                   "LCA graphs: the greedy Algorithm 1, the exact minimum, or every option", ("lca",)),
+    _choice_option("pairing", ("nearest", "flow"), "MGIA pairing", ("pair_based",)),
+    _choice_option("shared", ("strict", "reuse"),
+                   "GIE: a class in both sets is matched strictly once, or may be reused (the paper's Table 2)",
+                   ("pair_based",)),
+    _choice_option("denominator", ("union", "symmetric_difference"),
+                   "MGIA denominator: |P ∪ T|·dmax, or the text's symmetric-difference formula", ("pair_based",)),
+    _choice_option("distance_limit", ("side", "pair"),
+                   "pair-based: --max-distance bounds each side's climb to the LCA, or d(u, v)", ("pair_based",)),
+    _choice_option("tn", ("published", "descendants"), "true negatives of the hierarchical confusion matrix",
+                   ("confusion",), sql=True),
+    Option("offset", 0.0, "offset o of the scoring-tree measures, <= 0",
+           _number("<= 0 (a finite number)", lambda x: x <= 0), _number_text(float), "float",
+           families=("scoring",), sql=True, metavar="O"),
+)
+
+RUN_OPTIONS: tuple[Option, ...] = (
+    _choice_option("engine", ENGINES, "where the measures are computed", ()),
+    Option("postgres_url", None, "PostgreSQL server to compute in (with --engine postgres)", _text,
+           annotation="str | None", metavar="URL", engine="postgres"),
+    Option("spark_master", "local[*]", "Spark master (with --engine spark)", _text, metavar="URL",
+           engine="spark"),
+    Option("spark_conf", (), "a Spark setting (with --engine spark); repeatable", _settings,
+           annotation="tuple[tuple[str, str], ...]", metavar="KEY=VALUE", flag_kind="append", engine="spark"),
+    Option("memory_limit", None, "DuckDB memory limit (larger intermediates spill to disk)", _size,
+           annotation="str | None", metavar="SIZE", default_text="DuckDB's"),
+)
+
+
+# ------------------------------------------------------------------------------------------- the dataclasses
+def _check_all(self: Any) -> None:
+    """``__post_init__``: check and normalise every field (frozen: written with ``object.__setattr__``)."""
+    for option in self.declaration:
+        value = getattr(self, option.name)
+        try:
+            object.__setattr__(self, option.name, option.check(value))
+        except _Broken as broken:
+            raise OptionError(option.name, broken.rule, value if broken.item is None else broken.item) from None
+    for option in self.declaration:
+        if option.engine and self.engine != option.engine and getattr(self, option.name) != option.default:
+            raise OptionError(option.name, f"is only read by the {option.engine} engine",
+                              getattr(self, option.name))
+
+
+def _with(self: Any, **changes: Any) -> Any:
+    """A copy with ``changes`` (checked like the constructor's arguments)."""
+    from dataclasses import replace
+
+    unknown = sorted(set(changes) - {o.name for o in self.declaration})
+    if unknown:
+        raise TypeError(f"unknown option(s) {unknown} (known: {', '.join(o.name for o in self.declaration)})")
+    return replace(self, **changes)
+
+
+_CLASSES = {
+    "Options": (MEASURE_OPTIONS, "The options of every measure family, checked when built (:class:`OptionError` "
+                "names the keyword and the value). ``average`` and ``labels`` take a string or a list and are kept "
+                "as tuples."),
+    "RunOptions": (RUN_OPTIONS, "Where and with what resources the measures are computed, checked when built; an "
+                   "engine's own settings (``postgres_url``, ``spark_master``, ``spark_conf``) are an error with "
+                   "another engine."),
+}
+
+
+def __getattr__(name: str) -> type:
+    """:class:`Options` and :class:`RunOptions`, made on first use: importing :mod:`dataclasses` (with
+    :mod:`inspect`) costs some 30 ms, which the command line does not pay to build its parsers."""
+    if name not in _CLASSES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _made(name)
+
+
+def _made(name: str) -> type:
+    """The frozen dataclass ``name`` of :data:`_CLASSES`, made once."""
+    if name in globals():
+        return globals()[name]
+    from dataclasses import field, make_dataclass
+
+    declaration, summary = _CLASSES[name]
+    doc = "\n".join([summary, "", "Parameters", "----------"]
+                    + [f"{o.name}: {o.annotation}\n    {o.help_text().replace('%%', '%')}." for o in declaration])
+    cls = make_dataclass(name, [(o.name, o.annotation, field(default=o.default)) for o in declaration],
+                         frozen=True, namespace={"__post_init__": _check_all, "with_": _with, "__doc__": doc,
+                                                 "declaration": declaration})
+    cls.__module__ = __name__
+    globals()[name] = cls
+    return cls
+
+
+def make_options(**options: Any) -> Options:
+    """:class:`Options` from keyword arguments; an unknown keyword is a ``TypeError`` that lists the known
+    ones, a bad value an :class:`OptionError`."""
+    unknown = sorted(set(options) - {o.name for o in MEASURE_OPTIONS})
+    if unknown:
+        raise TypeError(f"unknown option(s) {unknown} (known: {', '.join(o.name for o in MEASURE_OPTIONS)})")
+    return _made("Options")(**options)
+
+
+def options_from_mapping(mapping: Mapping[str, Any], where: str) -> Options:
+    """:class:`Options` from a mapping read from a file (the ``options`` of a job file); an unknown key or a
+    bad value is an :class:`~hiersql.errors.InputError` naming ``where`` (``"job.toml"``), the key and the
+    value."""
+    known = [o.name for o in MEASURE_OPTIONS]
+    for key in mapping:
+        if key not in known:
+            raise InputError(f"unknown option (known: {', '.join(known)})", where, value=key)
+    try:
+        return _made("Options")(**mapping)
+    except OptionError as exc:
+        raise InputError(f"option {exc.option} {exc.rule}", where, value=exc.value) from None
+
+
+# ----------------------------------------------------------------------------------------- command line
+def declared(*names: str) -> tuple[Option, ...]:
+    """The options called ``names``, from either declaration."""
+    by_name = {o.name: o for o in (*MEASURE_OPTIONS, *RUN_OPTIONS)}
+    return tuple(by_name[name] for name in names)
+
+
+def sql_options() -> tuple[Option, ...]:
+    """The options that are ``$parameters`` of the ``sql/`` files: the flags of ``hiersql sql``."""
+    return tuple(o for o in MEASURE_OPTIONS if o.sql)
+
+
+def add_flags(parser: argparse.ArgumentParser | Any, declaration: Iterable[Option]) -> None:
+    """One flag per option of ``declaration``. A flag left out reads as ``None`` (:func:`from_args` then keeps
+    the default); its text is parsed and checked by :func:`from_args`, not by argparse, so that every bad value
+    gets the same one-line error."""
+    for option in declaration:
+        if option.flag_kind == "switch":
+            parser.add_argument(option.flag, action="store_true", default=None, help=option.help_text())
+        else:
+            parser.add_argument(option.flag, metavar=option.metavar or "TEXT", help=option.help_text(),
+                                action="append" if option.flag_kind == "append" else "store")
+
+
+def given(args: argparse.Namespace, declaration: Iterable[Option]) -> list[Option]:
+    """The options of ``declaration`` whose flag was given."""
+    return [o for o in declaration if getattr(args, o.name, None) is not None]
+
+
+def from_args(cls: type, args: argparse.Namespace) -> Any:
+    """``cls`` (:class:`Options` or :class:`RunOptions`) from the flags :func:`add_flags` declared; an option
+    whose flag the command lacks or that was not given keeps its default. A bad value is an
+    :class:`~hiersql.errors.InputError` naming the flag and the text given (or its offending item)."""
+    values = {}
+    for option in given(args, cls.declaration):
+        text = getattr(args, option.name)
+        try:
+            values[option.name] = option.parse(text) if option.flag_kind == "value" else text
+        except _Broken as broken:
+            raise InputError(broken.rule, option.flag, value=text) from None
+    try:
+        return cls(**values)
+    except OptionError as exc:
+        option = next(o for o in cls.declaration if o.name == exc.option)
+        text = getattr(args, option.name)
+        shown = exc.value if isinstance(exc.value, str) or text is None else text
+        raise InputError(exc.rule, option.flag, value=shown) from None

@@ -1,0 +1,283 @@
+"""Issue 15, the bad-input suite: every command and reader, fed malformed input, exits with status 2 and ONE
+line on stderr that names the culprit (file, flag or table; the line when there is one) and the value.
+
+Each case writes its files into a fresh folder (``{d}`` in the arguments), runs ``hiersql.cli.main`` and
+checks the exit status, that stderr is exactly one line starting ``hiersql`` and that it holds every expected
+fragment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from hiersql.cli import main
+
+TAX = "a\tb\na\tc\nb\td\n"
+TRUTH = "1\tb\n2\td\n"
+LANUS = Path(__file__).resolve().parents[1] / "fixtures" / "lanus"
+
+
+class Case(NamedTuple):
+    id: str
+    argv: list[str]
+    expect: list[str]
+    files: dict[str, str | bytes] = {}
+
+
+def ev(*extra: str, tax: str = "{d}/tax.tsv", truth: str = "{d}/truth.tsv", pred: str = "s={d}/pred.tsv",
+       fmt: str = "long") -> list[str]:
+    return ["evaluate", "--taxonomy", tax, "--truth", truth, "--pred", pred, "--labels-format", fmt, *extra]
+
+
+def confusion(*extra: str) -> list[str]:
+    return ["confusion", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv", "--pred", "s={d}/pred.tsv",
+            *extra]
+
+
+def scoring(*extra: str, confusion: str = f"{LANUS}/model1.tsv") -> list[str]:
+    return ["scoring", "--tree", f"{LANUS}/tree.tsv", "--confusion", confusion, *extra]
+
+
+def hemkit(*extra: str) -> list[str]:
+    return ["hemkit", "{d}/h.txt", "{d}/g.txt", "{d}/p.txt", *extra]
+
+
+HEMKIT_FILES: dict[str, str | bytes] = {"h.txt": "a b\na c\nb d\n", "g.txt": "b\nd\n", "p.txt": "b\nd\n"}
+WIDE = "instance_id,b,c,d\n1,1,0,0\n2,0,1,1\n"
+NOT_DUCKDB = "this is a text file, not a DuckDB database\n"
+INJECTED = 'x"; DROP TABLE results; --'
+
+CASES = [
+    # --- the command line itself (argparse): one line, the command and the flag, no usage dump
+    Case("no command", [], ["hiersql: error:", "COMMAND"]),
+    Case("unknown command", ["evaluat"], ["invalid choice", "'evaluat'"]),
+    Case("unknown flag", ev("--bogus", "1"), ["unrecognized arguments", "--bogus"]),
+    Case("missing --truth", ["evaluate", "--taxonomy", "{d}/tax.tsv", "--pred", "s={d}/pred.tsv"],
+         ["hiersql evaluate: error:", "--truth"]),
+    Case("--beta not a number", ev("--beta", "x"), ["hiersql: error: --beta:", "finite number", "'x'"]),
+    Case("--max-distance not an integer", ev("--max-distance", "1.5"), ["--max-distance", "'1.5'"]),
+    Case("--labels-format unknown", ev(fmt="xml"), ["--labels-format", "'xml'"]),
+    Case("--format unknown", ev("--format", "yaml"), ["--format", "'yaml'"]),
+    Case("--unknown unknown", ev("--unknown", "drop"), ["--unknown", "'drop'"]),
+    Case("--wait not a number", ev("--wait", "soon"), ["--wait", "'soon'"]),
+    Case("--wait NaN", ev("--wait", "nan"), ["--wait", "seconds >= 0", "'nan'"]),
+    Case("--wait negative", ev("--wait", "-1"), ["--wait", "seconds >= 0", "'-1'"]),
+    Case("confusion --kind unknown", confusion("--kind", "flat"), ["hiersql confusion: error:", "--kind", "'flat'"]),
+    Case("confusion --depth not an integer", confusion("--depth", "one"), ["--depth", "'one'"]),
+    Case("hemkit missing arguments", ["hemkit", "{d}/h.txt", "{d}/g.txt"],
+         ["hiersql hemkit: error:", "PRED, MAX_DISTANCE, MAX_ERROR"]),
+    Case("scoring --offset not a number", scoring("--offset", "low"), ["hiersql scoring: error:", "--offset", "'low'"]),
+    Case("install-macros without --db", ["install-macros"], ["hiersql install-macros: error:", "--db"]),
+    # --- taxonomy readers
+    Case("taxonomy is a folder", ev(tax="{d}"), ["taxonomy is a folder"]),
+    Case("taxonomy CSV not UTF-8", ev(tax="{d}/tax.csv"), ["tax.csv", "not UTF-8"],
+         {"tax.csv": b"parent,child\na,b\n\xff,c\n"}),
+    Case("taxonomy CSV bad weight", ev(tax="{d}/tax.csv"), ["tax.csv:3", "weight is not a number", "'heavy'"],
+         {"tax.csv": "parent,child,weight\na,b,1\na,c,heavy\n"}),
+    Case("taxonomy CSV ragged row", ev(tax="{d}/tax.csv"), ["tax.csv:3", "expected 2 fields", "'a,c,x'"],
+         {"tax.csv": "parent,child\na,b\na,c,x\n"}),
+    Case("taxonomy Parquet corrupt", ev(tax="{d}/tax.parquet"), ["tax.parquet", "cannot read Parquet"],
+         {"tax.parquet": b"PAR1 not really parquet PAR1"}),
+    Case("taxonomy TSV not UTF-8", ev(), ["tax.tsv", "not UTF-8"], {"tax.tsv": b"a\tb\n\xff\tc\n"}),
+    Case("taxonomy with a cycle", ev(), ["tax.tsv", "cycle", "'a -> b -> a'"], {"tax.tsv": "a\tb\nb\ta\nc\ta\n"}),
+    # --- label readers: long TSV, long CSV, Parquet, wide, germeval, lines
+    Case("truth not UTF-8", ev(), ["truth.tsv:2", "not UTF-8"], {"truth.tsv": b"1\tb\n2\t\xff\xfe\n"}),
+    Case("prediction is a folder", ev(pred="s={d}"), ["label source is a folder"]),
+    Case("empty truth names the truth", ev(), ["truth.tsv", "truth has no instance"], {"truth.tsv": ""}),
+    Case("blank truth names the truth", ev(), ["truth.tsv", "truth has no instance"], {"truth.tsv": "\n  \n"}),
+    Case("germeval truth without its section", ev(fmt="germeval-b"), ["truth.tsv", "truth has no instance"],
+         {"truth.tsv": "subtask_a\n1\tb\n", "pred.tsv": "subtask_b\n1\tb\n"}),
+    Case("long CSV ragged row", ev(pred="s={d}/p.csv"), ["p.csv:3", "fields of the header", "'2,d,x'"],
+         {"p.csv": "instance_id,label\n1,b\n2,d,x\n"}),
+    Case("long CSV short row", ev(pred="s={d}/p.csv"), ["p.csv:2", "fields of the header", "'1'"],
+         {"p.csv": "instance_id,label\n1\n2,d\n"}),
+    Case("long CSV without the columns", ev(pred="s={d}/p.csv"), ["p.csv", "needs columns instance_id, label"],
+         {"p.csv": "id,class\n1,b\n"}),
+    Case("long CSV header not UTF-8", ev(pred="s={d}/p.csv"), ["p.csv:1", "not UTF-8"],
+         {"p.csv": b"instance_id,l\xffabel\n1,b\n"}),
+    Case("long CSV row not UTF-8", ev(pred="s={d}/p.csv"), ["p.csv:3", "not UTF-8"],
+         {"p.csv": b"instance_id,label\n1,b\n2,\xff\xfe\n"}),
+    Case("long CSV NaN score", ev(pred="s={d}/p.csv"), ["p.csv:3", "score is not a number", "'NaN'"],
+         {"p.csv": "instance_id,label,score\n1,b,0.5\n2,d,NaN\n"}),
+    Case("empty long CSV", ev(pred="s={d}/p.csv"), ["p.csv", "label file is empty"], {"p.csv": ""}),
+    Case("Parquet prediction corrupt", ev(pred="s={d}/p.parquet"), ["p.parquet", "cannot read file"],
+         {"p.parquet": b"garbage that is no parquet file"}),
+    Case("wide ragged row (long)", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:3", "fields of the header", "'2,0,1,1,1'"], {"w.csv": "instance_id,b,c,d\n1,1,0,0\n2,0,1,1,1\n"}),
+    Case("wide ragged row (short)", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:2", "fields of the header", "'1,1,0'"], {"w.csv": "instance_id,b,c,d\n1,1,0\n2,0,1,1\n3,0,0,1\n"}),
+    Case("wide bad cell", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:3", "column 'c' is not 0 or 1", "'2'"], {"w.csv": "instance_id,b,c,d\n1,1,0,0\n2,0,2,1\n"}),
+    Case("wide instance twice", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:3", "instance listed twice (first on line 2)", "'1'"],
+         {"w.csv": "instance_id,b,c,d\n1,1,0,0\n1,0,1,1\n"}),
+    Case("wide bad cell after blank lines", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:5", "column 'c' is not 0 or 1", "'2'"], {"w.csv": "instance_id,b,c,d\n1,1,0,0\n\n\n2,0,2,1\n"}),
+    Case("wide repeated label", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:1", "repeated label", "'b'"], {"w.csv": "instance_id,b,c,b\n1,1,0,0\n"}),
+    Case("wide empty label", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:1", "empty or repeated label", "''"], {"w.csv": "instance_id,b,,d\n1,1,0,0\n"}),
+    Case("wide without label columns", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"),
+         ["w.csv:1", "needs a header", "'instance_id'"], {"w.csv": "instance_id\n1\n"}),
+    Case("wide empty", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"), ["w.csv", "label file is empty"],
+         {"w.csv": ""}),
+    Case("wide header not UTF-8", ev(truth="{d}/w.csv", pred="s={d}/w.csv", fmt="wide"), ["w.csv:1", "not UTF-8"],
+         {"w.csv": b"instance_id,\xff,c\n1,1,0\n"}),
+    Case("wide header injection is a label", ev(truth="{d}/w.csv", pred="s={d}/inj.csv", fmt="wide"),
+         ["inj.csv:3", "label not in the taxonomy", "'b\" AS v FROM _wide WHERE false); DROP TABLE results; --'"],
+         {"w.csv": WIDE, "inj.csv": 'instance_id,b,c,"b"" AS v FROM _wide WHERE false); DROP TABLE results; --"\n'
+                                    "1,1,0,0\n2,0,1,1\n"}),
+    Case("virtual root as a truth label", ev(), ["truth.tsv:2", "virtual root", "'__root__'"],
+         {"tax.tsv": "a\tb\nc\td\n", "truth.tsv": "1\tb\n2\t__root__\n"}),
+    Case("virtual root as a predicted label", ev(), ["pred.tsv:1", "virtual root", "'__root__'"],
+         {"tax.tsv": "a\tb\nc\td\n", "pred.tsv": "1\t__root__\n"}),
+    Case("lines format not UTF-8", ev(fmt="lines"), ["pred.tsv:2", "not UTF-8"],
+         {"truth.tsv": "b\nd\n", "pred.tsv": b"b\n\xff d\n"}),
+    # --- options of evaluate owned here: --labels, --db, --wait
+    Case("--labels outside the taxonomy", ev("--metrics", "hamming_loss", "--labels", "b,zebra"),
+         ["--labels", "not in the taxonomy", "'zebra'"]),
+    Case("--labels given twice", ev("--metrics", "hamming_loss", "--labels", "b,c,b"), ["--labels", "twice", "'b'"]),
+    Case("--labels empty", ev("--metrics", "hamming_loss", "--labels", ","), ["--labels", "no label", "','"]),
+    Case("--labels virtual root", ev("--metrics", "hamming_loss", "--labels", "b,__root__"),
+         ["--labels", "not in the taxonomy", "'__root__'"], {"tax.tsv": "a\tb\nc\td\n"}),
+    Case("--db is a folder", ev("--db", "{d}"), ["--db", "is a folder"]),
+    Case("--db not a DuckDB file", ev("--db", "{d}/notes.txt"), ["--db", "notes.txt", "not a DuckDB database"],
+         {"notes.txt": NOT_DUCKDB}),
+    Case("--db empty file", ev("--db", "{d}/empty.duckdb"), ["--db", "empty.duckdb", "not a DuckDB database"],
+         {"empty.duckdb": b""}),
+    Case("--db in a missing folder", ev("--db", "{d}/no/such/r.duckdb"),
+         ["--db", "folder of the DuckDB file does not exist", "/no/such'"]),
+    Case("--memory-limit too small", ev("--memory-limit", "1KB"), ["--memory-limit", "out of memory while reading"]),
+    # --- confusion
+    Case("confusion --plot a folder", confusion("--plot", "{d}"), ["--plot", "is a folder"]),
+    Case("confusion --plot unknown suffix", confusion("--plot", "{d}/m.xyz"), ["--plot", "image format", "m.xyz'"]),
+    Case("confusion --plot without suffix", confusion("--plot", "{d}/m"), ["--plot", "image format", "/m'"]),
+    Case("confusion --plot missing folder", confusion("--plot", "{d}/no/m.png"), ["--plot", "folder", "m.png'"]),
+    Case("confusion --plot names collide", ["confusion", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv",
+                                            "--pred", "a:b={d}/pred.tsv", "--pred", "a_b={d}/pred.tsv",
+                                            "--plot", "{d}/m.png"],
+         ["--plot", "'a:b' and 'a_b'", "m_a_b.png'"]),
+    Case("confusion --depth too deep", confusion("--depth", "3"), ["--depth", "deepest node is at depth 2", "3"]),
+    Case("confusion --zero-division out of range", confusion("--zero-division", "5"), ["--zero-division", "5.0"]),
+    Case("confusion --depth negative", confusion("--depth", "-1"), ["--depth", "-1"]),
+    Case("confusion bad truth", confusion(), ["truth.tsv:2", "not in the taxonomy", "'zebra'"],
+         {"truth.tsv": "1\tb\n2\tzebra\n"}),
+    # --- scoring
+    Case("scoring --offset positive", scoring("--offset", "0.5"), ["--offset", "<= 0", "0.5"]),
+    Case("scoring --offset NaN", scoring("--offset", "nan"), ["--offset", "<= 0", "nan"]),
+    Case("scoring --metrics empty", scoring("--metrics", ","), ["--metrics", "no measure", "','"]),
+    Case("scoring --metrics unknown", scoring("--metrics", "pl,bogus"), ["--metrics", "'bogus'"]),
+    Case("scoring --average unknown", scoring("--average", "weighted"), ["--average", "'weighted'"]),
+    Case("scoring --strategy unknown", scoring("--strategy", "random"), ["--strategy", "'random'"]),
+    Case("scoring --plot a folder", scoring("--plot", "{d}"), ["--plot", "is a folder"]),
+    Case("scoring --plot unknown suffix", scoring("--plot", "{d}/s.xyz"), ["--plot", "image format", "s.xyz'"]),
+    Case("scoring --tree missing", ["scoring", "--tree", "{d}/none.tsv", "--confusion", f"{LANUS}/model1.tsv"],
+         ["none.tsv", "not found"]),
+    Case("scoring count not a number", scoring(confusion="{d}/cm.tsv"), ["cm.tsv:2", "not a number", "'x'"],
+         {"cm.tsv": "truth\tD\tE\nD\t5\tx\nE\t0\t5\n"}),
+    Case("scoring count negative", scoring(confusion="{d}/cm.tsv"), ["cm.tsv:2", ">= 0", "'-1'"],
+         {"cm.tsv": "truth\tD\tE\nD\t5\t-1\nE\t0\t5\n"}),
+    Case("scoring label not in the tree", scoring(confusion="{d}/cm.tsv"), ["cm.tsv:1", "'Z'"],
+         {"cm.tsv": "truth\tD\tZ\nD\t5\t1\nE\t0\t5\n"}),
+    Case("scoring matrix not UTF-8", scoring(confusion="{d}/cm.tsv"), ["cm.tsv:3", "not UTF-8"],
+         {"cm.tsv": b"truth\tD\tE\nD\t5\t1\nE\t0\t\xff\n"}),
+    Case("scoring system twice", scoring("--confusion", f"{LANUS}/model1.tsv"), ["--confusion", "'model1'"]),
+    # --- hemkit
+    Case("hemkit MAX_DISTANCE not an integer", hemkit("x", "0"), ["MAX_DISTANCE", "'x'"], HEMKIT_FILES),
+    Case("hemkit MAX_DISTANCE zero", hemkit("0", "0"), ["MAX_DISTANCE", ">= 1", "0"], HEMKIT_FILES),
+    Case("hemkit MAX_ERROR negative", hemkit("1", "-1"), ["MAX_ERROR", ">= 0", "-1"], HEMKIT_FILES),
+    Case("hemkit MAX_ERROR NaN", hemkit("1", "nan"), ["MAX_ERROR", "nan"], HEMKIT_FILES),
+    Case("hemkit gold not UTF-8", hemkit("1", "0"), ["g.txt", "not UTF-8"], {**HEMKIT_FILES, "g.txt": b"b\n\xff\n"}),
+    Case("hemkit unknown gold label", hemkit("1", "0"), ["g.txt:2", "not in the taxonomy", "'zebra'"],
+         {**HEMKIT_FILES, "g.txt": "b\nzebra\n"}),
+    Case("hemkit hierarchy with a third field", hemkit("1", "0"), ["h.txt:2", "expected 2 fields", "'a c 0.5'"],
+         {**HEMKIT_FILES, "h.txt": "a b\na c 0.5\nb d\n"}),
+    Case("hemkit hierarchy missing", ["hemkit", "{d}/none.txt", "{d}/g.txt", "{d}/p.txt", "1", "0"],
+         ["none.txt", "not found"], HEMKIT_FILES),
+    # --- install-macros
+    Case("install-macros --table injection", ["install-macros", "--db", "{d}/m.duckdb", "--table", f"truth={INJECTED}"],
+         ["--table", "not a table name", INJECTED]),
+    Case("install-macros --table function call",
+         ["install-macros", "--db", "{d}/m.duckdb", "--table", "truth=read_csv('/etc/passwd')"],
+         ["--table", "not a table name", "read_csv"]),
+    Case("install-macros --table comment", ["install-macros", "--db", "{d}/m.duckdb", "--table", "truth=gold--x"],
+         ["--table", "not a table name", "'gold--x'"]),
+    Case("install-macros --table unknown", ["install-macros", "--db", "{d}/m.duckdb", "--table", "labels=gold"],
+         ["--table", "unknown table", "'labels'"]),
+    Case("install-macros --table no =", ["install-macros", "--db", "{d}/m.duckdb", "--table", "gold"],
+         ["--table", "NAME=TABLE", "'gold'"]),
+    Case("install-macros on a file without tables", ["install-macros", "--db", "{d}/new.duckdb"],
+         ["--db", "new.duckdb", "no table nodes"]),
+    Case("install-macros --db a folder", ["install-macros", "--db", "{d}"], ["--db", "is a folder"]),
+    Case("install-macros --db not DuckDB", ["install-macros", "--db", "{d}/notes.txt"],
+         ["--db", "notes.txt", "not a DuckDB database"], {"notes.txt": NOT_DUCKDB}),
+    # --- demo
+    Case("demo --db a folder", ["demo", "--db", "{d}"], ["--db", "is a folder"]),
+    Case("demo --metrics empty", ["demo", "--metrics", ","], ["--metrics", "no measure", "','"]),
+    # --- sql, jobs, report (their own checks; kept here so every command is walked)
+    Case("sql unknown metric", ["sql", "bogus"], ["METRIC", "'bogus'"]),
+    Case("sql unknown dialect", ["sql", "hp", "--dialect", "cobol"], ["--dialect", "'cobol'"]),
+    Case("jobs missing file", ["jobs", "run", "{d}/none.toml"], ["none.toml", "not found"]),
+    Case("jobs bad action", ["jobs", "walk", "{d}/job.toml"], ["hiersql jobs: error:", "'walk'"]),
+    Case("report missing database", ["report", "--db", "{d}/none.duckdb", "--out", "{d}/r.html"],
+         ["none.duckdb", "not found"]),
+    Case("report inputs without --pred", ["report", "--taxonomy", "{d}/tax.tsv", "--out", "{d}/r.html"],
+         ["--pred", "need --taxonomy, --truth and --pred"]),
+    # --- compare
+    Case("compare one system", ["compare", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv",
+                                "--pred", "s={d}/pred.tsv"], ["--pred", "at least two systems", "1"]),
+    Case("compare --bootstrap 0", ["compare", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv",
+                                   "--pred", "s={d}/pred.tsv", "--bootstrap", "0"],
+         ["--bootstrap", "must be at least 1", "0"]),
+]
+
+
+def _write(folder: Path, files: dict[str, str | bytes]) -> None:
+    base = {"tax.tsv": TAX, "truth.tsv": TRUTH, "pred.tsv": TRUTH}
+    for name, text in {**base, **files}.items():
+        path = folder / name
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_one_line_exit_2(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, case.files)
+    code = main([arg.replace("{d}", str(tmp_path)) for arg in case.argv])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.splitlines()
+    assert len(lines) == 1, f"expected one line, got: {err}"
+    assert lines[0].startswith("hiersql") and ": error: " in lines[0], lines[0]
+    for fragment in case.expect:
+        assert fragment.replace("{d}", str(tmp_path)) in lines[0], f"{fragment!r} not in {lines[0]!r}"
+
+
+def test_suite_walks_every_command() -> None:
+    from hiersql.commands import COMMANDS
+
+    walked = {c.argv[0] for c in CASES if c.argv}
+    assert {name.replace("_", "-") for name in COMMANDS} <= walked
+    assert len(CASES) >= 60
+
+
+def test_help_is_still_the_full_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluate", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: hiersql evaluate") and "--labels-format" in out and len(out.splitlines()) > 20
+
+
+def test_argument_error_through_python_m_hiersql(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", "t.tsv", "--truth", "y.tsv",
+                           "--pred", "p.tsv", "--wait", "x"],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "hiersql evaluate: error: argument --wait: not a number of seconds >= 0: 'x'\n"

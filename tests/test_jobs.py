@@ -1,0 +1,436 @@
+"""Batch jobs on a DuckDB queue: the job file and its checks, content-hashed skips, failure isolation,
+status, results, cancel, the queue file's lock and the schedule (kills: test_jobs_kill.py; PostgreSQL:
+test_jobs_postgres.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from hiersql.cli import main
+from hiersql.jobs import submit
+from hiersql.jobs.queue import Queue
+from hiersql.jobs.runner import run
+from hiersql.jobs.schedule import schedule
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_SYSTEMS = ("cautious", "flat_errors", "shallow")
+
+
+def make_job(tmp_path: Path, fixtures_dir: Path, extra: str = "", metrics: str = '["hp", "hr"]') -> Path:
+    """A job of two datasets over the demo taxonomy and truth, with copies of the demo systems (so that a test
+    may change one) in ``preds/``; ``extra`` is appended (more datasets)."""
+    demo = fixtures_dir / "demo"
+    (tmp_path / "preds").mkdir(exist_ok=True)
+    for name in ("taxonomy", "truth", *DEMO_SYSTEMS):
+        shutil.copy(demo / f"{name}.tsv", (tmp_path if name in ("taxonomy", "truth") else tmp_path / "preds"))
+    spec = tmp_path / "job.toml"
+    spec.write_text(f"""name = "demo-job"
+queue = "q.duckdb"
+metrics = {metrics}
+
+[options]
+average = ["micro"]
+
+[[dataset]]
+name = "demo"
+taxonomy = "taxonomy.tsv"
+truth = "truth.tsv"
+predictions = "preds/*.tsv"
+
+[[dataset]]
+name = "demo-root"
+taxonomy = "taxonomy.tsv"
+truth = "truth.tsv"
+predictions = ["shallow=preds/shallow.tsv"]
+options = {{ include_root = true }}
+{extra}""", encoding="utf-8")
+    return spec
+
+
+def stored(queue: Path, history: bool = False) -> list[tuple]:
+    q = Queue(queue)
+    try:
+        with q.connect() as con:
+            return con.results(history=history)
+    finally:
+        q.close()
+
+
+def values(rows: list[tuple]) -> dict[tuple[str, str, str, str], float]:
+    return {(r[0], r[1], r[2], r[3]): r[4] for r in rows}
+
+
+def evaluate_csv(capsys, fixtures_dir: Path, *args: str) -> dict[tuple[str, str, str], float]:
+    demo = fixtures_dir / "demo"
+    assert main(["evaluate", "--taxonomy", str(demo / "taxonomy.tsv"), "--truth", str(demo / "truth.tsv"),
+                 "--format", "csv", *args]) == 0
+    return {(r["system"], r["metric"], r["average"]): float(r["value"])
+            for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+
+
+def test_run_stores_the_values_of_evaluate(fixtures_dir, tmp_path, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: 2 dataset(s), 4 unit(s)\n"
+    assert main(["jobs", "run", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "4 unit(s) processed: 4 done, 0 unchanged, 0 failed" in out
+    got = values(stored(tmp_path / "q.duckdb"))
+    demo = fixtures_dir / "demo"
+    want = evaluate_csv(capsys, fixtures_dir, "--metrics", "hp,hr", "--average", "micro",
+                        "--pred", str(demo / "[cfs]*.tsv"))
+    assert {k[1:]: v for k, v in got.items() if k[0] == "demo"} == want
+    root = evaluate_csv(capsys, fixtures_dir, "--metrics", "hp,hr", "--average", "micro", "--include-root",
+                        "--pred", f"shallow={demo / 'shallow.tsv'}")
+    assert {k[1:]: v for k, v in got.items() if k[0] == "demo-root"} == root
+    # by hand (tests/test_cli.py): shallow's micro hR = 14/26 without the root
+    assert got[("demo", "shallow", "hierarchical_recall", "micro")] == 14 / 26
+    # the queue is a results database for `hiersql report`
+    assert main(["report", "--db", str(tmp_path / "q.duckdb"), "--out", str(tmp_path / "r.html")]) == 0
+
+
+def test_batches_equal_one_store_per_unit(data_dir, tmp_path):
+    """Several systems of a dataset evaluated in one store give the values of each system alone, and of
+    `hiersql evaluate` on all of them (GermEval subtask B, three systems, measures of three families)."""
+    canonical = data_dir / "canonical"
+    spec = tmp_path / "job.toml"
+    spec.write_text(f"""metrics = ["hp", "hr", "hf", "sdl", "example_f1", "hamming_loss", "lca_f"]
+[[dataset]]
+name = "b"
+taxonomy = "{canonical / 'taxonomy.tsv'}"
+truth = "{canonical / 'truth_b.tsv'}"
+predictions = "{canonical / 'pred_b' / '[A-C]*.tsv'}"
+""", encoding="utf-8")
+    together, alone = Queue(tmp_path / "together.duckdb"), Queue(tmp_path / "alone.duckdb")
+    for queue, batch in ((together, 16), (alone, 1)):
+        submit(queue, spec)
+        summary = run(queue, max_batch=batch)
+        assert summary.counts["done"] == 3 and not summary.failures
+    with together.connect() as a, alone.connect() as b:
+        # equal up to the order of DuckDB's parallel float sums (which also varies from one
+        # `hiersql evaluate` run to the next in the last bits)
+        assert values(a.results()) == pytest.approx(values(b.results()), rel=1e-12, abs=1e-15)
+    together.close()
+    alone.close()
+    from hiersql.evaluator import compute, make_options
+    from hiersql.inputs import parse_preds
+    from hiersql.store import Store
+
+    store = Store()
+    store.load(canonical / "taxonomy.tsv", canonical / "truth_b.tsv",
+               parse_preds([str(canonical / "pred_b" / "[A-C]*.tsv")]))
+    reference = compute(store, ["hp", "hr", "hf", "sdl", "example_f1", "hamming_loss", "lca_f"],
+                        make_options())
+    assert len({r.system for r in reference}) == 3 and len(reference) == 3 * 11
+    assert values(stored(tmp_path / "together.duckdb")) == pytest.approx(
+        {("b", r.system, r.metric, r.average or None): r.value for r in reference}, rel=1e-12, abs=1e-15)
+
+
+def test_unchanged_units_skip_and_a_changed_file_recomputes_only_its_unit(fixtures_dir, tmp_path, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec)]) == 0
+    first = values(stored(tmp_path / "q.duckdb"))
+    capsys.readouterr()
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "4 unit(s), 0 queued, 4 unchanged" in capsys.readouterr().out
+    # shallow now predicts 'jaguar' for instance 1 (truth: jaguar) instead of 'feline'
+    shallow = tmp_path / "preds" / "shallow.tsv"
+    shallow.write_text(shallow.read_text().replace("1\tfeline", "1\tjaguar", 1))
+    assert main(["jobs", "run", str(spec)]) == 0
+    out = capsys.readouterr().out
+    # shallow feeds two units (both datasets); nothing else is recomputed
+    assert "4 unit(s), 2 queued, 2 unchanged" in out and "2 done, 0 unchanged, 0 failed" in out
+    latest = values(stored(tmp_path / "q.duckdb"))
+    changed = {k for k in first if first[k] != latest[k]}
+    assert {k[:2] for k in changed} == {("demo", "shallow"), ("demo-root", "shallow")}
+    # shallow: hR micro gains the one node jaguar: 14/26 -> 15/26
+    assert latest[("demo", "shallow", "hierarchical_recall", "micro")] == 15 / 26
+    history = stored(tmp_path / "q.duckdb", history=True)
+    runs = {(r[0], r[1]): set() for r in history}
+    for r in history:
+        runs[(r[0], r[1])].add((r[5], r[6]))
+    assert {k: len(v) for k, v in runs.items()} == {("demo", "cautious"): 1, ("demo", "flat_errors"): 1,
+                                                    ("demo", "shallow"): 2, ("demo-root", "shallow"): 2}
+    # --recompute computes every unit again; history grows, the latest values stay
+    assert main(["jobs", "run", str(spec), "--recompute"]) == 0
+    assert "4 done" in capsys.readouterr().out
+    assert values(stored(tmp_path / "q.duckdb")) == latest
+    assert len(stored(tmp_path / "q.duckdb", history=True)) == len(history) + 4 * 2
+
+
+def test_a_failing_system_fails_alone(fixtures_dir, tmp_path, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    (tmp_path / "preds" / "broken.tsv").write_text("1\tjaguar\n2\tunicorn\n")
+    (tmp_path / "preds" / "silent.tsv").write_text("")  # predicted nothing: not a failure
+    assert main(["jobs", "run", str(spec)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert err == [f"hiersql: error: {spec}: 1 of 6 unit(s) failed (`hiersql jobs status` lists the errors)"]
+    assert "5 done, 0 unchanged, 1 failed" in captured.out
+    # the same one-line message as the command line for that file
+    assert main(["evaluate", "--taxonomy", str(tmp_path / "taxonomy.tsv"), "--truth", str(tmp_path / "truth.tsv"),
+                 "--pred", str(tmp_path / "preds" / "broken.tsv")]) == 2
+    cli_error = capsys.readouterr().err.strip().removeprefix("hiersql: error: ")
+    assert cli_error == f"{(tmp_path / 'preds' / 'broken.tsv').resolve()}:2: label not in the taxonomy: 'unicorn'"
+    assert main(["jobs", "status", "--queue", str(tmp_path / "q.duckdb")]) == 0
+    status = capsys.readouterr().out
+    assert "0 queued, 0 running, 5 done, 0 skipped, 1 failed, 0 cancelled" in status
+    assert f"  failed: demo/broken: {cli_error}" in status
+    got = values(stored(tmp_path / "q.duckdb"))
+    assert {k[1] for k in got if k[0] == "demo"} == {*DEMO_SYSTEMS, "silent"}
+    # silent predicted nothing: no node found (hP is 0/0, zero_division = 0), none of the 26 true ones
+    assert got[("demo", "silent", "hierarchical_recall", "micro")] == 0.0
+    assert got[("demo", "silent", "hierarchical_precision", "micro")] == 0.0
+    # fixed, the failed unit alone is computed on the next run
+    (tmp_path / "preds" / "broken.tsv").write_text("1\tjaguar\n2\tlion\n")
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "6 unit(s), 1 queued, 5 unchanged" in capsys.readouterr().out
+
+
+def test_status_cancel_and_result_formats(fixtures_dir, tmp_path, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    queue = str(tmp_path / "q.duckdb")
+    assert main(["jobs", "submit", str(spec)]) == 0
+    assert "4 unit(s), 4 queued, 0 unchanged" in capsys.readouterr().out
+    assert main(["jobs", "cancel", "--queue", queue]) == 2
+    assert "--job" in capsys.readouterr().err
+    assert main(["jobs", "cancel", "--queue", queue, "--job", "demo-job"]) == 0
+    assert capsys.readouterr().out == "cancelled 4 queued unit(s)\n"
+    assert main(["jobs", "run", "--queue", queue]) == 0
+    assert "0 unit(s) processed" in capsys.readouterr().out
+    assert main(["jobs", "status", "--queue", queue, "--job", "nope"]) == 2
+    assert "no such job in the queue" in capsys.readouterr().err
+    assert main(["jobs", "run", str(spec)]) == 0
+    capsys.readouterr()
+    assert main(["jobs", "results", "--queue", queue, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) == 4 * 2 and {r["dataset"] for r in rows} == {"demo", "demo-root"}
+    assert all(len(r["key"]) == 64 and r["run_id"] for r in rows)
+    assert main(["jobs", "results", "--queue", queue, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(d["system"], d["value"]) for d in data] == [(r["system"], float(r["value"])) for r in rows]
+    assert main(["jobs", "results", "--queue", queue]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["dataset", "system", "metric", "average", "value", "key", "run_id"]
+    assert len(table) == 2 + 8
+
+
+def job_text(tmp_path: Path, fixtures_dir: Path, body: str) -> Path:
+    demo = fixtures_dir / "demo"
+    spec = tmp_path / "bad.toml"
+    spec.write_text(body.format(tax=demo / "taxonomy.tsv", truth=demo / "truth.tsv", pred=demo / "shallow.tsv"),
+                    encoding="utf-8")
+    return spec
+
+
+DATASET = """[[dataset]]
+name = "d"
+taxonomy = "{tax}"
+truth = "{truth}"
+predictions = ["{pred}"]
+"""
+
+BAD_SPECS = {  # case: (job file, line at fault, value named)
+    "unknown option": ('metrics = ["hp"]\n' + DATASET + "options = {{ includ_root = true }}\n", 7, "'includ_root'"),
+    "unknown metric": ('metrics = ["hp", "hx"]\n' + DATASET, 1, "'hx'"),
+    "bad average": ('[options]\naverage = ["micro", "mikro"]\n' + DATASET, 2, "'mikro'"),
+    "wrong type": ("[options]\ninclude_root = \"yes\"\n" + DATASET, 2, "'yes'"),
+    "bad mode": ("metrics = [\"gie\"]\n" + DATASET + "[dataset.options]\nshared = \"sometimes\"\n", 8, "'sometimes'"),
+    "bad offset": ('metrics = ["pl"]\n[options]\noffset = 0.5\n' + DATASET, 3, "0.5"),
+    "missing file": (DATASET.replace("{truth}", "no/such.tsv"), 4, "'no/such.tsv'"),
+    "glob matches nothing": (DATASET.replace('["{pred}"]', '["none/*.tsv"]'), 5, "'none/*.tsv'"),
+    "unknown key": (DATASET + "formt = \"long\"\n", 6, "'formt'"),
+    "bad format": (DATASET + "format = \"csv\"\n", 6, "'csv'"),
+    "not TOML": (DATASET + "metrics = [hp]\n", 6, None),
+    "second dataset": (DATASET + DATASET.replace('"d"', '"e"').replace("{tax}", "missing.tsv"), 8,
+                       "'missing.tsv'"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SPECS)
+def test_check_names_the_job_file_line_and_value(case, fixtures_dir, tmp_path, capsys):
+    body, line, value = BAD_SPECS[case]
+    spec = job_text(tmp_path, fixtures_dir, body)
+    assert main(["jobs", "check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"hiersql: error: {spec}:{line}: "), err
+    if value:
+        assert err.rstrip().endswith(value), err
+    # a run checks the same before it queues anything
+    assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 2
+    assert capsys.readouterr().err == err
+
+
+def test_check_accepts_every_measure_with_other_options(fixtures_dir, tmp_path, capsys):
+    """Errors that depend on the input (the weighted scoring measures need edge weights) are not the job
+    file's: they are judged when a unit runs."""
+    body = ('metrics = ["all"]\n[options]\nlca_graph = "optimal"\npairing = "flow"\ntn = "descendants"\n'
+            'augment = "cesa_bianchi"\nlabels = ["jaguar", "wolf"]\nmax_distance = 2\n' + DATASET)
+    spec = job_text(tmp_path, fixtures_dir, body)
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: 1 dataset(s), 1 unit(s)\n"
+
+
+def test_check_rejects_a_job_file_that_is_not_utf8(tmp_path, capsys):
+    spec = tmp_path / "latin1.toml"
+    spec.write_bytes(b'name = "x"\n# caf\xe9\n')
+    assert main(["jobs", "check", str(spec)]) == 2
+    assert capsys.readouterr().err == f"hiersql: error: {spec}:2: job file is not UTF-8: b'\\xe9'\n"
+
+
+def test_second_process_on_a_duckdb_queue_exits_2_naming_the_holder(fixtures_dir, tmp_path):
+    spec = make_job(tmp_path, fixtures_dir)
+    queue = Queue(tmp_path / "q.duckdb")
+    submit(queue, spec)
+    with queue.connect():  # this process holds the file
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        for action in (["run"], ["status"]):
+            done = subprocess.run([sys.executable, "-m", "hiersql", "jobs", *action, "--queue",
+                                   str(tmp_path / "q.duckdb")], capture_output=True, text=True, env=env, timeout=60)
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.count("\n") == 1 and f"in use by process {os.getpid()}" in done.stderr
+    queue.close()
+
+
+def test_schedule_fires_every_second(fixtures_dir, tmp_path, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    start = time.monotonic()
+    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * * *", "--runs", "2"]) == 0
+    assert time.monotonic() - start < 20
+    out = capsys.readouterr().out
+    assert "4 unit(s), 4 queued, 0 unchanged" in out and "4 unit(s), 0 queued, 4 unchanged" in out
+    with duckdb.connect(str(tmp_path / "q.duckdb"), read_only=True) as con:
+        fired = [r[0] for r in con.execute("SELECT submitted_at FROM jobs ORDER BY 1").fetchall()]
+    assert len(fired) == 2 and fired[1] - fired[0] >= timedelta(seconds=0.5)
+
+
+def test_schedule_follows_the_cron_times():
+    """``0 2 * * *`` on a fake clock: at 02:00 on three days in a row, whatever a run costs."""
+    clock = [datetime(2026, 3, 1, 13, 37)]
+    fired = []
+
+    def sleep(seconds: float) -> None:
+        clock[0] += timedelta(seconds=seconds)
+
+    def fire() -> None:
+        fired.append(clock[0])
+        clock[0] += timedelta(minutes=10)  # a run takes ten minutes
+
+    assert schedule("0 2 * * *", fire, runs=3, clock=lambda: clock[0], sleep=sleep) == 3
+    assert fired == [datetime(2026, 3, d, 2, 0) for d in (2, 3, 4)]
+
+
+def test_schedule_rejects_a_bad_cron_expression(fixtures_dir, tmp_path, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "schedule", str(spec), "--cron", "every night"]) == 2
+    assert capsys.readouterr().err.startswith("hiersql: error: --cron: not a cron expression")
+
+
+def test_the_library_does_not_import_the_command_line():
+    for path in (ROOT / "hiersql").rglob("*.py"):
+        if "commands" in path.parts or path.name in ("cli.py", "__main__.py"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "from .commands" not in text and "from ..commands" not in text and ".cli import" not in text, path
+
+
+def test_worker_threads_on_a_duckdb_queue(fixtures_dir, tmp_path, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec), "--workers", "2"]) == 0
+    assert "4 unit(s) processed: 4 done" in capsys.readouterr().out
+    with duckdb.connect(str(tmp_path / "q.duckdb"), read_only=True) as con:
+        workers = con.execute("SELECT DISTINCT worker FROM units").fetchall()
+    assert {w[0].rsplit(":", 2)[1] for w in workers} == {str(os.getpid())}  # threads of this process
+    reference = tmp_path / "one"
+    reference.mkdir()
+    spec1 = make_job(reference, fixtures_dir)
+    assert main(["jobs", "run", str(spec1)]) == 0
+    capsys.readouterr()
+    assert values(stored(tmp_path / "q.duckdb")) == values(stored(reference / "q.duckdb"))
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_progress_bar_per_job_on_a_terminal_only(fixtures_dir, tmp_path, monkeypatch, capsys):
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert capsys.readouterr().err == ""  # not a terminal: no bar
+    (tmp_path / "preds" / "shallow.tsv").write_text("1\tjaguar\n")
+    other = spec.with_name("other.toml")
+    other.write_text(spec.read_text().replace('name = "demo-job"', 'name = "other-job"'))
+    for job in (spec, other):  # two jobs, each with the two units of the changed file queued
+        assert main(["jobs", "submit", str(job)]) == 0
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    assert main(["jobs", "run", "--queue", str(tmp_path / "q.duckdb")]) == 0
+    shown = terminal.getvalue()
+    assert "demo-job: 100%" in shown and "other-job: 100%" in shown and "2/2" in shown
+    # the second job's units found their keys computed by the first's
+    assert capsys.readouterr().out.splitlines()[-1] == "4 unit(s) processed: 2 done, 2 unchanged, 0 failed"
+
+
+def test_wait_for_the_queue_file(fixtures_dir, tmp_path):
+    spec = make_job(tmp_path, fixtures_dir)
+    holder = duckdb.connect(str(tmp_path / "q.duckdb"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "hiersql", "jobs", "run", str(spec), "--wait", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(2)
+    assert proc.poll() is None  # waiting
+    holder.close()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "4 unit(s) processed: 4 done" in out
+
+
+@pytest.mark.parametrize("url, message", [
+    ("postgresql://nobody@/nodb?host=/nonexistent", "--queue: cannot reach the queue (connection"),
+    ("postgresql://x@/y?foo=bar", "--queue: bad queue URL (invalid URI query parameter"),
+])
+def test_an_unreachable_or_malformed_postgres_queue_is_one_line(url, message, capsys):
+    assert main(["jobs", "status", "--queue", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"hiersql: error: {message}")
+
+
+def test_the_documented_job_file_checks(data_dir, tmp_path, capsys):
+    """The first job file of docs/jobs.md, with its paths on this machine's data."""
+    text = (ROOT / "docs" / "jobs.md").read_text(encoding="utf-8")
+    body = text.split("```toml\n", 1)[1].split("```", 1)[0].replace("../shared/data", str(data_dir))
+    (tmp_path / "baselines").mkdir()
+    shutil.copy(data_dir / "canonical" / "pred_b" / "LT-UHH__baseline.tsv", tmp_path / "baselines" / "b.tsv")
+    spec = tmp_path / "nightly.toml"
+    spec.write_text(body, encoding="utf-8")
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: 2 dataset(s), {21 + 19 + 1} unit(s)\n"
+
+
+def test_evaluator_save_writes_the_rows_under_one_run(fixtures_dir, tmp_path):
+    from hiersql import Evaluator
+
+    demo = fixtures_dir / "demo"
+    ev = Evaluator(demo / "taxonomy.tsv", db=tmp_path / "e.duckdb")
+    ev.add_truth(demo / "truth.tsv").add_predictions("shallow", demo / "shallow.tsv")
+    rows = ev.rows(["hr"], average=["micro"])
+    run_id = ev.save(rows, dataset="demo")
+    ev.close()
+    with duckdb.connect(str(tmp_path / "e.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT run_id, dataset, system, metric, average, value FROM results").fetchall() == [
+            (run_id, "demo", "shallow", "hierarchical_recall", "micro", 14 / 26)]

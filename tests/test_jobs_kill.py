@@ -1,0 +1,185 @@
+"""A worker killed (SIGKILL) at random points, inside the write and the commit too, then resumed: no unit lost,
+none duplicated, none mixed, every value that of an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hiersql.jobs import submit
+from hiersql.jobs.queue import Queue
+from hiersql.jobs.runner import run
+from tests.test_jobs import make_job
+
+ROOT = Path(__file__).resolve().parents[1]
+KILLS = 12
+SEED = 17
+# The worker, in a process of its own. Each batch is slowed down (0.15 s of evaluation) so that a random
+# kill lands in the work; the markers let the test kill inside the write (rows and statuses written, not
+# committed) and at the start of the commit.
+DRIVER = """
+import sys, time
+from hiersql.jobs import runner
+from hiersql.jobs.queue import Connection, Queue
+
+evaluate, finish, commit = runner.evaluate, Connection.finish, Connection.commit
+
+def slow_evaluate(units, stores):
+    time.sleep(0.15)
+    return evaluate(units, stores)
+
+def marked_finish(self, *args):
+    finish(self, *args)
+    print("WRITTEN", flush=True)
+    time.sleep(0.3)
+
+def marked_commit(self):
+    print("COMMIT", flush=True)
+    commit(self)
+
+runner.evaluate, Connection.finish, Connection.commit = slow_evaluate, marked_finish, marked_commit
+print("START", flush=True)
+runner.run(Queue(sys.argv[1]), max_batch=2)
+print("END", flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def job(fixtures_dir, tmp_path_factory):
+    """A job of 9 units (8 systems of the demo dataset, one of demo-root) and its values from a run that
+    nobody interrupts."""
+    folder = tmp_path_factory.mktemp("job")
+    spec = make_job(folder, fixtures_dir)
+    for i, name in enumerate(("cautious", "flat_errors", "shallow", "cautious", "shallow")):
+        shutil.copy(folder / "preds" / f"{name}.tsv", folder / "preds" / f"copy{i}.tsv")
+    queue = Queue(folder / "reference.duckdb")
+    submit(queue, spec)
+    assert run(queue).counts["done"] == 9
+    with queue.connect() as con:
+        reference = {(r[0], r[1], r[2], r[3]): r[4] for r in con.results()}
+    queue.close()
+    assert len(reference) == 9 * 2
+    return spec, reference
+
+
+def check_queue(path: Path, reference: dict) -> None:
+    queue = Queue(path)
+    try:
+        with queue.connect() as con:
+            units = con.execute("SELECT unit_id, dataset, system, key, status, run_id FROM units")
+            rows = con.execute("SELECT unit_id, dataset, system, key, run_id, metric, average, value FROM results")
+            latest = {(r[0], r[1], r[2], r[3]): r[4] for r in con.results()}
+    finally:
+        queue.close()
+    assert len(units) == 9 and {u[4] for u in units} == {"done"}  # none lost
+    by_unit = {u[0]: u for u in units}
+    for unit_id, dataset, system, key, run_id, *_ in rows:  # none mixed: each row is its unit's, of its run
+        unit = by_unit[unit_id]
+        assert (dataset, system, key, run_id) == (unit[1], unit[2], unit[3], unit[5])
+    # none duplicated: two rows (hp, hr micro) per unit, one run per key
+    assert sorted(r[0] for r in rows) == sorted(u[0] for u in units for _ in range(2))
+    assert len({(r[3], r[4]) for r in rows}) == 9
+    assert latest == reference
+
+
+def test_killed_anywhere_then_resumed(job, tmp_path):
+    spec, reference = job
+    rng = random.Random(SEED)
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    modes = ["random", "written", "commit"] * (KILLS // 3)
+    killed = 0
+    for n, mode in enumerate(modes):
+        path = tmp_path / f"q{n}.duckdb"
+        queue = Queue(path)
+        submit(queue, spec)
+        queue.close()
+        proc = subprocess.Popen([sys.executable, str(driver), str(path)], stdout=subprocess.PIPE, text=True,
+                                env=env)
+        marker = {"random": "START", "written": "WRITTEN", "commit": "COMMIT"}[mode]
+        # which batch to kill in (the 1st to 4th of 5), and when after its marker
+        skip = rng.randrange(4) if mode != "random" else 0
+        delay = {"random": rng.uniform(0, 1.5), "written": rng.uniform(0, 0.25),
+                 "commit": rng.uniform(0, 0.01)}[mode]
+        watchdog = threading.Timer(120, proc.kill)  # bounded: a driver that hangs is killed
+        watchdog.start()
+        for line in proc.stdout:
+            if line.strip() == marker:
+                if skip == 0:
+                    break
+                skip -= 1
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        assert watchdog.is_alive(), "the driver hung"
+        watchdog.cancel()
+        killed += proc.returncode == -signal.SIGKILL
+        queue = Queue(path)  # resume
+        run(queue)
+        queue.close()
+        check_queue(path, reference)
+    assert killed >= KILLS - 2  # the random ones may come after the end
+
+
+INTERRUPTED = """
+import sys, time
+from hiersql.cli import main
+from hiersql.jobs import runner
+from hiersql.jobs.queue import Connection
+
+evaluate, commit = runner.evaluate, Connection.commit
+
+def slow_evaluate(units, stores):
+    time.sleep(0.3)
+    return evaluate(units, stores)
+
+def marked_commit(self):
+    batch = bool(self.held)  # the units of a claim (not the schema's transaction)
+    commit(self)
+    if batch:
+        print("COMMITTED", flush=True)
+
+runner.evaluate, Connection.commit = slow_evaluate, marked_commit
+sys.exit(main(["jobs", "run", "--queue", sys.argv[1], "--workers", "2", "--batch", "2"]))
+"""
+
+
+def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
+    spec, reference = job
+    path = tmp_path / "q.duckdb"
+    queue = Queue(path)
+    submit(queue, spec)
+    queue.close()
+    driver = tmp_path / "interrupted.py"
+    driver.write_text(INTERRUPTED)
+    proc = subprocess.Popen([sys.executable, str(driver), str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    for line in proc.stdout:  # the first batch is committed
+        if line.strip() == "COMMITTED":
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert watchdog.is_alive(), "the driver hung"
+    watchdog.cancel()
+    assert proc.returncode == 130 and err == "hiersql: interrupted\n", (proc.returncode, err)
+    queue = Queue(path)
+    with queue.connect() as con:
+        states = dict(con.execute("SELECT status, count(*) FROM units GROUP BY status"))
+        rows = con.execute("SELECT count(*), count(DISTINCT unit_id) FROM results")[0]
+    assert set(states) <= {"done", "queued"} and 0 < states.get("done", 0) < 9, states
+    assert rows == (2 * states["done"], states["done"])  # the done units' rows, nothing of the others
+    run(queue)
+    queue.close()
+    check_queue(path, reference)

@@ -1,0 +1,311 @@
+"""The one options schema (hiersql/options.py): the dataclasses, the flags of evaluate and sql, job-file
+options, and one-line errors for every bad value (issue 15's option cases)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pickle
+import re
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+import hiersql
+from hiersql import sqlfiles
+from hiersql.cli import build_parser, main
+from hiersql.errors import InputError
+from hiersql.evaluator import make_options
+from hiersql.metrics import FAMILIES, Options
+from hiersql.options import (
+    MEASURE_OPTIONS,
+    RUN_OPTIONS,
+    OptionError,
+    RunOptions,
+    options_from_mapping,
+    sql_options,
+)
+
+NAN = float("nan")
+
+
+# ------------------------------------------------------------------------------------------------ Python API
+def test_defaults_are_the_spec_defaults():
+    assert dataclasses.asdict(Options()) == {
+        "average": ("micro", "macro"), "include_root": False, "max_distance": None, "beta": 1.0,
+        "zero_division": 0.0, "augment": "ancestors", "labels": None, "dmax": 5.0, "lca_graph": "greedy",
+        "pairing": "nearest", "shared": "strict", "denominator": "union", "distance_limit": "side",
+        "tn": "published", "offset": 0.0,
+    }
+    assert dataclasses.asdict(RunOptions()) == {"engine": "duckdb", "postgres_url": None, "spark_master": "local[*]",
+                                                "spark_conf": (), "memory_limit": None}
+
+
+def test_values_are_normalised_and_options_stay_immutable():
+    opts = Options(average="micro", beta=2, labels=["a", "b"], max_distance=np.int64(2), zero_division=1,
+                   include_root=1)
+    assert opts.average == ("micro",) and opts.labels == ("a", "b")
+    assert type(opts.beta) is float and opts.beta == 2.0 and type(opts.max_distance) is int
+    assert opts.zero_division == 1.0 and opts.include_root is True
+    assert math.isnan(Options(zero_division=NAN).zero_division)
+    assert Options(average=["micro"]) == Options(average="micro") and hash(Options()) == hash(Options())
+    assert Options(average=()).average == ()  # the flat one-shot functions ask for no micro/macro row
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.beta = 3.0
+    assert pickle.loads(pickle.dumps(opts)) == opts  # options travel to engine workers
+    assert make_options(average="macro", dmax=2) == Options(average=("macro",), dmax=2.0)
+
+
+@pytest.mark.parametrize(("keyword", "value", "message"), [
+    ("beta", NAN, "beta must be a finite number > 0: nan"),
+    ("beta", math.inf, "beta must be a finite number > 0: inf"),
+    ("beta", 0, "beta must be a finite number > 0: 0"),
+    ("beta", -1.0, "beta must be a finite number > 0: -1.0"),
+    ("beta", "2", "beta must be a finite number > 0: '2'"),
+    ("beta", True, "beta must be a finite number > 0: True"),
+    ("dmax", 0.0, "dmax must be a finite number > 0: 0.0"),
+    ("dmax", NAN, "dmax must be a finite number > 0: nan"),
+    ("offset", 1, "offset must be <= 0 (a finite number): 1"),
+    ("offset", -math.inf, "offset must be <= 0 (a finite number): -inf"),
+    ("max_distance", -1, "max_distance must be an integer >= 0: -1"),
+    ("max_distance", 1.5, "max_distance must be an integer >= 0: 1.5"),
+    ("zero_division", 0.5, "zero_division must be 0, 1 or nan: 0.5"),
+    ("zero_division", "warn", "zero_division must be 0, 1 or nan (scikit-learn's 'warn' is not offered: "
+                              "hiersql does not count the zero divisions): 'warn'"),
+    ("average", "weighted", "average must be one or more of micro, macro: 'weighted'"),
+    ("average", ["micro", "foo"], "average must be one or more of micro, macro: 'foo'"),
+    ("labels", [], "labels must name at least one label: []"),
+    ("labels", ["a", 1], "labels must be label names (strings): 1"),
+    ("lca_graph", "fast", "lca_graph must be one of greedy, optimal, extended: 'fast'"),
+    ("augment", "parents", "augment must be one of ancestors, descendants, cesa_bianchi: 'parents'"),
+    ("tn", "all", "tn must be one of published, descendants: 'all'"),
+    ("pairing", "best", "pairing must be one of nearest, flow: 'best'"),
+    ("shared", "x", "shared must be one of strict, reuse: 'x'"),
+    ("denominator", "x", "denominator must be one of union, symmetric_difference: 'x'"),
+    ("distance_limit", "x", "distance_limit must be one of side, pair: 'x'"),
+    ("include_root", "yes", "include_root must be true or false: 'yes'"),
+])
+def test_a_bad_value_names_the_keyword_and_the_value(keyword, value, message):
+    for build in (Options, make_options, Options().with_):
+        with pytest.raises(OptionError) as caught:
+            build(**{keyword: value})
+        assert str(caught.value) == message
+        assert isinstance(caught.value, ValueError) and isinstance(caught.value, InputError)
+
+
+def test_unknown_keywords_are_type_errors():
+    with pytest.raises(TypeError, match="'colour'.*known: average, include_root"):
+        make_options(colour="red")
+    with pytest.raises(TypeError, match="colour"):
+        Options().with_(colour="red")
+
+
+def test_the_evaluator_and_the_one_shot_functions_check_through_options():
+    from hiersql import Evaluator, Taxonomy
+    from hiersql.metrics.pair_based import mgia
+    from hiersql.metrics.set_based import hierarchical_precision
+
+    tax = [("r", "a"), ("r", "b")]
+    ev = Evaluator(Taxonomy.from_edges(tax)).add_truth([["a"]]).add_predictions("s", [["b"]])
+    with pytest.raises(OptionError, match="beta must be a finite number > 0: nan"):
+        ev.rows(["hf"], beta=NAN)
+    with pytest.raises(OptionError, match="average must be one or more of micro, macro: 'weighted'"):
+        hierarchical_precision([["a"]], [["a"]], tax, average="weighted")
+    with pytest.raises(OptionError, match="dmax must be a finite number > 0: -2"):
+        mgia([["a"]], [["b"]], tax, dmax=-2)
+
+
+def test_run_options_engine_settings_and_memory_sizes():
+    assert RunOptions(engine="spark", spark_conf={"spark.sql.shuffle.partitions": "4"}).spark_conf == (
+        ("spark.sql.shuffle.partitions", "4"),)
+    assert RunOptions(engine="postgres", postgres_url="postgresql://u@h/db").postgres_url == "postgresql://u@h/db"
+    with pytest.raises(OptionError, match="postgres_url is only read by the postgres engine: 'postgresql://h'"):
+        RunOptions(postgres_url="postgresql://h")
+    with pytest.raises(OptionError, match="spark_conf sets a key twice: 'k'"):
+        RunOptions(engine="spark", spark_conf=["k=1", "k=2"])
+    con = duckdb.connect()
+    for size in ("500MB", "2GiB", "1.5 GB", "3gb", "512 MiB", "64KB"):
+        con.execute(f"SET memory_limit = '{RunOptions(memory_limit=size).memory_limit}'")  # DuckDB takes it
+    for size in ("-5GB", "0GB", "0.0 MB", "lots", "100", "1e9", "5 GBs", ""):
+        with pytest.raises(OptionError, match="memory_limit must be a size > 0 with a unit"):
+            RunOptions(memory_limit=size)
+
+
+# ---------------------------------------------------------------------------------------------- job files
+def test_job_file_options_name_the_file_and_the_key():
+    assert options_from_mapping({o.name: o.default for o in MEASURE_OPTIONS}, "job.toml") == Options()
+    got = options_from_mapping({"average": ["micro"], "include_root": True, "dmax": 3}, "job.toml")
+    assert got == Options(average=("micro",), include_root=True, dmax=3.0)
+    with pytest.raises(InputError) as caught:
+        options_from_mapping({"beta": 2.0, "colour": "red"}, "job.toml")
+    assert str(caught.value).startswith("job.toml: unknown option (known: average, include_root, max_distance")
+    assert str(caught.value).endswith(": 'colour'")
+    with pytest.raises(InputError) as caught:
+        options_from_mapping({"beta": "2"}, "job.toml")
+    assert str(caught.value) == "job.toml: option beta must be a finite number > 0: '2'"
+    with pytest.raises(InputError) as caught:
+        options_from_mapping({"average": ["micro", "weighted"]}, "job.toml")
+    assert str(caught.value) == "job.toml: option average must be one or more of micro, macro: 'weighted'"
+
+
+# ---------------------------------------------------------------------------------------------- the flags
+def _subparser(name: str):
+    parser = build_parser()
+    return next(a for a in parser._actions if a.dest == "command").choices[name]
+
+
+def _flags(parser) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for action in parser._actions:
+        for flag in action.option_strings:
+            out.setdefault(action.dest, []).append((flag, action))
+    return out
+
+
+def test_every_option_has_exactly_one_flag_in_evaluate_made_from_the_declaration():
+    flags = _flags(_subparser("evaluate"))
+    for option in (*MEASURE_OPTIONS, *RUN_OPTIONS):
+        assert [flag for flag, _ in flags[option.name]] == ["--" + option.name.replace("_", "-")]
+        action = flags[option.name][0][1]
+        assert action.help == option.help_text() and action.default is None  # None: not given
+    assert {f.name for f in dataclasses.fields(Options)} == {o.name for o in MEASURE_OPTIONS}
+    assert {f.name for f in dataclasses.fields(RunOptions)} == {o.name for o in RUN_OPTIONS}
+
+
+def test_sql_has_a_flag_for_each_option_that_is_a_parameter_of_the_sql_files():
+    in_files = set()
+    for file in sqlfiles.available():
+        for text in sqlfiles.queries(file).values():
+            in_files |= sqlfiles.parameters(text)
+    names = {o.name for o in MEASURE_OPTIONS}
+    assert {o.name for o in sql_options()} == names & in_files == {
+        "include_root", "max_distance", "beta", "zero_division", "augment", "dmax", "tn", "offset"}
+    flags = _flags(_subparser("sql"))
+    assert names & flags.keys() == {o.name for o in sql_options()}
+    for option in sql_options():
+        assert flags[option.name][0][1].help == option.help_text()
+
+
+def test_declared_families_are_the_modules_that_read_the_option():
+    folder = Path(hiersql.__file__).parent / "metrics"
+    sources = {fam: (folder / f"{fam}.py").read_text(encoding="utf-8") for fam in FAMILIES}
+    for option in MEASURE_OPTIONS:
+        if option.name == "average":  # read by the runner for every family
+            assert option.families == FAMILIES
+            continue
+        if option.name == "zero_division":  # read by the runner: the families whose ratios fall back on it
+            from hiersql.metrics import plan_of
+
+            uses = {fam for fam in FAMILIES
+                    if any(m.denominator and m.zero == "$zero_division" for m in plan_of(fam).measures)}
+            assert set(option.families) == uses
+            continue
+        readers = {fam for fam, text in sources.items() if re.search(rf"options\.{option.name}\b", text)}
+        assert set(option.families) == readers, option.name
+
+
+@pytest.mark.parametrize("command", ["evaluate", "sql"])
+def test_help_lists_every_flag_with_its_default_and_choices(capsys, command):
+    assert main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # the help of a flag follows its last mention
+    expected = {
+        "--beta X": "default: 1.0", "--augment {ancestors,descendants,cesa_bianchi}":
+        "one of: ancestors, descendants, cesa_bianchi; default: ancestors", "--max-distance K": "default: no limit",
+        "--zero-division X": "0, 1 or nan (default: 0.0", "--include-root": "(default: off", "--offset O":
+        "default: 0.0", "--dmax X": "default: 5.0", "--tn {published,descendants}": "default: published",
+    }
+    if command == "evaluate":
+        expected |= {
+            "--average LIST": "one of: micro, macro; default: micro,macro",
+            "--labels LIST": "default: the classes seen",
+            "--lca-graph {greedy,optimal,extended}": "one of: greedy, optimal, extended; default: greedy",
+            "--engine {duckdb,postgres,spark}": "default: duckdb", "--spark-master URL": "default: local[*]",
+            "--spark-conf KEY=VALUE": "repeatable", "--memory-limit SIZE": "default: DuckDB's",
+            "--postgres-url URL": "default: none", "--distance-limit {side,pair}": "default: side",
+        }
+    for flag, help_part in expected.items():
+        assert flag in text, flag
+        assert help_part in text.rsplit(flag, 1)[1][:400], flag
+
+
+# ------------------------------------------------------------------------------- one-line errors (issue 15)
+TAX = "a\tb\na\tc\nb\td\n"
+
+
+def _evaluate(tmp_path: Path, capsys, *extra: str, truth: str = "1\tb\n2\td\n", pred: str = "1\tb\n"):
+    for name, text in (("tax.tsv", TAX), ("truth.tsv", truth), ("pred.tsv", pred)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    code = main(["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"),
+                 "--pred", f"s={tmp_path / 'pred.tsv'}", "--format", "csv", *extra])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(("args", "flag", "shown"), [
+    (["--beta", "nan"], "--beta", "'nan'"),
+    (["--beta", "inf"], "--beta", "'inf'"),
+    (["--beta", "0"], "--beta", "'0'"),
+    (["--beta", "-1"], "--beta", "'-1'"),
+    (["--average", ","], "--average", "gives no average: ','"),
+    (["--metrics", ","], "--metrics", "no metric given: ','"),
+    (["--average", "micro,foo"], "--average", "'foo'"),
+    (["--memory-limit=-5GB"], "--memory-limit", "'-5GB'"),
+    (["--memory-limit", "lots"], "--memory-limit", "'lots'"),
+    (["--max-distance", "-1"], "--max-distance", "'-1'"),
+    (["--max-distance", "two"], "--max-distance", "'two'"),
+    (["--dmax", "-1"], "--dmax", "'-1'"),
+    (["--dmax", "0"], "--dmax", "'0'"),
+    (["--dmax", "nan"], "--dmax", "'nan'"),
+    (["--zero-division", "0.5"], "--zero-division", "'0.5'"),
+    (["--zero-division", "2"], "--zero-division", "'2'"),
+    (["--zero-division", "warn"], "--zero-division", "'warn' is not offered"),
+    (["--offset", "1"], "--offset", "must be <= 0 (a finite number): '1'"),
+    (["--labels", ","], "--labels", "gives no label: ','"),
+    (["--lca-graph", "fastest"], "--lca-graph", "must be one of greedy, optimal, extended: 'fastest'"),
+    (["--augment", "parents"], "--augment", "'parents'"),
+    (["--engine", "oracle"], "--engine", "must be one of duckdb, postgres, spark: 'oracle'"),
+    (["--postgres-url", "postgresql://h/db"], "--postgres-url", "only read by the postgres engine"),
+    (["--engine", "spark", "--spark-conf", "no-equals"], "--spark-conf", "KEY=VALUE settings: 'no-equals'"),
+])
+def test_bad_option_exits_2_with_one_line_naming_flag_and_value(tmp_path, capsys, args, flag, shown):
+    code, out, err = _evaluate(tmp_path, capsys, *args)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"hiersql: error: {flag}: ") and shown in err
+
+
+def test_zero_division_values_reach_the_measures(tmp_path, capsys):
+    # instance 1: predicted {b} = true {b}: hP = 1; instance 2: nothing predicted: |Ŷaug| = 0, hP = 0/0
+    def macro_hp(value: str) -> float:
+        code, out, err = _evaluate(tmp_path, capsys, "--metrics", "hp", "--average", "macro",
+                                   "--zero-division", value)
+        assert code == 0, err
+        return float(out.splitlines()[1].split(",")[3])
+
+    assert macro_hp("0") == 0.5 and macro_hp("1") == 1.0 and math.isnan(macro_hp("nan"))
+
+
+def test_sql_rejects_parameters_the_query_does_not_take(capsys):
+    assert main(["sql", "hp", "--param", "unknown=1"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("hiersql: error: --param: unknown parameter")
+    assert "'unknown'" in err
+    assert "takes augment, beta, include_root, max_distance, zero_division" in err  # sql/set_based.sql
+    assert main(["sql", "hp", "--dmax", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hiersql: error: --dmax: sets no parameter of the query") and "'3'" in err
+    assert main(["sql", "hp", "--param", "beta=nan"]) == 2
+    assert capsys.readouterr().err == "hiersql: error: --param: beta must be a finite number > 0: 'beta=nan'\n"
+    assert main(["sql", "hp", "--beta", "-2"]) == 2
+    assert capsys.readouterr().err == "hiersql: error: --beta: must be a finite number > 0: '-2'\n"
+
+
+def test_sql_param_named_after_an_option_equals_its_flag(capsys):
+    assert main(["sql", "hp", "--param", "beta=2", "--compact"]) == 0
+    by_param = capsys.readouterr().out
+    assert main(["sql", "hp", "--beta", "2", "--compact"]) == 0
+    assert capsys.readouterr().out == by_param
+    assert main(["sql", "hp", "--compact"]) == 0
+    assert capsys.readouterr().out != by_param
