@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a command-line error (2, already printed)
         return exc.code if isinstance(exc.code, int) else 2
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as given (hiersql report shows it)
     from .commands.common import Steps
 
     Steps.last = None  # the step named if DuckDB runs out of memory: none of an earlier call

@@ -93,6 +93,14 @@ class Evaluator:
         name = family if family in _metrics.FAMILIES else _metrics.catalog()[family][0]
         return _metrics.family(name).per_instance(self.store, make_options(**options))
 
+    def compare(self, metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS, **kwargs: Any):
+        """Values with bootstrap confidence intervals, paired tests of every pair of systems, ranks, groups
+        and rank correlations between the measures: a :class:`~hiersql.compare.Comparison` of DataFrames
+        (see :func:`hiersql.compare.compare` for the arguments)."""
+        from .compare import compare
+
+        return compare(self, metrics, **kwargs)
+
     def save(self, rows: list[Row], dataset: str | None = None, run_id: str | None = None) -> str:
         """Write ``rows`` into the ``results`` table in one transaction; returns the run id."""
         from .results import save_rows

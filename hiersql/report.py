@@ -1,8 +1,11 @@
-"""Figures: heat maps of confusion matrices (matplotlib, Agg backend, no display needed).
+"""Figures and the HTML report (matplotlib, Agg backend, no display needed).
 
-The figure size grows with the number of labels so that every row and column keeps a readable tick label
-(GermEval's 343 classes give a figure of about 4,400 pixels square at :data:`DPI`); the size is fixed by
-:func:`heatmap_size`, not by the text, so the pixel size of a written PNG is predictable.
+Confusion matrices: the figure size grows with the number of labels so that every row and column keeps a
+readable tick label (GermEval's 343 classes give a figure of about 4,400 pixels square at :data:`DPI`); the
+size is fixed by :func:`heatmap_size`, not by the text, so the pixel size of a written PNG is predictable.
+
+The report (:func:`html_page`, :func:`comparison_sections`): a self-contained page (figures inline as SVG, a
+small inline sorting script, no network resource) of a :class:`hiersql.compare.Comparison`.
 """
 
 from __future__ import annotations
@@ -114,85 +117,355 @@ def save(fig: Figure, path: str | Path) -> Path:
     return path
 
 
-def scores_chart(results: pd.DataFrame, title: str = "") -> Figure:
-    """Grouped horizontal bars: one group per measure (``metric (average)``), one bar per system."""
-    labels = list(dict.fromkeys(results["measure"]))
-    systems = list(dict.fromkeys(results["system"]))
-    height = max(2.5, 0.25 * len(labels) * max(len(systems), 1) + 1.2)
-    fig = _figure(9, height)
+
+# ------------------------------------------------------------------------------------------------ the report
+# Okabe & Ito's colour-blind-safe palette: blue for the systems in the best system's group, vermilion for the
+# best itself, grey for the others
+BEST, SAME_GROUP, OTHER, NO_TEST = "#D55E00", "#0072B2", "#999999", "#000000"
+LABEL_CHARS = 34  # system names longer than this are shortened on the chart axes (the table has them whole)
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
+
+
+def _svg_base64(fig: Figure) -> str:
+    """The figure as base64 SVG whose text stays text (the browser draws it: no glyph rasterising, sharp at
+    any zoom), without date and with fixed element ids, so that the same figure gives the same bytes."""
+    import base64
+    import io
+
+    from matplotlib import rc_context
+
+    buffer = io.BytesIO()
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "hiersql"}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _inches(fig: Figure, left: float, top: float, width: float, height: float):
+    """Axes at ``left`` and ``top`` inches from the figure's top-left corner (placed by hand: no
+    ``tight_layout``, which draws every text once more to measure it)."""
+    fig_w, fig_h = fig.get_size_inches()
+    return fig.add_axes((left / fig_w, 1 - (top + height) / fig_h, width / fig_w, height / fig_h))
+
+
+DOT_COLUMN = 6.75  # inches per column of dot plots: 2.6 for the names, 3.8 for the plot
+DOT_LABELS = 2.6
+
+
+def dot_plots(ranking: pd.DataFrame, columns: int = 2) -> Figure:
+    """Small multiples, one per measure: each system's value as a dot with its confidence interval as a
+    line, systems in that measure's ranking order (best at the top), names on the axis. The best system is
+    vermilion, those in its group (not significantly different) blue, the others grey; black where the measure
+    has no tests."""
+    measures = list(dict.fromkeys(ranking["measure"]))
+    n_systems = ranking["system"].nunique()
+    rows = -(-len(measures) // columns)
+    plot_height = 0.24 * n_systems + 0.2
+    panel_height = plot_height + 0.85  # title above, tick labels below
+    fig = _figure(columns * DOT_COLUMN, rows * panel_height + 0.1)
+    lower = _lower()
+    for k, measure in enumerate(measures):
+        part = ranking[ranking["measure"] == measure].sort_values(["rank", "system"], ascending=[False, False])
+        ax = _inches(fig, (k % columns) * DOT_COLUMN + DOT_LABELS, (k // columns) * panel_height + 0.4,
+                     DOT_COLUMN - DOT_LABELS - 0.35, plot_height)
+        y = list(range(len(part)))
+        tested = part["group"].notna().to_numpy()
+        colours = [NO_TEST if not t else BEST if r == 1 and g == 1 else SAME_GROUP if g == 1 else OTHER
+                   for t, r, g in zip(tested, part["rank"], part["group"].fillna(0), strict=True)]
+        if tested.any():
+            ax.hlines(y, part["ci_low"], part["ci_high"], colors=colours, linewidth=2)
+        ax.scatter(part["value"], y, c=colours, s=22, zorder=3)
+        ax.set_yticks(y, [_short(str(s)) for s in part["system"]], fontsize=8)
+        ax.set_ylim(-0.7, len(part) - 0.3)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(measure + ("  (lower is better)" if part["metric"].iloc[0] in lower else ""),
+                     fontsize=10, loc="left")
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    return fig
+
+
+def _lower() -> frozenset[str]:
+    from .compare import LOWER_IS_BETTER
+
+    return LOWER_IS_BETTER
+
+
+def tau_heatmap(tau: pd.DataFrame) -> Figure:
+    """Kendall's τ between the measures' rankings as an annotated heat map on a diverging scale [-1, 1]."""
+    import numpy as np
+
+    n = len(tau)
+    size = 1.6 + 0.55 * n
+    fig = _figure(size + 1.2, size)
     ax = fig.add_subplot(1, 1, 1)
-    bar = 0.8 / max(len(systems), 1)
-    values = results.set_index(["measure", "system"])["value"]
-    for i, system in enumerate(systems):
-        ys = [j + i * bar for j in range(len(labels))]
-        ax.barh(ys, [values.get((m, system), float("nan")) for m in labels], height=bar, label=system)
-    ax.set_yticks([j + 0.4 - bar / 2 for j in range(len(labels))], labels)
-    ax.invert_yaxis()
-    ax.set_title(title)
-    ax.set_xlim(0, 1)
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="lower right", fontsize="small")
+    values = tau.to_numpy(dtype=float)
+    image = ax.imshow(values, cmap="PuOr", vmin=-1, vmax=1)
+    labels = [str(c) for c in tau.columns]
+    ax.set_xticks(range(n), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(n), labels, fontsize=8)
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, "" if v != v else f"{v:.2f}", ha="center", va="center", fontsize=7,
+                color="white" if v == v and abs(v) > 0.6 else "black")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="Kendall's τ")
     fig.tight_layout()
     return fig
 
 
-def _png_base64(fig: Figure) -> str:
-    import base64
-    import io
+def confusion_grid(matrices: dict[str, pd.DataFrame], columns: int = 5) -> Figure:
+    """One small row-normalised confusion matrix per system (share of each true label's instances predicted
+    as each label, colour scale 0-1), same labels everywhere; label names left of the first column and below
+    the last matrix of each column. All matrices are one image on one axes (one axes per matrix costs a
+    second per twenty matrices)."""
+    import numpy as np
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
 
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    systems = list(matrices)
+    columns = min(columns, max(len(systems), 1))
+    rows = -(-len(systems) // columns)
+    labels = [_short(str(c))[:14] for c in next(iter(matrices.values())).columns] if systems else []
+    n = max(len(labels), 1)
+    left, gap, title, right, below = 1.3, 0.25, 0.35, 1.1, 1.1  # inches
+    panel = min(2.6, (13.5 - left - right - (columns - 1) * gap) / columns)
+    cell = panel / n  # inches per matrix cell
+    pitch_x, pitch_y = n + round(gap / cell), n + round(title / cell)  # cells from one matrix to the next
+    width, height = columns * pitch_x - (pitch_x - n), rows * pitch_y
+    fig = _figure(left + width * cell + right, height * cell + below)
+    ax = _inches(fig, left, 0.0, width * cell, height * cell)
+    colours = ScalarMappable(Normalize(0, 1), "viridis")
+    image = np.zeros((height, width, 4))  # transparent between the matrices
+    for k, (system, matrix) in enumerate(matrices.items()):
+        top, start = (k // columns) * pitch_y + (pitch_y - n), (k % columns) * pitch_x
+        image[top:top + n, start:start + n] = colours.to_rgba(matrix.to_numpy(dtype=float))
+        ax.text(start + n / 2 - 0.5, top - 0.8, _short(system)[:28], ha="center", va="bottom", fontsize=8)
+        if k % columns == 0:
+            for i, label in enumerate(labels):
+                ax.text(start - 0.9, top + i, label, ha="right", va="center", fontsize=6)
+        if k + columns >= len(systems):  # nothing below: the predicted labels
+            for j, label in enumerate(labels):
+                ax.text(start + j, top + n - 0.2, label, ha="center", va="top", rotation=90, fontsize=6)
+    ax.imshow(image, interpolation="nearest", extent=(-0.5, width - 0.5, height - 0.5, -0.5))
+    ax.set_axis_off()
+    fig_w, fig_h = fig.get_size_inches()
+    fig.text(0.5 * (left + fig_w - right) / fig_w, 0.15 / fig_h, "predicted", ha="center", fontsize=9)
+    fig.text(0.1 / fig_w, 0.5, "true", va="center", rotation=90, fontsize=9)
+    cax = _inches(fig, fig_w - right + 0.3, title, 0.15, min(height * cell - title, 3.0))
+    fig.colorbar(colours, cax=cax, label="share of the true label's instances")
+    return fig
 
 
-def html_report(results: pd.DataFrame, path: str | Path, title: str = "hiersql results") -> Path:
-    """A self-contained HTML page of ``results`` (columns ``dataset, system, metric, average, value``): per
-    dataset a table with one row per measure and one column per system (best value in bold), and a bar chart
-    of the measures that lie in [0, 1]."""
+_STYLE = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:0 auto;
+     max-width:1360px;padding:1.2em 1.5em}
+h1{font-size:1.6em;margin:.2em 0}h2{font-size:1.25em;margin:1.6em 0 .4em;border-bottom:1px solid #ddd}
+p.note{color:#555;max-width:70em;margin:.3em 0 .8em}
+nav a{margin-right:1.2em}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+th,td{padding:.25em .55em;border-bottom:1px solid #e4e4e4;text-align:right;vertical-align:top}
+th{background:#f4f4f4;position:sticky;top:0;font-weight:600}
+th.sortable{cursor:pointer}th.sortable:hover{background:#e8e8e8}
+td.system,th.system{text-align:left;max-width:24em;overflow-wrap:anywhere}
+td .ci{display:block;color:#777;font-size:.8em}
+td .rank{color:#555;font-size:.8em;margin-left:.3em}
+td.best{background:#fbe3d4}td.same{background:#dcecf7}
+img{max-width:100%;height:auto}
+code,pre{font:13px ui-monospace,Menlo,Consolas,monospace}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.6em}
+"""
+
+# click a header to sort the table by that column (numbers by value); no external script
+_SORT_SCRIPT = """
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  table.querySelectorAll("th").forEach(function (th, col) {
+    th.classList.add("sortable");
+    th.addEventListener("click", function () {
+      var body = table.tBodies[0], rows = Array.from(body.rows);
+      var up = th.dataset.dir !== "asc";
+      rows.sort(function (a, b) {
+        var x = a.cells[col].dataset.sort, y = b.cells[col].dataset.sort;
+        var nx = parseFloat(x), ny = parseFloat(y);
+        var c = isNaN(nx) || isNaN(ny) ? String(x).localeCompare(String(y)) : nx - ny;
+        return up ? c : -c;
+      });
+      th.dataset.dir = up ? "asc" : "desc";
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
+"""
+
+
+def ranking_table(ranking: pd.DataFrame) -> str:
+    """The ranking as an HTML table: one row per system (in the first measure's order), per measure the
+    value, its interval and ``rank`` + group letter; the best system's cell and those of its group are
+    shaded. ``data-sort`` holds the rank, so that sorting a column orders by that measure."""
     from html import escape
 
-    results = results.assign(
-        dataset=results["dataset"].fillna("(no dataset)"),
-        measure=results["metric"] + results["average"].fillna("").map(lambda a: f" ({a})" if a else ""),
-    )
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>",
-             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}"
-             "td:first-child,th:first-child{text-align:left}</style></head><body>",
-             f"<h1>{escape(title)}</h1>"]
-    for dataset, part in results.groupby("dataset", sort=True):
-        wide = part.pivot_table(index="measure", columns="system", values="value", sort=False)
-        parts.append(f"<h2>{escape(str(dataset))}</h2><table><tr><th>measure</th>")
-        parts += [f"<th>{escape(str(s))}</th>" for s in wide.columns]
-        parts.append("</tr>")
-        for measure, row in wide.iterrows():
-            best = _best(str(measure), row)
-            cells = [f"<td>{'<b>' if s == best else ''}{v:.4f}{'</b>' if s == best else ''}</td>"
-                     for s, v in row.items()]
-            parts.append(f"<tr><td>{escape(str(measure))}</td>{''.join(cells)}</tr>")
-        parts.append("</table>")
-        unit = part[part["value"].between(0, 1) & ~part["metric"].str.endswith("_loss")]
-        unit = unit[~unit["metric"].isin(_COUNT_OR_LOSS)]
-        if len(unit):
-            chart = scores_chart(unit, str(dataset))
-            parts.append(f"<p><img alt='scores of {escape(str(dataset))}' "
-                         f"src='data:image/png;base64,{_png_base64(chart)}'></p>")
-    parts.append("</body></html>")
-    path = Path(path)
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    from .compare import group_letter, ordered_systems
+
+    systems = ordered_systems(ranking)
+    measures = list(dict.fromkeys(ranking["measure"]))
+    cells = ranking.set_index(["measure", "system"])
+    head = "".join(f"<th>{escape(m)}</th>" for m in measures)
+    lines = [f"<table class='ranking sortable'><thead><tr><th class='system'>system</th>{head}</tr></thead><tbody>"]
+    for system in systems:
+        row = [f"<td class='system' data-sort='{escape(system)}'>{escape(system)}</td>"]
+        for measure in measures:
+            c = cells.loc[(measure, system)]
+            letter = group_letter(c.group)
+            shade = "" if letter != "a" else " class='best'" if c["rank"] == 1 else " class='same'"
+            interval = "" if c.ci_low != c.ci_low else f"<span class='ci'>[{c.ci_low:.4f}, {c.ci_high:.4f}]</span>"
+            row.append(f"<td{shade} data-sort='{int(c['rank'])}'>{c.value:.4f}<span class='rank'>"
+                       f"{int(c['rank'])}{letter}</span>{interval}</td>")
+        lines.append("<tr>" + "".join(row) + "</tr>")
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
 
 
-# measures where lower is better, or which are counts: not "best = highest", not on the [0, 1] chart
-_COUNT_OR_LOSS = {
-    "symmetric_difference_loss", "hamming_loss", "graph_induced_error", "mgia_fn", "tree_induced_error",
-    "all_pairs_error", "hcm_tp", "hcm_tn", "hcm_fp", "hcm_fn", "hcm_fnr", "hcm_fpr", "hcm_pt",
-}
+def depth_table(breakdown: pd.DataFrame, systems: list[str]) -> str:
+    """The per-depth breakdown (``system, depth, metric, value, n``) as a table: systems as rows, one column
+    per depth (with its number of instances), cells shaded by value."""
+    from html import escape
+
+    wide = breakdown.pivot(index="system", columns="depth", values="value").reindex(systems)
+    counts = breakdown.groupby("depth")["n"].max()
+    metric = str(breakdown["metric"].iloc[0]) if len(breakdown) else ""
+    head = "".join(f"<th>depth {d}<br><small>n = {int(counts[d]):,}</small></th>" for d in wide.columns)
+    lines = [f"<table class='depth sortable'><thead><tr><th class='system'>system</th>{head}</tr></thead><tbody>"]
+    for system, row in wide.iterrows():
+        cells = [f"<td class='system' data-sort='{escape(str(system))}'>{escape(str(system))}</td>"]
+        for value in row:
+            if value != value:
+                cells.append("<td data-sort=''></td>")
+                continue
+            light = int(255 - 90 * value)  # white (0) to a mid blue (1)
+            cells.append(f"<td data-sort='{value!r}' style='background:rgb({light},{min(255, light + 30)},255)'>"
+                         f"{value:.3f}</td>")
+        lines.append("<tr>" + "".join(cells) + "</tr>")
+    lines.append("</tbody></table>")
+    return f"<p class='note'>Mean per-instance {escape(metric)} by the depth of the instance's deepest true " \
+           f"label.</p>" + "\n".join(lines)
 
 
-def _best(measure: str, row: pd.Series) -> object:
-    """The system with the best value of ``measure``: lowest for losses and error rates, else highest."""
-    metric = measure.split(" ")[0]
-    if metric in {"hcm_tp", "hcm_tn", "hcm_fp", "hcm_fn"} or row.isna().all():
-        return None
-    return row.idxmin() if metric in _COUNT_OR_LOSS else row.idxmax()
+def provenance(command: str, inputs: list[tuple[str, str]]) -> str:
+    """The command, the hiersql version and the SHA-256 of every input file."""
+    from html import escape
+
+    from . import __version__
+
+    rows = "".join(f"<tr><td class='system'>{escape(name)}</td><td><code>{digest}</code></td></tr>"
+                   for name, digest in inputs)
+    return (f"<pre>{escape(command)}</pre><p>hiersql {escape(__version__)}</p>"
+            f"<table class='inputs'><thead><tr><th class='system'>input</th><th>SHA-256</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file, hexadecimal."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _image(fig: Figure, alt: str) -> str:
+    from html import escape
+
+    return f"<p><img alt='{escape(alt)}' src='data:image/svg+xml;base64,{_svg_base64(fig)}'></p>"
+
+
+def html_page(title: str, sections: list[tuple[str, str, str]], lead: str = "") -> str:
+    """A self-contained page: ``sections`` are ``(id, heading, html)``; a contents line links them."""
+    from html import escape
+
+    nav = "".join(f"<a href='#{sid}'>{escape(heading)}</a>" for sid, heading, _ in sections)
+    body = "".join(f"<section id='{sid}'><h2>{escape(heading)}</h2>\n{html}</section>\n"
+                   for sid, heading, html in sections)
+    return (f"<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{escape(title)}</title>"
+            f"<style>{_STYLE}</style></head><body>\n<h1>{escape(title)}</h1>"
+            f"{f'<p class=note>{lead}</p>' if lead else ''}<nav>{nav}</nav>\n{body}"
+            f"<script>{_SORT_SCRIPT}</script></body></html>\n")
+
+
+def comparison_sections(comparison, breakdown: pd.DataFrame | None = None,
+                        confusion: dict[str, pd.DataFrame] | None = None, confusion_depth: int | None = None
+                        ) -> list[tuple[str, str, str]]:
+    """The sections of a comparison (:class:`hiersql.compare.Comparison`): ranking table, dot plots, τ heat
+    map, and when given the per-depth breakdown and the confusion matrices."""
+    from html import escape
+
+    ranking = comparison.ranking
+    s = comparison.settings
+    holm = ", Holm-corrected over the pairs of each measure" if s.get("holm") else ""
+    without = sorted(set(ranking.loc[ranking["items"] == "", "measure"]))
+    note = (f"Each cell: the value, its rank and group letter, and below it the {s['confidence']:.0%} paired "
+            f"bootstrap interval ({s['n_resamples']:,} resamples, seed {s['seed']}). Systems with the letter "
+            f"<b>a</b> are not significantly different from the best ({escape(s['test'])} test, α = {s['alpha']}"
+            f"{holm}); the best is shaded orange, its group blue. Click a column to sort by it.")
+    if without:
+        note += " No per-instance values, so no interval or test for: " + escape(", ".join(without)) + "."
+    if len(without) == ranking["measure"].nunique():
+        note = ("Each cell: the value and its rank (1 = best). No per-instance values (stored results), so no "
+                "intervals or tests. Click a column to sort by it.")
+    sections = [("ranking", "Ranking", f"<p class='note'>{note}</p><div class='scroll'>{ranking_table(ranking)}"
+                 "</div>"),
+                ("intervals", "Values and intervals", "<p class='note'>One panel per measure, best system at the "
+                 "top. Orange: the best; blue: not significantly different from it; grey: significantly worse; "
+                 "black: no test available. Lines: the intervals.</p>"
+                 + _image(dot_plots(ranking), "values with confidence intervals"))]
+    if len(comparison.kendall) > 1:
+        sections.append(("agreement", "Agreement between measures", "<p class='note'>Kendall's τ-b between the "
+                         "system rankings of each pair of measures (1: same order, -1: reversed), as in "
+                         "Kosmopoulos et al. Table 12.</p>" + _image(tau_heatmap(comparison.kendall),
+                                                                      "Kendall's tau between measures")))
+    from .compare import ordered_systems
+
+    systems = ordered_systems(ranking)
+    if breakdown is not None and len(breakdown):
+        sections.append(("depth", "By depth", f"<div class='scroll'>{depth_table(breakdown, systems)}</div>"))
+    if confusion:
+        depth = f" at depth {confusion_depth}" if confusion_depth is not None else ""
+        sections.append(("confusion", "Confusion matrices", f"<p class='note'>Multi-label confusion matrices"
+                         f"{escape(depth)} (labels replaced by their ancestor at that depth; ∅: nothing "
+                         "predicted or nothing true), each row divided by its sum: the share of the true label's "
+                         "instances predicted as each label. Systems in ranking order.</p>"
+                         + _image(confusion_grid({sy: confusion[sy] for sy in systems if sy in confusion}),
+                                  "confusion matrices")))
+    return sections
+
+
+def write_report(html: str, out: str | Path) -> Path:
+    """Write the page to ``out``: a ``.html`` file, or ``out/index.html`` for a directory (created)."""
+    out = Path(out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        out.mkdir(parents=True, exist_ok=True)
+        out = out / "index.html"
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    return out
+
+
+def results_ranking(results: pd.DataFrame) -> pd.DataFrame:
+    """Stored results (``system, metric, average, value``) in the shape of a comparison's ranking: value and
+    rank, no interval or group."""
+    import numpy as np
+
+    from .compare import competition_rank, measure_name, oriented
+
+    frame = results.assign(measure=[measure_name(m, a or "") for m, a in zip(results["metric"],
+                                                                            results["average"], strict=True)])
+    frame["rank"] = 0
+    for _, part in frame.groupby("measure", sort=False):
+        frame.loc[part.index, "rank"] = competition_rank(oriented(part["value"], str(part["metric"].iloc[0])))
+    return frame.assign(ci_low=np.nan, ci_high=np.nan, group=np.nan, items="")[
+        ["measure", "metric", "average", "system", "value", "ci_low", "ci_high", "rank", "group", "items"]]

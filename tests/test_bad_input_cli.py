@@ -226,6 +226,14 @@ CASES = [
     Case("jobs bad action", ["jobs", "walk", "{d}/job.toml"], ["hiersql jobs: error:", "'walk'"]),
     Case("report missing database", ["report", "--db", "{d}/none.duckdb", "--out", "{d}/r.html"],
          ["none.duckdb", "not found"]),
+    Case("report inputs without --pred", ["report", "--taxonomy", "{d}/tax.tsv", "--out", "{d}/r.html"],
+         ["--pred", "need --taxonomy, --truth and --pred"]),
+    # --- compare
+    Case("compare one system", ["compare", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv",
+                                "--pred", "s={d}/pred.tsv"], ["--pred", "at least two systems", "1"]),
+    Case("compare --bootstrap 0", ["compare", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv",
+                                   "--pred", "s={d}/pred.tsv", "--bootstrap", "0"],
+         ["--bootstrap", "must be at least 1", "0"]),
 ]
 
 

@@ -70,7 +70,7 @@ def test_db_keeps_tables_and_results(fixtures_dir, tmp_path, capsys):
 
 
 def test_demo_prints_every_system(capsys, tmp_path):
-    assert main(["demo", "--metrics", "hp,hr", "--db", str(tmp_path / "d.duckdb")]) == 0
+    assert main(["demo", "--metrics", "hp,hr", "--db", str(tmp_path / "d.duckdb"), "--no-report"]) == 0
     with duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM results WHERE dataset = 'demo'").fetchall() == [(3 * 4,)]
     out = capsys.readouterr().out
@@ -108,11 +108,15 @@ def test_html_report_from_stored_results(fixtures_dir, tmp_path, capsys):
     out = tmp_path / "report.html"
     assert main(["report", "--db", db, "--out", str(out)]) == 0
     html = out.read_text(encoding="utf-8")
-    assert "<h2>demo</h2>" in html and "data:image/png;base64," in html
-    assert html.count("<tr>") == 1 + 5  # header + hp, hr (micro, macro) + sdl
-    # shallow has the best micro precision (1.0) and is bold; flat_errors/cautious share the lowest SDL
-    row = next(line for line in html.splitlines() if line.startswith("<tr><td>hierarchical_precision (micro)"))
-    assert "<b>1.0000</b>" in row
+    assert "<h2>demo</h2>" in html and "data:image/svg+xml;base64," in html
+    table = html[html.index("<table class='ranking sortable'>"):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr>") == 1 + 3  # header + one row per system
+    assert table.count("<th>") == 5  # hp, hr (micro, macro) + sdl
+    # shallow has the best micro precision (1.0, rank 1); flat_errors/cautious share the lowest SDL (rank 1)
+    row = next(line for line in table.splitlines() if ">shallow</td>" in line)
+    assert "<td class='best' data-sort='1'>1.0000" not in row  # no groups without tests: no shading
+    assert "data-sort='1'>1.0000<span class='rank'>1</span>" in row
     assert main(["report", "--db", str(tmp_path / "none.duckdb"), "--out", str(out)]) == 2
     capsys.readouterr()
 

@@ -1,28 +1,139 @@
-"""``hiersql report --db FILE --out report.html``: an HTML page of the results stored in a DuckDB file
-(by ``hiersql evaluate --db``, ``hiersql jobs run`` or ``Evaluator.save``)."""
+"""``hiersql report``: a self-contained HTML page to choose between systems (docs/report.md).
+
+- From the inputs, ``hiersql report --taxonomy … --truth … --pred … --out DIR`` (or ``FILE.html``): the
+  comparison of ``hiersql compare`` (ranking table with intervals and groups, dot plots, Kendall's τ), the
+  per-depth breakdown, the confusion matrices, the command, the hiersql version and the inputs' SHA-256.
+- From stored results, ``hiersql report --db FILE --out …`` (results of ``hiersql evaluate --db``,
+  ``hiersql jobs run`` or ``Evaluator.save``): per dataset, the ranking table and dot plots of the values
+  (no intervals: stored results have no per-instance values) and Kendall's τ.
+"""
 
 from __future__ import annotations
 
 import argparse
 
+from .common import add_input_arguments
+from .compare import add_compare_arguments
+
+MAX_CONFUSION_LABELS = 12  # the automatic confusion depth keeps at most this many labels
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write an HTML report (tables and charts) of stored results")
-    p.add_argument("--db", required=True, metavar="FILE", help="DuckDB file with a results table")
-    p.add_argument("--out", required=True, metavar="FILE.html", help="where to write the report")
-    p.add_argument("--dataset", action="append", help="only these datasets (repeatable)")
-    p.add_argument("--title", default="hiersql results")
+    p = sub.add_parser("report", help="write an HTML report: ranking, intervals, agreement, confusion",
+                       description="Write a self-contained HTML report, from the inputs (--taxonomy, --truth, "
+                                   "--pred) or from the results stored in a DuckDB file (--db alone).")
+    add_input_arguments(p)
+    for action in p._actions:  # the inputs are optional here: --db alone reports stored results
+        if action.dest in ("taxonomy", "truth", "pred"):
+            action.required = False
+        if action.dest == "db":
+            action.help = ("with the inputs: DuckDB file to keep the tables in; alone: the DuckDB file whose "
+                           "results table to report")
+    add_compare_arguments(p)
+    p.add_argument("--out", required=True, metavar="DIR|FILE.html",
+                   help="where to write the report: a .html file, or a directory (DIR/index.html)")
+    p.add_argument("--dataset", action="append", help="with --db alone: only these datasets (repeatable)")
+    p.add_argument("--title", default="hiersql report")
+    p.add_argument("--confusion-depth", type=int, metavar="D",
+                   help="depth of the confusion matrices (default: the deepest level with at most "
+                        f"{MAX_CONFUSION_LABELS} labels)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import sys
+
+    from ..errors import InputError
+
+    given = [flag for flag in ("taxonomy", "truth", "pred") if getattr(args, flag)]
+    if given and len(given) < 3:
+        missing = sorted({"taxonomy", "truth", "pred"} - set(given))
+        raise InputError("the inputs need --taxonomy, --truth and --pred", f"--{missing[0]}")
+    if not given and not args.db:
+        raise InputError("give the inputs (--taxonomy, --truth, --pred) or a results database", "--db")
+    out = from_inputs(args) if given else from_results(args)
+    print(f"hiersql: wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line that ran (as :func:`hiersql.cli.main` received it)."""
+    import shlex
+
+    return "hiersql " + shlex.join(args.argv)
+
+
+def from_inputs(args: argparse.Namespace):
+    from ..errors import InputError
+    from .common import parse_preds
+    from .compare import comparison_from_args
+
+    if args.confusion_depth is not None and args.confusion_depth < 0:
+        raise InputError("must be >= 0", "--confusion-depth", value=args.confusion_depth)
+    store, comparison, _, extras = comparison_from_args(
+        args, beside=lambda side, options: report_tables(side, _set_options(options), args.confusion_depth))
+    return input_report(store, comparison, [("taxonomy", args.taxonomy), ("truth", args.truth),
+                                            *parse_preds(args.pred)],
+                        _command(args), args.title, args.out, extras)
+
+
+def report_tables(store, set_options: dict, depth: int | None = None) -> tuple:
+    """What the report shows besides the comparison: ``(breakdown, confusion cells, depth)``: the per-depth
+    hF (``set_options``: the options of that hF) and the confusion cells at ``depth`` (``None``:
+    :func:`confusion_depth`)."""
+    from ..compare import depth_breakdown
+    from ..metrics.multilabel import confusion_long
+
+    depth = confusion_depth(store) if depth is None else depth
+    return depth_breakdown(store, **set_options), confusion_long(store, depth=depth), depth
+
+
+def input_report(store, comparison, inputs: list, command: str, title: str, out, tables: tuple | None = None):
+    """Write the report of ``comparison`` on the data of ``store``: ``inputs`` are ``(name, path)`` of the
+    files read (hashed), ``tables`` the result of :func:`report_tables` (computed with the default options
+    when ``None``). Returns the path written."""
+    from ..metrics.multilabel import label_order, pivot
+    from ..report import comparison_sections, file_digest, html_page, provenance, write_report
+
+    breakdown, cells, depth = report_tables(store, {}) if tables is None else tables
+    labels = label_order(store, set(cells["true_label"]) | set(cells["pred_label"]))
+    confusion = {system: pivot(cells[cells["system"] == system], "recall", labels)
+                 for system in store.systems()}
+    n_instances = store.con.execute("SELECT count(*) FROM instances").fetchone()[0]
+    sections = comparison_sections(comparison, breakdown, confusion, depth)
+    digests = [(f"{name} {path}", file_digest(path)) for name, path in inputs]
+    sections.append(("provenance", "How this page was made", provenance(command, digests)))
+    lead = (f"{len(store.systems())} systems, {n_instances:,} instances, "
+            f"{comparison.ranking['measure'].nunique()} measures.")
+    return write_report(html_page(title, sections, lead), out)
+
+
+def _set_options(options: dict) -> dict:
+    """The options of the set-based hF behind the depth breakdown, from the measure options."""
+    return {name: options[name] for name in ("include_root", "max_distance", "beta", "zero_division", "augment")}
+
+
+def confusion_depth(store) -> int:
+    """The deepest level ``d`` at which the confusion matrix has at most :data:`MAX_CONFUSION_LABELS` labels
+    (the nodes at depth ``d`` and the shallower leaves); at least 1."""
+    rows = store.con.execute(
+        "SELECT d.depth, count(*) FROM (SELECT DISTINCT depth FROM nodes WHERE depth > 0) AS d"
+        " JOIN nodes AS n ON n.depth = d.depth OR (n.depth < d.depth AND n.is_leaf AND NOT n.is_root)"
+        " GROUP BY d.depth ORDER BY d.depth").fetchall()
+    fitting = [depth for depth, count in rows if count <= MAX_CONFUSION_LABELS]
+    return max(fitting, default=1)
+
+
+def from_results(args: argparse.Namespace):
+    from html import escape
     from pathlib import Path
 
     import duckdb
 
+    from ..compare import LOWER_IS_BETTER, Comparison
     from ..errors import InputError
-    from ..report import html_report
+    from ..report import comparison_sections, file_digest, html_page, provenance, results_ranking, write_report
+    from ..stats import rank_correlations
 
     if not Path(args.db).is_file():
         raise InputError("results database not found", args.db)
@@ -40,6 +151,19 @@ def run(args: argparse.Namespace) -> int:
         results = results[results["dataset"].isin(args.dataset)]
     if results.empty:
         raise InputError("no results to report", args.db, value=args.dataset)
-    out = html_report(results, args.out, args.title)
-    print(f"hiersql: wrote {out}", file=sys.stderr)
-    return 0
+    results["dataset"] = results["dataset"].fillna("(no dataset)")
+    sections = []
+    for k, (dataset, part) in enumerate(results.groupby("dataset", sort=True)):
+        ranking = results_ranking(part)
+        scores = ranking.assign(score=ranking["value"].where(~ranking["metric"].isin(LOWER_IS_BETTER),
+                                                             -ranking["value"]))
+        wide = scores.pivot(index="system", columns="measure", values="score")
+        tau = rank_correlations(wide[list(dict.fromkeys(ranking["measure"]))])
+        settings = {"confidence": 0.95, "n_resamples": 0, "seed": None, "test": "", "alpha": 0, "holm": False}
+        inner = comparison_sections(Comparison(ranking, None, tau, tau, settings))
+        html = "".join(f"<h3>{escape(heading)}</h3>{body}" for _, heading, body in inner)
+        sections.append((f"dataset-{k + 1}", str(dataset), html))
+    sections.append(("provenance", "How this page was made",
+                     provenance(_command(args), [(f"results {args.db}", file_digest(args.db))])))
+    return write_report(html_page(args.title, sections), args.out)
+

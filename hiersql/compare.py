@@ -1,0 +1,394 @@
+"""Choosing between systems: every measure's value with a bootstrap confidence interval, the paired tests of
+every pair of systems, ranks and groups of systems not significantly different, and the rank correlation
+between the measures (Kosmopoulos et al. 2015 §4; the statistics are in :mod:`hiersql.stats`).
+
+A measure gets intervals and tests when its value is a function of per-instance quantities that the family's
+``per_instance`` table gives (:func:`instance_statistic`): a mean of per-instance values (macro-averaged
+and example-based measures, GIE, ...) or a ratio of sums (micro-averaged hP, hR, hF, LCA-F, label-based F,
+MGIA). The label-based macro measures are means over labels: their items are the labels (``flat.per_label``)
+and their sign test is the macro sign test. Other measures (the hierarchical confusion matrix, the scoring
+trees, the tree-induced error where it is undefined for some instance) are reported with value and rank only.
+
+Grouping rule: per measure, systems are sorted best first. Group 1 is the best system and every system whose
+paired test against it is not significant (``p >= alpha``; with ``holm=True`` the p-values are Holm-adjusted
+over all pairs of that measure). The best system not yet grouped starts group 2 with the remaining systems
+not significantly different from it, and so on. So "same group as the best" reads "not shown to be worse than
+the best". ``rank`` is the competition rank by value (1 + the number of strictly better systems).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from . import stats
+from .metrics import REGISTRY
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .evaluator import Evaluator
+    from .metrics import Options
+    from .store import Store
+
+# measures where a lower value is better
+LOWER_IS_BETTER = frozenset({
+    "symmetric_difference_loss", "hamming_loss", "graph_induced_error", "mgia_fn", "tree_induced_error",
+    "all_pairs_error", "hcm_fn", "hcm_fp", "hcm_fnr", "hcm_fpr",
+})
+# measures without micro/macro average (their rows have average "")
+UNAVERAGED = frozenset({
+    "symmetric_difference_loss", "example_accuracy", "example_precision", "example_recall", "example_f1",
+    "hamming_loss", "subset_accuracy", "graph_induced_error", "mgia_fn", "tree_induced_error", "all_pairs_error",
+})
+TESTS = ("sign", "wilcoxon", "bootstrap", "permutation")
+
+
+@dataclass(frozen=True)
+class InstanceStatistic:
+    """How a measure's value follows from its family's per-instance table: ``Σ num / Σ den`` over the items,
+    ``num`` and ``den`` computed from the table's columns (``den`` ``None``: the mean of ``num``)."""
+
+    family: str
+    numerator: str | tuple[float, str, ...]
+    denominator: tuple[float, str, ...] | None = None
+    items: str = "instances"  # or "labels" (flat.per_label)
+
+
+def instance_statistic(metric: str, average: str, options: Options) -> InstanceStatistic | None:
+    """The :class:`InstanceStatistic` of ``metric`` with ``average``, or ``None`` when the value is not a
+    mean or a ratio of sums of per-instance quantities (docs/compare.md has the table)."""
+    means = {  # per-instance columns whose mean is the value (macro average, or no average)
+        "set_based": {"hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
+                      "symmetric_difference_loss"},
+        "flat": {"example_accuracy", "example_precision", "example_recall", "example_f1", "hamming_loss",
+                 "subset_accuracy"},
+        "pair_based": {"graph_induced_error", "mgia_fn", "mgia", "all_pairs_error"},
+        "lca": {"lca_precision", "lca_recall", "lca_f1"},
+    }
+    family = next((f for f, names in REGISTRY.items() if metric in names), None)
+    stem = metric.rsplit("_", 1)[-1]
+    labels = metric.startswith("label_")
+    if average == "micro" and (family in ("set_based", "lca") or labels) and stem in ("precision", "recall", "f1"):
+        # pooled counts: |Ŷaug ∩ Yaug|, |Ŷaug|, |Yaug| (LCA graphs; flat label sets: |Y ∩ Z|, |Z|, |Y|)
+        b2 = options.beta ** 2 if family == "set_based" else 1.0
+        den = {"precision": ((1.0, "n_pred"),), "recall": ((1.0, "n_true"),),
+               "f1": ((b2, "n_true"), (1.0, "n_pred"))}[stem]
+        return InstanceStatistic(family, ((1 + b2 if stem == "f1" else 1.0, "n_both"),), den)
+    if average == "macro" and labels:
+        return InstanceStatistic("flat_labels", metric, items="labels")
+    if metric == "mgia" and average == "micro" and options.denominator == "union":
+        # 1 - Σ fn / Σ dmax |P ∪ T|  =  Σ (dmax |P ∪ T| - fn) / Σ dmax |P ∪ T|
+        d = options.dmax
+        size = ((d, "n_true"), (d, "n_pred"), (-d, "n_shared"))
+        return InstanceStatistic("pair_based", (*size, (-1.0, "mgia_fn")), size)
+    if metric in means.get(family, ()) and average == ("" if metric in UNAVERAGED else "macro"):
+        return InstanceStatistic(family, metric)
+    return None
+
+
+def _combine(frame: pd.DataFrame, terms: str | tuple) -> pd.Series:
+    if isinstance(terms, str):
+        return frame[terms].astype(float)
+    return sum(weight * frame[column].astype(float) for weight, column in terms)
+
+
+class Comparison(NamedTuple):
+    """The result of :func:`compare`: four DataFrames and the settings."""
+
+    ranking: pd.DataFrame
+    """One row per (measure, system): ``measure, metric, average, system, value, ci_low, ci_high, rank, group,
+    items`` (CI and group are NaN for measures without per-instance values)."""
+    tests: pd.DataFrame
+    """One row per (measure, pair of systems): ``measure, items, system_a, system_b, difference, ci_low,
+    ci_high, sign_n, sign_k, sign_p, wilcoxon_p, bootstrap_p, permutation_p, p_value`` (``p_value``: the
+    p-value of the grouping test, Holm-adjusted with ``holm=True``)."""
+    kendall: pd.DataFrame
+    """Kendall's τ-b between the system rankings of the measures (measures x measures)."""
+    spearman: pd.DataFrame
+    """Spearman's ρ between the same rankings."""
+    settings: dict[str, Any]
+
+
+def measure_name(metric: str, average: str) -> str:
+    """``"hf micro"``: the metric's short alias (or its name) and the average, if any."""
+    alias = next((names[metric] for names in REGISTRY.values() if metric in names), "") or metric
+    return f"{alias} {average}" if average else alias
+
+
+def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], *, n_resamples: int = 1000,
+            seed: int | None = 0, confidence: float = 0.95, alpha: float = 0.05, test: str = "sign",
+            holm: bool = False, **options: Any) -> Comparison:
+    """Values, confidence intervals, paired tests, ranks, groups and rank correlations of ``metrics`` for
+    every system of ``evaluator``.
+
+    Parameters
+    ----------
+    evaluator:
+        An :class:`~hiersql.Evaluator` (or its :class:`~hiersql.store.Store`) with the truth and two or more
+        systems.
+    metrics:
+        Measure names or aliases (as :meth:`~hiersql.Evaluator.evaluate`).
+    n_resamples:
+        Resamples of the paired bootstrap and of the permutation test.
+    seed:
+        Seed of both (same seed, same output).
+    confidence:
+        Coverage of the bootstrap percentile intervals.
+    alpha:
+        Significance level of the grouping rule (module docstring).
+    test:
+        The test behind the groups: ``"sign"`` (micro sign test on instances, macro sign test on labels;
+        Kosmopoulos et al. §4.2), ``"wilcoxon"``, ``"bootstrap"`` or ``"permutation"``; all four are in
+        ``tests`` either way.
+    holm:
+        Holm-adjust the grouping p-values over the pairs of each measure.
+    **options:
+        Measure options (``average``, ``beta``, ``dmax``, ...), as for :meth:`~hiersql.Evaluator.evaluate`.
+    """
+    import pandas as pd
+
+    from .evaluator import make_options
+
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {TESTS}, got {test!r}")
+    store = getattr(evaluator, "store", evaluator)
+    opts = make_options(**options)
+    systems = sorted(store.systems())
+    tables: dict[str, pd.DataFrame] = {}
+    values, matrices = _measure_values(store, list(metrics), opts, systems, tables)
+    ranking, tests = [], []
+    draws: dict[int, tuple] = {}  # resamples per number of items, shared by the measures
+    for (metric, average), part in values.groupby(["metric", "average"], sort=False):
+        measure = measure_name(metric, average)
+        part = part.set_index("system").reindex(systems)
+        spec = instance_statistic(metric, average, opts)
+        if (metric, average) not in matrices and spec is not None:
+            matrices[metric, average] = _matrices(store, spec, opts, systems, tables)
+        found = matrices.get((metric, average))
+        frame = part[["value"]].reset_index().assign(measure=measure, metric=metric, average=average,
+                                                     ci_low=np.nan, ci_high=np.nan,
+                                                     items=spec.items if found is not None else "")
+        if found is not None:
+            num, den = found
+            if len(num) not in draws:
+                draws[len(num)] = (stats.resample_counts(len(num), n_resamples, seed),
+                                   stats.permutation_swaps(len(num), n_resamples, seed))
+            counts, swaps = draws[len(num)]
+            boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, opts.zero_division,
+                                          counts=counts)
+            frame["ci_low"] = boot.intervals["ci_low"].to_numpy()
+            frame["ci_high"] = boot.intervals["ci_high"].to_numpy()
+            pair_table = _pair_tests(num, den, boot.pairs, swaps, opts.zero_division)
+            pair_table["p_value"] = pair_table[f"{test}_p"]
+            if holm:
+                pair_table["p_value"] = stats.holm(pair_table["p_value"].to_numpy())
+            tests.append(pair_table.assign(measure=measure, items=spec.items))
+        better = oriented(frame["value"], metric)
+        frame["rank"] = competition_rank(better)
+        frame["group"] = pd.array(_groups(frame["system"], better, tests[-1] if found is not None else None,
+                                          alpha), dtype="Int64")
+        ranking.append(frame)
+    ranking_frame = pd.concat(ranking, ignore_index=True)[
+        ["measure", "metric", "average", "system", "value", "ci_low", "ci_high", "rank", "group", "items"]]
+    test_columns = ["measure", "items", "system_a", "system_b", "difference", "ci_low", "ci_high", "sign_n",
+                    "sign_k", "sign_p", "wilcoxon_p", "bootstrap_p", "permutation_p", "p_value"]
+    tests_frame = (pd.concat(tests, ignore_index=True)[test_columns] if tests
+                   else pd.DataFrame(columns=test_columns))
+    scored = ranking_frame.assign(score=np.where(ranking_frame["metric"].isin(LOWER_IS_BETTER),
+                                                 -ranking_frame["value"], ranking_frame["value"]))
+    measures = list(dict.fromkeys(ranking_frame["measure"]))
+    wide = scored.pivot(index="system", columns="measure", values="score")[measures]
+    settings = {"metrics": list(metrics), "n_resamples": n_resamples, "seed": seed, "confidence": confidence,
+                "alpha": alpha, "test": test, "holm": holm}
+    return Comparison(ranking_frame, tests_frame, stats.rank_correlations(wide, "kendall"),
+                      stats.rank_correlations(wide, "spearman"), settings)
+
+
+def _measure_values(store: Store, metrics: list[str], opts: Options, systems: list[str],
+                    tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
+    """The values ``system, metric, average, value`` of ``metrics``, in the order asked for, and the
+    ``(numerator, denominator)`` matrices found on the way. A measure with an :class:`InstanceStatistic` is
+    computed from its family's per-instance table (``Σ num / Σ den``, the family's own aggregate), which
+    spares a second pass over the data; the others (and everything under ``all``) by the families'
+    ``evaluate``."""
+    import pandas as pd
+
+    from .evaluator import compute
+    from .metrics import resolve
+
+    matrices: dict[tuple[str, str], tuple] = {}
+    parts: list[pd.DataFrame] = []
+    direct: list[str] = []
+    explicit = "all" not in metrics
+    if explicit:
+        wanted = {spec.family for names in resolve(metrics).values() for metric in names
+                  for average in (("",) if metric in UNAVERAGED else opts.average)
+                  if (spec := instance_statistic(metric, average, opts)) is not None}
+        _fill_tables(store, wanted, opts, tables)
+    for names in resolve(metrics).values() if explicit else ():
+        for metric in names:
+            averages = ("",) if metric in UNAVERAGED else opts.average
+            specs = {average: instance_statistic(metric, average, opts) for average in averages}
+            found = {average: _matrices(store, spec, opts, systems, tables) if spec else None
+                     for average, spec in specs.items()}
+            if any(f is None for f in found.values()):
+                direct.append(metric)
+                continue
+            for average, (num, den) in found.items():
+                matrices[metric, average] = (num, den)
+                value = stats.ratio(num.sum().to_numpy(), (den.sum() if den is not None else len(num)),
+                                    opts.zero_division)
+                parts.append(pd.DataFrame({"system": systems, "metric": metric, "average": average,
+                                           "value": value}))
+    if direct or not explicit:
+        rows = pd.DataFrame(compute(store, direct if explicit else metrics, opts),
+                            columns=["system", "metric", "average", "value"])
+        parts += [rows[rows["metric"] == metric] for metric in dict.fromkeys(rows["metric"])]
+    order = {metric: k for k, metric in enumerate(m for names in resolve(metrics).values() for m in names)}
+    parts.sort(key=lambda part: order.get(part["metric"].iloc[0], len(order)) if len(part) else 0)
+    return pd.concat(parts, ignore_index=True), matrices
+
+
+# families whose per-instance table is one SQL query (DuckDB releases the GIL while it runs), and those that
+# solve pairing or LCA graph problems in Python
+SQL_FAMILIES = frozenset({"set_based", "flat", "flat_labels"})
+
+
+def _table(store: Store, name: str, opts: Options) -> pd.DataFrame:
+    """The per-instance table of family ``name`` (``"flat_labels"``: the flat family's per-label table, the
+    label in ``instance_id``)."""
+    from .metrics import family
+
+    if name == "flat_labels":
+        return family("flat").per_label(store, opts).rename(columns={"label": "instance_id"})
+    return family(name).per_instance(store, opts)
+
+
+def _fill_tables(store: Store, names: set[str], opts: Options, tables: dict[str, pd.DataFrame]) -> None:
+    """Compute the per-instance tables of ``names`` into ``tables``: the SQL families on a second connection
+    in a thread while this one solves the Python-heavy families (:func:`~hiersql.store.beside_python`)."""
+    from .store import beside_python
+
+    sql = sorted(names & SQL_FAMILIES - set(tables))
+    heavy = sorted(names - SQL_FAMILIES - set(tables))
+    side = store.cursor() if sql and heavy else store
+
+    def sql_tables() -> dict[str, pd.DataFrame]:
+        return {name: _table(side, name, opts) for name in sql}
+
+    try:
+        with beside_python(sql_tables if sql and heavy else None) as future:
+            for name in heavy:
+                tables[name] = _table(store, name, opts)
+        tables.update(future.result() if future is not None else sql_tables())
+    finally:
+        if side is not store:
+            side.con.close()
+
+
+def _matrices(store: Store, spec: InstanceStatistic, opts: Options, systems: list[str],
+              tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
+    """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in
+    ``tables``), or ``None`` when some system lacks a value for some item."""
+    if spec.family not in tables:
+        tables[spec.family] = _table(store, spec.family, opts)
+    table = tables[spec.family]
+
+    def wide(terms) -> pd.DataFrame:
+        column = table[["system", "instance_id"]].assign(_v=_combine(table, terms))
+        return column.pivot(index="instance_id", columns="system", values="_v").reindex(columns=systems)
+
+    num = wide(spec.numerator)
+    den = wide(spec.denominator) if spec.denominator is not None else None
+    if num.isna().to_numpy().any() or (den is not None and den.isna().to_numpy().any()):
+        return None
+    return num, den
+
+
+def _pair_tests(num: pd.DataFrame, den: pd.DataFrame | None, bootstrap_pairs: pd.DataFrame,
+                swaps: tuple, zero_division: float) -> pd.DataFrame:
+    """All four tests of every pair of systems, one row per pair. The sign and Wilcoxon tests compare the
+    items' own values (``num / den`` per item for a ratio, where ``den > 0``)."""
+    if den is None:
+        per_item = num
+    else:
+        per_item = num / den.where(den != 0)
+        per_item = per_item.fillna(zero_division)
+    sign = stats.micro_sign_test(per_item)
+    wilcoxon = stats.wilcoxon_test(per_item)
+    permutation = stats.paired_permutation_test(num, den, zero_division=zero_division, swaps=swaps)
+    return bootstrap_pairs.rename(columns={"p_value": "bootstrap_p"}).assign(
+        sign_n=sign["n"], sign_k=sign["k"], sign_p=sign["p_value"], wilcoxon_p=wilcoxon["p_value"],
+        permutation_p=permutation["p_value"])
+
+
+def ordered_systems(ranking: pd.DataFrame) -> list[str]:
+    """Systems in the order of the first measure's ranking (best first; ties by name)."""
+    first = ranking[ranking["measure"] == ranking["measure"].iloc[0]]
+    return list(first.sort_values(["rank", "system"])["system"])
+
+
+def group_letter(group: object) -> str:
+    """Group 1 → ``a``, 2 → ``b``, ... (27 → ``aa``); empty without a group."""
+    import pandas as pd
+
+    if pd.isna(group):
+        return ""
+    n, out = int(group), ""
+    while n:
+        n, rest = divmod(n - 1, 26)
+        out = chr(ord("a") + rest) + out
+    return out
+
+
+def oriented(values: pd.Series, metric: str) -> pd.Series:
+    """``values`` so that higher is better (losses negated)."""
+    return -values if metric in LOWER_IS_BETTER else values
+
+
+def competition_rank(better: pd.Series) -> pd.Series:
+    """Rank 1 for the highest of ``better``, ties sharing the best rank (1, 2, 2, 4)."""
+    return better.rank(method="min", ascending=False).astype(int)
+
+
+def _groups(systems: pd.Series, better: pd.Series, pair_table: pd.DataFrame | None, alpha: float) -> list:
+    """Group numbers of the grouping rule (module docstring); NaN without tests."""
+    if pair_table is None:
+        return [None] * len(systems)
+    p = {}
+    for a, b, value in zip(pair_table["system_a"], pair_table["system_b"], pair_table["p_value"], strict=True):
+        p[a, b] = p[b, a] = value
+    order = [s for _, s in sorted(zip(-better.to_numpy(), systems, strict=True))]
+    group: dict[str, int] = {}
+    current = 0
+    for leader in order:
+        if leader in group:
+            continue
+        current += 1
+        group[leader] = current
+        for other in order:
+            if other not in group and p[leader, other] >= alpha:
+                group[other] = current
+    return [group[s] for s in systems]
+
+
+def depth_breakdown(evaluator: Evaluator | Store, **options: Any) -> pd.DataFrame:
+    """Per-instance hF by the depth of the instance's deepest true label: ``system, depth, metric, value, n``
+    (``value`` the mean per-instance hierarchical F over the ``n`` instances at that depth; instances without
+    true labels are left out)."""
+    from .evaluator import make_options
+    from .metrics import set_based
+
+    store = getattr(evaluator, "store", evaluator)
+    per_instance = set_based.per_instance(store, make_options(**options))
+    depth = store.con.sql(
+        "SELECT t.instance_id, max(n.depth) AS depth FROM truth AS t JOIN nodes AS n ON n.label = t.label"
+        " GROUP BY t.instance_id").df()
+    joined = per_instance.merge(depth, on="instance_id", how="inner")
+    out = joined.groupby(["system", "depth"], as_index=False).agg(
+        value=("hierarchical_f1", "mean"), n=("hierarchical_f1", "size"))
+    out.insert(2, "metric", "hierarchical_f1")
+    return out.sort_values(["system", "depth"], ignore_index=True)

@@ -1,0 +1,251 @@
+"""hiersql.compare and ``hiersql compare``: values as ``evaluate`` gives them, intervals and tests against
+SciPy on the per-instance values, the grouping rule by hand, the output formats and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sp
+
+from hiersql import Evaluator, Taxonomy
+from hiersql.cli import main
+from hiersql.compare import compare, depth_breakdown, instance_statistic
+from hiersql.evaluator import make_options
+
+DEMO_SYSTEMS = ("cautious", "flat_errors", "shallow")
+
+
+@pytest.fixture(scope="module")
+def demo(fixtures_dir):
+    folder = fixtures_dir / "demo"
+    ev = Evaluator(folder / "taxonomy.tsv").add_truth(folder / "truth.tsv")
+    for system in DEMO_SYSTEMS:
+        ev.add_predictions(system, folder / f"{system}.tsv")
+    yield ev
+    ev.close()
+
+
+def demo_args(fixtures_dir, *extra):
+    folder = fixtures_dir / "demo"
+    return ["compare", "--taxonomy", str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth.tsv"),
+            "--pred", str(folder / "[cfs]*.tsv"), *extra]
+
+
+def _joined(comparison, evaluated):
+    merged = comparison.ranking.merge(evaluated, on=["system", "metric", "average"], suffixes=("", "_eval"))
+    assert len(merged) == len(evaluated) == len(comparison.ranking)
+    return merged
+
+
+def test_values_are_evaluate_values_on_the_demo(demo):
+    metrics = ["all"]
+    comparison = demo.compare(metrics, n_resamples=50)
+    merged = _joined(comparison, demo.evaluate(metrics))
+    np.testing.assert_allclose(merged["value"], merged["value_eval"], rtol=1e-12)
+    with_ci = set(merged.loc[merged["items"] != "", "metric"])
+    assert {"hierarchical_f1", "lca_f1", "graph_induced_error", "mgia", "example_f1", "label_f1"} <= with_ci
+    assert not {"hcm_f1", "pl"} & with_ci  # no per-instance values: value and rank only
+    assert merged.loc[merged["items"] == "", "ci_low"].isna().all()
+
+
+def test_values_from_per_instance_tables_are_evaluate_values(demo):
+    """Measures named explicitly are computed from the per-instance tables (no evaluate pass): same values,
+    also with beta, dmax and the MGIA micro average."""
+    metrics = ["hp", "hr", "hf", "sdl", "lca_p", "lca_r", "lca_f", "gie", "mgia", "mgia_fn", "all_pairs_error",
+               "example_f1", "hamming_loss", "subset_accuracy", "label_precision", "label_recall", "label_f1"]
+    for options in ({}, {"beta": 2.0, "dmax": 3.0}):
+        merged = _joined(demo.compare(metrics, n_resamples=20, **options), demo.evaluate(metrics, **options))
+        np.testing.assert_allclose(merged["value"], merged["value_eval"], rtol=1e-12)
+
+
+def test_values_on_germeval_b(data_dir):
+    g = data_dir / "germeval2019"
+    names = ["Averbis__BOHB_CNN", "LT-UHH__baseline", "twistbytes__thresholding"]
+    ev = Evaluator(g / "hierarchy.txt").add_truth(g / "blurbs_test_label.txt", "germeval-b")
+    ev.add_predictions_many({n: g / "submissions" / f"{n}.txt" for n in names}, "germeval-b")
+    metrics = ["hf", "lca_f1", "label_f1", "example_f1"]
+    comparison = ev.compare(metrics, n_resamples=200, average="micro")
+    merged = _joined(comparison, ev.evaluate(metrics, average="micro"))
+    np.testing.assert_allclose(merged["value"], merged["value_eval"], rtol=1e-12)
+    assert (merged["ci_low"] <= merged["value"]).all() and (merged["value"] <= merged["ci_high"]).all()
+    # 4157 instances: the intervals are narrow, Averbis is clearly above the baseline on hF
+    hf = comparison.tests[comparison.tests["measure"] == "hf micro"].set_index(["system_a", "system_b"])
+    assert hf.loc[("Averbis__BOHB_CNN", "LT-UHH__baseline"), "sign_p"] < 1e-6
+    ev.close()
+
+
+def test_interval_matches_scipy_bootstrap_of_per_instance_values(demo):
+    comparison = demo.compare(["hf"], n_resamples=300, seed=5, average="macro", confidence=0.9)
+    per_instance = demo.per_instance("hf")
+    for system in DEMO_SYSTEMS:
+        values = per_instance.loc[per_instance["system"] == system].sort_values("instance_id")
+        ref = sp.bootstrap((values["hierarchical_f1"].to_numpy(),), np.mean, n_resamples=300,
+                           rng=np.random.default_rng(5), method="percentile", confidence_level=0.9)
+        row = comparison.ranking.set_index("system").loc[system]
+        assert row.ci_low == pytest.approx(ref.confidence_interval.low)
+        assert row.ci_high == pytest.approx(ref.confidence_interval.high)
+
+
+def test_pair_tests_match_scipy_on_per_instance_values(demo):
+    comparison = demo.compare(["hf"], n_resamples=300, average="micro")
+    per_instance = demo.per_instance("hf").pivot(index="instance_id", columns="system", values="hierarchical_f1")
+    tests = comparison.tests.set_index(["system_a", "system_b"])
+    a, b = per_instance["flat_errors"], per_instance["shallow"]
+    row = tests.loc[("flat_errors", "shallow")]
+    # per-instance hF: flat_errors higher on 6 instances, lower on 2 (by hand from the fixture)
+    assert (row.sign_n, row.sign_k) == (8, 6)
+    assert row.sign_p == pytest.approx(sp.binomtest(6, 8).pvalue)
+    assert row.wilcoxon_p == pytest.approx(sp.wilcoxon(a, b, method="asymptotic").pvalue)
+    assert row.p_value == row.sign_p  # the sign test makes the groups by default
+
+
+def _toy():
+    """20 one-label instances under a two-level tree; A always right, B wrong once, C always wrong (its
+    sibling of the true leaf)."""
+    edges = [("r", "x"), ("r", "y"), ("x", "x1"), ("x", "x2"), ("y", "y1")]
+    truth = [["x1"]] * 10 + [["y1"]] * 10
+    ev = Evaluator(Taxonomy.from_edges(edges)).add_truth(truth)
+    ev.add_predictions("A", truth)
+    ev.add_predictions("B", [["x2"]] + truth[1:])
+    ev.add_predictions("C", [["x2"]] * 10 + [["x1"]] * 10)
+    return ev
+
+
+def test_grouping_rule_by_hand():
+    ev = _toy()
+    comparison = ev.compare(["hf"], n_resamples=200, average="macro")
+    ranking = comparison.ranking.set_index("system")
+    # A vs B differ on 1 instance (p = 1): one group; C differs from both on 19-20 instances
+    assert ranking["rank"].to_dict() == {"A": 1, "B": 2, "C": 3}
+    assert ranking["group"].to_dict() == {"A": 1, "B": 1, "C": 2}
+    tests = comparison.tests.set_index(["system_a", "system_b"])
+    assert tests.loc[("A", "C"), "sign_p"] == pytest.approx(2 * sp.norm.sf(abs((20 - 10) / (0.5 * np.sqrt(20)))))
+    # Holm over the three pairs: p adjusted = holm(p), groups unchanged here
+    holm = ev.compare(["hf"], n_resamples=200, average="macro", holm=True)
+    raw = comparison.tests["sign_p"].to_numpy()
+    order = np.argsort(raw)
+    expected = np.maximum.accumulate(np.minimum(1, raw[order] * [3, 2, 1]))
+    np.testing.assert_allclose(holm.tests["p_value"].to_numpy()[order], expected)
+    ev.close()
+
+
+def test_losses_rank_low_values_first(demo):
+    ranking = demo.compare(["gie"], n_resamples=50).ranking.set_index("system")
+    # GIE by hand from the fixture: flat_errors 1.25 < cautious 1.625 < shallow 1.875
+    assert ranking["rank"].to_dict() == {"flat_errors": 1, "cautious": 2, "shallow": 3}
+
+
+def test_kendall_matrix_matches_scipy(demo):
+    comparison = demo.compare(["hf", "gie", "mgia", "lca_f1"], n_resamples=50, average="micro")
+    wide = comparison.ranking.pivot(index="system", columns="measure", values="value")
+    tau = comparison.kendall
+    assert tau.loc["hf micro", "mgia micro"] == pytest.approx(
+        sp.kendalltau(wide["hf micro"], wide["mgia micro"]).statistic)
+    # GIE is a loss: its ranking is that of -GIE
+    assert tau.loc["hf micro", "gie"] == pytest.approx(sp.kendalltau(wide["hf micro"], -wide["gie"]).statistic)
+    assert comparison.spearman.loc["lca_f micro", "gie"] == pytest.approx(
+        sp.spearmanr(wide["lca_f micro"], -wide["gie"]).statistic)
+
+
+def test_label_macro_with_fixed_universe_uses_the_macro_sign_test(demo):
+    labels = sorted({"jaguar", "house cat", "wolf", "truck", "airplane", "dog", "car", "lion", "helicopter"})
+    every = ["label_accuracy", "label_precision", "label_recall", "label_f1"]
+    merged = _joined(demo.compare(every, n_resamples=50, average="macro", labels=tuple(labels)),
+                     demo.evaluate(every, average="macro", labels=tuple(labels)))
+    assert set(merged["items"]) == {"labels"}
+    np.testing.assert_allclose(merged["value"], merged["value_eval"], rtol=1e-12)
+    comparison = demo.compare(["label_f1"], n_resamples=50, average="macro", labels=tuple(labels))
+    from hiersql.metrics import flat
+
+    per_label = flat.per_label(demo.store, make_options(labels=tuple(labels))).pivot(
+        index="label", columns="system", values="label_f1")
+    d = per_label["cautious"] - per_label["flat_errors"]
+    row = comparison.tests.set_index(["system_a", "system_b"]).loc[("cautious", "flat_errors")]
+    assert (row.sign_n, row.sign_k) == ((d != 0).sum(), (d > 0).sum())
+    assert row.sign_p == pytest.approx(sp.binomtest(int((d > 0).sum()), int((d != 0).sum())).pvalue)
+    # without a fixed universe every system averages over its own classes: not paired, no tests
+    free = demo.compare(["label_f1"], n_resamples=50, average="macro")
+    assert set(free.ranking["items"]) == {""} and free.tests.empty
+
+
+def test_instance_statistic_covers_what_it_claims():
+    opts = make_options()
+    assert instance_statistic("hierarchical_f1", "micro", opts).denominator is not None
+    assert instance_statistic("hierarchical_f1", "macro", opts).denominator is None
+    assert instance_statistic("hierarchical_f1", "", opts) is None
+    assert instance_statistic("hcm_f1", "micro", opts) is None
+    assert instance_statistic("mgia", "micro", make_options(denominator="symmetric_difference")) is None
+
+
+def test_depth_breakdown_by_hand():
+    edges = [("r", "x"), ("r", "y"), ("x", "x1"), ("x", "x2")]
+    ev = Evaluator(Taxonomy.from_edges(edges)).add_truth([["x1"], ["y"], ["x2", "y"]])
+    ev.add_predictions("s", [["x2"], ["y"], ["x"]])
+    out = depth_breakdown(ev)
+    # instance 1 (depth 2): {x, x1} vs {x, x2} -> hF 1/2; instance 3 (depth 2): {x, x2, y} vs {x} -> 2*1/(3+1)
+    # = 1/2; instance 2 (depth 1): {y} vs {y} -> 1
+    assert out.to_dict("records") == [
+        {"system": "s", "depth": 1, "metric": "hierarchical_f1", "value": 1.0, "n": 1},
+        {"system": "s", "depth": 2, "metric": "hierarchical_f1", "value": 0.5, "n": 2},
+    ]
+    ev.close()
+
+
+# -------------------------------------------------------------------------------------------------- the CLI
+def test_cli_formats(fixtures_dir, capsys):
+    assert main(demo_args(fixtures_dir, "--metrics", "hf,gie,hcm_f1", "--bootstrap", "100")) == 0
+    table = capsys.readouterr().out
+    lines = table.splitlines()
+    assert lines[0].split()[:4] == ["system", "hf", "micro", "gie"]
+    assert lines[2].startswith("flat_errors")  # best on hF micro: first row
+    assert "Kendall's tau" in table and "No per-instance values, so no interval or test: hcm_f1" in table
+    assert main(demo_args(fixtures_dir, "--metrics", "hf", "--bootstrap", "100", "--format", "csv")) == 0
+    frame = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert list(frame.columns) == ["measure", "metric", "average", "system", "value", "ci_low", "ci_high",
+                                   "rank", "group", "items"]
+    assert len(frame) == 3
+    assert main(demo_args(fixtures_dir, "--metrics", "hf", "--bootstrap", "100", "--format", "json",
+                          "--holm", "--test", "permutation")) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload) == {"settings", "ranking", "tests", "kendall_tau", "spearman_rho"}
+    assert payload["settings"]["holm"] is True and payload["settings"]["test"] == "permutation"
+    assert len(payload["tests"]) == 3
+    assert main(demo_args(fixtures_dir, "--metrics", "hf", "--bootstrap", "100", "--format", "markdown")) == 0
+    markdown = capsys.readouterr().out
+    assert markdown.startswith("| system | hf micro |") and "|---|---:|" in markdown
+
+
+def test_cli_is_deterministic(fixtures_dir, capsys):
+    outputs = []
+    for _ in range(2):
+        assert main(demo_args(fixtures_dir, "--metrics", "hf,mgia", "--format", "json", "--bootstrap", "200",
+                              "--seed", "7")) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--bootstrap", "0"], "--bootstrap: must be at least 1: 0"),
+    (["--confidence", "1.5"], "--confidence: must lie strictly between 0 and 1: 1.5"),
+    (["--metrics", "nope"], "--metrics: unknown metric"),
+    (["--average", "mean"], "--average: must be one or more of micro, macro: 'mean'"),
+])
+def test_cli_bad_input(fixtures_dir, capsys, extra, message):
+    assert main(demo_args(fixtures_dir, *extra)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_cli_needs_two_systems(fixtures_dir, capsys):
+    folder = fixtures_dir / "demo"
+    assert main(["compare", "--taxonomy", str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth.tsv"),
+                 "--pred", f"a={folder / 'shallow.tsv'}"]) == 2
+    assert "--pred: compare needs at least two systems: 1" in capsys.readouterr().err
+
+
+def test_compare_function_takes_a_store(demo):
+    by_store = compare(demo.store, ["hf"], n_resamples=50)
+    pd.testing.assert_frame_equal(by_store.ranking, demo.compare(["hf"], n_resamples=50).ranking)

@@ -1,0 +1,118 @@
+"""The HTML report in a real headless Chromium (Debian's ``chromium``; ``.ci/run`` installs it).
+
+How: ``chromium --headless --enable-logging=stderr --v=0`` prints every console message and uncaught error of
+the page as a ``:CONSOLE`` line on stderr (the page itself writes none), ``--dump-dom`` prints the DOM after
+the page's script ran (its sorting script marks the table headers ``sortable``: proof that it ran), and
+``--screenshot`` writes a PNG of the window. To measure the layout the test loads a copy of the page with one
+extra line of script that writes the page's scroll width into the DOM (the report has no such line).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from matplotlib.image import imread
+
+from hiersql.cli import main
+
+WIDTH = 1400
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        pytest.fail("chromium not found (apt-get install chromium; .ci/run does it)")
+    return path
+
+
+def run_chromium(chromium: str, page: Path, *flags: str, height: int = 1000) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+         "--enable-logging=stderr", "--v=0", f"--window-size={WIDTH},{height}", *flags, page.as_uri()],
+        capture_output=True, text=True, timeout=180, check=True,
+    )
+
+
+def console_lines(result: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in result.stderr.splitlines() if ":CONSOLE" in line]
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory, fixtures_dir) -> Path:
+    folder = fixtures_dir / "demo"
+    out = tmp_path_factory.mktemp("report") / "demo"
+    assert main(["report", "--taxonomy", str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth.tsv"),
+                 "--pred", str(folder / "[cfs]*.tsv"), "--metrics", "hf,gie,mgia,lca_f1,hcm_f1",
+                 "--bootstrap", "200", "--out", str(out)]) == 0
+    return out / "index.html"
+
+
+def test_console_errors_are_seen(chromium, tmp_path):
+    """The check below can fail: a page with an error shows up as :CONSOLE lines."""
+    page = tmp_path / "bad.html"
+    page.write_text("<!doctype html><html><body><script>console.error('boom'); missing();</script></body></html>")
+    lines = console_lines(run_chromium(chromium, page, "--dump-dom"))
+    assert any("boom" in line for line in lines) and any("missing is not defined" in line for line in lines)
+
+
+def test_demo_report_loads_without_console_errors(chromium, demo_report):
+    html = demo_report.read_text(encoding="utf-8")
+    assert not re.search(r"(src|href)=['\"]?(https?:)?//", html)  # nothing from the network
+    result = run_chromium(chromium, demo_report, "--dump-dom")
+    assert console_lines(result) == []
+    dom = result.stdout
+    # the sorting script ran: every header of the two sortable tables got the class
+    assert dom.count('class="sortable"') + dom.count('class="system sortable"') >= 2 * 1 + 5
+    ranking = re.search(r"<table class=\"ranking sortable\">(.*?)</table>", dom, re.S).group(1)
+    rows = re.findall(r"<tr>(.*?)</tr>", ranking, re.S)
+    assert len(rows) == 1 + 3  # header + three systems
+    assert [re.search(r"data-sort=\"([^\"]+)\"", r).group(1) for r in rows[1:]] == [
+        "flat_errors", "cautious", "shallow"]  # in hF (micro) order
+    images = re.findall(r"<img alt=\"([^\"]+)\" src=\"data:image/svg\+xml;base64,", dom)
+    assert images == ["values with confidence intervals", "Kendall's tau between measures", "confusion matrices"]
+    for section in ("ranking", "intervals", "agreement", "depth", "confusion", "provenance"):
+        assert f'<section id="{section}">' in dom
+    assert "hiersql report --taxonomy" in dom and "SHA-256" in dom
+
+
+def test_demo_report_screenshot(chromium, demo_report, tmp_path):
+    shot = tmp_path / "shot.png"
+    run_chromium(chromium, demo_report, f"--screenshot={shot}", height=2000)
+    image = imread(shot)
+    assert image.shape[:2] == (2000, WIDTH)
+    assert shot.stat().st_size > 50_000  # tables, charts and text, not a blank page
+    grey = image[..., :3].mean(axis=2)
+    assert grey.std() > 0.05 and (grey < 0.5).mean() > 0.005  # dark text and chart pixels on white
+
+
+def _scroll_width(chromium: str, page: Path, tmp_path: Path) -> int:
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace(
+        "</body>", "<script>document.body.dataset.width = document.documentElement.scrollWidth;</script></body>"),
+        encoding="utf-8")
+    dom = run_chromium(chromium, probe, "--dump-dom").stdout
+    return int(re.search(r'data-width="(\d+)"', dom).group(1))
+
+
+def test_germeval_report_fits_a_laptop_screen(chromium, data_dir, tmp_path):
+    g = data_dir / "germeval2019"
+    names = ["twistbytes__sklearn_hier_threshold_and_roots_baseline_thresholding", "Averbis__BOHB_CNN",
+             "LT-UHH__baseline", "EricssonResearch__fconv_A6C1Y", "HSHL__LogisticRegression_NaiveBayes1",
+             "knowcup__DL_single_test"]
+    out = tmp_path / "germeval.html"
+    assert main(["report", "--taxonomy", str(g / "hierarchy.txt"), "--truth", str(g / "blurbs_test_label.txt"),
+                 *[f"--pred={n}={g / 'submissions' / f'{n}.txt'}" for n in names],
+                 "--labels-format", "germeval-b", "--metrics", "hf,example_f1,label_f1,hcm_f1",
+                 "--bootstrap", "200", "--out", str(out)]) == 0
+    result = run_chromium(chromium, out, "--dump-dom")
+    assert console_lines(result) == []
+    dom = result.stdout
+    assert len(re.findall(r"<tr>", re.search(r"class=\"ranking sortable\">(.*?)</table>", dom, re.S).group(1))) == 7
+    assert 'id="depth"' in dom and "depth 1" in dom and "depth 2" in dom
+    # the whole page (the widest table included) fits the 1,400 px window: no horizontal scrolling
+    assert _scroll_width(chromium, out, tmp_path) <= WIDTH

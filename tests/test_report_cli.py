@@ -1,0 +1,44 @@
+"""``hiersql report``: output locations and bad input (one line on stderr, exit 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hiersql.cli import main
+
+
+def _inputs(fixtures_dir):
+    folder = fixtures_dir / "demo"
+    return ["--taxonomy", str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth.tsv"),
+            "--pred", str(folder / "[cfs]*.tsv")]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--taxonomy", "t.tsv"], "--pred: the inputs need --taxonomy, --truth and --pred"),
+    ([], "--db: give the inputs (--taxonomy, --truth, --pred) or a results database"),
+])
+def test_missing_inputs(tmp_path, capsys, args, message):
+    assert main(["report", *args, "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_bad_confusion_depth_and_bootstrap(fixtures_dir, tmp_path, capsys):
+    out = str(tmp_path / "r.html")
+    assert main(["report", *_inputs(fixtures_dir), "--bootstrap", "50", "--confusion-depth", "-1",
+                 "--out", out]) == 2
+    assert "--confusion-depth: must be >= 0: -1" in capsys.readouterr().err
+    assert main(["report", *_inputs(fixtures_dir), "--bootstrap", "0", "--out", out]) == 2
+    assert "--bootstrap: must be at least 1: 0" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_out_file_or_directory(fixtures_dir, tmp_path, capsys):
+    args = ["report", *_inputs(fixtures_dir), "--metrics", "hf", "--bootstrap", "50", "--confusion-depth", "1"]
+    assert main([*args, "--out", str(tmp_path / "page.html")]) == 0
+    assert main([*args, "--out", str(tmp_path / "folder")]) == 0
+    err = capsys.readouterr().err
+    assert f"hiersql: wrote {tmp_path / 'page.html'}" in err and f"wrote {tmp_path / 'folder' / 'index.html'}" in err
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    # depth 1: animal, vehicle (and nothing else: every label has an ancestor at depth 1)
+    assert "Multi-label confusion matrices at depth 1" in page
