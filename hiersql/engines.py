@@ -481,10 +481,11 @@ def _pg_arrow_type(oid: int):
 class SparkEngine(Engine):
     """Spark SQL through a ``pyspark.sql.SparkSession`` (local or a cluster).
 
-    A plain table name becomes a cached temporary view; a qualified one (``db.table``) a managed table. Every
-    stage, and every query a stage reads, is cached as a temporary view: Spark inlines a common table
-    expression at every reference, and the set-based stage alone would recompute its pipeline about ten
-    times. Means are added in Spark's own order (no ordered aggregates): the last digits may vary between
+    A plain table name becomes a temporary view of a local checkpoint; a qualified one (``db.table``) a
+    managed table. Every stage, and every query a stage reads, is such a view: Spark inlines a common table
+    expression at every reference (the set-based stage alone would recompute its pipeline about ten times),
+    and without the checkpoint each stage's plan would hold the plans of all stages before it (the LCA
+    stages' analysis then grows until the driver runs out of memory). Means are added in Spark's own order (no ordered aggregates): the last digits may vary between
     runs.
     """
 
@@ -524,8 +525,8 @@ class SparkEngine(Engine):
     def _register(self, name: str, frame: Any) -> None:
         if "." in name:
             frame.write.mode("overwrite").saveAsTable(name)
-        else:
-            frame.cache().createOrReplaceTempView(name)
+        else:  # computed once, and its lineage cut: a later stage's plan does not re-analyse every stage before
+            frame.localCheckpoint(eager=True).createOrReplaceTempView(name)
 
 
 def _spark_schema(data: pa.Table) -> str:
