@@ -485,8 +485,8 @@ class SparkEngine(Engine):
     managed table. Every stage, and every query a stage reads, is such a view: Spark inlines a common table
     expression at every reference (the set-based stage alone would recompute its pipeline about ten times),
     and without the checkpoint each stage's plan would hold the plans of all stages before it (the LCA
-    stages' analysis then grows until the driver runs out of memory). Means are added in Spark's own order (no ordered aggregates): the last digits may vary between
-    runs.
+    stages' analysis then grows until the driver runs out of memory). Means are added in Spark's own order
+    (no ordered aggregates): their last digits may vary between runs.
     """
 
     dialect = "spark"
@@ -495,6 +495,7 @@ class SparkEngine(Engine):
     def __init__(self, spark: Any, tables: Mapping[str, str] | None = None) -> None:
         super().__init__(tables)
         self.spark = spark
+        self._read_once: set[str] = set()
 
     def execute(self, sql: str) -> list[tuple]:
         return [tuple(row) for row in self.spark.sql(sql).collect()]
@@ -513,7 +514,21 @@ class SparkEngine(Engine):
                                                         schema=None if len(data) else _spark_schema(data)))
 
     def _materialize(self, name: str, sql: str) -> None:
-        self._register(name, self.spark.sql(sql))
+        frame = self.spark.sql(sql)
+        if name in self._read_once:  # a plain view: no Spark job, the one reader computes it within its own
+            frame.createOrReplaceTempView(name)
+        else:
+            self._register(name, frame)
+
+    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
+               ) -> set[str]:
+        kept = {plan.instance, *(m.unit for m in plan.measures if m.unit)}
+        kept |= {name for step in steps if isinstance(step, Python) for name in step.reads}
+        self._read_once = {q for q, by in sqlfiles.readers(plan.file).items() if len(by) == 1 and q not in kept}
+        try:
+            return super()._steps(plan, steps, params, options)
+        finally:
+            self._read_once = set()
 
     def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
               text: str | None = None) -> None:
@@ -543,6 +558,47 @@ def _spark_schema(data: pa.Table) -> str:
         return "STRING"
 
     return ", ".join(f"`{f.name}` {kind(f.type)}" for f in data.schema)
+
+
+# ---------------------------------------------------------------------------------------------- sessions
+SPARK_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.driver.memory": "2g",
+}
+
+
+def open_engine(run: Any) -> Engine | None:
+    """The engine of a :class:`~hiersql.options.RunOptions` (``None`` for the embedded DuckDB store):
+    PostgreSQL at ``run.postgres_url``; Spark on ``run.spark_master`` with ``run.spark_conf`` over
+    :data:`SPARK_DEFAULTS` (and, unless set, as many shuffle partitions as local cores: small inputs do not pay
+    Spark's 200)."""
+    from .errors import InputError
+
+    if run.engine == "postgres":
+        if not run.postgres_url:
+            raise InputError("--engine postgres needs the server", "--postgres-url", value=None)
+        import psycopg
+
+        try:
+            return PostgresEngine(run.postgres_url)
+        except psycopg.OperationalError as exc:
+            raise InputError(f"cannot connect: {' '.join(str(exc).split())}", "--postgres-url",
+                             value=run.postgres_url) from None
+    if run.engine == "spark":
+        import os
+
+        from pyspark.sql import SparkSession
+
+        settings = {**SPARK_DEFAULTS, "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)),
+                    **dict(run.spark_conf)}
+        builder = SparkSession.builder.master(run.spark_master).appName("hiersql")
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        return SparkEngine(session)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- macros

@@ -97,6 +97,13 @@ def dependencies(file: str, name: str, variant: str | None = None, text: str | N
     return [q for q in all_queries if q in found]
 
 
+def readers(file: str) -> dict[str, set[str]]:
+    """``{query: the queries of the same file that read it directly}`` (portable queries)."""
+    all_queries = queries(file)
+    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in all_queries.items()}
+    return {q: {r for r in all_queries if r != q and re.search(rf"\b{q}\b", code[r])} for q in all_queries}
+
+
 def render(
     file: str,
     name: str | None = None,

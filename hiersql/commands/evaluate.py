@@ -38,14 +38,13 @@ def options_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..engines import open_engine
     from ..errors import InputError
     from ..evaluator import compute
     from ..options import RunOptions, from_args
 
     opts = options_from_args(args)
-    engine = from_args(RunOptions, args).engine
-    if engine != "duckdb":
-        raise InputError("evaluate computes in DuckDB only, for now", "--engine", value=engine)
+    run_options = from_args(RunOptions, args)
     metrics = [m for m in args.metrics.split(",") if m.strip()]
     if not metrics:
         raise InputError("no metric given", "--metrics", value=args.metrics)
@@ -53,10 +52,16 @@ def run(args: argparse.Namespace) -> int:
     from ..store import LOAD_STEPS
 
     groups = resolve(metrics)  # unknown names fail before any file is read
-    steps = Steps(len(LOAD_STEPS) + len(groups), "evaluate")
+    engine = open_engine(run_options)  # a bad server address fails before any file is read
+    steps = Steps(len(LOAD_STEPS) + len(groups) + (engine is not None), "evaluate")
     try:
         store = load_store(args, steps)
-        rows = compute(store, metrics, opts, on_family=steps.start)
+        if engine is None:
+            rows = compute(store, metrics, opts, on_family=steps.start)
+        else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)
+            steps.start(f"copying the tables to {run_options.engine}")
+            engine.copy_store(store)
+            rows = engine.evaluate(metrics, opts, on_family=steps.start)
     finally:
         steps.close()
     if args.per_instance:
