@@ -125,3 +125,15 @@ def assert_hand_values(rows: list[Row]) -> None:
     assert got.keys() == HAND_EXPECTED.keys()
     for key, value in HAND_EXPECTED.items():
         assert math.isclose(got[key], value, rel_tol=0, abs_tol=1e-12), key
+
+
+def cli_rows(capsys, args: list[str]) -> list[Row]:
+    """The rows ``hiersql evaluate ARGS --format csv`` prints (exit status 0 asserted)."""
+    import csv
+    import io
+
+    from hiersql.cli import main
+
+    assert main(["evaluate", *args, "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    return [Row(r["system"], r["metric"], r["average"], float(r["value"])) for r in csv.DictReader(io.StringIO(out))]

@@ -70,3 +70,20 @@ def pg_dsn():
         subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        capture_output=True, timeout=120)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One Spark session (pyspark local mode) for the whole test session: starting one takes 10-40 s."""
+    import os
+    import shutil
+
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.fail("Spark needs a Java runtime: apt-get install -y openjdk-17-jre-headless")
+    from hiersql.engines import open_engine
+    from hiersql.options import RunOptions
+
+    engine = open_engine(RunOptions(engine="spark", spark_master="local[2]",
+                                    spark_conf={"spark.driver.memory": "1g", "spark.default.parallelism": "2"}))
+    yield engine.spark
+    engine.spark.stop()

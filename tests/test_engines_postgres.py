@@ -149,3 +149,32 @@ def test_printed_sql_runs_on_warehouse_tables(pg, capsys):
     rows = pg.execute(capsys.readouterr().out)
     want = {k: v for k, v in HAND_EXPECTED.items() if k[1] == "hierarchical_f1"}
     assert {(s, m, a): pytest.approx(float(v), abs=1e-12) for s, m, a, v in rows} == want
+
+
+def test_evaluate_command_computes_in_postgres(pg_dsn, data_dir, capsys):
+    """``hiersql evaluate --engine postgres --postgres-url DSN``: the inputs uploaded as temporary tables, the
+    same rows as the embedded DuckDB run; nothing is left in the server's schemas."""
+    from tests._engine_cases import cli_rows
+
+    canonical = data_dir / "canonical"
+    args = ["--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
+            "--pred", str(canonical / "pred_b" / "LT-UHH__baseline.tsv"), "--metrics", "hp,hf,gie,mgia,lca_f,hcm_f1"]
+    want = cli_rows(capsys, args)
+    got = cli_rows(capsys, [*args, "--engine", "postgres", "--postgres-url", pg_dsn])
+    assert_rows_match(got, want)
+    check = PostgresEngine(pg_dsn)
+    try:
+        assert check.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
+                             " AND table_name IN ('truth', 'predictions', 'closure', 'set_based_instance')") == [(0,)]
+    finally:
+        check.close()
+
+
+def test_evaluate_command_names_a_bad_server(capsys):
+    from hiersql.cli import main
+
+    code = main(["evaluate", "--taxonomy", "t.tsv", "--truth", "y.tsv", "--pred", "p.tsv", "--engine", "postgres",
+                 "--postgres-url", "host=/nonexistent port=1 user=nobody dbname=none"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "--postgres-url: cannot connect" in err and "/nonexistent" in err

@@ -7,9 +7,6 @@ the session takes 15-40 s to start and each evaluation, even of three instances,
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 
 from hiersql.engines import SparkEngine
@@ -17,37 +14,21 @@ from hiersql.metrics import Options
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
 from tests._engine_cases import (
-    GERMEVAL_CASES,
+    ALL_FAMILIES,
     OPTION_CASES,
     SET_BASED,
     all_metrics,
     assert_hand_values,
     assert_rows_match,
+    dag_store,
+    families_of,
     germeval_store,
     hand_store,
     reference,
+    sql_metrics,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
-        pytest.fail("Spark needs a Java runtime: apt-get install -y openjdk-17-jre-headless")
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[1]").appName("hiersql-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.default.parallelism", "1")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
@@ -79,19 +60,34 @@ def test_hand_example_equals_duckdb(hand, case):
     Cesa-Bianchi tolerance included (joins, no correlated subquery)."""
     store, engine = hand
     options = CASES[case]
-    metrics = all_metrics() if options.zero_division else SET_BASED
+    metrics = sql_metrics() if options.zero_division else SET_BASED
     assert_rows_match(engine.evaluate(metrics, options), reference(store, metrics, options))
 
 
-@pytest.mark.parametrize("case", GERMEVAL_CASES[:1])  # the other options: hand example, PostgreSQL
-def test_germeval_b_sample_equals_duckdb(spark, germeval, case):
-    options = OPTION_CASES[case]
+def test_every_family_on_germeval_b_all_systems_equals_duckdb(spark, data_dir):
+    """GermEval 2019 subtask B, every submission: every family (the Python steps of pairs, LCA graphs and the
+    HCM matching solved between Spark stages) gives DuckDB's values."""
+    systems = tuple(sorted(p.stem for p in (data_dir / "canonical" / "pred_b").glob("*.tsv")))
+    store = germeval_store(data_dir, systems)
+    assert len(systems) == 19
     engine = SparkEngine(spark)
-    engine.copy_store(germeval)
-    metrics = all_metrics()
-    rows = engine.evaluate(metrics, options)
-    assert {r.system for r in rows} == set(germeval.systems())
-    assert_rows_match(rows, reference(germeval, metrics, options))
+    engine.copy_store(store)
+    rows = engine.evaluate(all_metrics(), Options())
+    assert families_of(rows) == ALL_FAMILIES
+    assert {r.system for r in rows} == set(systems)
+    assert_rows_match(rows, reference(store, all_metrics(), Options()))
+
+
+@pytest.mark.parametrize("graph", ["greedy", "optimal", "hemkit"])
+def test_every_family_on_a_dag_equals_duckdb(spark, graph):
+    """A DAG with several shortest paths: the minimal LCA graphs of each selection, the pairings and HCM."""
+    store = dag_store()
+    engine = SparkEngine(spark)
+    engine.copy_store(store)
+    options = Options(lca_graph=graph, max_distance=2 if graph == "greedy" else None)
+    rows = engine.evaluate(all_metrics(), options)
+    assert families_of(rows) == ALL_FAMILIES - {"scoring"}  # scoring trees are trees
+    assert_rows_match(rows, reference(store, all_metrics(), options))
 
 
 def test_closure_by_recursive_cte_in_spark_on_a_dag(spark):
@@ -113,3 +109,16 @@ def test_closure_by_recursive_cte_in_spark_on_germeval(spark, germeval):
     engine.build_closure()
     got = sorted(engine.execute("SELECT ancestor, descendant, distance FROM ge_closure"))
     assert got == sorted(germeval.con.execute("SELECT ancestor, descendant, distance FROM closure").fetchall())
+
+
+def test_evaluate_command_computes_in_spark(spark, data_dir, capsys):
+    """``hiersql evaluate --engine spark``: the same rows as the embedded DuckDB run, for a family of each kind
+    (SQL alone, a pairing step, an LCA graph step)."""
+    from tests._engine_cases import cli_rows
+
+    canonical = data_dir / "canonical"
+    args = ["--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
+            "--pred", str(canonical / "pred_b" / "LT-UHH__baseline.tsv"), "--metrics", "hp,hf,gie,mgia,lca_f"]
+    want = cli_rows(capsys, args)
+    got = cli_rows(capsys, [*args, "--engine", "spark", "--spark-master", "local[2]"])
+    assert_rows_match(got, want)
