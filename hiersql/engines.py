@@ -133,6 +133,9 @@ def _fix_spark(tree):
         return node
 
     tree = tree.transform(decimal_to_double)
+    for agg in tree.find_all(exp.AggFunc):  # Spark has no ordered aggregates: its own order (see SparkEngine)
+        if isinstance(agg.this, exp.Order):
+            agg.set("this", agg.this.this)
     with_ = tree.args.get("with_")
     if with_ is not None and with_.args.get("recursive"):
         for cte in with_.expressions:

@@ -173,20 +173,21 @@ CROSS JOIN scoring_constants AS c
 
 -- name: scoring_node_means
 -- Macro, per node: the means over the pairs where the node is the truth or the prediction (once if both).
+-- Sums and means add their values in a stated order (same digits on every run; Spark ignores the order).
 SELECT
     system,
     node,
-    1.0 * sum(n * pl) / sum(n) AS pl,
-    1.0 * sum(n * lca_reward) / sum(n) AS lca_reward,
-    1.0 * sum(n * lpp) / sum(n) AS lpp,
-    1.0 * sum(n * lpptps) / sum(n) AS lpptps,
-    1.0 * sum(n * lpppps) / sum(n) AS lpppps
+    1.0 * sum(n * pl ORDER BY instance_id, truth, prediction) / sum(n) AS pl,
+    1.0 * sum(n * lca_reward ORDER BY instance_id, truth, prediction) / sum(n) AS lca_reward,
+    1.0 * sum(n * lpp ORDER BY instance_id, truth, prediction) / sum(n) AS lpp,
+    1.0 * sum(n * lpptps ORDER BY instance_id, truth, prediction) / sum(n) AS lpptps,
+    1.0 * sum(n * lpppps ORDER BY instance_id, truth, prediction) / sum(n) AS lpppps
 FROM (
-    SELECT system, truth AS node, n, pl, lca_reward, lpp, lpptps, lpppps
+    SELECT system, truth AS node, instance_id, truth, prediction, n, pl, lca_reward, lpp, lpptps, lpppps
     FROM scoring_instance
     WHERE truth IS NOT NULL
     UNION ALL
-    SELECT system, prediction, n, pl, lca_reward, lpp, lpptps, lpppps
+    SELECT system, prediction, instance_id, truth, prediction, n, pl, lca_reward, lpp, lpptps, lpppps
     FROM scoring_instance
     WHERE prediction IS NOT NULL AND (truth IS NULL OR truth <> prediction)
 ) AS by_node
@@ -198,11 +199,11 @@ GROUP BY system, node
 WITH micro AS (
     SELECT
         system,
-        1.0 * sum(n * pl) / sum(n) AS pl,
-        1.0 * sum(n * lca_reward) / sum(n) AS lca_reward,
-        1.0 * sum(n * lpp) / sum(n) AS lpp,
-        1.0 * sum(n * lpptps) / sum(n) AS lpptps,
-        1.0 * sum(n * lpppps) / sum(n) AS lpppps
+        1.0 * sum(n * pl ORDER BY instance_id, truth, prediction) / sum(n) AS pl,
+        1.0 * sum(n * lca_reward ORDER BY instance_id, truth, prediction) / sum(n) AS lca_reward,
+        1.0 * sum(n * lpp ORDER BY instance_id, truth, prediction) / sum(n) AS lpp,
+        1.0 * sum(n * lpptps ORDER BY instance_id, truth, prediction) / sum(n) AS lpptps,
+        1.0 * sum(n * lpppps ORDER BY instance_id, truth, prediction) / sum(n) AS lpppps
     FROM scoring_instance
     WHERE n > 0
     GROUP BY system
@@ -210,12 +211,13 @@ WITH micro AS (
 macro AS (
     SELECT
         system,
-        avg(pl) AS pl,
-        avg(lca_reward) AS lca_reward,
-        avg(lpp) AS lpp,
-        avg(lpptps) AS lpptps,
-        avg(lpppps) AS lpppps,
-        avg(CASE WHEN lpppps + lpptps = 0 THEN 0.0 ELSE 2 * lpppps * lpptps / (lpppps + lpptps) END) AS hf
+        avg(pl ORDER BY node) AS pl,
+        avg(lca_reward ORDER BY node) AS lca_reward,
+        avg(lpp ORDER BY node) AS lpp,
+        avg(lpptps ORDER BY node) AS lpptps,
+        avg(lpppps ORDER BY node) AS lpppps,
+        avg(CASE WHEN lpppps + lpptps = 0 THEN 0.0 ELSE 2 * lpppps * lpptps / (lpppps + lpptps) END
+            ORDER BY node) AS hf
     FROM scoring_node_means
     GROUP BY system
 ),
