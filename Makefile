@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ lint: $(STAMP)
 
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast: lint  # without the PostgreSQL and Spark engine tests
+	$(PY) -m pytest -q -p no:cacheprovider -m "not spark and not postgres"
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py
