@@ -177,7 +177,11 @@ def test_a_failing_system_fails_alone(fixtures_dir, tmp_path, capsys):
     assert main(["jobs", "run", str(spec)]) == 2
     captured = capsys.readouterr()
     err = captured.err.splitlines()
-    assert err == [f"hiersql: error: {spec}: 1 of 6 unit(s) failed (`hiersql jobs status` lists the errors)"]
+    # issue 15: an empty prediction file is evaluated with a warning that names it (issue 17: never a failure)
+    silent = tmp_path / "preds" / "silent.tsv"
+    assert err[0] == f"hiersql: warning: {silent}: no predicted label; evaluated as a system that predicted" \
+        " nothing for every instance"
+    assert err[1:] == [f"hiersql: error: {spec}: 1 of 6 unit(s) failed (`hiersql jobs status` lists the errors)"]
     assert "5 done, 0 unchanged, 1 failed" in captured.out
     # the same one-line message as the command line for that file
     assert main(["evaluate", "--taxonomy", str(tmp_path / "taxonomy.tsv"), "--truth", str(tmp_path / "truth.tsv"),

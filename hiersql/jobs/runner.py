@@ -23,7 +23,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -33,7 +32,6 @@ from .spec import file_hash
 MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
 RETRIES = 5  # transient errors in a row before a worker gives up
 BACKOFF = 0.5  # seconds before the first retry; doubled each time
-NOTHING = {"instance_id": [], "label": []}  # the predictions of a system that predicted nothing
 
 
 @dataclass
@@ -130,14 +128,6 @@ def _check_unchanged(path: str, expected: str) -> None:
         raise InputError("file changed since the job was submitted: submit it again", path)
 
 
-def _blank(path: str) -> bool:
-    """A prediction file with no text at all (a system that predicted nothing)."""
-    if Path(path).suffix.lower() == ".parquet":
-        return False
-    with open(path, "rb") as fh:
-        return not fh.read().strip()
-
-
 def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, list[Any] | str]]:
     """``{unit_id: ("done", rows) or ("failed", message)}`` for units of one group."""
     try:
@@ -177,7 +167,8 @@ def _compute(store: Any, units: list[Claimed]) -> list[Any]:
     with store.transaction():
         store.con.execute("DELETE FROM predictions")
         store.con.execute("DELETE FROM systems")
-    sources = [(u.system, NOTHING if _blank(u.work["prediction"]) else u.work["prediction"]) for u in units]
+    # an empty file is a system that predicted nothing: evaluated, with the store's warning naming the file
+    sources = [(u.system, u.work["prediction"]) for u in units]
     store.add_predictions_many(sources, work["format"], unknown=work["unknown"])
     if store.systems() != sorted(u.system for u in units):  # never a system that is not this batch's
         raise RuntimeError(f"store holds systems {store.systems()}, expected {[u.system for u in units]}")

@@ -13,8 +13,6 @@ import hashlib
 import json
 import re
 import tomllib
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,9 +113,9 @@ class _Lines:
 
 def load_spec(path: str | Path) -> Spec:
     """Read and check a job file: its keys and their types, the label formats, the measures (through
-    :func:`hiersql.metrics.resolve`), the options (through :class:`hiersql.metrics.Options`,
-    :func:`hiersql.evaluator.make_options` and the families' own checks), that every file exists and every glob
-    matches. Relative paths are taken from the job file's folder.
+    :func:`hiersql.metrics.resolve`), the options (through the options schema,
+    :func:`hiersql.options.options_from_mapping`, and the families' own checks), that every file exists and
+    every glob matches. Relative paths are taken from the job file's folder.
 
     Raises
     ------
@@ -219,29 +217,21 @@ def _check_metrics(metrics: list[str], fail) -> None:
 
 
 def _check_options(metrics: list[str], options: dict[str, Any], fail) -> None:
-    """The options as :func:`~hiersql.evaluator.make_options` and :class:`~hiersql.metrics.Options` take them:
-    known names, values of the fields' types; then the families' own checks of the values (a mode that does
-    not exist, a negative distance), by evaluating the measures on a two-node example."""
-    from ..evaluator import make_options
-    from ..metrics import Options
+    """The options through the options schema (:func:`hiersql.options.options_from_mapping`: known names,
+    values each option's check accepts), one at a time to name the key at fault, then together; then the
+    families' own checks of the values (a mode that does not exist, a negative distance), by evaluating the
+    measures on a two-node example."""
+    from ..options import options_from_mapping
 
-    hints = typing.get_type_hints(Options)
     for key, value in options.items():
-        if key not in hints or key == "extra":
-            known = ", ".join(f.name for f in dataclasses.fields(Options) if f.name != "extra")
-            raise fail(f"unknown option (known: {known})", key, key)
-        if key == "average":
-            if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
-                raise fail("option 'average' must be a string or a list of strings", key, value)
-        elif not _conforms(value, hints[key]):
-            raise fail(f"option '{key}' must be of type {_type_name(hints[key])}", key, value)
-    average = options.get("average", [])
-    for value in [average] if isinstance(average, str) else average:  # name the bad one
         try:
-            make_options(average=value)
-        except ValueError as exc:
-            raise fail(f"bad option ({exc})", "average", value) from None
-    opts = make_options(**options)
+            options_from_mapping({key: value}, "options")
+        except InputError as exc:
+            raise fail(exc.message, key, exc.value) from None
+    try:
+        opts = options_from_mapping(options, "options")
+    except InputError as exc:
+        raise fail(exc.message, None, exc.value) from None
     try:
         _example(metrics, opts)
     except InputError as exc:  # a family's check naming the option
@@ -269,37 +259,6 @@ def _example(metrics: list[str], options: Any) -> None:
                     raise
     finally:
         store.close()
-
-
-def _conforms(value: Any, hint: Any) -> bool:
-    """Whether a TOML value fits a field's type hint (``int`` for floats; lists for tuples)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_conforms(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if origin is tuple:
-        return isinstance(value, list | tuple) and all(_conforms(v, args[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict)
-    return True
-
-
-def _type_name(hint: Any) -> str:
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "absent"}
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(hint) if a is not type(None))
-    if typing.get_origin(hint) is tuple:
-        return f"list of {_type_name(typing.get_args(hint)[0])}"
-    return names.get(hint, str(hint))
 
 
 def _source(text: str, base: Path, fail) -> str:
@@ -351,13 +310,13 @@ def _digest(value: Any) -> str:
 def units(spec: Spec) -> list[Unit]:
     """The units of ``spec``, in job order, with their keys (:func:`unit_key`)."""
     from .. import __version__
-    from ..evaluator import make_options
     from ..metrics import resolve
+    from ..options import options_from_mapping
 
     hashes: dict[str, str] = {}
     out = []
     for ds in spec.datasets:
-        options = dataclasses.asdict(make_options(**ds.options))
+        options = dataclasses.asdict(options_from_mapping(ds.options, str(spec.path)))
         metrics = [[family, names] for family, names in resolve(list(ds.metrics)).items()]
         shared = {"version": __version__, "dataset": ds.name, "taxonomy": file_hash(ds.taxonomy, hashes),
                   "truth": file_hash(ds.truth, hashes), "format": ds.format, "unknown": ds.unknown,
