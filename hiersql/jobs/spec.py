@@ -28,6 +28,11 @@ TOP_KEYS = {"name": "a string", "queue": "a string", "metrics": "a list of strin
 DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
                 "predictions": "a string or a list of strings", "format": "a string", "unknown": "a string",
                 "metrics": "a list of strings", "options": "a table"}
+# The column names of table sources (a CSV or Parquet file) by keyword, as the flags of ``hiersql evaluate``
+# name them; a system column (many systems in one file) is not a unit's source.
+COLUMN_KEYS = ("instance_col", "label_col", "score_col", "parent_col", "child_col")
+TOP_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
+DATASET_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 # A source naming a table rather than a file: ``duckdb:PATH::table``, ``postgresql://...::schema.table``.
 TABLE_SOURCE = "::"
 
@@ -45,6 +50,7 @@ class Dataset:
     unknown: str
     metrics: tuple[str, ...]
     options: dict[str, Any]
+    columns: dict[str, str] = dataclasses.field(default_factory=dict)  # COLUMN_KEYS given → column name
 
 
 @dataclass(frozen=True)
@@ -186,7 +192,8 @@ def load_spec(path: str | Path) -> Spec:
         truth = _source(ds["truth"], base, lambda m, v, n=n: fail(m, n, "truth", v))
         preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
         predictions = _predictions(preds, base, lambda m, v, n=n: fail(m, n, "predictions", v))
-        out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options))
+        columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
+        out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns))
     return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out))
 
 
@@ -287,7 +294,13 @@ def _predictions(preds: list[str], base: Path, fail) -> tuple[tuple[str, str], .
         if exc.source != "predictions":
             raise
         raise fail(exc.message, exc.value) from None
-    return tuple((system, str(file.resolve())) for system, file in pairs)
+    # a unit is one system of one file: a CSV or Parquet file too is named by its stem (no system column)
+    named = [(system if system is not None else Path(file).stem, str(Path(file).resolve())) for system, file in pairs]
+    systems = [system for system, _ in named]
+    for system in systems:
+        if systems.count(system) > 1:
+            raise fail("two prediction files have the same system name", system)
+    return tuple(named)
 
 
 def file_hash(path: str, cache: dict[str, str] | None = None) -> str:
@@ -321,12 +334,14 @@ def units(spec: Spec) -> list[Unit]:
         shared = {"version": __version__, "dataset": ds.name, "taxonomy": file_hash(ds.taxonomy, hashes),
                   "truth": file_hash(ds.truth, hashes), "format": ds.format, "unknown": ds.unknown,
                   "metrics": metrics, "options": options}
+        if ds.columns:  # the column names decide what is read (absent when none: the keys of plain files stay)
+            shared["columns"] = ds.columns
         group = _digest(shared)
         for system, source in ds.predictions:
             prediction = file_hash(source, hashes)
             work = {"dataset": ds.name, "system": system, "taxonomy": ds.taxonomy, "truth": ds.truth,
                     "prediction": source, "format": ds.format, "unknown": ds.unknown,
-                    "metrics": list(ds.metrics), "options": ds.options,
+                    "metrics": list(ds.metrics), "options": ds.options, "columns": ds.columns,
                     "hashes": {"taxonomy": shared["taxonomy"], "truth": shared["truth"], "prediction": prediction}}
             out.append(Unit(ds.name, system, unit_key(shared, system, prediction), group, work))
     return out
