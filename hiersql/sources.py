@@ -292,8 +292,15 @@ def _csv_table(con: duckdb.DuckDBPyConnection, path: Path, where: str, role: str
         raise read_error(exc, where) from None
     finally:
         con.unregister(rows)
-    return Table(where, header, [("VARCHAR", "text")] * len(header), lambda _: quote(view),
-                 close=lambda: con.execute(f"DROP TABLE IF EXISTS {quote(view)}"), keyed=False)
+
+    def drop() -> None:
+        from contextlib import suppress
+
+        with suppress(duckdb.Error):  # a transaction that failed: the temp table goes with the connection
+            con.execute(f"DROP TABLE IF EXISTS {quote(view)}")
+
+    return Table(where, header, [("VARCHAR", "text")] * len(header), lambda _: quote(view), close=drop,
+                 keyed=False)
 
 
 def read_csv_rows(con: duckdb.DuckDBPyConnection, path: Path, sep: str, where: str,
@@ -346,7 +353,7 @@ def check_frame_scores(df: Any, column: str, where: str) -> None:
     is."""
     import numpy as np
 
-    values = df[column].to_numpy()
+    values = df[next(c for c in df.columns if str(c) == column)].to_numpy()
     if values.dtype.kind == "f":
         nan = np.isnan(values)
     else:
