@@ -140,13 +140,14 @@ class Store:
 
         self.db = str(db) if db is not None else None
         self.con = con if con is not None else duckdb.connect(self.db or ":memory:")
+        # the empty tables first: the limit is for reading and computing (a tiny one fails in a named step)
+        self.con.execute(sqlfiles.queries("schema")["schema"])
         if memory_limit:  # DuckDB spills to its temp directory beyond it
             try:
                 self.con.execute(f"SET memory_limit = '{memory_limit.replace(chr(39), '')}'")
             except duckdb.Error as exc:
                 raise InputError(f"invalid memory limit ({str(exc).splitlines()[0]})", "--memory-limit",
                                  value=memory_limit) from None
-        self.con.execute(sqlfiles.queries("schema")["schema"])
         self.taxonomy: Taxonomy | None = None
         # whether closure is a view (after a load with closure_view=True, possibly of an earlier session of a
         # file); looked up when a taxonomy is loaded, unless the database is new
