@@ -103,6 +103,12 @@ def _is_arrow(source: object) -> bool:
     return hasattr(source, "schema") and hasattr(source, "column_names") and hasattr(source, "num_rows")
 
 
+def _is_frame(source: object) -> bool:
+    """Whether ``source`` is a pandas-like DataFrame (not a DuckDB relation, which has columns too)."""
+    return hasattr(source, "columns") and hasattr(source, "dtypes") and not hasattr(source, "fetchall") \
+        and not _is_arrow(source)
+
+
 def default_name(source: object) -> str:
     """How messages name a source that is not a file or a reference."""
     if hasattr(source, "fetchall"):
@@ -111,7 +117,7 @@ def default_name(source: object) -> str:
         return "<Arrow table>"
     if isinstance(source, Mapping):
         return "<columns>"
-    return "<DataFrame>" if hasattr(source, "columns") and hasattr(source, "dtypes") else "<label sets>"
+    return "<DataFrame>" if _is_frame(source) else "<label sets>"
 
 
 def display(source: object) -> str:
@@ -205,6 +211,8 @@ class Table:
             if given is None and not required:
                 return None
             what = "no column" if not found else "several columns match"
+            if given is None and role in ("instance", "label"):  # as the mappings of columns say it
+                what = f"label table needs columns instance_id, label: {what}"
             raise InputError(f"{what} {wanted!r} for the {role}{'' if given else ' (default name)'}; the table"
                              f" has {self.names}", self.where)
         kind = self.kinds[self.names.index(found[0])]
@@ -215,9 +223,10 @@ class Table:
         return found[0]
 
 
-def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = None) -> Table:
+def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = None, role: str = "label") -> Table:
     """Open a table source (see the module docstring) in ``con``; ``name`` names it in messages instead of
-    its reference. Close the result once it is read."""
+    its reference; ``role`` (``label`` or ``taxonomy``) names a file in messages. Close the result once it
+    is read."""
     import duckdb
 
     if isinstance(source, str) and source.startswith("duckdb:"):
@@ -235,19 +244,23 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
         where = name or str(source)
         path = str(source)
         parquet = path.lower().endswith(".parquet")
+        glob = any(ch in path for ch in "*?[")
         if parquet and Path(path).is_dir():  # a folder of part files, as Spark writes them
             path = str(Path(path) / "**" / "*.parquet")
-        elif not any(ch in path for ch in "*?["):
+        elif not glob:
             if not Path(path).is_file():
                 raise InputError("file not found", where)
             if Path(path).stat().st_size == 0:
-                raise InputError("file is empty", where)
-        try:
-            rel = (con.read_parquet(path, hive_partitioning=True) if parquet
-                   else con.read_csv(path, header=True, all_varchar=True))
-        except Exception as exc:  # duckdb.Error: no file matches the glob, not Parquet, ...
-            raise InputError(f"cannot read table ({_first_line(exc)})", where) from None
-        table = _relation(con, rel, where, keyed=False)
+                raise InputError(f"{role} file is empty", where)
+        if not parquet and not glob:
+            table = _csv_table(con, Path(path), where, role)
+        else:
+            try:
+                rel = (con.read_parquet(path, hive_partitioning=True) if parquet
+                       else con.read_csv(path, header=True, all_varchar=True))
+                table = _relation(con, rel, where, keyed=False)
+            except Exception as exc:  # duckdb.Error: no file matches the glob, not Parquet, ...
+                raise InputError(f"cannot read file ({_first_line(exc)})", where) from None
         table.stem, table.first_line = Path(str(source)).stem, 1 if parquet else 2
         return table
     where = name or default_name(source)
@@ -256,6 +269,97 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
     if hasattr(source, "fetchall"):  # a DuckDB relation, perhaps of another connection
         return _relation(con, source, where, keyed=False)
     return _relation(con, con.from_df(source), where, keyed=False)
+
+
+def _csv_table(con: duckdb.DuckDBPyConnection, path: Path, where: str, role: str) -> Table:
+    """A CSV file as a table of text columns named by its header, read once into a temp table of ``con``:
+    a ragged row or a line that is not UTF-8 is an error naming its line (:func:`read_error`), and the
+    rows are not parsed again by each query of the store."""
+    import duckdb
+
+    header, rel = read_csv_rows(con, path, ",", where, role)
+    seen: set[str] = set()
+    for column in header:
+        if column.lower() in seen:
+            raise InputError("column name given twice in the header", where, 1, column)
+        seen.add(column.lower())
+    view, rows = f"_hiersql_source_{next(_attached)}", f"_hiersql_rows_{next(_attached)}"
+    con.register(rows, rel)
+    try:
+        con.execute(f"CREATE TEMP TABLE {quote(view)} AS SELECT "
+                    + ", ".join(f"c{i} AS {quote(column)}" for i, column in enumerate(header)) + f" FROM {rows}")
+    except duckdb.Error as exc:
+        raise read_error(exc, where) from None
+    finally:
+        con.unregister(rows)
+
+    def drop() -> None:
+        from contextlib import suppress
+
+        with suppress(duckdb.Error):  # a transaction that failed: the temp table goes with the connection
+            con.execute(f"DROP TABLE IF EXISTS {quote(view)}")
+
+    return Table(where, header, [("VARCHAR", "text")] * len(header), lambda _: quote(view), close=drop,
+                 keyed=False)
+
+
+def read_csv_rows(con: duckdb.DuckDBPyConnection, path: Path, sep: str, where: str,
+                  role: str = "label") -> tuple[list[str], duckdb.DuckDBPyRelation]:
+    """The header of a CSV/TSV file (read here: DuckDB's sniffer takes the last row of a ragged file for the
+    header) and a relation of its other rows in VARCHAR columns named by position (``c0``, ``c1``, ...: no
+    name from the file enters SQL text); a row with another number of fields than the header fails when
+    the relation is read (:func:`read_error` names its line)."""
+    import csv
+
+    with path.open("rb") as fh:
+        first = fh.readline()
+    try:
+        header = next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")], delimiter=sep), [])
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason})", where, 1) from None
+    except csv.Error as exc:
+        raise InputError(f"cannot read the header ({exc})", where, 1) from None
+    if not header:
+        raise InputError(f"{role} file has no header", where, 1)
+    rel = con.read_csv(str(path), header=False, skiprows=1, sep=sep, quotechar='"', auto_detect=False,
+                       columns={f"c{i}": "VARCHAR" for i in range(len(header))}, null_padding=False,
+                       max_line_size=1 << 30)
+    return header, rel
+
+
+def read_error(exc: Exception, path: str | Path) -> InputError:
+    """DuckDB's multi-line error of its CSV reader as one :class:`InputError` naming the file, the line and
+    what is wrong (not UTF-8, a line beyond the maximum size, a wrong number of fields)."""
+    text = str(exc)
+    line = re.search(r"CSV Error on Line: (\d+)", text)
+    original = re.search(r"Original Line: (.*)", text)
+    value = original.group(1) if original else None
+    if value is not None and len(value) > 80:
+        value = value[:80] + "..."
+    if "Invalid unicode" in text:
+        what, value = "not UTF-8 text", None
+    elif size := re.search(r"Maximum line size of (\d+) bytes exceeded\. Actual Size:\s*(\d+)", text):
+        what, value = f"line of {size[2]} bytes is longer than the reader's maximum of {size[1]} bytes", None
+    elif fields := re.search(r"Expected Number of Columns: (\d+) Found: (\d+)", text):
+        what = f"row does not have the {fields[1]} fields of the header"
+    else:
+        what = f"cannot read file ({text.splitlines()[0] if text else type(exc).__name__})"
+    return InputError(what, path, int(line.group(1)) if line else None, value)
+
+
+def check_frame_scores(df: Any, column: str, where: str) -> None:
+    """A NaN in the score ``column`` of a DataFrame is an error, as ``NaN`` in a file is (DuckDB would read
+    it as a missing score); ``None`` in an object column is a missing score, as an empty field of a file
+    is."""
+    import numpy as np
+
+    values = df[next(c for c in df.columns if str(c) == column)].to_numpy()
+    if values.dtype.kind == "f":
+        nan = np.isnan(values)
+    else:
+        nan = np.array([isinstance(v, float) and v != v for v in values], dtype=bool)
+    if nan.any():
+        raise InputError("score is not a number", where, int(np.argmax(nan)) + 1, "nan")
 
 
 def _relation(con: duckdb.DuckDBPyConnection, rel: Any, where: str, keyed: bool = True) -> Table:
@@ -578,6 +682,8 @@ def expand(
         table = open_table(con, source, name)
         tables.append(table)
         labels = label_table(table, columns, predictions)
+        if "score" in labels.columns and _is_frame(source):
+            check_frame_scores(source, labels.columns["score"], table.where)
         if "system" not in labels.columns:
             system = system if system is not None else (table.stem if predictions else None)
             if predictions and not system:
@@ -630,7 +736,7 @@ def edge_rows(source: Any, parent: str | None = None, child: str | None = None) 
 
     con = duckdb.connect()
     try:
-        table = open_table(con, source)
+        table = open_table(con, source, role="taxonomy")
         try:
             cols = [table.column("parent", parent, True), table.column("child", child, True)]
             weight = table.column("weight", None, False)

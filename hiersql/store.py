@@ -55,7 +55,7 @@ STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader
 # The steps of Store.load, as its on_step hook names them.
 LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
 # Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
-# Lines up to 1 GiB (DuckDB's default maximum is 2 MB; a longer line is reported as such, _read_error).
+# Lines up to 1 GiB (DuckDB's default maximum is 2 MB; a longer line is reported as such, sources.read_error).
 RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='', header=false,"
             " auto_detect=false, filename=true, max_line_size=1073741824)")
 
@@ -140,13 +140,14 @@ class Store:
 
         self.db = str(db) if db is not None else None
         self.con = con if con is not None else duckdb.connect(self.db or ":memory:")
+        # the empty tables first: the limit is for reading and computing (a tiny one fails in a named step)
+        self.con.execute(sqlfiles.queries("schema")["schema"])
         if memory_limit:  # DuckDB spills to its temp directory beyond it
             try:
                 self.con.execute(f"SET memory_limit = '{memory_limit.replace(chr(39), '')}'")
             except duckdb.Error as exc:
                 raise InputError(f"invalid memory limit ({str(exc).splitlines()[0]})", "--memory-limit",
                                  value=memory_limit) from None
-        self.con.execute(sqlfiles.queries("schema")["schema"])
         self.taxonomy: Taxonomy | None = None
         # whether closure is a view (after a load with closure_view=True, possibly of an earlier session of a
         # file); looked up when a taxonomy is loaded, unless the database is new
@@ -465,7 +466,7 @@ class Store:
                 try:
                     self.con.execute(f"SELECT count(*) FROM {RAW_READ}", {"paths": [path]}).fetchall()
                 except Exception as exc:
-                    raise _read_error(exc, path) from None
+                    raise sources.read_error(exc, path) from None
             raise
 
     def _stage_long(self, q: dict[str, str], wheres: list[str]) -> None:
@@ -523,7 +524,7 @@ class Store:
         import duckdb
 
         sep = "," if path.suffix.lower() == ".csv" else "\t"
-        header, rel = self._read_csv_rows(path, sep, wheres[src])
+        header, rel = sources.read_csv_rows(self.con, path, sep, wheres[src])
         labels = [h.strip() for h in header[1:]]
         if not labels:
             raise InputError("wide label file needs a header: an instance_id column and one column per label",
@@ -541,7 +542,7 @@ class Store:
                        f" OVER () AS n, raw FROM {RAW_READ}) WHERE n > 1 AND raw IS NOT NULL) l USING (k)",
                        {"paths": [str(path)]})
         except duckdb.Error as exc:
-            raise _read_error(exc, wheres[src]) from None
+            raise sources.read_error(exc, wheres[src]) from None
         finally:
             self.con.execute("DROP VIEW IF EXISTS _wide_src")
         cells = ", ".join(f"c{i}" for i in range(1, len(header)))
@@ -562,28 +563,6 @@ class Store:
         )
         self._temp("_incoming_instances", "SELECT $src AS src, c0 AS instance_id, line FROM _wide", {"src": src})
         self.con.execute("DROP TABLE _wide_cells")
-
-    def _read_csv_rows(self, path: Path, sep: str, where: str) -> tuple[list[str], duckdb.DuckDBPyRelation]:
-        """The header of a CSV/TSV file (read here: DuckDB's sniffer takes the last row of a ragged file for the
-        header) and a relation of its other rows in VARCHAR columns named by position (``c0``, ``c1``, ...: no
-        name from the file enters SQL text); a row with another number of fields than the header fails when
-        the relation is read (:func:`_read_error` names its line)."""
-        import csv
-
-        with path.open("rb") as fh:
-            first = fh.readline()
-        try:
-            header = next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")], delimiter=sep), [])
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason})", where, 1) from None
-        except csv.Error as exc:
-            raise InputError(f"cannot read the header ({exc})", where, 1) from None
-        if not header:
-            raise InputError("label file has no header", where, 1)
-        rel = self.con.read_csv(str(path), header=False, skiprows=1, sep=sep, quotechar='"', auto_detect=False,
-                                columns={f"c{i}": "VARCHAR" for i in range(len(header))}, null_padding=False,
-                                max_line_size=1 << 30)
-        return header, rel
 
     def _stage_table(self, parts: list[tuple[int, sources.Part]], wheres: list[str]) -> None:
         """The systems ``parts`` (``(src, part)``) of one table (:mod:`hiersql.sources`), in one query: the
@@ -920,42 +899,3 @@ def _prediction_items(
 
 def _warn(message: str) -> None:
     warnings.warn(message, DataWarning, stacklevel=4)
-
-
-def _read_error(exc: Exception, path: str | Path) -> InputError:
-    """DuckDB's multi-line error of its CSV reader as one :class:`InputError` naming the file, the line and
-    what is wrong (not UTF-8, a line beyond the maximum size, a wrong number of fields)."""
-    import re
-
-    text = str(exc)
-    line = re.search(r"CSV Error on Line: (\d+)", text)
-    original = re.search(r"Original Line: (.*)", text)
-    value = original.group(1) if original else None
-    if value is not None and len(value) > 80:
-        value = value[:80] + "..."
-    if "Invalid unicode" in text:
-        what, value = "not UTF-8 text", None
-    elif size := re.search(r"Maximum line size of (\d+) bytes exceeded\. Actual Size:\s*(\d+)", text):
-        what, value = f"line of {size[2]} bytes is longer than the reader's maximum of {size[1]} bytes", None
-    elif fields := re.search(r"Expected Number of Columns: (\d+) Found: (\d+)", text):
-        what = f"row does not have the {fields[1]} fields of the header"
-    else:
-        what = f"cannot read file ({text.splitlines()[0] if text else type(exc).__name__})"
-    return InputError(what, path, int(line.group(1)) if line else None, value)
-
-
-def _check_frame_scores(df: Any, where: str) -> None:
-    """A NaN score of a DataFrame is an error, as ``NaN`` in a file is (DuckDB would read it as a missing
-    score); ``None`` in an object column is a missing score, as an empty field of a file is."""
-    import numpy as np
-
-    names = [c for c in df.columns if str(c).lower() == "score"]
-    if not names:
-        return
-    values = df[names[0]].to_numpy()
-    if values.dtype.kind == "f":
-        nan = np.isnan(values)
-    else:
-        nan = np.array([isinstance(v, float) and v != v for v in values], dtype=bool)
-    if nan.any():
-        raise InputError("score is not a number", where, int(np.argmax(nan)) + 1, "nan")

@@ -47,6 +47,15 @@ def hemkit(*extra: str) -> list[str]:
     return ["hemkit", "{d}/h.txt", "{d}/g.txt", "{d}/p.txt", *extra]
 
 
+def compare(*extra: str) -> list[str]:
+    return ["compare", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv", "--pred", "s={d}/pred.tsv",
+            "--pred", "t={d}/truth.tsv", *extra]
+
+
+def breakdown(*extra: str, pred: str = "s={d}/pred.tsv") -> list[str]:
+    return ["breakdown", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv", "--pred", pred, *extra]
+
+
 HEMKIT_FILES: dict[str, str | bytes] = {"h.txt": "a b\na c\nb d\n", "g.txt": "b\nd\n", "p.txt": "b\nd\n"}
 WIDE = "instance_id,b,c,d\n1,1,0,0\n2,0,1,1\n"
 NOT_DUCKDB = "this is a text file, not a DuckDB database\n"
@@ -234,6 +243,21 @@ CASES = [
     Case("compare --bootstrap 0", ["compare", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv",
                                    "--pred", "s={d}/pred.tsv", "--bootstrap", "0"],
          ["--bootstrap", "must be at least 1", "0"]),
+    Case("compare --confidence 1.5", compare("--confidence", "1.5"),
+         ["--confidence", "strictly between 0 and 1", "1.5"]),
+    Case("compare --confidence NaN", compare("--confidence", "nan"),
+         ["--confidence", "strictly between 0 and 1", "nan"]),
+    Case("compare --alpha 0", compare("--alpha", "0"), ["--alpha", "strictly between 0 and 1", "0"]),
+    Case("compare --test unknown", compare("--test", "t"), ["hiersql compare: error:", "--test", "'t'"]),
+    # --- breakdown
+    Case("breakdown --by unknown", breakdown("--by", "tree"), ["hiersql breakdown: error:", "--by", "'tree'"]),
+    Case("breakdown --bins 1", breakdown("--bins", "1"), ["--bins", "must be >= 2", "1"]),
+    Case("breakdown --digits negative", breakdown("--digits", "-1"), ["--digits", "must be >= 0", "-1"]),
+    Case("breakdown --max-distance negative", breakdown("--max-distance", "-1"), ["--max-distance", ">= 0", "-1"]),
+    Case("breakdown --by auprc without scores", breakdown("--by", "auprc"),
+         ["--pred", "--by auprc needs scored predictions", "pred.tsv"]),
+    Case("breakdown ragged long CSV", breakdown(pred="s={d}/p.csv"), ["p.csv:3", "fields of the header", "'2,d,x'"],
+         {"p.csv": "instance_id,label\n1,b\n2,d,x\n"}),
 ]
 
 

@@ -288,13 +288,13 @@ def test_line_longer_than_duckdbs_default_maximum_is_read(tmp_path, capsys):
 
 
 def test_line_beyond_the_readers_maximum_is_reported_as_such(tmp_path):
-    from hiersql.store import _read_error
+    from hiersql.sources import read_error
 
     path = write(tmp_path, "p.tsv", "1\t" + "b" * 300_000 + "\n")
     with pytest.raises(duckdb.Error) as caught:
         duckdb.sql("SELECT * FROM read_csv($p, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='',"
                    " header=false, auto_detect=false, max_line_size=100000)", params={"p": path}).fetchall()
-    error = _read_error(caught.value, path)
+    error = read_error(caught.value, path)
     assert str(error) == f"{path}:1: line of 300002 bytes is longer than the reader's maximum of 100000 bytes"
 
 

@@ -207,10 +207,8 @@ def test_the_new_sql_files_run_on_postgres(pg_dsn):
     breakdowns.by_level(store)  # materialises set_pairs, which breakdowns.sql reads
     engine = PostgresEngine(pg_dsn)
     try:
-        engine.execute("DROP SCHEMA IF EXISTS public CASCADE")
-        engine.execute("CREATE SCHEMA public")
-        engine.copy_store(store)
-        engine._write("set_pairs", store.con.table("set_pairs"))
+        engine.copy_store(store)  # temporary tables of this session: no other test's tables are touched
+        engine.write("set_pairs", store.con.table("set_pairs").to_arrow_table())
         cases = [("error_profile", q, {}) for q in ("predicted_profile", "missed_labels", "error_categories",
                                                     "distance_statistics", "distance_histogram",
                                                     "path_consistency", "empty_prediction_distance")]

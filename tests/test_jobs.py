@@ -177,7 +177,11 @@ def test_a_failing_system_fails_alone(fixtures_dir, tmp_path, capsys):
     assert main(["jobs", "run", str(spec)]) == 2
     captured = capsys.readouterr()
     err = captured.err.splitlines()
-    assert err == [f"hiersql: error: {spec}: 1 of 6 unit(s) failed (`hiersql jobs status` lists the errors)"]
+    # issue 15: an empty prediction file is evaluated with a warning that names it (issue 17: never a failure)
+    silent = tmp_path / "preds" / "silent.tsv"
+    assert err[0] == f"hiersql: warning: {silent}: no predicted label; evaluated as a system that predicted" \
+        " nothing for every instance"
+    assert err[1:] == [f"hiersql: error: {spec}: 1 of 6 unit(s) failed (`hiersql jobs status` lists the errors)"]
     assert "5 done, 0 unchanged, 1 failed" in captured.out
     # the same one-line message as the command line for that file
     assert main(["evaluate", "--taxonomy", str(tmp_path / "taxonomy.tsv"), "--truth", str(tmp_path / "truth.tsv"),
@@ -434,3 +438,34 @@ def test_evaluator_save_writes_the_rows_under_one_run(fixtures_dir, tmp_path):
     with duckdb.connect(str(tmp_path / "e.duckdb"), read_only=True) as con:
         assert con.execute("SELECT run_id, dataset, system, metric, average, value FROM results").fetchall() == [
             (run_id, "demo", "shallow", "hierarchical_recall", "micro", 14 / 26)]
+
+
+def test_column_keywords_read_csv_files_with_the_users_names(fixtures_dir, tmp_path, capsys):
+    """instance_col, label_col, score_col (truth and predictions) and parent_col, child_col (taxonomy) read
+    CSV files whose columns have other names: the values equal hiersql evaluate's on the TSV files."""
+    demo = fixtures_dir / "demo"
+
+    def to_csv(source: Path, target: Path, header: str) -> None:
+        rows = [line.split("\t") for line in source.read_text().splitlines() if line.strip()]
+        target.write_text(header + "\n" + "".join(",".join(r) + "\n" for r in rows))
+
+    to_csv(demo / "taxonomy.tsv", tmp_path / "tax.csv", "up,down")
+    to_csv(demo / "truth.tsv", tmp_path / "truth.csv", "doc,genre")
+    to_csv(demo / "shallow.tsv", tmp_path / "shallow.csv", "doc,genre")
+    spec = tmp_path / "cols.toml"
+    spec.write_text('queue = "q.duckdb"\nmetrics = ["hp", "hr"]\ninstance_col = "doc"\n[options]\n'
+                    'average = ["micro"]\n[[dataset]]\nname = "d"\ntaxonomy = "tax.csv"\ntruth = "truth.csv"\n'
+                    'predictions = ["shallow.csv"]\nlabel_col = "genre"\nparent_col = "up"\nchild_col = "down"\n')
+    assert main(["jobs", "run", str(spec)]) == 0
+    capsys.readouterr()
+    got = values(stored(tmp_path / "q.duckdb"))
+    expected = evaluate_csv(capsys, fixtures_dir, "--pred", str(demo / "shallow.tsv"), "--metrics", "hp,hr",
+                            "--average", "micro")
+    assert {(k[1], k[2], k[3]): v for k, v in got.items()} == pytest.approx(expected)
+    assert len(expected) == 2
+    # without the column names the same file is an error naming the file and the missing column
+    spec.write_text(spec.read_text().replace('label_col = "genre"\n', ""))
+    assert main(["jobs", "run", str(spec)]) == 2
+    out = capsys.readouterr().out
+    assert f"failed: d/shallow: {tmp_path / 'truth.csv'}: label table needs columns instance_id, label: no column" \
+        " 'label' for the label (default name); the table has ['doc', 'genre']" in out, out

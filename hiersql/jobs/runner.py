@@ -23,7 +23,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -33,7 +32,6 @@ from .spec import file_hash
 MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
 RETRIES = 5  # transient errors in a row before a worker gives up
 BACKOFF = 0.5  # seconds before the first retry; doubled each time
-NOTHING = {"instance_id": [], "label": []}  # the predictions of a system that predicted nothing
 
 
 @dataclass
@@ -91,8 +89,10 @@ class Stores:
             store.con.execute("SET enable_progress_bar = false")
             if self.threads:
                 store.con.execute(f"SET threads = {int(self.threads)}")
-            store.load(lambda: _taxonomy(work["taxonomy"], work["hashes"]["taxonomy"]), work["truth"], [],
-                       work["format"], unknown=work["unknown"])
+            columns = work.get("columns", {})
+            store.load(lambda: _taxonomy(work["taxonomy"], work["hashes"]["taxonomy"], columns.get("parent_col"),
+                                         columns.get("child_col")),
+                       work["truth"], [], work["format"], unknown=work["unknown"], **_label_columns(work))
         except BaseException:
             store.close()
             raise
@@ -105,20 +105,30 @@ class Stores:
         self.group = self.store = None
 
 
-_taxonomies: dict[tuple[str, str], Any] = {}  # (path, content hash) → Taxonomy, parsed once per process
+# (path, content hash, parent and child columns) → Taxonomy, parsed once per process
+_taxonomies: dict[tuple[str, str, str | None, str | None], Any] = {}
 _taxonomies_lock = threading.Lock()
 
 
-def _taxonomy(path: str, digest: str) -> Any:
-    """The taxonomy of ``path`` (whose content hashes to ``digest``), parsed once for all worker threads."""
+def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | None = None) -> Any:
+    """The taxonomy of ``path`` (whose content hashes to ``digest``; a table's ``parent`` and ``child``
+    columns when named), parsed once for all worker threads."""
     from ..taxonomy import Taxonomy
 
+    key = (path, digest, parent, child)
     with _taxonomies_lock:
-        if (path, digest) not in _taxonomies:
+        if key not in _taxonomies:
             if len(_taxonomies) >= 4:
                 _taxonomies.pop(next(iter(_taxonomies)))
-            _taxonomies[(path, digest)] = Taxonomy.from_file(path)
-        return _taxonomies[(path, digest)]
+            _taxonomies[key] = Taxonomy.from_table(path, parent=parent, child=child) if parent or child \
+                else Taxonomy.from_file(path)
+        return _taxonomies[key]
+
+
+def _label_columns(work: dict[str, Any]) -> dict[str, str]:
+    """The column keywords of a unit's label tables, as :meth:`hiersql.store.Store.load` takes them."""
+    columns = work.get("columns", {})
+    return {key: columns[key] for key in ("instance_col", "label_col", "score_col") if key in columns}
 
 
 def _check_unchanged(path: str, expected: str) -> None:
@@ -128,14 +138,6 @@ def _check_unchanged(path: str, expected: str) -> None:
         raise InputError(f"cannot read file ({exc.strerror})", path) from None
     if changed:
         raise InputError("file changed since the job was submitted: submit it again", path)
-
-
-def _blank(path: str) -> bool:
-    """A prediction file with no text at all (a system that predicted nothing)."""
-    if Path(path).suffix.lower() == ".parquet":
-        return False
-    with open(path, "rb") as fh:
-        return not fh.read().strip()
 
 
 def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, list[Any] | str]]:
@@ -177,8 +179,9 @@ def _compute(store: Any, units: list[Claimed]) -> list[Any]:
     with store.transaction():
         store.con.execute("DELETE FROM predictions")
         store.con.execute("DELETE FROM systems")
-    sources = [(u.system, NOTHING if _blank(u.work["prediction"]) else u.work["prediction"]) for u in units]
-    store.add_predictions_many(sources, work["format"], unknown=work["unknown"])
+    # an empty file is a system that predicted nothing: evaluated, with the store's warning naming the file
+    sources = [(u.system, u.work["prediction"]) for u in units]
+    store.add_predictions_many(sources, work["format"], unknown=work["unknown"], **_label_columns(work))
     if store.systems() != sorted(u.system for u in units):  # never a system that is not this batch's
         raise RuntimeError(f"store holds systems {store.systems()}, expected {[u.system for u in units]}")
     return compute(store, work["metrics"], make_options(**work["options"]))

@@ -13,8 +13,6 @@ import hashlib
 import json
 import re
 import tomllib
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,11 @@ TOP_KEYS = {"name": "a string", "queue": "a string", "metrics": "a list of strin
 DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
                 "predictions": "a string or a list of strings", "format": "a string", "unknown": "a string",
                 "metrics": "a list of strings", "options": "a table"}
+# The column names of table sources (a CSV or Parquet file) by keyword, as the flags of ``hiersql evaluate``
+# name them; a system column (many systems in one file) is not a unit's source.
+COLUMN_KEYS = ("instance_col", "label_col", "score_col", "parent_col", "child_col")
+TOP_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
+DATASET_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 # A source naming a table rather than a file: ``duckdb:PATH::table``, ``postgresql://...::schema.table``.
 TABLE_SOURCE = "::"
 
@@ -47,6 +50,7 @@ class Dataset:
     unknown: str
     metrics: tuple[str, ...]
     options: dict[str, Any]
+    columns: dict[str, str] = dataclasses.field(default_factory=dict)  # COLUMN_KEYS given → column name
 
 
 @dataclass(frozen=True)
@@ -115,9 +119,9 @@ class _Lines:
 
 def load_spec(path: str | Path) -> Spec:
     """Read and check a job file: its keys and their types, the label formats, the measures (through
-    :func:`hiersql.metrics.resolve`), the options (through :class:`hiersql.metrics.Options`,
-    :func:`hiersql.evaluator.make_options` and the families' own checks), that every file exists and every glob
-    matches. Relative paths are taken from the job file's folder.
+    :func:`hiersql.metrics.resolve`), the options (through the options schema,
+    :func:`hiersql.options.options_from_mapping`, and the families' own checks), that every file exists and
+    every glob matches. Relative paths are taken from the job file's folder.
 
     Raises
     ------
@@ -188,7 +192,8 @@ def load_spec(path: str | Path) -> Spec:
         truth = _source(ds["truth"], base, lambda m, v, n=n: fail(m, n, "truth", v))
         preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
         predictions = _predictions(preds, base, lambda m, v, n=n: fail(m, n, "predictions", v))
-        out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options))
+        columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
+        out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns))
     return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out))
 
 
@@ -219,29 +224,21 @@ def _check_metrics(metrics: list[str], fail) -> None:
 
 
 def _check_options(metrics: list[str], options: dict[str, Any], fail) -> None:
-    """The options as :func:`~hiersql.evaluator.make_options` and :class:`~hiersql.metrics.Options` take them:
-    known names, values of the fields' types; then the families' own checks of the values (a mode that does
-    not exist, a negative distance), by evaluating the measures on a two-node example."""
-    from ..evaluator import make_options
-    from ..metrics import Options
+    """The options through the options schema (:func:`hiersql.options.options_from_mapping`: known names,
+    values each option's check accepts), one at a time to name the key at fault, then together; then the
+    families' own checks of the values (a mode that does not exist, a negative distance), by evaluating the
+    measures on a two-node example."""
+    from ..options import options_from_mapping
 
-    hints = typing.get_type_hints(Options)
     for key, value in options.items():
-        if key not in hints or key == "extra":
-            known = ", ".join(f.name for f in dataclasses.fields(Options) if f.name != "extra")
-            raise fail(f"unknown option (known: {known})", key, key)
-        if key == "average":
-            if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
-                raise fail("option 'average' must be a string or a list of strings", key, value)
-        elif not _conforms(value, hints[key]):
-            raise fail(f"option '{key}' must be of type {_type_name(hints[key])}", key, value)
-    average = options.get("average", [])
-    for value in [average] if isinstance(average, str) else average:  # name the bad one
         try:
-            make_options(average=value)
-        except ValueError as exc:
-            raise fail(f"bad option ({exc})", "average", value) from None
-    opts = make_options(**options)
+            options_from_mapping({key: value}, "options")
+        except InputError as exc:
+            raise fail(exc.message, key, exc.value) from None
+    try:
+        opts = options_from_mapping(options, "options")
+    except InputError as exc:
+        raise fail(exc.message, None, exc.value) from None
     try:
         _example(metrics, opts)
     except InputError as exc:  # a family's check naming the option
@@ -271,37 +268,6 @@ def _example(metrics: list[str], options: Any) -> None:
         store.close()
 
 
-def _conforms(value: Any, hint: Any) -> bool:
-    """Whether a TOML value fits a field's type hint (``int`` for floats; lists for tuples)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_conforms(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if origin is tuple:
-        return isinstance(value, list | tuple) and all(_conforms(v, args[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict)
-    return True
-
-
-def _type_name(hint: Any) -> str:
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "absent"}
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(hint) if a is not type(None))
-    if typing.get_origin(hint) is tuple:
-        return f"list of {_type_name(typing.get_args(hint)[0])}"
-    return names.get(hint, str(hint))
-
-
 def _source(text: str, base: Path, fail) -> str:
     """A taxonomy or truth source: a file (relative to ``base``), which must exist. Table sources
     (``...::table``) are kept as written for the readers that take them; this version reads files only."""
@@ -328,7 +294,13 @@ def _predictions(preds: list[str], base: Path, fail) -> tuple[tuple[str, str], .
         if exc.source != "predictions":
             raise
         raise fail(exc.message, exc.value) from None
-    return tuple((system, str(file.resolve())) for system, file in pairs)
+    # a unit is one system of one file: a CSV or Parquet file too is named by its stem (no system column)
+    named = [(system if system is not None else Path(file).stem, str(Path(file).resolve())) for system, file in pairs]
+    systems = [system for system, _ in named]
+    for system in systems:
+        if systems.count(system) > 1:
+            raise fail("two prediction files have the same system name", system)
+    return tuple(named)
 
 
 def file_hash(path: str, cache: dict[str, str] | None = None) -> str:
@@ -351,23 +323,25 @@ def _digest(value: Any) -> str:
 def units(spec: Spec) -> list[Unit]:
     """The units of ``spec``, in job order, with their keys (:func:`unit_key`)."""
     from .. import __version__
-    from ..evaluator import make_options
     from ..metrics import resolve
+    from ..options import options_from_mapping
 
     hashes: dict[str, str] = {}
     out = []
     for ds in spec.datasets:
-        options = dataclasses.asdict(make_options(**ds.options))
+        options = dataclasses.asdict(options_from_mapping(ds.options, str(spec.path)))
         metrics = [[family, names] for family, names in resolve(list(ds.metrics)).items()]
         shared = {"version": __version__, "dataset": ds.name, "taxonomy": file_hash(ds.taxonomy, hashes),
                   "truth": file_hash(ds.truth, hashes), "format": ds.format, "unknown": ds.unknown,
                   "metrics": metrics, "options": options}
+        if ds.columns:  # the column names decide what is read (absent when none: the keys of plain files stay)
+            shared["columns"] = ds.columns
         group = _digest(shared)
         for system, source in ds.predictions:
             prediction = file_hash(source, hashes)
             work = {"dataset": ds.name, "system": system, "taxonomy": ds.taxonomy, "truth": ds.truth,
                     "prediction": source, "format": ds.format, "unknown": ds.unknown,
-                    "metrics": list(ds.metrics), "options": ds.options,
+                    "metrics": list(ds.metrics), "options": ds.options, "columns": ds.columns,
                     "hashes": {"taxonomy": shared["taxonomy"], "truth": shared["truth"], "prediction": prediction}}
             out.append(Unit(ds.name, system, unit_key(shared, system, prediction), group, work))
     return out
