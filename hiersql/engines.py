@@ -97,30 +97,22 @@ def render(
     dialect: str = "duckdb",
     tables: Mapping[str, str] | None = None,
     pretty: bool = True,
-    metrics: Sequence[str] | None = None,
 ) -> str:
     """Query ``name`` of ``sql/<file>.sql`` as one statement in ``dialect``: :func:`hiersql.sqlfiles.render`
     (dependencies as CTEs, parameters as literals, ``tables`` renamed), constant-folded (a branch switched
     off by a parameter, such as ``'ancestors' = 'descendants' AND ...``, disappears), plus the dialect fixes of
-    the module docstring. With ``metrics``, only the rows whose ``metric`` column is one of them."""
-    return _tree(file, name, params, dialect, tables, metrics).sql(dialect=dialect, pretty=pretty)
+    the module docstring."""
+    return _tree(file, name, params, dialect, tables).sql(dialect=dialect, pretty=pretty)
 
 
-def _tree(file, name, params, dialect, tables, metrics=None, skip=frozenset(), text=None):
+def _tree(file, name, params, dialect, tables, skip=frozenset(), text=None):
     """The sqlglot tree behind :func:`render`."""
     import sqlglot
-    from sqlglot import exp
     from sqlglot.optimizer.simplify import simplify
 
     sql = sqlfiles.render(file, name, dict(params or {}), "duckdb", dict(tables or {}), pretty=False, skip=skip,
                           text=text)
     tree = simplify(sqlglot.parse_one(sql + "\n", read="duckdb"))  # newline: see sqlfiles._parse
-    if metrics:
-        with_ = tree.args.get("with_")
-        tree.set("with_", None)
-        tree = exp.select("*").from_(tree.subquery("summary")).where(
-            exp.column("metric").isin(*[exp.Literal.string(m) for m in metrics]))
-        tree.set("with_", with_)
     return _FIXES[dialect](tree) if dialect in _FIXES else tree
 
 

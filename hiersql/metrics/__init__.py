@@ -97,14 +97,6 @@ def resolve(names: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
     return out
 
 
-def summary_rows(rel: Any, metrics: list[str], options: Options) -> list[Row]:
-    """The rows of a summary relation ``(system, metric, average, value)`` for ``metrics`` and the averages
-    of ``options`` (rows whose ``average`` is empty always pass), sorted by system, metric, average."""
-    wanted = set(metrics)
-    averages = set(options.average) | {""}
-    return [Row(*r) for r in rel.order("system, metric, average").fetchall() if r[1] in wanted and r[2] in averages]
-
-
 def as_taxonomy(taxonomy: Any):
     """A :class:`~hiersql.taxonomy.Taxonomy` from a Taxonomy, a path, a networkx DiGraph, a DataFrame with
     ``parent``/``child`` columns, or an iterable of ``(parent, child)`` pairs."""
