@@ -269,8 +269,8 @@ def _table(store: Store, name: str, opts: Options) -> pd.DataFrame:
 
 def _fill_tables(store: Store, names: set[str], opts: Options, tables: dict[str, pd.DataFrame]) -> None:
     """Compute the per-instance tables of ``names`` into ``tables``: the SQL families on a second connection
-    in a thread while this one solves the Python-heavy families (:func:`~hiersql.store.beside_python`)."""
-    from .store import beside_python
+    in a thread while this one solves the Python-heavy families (:func:`~hiersql.concurrency.beside_python`)."""
+    from .concurrency import beside_python
 
     sql = sorted(names & SQL_FAMILIES - set(tables))
     heavy = sorted(names - SQL_FAMILIES - set(tables))

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from .errors import InputError
 
+LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")  # the label formats of hiersql.readers
+
 
 def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = None
                 ) -> list[tuple[str | None, Path | str]]:

@@ -1,7 +1,7 @@
 -- Label readers: each turns the raw lines of text files into (src, instance_id, label, line) rows and the
 -- list of instances. Lines come from `raw_lines(src, line, raw)`: one row per physical line of source file
 -- number `src`, lines numbered from 1 in each file, blank lines kept as NULL (see
--- hiersql.store.Store._raw_lines; DuckDB's CSV reader drops the CR of CRLF line ends). Every query keeps the
+-- hiersql.readers._raw_lines; DuckDB's CSV reader drops the CR of CRLF line ends). Every query keeps the
 -- files apart by `src`, so one query reads them all. A line is blank when it holds nothing but spaces
 -- (`replace(raw, ' ', '') <> ''` is several times faster than `trim(raw) <> ''` in DuckDB).
 

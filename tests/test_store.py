@@ -192,7 +192,7 @@ def test_fast_switching_keeps_the_short_interval_until_the_last_user_leaves():
     import sys
     import threading
 
-    from hiersql.store import SWITCH_INTERVAL, beside_python, fast_switching
+    from hiersql.concurrency import SWITCH_INTERVAL, beside_python, fast_switching
 
     before = sys.getswitchinterval()
     entered, release = threading.Event(), threading.Event()

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from hiersql import InputError, Store, Taxonomy, sqlfiles
-from hiersql.store import _walks_every_path
+from hiersql.closure import walks_every_path
 from hiersql.taxonomy import VIRTUAL_ROOT
 
 
@@ -160,10 +160,10 @@ def test_both_closure_walks_give_networkx_closure():
     # 24 rungs: 2**24 paths from the bottom alone, so the store must take the deduplicating walk.
     deep = ladder(24)
     assert deep.path_count > 2**24
-    assert not _walks_every_path(deep, deep.depths())
+    assert not walks_every_path(deep, deep.depths())
     assert closure_of(deep) == networkx_closure(deep.graph)
     shallow = ladder(3)
-    assert _walks_every_path(shallow, shallow.depths())
+    assert walks_every_path(shallow, shallow.depths())
     expected = networkx_closure(shallow.graph)
     assert closure_of(shallow) == expected
     # the safe walk run on its own gives the same rows

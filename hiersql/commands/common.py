@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..inputs import parse_preds
+from ..inputs import LABEL_FORMATS, parse_preds
 
 if TYPE_CHECKING:
     from ..store import Store
-
-LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:

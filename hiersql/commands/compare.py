@@ -46,7 +46,8 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
     from ..compare import compare
     from ..errors import InputError
     from ..metrics import resolve
-    from ..store import LOAD_STEPS, beside_python
+    from ..concurrency import beside_python
+    from ..store import LOAD_STEPS
 
     if args.bootstrap < 1:
         raise InputError("must be at least 1", "--bootstrap", value=args.bootstrap)

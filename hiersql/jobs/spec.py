@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..inputs import LABEL_FORMATS
 
-LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")
 UNKNOWN_LABELS = ("error", "ignore")
 DEFAULT_METRICS = ("hp", "hr", "hf")
 # key: the TOML types it may have, as named in messages

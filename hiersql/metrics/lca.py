@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .. import lca_hemkit, sqlfiles
 from ..errors import DataWarning
 from ..plan import FamilyPlan, Measure, Python, Sql
-from ..store import beside_python
+from ..concurrency import beside_python
 from ..taxonomy import gc_paused
 from . import REGISTRY, Options, Row, one_shot
 
@@ -104,7 +104,7 @@ def _solve_open(store: Store, options: Options, params: dict[str, object],
     "p": Gp})`` (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH``
     instances at a time to bound memory; a warning counts the instances where the exact solver fell back to
     the greedy graphs. ``beside`` (SQL on the same connection) runs in a thread while the first batch is
-    solved in Python, once that batch is fetched (:func:`~hiersql.store.beside_python`)."""
+    solved in Python, once that batch is fetched (:func:`~hiersql.concurrency.beside_python`)."""
     n_batches = _stage_open(store, params)
     ignore = set() if options.include_root else {_root(store)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
