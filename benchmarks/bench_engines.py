@@ -47,8 +47,9 @@ def main() -> None:
 
     import duckdb
 
-    from hiersql.engines import DuckDBEngine, PostgresEngine, SparkEngine, install_macros
-    from hiersql.metrics import Options, family, resolve
+    from hiersql.engines import DuckDBEngine, PostgresEngine, SparkEngine
+    from hiersql.macros import install_macros
+    from hiersql.metrics import Options, compute, family, resolve
     from hiersql.store import Store
     from hiersql.taxonomy import Taxonomy
 
@@ -74,7 +75,7 @@ def main() -> None:
         return sorted(rows, key=lambda r: (r.system, r.metric, r.average))
 
     ref = timed("DuckDB, Python API (Store.run)", api, results)
-    same(timed("DuckDB, DuckDBEngine (one statement)", lambda: DuckDBEngine(store).evaluate(METRICS), results),
+    same(timed("DuckDB, DuckDBEngine (one statement)", lambda: compute(DuckDBEngine(store), METRICS), results),
          ref)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,7 +96,7 @@ def main() -> None:
         try:
             pg = PostgresEngine(dsn)
             timed("PostgreSQL: copy_store", lambda: pg.copy_store(store), results)
-            same(timed("PostgreSQL: evaluate", lambda: pg.evaluate(METRICS), results), ref)
+            same(timed("PostgreSQL: evaluate", lambda: compute(pg, METRICS), results), ref)
             timed("PostgreSQL: build_closure (WITH RECURSIVE)", pg.build_closure, results)
             pg.close()
         finally:
@@ -115,8 +116,8 @@ def main() -> None:
         spark = timed("Spark: start local session", session, results)
         sp = SparkEngine(spark)
         timed("Spark: copy_store", lambda: sp.copy_store(store), results)
-        same(timed("Spark: evaluate (first)", lambda: sp.evaluate(METRICS), results), ref)
-        same(timed("Spark: evaluate (again)", lambda: sp.evaluate(METRICS), results), ref)
+        same(timed("Spark: evaluate (first)", lambda: compute(sp, METRICS), results), ref)
+        same(timed("Spark: evaluate (again)", lambda: compute(sp, METRICS), results), ref)
         timed("Spark: build_closure (WITH RECURSIVE, UNION ALL)", sp.build_closure, results)
         spark.stop()
 

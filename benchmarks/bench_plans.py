@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hiersql.engines import DuckDBEngine, open_engine  # noqa: E402
-from hiersql.metrics import FAMILIES, REGISTRY, Options  # noqa: E402
+from hiersql.metrics import FAMILIES, REGISTRY, Options, compute  # noqa: E402
 from hiersql.options import RunOptions  # noqa: E402
 from hiersql.store import Store  # noqa: E402
 from hiersql.taxonomy import Taxonomy  # noqa: E402
@@ -55,10 +55,10 @@ def main() -> None:
     for fam in FAMILIES:
         metrics = ["pl"] if fam == "scoring" else [m for m in REGISTRY[fam] if m != "tree_induced_error"]
         start = time.perf_counter()
-        rows = engine.evaluate(metrics, Options())
+        rows = compute(engine, metrics, Options())
         took = time.perf_counter() - start
         total += took
-        want = DuckDBEngine(store).evaluate(metrics, Options())
+        want = compute(DuckDBEngine(store), metrics, Options())
         same = [r[:3] for r in rows] == [r[:3] for r in want] and all(
             math.isclose(a.value, b.value, rel_tol=0, abs_tol=1e-9) or (math.isnan(a.value) and math.isnan(b.value))
             for a, b in zip(rows, want, strict=True))

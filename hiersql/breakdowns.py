@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import sqlfiles
 from .metrics import Options, family
 from .metrics import set_based as _set_based
 
@@ -33,10 +34,13 @@ MEASURES = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1", 
 
 def _params(store: Store, options: Options) -> dict[str, object]:
     """Materialise ``set_pairs`` (sql/set_based.sql) for ``options`` and name it ``set_pairs`` (a temp view of
-    the result), the table the breakdown queries read; return the parameters of ``sql/breakdowns.sql``."""
+    the result), with ``set_pair_counts`` (that file's query, a temp view over it): the tables the breakdown
+    queries read; return the parameters of ``sql/breakdowns.sql``."""
     params = _set_based.sql_params(options)
     rel = store.run("set_based", "set_pairs", params)
     store.con.execute(f"CREATE OR REPLACE TEMP VIEW set_pairs AS SELECT * FROM {rel.alias}")
+    store.con.execute("CREATE OR REPLACE TEMP VIEW set_pair_counts AS "
+                      + sqlfiles.queries("set_based")["set_pair_counts"])
     return {"zero_division": params["zero_division"], "beta": params["beta"]}
 
 

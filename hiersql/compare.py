@@ -19,7 +19,7 @@ the best". ``rank`` is the competition rank by value (1 + the number of strictly
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -29,7 +29,6 @@ from .metrics import REGISTRY
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .evaluator import Evaluator
     from .metrics import Options
     from .store import Store
 
@@ -44,6 +43,12 @@ UNAVERAGED = frozenset({
     "hamming_loss", "subset_accuracy", "graph_induced_error", "mgia_fn", "tree_induced_error", "all_pairs_error",
 })
 TESTS = ("sign", "wilcoxon", "bootstrap", "permutation")
+
+
+class EvaluatorLike(Protocol):
+    """What the functions here read of an :class:`~hiersql.Evaluator` (which imports this module): its store."""
+
+    store: Store
 
 
 @dataclass(frozen=True)
@@ -118,7 +123,7 @@ def measure_name(metric: str, average: str) -> str:
     return f"{alias} {average}" if average else alias
 
 
-def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], *, n_resamples: int = 1000,
+def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ...], *, n_resamples: int = 1000,
             seed: int | None = 0, confidence: float = 0.95, alpha: float = 0.05, test: str = "sign",
             holm: bool = False, **options: Any) -> Comparison:
     """Values, confidence intervals, paired tests, ranks, groups and rank correlations of ``metrics`` for
@@ -150,7 +155,7 @@ def compare(evaluator: Evaluator | Store, metrics: list[str] | tuple[str, ...], 
     """
     import pandas as pd
 
-    from .evaluator import make_options
+    from .options import make_options
 
     if test not in TESTS:
         raise ValueError(f"test must be one of {TESTS}, got {test!r}")
@@ -216,8 +221,7 @@ def _measure_values(store: Store, metrics: list[str], opts: Options, systems: li
     ``evaluate``."""
     import pandas as pd
 
-    from .evaluator import compute
-    from .metrics import resolve
+    from .metrics import compute, resolve
 
     matrices: dict[tuple[str, str], tuple] = {}
     parts: list[pd.DataFrame] = []
@@ -375,12 +379,12 @@ def _groups(systems: pd.Series, better: pd.Series, pair_table: pd.DataFrame | No
     return [group[s] for s in systems]
 
 
-def depth_breakdown(evaluator: Evaluator | Store, **options: Any) -> pd.DataFrame:
+def depth_breakdown(evaluator: EvaluatorLike | Store, **options: Any) -> pd.DataFrame:
     """Per-instance hF by the depth of the instance's deepest true label: ``system, depth, metric, value, n``
     (``value`` the mean per-instance hierarchical F over the ``n`` instances at that depth; instances without
     true labels are left out)."""
-    from .evaluator import make_options
     from .metrics import set_based
+    from .options import make_options
 
     store = getattr(evaluator, "store", evaluator)
     per_instance = set_based.per_instance(store, make_options(**options))

@@ -18,17 +18,17 @@ Dialect fixes applied on top of sqlglot's transpilation (:func:`render`):
   ends because a taxonomy has no cycle, and ``min(distance)`` gives the same closure. On a DAG with many paths
   (MeSH) compute the closure in DuckDB and copy it instead.
 
-Every engine returns the rows ``(system, metric, average, value)`` of :class:`~hiersql.metrics.Row`.
+Every engine returns the rows ``(system, metric, average, value)`` of :class:`~hiersql.plan.Row`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import sqlfiles
-from .metrics import Options, Row, resolve
-from .plan import FamilyPlan, Python, Sql, Step, summary_sql
+from .options import Options
+from .plan import FamilyPlan, Python, Row, Sql, Step, summary_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -38,24 +38,19 @@ if TYPE_CHECKING:
     from .taxonomy import Taxonomy
 
 STORE_TABLES = ("edges", "nodes", "closure", "instances", "truth", "predictions", "systems", "pair_counts")
-DEFAULT_METRICS = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
-                   "symmetric_difference_loss")
 
 
 # ---------------------------------------------------------------------------------------------- queries
-def render_family(name: str, params: Mapping[str, object], dialect: str = "duckdb",
+def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str = "duckdb",
                   tables: Mapping[str, str] | None = None, metrics: Sequence[str] | None = None,
                   averages: Sequence[str] = ("micro", "macro"), pretty: bool = True) -> str:
-    """The SQL of family ``name`` in ``dialect``, its ``$parameters`` set to ``params``.
+    """The SQL of a family's ``plan`` in ``dialect``, its ``$parameters`` set to ``params``.
 
     A family computed by SQL alone is one query: its generated summary (of ``metrics``, default all) with the
     queries it reads as common table expressions. A family with Python steps is a script: each stage as a
     ``CREATE TEMPORARY TABLE``, each Python step as a comment naming the tables it reads and writes (the
     runners solve them between the stages), then the summary query.
     """
-    from .metrics import plan_of
-
-    plan = plan_of(name)
     metrics = list(metrics or plan.metrics)
     ordered = dialect in ("duckdb", "postgres")
 
@@ -82,11 +77,8 @@ def render_family(name: str, params: Mapping[str, object], dialect: str = "duckd
     return "\n\n".join(out).rstrip(";")
 
 
-def family_params(name: str, options: Options) -> dict[str, object]:
-    """The ``$parameters`` of family ``name``'s SQL for ``options`` (the plan's, without an engine)."""
-    from .metrics import plan_of
-
-    plan = plan_of(name)
+def family_params(plan: FamilyPlan, options: Options) -> dict[str, object]:
+    """The ``$parameters`` of a family ``plan``'s SQL for ``options`` (the plan's, without an engine)."""
     return {"zero_division": float(options.zero_division), **plan.params(options, None, list(plan.metrics))}
 
 
@@ -235,35 +227,6 @@ class Engine:
         done.add(query)
 
     # -- plans
-    def evaluate(self, metrics: Sequence[str] = DEFAULT_METRICS, options: Options | None = None,
-                 on_family: Callable[[str], None] | None = None) -> list[Row]:
-        """``metrics`` (names or aliases; ``all``) for every system, as :class:`Row` sorted by (system, metric,
-        average) within each family. A family that does not apply to the input is an error when named, skipped
-        under ``all`` (as are its measures that do not apply). ``on_family(name)`` is called before each
-        family (progress bars)."""
-        from .errors import InputError
-        from .metrics import plan_of
-
-        options = options or Options()
-        explicit = "all" not in metrics
-        out: list[Row] = []
-        for fam, names in resolve(list(metrics)).items():
-            plan = plan_of(fam)
-            reason = plan.applies(self)
-            if reason is not None:
-                if explicit:
-                    raise InputError(f"does not apply to this input: {reason}", "--metrics",
-                                     value=",".join(names))
-                continue
-            if not explicit:
-                names = [m for m in names if plan.metric_applies(self, m)]
-            if not names:
-                continue
-            if on_family is not None:
-                on_family(fam)
-            out += self.run_plan(plan, names, options)
-        return out
-
     def run_plan(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> list[Row]:
         """The summary rows of ``metrics`` (of ``plan``'s family) with ``options.average``."""
         plan.check(self, metrics, options)
@@ -594,85 +557,6 @@ def open_engine(run: Any) -> Engine | None:
         session.sparkContext.setLogLevel("ERROR")
         return SparkEngine(session)
     return None
-
-
-# ---------------------------------------------------------------------------------------------- macros
-def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``{macro name: CREATE OR REPLACE MACRO ... AS TABLE ...}`` for every query of ``sql/macros.sql`` whose
-    files exist (see that file's header); ``tables`` renames the tables the macros read."""
-    import sqlglot
-    from sqlglot import exp
-
-    from .metrics import FAMILIES, plan_of
-
-    defaults = _family_defaults()
-    plans = {plan_of(fam).file: plan_of(fam) for fam in FAMILIES}
-    out: dict[str, str] = {}
-    for name, body in sqlfiles.queries("macros").items():
-        tree = sqlglot.parse_one(body, read="duckdb")
-        refs = [t for t in tree.find_all(exp.Table) if t.db in sqlfiles.available()]
-        if any(t.name not in sqlfiles.queries(t.db) and not (t.name == "summary" and t.db in plans) for t in refs):
-            continue  # a file or query not there (yet): no macro
-        params: dict[str, object] = {}
-        for ref in refs:
-            text = None
-            if ref.name == "summary":  # the family's generated summary, every measure and average
-                plan = plans[ref.db]
-                text = summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True)
-            composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", dict(tables or {}),
-                                                         pretty=False, text=text) + "\n", read="duckdb")
-            ref.replace(composed.subquery(ref.alias_or_name))
-            used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
-            params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
-        tree = tree.transform(_macro_parameter)
-        args = [p for p, v in params.items() if v is _REQUIRED]
-        args += [f"{p} := {sqlfiles._literal(v).sql(dialect='duckdb')}" for p, v in params.items()
-                 if v is not _REQUIRED]
-        out[name] = f"CREATE OR REPLACE MACRO {name}({', '.join(args)}) AS TABLE {tree.sql(dialect='duckdb')}"
-    return out
-
-
-_REQUIRED = object()
-
-
-def _macro_parameter(node):
-    """``$name`` -> ``(SELECT name)``: the macro's parameter. DuckDB binds a bare parameter like a column, which
-    an aggregate query then rejects ("must appear in the GROUP BY clause"); a scalar subquery is a constant."""
-    from sqlglot import exp
-
-    if isinstance(node, exp.Placeholder):
-        return exp.select(exp.column(node.name)).subquery()
-    return node
-
-
-def _family_defaults() -> dict[str, dict[str, object]]:
-    """``{sql file: its $parameters for the default Options}`` over the families computed in SQL, and the
-    closure (unbounded by default)."""
-    from .metrics import FAMILIES, plan_of
-
-    out: dict[str, dict[str, object]] = {"closure": {"max_depth": None}}
-    for fam in FAMILIES:
-        try:
-            out[plan_of(fam).file] = family_params(fam, Options())
-        except ValueError:  # not with the default options
-            continue
-    return out
-
-
-def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | None = None) -> list[str]:
-    """Create the table macros of ``sql/macros.sql`` in DuckDB connection ``con`` (one transaction) and the
-    empty helper tables they read if missing (``flat_labels``); returns the macro names."""
-    statements = macro_statements(tables)
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute("CREATE TABLE IF NOT EXISTS flat_labels (label VARCHAR)")
-        for sql in statements.values():
-            con.execute(sql)
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
-    return list(statements)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

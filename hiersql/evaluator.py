@@ -9,12 +9,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import metrics as _metrics
-from .metrics import Options, Row
+from .metrics import Row, compute  # compute: kept importable from here
 from .options import make_options  # checks the options once; kept importable from here
 from .store import LabelSource, Store
 from .taxonomy import Taxonomy
@@ -109,16 +109,4 @@ class Evaluator:
 
     def close(self) -> None:
         self.store.close()
-
-
-def compute(
-    store: Store, metrics: list[str] | tuple[str, ...], options: Options,
-    on_family: Callable[[str], None] | None = None,
-) -> list[Row]:
-    """Rows of every requested measure for every system of ``store``: the family plans run by the DuckDB
-    engine (:meth:`hiersql.engines.Engine.evaluate`). Families that do not apply to the input are an error when
-    named, skipped under ``all``. ``on_family(name)`` is called before each family is evaluated."""
-    from .engines import DuckDBEngine
-
-    return DuckDBEngine(store).evaluate(list(metrics), options, on_family=on_family)
 

@@ -174,8 +174,8 @@ def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     hP/hR and the LCA graphs read the same tables, so the set-based query (and its means) runs on a second
     connection to the same database (a cursor) in a thread while this one builds the LCA graphs in Python:
     DuckDB releases the GIL while it runs a query (:func:`~hiersql.concurrency.beside_python`)."""
-    from .lca_hemkit import store_graph_counts
     from .concurrency import beside_python
+    from .lca_hemkit import store_graph_counts
 
     side = store.cursor()
     with beside_python(lambda: _hierarchical(side, max_distance)) as hierarchical:

@@ -1,4 +1,4 @@
-"""Family plans: what a measure family computes, declared once, executed by any runner (:mod:`hiersql.runners`).
+"""Family plans: what a measure family computes, declared once, executed by any runner (:mod:`hiersql.engines`).
 
 A :class:`FamilyPlan` names its SQL file and its steps in order: :class:`Sql` stages (named queries of the
 file, each materialised as a table of the same name, reading the tables before it) and :class:`Python` steps
@@ -20,14 +20,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import duckdb
 
-    from .metrics import Options
+    from .options import Options
 
 AVERAGES = ("micro", "macro", "")
+
+
+class Row(NamedTuple):
+    """One value: ``average`` is ``"micro"``, ``"macro"`` or ``""`` where it does not apply."""
+
+    system: str
+    metric: str
+    average: str
+    value: float
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ predicted set.
 from __future__ import annotations
 
 import copy
-import threading
+import queue
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -214,7 +214,7 @@ class Store:
         items = prediction_items(predictions)
         columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col)
         staged: InputError | None = None
-        read, labels_read = threading.Event(), []  # set once the label sources are read or failed; [True] if read
+        labels_read: queue.Queue[bool] = queue.Queue(1)  # whether the label sources were read: commit the taxonomy
 
         def load_taxonomy() -> Taxonomy:
             tax = taxonomy if isinstance(taxonomy, Taxonomy) else (
@@ -225,11 +225,11 @@ class Store:
                 con.execute("BEGIN TRANSACTION")
                 try:
                     fill_taxonomy(con, tax, max_depth, closure_view)
-                    read.wait()
+                    commit = labels_read.get()
                 except BaseException:
                     con.execute("ROLLBACK")
                     raise
-                con.execute("COMMIT" if labels_read else "ROLLBACK")
+                con.execute("COMMIT" if commit else "ROLLBACK")
             finally:
                 con.close()
             return tax
@@ -237,6 +237,7 @@ class Store:
         step(LOAD_STEPS[0])
         with ThreadPoolExecutor(1) as pool:
             loaded = pool.submit(load_taxonomy)
+            read = False
             try:
                 truth_staged = readers.stage(self.con, [(None, truth, None)], format, columns, predictions=False)
                 if items:
@@ -244,11 +245,11 @@ class Store:
                     pred_staged = readers.stage(self.con, items, format, columns, predictions=True)
                     readers.set_aside(self.con, "_predictions")
                     readers.set_aside(self.con, "_truth", back=True)
-                labels_read.append(True)
+                read = True
             except InputError as exc:  # raised after the taxonomy's own error, if any
                 staged = exc
             finally:
-                read.set()
+                labels_read.put(read)
             tax = loaded.result()  # its error first
         if staged is not None:
             raise staged

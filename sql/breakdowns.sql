@@ -2,9 +2,9 @@
 -- taxonomy, per depth of the true label, per class. Y, Ŷ: the true and predicted label sets of an instance,
 -- Yaug, Ŷaug their augmented sets exactly as sql/set_based.sql builds them (ancestors, descendants or the
 -- Cesa-Bianchi tolerance; the root left out unless include_root).
--- Reads: set_pairs(system, instance_id, label, in_true, in_pred), the result of query set_pairs of
--- sql/set_based.sql (hiersql.breakdowns materialises it first, with the set-based options), and truth,
--- predictions, systems, instances, nodes.
+-- Reads: set_pairs(system, instance_id, label, in_true, in_pred) and set_pair_counts(system, instance_id,
+-- n_true, n_pred, n_both), the results of those queries of sql/set_based.sql (hiersql.breakdowns materialises
+-- them first, with the set-based options), and truth, predictions, systems, instances, nodes.
 -- A ratio with a zero denominator is $zero_division; F is F-beta with $beta.
 -- Means and sums of floats add DECIMAL(38, 24) casts (exact, so independent of the order in which the engine
 -- adds rows: the same input gives the same digits).
@@ -42,16 +42,7 @@ SELECT
     coalesce(c.n_both, 0) AS n_both
 FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
 JOIN depth_groups AS d ON d.instance_id = g.instance_id
-LEFT JOIN (
-    SELECT
-        system,
-        instance_id,
-        count(*) FILTER (WHERE in_true) AS n_true,
-        count(*) FILTER (WHERE in_pred) AS n_pred,
-        count(*) FILTER (WHERE in_true AND in_pred) AS n_both
-    FROM set_pairs
-    GROUP BY system, instance_id
-) AS c ON c.system = g.system AND c.instance_id = g.instance_id
+LEFT JOIN set_pair_counts AS c ON c.system = g.system AND c.instance_id = g.instance_id
 
 -- name: grouped_values
 -- Per-instance values of level_instance (grouped by level) and depth_instance (grouped by depth), one shape:

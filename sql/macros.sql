@@ -1,5 +1,5 @@
 -- DuckDB table macros over the hiersql tables, installed by `hiersql install-macros --db FILE`
--- (hiersql.engines.install_macros). Each query below is the body of the table macro of the same name.
+-- (hiersql.macros.install_macros). Each query below is the body of the table macro of the same name.
 -- A body reads another sql/ file's query as the table FILE.QUERY (set_based.set_based_instance), or the
 -- family's summary as FILE.summary (generated from the family plan's measures, hiersql.plan): the
 -- installer puts that query there, composed with the queries it reads, and its $parameters become the

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from hiersql.engines import DuckDBEngine
-from hiersql.metrics import FAMILIES, Options, Row
+from hiersql.metrics import FAMILIES, Options, Row, compute
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
 
@@ -99,7 +98,7 @@ def sql_metrics() -> list[str]:
 
 def reference(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """The DuckDB store's rows (the embedded default), sorted by (system, metric, average)."""
-    rows = DuckDBEngine(store).evaluate(metrics, options)
+    rows = compute(store, metrics, options)
     return sorted(rows, key=lambda r: (r.system, r.metric, r.average))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from hiersql.engines import PostgresEngine
-from hiersql.metrics import Options
+from hiersql.metrics import Options, compute
 from tests._engine_cases import (
     ALL_FAMILIES,
     GERMEVAL_CASES,
@@ -55,7 +55,7 @@ def test_server_is_postgres(pg):
 def test_hand_example_by_hand(pg):
     store = hand_store()
     pg.copy_store(store)
-    rows = pg.evaluate(SET_BASED)
+    rows = compute(pg, SET_BASED)
     assert_hand_values(rows)
     assert_rows_match(rows, reference(store, SET_BASED, Options()), tol=1e-12)
 
@@ -67,7 +67,7 @@ def test_hand_example_equals_duckdb(pg, options):
     store = hand_store()
     pg.copy_store(store)
     metrics = all_metrics()
-    assert_rows_match(pg.evaluate(metrics, options), reference(store, metrics, options))
+    assert_rows_match(compute(pg, metrics, options), reference(store, metrics, options))
 
 
 @pytest.mark.parametrize("case", GERMEVAL_CASES)
@@ -75,7 +75,7 @@ def test_germeval_b_sample_equals_duckdb(pg, germeval, case):
     options = OPTION_CASES[case]
     pg.copy_store(germeval)
     metrics = sql_metrics()
-    rows = pg.evaluate(metrics, options)
+    rows = compute(pg, metrics, options)
     assert {r.system for r in rows} == set(germeval.systems())
     assert_rows_match(rows, reference(germeval, metrics, options))
 
@@ -87,7 +87,7 @@ def test_every_family_on_germeval_b_all_systems_equals_duckdb(pg, data_dir):
     store = germeval_store(data_dir, systems)
     assert len(systems) == 19
     pg.copy_store(store)
-    rows = pg.evaluate(all_metrics(), Options())
+    rows = compute(pg, all_metrics(), Options())
     assert families_of(rows) == ALL_FAMILIES
     assert {r.system for r in rows} == set(systems)
     assert_rows_match(rows, reference(store, all_metrics(), Options()))
@@ -99,7 +99,7 @@ def test_every_family_on_a_dag_equals_duckdb(pg, graph):
     store = dag_store()
     pg.copy_store(store)
     options = Options(lca_graph=graph, max_distance=2 if graph == "greedy" else None)
-    rows = pg.evaluate(all_metrics(), options)
+    rows = compute(pg, all_metrics(), options)
     assert families_of(rows) == ALL_FAMILIES - {"scoring"}  # scoring trees are trees
     assert_rows_match(rows, reference(store, all_metrics(), options))
 
@@ -109,7 +109,7 @@ def test_fixed_label_universe_travels(pg):
     store = hand_store()
     pg.copy_store(store)
     options = Options(labels=("A", "B", "C", "D", "E", "F"))
-    assert_rows_match(pg.evaluate(["hamming_loss", "label_f1"], options),
+    assert_rows_match(compute(pg, ["hamming_loss", "label_f1"], options),
                       reference(store, ["hamming_loss", "label_f1"], options))
 
 
@@ -133,7 +133,7 @@ def test_warehouse_tables_under_other_names(pg):
     user = PostgresEngine(pg.conn, tables={**names, "closure": "dw.hs_closure"})
     user.build_closure()
     assert pg.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'") == [(0,)]
-    assert_hand_values(user.evaluate(SET_BASED))
+    assert_hand_values(compute(user, SET_BASED))
 
 
 def test_printed_sql_runs_on_warehouse_tables(pg, capsys):

@@ -204,11 +204,12 @@ def test_the_new_sql_files_run_on_postgres(pg_dsn):
                            "label": ["m", "z", "w", "z", "x", "m", "w"],
                            "score": [0.9, 0.4, 0.7, 0.2, 0.6, 0.35, 0.5]})
     store.add_predictions("scored", scores)
-    breakdowns.by_level(store)  # materialises set_pairs, which breakdowns.sql reads
+    breakdowns.by_level(store)  # materialises set_pairs and set_pair_counts, which breakdowns.sql reads
     engine = PostgresEngine(pg_dsn)
     try:
         engine.copy_store(store)  # temporary tables of this session: no other test's tables are touched
-        engine.write("set_pairs", store.con.table("set_pairs").to_arrow_table())
+        for table in ("set_pairs", "set_pair_counts"):  # the set-based queries breakdowns.sql reads
+            engine.write(table, store.con.table(table).to_arrow_table())
         cases = [("error_profile", q, {}) for q in ("predicted_profile", "missed_labels", "error_categories",
                                                     "distance_statistics", "distance_histogram",
                                                     "path_consistency", "empty_prediction_distance")]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hiersql import sqlfiles
-from hiersql.metrics import Options, flat
+from hiersql.metrics import Options, compute, flat
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
 
@@ -232,7 +232,7 @@ def test_rendered_sql_runs_in_duckdb_engine():
     expected = flat.evaluate(store, list(flat.METRICS), options)
     engine = DuckDBEngine()
     engine.copy_store(store)  # the engine writes the helper table flat_labels itself (the plan's tables)
-    got = engine.evaluate(list(flat.METRICS), options)
+    got = compute(engine, list(flat.METRICS), options)
     assert [(r.system, r.metric, r.average) for r in got] == [(r.system, r.metric, r.average) for r in expected]
     assert [r.value for r in got] == pytest.approx([r.value for r in expected])
     # the fifth class never occurs: Hamming loss over |L| = 5

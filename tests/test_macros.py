@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from hiersql.cli import main
-from hiersql.metrics import REGISTRY, Options, Row
+from hiersql.metrics import REGISTRY, Options, Row, compute
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
 from tests._engine_cases import (
@@ -142,7 +142,7 @@ def test_duckdb_engine_equals_the_python_api(data_dir, case):
 
     store = germeval_store(data_dir)
     options = OPTION_CASES[case]
-    assert_rows_match(DuckDBEngine(store).evaluate(all_metrics(), options),
+    assert_rows_match(compute(DuckDBEngine(store), all_metrics(), options),
                       reference(store, all_metrics(), options))
 
 
@@ -153,7 +153,7 @@ def test_duckdb_engine_copies_into_renamed_tables(tmp_path):
     engine = DuckDBEngine(str(tmp_path / "copy.duckdb"), tables={t: f"h_{t}" for t in STORE_TABLES})
     engine.copy_store(hand_store())
     assert engine.execute("SELECT count(*) FROM h_closure") == [(14,)]
-    assert_hand_values(engine.evaluate(SET_BASED))
+    assert_hand_values(compute(engine, SET_BASED))
 
 
 def test_the_sql_in_docs_runs(hand_db):

@@ -44,9 +44,9 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
     from dataclasses import fields
 
     from ..compare import compare
+    from ..concurrency import beside_python
     from ..errors import InputError
     from ..metrics import resolve
-    from ..concurrency import beside_python
     from ..store import LOAD_STEPS
 
     if args.bootstrap < 1:

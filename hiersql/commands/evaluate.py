@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)
             steps.start(f"copying the tables to {run_options.engine}")
             engine.copy_store(store)
-            rows = engine.evaluate(metrics, opts, on_family=steps.start)
+            rows = compute(engine, metrics, opts, on_family=steps.start)
     finally:
         steps.close()
     if args.per_instance:

@@ -34,8 +34,8 @@ def run(args: argparse.Namespace) -> int:
     import duckdb
 
     from ..dbfile import connect
-    from ..engines import install_macros
     from ..errors import InputError
+    from ..macros import install_macros
     from .common import parse_tables
 
     tables = parse_tables(args.table, "--table")

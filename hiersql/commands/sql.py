@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..engines import render, render_family
     from ..errors import InputError
+    from ..metrics import plan_of
     from ..options import Options, from_args
     from .common import parse_tables
 
@@ -49,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     tables = parse_tables(args.table)
     params.update(checked_params(args, file, query))
     if query is None:  # a family: its plan's SQL
-        print(render_family(file, params, args.dialect, tables, metrics or None, pretty=not args.compact) + ";")
+        print(render_family(plan_of(file), params, args.dialect, tables, metrics or None,
+                            pretty=not args.compact) + ";")
     else:
         print(render(file, query, params, args.dialect, tables, pretty=not args.compact) + ";")
     return 0
@@ -114,7 +116,7 @@ def target(name: str, query: str | None, options) -> tuple[str, str | None, dict
     if fam is not None:
         if not query:
             try:
-                params = family_params(fam, options)
+                params = family_params(plan_of(fam), options)
             except ValueError as exc:
                 raise InputError(str(exc), "METRIC", value=name) from None
             metrics = resolve([name])[fam] if name in cat else []

@@ -3,20 +3,28 @@
 
 - ``METRICS``: ``{metric name: short alias}`` of the measures it computes (SPEC §10 names), its entry of
   :data:`REGISTRY` (kept here so that resolving names imports no family module: the CLI starts fast);
+- ``PLAN``: its :class:`~hiersql.plan.FamilyPlan`, which any :class:`~hiersql.engines.Engine` runs;
 - ``evaluate(store, metrics, options) -> list[Row]``: the values of ``metrics`` for every system of the store,
   one :class:`Row` per (system, metric, average);
 - ``per_instance(store, options) -> pandas.DataFrame``: per-instance values (columns ``system``,
   ``instance_id`` and one per measure), where the family has them.
 
-:data:`FAMILIES` lists the modules; :func:`resolve` maps user-given names and aliases to (family, metric).
+:data:`FAMILIES` lists the modules; :func:`resolve` maps user-given names and aliases to (family, metric), and
+:func:`compute` runs the plans of any names on any engine (the engines know plans, not names).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from ..engines import DuckDBEngine, Engine
 from ..options import FAMILIES, Options  # FAMILIES: declared with the options that the families read
+from ..plan import Row
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 # {family: {metric name: alias}} (SPEC §10); a family module's METRICS is its entry.
 REGISTRY: dict[str, dict[str, str]] = {
@@ -37,15 +45,6 @@ REGISTRY: dict[str, dict[str, str]] = {
 GROUPS = {"hcm": "confusion"}
 
 
-class Row(NamedTuple):
-    """One value: ``average`` is ``"micro"``, ``"macro"`` or ``""`` where it does not apply."""
-
-    system: str
-    metric: str
-    average: str
-    value: float
-
-
 def family(name: str):
     """Import the family module ``hiersql.metrics.<name>``."""
     return importlib.import_module(f"hiersql.metrics.{name}")
@@ -64,6 +63,36 @@ def catalog() -> dict[str, tuple[str, str]]:
             out[metric] = (fam, metric)
             if alias:
                 out[alias] = (fam, metric)
+    return out
+
+
+def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], options: Options | None = None,
+            on_family: Callable[[str], None] | None = None) -> list[Row]:
+    """Rows of ``metrics`` (names or aliases; ``all``) for every system: each family's plan run by ``source``,
+    an :class:`~hiersql.engines.Engine` or a :class:`~hiersql.store.Store` (run by
+    :class:`~hiersql.engines.DuckDBEngine`), sorted by (system, metric, average) within each family. A family
+    that does not apply to the input is an error when named, skipped under ``all`` (as are its measures that
+    do not apply). ``on_family(name)`` is called before each family is evaluated (progress bars)."""
+    from ..errors import InputError
+
+    engine = source if isinstance(source, Engine) else DuckDBEngine(source)
+    options = options or Options()
+    explicit = "all" not in metrics
+    out: list[Row] = []
+    for fam, names in resolve(list(metrics)).items():
+        plan = plan_of(fam)
+        reason = plan.applies(engine)
+        if reason is not None:
+            if explicit:
+                raise InputError(f"does not apply to this input: {reason}", "--metrics", value=",".join(names))
+            continue
+        if not explicit:
+            names = [m for m in names if plan.metric_applies(engine, m)]
+        if not names:
+            continue
+        if on_family is not None:
+            on_family(fam)
+        out += engine.run_plan(plan, names, options)
     return out
 
 

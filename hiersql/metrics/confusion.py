@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..engines import DuckDBEngine
 from ..plan import FamilyPlan, Measure, Python, Sql
 from . import REGISTRY, Options, Row
 
@@ -48,8 +49,6 @@ METRICS = REGISTRY["confusion"]
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Summed counts (``average=""``) and derived measures (``micro`` from the summed counts, ``macro`` the
     mean of the per-instance values) of ``metrics`` for every system."""
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
@@ -126,8 +125,6 @@ def hierarchical_confusion(
 
 def instance_counts(store: Store, tn: str = "published") -> pd.DataFrame:
     """TP, FP, FN, TN of every (system, truth instance), columns ``system, instance_id, tp, fp, fn, tn``."""
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).per_instance(PLAN, Options(tn=tn)).to_pandas()
 
 

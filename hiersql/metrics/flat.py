@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..engines import DuckDBEngine
 from ..plan import FamilyPlan, Measure, Sql
 from . import REGISTRY, Options, Row
 
@@ -70,23 +71,17 @@ PLAN = FamilyPlan(
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system: example-based ones with average ``""``, label-based ones
     ``micro`` and/or ``macro`` (``options.average``)."""
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per (system, instance): ``n_true, n_pred, n_both`` (|Y|, |Z|, |Y ∩ Z|), ``n_labels`` (|L|) and the
     example-based values."""
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
 
 
 def per_label(store: Store, options: Options) -> pd.DataFrame:
     """Per (system, class of L): ``tp, fp, fn, tn`` and the label-based values."""
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).per_instance(PLAN, options, "flat_label").to_pandas()
 
 

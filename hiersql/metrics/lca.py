@@ -38,9 +38,10 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .. import lca_hemkit, sqlfiles
+from ..concurrency import beside_python
+from ..engines import DuckDBEngine
 from ..errors import DataWarning
 from ..plan import FamilyPlan, Measure, Python, Sql
-from ..concurrency import beside_python
 from ..taxonomy import gc_paused
 from . import REGISTRY, Options, Row, one_shot
 
@@ -200,15 +201,11 @@ def evaluate(store: Store, metrics: list[str], options: Options, drop_distance: 
         wanted, averages = set(metrics), set(options.average)
         rows = store.con.execute("SELECT * FROM lca_summary ORDER BY system, metric, average").fetchall()
         return [Row(*r) for r in rows if r[1] in wanted and r[2] in averages]
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per-instance ``n_true, n_pred, n_both`` (``|Gt|, |Gp|, |Gt ∩ Gp|``) and PLCA, RLCA, FLCA."""
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
 
 

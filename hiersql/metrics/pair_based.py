@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import pairing
+from ..engines import DuckDBEngine
 from ..errors import InputError
 from ..plan import FamilyPlan, Measure, Python, Sql
 from . import REGISTRY, Options, Row, one_shot
@@ -246,8 +247,6 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     InputError
         For ``tree_induced_error`` when an instance has |T| ≠ |P|.
     """
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
@@ -273,8 +272,6 @@ def _require_defined(engine: Any) -> None:
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per (system, instance): ``n_true, n_pred, n_shared`` and every measure of the family;
     ``tree_induced_error`` is missing (NA) where |T| ≠ |P|."""
-    from ..engines import DuckDBEngine
-
     frame = DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
     frame = frame.drop(columns=["mgia_size"])
     frame["tree_induced_error"] = frame["tree_induced_error"].astype("Float64")

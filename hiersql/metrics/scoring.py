@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..engines import DuckDBEngine
 from ..errors import InputError
 from ..plan import FamilyPlan, Sql
 from . import REGISTRY, Options, Row, one_shot
@@ -105,8 +106,6 @@ PLAN = FamilyPlan(
 
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system (label systems and confusion matrices), micro and/or macro."""
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
@@ -114,8 +113,6 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """One row per scored pair: ``system, instance_id, truth, prediction, n`` (``n`` = count, 1 for label
     pairs) and the five scores; ``truth``/``prediction`` is missing for a ghost/missed detection. Without
     edge weights only ``pl`` is filled."""
-    from ..engines import DuckDBEngine
-
     engine = DuckDBEngine(store)
     _check(engine, UNWEIGHTED, options)
     return engine.per_instance(PLAN, options).to_pandas()
@@ -124,8 +121,6 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
 def flat(store: Store) -> list[Row]:
     """The paper's flat rows: macro and micro precision, recall and F1 over the classes seen in the truth or
     the predictions, plus a "none" class when there are detection errors; 0/0 counts as 1 (SPEC §8)."""
-    from ..engines import DuckDBEngine
-
     _check(DuckDBEngine(store), UNWEIGHTED, Options())
     rel = store.run("scoring", "scoring_flat")
     return [Row(*r) for r in rel.order("system, metric, average").fetchall()]

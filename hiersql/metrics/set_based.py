@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..engines import DuckDBEngine
 from ..plan import FamilyPlan, Measure, Sql
 from . import REGISTRY, Options, Row, one_shot
 
@@ -81,15 +82,11 @@ PLAN = FamilyPlan(
 
 def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system, micro and/or macro (``options.average``)."""
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per-instance ``n_true, n_pred, n_both`` (sizes of Yaug, Ŷaug and their intersection) and values."""
-    from ..engines import DuckDBEngine
-
     return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
 
 

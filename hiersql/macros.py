@@ -1,0 +1,94 @@
+"""DuckDB table macros of every family's SQL (``sql/macros.sql``): ``hiersql install-macros`` creates them in a
+user's database, so that the measures run as ``SELECT * FROM hierarchical_f1(...)`` without hiersql.
+
+Each macro is the family query composed with the queries it reads (:func:`hiersql.sqlfiles.render`); a
+family's ``summary`` is its plan's generated summary (:func:`hiersql.plan.summary_sql`); the ``$parameters``
+become macro parameters, with the family's defaults (:func:`hiersql.engines.family_params`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from . import sqlfiles
+from .engines import family_params
+from .metrics import FAMILIES, plan_of
+from .options import Options
+from .plan import summary_sql
+
+if TYPE_CHECKING:
+    import duckdb
+
+def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{macro name: CREATE OR REPLACE MACRO ... AS TABLE ...}`` for every query of ``sql/macros.sql`` whose
+    files exist (see that file's header); ``tables`` renames the tables the macros read."""
+    import sqlglot
+    from sqlglot import exp
+
+    defaults = _family_defaults()
+    plans = {plan_of(fam).file: plan_of(fam) for fam in FAMILIES}
+    out: dict[str, str] = {}
+    for name, body in sqlfiles.queries("macros").items():
+        tree = sqlglot.parse_one(body, read="duckdb")
+        refs = [t for t in tree.find_all(exp.Table) if t.db in sqlfiles.available()]
+        if any(t.name not in sqlfiles.queries(t.db) and not (t.name == "summary" and t.db in plans) for t in refs):
+            continue  # a file or query not there (yet): no macro
+        params: dict[str, object] = {}
+        for ref in refs:
+            text = None
+            if ref.name == "summary":  # the family's generated summary, every measure and average
+                plan = plans[ref.db]
+                text = summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True)
+            composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", dict(tables or {}),
+                                                         pretty=False, text=text) + "\n", read="duckdb")
+            ref.replace(composed.subquery(ref.alias_or_name))
+            used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
+            params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
+        tree = tree.transform(_macro_parameter)
+        args = [p for p, v in params.items() if v is _REQUIRED]
+        args += [f"{p} := {sqlfiles._literal(v).sql(dialect='duckdb')}" for p, v in params.items()
+                 if v is not _REQUIRED]
+        out[name] = f"CREATE OR REPLACE MACRO {name}({', '.join(args)}) AS TABLE {tree.sql(dialect='duckdb')}"
+    return out
+
+
+_REQUIRED = object()
+
+
+def _macro_parameter(node):
+    """``$name`` -> ``(SELECT name)``: the macro's parameter. DuckDB binds a bare parameter like a column, which
+    an aggregate query then rejects ("must appear in the GROUP BY clause"); a scalar subquery is a constant."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Placeholder):
+        return exp.select(exp.column(node.name)).subquery()
+    return node
+
+
+def _family_defaults() -> dict[str, dict[str, object]]:
+    """``{sql file: its $parameters for the default Options}`` over the families computed in SQL, and the
+    closure (unbounded by default)."""
+    out: dict[str, dict[str, object]] = {"closure": {"max_depth": None}}
+    for fam in FAMILIES:
+        try:
+            out[plan_of(fam).file] = family_params(plan_of(fam), Options())
+        except ValueError:  # not with the default options
+            continue
+    return out
+
+
+def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | None = None) -> list[str]:
+    """Create the table macros of ``sql/macros.sql`` in DuckDB connection ``con`` (one transaction) and the
+    empty helper tables they read if missing (``flat_labels``); returns the macro names."""
+    statements = macro_statements(tables)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("CREATE TABLE IF NOT EXISTS flat_labels (label VARCHAR)")
+        for sql in statements.values():
+            con.execute(sql)
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    return list(statements)
