@@ -350,12 +350,7 @@ class DuckDBEngine(Engine):
         if self.tables:  # renamed tables: the portable queries, rewritten by sqlglot
             super().stage(file, query, params, done, text)
             return
-        queries = sqlfiles.queries(file, "duckdb")
-        deps = [d for d in sqlfiles.dependencies(file, query, "duckdb", text) if d not in done]
-        sql = text if text is not None else queries[query]
-        if deps:
-            ctes = ",\n".join(f"{dep} AS (\n{queries[dep]}\n)" for dep in deps)
-            sql = f"WITH {ctes}\nSELECT * FROM (\n{sql}\n) AS _{query}"
+        sql = sqlfiles.composed(file, query, "duckdb", done, text)
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {sql}", sqlfiles.bind(sql, dict(params)))
         done.add(query)
 

@@ -97,6 +97,20 @@ def dependencies(file: str, name: str, variant: str | None = None, text: str | N
     return [q for q in all_queries if q in found]
 
 
+def composed(file: str, name: str, variant: str | None = None, skip: frozenset[str] | set[str] = frozenset(),
+             text: str | None = None) -> str:
+    """Query ``name`` of ``sql/<file>.sql`` (or ``text``, as in :func:`dependencies`) with the queries it reads
+    that are not in ``skip`` (tables already made) as common table expressions, composed as text: the queries
+    run as written (DuckDB variants, native parameters), unlike :func:`render`, which parses and rewrites."""
+    all_queries = queries(file, variant)
+    sql = text if text is not None else all_queries[name]
+    deps = [dep for dep in dependencies(file, name, variant, text) if dep not in skip]
+    if not deps:
+        return sql
+    ctes = ",\n".join(f"{dep} AS (\n{all_queries[dep]}\n)" for dep in deps)
+    return f"WITH {ctes}\nSELECT * FROM (\n{sql}\n) AS _{name}"
+
+
 def readers(file: str) -> dict[str, set[str]]:
     """``{query: the queries of the same file that read it directly}`` (portable queries)."""
     all_queries = queries(file)

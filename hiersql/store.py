@@ -308,13 +308,11 @@ class Store:
         queries = sqlfiles.queries(file, "duckdb")
         name = name or list(queries)[-1]
         params = params or {}
-        deps = sqlfiles.dependencies(file, name, "duckdb")
-        sql = queries[name]
-        if file in COMPOSED and deps:
-            ctes = ",\n".join(f"{dep} AS (\n{queries[dep]}\n)" for dep in deps)
-            sql = f"WITH {ctes}\nSELECT * FROM (\n{sql}\n) AS _{name}"
+        if file in COMPOSED:
+            sql = sqlfiles.composed(file, name, "duckdb")
         else:
-            for dep in deps:
+            sql = queries[name]
+            for dep in sqlfiles.dependencies(file, name, "duckdb"):
                 temp_table(self.con, dep, queries[dep], sqlfiles.bind(queries[dep], params))
         temp_table(self.con, f"_{name}_result", sql, sqlfiles.bind(sql, params))
         return self.con.table(f"_{name}_result")
