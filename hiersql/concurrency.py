@@ -28,10 +28,10 @@ def fast_switching() -> Iterator[None]:
     in another thread; the first thread to enter lowers it, the last to leave restores it.
 
     DuckDB's Python client takes the GIL back between the tasks of a query (to check for Ctrl-C). With
-    CPython's default switch interval of 5 ms each of these waits up to 5 ms behind the Python thread: a
-    query beside a busy Python loop runs 12 times slower (``benchmarks/duckdb_gil.py``: 1.7 s instead of
-    0.13 s). With 50 µs it takes 0.16 s and the Python loop loses about 5 %. (Two busy Python threads only
-    switch more often for nothing: keep it to DuckDB beside Python.)"""
+    CPython's default switch interval of 5 ms each of these waits up to 5 ms behind the Python thread, and a
+    query beside a busy Python loop runs many times slower; at 50 µs it runs at its own speed and the Python
+    loop loses a few per cent (``benchmarks/duckdb_gil.py``; figures in benchmarks/RESULTS.md, session 6).
+    Two busy Python threads only switch more often for nothing: keep it to DuckDB beside Python."""
     with _switching_lock:
         if not _switching["users"]:
             _switching["interval"] = sys.getswitchinterval()

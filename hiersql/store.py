@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     import duckdb
 
 # SQL files whose intermediate queries nobody reads after Store.run: run as one composed query, which lets
-# DuckDB pipeline them instead of writing each to a temp table (set-based measures on a 325,000-node DAG with
-# 450,000 instances: 52 instead of 77-86 CPU-s).
+# DuckDB pipeline them instead of writing each to a temp table (benchmarks/RESULTS.md, "Foundation, after
+# composing the set-based queries").
 COMPOSED = frozenset({"set_based"})
 # The steps of Store.load, as its on_step hook names them.
 LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")

@@ -28,13 +28,12 @@ METRICS = REGISTRY["set_based"]
 
 
 # From this many expected augmented labels (both sides), the DuckDB store counts with per-instance lists
-# (``set_counts (duckdb)`` in sql/set_based.sql): MeSH with 20,000 instances (1.2 M) is as fast either way
-# (0.12-0.19 s), a 65,000-node DAG with 90,000 instances (17 M) 3x faster with lists (2.7-3.2 s -> 0.9 s),
-# the 325,000-node DAG with 450,000 instances (88 M) 1.8x faster than lists without bits, 4x than pairs.
+# (``set_counts (duckdb)`` in sql/set_based.sql) instead of hashing one row per (instance, label) pair: below
+# it both are as fast, above it the lists take a fraction of the time and memory (figures:
+# benchmarks/RESULTS.md, sessions 2 and 4).
 LIST_COUNTS_FROM = 5_000_000
-# The lists keep the nodes found in this many augmented sets as bits (``shared_labels`` in the same query): on the
-# 325,000-node DAG 1,024 bits take 59 % of the augmented labels out of the lists (12.3 -> 6.9 s); 512 and 768
-# bits are about as fast, 2,048 slower (the bitstrings grow, the lists shrink less).
+# The lists keep the nodes found in this many augmented sets as bits (``shared_labels`` in the same query), which
+# shortens the lists most; more bits lengthen every bitstring for little (RESULTS.md, session 4).
 LIST_BITS = 1024
 
 
