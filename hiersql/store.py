@@ -73,7 +73,7 @@ class Store:
         self.con.execute(sqlfiles.queries("schema")["schema"])
         if memory_limit:  # DuckDB spills to its temp directory beyond it
             try:
-                self.con.execute(f"SET memory_limit = '{memory_limit.replace(chr(39), '')}'")
+                self.con.execute("SET memory_limit = $limit", {"limit": memory_limit})
             except duckdb.Error as exc:
                 raise InputError(f"invalid memory limit ({str(exc).splitlines()[0]})", "--memory-limit",
                                  value=memory_limit) from None
