@@ -256,7 +256,7 @@ class Engine:
                                      value=",".join(names))
                 continue
             if not explicit:
-                names = [m for m in names if plan.metric_applies(self, m)]
+                names = [m for m in names if plan.metric_applies(self, m, options)]
             if not names:
                 continue
             if on_family is not None:
