@@ -5,6 +5,7 @@ marginal probabilities and one unscored system): every diagram's dots are the bi
 
 from __future__ import annotations
 
+import io
 import re
 from html.parser import HTMLParser
 
@@ -168,3 +169,43 @@ def test_a_diagram_by_hand():
     assert "cx='40.00' cy='138.50'" in svg and "cx='190.00' cy='26.00'" in svg
     assert "r='7.00'" in svg and "r='3.50'" in svg  # area proportional to n: radius 7 · sqrt(n / 4)
     assert "ECE 0.200" in svg
+
+
+def test_breakdown_writes_the_diagrams_with_their_ece(report, capsys):
+    out, forecasts, _ = report
+    folder = out.parent
+    base = ["breakdown", "--taxonomy", report[2][2], "--truth", str(folder / "truth.tsv")]  # the report's taxonomy
+    page = folder / "calibration.html"
+    assert main([*base, "--pred", f"RFSB={folder / 'RFSB.tsv'}", "--by", "calibration", "--bins", "5",
+                 "--format", "csv", "--html", str(page)]) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    parsed = _Diagrams()
+    parsed.feed(page.read_text(encoding="utf-8"))
+    assert [int(p["data-level"]) for p in parsed.panels] == [0, 1, 2, 3]
+    rows = forecasts["RFSB"]
+    for panel in parsed.panels:
+        level = int(panel["data-level"])
+        part = rows if level == 0 else rows[rows["level"] == level]
+        y, s = part["y"].to_numpy(), part["score"].to_numpy()
+        prob_true, prob_pred = calibration_curve(y, s, n_bins=5, strategy="uniform")
+        assert [float(d["data-mean-score"]) for d in panel["dots"]] == pytest.approx(list(prob_pred), rel=1e-9)
+        assert [float(d["data-fraction-positive"]) for d in panel["dots"]] == pytest.approx(list(prob_true),
+                                                                                           rel=1e-9)
+        ece = _ece(y, s, 5)
+        assert float(panel["data-ece"]) == pytest.approx(ece, rel=1e-9)
+        assert printed.loc[printed["level"] == level, "ece_uniform"].item() == pytest.approx(ece, rel=1e-9)
+        assert f"ECE {ece:.3f}" in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--by", "level", "--html", "x.html"], "--html: only with --by calibration (not --by level): 'x.html'"),
+    (["--by", "calibration", "--html", "x.png"], "--html: must name a .html file: 'x.png'"),
+    (["--by", "calibration", "--html", "/no/such/folder/x.html"], "--html: folder of the page does not exist"),
+])
+def test_breakdown_html_flag_errors(report, capsys, extra, message):
+    out, _, args = report
+    folder = out.parent
+    code = main(["breakdown", "--taxonomy", args[2], "--truth", str(folder / "truth.tsv"), "--pred",
+                 f"RFSB={folder / 'RFSB.tsv'}", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err
