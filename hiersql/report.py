@@ -422,11 +422,13 @@ def calibration_table(summary: pd.DataFrame, systems: list[str]) -> str:
     return "\n".join(lines)
 
 
-def calibration_section(store, systems: list[str], n_bins: int = RELIABILITY_BINS) -> tuple[str, str, str] | None:
+def calibration_section(store, systems: list[str], n_bins: int = RELIABILITY_BINS,
+                        summary: pd.DataFrame | None = None) -> tuple[str, str, str] | None:
     """The report's calibration section (``(id, heading, html)``) for the systems whose predictions carry
     scores, in the order of ``systems``: the table of :func:`calibration_table` and one row of
     :func:`reliability_diagram` per system, one diagram per level (level 0: every level pooled), ``n_bins``
-    equal-width bins (:mod:`hiersql.calibration`). ``None`` when no prediction has a score."""
+    equal-width bins (:mod:`hiersql.calibration`; ``summary``: ``calibration_by_level(store, n_bins)`` when
+    already computed). ``None`` when no prediction has a score."""
     from html import escape
 
     from .calibration import calibration_by_level, reliability
@@ -451,7 +453,7 @@ def calibration_section(store, systems: list[str], n_bins: int = RELIABILITY_BIN
     shown = [s for s in systems if s in scored and not scored[s]]
     if not shown:
         return "calibration", "Calibration", f"<p class='note'>{note}</p>"
-    summary = calibration_by_level(store, n_bins)
+    summary = calibration_by_level(store, n_bins) if summary is None else summary
     summary = summary[summary["system"].isin(shown)]
     bins = reliability(store, n_bins, "uniform")
     ece = summary.set_index(["system", "level"])["ece_uniform"]

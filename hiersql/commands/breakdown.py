@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         if args.html:
             from ..report import calibration_section, html_page, write_report
 
-            page = html_page("hiersql calibration", [calibration_section(store, store.systems(), args.bins)])
+            page = html_page("hiersql calibration", [calibration_section(store, store.systems(), args.bins, frame)])
             write_report(page, args.html)
     finally:
         store.close()
