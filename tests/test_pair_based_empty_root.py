@@ -237,3 +237,19 @@ def test_spark_equals_duckdb(spark):
     from hiersql.engines import SparkEngine
 
     _check_engine(SparkEngine(spark))
+
+
+def test_compare_tests_the_tree_induced_error_with_the_option():
+    from hiersql.compare import compare
+    from hiersql.evaluator import Evaluator
+
+    ev = Evaluator(Taxonomy.from_edges(TREE)).add_truth([["a1"], ["b1"], ["a2"], ["a"]])
+    ev.add_predictions("s1", [["a1"], ["a2"], [], []])
+    ev.add_predictions("s2", [["a2"], [], ["a2"], ["b"]])
+    ranking = compare(ev, ["tree_induced_error"], n_resamples=50, empty_prediction="root").ranking
+    values = ranking.set_index("system")
+    # s1: 0 + d(b1, a2) = 4 + depth(a2) = 2 + depth(a) = 1; s2: d(a1, a2) = 2 + depth(b1) = 2 + 0 + d(a, b) = 2
+    assert values.loc["s1", "value"] == pytest.approx(7 / 4) and values.loc["s2", "value"] == pytest.approx(6 / 4)
+    assert values["ci_low"].notna().all()  # per-instance values: intervals and tests
+    with pytest.raises(InputError, match="needs as many predicted"):
+        compare(ev, ["tree_induced_error"], n_resamples=50)
