@@ -431,11 +431,9 @@ def calibration_section(store, systems: list[str], n_bins: int = RELIABILITY_BIN
     already computed). ``None`` when no prediction has a score."""
     from html import escape
 
-    from .calibration import calibration_by_level, reliability
+    from .calibration import calibration_by_level, reliability, scored_systems
 
-    scored = dict(store.con.execute(
-        "SELECT system, count(*) FILTER (WHERE score < 0 OR score > 1) FROM predictions"
-        " WHERE score IS NOT NULL GROUP BY system").fetchall())
+    scored = scored_systems(store)
     if not scored:
         return None
     note = (f"Every scored (instance, node) pair is a forecast that the node is in the instance's true set "

@@ -20,7 +20,13 @@ from hiersql.cli import main
 from hiersql.report import calibration_section, reliability_diagram
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
-from tests.test_report_browser import chromium, console_lines, run_chromium  # noqa: F401 (chromium: a fixture)
+from tests.test_report_browser import (  # noqa: F401 (chromium: a fixture)
+    WIDTH,
+    _scroll_width,
+    chromium,
+    console_lines,
+    run_chromium,
+)
 
 N_INSTANCES = 300
 MODELS = ("RFSB", "TopDown")
@@ -129,6 +135,11 @@ def test_reliability_diagrams_in_chromium_match_sklearn(chromium, report):  # no
         assert float(line[5]) == pytest.approx(_ece(y, s), rel=1e-9)  # the table's ECE is the diagram's
     assert len(table) == len(parsed.panels)  # no row for the unscored system
     assert sum(len(p["dots"]) for p in parsed.panels) > 50
+
+
+def test_the_report_with_diagrams_fits_a_laptop_screen(chromium, report, tmp_path):  # noqa: F811 (the fixture)
+    out, _, _ = report
+    assert _scroll_width(chromium, out, tmp_path) <= WIDTH
 
 
 def test_the_section_is_the_same_bytes_twice(report, tmp_path):
