@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+    from .store import Store
+
 DPI = 100
 MARGIN_LEFT = MARGIN_BOTTOM = 2.5  # inches for the tick labels
 MARGIN_TOP = 0.6  # inches for the title
@@ -422,7 +424,7 @@ def calibration_table(summary: pd.DataFrame, systems: list[str]) -> str:
     return "\n".join(lines)
 
 
-def calibration_section(store, systems: list[str], n_bins: int = RELIABILITY_BINS,
+def calibration_section(store: Store, systems: list[str], n_bins: int = RELIABILITY_BINS,
                         summary: pd.DataFrame | None = None) -> tuple[str, str, str] | None:
     """The report's calibration section (``(id, heading, html)``) for the systems whose predictions carry
     scores, in the order of ``systems``: the table of :func:`calibration_table` and one row of
