@@ -33,6 +33,14 @@ def _params(n_bins: int) -> dict[str, object]:
     return {"n_bins": int(n_bins), "eps": EPS}
 
 
+def scored_systems(store: Store) -> dict[str, int]:
+    """``{system: number of its scores outside [0, 1]}`` for the systems with at least one scored prediction
+    (calibration needs probabilities: a system with scores outside [0, 1] has none)."""
+    return dict(store.con.execute(
+        "SELECT system, count(*) FILTER (WHERE score < 0 OR score > 1) FROM predictions WHERE score IS NOT NULL"
+        " GROUP BY system ORDER BY system").fetchall())
+
+
 def calibration_by_level(store: Store, n_bins: int = 10) -> pd.DataFrame:
     """Per (system, level): ``n`` scored pairs, ``brier``, ``log_loss``, ``ece_uniform`` (equal-width bins)
     and ``ece_quantile`` (equal-mass bins), ``n_bins`` bins; level 0 pools every level."""

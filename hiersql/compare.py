@@ -70,7 +70,7 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
                       "symmetric_difference_loss"},
         "flat": {"example_accuracy", "example_precision", "example_recall", "example_f1", "hamming_loss",
                  "subset_accuracy"},
-        "pair_based": {"graph_induced_error", "mgia_fn", "mgia", "all_pairs_error"},
+        "pair_based": {"graph_induced_error", "mgia_fn", "mgia", "tree_induced_error", "all_pairs_error"},
         "lca": {"lca_precision", "lca_recall", "lca_f1"},
     }
     family = next((f for f, names in REGISTRY.items() if metric in names), None)

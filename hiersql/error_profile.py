@@ -1,6 +1,7 @@
 """Error profile of a system: the category of each predicted label (exact, ancestor, descendant, sibling,
 same branch, cross branch, spurious) and the missed true labels, pair-distance statistics and histograms,
-the path-consistency rate, and the tree-induced error with empty predictions scored against the root.
+and the path-consistency rate. (The tree-induced error with an empty prediction scored as the root is an option
+of the pair-based family: ``empty_prediction="root"``, :mod:`hiersql.metrics.pair_based`.)
 
 A thin wrapper over ``sql/error_profile.sql``; the categories are defined in its header and in
 ``docs/breakdowns.md`` (also on DAGs).
@@ -9,12 +10,11 @@ References
 ----------
 Kosmopoulos, Partalas, Gaussier, Paliouras, Androutsopoulos (2015), "Evaluation measures for hierarchical
 classification: a unified view and novel approaches", §2.3 (pair distances).
-Dekel, Keshet, Singer (2004), "Large margin hierarchical classification" (tree-induced error).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .store import Store
 
 CATEGORIES = ("exact", "ancestor", "descendant", "sibling", "same_branch", "cross_branch", "spurious", "missed")
-EMPTY = ("error", "root")
 
 
 def predicted_profile(store: Store) -> pd.DataFrame:
@@ -78,44 +77,3 @@ def path_consistency(store: Store) -> pd.DataFrame:
 def path_consistency_instance(store: Store) -> pd.DataFrame:
     """Per non-empty predicted set: ``n_labels``, ``n_missing_ancestors`` and ``consistent``."""
     return store.run("error_profile", "consistency_instance").order("system, instance_id").df()
-
-
-def tree_induced_error_instance(store: Store, empty: str = "root") -> pd.DataFrame:
-    """Per-instance tree-induced error (Dekel et al. 2004; ``hiersql.metrics.pair_based``) where an empty
-    predicted set is scored as the root: ``Σ_{u ∈ T} d(u, root) = Σ depth(u)`` (for one true label, Dekel's
-    ``d(y, root)``). ``empty="error"`` keeps the pair-based family's rule (undefined, NA). Other instances with
-    ``|T| ≠ |P|`` stay NA."""
-    if empty not in EMPTY:
-        raise ValueError(f"empty must be one of {EMPTY}, got {empty!r}")
-    from .metrics import Options, family
-
-    values = family("pair_based").per_instance(store, Options())[["system", "instance_id", "tree_induced_error"]]
-    if empty == "error":
-        return values
-    roots = store.run("error_profile", "empty_prediction_distance").df()
-    merged = values.merge(roots[["system", "instance_id", "distance"]], on=["system", "instance_id"], how="left")
-    filled = merged["tree_induced_error"].fillna(merged["distance"].astype("Float64"))
-    return merged.assign(tree_induced_error=filled).drop(columns="distance")
-
-
-def tree_induced_error(y_true: Any, y_pred: Any, taxonomy: Any, empty: str = "root") -> float:
-    """Mean tree-induced error over instances, an empty prediction scored as the root (``empty="root"``, the
-    distance from each true label to the root) instead of refused; arguments as
-    :func:`hiersql.tree_induced_error`.
-
-    Raises
-    ------
-    ValueError
-        When a non-empty predicted set has another size than its true set (the pairing is undefined).
-    """
-    from .metrics import store_from_sets
-
-    store = store_from_sets(y_true, y_pred, taxonomy)
-    try:
-        values = tree_induced_error_instance(store, empty)["tree_induced_error"]
-    finally:
-        store.close()
-    if values.isna().any():
-        raise ValueError("tree_induced_error needs as many predicted as true labels per instance (an empty"
-                         " prediction counts as the root with empty='root')")
-    return float(values.mean())

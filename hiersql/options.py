@@ -299,6 +299,9 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
                    "MGIA denominator: |P ∪ T|·dmax, or the text's symmetric-difference formula", ("pair_based",)),
     _choice_option("distance_limit", ("side", "pair"),
                    "pair-based: --max-distance bounds each side's climb to the LCA, or d(u, v)", ("pair_based",)),
+    _choice_option("empty_prediction", ("error", "root"),
+                   "pair-based: an empty prediction is undefined for the tree-induced error (an error; all-pairs"
+                   " error 0), or scored as the root (d of each true label to the root)", ("pair_based",), sql=True),
     _choice_option("tn", ("published", "descendants"), "true negatives of the hierarchical confusion matrix",
                    ("confusion",), sql=True),
     Option("offset", 0.0, "offset o of the scoring-tree measures, <= 0",

@@ -121,8 +121,8 @@ class FamilyPlan:
         ``applies(engine)``: ``None`` when the family is defined on the engine's input, else why not (shown
         to users).
     metric_applies:
-        ``metric_applies(engine, metric)``: whether ``metric`` is defined on the input (``all`` skips the
-        others).
+        ``metric_applies(engine, metric, options)``: whether ``metric`` is defined on the input with ``options``
+        (``all`` skips the others).
     summary:
         A query of the file that gives ``(system, metric, average, value)`` itself, for a family whose
         summary is not a set of ratios of unit counts (scoring trees: means weighted by counts over nodes).
@@ -143,7 +143,7 @@ class FamilyPlan:
         lambda metrics, options: [(list(metrics), options)]
     tables: Callable[[Options], dict[str, Any]] = lambda options: {}
     applies: Callable[[Any], str | None] = lambda engine: None
-    metric_applies: Callable[[Any, str], bool] = lambda engine, metric: True
+    metric_applies: Callable[[Any, str, Any], bool] = lambda engine, metric, options=None: True
     summary: str | None = None
     unit_order: Mapping[str, str] = field(default_factory=dict)
 

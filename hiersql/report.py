@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+    from .store import Store
+
 DPI = 100
 MARGIN_LEFT = MARGIN_BOTTOM = 2.5  # inches for the tick labels
 MARGIN_TOP = 0.6  # inches for the title
@@ -276,6 +278,14 @@ td.best{background:#fbe3d4}td.same{background:#dcecf7}
 img{max-width:100%;height:auto}
 code,pre{font:13px ui-monospace,Menlo,Consolas,monospace}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.6em}
+h3{font-size:1em;margin:1em 0 .2em;overflow-wrap:anywhere}
+.panels{display:flex;flex-wrap:wrap;gap:.5em}
+svg.reliability{font-size:10px;fill:#222}
+svg.reliability .title{font-size:11px;font-weight:600}
+svg.reliability .grid{stroke:#e4e4e4}
+svg.reliability .diagonal{stroke:#999;stroke-dasharray:4 3}
+svg.reliability .curve{fill:none;stroke:#0072B2;stroke-width:1.5}
+svg.reliability circle.bin{fill:#0072B2;fill-opacity:.55;stroke:#0072B2}
 """
 
 # click a header to sort the table by that column (numbers by value); no external script
@@ -350,6 +360,112 @@ def depth_table(breakdown: pd.DataFrame, systems: list[str]) -> str:
     lines.append("</tbody></table>")
     return f"<p class='note'>Mean per-instance {escape(metric)} by the depth of the instance's deepest true " \
            f"label.</p>" + "\n".join(lines)
+
+
+RELIABILITY_BINS = 10  # equal-width bins of the report's reliability diagrams
+PANEL, PLOT_LEFT, PLOT_TOP, PLOT = 210, 40, 26, 150  # px: a diagram's side, its plot area's corner and side
+
+
+def reliability_diagram(bins: pd.DataFrame, title: str, ece: float, **data: object) -> str:
+    """One reliability diagram as inline SVG (no script): the dashed diagonal of perfect calibration and
+    one dot per non-empty bin of ``bins`` (``bin, n, mean_score, fraction_positive``) at (mean score,
+    fraction of true nodes), its area proportional to ``n``, joined in bin order; ``title`` and the ECE
+    above. Every dot carries its values as ``data-*`` attributes and a tooltip; ``data`` adds attributes to
+    the ``<svg>`` (``system``, ``level``)."""
+    from html import escape
+
+    def x(v: float) -> str:
+        return f"{PLOT_LEFT + PLOT * v:.2f}"
+
+    def y(v: float) -> str:
+        return f"{PLOT_TOP + PLOT * (1 - v):.2f}"
+
+    largest = float(bins["n"].max()) if len(bins) else 1.0
+    grid = "".join(f"<line x1='{x(t)}' y1='{y(0)}' x2='{x(t)}' y2='{y(1)}' class='grid'/>"
+                   f"<line x1='{x(0)}' y1='{y(t)}' x2='{x(1)}' y2='{y(t)}' class='grid'/>"
+                   f"<text x='{x(t)}' y='{PLOT_TOP + PLOT + 13}' text-anchor='middle'>{t:g}</text>"
+                   f"<text x='{PLOT_LEFT - 4}' y='{float(y(t)) + 4:.2f}' text-anchor='end'>{t:g}</text>"
+                   for t in (0.0, 0.5, 1.0))
+    points = " ".join(f"{x(r.mean_score)},{y(r.fraction_positive)}" for r in bins.itertuples())
+    dots = "".join(
+        f"<circle class='bin' cx='{x(r.mean_score)}' cy='{y(r.fraction_positive)}' "
+        f"r='{max(1.5, 7 * (r.n / largest) ** 0.5):.2f}' data-bin='{int(r.bin)}' data-n='{int(r.n)}' "
+        f"data-mean-score='{float(r.mean_score)!r}' data-fraction-positive='{float(r.fraction_positive)!r}'>"
+        f"<title>bin {int(r.bin) + 1}: {int(r.n):,} pairs, mean score {r.mean_score:.3f}, "
+        f"fraction true {r.fraction_positive:.3f}</title></circle>" for r in bins.itertuples())
+    attributes = "".join(f" data-{k}='{escape(str(v))}'" for k, v in data.items())
+    return (f"<svg class='reliability' role='img' width='{PANEL}' height='{PANEL}' viewBox='0 0 {PANEL} {PANEL}'"
+            f"{attributes} data-ece='{float(ece)!r}' aria-label='{escape(title)}: reliability diagram'>"
+            f"<text x='{PLOT_LEFT}' y='15' class='title'>{escape(title)} · ECE {ece:.3f}</text>{grid}"
+            f"<line x1='{x(0)}' y1='{y(0)}' x2='{x(1)}' y2='{y(1)}' class='diagonal'/>"
+            f"<text x='{x(0.5)}' y='{PANEL - 4}' text-anchor='middle'>mean score</text>"
+            f"<text transform='translate(11 {y(0.5)}) rotate(-90)' text-anchor='middle'>fraction true</text>"
+            f"<polyline points='{points}' class='curve'/>{dots}</svg>")
+
+
+def calibration_table(summary: pd.DataFrame, systems: list[str]) -> str:
+    """Per (system, level) of :func:`hiersql.calibration.calibration_by_level`: pairs, Brier score, log
+    loss and ECE with equal-width and equal-mass bins."""
+    from html import escape
+
+    head = "".join(f"<th>{h}</th>" for h in ("level", "pairs", "Brier", "log loss", "ECE (equal width)",
+                                             "ECE (equal mass)"))
+    lines = [f"<table class='calibration sortable'><thead><tr><th class='system'>system</th>{head}</tr></thead>"
+             "<tbody>"]
+    order = summary.assign(position=summary["system"].map({s: i for i, s in enumerate(systems)}))
+    for r in order.sort_values(["position", "level"]).itertuples():
+        level = "all" if r.level == 0 else str(int(r.level))
+        cells = [f"<td class='system' data-sort='{escape(str(r.system))}'>{escape(str(r.system))}</td>",
+                 f"<td data-sort='{int(r.level)}'>{level}</td>", f"<td data-sort='{int(r.n)}'>{int(r.n):,}</td>"]
+        cells += [f"<td data-sort='{float(v)!r}'>{v:.4f}</td>"
+                  for v in (r.brier, r.log_loss, r.ece_uniform, r.ece_quantile)]
+        lines.append("<tr>" + "".join(cells) + "</tr>")
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def calibration_section(store: Store, systems: list[str], n_bins: int = RELIABILITY_BINS,
+                        summary: pd.DataFrame | None = None) -> tuple[str, str, str] | None:
+    """The report's calibration section (``(id, heading, html)``) for the systems whose predictions carry
+    scores, in the order of ``systems``: the table of :func:`calibration_table` and one row of
+    :func:`reliability_diagram` per system, one diagram per level (level 0: every level pooled), ``n_bins``
+    equal-width bins (:mod:`hiersql.calibration`; ``summary``: ``calibration_by_level(store, n_bins)`` when
+    already computed). ``None`` when no prediction has a score."""
+    from html import escape
+
+    from .calibration import calibration_by_level, reliability, scored_systems
+
+    scored = scored_systems(store)
+    if not scored:
+        return None
+    note = (f"Every scored (instance, node) pair is a forecast that the node is in the instance's true set "
+            f"closed under ancestors. Per level (<i>all</i>: every level pooled) the scores are cut into {n_bins} "
+            f"equal-width bins; a dot is a non-empty bin at (mean score, fraction of its pairs that are true), "
+            "its area proportional to the bin's pairs; on the dashed diagonal the scores are calibrated. "
+            "ECE = Σ<sub>b</sub> (n<sub>b</sub> / N) |fraction true<sub>b</sub> − mean score<sub>b</sub>| "
+            "(Naeini et al. 2015; Guo et al. 2017).")
+    unscored = [s for s in systems if s not in scored]
+    outside = [s for s in systems if scored.get(s)]
+    if unscored:
+        note += " No scores: " + escape(", ".join(unscored)) + "."
+    if outside:
+        note += " Scores outside [0, 1] (not probabilities), left out: " + escape(", ".join(outside)) + "."
+    shown = [s for s in systems if s in scored and not scored[s]]
+    if not shown:
+        return "calibration", "Calibration", f"<p class='note'>{note}</p>"
+    summary = calibration_by_level(store, n_bins) if summary is None else summary
+    summary = summary[summary["system"].isin(shown)]
+    bins = reliability(store, n_bins, "uniform")
+    ece = summary.set_index(["system", "level"])["ece_uniform"]
+    rows = []
+    for system in shown:
+        mine = bins[bins["system"] == system]
+        panels = "".join(reliability_diagram(part, "all levels" if level == 0 else f"level {level}",
+                                             ece[(system, level)], system=system, level=int(level))
+                         for level, part in mine.groupby("level", sort=True))
+        rows.append(f"<div class='reliability-row'><h3>{escape(system)}</h3><div class='panels'>{panels}</div></div>")
+    return ("calibration", "Calibration",
+            f"<p class='note'>{note}</p><div class='scroll'>{calibration_table(summary, shown)}</div>" + "".join(rows))
 
 
 def provenance(command: str, inputs: list[tuple[str, str]]) -> str:

@@ -91,8 +91,21 @@ JOIN mgia_nearest AS t ON t.side = 'true' AND t.node = a.true_node AND t.nearest
 JOIN mgia_nearest AS p ON p.side = 'pred' AND p.node = a.pred_node AND p.nearest = a.distance
 WHERE a.distance > 0
 
+-- name: pair_root_distances
+-- (problem, distance): with $empty_prediction = 'root', the problems whose predicted set is empty and true set
+-- is not, with Σ_{u ∈ T} d(u, root): the root predicted for each true label (Dekel et al.'s tree has the root
+-- among its labels; d(u, root) is the shortest path from the root down to u). No rows with 'error'.
+SELECT tc.problem, sum(c.distance) AS distance
+FROM pair_true_classes AS tc
+JOIN closure AS c ON c.descendant = tc.label
+JOIN nodes AS n ON n.label = c.ancestor AND n.is_root
+LEFT JOIN (SELECT DISTINCT problem FROM pair_pred_classes) AS pc ON pc.problem = tc.problem
+WHERE $empty_prediction = 'root' AND pc.problem IS NULL
+GROUP BY tc.problem
+
 -- name: pair_problem_sizes
--- (problem, system, instance_id, n_true, n_pred, n_shared, nearest_sum) per problem, in problem order.
+-- (problem, system, instance_id, n_true, n_pred, n_shared, nearest_sum, root_distance) per problem, in problem
+-- order; root_distance is pair_root_distances' value (NULL for the other problems).
 SELECT
     pp.problem,
     pp.system,
@@ -100,8 +113,10 @@ SELECT
     coalesce(t.n, 0) AS n_true,
     coalesce(p.n, 0) AS n_pred,
     coalesce(a.n, 0) AS n_shared,
-    coalesce(n.total, 0) AS nearest_sum
+    coalesce(n.total, 0) AS nearest_sum,
+    r.distance AS root_distance
 FROM pair_problems AS pp
+LEFT JOIN pair_root_distances AS r ON r.problem = pp.problem
 LEFT JOIN (SELECT problem, count(*) AS n FROM pair_true_classes GROUP BY problem) AS t
     ON t.problem = pp.problem
 LEFT JOIN (SELECT problem, count(*) AS n FROM pair_pred_classes GROUP BY problem) AS p
@@ -113,7 +128,8 @@ LEFT JOIN (SELECT problem, sum(nearest) AS total FROM mgia_nearest GROUP BY prob
 
 -- name: label_count_mismatch
 -- (system, instance_id, n_true, n_pred, n_mismatch): the (system, instance) pairs whose true and predicted
--- sets differ in size, first one first, with their number (the tree-induced error needs equal sizes).
+-- sets differ in size, first one first, with their number (the tree-induced error needs equal sizes); with
+-- $empty_prediction = 'root' an empty predicted set is not one of them (it is scored as the root).
 SELECT g.system, g.instance_id, coalesce(t.n, 0) AS n_true, coalesce(p.n, 0) AS n_pred,
        count(*) OVER () AS n_mismatch
 FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
@@ -122,3 +138,4 @@ LEFT JOIN (SELECT instance_id, count(*) AS n FROM truth GROUP BY instance_id) AS
 LEFT JOIN (SELECT system, instance_id, count(*) AS n FROM predictions GROUP BY system, instance_id) AS p
     ON p.system = g.system AND p.instance_id = g.instance_id
 WHERE coalesce(t.n, 0) <> coalesce(p.n, 0)
+  AND NOT ($empty_prediction = 'root' AND p.n IS NULL)

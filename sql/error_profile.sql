@@ -164,15 +164,3 @@ SELECT
 FROM systems AS s
 LEFT JOIN consistency_instance AS c ON c.system = s.system
 GROUP BY s.system
-
--- name: empty_prediction_distance
--- (system, instance_id, n_true, distance): the instances with an empty predicted set and a non-empty truth,
--- with Σ_{u ∈ T} d(u, root) = Σ depth(u): the tree-induced error of predicting the root for each true label.
-SELECT s.system, t.instance_id, count(*) AS n_true, sum(n.depth) AS distance
-FROM truth AS t
-CROSS JOIN systems AS s
-JOIN nodes AS n ON n.label = t.label
-LEFT JOIN (SELECT DISTINCT system, instance_id FROM predictions) AS p
-    ON p.system = s.system AND p.instance_id = t.instance_id
-WHERE p.instance_id IS NULL
-GROUP BY s.system, t.instance_id

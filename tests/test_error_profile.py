@@ -1,6 +1,5 @@
-"""Error profile (sql/error_profile.sql): categories, distances, LCA depths, path consistency, tree-induced
-error with empty predictions; by hand on a tree and a DAG, and on GermEval 2019 subtask B against an
-independent computation (root paths in Python)."""
+"""Error profile (sql/error_profile.sql): categories, distances, LCA depths, path consistency; by hand on a
+tree and a DAG, and on GermEval 2019 subtask B against an independent computation (root paths in Python)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from collections import Counter, defaultdict
 import pandas as pd
 import pytest
 
-import hiersql
 from hiersql import error_profile
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
@@ -85,18 +83,6 @@ def test_path_consistency_by_hand():
     summary = error_profile.path_consistency(store).iloc[0]
     assert (summary["n_sets"], summary["n_inconsistent"]) == (3, 2)
     assert summary["inconsistency_rate"] == pytest.approx(2 / 3)
-
-
-def test_tree_induced_error_with_an_empty_prediction_as_root():
-    y_true, y_pred = [["a11"], ["a1"]], [["a2"], []]
-    # d(a11, a2) = 3; the empty prediction counts as the root: d(a1, root) = depth(a1) = 2
-    assert error_profile.tree_induced_error(y_true, y_pred, TREE) == pytest.approx((3 + 2) / 2)
-    with pytest.raises(ValueError, match="as many predicted"):
-        error_profile.tree_induced_error(y_true, y_pred, TREE, empty="error")
-    with pytest.raises(ValueError, match="tree_induced_error needs"):
-        hiersql.tree_induced_error(y_true, y_pred, TREE)  # the pair-based family refuses it
-    assert error_profile.tree_induced_error([["a11"]], [["a2"]], TREE) == hiersql.tree_induced_error(
-        [["a11"]], [["a2"]], TREE)
 
 
 # ------------------------------------------------------------------------------------------------ GermEval B
@@ -212,7 +198,7 @@ def test_the_new_sql_files_run_on_postgres(pg_dsn):
             engine.write(table, store.con.table(table).to_arrow_table())
         cases = [("error_profile", q, {}) for q in ("predicted_profile", "missed_labels", "error_categories",
                                                     "distance_statistics", "distance_histogram",
-                                                    "path_consistency", "empty_prediction_distance")]
+                                                    "path_consistency")]
         cases += [("breakdowns", q, {"zero_division": 0.0, "beta": 1.0})
                   for q in ("grouped_summary", "class_report", "flat_level_summary")]
         cases += [("curves", "pr_area", {}), ("curves", "precision_at_recall", {"recall": 0.5}),

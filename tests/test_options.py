@@ -37,6 +37,7 @@ def test_defaults_are_the_spec_defaults():
         "average": ("micro", "macro"), "include_root": False, "max_distance": None, "beta": 1.0,
         "zero_division": 0.0, "augment": "ancestors", "labels": None, "dmax": 5.0, "lca_graph": "greedy",
         "pairing": "nearest", "shared": "strict", "denominator": "union", "distance_limit": "side",
+        "empty_prediction": "error",
         "tn": "published", "offset": 0.0,
     }
     assert dataclasses.asdict(RunOptions()) == {"engine": "duckdb", "postgres_url": None, "spark_master": "local[*]",
@@ -181,7 +182,8 @@ def test_sql_has_a_flag_for_each_option_that_is_a_parameter_of_the_sql_files():
             in_files |= sqlfiles.parameters(text)
     names = {o.name for o in MEASURE_OPTIONS}
     assert {o.name for o in sql_options()} == names & in_files == {
-        "include_root", "max_distance", "beta", "zero_division", "augment", "dmax", "tn", "offset"}
+        "include_root", "max_distance", "beta", "zero_division", "augment", "dmax", "empty_prediction", "tn",
+        "offset"}
     flags = _flags(_subparser("sql"))
     assert names & flags.keys() == {o.name for o in sql_options()}
     for option in sql_options():

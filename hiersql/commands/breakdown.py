@@ -33,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--zero-division", type=float, default=0.0, help="value of 0/0 ratios (default 0)")
     p.add_argument("--digits", type=int, default=2, help="decimals of the text report (default 2)")
     p.add_argument("--bins", type=int, default=10, help="calibration bins (default 10)")
+    p.add_argument("--html", metavar="FILE.html", help="with --by calibration: also write the reliability "
+                   "diagrams per level, each with its ECE, and the table to a self-contained page")
     p.set_defaults(func=run)
 
 
@@ -49,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("must be >= 0", "--digits", value=args.digits)
     if args.bins < 2:
         raise InputError("must be >= 2", "--bins", value=args.bins)
+    if args.html:
+        _check_html(args)
     options = make_options(include_root=args.include_root, max_distance=args.max_distance, augment=args.augment,
                            beta=args.beta, zero_division=args.zero_division)
     store = load_store(args)
@@ -71,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
             "auprc": lambda: _areas(curves, store),
             "calibration": lambda: calibration.calibration_by_level(store, args.bins),
         }[args.by]()
+        if args.html:
+            from ..report import calibration_section, html_page, write_report
+
+            page = html_page("hiersql calibration", [calibration_section(store, store.systems(), args.bins, frame)])
+            write_report(page, args.html)
     finally:
         store.close()
     if args.format == "csv":
@@ -78,6 +87,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(frame.to_string(index=False) + "\n")
     return 0
+
+
+def _check_html(args: argparse.Namespace) -> None:
+    """``--html``: only with ``--by calibration``, a ``.html`` file in a folder that exists."""
+    from pathlib import Path
+
+    from ..errors import InputError
+
+    out = Path(args.html)
+    if args.by != "calibration":
+        raise InputError(f"only with --by calibration (not --by {args.by})", "--html", value=args.html)
+    if out.suffix.lower() not in (".html", ".htm") or out.is_dir():
+        raise InputError("must name a .html file", "--html", value=args.html)
+    if not out.resolve().parent.is_dir():
+        raise InputError("folder of the page does not exist", "--html", value=args.html)
 
 
 def _areas(curves, store):

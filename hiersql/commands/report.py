@@ -92,8 +92,9 @@ def input_report(store, comparison, inputs: list, command: str, title: str, out,
     """Write the report of ``comparison`` on the data of ``store``: ``inputs`` are ``(name, path)`` of the
     files read (hashed), ``tables`` the result of :func:`report_tables` (computed with the default options
     when ``None``). Returns the path written."""
+    from ..compare import ordered_systems
     from ..metrics.multilabel import label_order, pivot
-    from ..report import comparison_sections, file_digest, html_page, provenance, write_report
+    from ..report import calibration_section, comparison_sections, file_digest, html_page, provenance, write_report
 
     breakdown, cells, depth = report_tables(store, {}) if tables is None else tables
     labels = label_order(store, set(cells["true_label"]) | set(cells["pred_label"]))
@@ -101,6 +102,8 @@ def input_report(store, comparison, inputs: list, command: str, title: str, out,
                  for system in store.systems()}
     n_instances = store.con.execute("SELECT count(*) FROM instances").fetchone()[0]
     sections = comparison_sections(comparison, breakdown, confusion, depth)
+    calibration = calibration_section(store, ordered_systems(comparison.ranking))  # when predictions are scored
+    sections += [calibration] if calibration else []
     digests = [(f"{name} {path}", file_digest(path)) for name, path in inputs]
     sections.append(("provenance", "How this page was made", provenance(command, digests)))
     lead = (f"{len(store.systems())} systems, {n_instances:,} instances, "

@@ -87,7 +87,7 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
                 raise InputError(f"does not apply to this input: {reason}", "--metrics", value=",".join(names))
             continue
         if not explicit:
-            names = [m for m in names if plan.metric_applies(engine, m)]
+            names = [m for m in names if plan.metric_applies(engine, m, options)]
         if not names:
             continue
         if on_family is not None:

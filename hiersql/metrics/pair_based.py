@@ -11,6 +11,10 @@ instance (T, P: the true and predicted sets; d: the distance of SPEC §3; dmax: 
   al. 2004), defined when |T| = |P| (for single-label data: d(y, ŷ)).
 - ``all_pairs_error``: the sum of d over all pairs of T × P (Sun & Lim 2001), 0 when a set is empty.
 
+With ``empty_prediction="root"`` an empty P (and a non-empty T) is scored as the root predicted for each true
+label: both errors are then ``Σ_{u ∈ T} d(u, root)``. GIE and MGIA define the empty prediction themselves (its
+true classes go to the default class at dmax) and refuse the option.
+
 Values are averaged over the instances (every instance of the truth, also empty ones) with average ``""``;
 MGIA also has ``"micro"``, ``1 − Σ fn / (Σ |P ∪ T| · dmax)``, and ``"macro"``, the mean of the per-instance
 values. See ``docs/pair_based.md``.
@@ -55,6 +59,7 @@ class _Data:
     n_pred: np.ndarray
     n_shared: np.ndarray
     nearest_sum: np.ndarray
+    root_distance: np.ndarray  # Σ d(u, root) of a problem scored as the root (empty_prediction="root"), else NaN
     problems: pairing.Problems
     mutual: pairing.Problems
 
@@ -72,7 +77,7 @@ def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -
     per_side = _distance_limit(options) == "side"
     return {"max_distance": None if per_side else options.max_distance,
             "max_climb": options.max_distance if per_side else None, "dmax": float(options.dmax),
-            "pair_metrics": list(metrics)}
+            "empty_prediction": options.empty_prediction, "pair_metrics": list(metrics)}
 
 
 def _load(con: duckdb.DuckDBPyConnection) -> _Data:
@@ -97,6 +102,7 @@ def _load(con: duckdb.DuckDBPyConnection) -> _Data:
         n_pred=_ints(sizes["n_pred"]),
         n_shared=_ints(sizes["n_shared"]),
         nearest_sum=np.asarray(sizes["nearest_sum"], dtype=float),
+        root_distance=np.ma.filled(np.ma.asarray(sizes["root_distance"], dtype=float), np.nan),  # NULL: NaN
         problems=problems(arcs, arcs["distance"]),
         mutual=problems(mutual, -np.asarray(mutual["distance"], dtype=float)),
     )
@@ -144,12 +150,20 @@ def _denominator(data: _Data, options: Options) -> np.ndarray:
 
 def tree_induced_errors(data: _Data, options: Options) -> np.ndarray:
     """Tree-induced error per problem (Dekel et al. 2004; Kosmopoulos et al. Fig. 4): min-cost one-to-one
-    pairing of all classes, no default classes; NaN where |T| ≠ |P| (undefined)."""
+    pairing of all classes, no default classes; NaN where |T| ≠ |P| (undefined), except for an empty P
+    scored as the root (``empty_prediction="root"``): ``Σ_{u ∈ T} d(u, root)``."""
     defined = data.n_true == data.n_pred
     value = np.full(len(defined), np.nan)
     keep = np.isin(data.problems.pred_problem[data.problems.arc_pred], np.nonzero(defined)[0])
     sub = _restrict(data.problems, defined, keep)
     value[defined] = pairing.solve(sub, "tree_induced", options.dmax).cost[defined]
+    return _scored_as_root(data, value)
+
+
+def _scored_as_root(data: _Data, value: np.ndarray) -> np.ndarray:
+    """``value`` with the problems scored as the root set to their ``root_distance``."""
+    root = ~np.isnan(data.root_distance)
+    value[root] = data.root_distance[root]
     return value
 
 
@@ -168,8 +182,9 @@ def _restrict(problems: pairing.Problems, defined: np.ndarray, keep_arcs: np.nda
 
 def all_pairs_errors(data: _Data, options: Options) -> np.ndarray:
     """All-pairs error per problem (Sun & Lim 2001; Kosmopoulos et al. §2.3.2): αp = βp = N, αt = βt = M,
-    no default classes, so every pair of T × P is used: Σ d(t, p)."""
-    return pairing.solve(data.problems, "all_pairs", options.dmax).cost
+    no default classes, so every pair of T × P is used: Σ d(t, p); an empty P scored as the root
+    (``empty_prediction="root"``) gives ``Σ_{u ∈ T} d(u, root)``."""
+    return _scored_as_root(data, pairing.solve(data.problems, "all_pairs", options.dmax).cost)
 
 
 def solve_pairings(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
@@ -231,8 +246,8 @@ PLAN = FamilyPlan(
         Measure("all_pairs_error", "all_pairs_error", averages=("",), higher_is_better=False),
     ),
     params=_params,
-    check=lambda engine, metrics, options: _require_defined(engine) if "tree_induced_error" in metrics else None,
-    metric_applies=lambda engine, metric: metric != "tree_induced_error" or _first_mismatch(engine) is None,
+    check=lambda engine, metrics, options: _check(engine, metrics, options),
+    metric_applies=lambda engine, metric, options=None: _metric_applies(engine, metric, options),
     groups=_groups,
 )
 
@@ -250,21 +265,49 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
-def _first_mismatch(engine: Any) -> tuple | None:
-    """(system, instance_id, n_true, n_pred, count) of the first instance with |T| ≠ |P|, or None."""
-    rows = engine.execute(f"SELECT * FROM ({engine.render('distances', 'label_count_mismatch')}) AS m"
+_ROOT_SCORED = ("tree_induced_error", "all_pairs_error")  # the measures empty_prediction="root" applies to
+
+
+def _first_mismatch(engine: Any, options: Options | None = None) -> tuple | None:
+    """(system, instance_id, n_true, n_pred, count) of the first instance with |T| ≠ |P| (an empty P not
+    counted with ``empty_prediction="root"``), or None."""
+    params = {"empty_prediction": (options or Options()).empty_prediction}
+    rows = engine.execute(f"SELECT * FROM ({engine.render('distances', 'label_count_mismatch', params)}) AS m"
                           " ORDER BY system, instance_id LIMIT 1")
     return rows[0] if rows else None
 
 
-def _require_defined(engine: Any) -> None:
-    bad = _first_mismatch(engine)
+def _metric_applies(engine: Any, metric: str, options: Options | None) -> bool:
+    """False for the tree-induced error where an instance has |T| ≠ |P|, and, with ``empty_prediction="root"``,
+    for the measures that define the empty prediction themselves (``all`` leaves them out)."""
+    if options is not None and options.empty_prediction == "root" and metric not in _ROOT_SCORED:
+        return False
+    return metric != "tree_induced_error" or _first_mismatch(engine, options) is None
+
+
+def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
+    """``empty_prediction="root"`` only with the tree-induced and all-pairs errors; the tree-induced error only
+    where every instance has |T| = |P|."""
+    if options.empty_prediction == "root":
+        other = [m for m in metrics if m not in _ROOT_SCORED]
+        if other:
+            raise InputError(
+                f"empty_prediction=root applies to {' and '.join(_ROOT_SCORED)} only, not to {', '.join(other)}"
+                " (GIE and MGIA pair each true class of an empty prediction with the default class at dmax:"
+                " Kosmopoulos et al. 2015, Fig. 5 and 6)", "--empty-prediction", value="root")
+    if "tree_induced_error" in metrics:
+        _require_defined(engine, options)
+
+
+def _require_defined(engine: Any, options: Options) -> None:
+    bad = _first_mismatch(engine, options)
     if bad:
         system, instance, n_true, n_pred, count = bad
         raise InputError(
             "tree_induced_error needs as many predicted as true labels per instance (Dekel et al.: one"
             f" each); {count} instance(s) differ, e.g. system {system!r} has {n_pred} predicted and"
-            f" {n_true} true labels (use graph_induced_error)",
+            f" {n_true} true labels (use graph_induced_error; an empty prediction can be scored as the root"
+            " with empty_prediction=root)",
             "--metrics", value=str(instance),
         )
 

@@ -57,7 +57,7 @@ def _applies(engine: Any) -> str | None:
     return None
 
 
-def _metric_applies(engine: Any, metric: str) -> bool:
+def _metric_applies(engine: Any, metric: str, options: Any = None) -> bool:
     """``pl`` on any tree, the weighted measures only when the edge weights sum to 1 on every root-to-leaf
     path (asked for by name on other weights, they raise the :class:`~hiersql.errors.InputError` that names
     the path at fault)."""
