@@ -264,14 +264,14 @@ def _check_rows(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
     temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
 
 
-def _stage_columns(con: duckdb.DuckDBPyConnection, sources: list[tuple[int, Any]], wheres: list[str]) -> None:
+def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]], wheres: list[str]) -> None:
     """Mappings of columns (``{"instance_id": [...], "label": [...], "score": [...]}``) and sequences of
     label sets (the instance id is the position, from 0; a string is a one-label set; an empty set is an
     instance), all sent to DuckDB as list parameters of one statement."""
     src: list[int] = []
     table: dict[str, list[Any]] = {"instance_id": [], "label": [], "score": [], "line": [], "pos": []}
     set_sizes: dict[int, int] = {}  # src -> number of label sets
-    for i, source in sources:
+    for i, source in items:
         if isinstance(source, Mapping):
             rows = _mapping_rows(source, wheres[i])
         else:
