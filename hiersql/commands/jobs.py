@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..jobs.runner import MAX_BATCH  # light: the runner imports DuckDB only when it works
+from ..jobs.runner import MAX_ATTEMPTS, MAX_BATCH  # light: the runner imports DuckDB only when it works
 
 DESCRIPTION = """\
 Batch evaluation jobs: one unit of work per (dataset, system), queued in a database, computed by workers,
@@ -58,6 +58,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help=f"units of one dataset a worker claims and evaluates together, at most (default"
                        f" {MAX_BATCH}; each worker takes an even share of what is queued)")
 
+    def attempts_arg(a: argparse.ArgumentParser) -> None:
+        a.add_argument("--max-attempts", type=int, default=MAX_ATTEMPTS, metavar="N",
+                       help="claims of a unit whose worker stops before committing it (killed, crashed, a lost"
+                       f" connection) before it fails (default {MAX_ATTEMPTS}); such units are claimed one at a"
+                       " time")
+
     a = action("check", "check a job file as a run would (options, measures, files), without running it")
     a.add_argument("spec", metavar="SPEC", help="TOML job file")
     a = action("submit", "queue the units of a job file (unchanged units are marked skipped)")
@@ -72,6 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="parallel workers: threads on a DuckDB queue, processes on PostgreSQL (default 1)")
     a.add_argument("--recompute", action="store_true", help="with SPEC: compute every unit, even unchanged ones")
     batch_arg(a)
+    attempts_arg(a)
     a = action("status", "per job: units queued, running, done, skipped, failed, cancelled, and the errors")
     queue_args(a)
     job_arg(a)
@@ -91,6 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--workers", type=int, default=1, metavar="N")
     a.add_argument("--runs", type=int, metavar="N", help="stop after N runs (default: never)")
     batch_arg(a)
+    attempts_arg(a)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,11 +111,26 @@ def run(args: argparse.Namespace) -> int:
         n = len(units(spec))
         print(f"{args.spec}: {len(spec.datasets)} dataset(s), {n} unit(s)")
         return 0
-    for flag in ("workers", "batch"):
+    for flag in ("workers", "batch", "max_attempts"):
         if getattr(args, flag, 1) < 1:
-            raise InputError("must be at least 1", f"--{flag}", value=getattr(args, flag))
+            raise InputError("must be at least 1", f"--{flag.replace('_', '-')}", value=getattr(args, flag))
     if args.action == "schedule":
         return _schedule(args)
+    from ..jobs.queue import is_postgres
+    from ..jobs.runner import children
+
+    # the processes of parallel workers on a DuckDB queue, forked before any database is open
+    kids = children(args.workers) if args.action == "run" and not is_postgres(args.queue or "") else []
+    try:
+        return _action(args, kids)
+    finally:
+        for child in kids:
+            child.close()
+
+
+def _action(args: argparse.Namespace, kids: list) -> int:
+    from ..errors import InputError
+
     spec = None
     if getattr(args, "spec", None):
         from ..jobs.spec import load_spec
@@ -118,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "submit":
             return _submit(queue, args, spec)
         if args.action == "run":
-            return _run(queue, args, spec)
+            return _run(queue, args, spec, kids)
         with queue.connect() as con:
             if args.action == "status":
                 _print_status(con.status(args.job))
@@ -152,7 +175,7 @@ def _submit(queue, args: argparse.Namespace, spec) -> int:
     return 0
 
 
-def _run(queue, args: argparse.Namespace, spec=None) -> int:
+def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -> int:
     from ..errors import InputError
     from ..jobs import submit
     from ..jobs.runner import run
@@ -164,7 +187,8 @@ def _run(queue, args: argparse.Namespace, spec=None) -> int:
         jobs = [job_id]
     bars = _Bars(queue, jobs)
     try:
-        summary = run(queue, jobs, args.workers, args.batch, on_unit=bars.update)
+        summary = run(queue, jobs, args.workers, args.batch, on_unit=bars.update, max_attempts=args.max_attempts,
+                      processes=kids)
     finally:
         bars.close()
     counts = summary.counts

@@ -42,9 +42,15 @@ SCHEMA = (
     "ALTER TABLE results ADD COLUMN IF NOT EXISTS key VARCHAR",
     "ALTER TABLE results ADD COLUMN IF NOT EXISTS job_id VARCHAR",
     "ALTER TABLE results ADD COLUMN IF NOT EXISTS unit_id VARCHAR",
+    # one row per claim of a unit, committed before it is evaluated: a claim whose batch was never committed
+    # (its worker killed or crashed, a transient error) stays counted; ``error`` says why, when known
+    "CREATE TABLE IF NOT EXISTS attempts (attempt_id VARCHAR PRIMARY KEY, unit_id VARCHAR NOT NULL,"
+    " run_id VARCHAR, worker VARCHAR, started_at TIMESTAMP NOT NULL, error VARCHAR)",
+    "CREATE INDEX IF NOT EXISTS attempts_unit ON attempts (unit_id)",
 )
 STATUSES = ("queued", "running", "done", "skipped", "failed", "cancelled")
-UNIT_COLUMNS = "unit_id, job_id, dataset, system, key, grp, work, recompute"
+UNIT_COLUMNS = ("unit_id, job_id, dataset, system, key, grp, work, recompute,"
+                " (SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id) AS tries")
 RESULT_INSERT = ("run_id", "dataset", "system", "metric", "average", "value", "created_at", "key", "job_id",
                  "unit_id")
 RESULT_COLUMNS = ("dataset", "system", "metric", "average", "value", "key", "run_id", "job_id", "created_at")
@@ -62,6 +68,7 @@ class Claimed:
     group: str
     work: dict[str, Any]
     recompute: bool
+    attempts: int = 0  # earlier claims of this unit that were not committed
 
 
 def now() -> datetime:
@@ -251,7 +258,9 @@ class Connection:
     def claim(self, jobs: list[str] | None, workers: int, max_batch: int) -> list[Claimed]:
         """Begin a transaction and claim queued units of ``jobs`` (all when ``None``): the first queued unit
         and more of its group (one dataset, loaded together), at most ``max_batch`` and about an even share
-        among ``workers``. Nothing queued: no transaction is left open and ``[]`` is returned."""
+        among ``workers``. A unit claimed before without a commit (:attr:`Claimed.attempts`) is claimed alone, so
+        that a unit that stops its worker does not take a batch down with it again. Nothing queued: no
+        transaction is left open and ``[]`` is returned."""
         where = "status = 'queued'"
         params: list[Any] = []
         if jobs is not None:
@@ -270,19 +279,23 @@ class Connection:
             raise
         if not picked:
             self.rollback()
-        return [Claimed(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), bool(r[7])) for r in picked]
+        return [Claimed(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), bool(r[7]), int(r[8]))
+                for r in picked]
 
     def _claim_postgres(self, where: str, params: list[Any], workers: int, max_batch: int) -> list[tuple]:
         first = self.execute(f"SELECT {UNIT_COLUMNS} FROM units WHERE {where} ORDER BY job_id, seq LIMIT 1"
                              " FOR UPDATE SKIP LOCKED", params)
         if not first:
             return []
+        if first[0][8]:
+            return first
         job, group = first[0][1], first[0][5]
         left, groups = self.execute(
             f"SELECT count(*) FILTER (WHERE job_id = ? AND grp = ?), count(DISTINCT grp) FROM units WHERE {where}",
             [job, group, *params])[0]
         more = self.execute(
             f"SELECT {UNIT_COLUMNS} FROM units WHERE status = 'queued' AND job_id = ? AND grp = ? AND unit_id <> ?"
+            " AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.unit_id = units.unit_id)"
             " ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED",
             (job, group, first[0][0], _share(left, groups, workers, max_batch) - 1))
         return first + more
@@ -293,7 +306,7 @@ class Connection:
         if not free:
             return []
         job, group = free[0][1], free[0][5]
-        same = [r for r in free if r[1] == job and r[5] == group]
+        same = [r for r in free if r[1] == job and r[5] == group and not r[8]] if not free[0][8] else free[:1]
         picked, keys = [], set()
         for r in same:  # one unit per key: two of the same content are never computed at once
             if r[4] not in keys and len(picked) < _share(len(same), len({f[5] for f in free}), workers, max_batch):
@@ -302,6 +315,28 @@ class Connection:
         self.held = [r[0] for r in picked] + list(keys)
         self.queue._claimed |= set(self.held)
         return picked
+
+    def record_attempts(self, units: list[Claimed], run_id: str, worker: str) -> list[str]:
+        """Count a claim of each of ``units``, committed at once (outside any batch's transaction, on a
+        connection of its own); returns the attempts' ids for :meth:`note_attempts`."""
+        stamp = now()
+        ids = [uuid.uuid4().hex for _ in units]
+        self.executemany("INSERT INTO attempts (attempt_id, unit_id, run_id, worker, started_at) VALUES"
+                         " (?, ?, ?, ?, ?)", [(a, u.unit_id, run_id, worker, stamp) for a, u in zip(
+                             ids, units, strict=True)])
+        return ids
+
+    def note_attempts(self, ids: list[str], error: str) -> None:
+        """Say why the attempts ``ids`` ended without a commit."""
+        self.executemany("UPDATE attempts SET error = ? WHERE attempt_id = ?", [(error, a) for a in ids])
+
+    def gave_up(self, unit: Claimed) -> str:
+        """The error of a unit whose every attempt ended without a commit: their number and the last reason
+        known."""
+        last = self.execute("SELECT error FROM attempts WHERE unit_id = ? AND error IS NOT NULL"
+                            " ORDER BY started_at DESC LIMIT 1", (unit.unit_id,))
+        why = last[0][0] if last else "its worker stopped before committing it (killed, or the machine stopped)"
+        return f"gave up after {unit.attempts} attempt(s) (--max-attempts): {why}"
 
     def has_results(self, key: str) -> bool:
         """Whether ``key`` has results (committed by any worker). On PostgreSQL the key is first locked until
