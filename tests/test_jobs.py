@@ -191,7 +191,7 @@ def test_a_failing_system_fails_alone(fixtures_dir, tmp_path, capsys):
     assert main(["jobs", "status", "--queue", str(tmp_path / "q.duckdb")]) == 0
     status = capsys.readouterr().out
     assert "0 queued, 0 running, 5 done, 0 skipped, 1 failed, 0 cancelled" in status
-    assert f"  failed: demo/broken: {cli_error}" in status
+    assert f"  failed: demo/broken (1 attempt(s)): {cli_error}" in status
     got = values(stored(tmp_path / "q.duckdb"))
     assert {k[1] for k in got if k[0] == "demo"} == {*DEMO_SYSTEMS, "silent"}
     # silent predicted nothing: no node found (hP is 0/0, zero_division = 0), none of the 26 true ones

@@ -262,9 +262,10 @@ def _print_status(jobs: list[dict]) -> None:
         return
     for job in jobs:
         counts = ", ".join(f"{job[s]} {s}" for s in ("queued", "running", "done", "skipped", "failed", "cancelled"))
-        print(f"{job['job_id']}  {job['name']}  {job['submitted_at']:%Y-%m-%d %H:%M:%S}  {counts}")
-        for dataset, system, error in job["errors"]:
-            print(f"  failed: {dataset}/{system}: {error}")
+        print(f"{job['job_id']}  {job['name']}  {job['submitted_at']:%Y-%m-%d %H:%M:%S}  {counts};"
+              f" {job['attempts']} attempt(s), {job['retried']} unit(s) retried")
+        for dataset, system, error, attempts in job["errors"]:
+            print(f"  failed: {dataset}/{system} ({attempts} attempt(s)): {error}")
 
 
 def _print_results(rows: list[tuple], fmt: str, csv_cell) -> None:

@@ -391,7 +391,8 @@ class Connection:
     # ------------------------------------------------------------------ reading
     def status(self, jobs: list[str] | None = None) -> list[dict[str, Any]]:
         """Per job: its id, name, submission time, the count of units per status (``running``: claimed by a
-        worker now, PostgreSQL only) and the failed units' errors."""
+        worker now, PostgreSQL only), the claims of its units (``attempts``), how many units were claimed more
+        than once (``retried``), and the failed units' errors ``(dataset, system, error, attempts)``."""
         ids = self.job_ids(jobs)
         if not ids:
             return []
@@ -406,8 +407,12 @@ class Connection:
             queued = {j: n for j, s, n in counts if s == "queued"}
             for job, n in queued.items():
                 running[job] = n - sum(1 for (j,) in free if j == job)
-        errors = self.execute(f"SELECT job_id, dataset, system, error FROM units WHERE job_id IN ({marks})"
+        tries = "(SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id)"
+        errors = self.execute(f"SELECT job_id, dataset, system, error, {tries} FROM units WHERE job_id IN ({marks})"
                               " AND status = 'failed' ORDER BY job_id, seq", ids)
+        attempts = {j: (int(n), int(r)) for j, n, r in self.execute(
+            f"SELECT job_id, sum(tries), count(*) FILTER (WHERE tries > 1) FROM (SELECT job_id, {tries} AS tries"
+            f" FROM units WHERE job_id IN ({marks})) t GROUP BY job_id", ids)}
         jobs_rows = self.execute(f"SELECT job_id, name, spec, submitted_at FROM jobs WHERE job_id IN ({marks})"
                                  " ORDER BY job_id", ids)
         out = []
@@ -418,8 +423,10 @@ class Connection:
                     count[s] = n
             count["running"] = running.get(job, 0)
             count["queued"] -= count["running"]
+            tried, retried = attempts.get(job, (0, 0))
             out.append({"job_id": job, "name": name, "spec": spec, "submitted_at": submitted, **count,
-                        "errors": [(d, s, e) for j, d, s, e in errors if j == job]})
+                        "attempts": tried, "retried": retried,
+                        "errors": [(d, s, e, int(n)) for j, d, s, e, n in errors if j == job]})
         return out
 
     def results(self, jobs: list[str] | None = None, history: bool = False) -> list[tuple]:

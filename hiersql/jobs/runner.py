@@ -281,8 +281,8 @@ class Child:
 
 def children(workers: int) -> list[Child]:
     """The child processes that the workers of a run with ``workers`` workers on a DuckDB queue evaluate in
-    (every worker but the first, which evaluates in its thread), started now: forked when this process has one
-    thread (the modules they need imported first: both processes use them), else started as new interpreters.
+    (one each; none for one worker, which evaluates in its thread), started now: forked when this process has
+    one thread (the modules they need imported first: the imports are shared), else new interpreters.
     Start them before any database is opened (``hiersql jobs run`` does, before it reads the job file), and
     give them to :func:`run`."""
     if workers < 2:
@@ -292,7 +292,7 @@ def children(workers: int) -> list[Child]:
         import sqlglot.dialects.duckdb  # noqa: F401
 
         from .. import engines, evaluator, store  # noqa: F401
-    return [Child(_threads_per_worker(workers), fork) for _ in range(workers - 1)]
+    return [Child(_threads_per_worker(workers), fork) for _ in range(workers)]
 
 
 def _threads_per_worker(workers: int) -> int | None:
@@ -411,7 +411,7 @@ def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch
         on_unit: Callable[[Event], None] | None = None, max_attempts: int = MAX_ATTEMPTS,
         processes: list[Child] | None = None) -> Summary:
     """Process the queued units of ``jobs`` (all when ``None``) with ``workers`` workers: on a DuckDB queue,
-    threads of this process (the file's one writer), all but the first evaluating in a child process
+    threads of this process (the file's one writer), each evaluating in a child process when there are several
     (``processes``: from :func:`children`, else started here); processes on a PostgreSQL queue. A unit claimed
     ``max_attempts`` times without a commit fails. Returns what was done; ``on_unit(event)`` is called in this
     process after each unit is committed."""
@@ -429,7 +429,7 @@ def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch
             child.close()
         _processes(queue.url, jobs, run_id, workers, max_batch, max_attempts, record)
     else:  # one worker too runs in a thread: Ctrl-C lets it commit its batch
-        kids = [None, *(processes if processes is not None else children(workers))][:workers]
+        kids = (processes if processes is not None else children(workers)) if workers > 1 else [None]
         team = [Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, None, max_attempts, child)
                 for i, child in enumerate(kids)]
         _threads(team, record)
