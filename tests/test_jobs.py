@@ -21,7 +21,7 @@ import pytest
 from hiersql.cli import main
 from hiersql.jobs import submit
 from hiersql.jobs.queue import Queue
-from hiersql.jobs.runner import run
+from hiersql.jobs.runner import PUBLISH_EVERY, run
 from hiersql.jobs.schedule import schedule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -469,3 +469,78 @@ def test_column_keywords_read_csv_files_with_the_users_names(fixtures_dir, tmp_p
     out = capsys.readouterr().out
     assert f"failed: d/shallow: {tmp_path / 'truth.csv'}: label table needs columns instance_id, label: no column" \
         " 'label' for the label (default name); the table has ['doc', 'genre']" in out, out
+
+
+SLOW_RUN = """
+import sys, time
+from hiersql.cli import main
+from hiersql.jobs import runner
+from hiersql.jobs.queue import Connection
+
+evaluate, commit = runner.evaluate, Connection.commit
+
+def slow_evaluate(units, stores):
+    time.sleep(0.4)
+    return evaluate(units, stores)
+
+def marked_commit(self):
+    batch = bool(self.held)  # the units of a claim (not the schema's transaction)
+    commit(self)
+    if batch:
+        print("COMMITTED", flush=True)
+        if sys.argv[2] == "hang":
+            time.sleep(3600)
+
+runner.evaluate, Connection.commit = slow_evaluate, marked_commit
+sys.exit(main(["jobs", "run", "--queue", sys.argv[1], "--batch", "1"]))
+"""
+
+
+def test_status_while_a_run_holds_the_queue_file(fixtures_dir, tmp_path):
+    """The run publishes its status beside the queue file (which DuckDB locks against every other process):
+    `jobs status` shows it, naming the process; a file left by a killed run is not taken for the status of
+    another; when a run ends its file is gone and status reads the queue."""
+    spec = make_job(tmp_path, fixtures_dir)
+    path = tmp_path / "q.duckdb"
+    published = tmp_path / "q.duckdb.status.json"
+    queue = Queue(path)
+    job_id = submit(queue, spec)[0]
+    queue.close()
+    driver = tmp_path / "slow.py"
+    driver.write_text(SLOW_RUN)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def status(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "hiersql", "jobs", "status", "--queue", str(path), *args],
+                              capture_output=True, text=True, env=env, timeout=60)
+
+    proc = subprocess.Popen([sys.executable, str(driver), str(path), "hang"], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        assert proc.stdout.readline() == "COMMITTED\n"  # one unit done, then the worker sleeps
+        time.sleep(3 * PUBLISH_EVERY)
+        during = status()
+        assert during.returncode == 0, during.stderr
+        lines = during.stdout.splitlines()
+        assert lines[0].startswith(f"(the queue is in use by process {proc.pid}, which is running jobs; its"
+                                   " status at "), lines
+        assert lines[1].startswith(f"{job_id}  demo-job  ") and lines[1].endswith(
+            "  3 queued, 0 running, 1 done, 0 skipped, 0 failed, 0 cancelled; 1 attempt(s), 0 unit(s) retried")
+        assert len(lines) == 2
+        assert status("--job", "demo-job").stdout.splitlines()[1:] == lines[1:]
+        other = status("--job", "other")
+        assert other.returncode == 2 and other.stderr == f"hiersql: error: {path}: no such job in the queue: 'other'\n"
+        assert published.exists()
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    # killed: its file stays, but names a process that holds nothing; status reads the queue
+    assert published.exists()
+    after = status()
+    assert after.returncode == 0 and after.stdout == during.stdout.split("\n", 1)[1], after.stdout
+    # a run that ends removes its file
+    finished = subprocess.run([sys.executable, str(driver), str(path), "finish"], capture_output=True, text=True,
+                              env=env, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.count("COMMITTED") == 3 and not published.exists()
+    assert "  0 queued, 0 running, 4 done, 0 skipped, 0 failed, 0 cancelled; 4 attempt(s)" in status().stdout

@@ -136,7 +136,14 @@ def _action(args: argparse.Namespace, kids: list) -> int:
         from ..jobs.spec import load_spec
 
         spec = load_spec(args.spec)
-    queue = _queue(args, spec)
+    from ..jobs.queue import QueueBusy
+
+    try:
+        queue = _queue(args, spec)
+    except QueueBusy as busy:  # a run holds the file: the status it publishes
+        if args.action != "status" or not _print_published(busy, args.job):
+            raise
+        return 0
     try:
         if args.action == "submit":
             return _submit(queue, args, spec)
@@ -266,6 +273,27 @@ def _print_status(jobs: list[dict]) -> None:
               f" {job['attempts']} attempt(s), {job['retried']} unit(s) retried")
         for dataset, system, error, attempts in job["errors"]:
             print(f"  failed: {dataset}/{system} ({attempts} attempt(s)): {error}")
+
+
+def _print_published(busy, jobs: list[str] | None) -> bool:
+    """Print the status that the process holding a DuckDB queue file publishes; false when it publishes none
+    (it is not a `jobs run`)."""
+    from ..errors import InputError
+    from ..jobs.queue import published_status
+
+    published = published_status(busy.url, busy.pid)
+    if published is None:
+        return False
+    written, rows = published
+    if jobs is not None:
+        missing = [j for j in jobs if not any(j in (r["job_id"], r["name"]) for r in rows)]
+        if missing:
+            raise InputError("no such job in the queue", busy.url, value=missing[0])
+        rows = [r for r in rows if r["job_id"] in jobs or r["name"] in jobs]
+    print(f"(the queue is in use by process {busy.pid}, which is running jobs; its status at"
+          f" {written:%Y-%m-%d %H:%M:%S} UTC)")
+    _print_status(rows)
+    return True
 
 
 def _print_results(rows: list[tuple], fmt: str, csv_cell) -> None:

@@ -17,6 +17,7 @@ threads claim distinct units (the queue keeps the claimed ones aside in memory).
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -79,6 +80,35 @@ def is_postgres(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
 
+class QueueBusy(InputError):
+    """A DuckDB queue file that another process (``pid``) holds."""
+
+    def __init__(self, message: str, url: str, pid: int | None) -> None:
+        super().__init__(message, url)
+        self.url, self.pid = url, pid
+
+
+def status_file(url: str) -> Path:
+    """Where the process that holds a DuckDB queue file publishes its status (:meth:`Queue.publish_status`):
+    ``QUEUE.status.json`` beside it."""
+    return Path(f"{url}.status.json")
+
+
+def published_status(url: str, pid: int | None) -> tuple[datetime, list[dict[str, Any]]] | None:
+    """The status that process ``pid``, which holds the DuckDB queue ``url``, published: when, and
+    :meth:`Connection.status` of every job. ``None`` when there is none of that process (a file left by a
+    process that was killed names another)."""
+    try:
+        data = json.loads(status_file(url).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if pid is None or data.get("pid") != pid:
+        return None
+    jobs = [{**job, "submitted_at": datetime.fromisoformat(job["submitted_at"]),
+             "errors": [tuple(e) for e in job["errors"]]} for job in data["jobs"]]
+    return datetime.fromisoformat(data["written_at"]), jobs
+
+
 class Queue:
     """A queue database. ``url``: a DuckDB file path or a ``postgresql://`` URL. ``wait``: seconds to wait for
     a DuckDB file that another process holds (then :class:`~hiersql.errors.InputError` naming that process)."""
@@ -90,6 +120,7 @@ class Queue:
         self._duckdb: Any = None
         self._claimed: set[str] = set()  # DuckDB: units and keys claimed by this process's threads
         self._lock = threading.Lock()
+        self._published = False
         try:
             with self.connect() as con, con.transaction():
                 if self.postgres:  # two workers starting together create the tables once
@@ -146,16 +177,36 @@ class Queue:
                     raise InputError(f"cannot open the queue ({str(exc).splitlines()[0]})", self.url) from None
                 if time.monotonic() >= deadline:
                     who = f"process {holder.group(2)} ({holder.group(1)})" if holder else "another process"
-                    raise InputError(f"queue file is in use by {who}: wait for it (--wait SECONDS), or use a"
-                                     " PostgreSQL queue for several processes", self.url) from None
+                    raise QueueBusy(f"queue file is in use by {who}: wait for it (--wait SECONDS), or use a"
+                                    " PostgreSQL queue for several processes", self.url,
+                                    int(holder.group(2)) if holder else None) from None
                 time.sleep(0.2)
             except duckdb.Error as exc:
                 raise InputError(f"cannot open the queue ({str(exc).splitlines()[0]})", self.url) from None
 
     def close(self) -> None:
+        if self._published:  # the file is free again: `jobs status` reads it
+            status_file(self.url).unlink(missing_ok=True)
+            self._published = False
         if self._duckdb is not None:
             self._duckdb.close()
             self._duckdb = None
+
+    def publish_status(self) -> None:
+        """Write the status of every job (:meth:`Connection.status`) to :func:`status_file`, atomically (a new
+        file renamed over the old), for ``jobs status`` in other processes: DuckDB locks the queue file against
+        them, readers too. Removed by :meth:`close`. Nothing to do on PostgreSQL."""
+        if self.postgres:
+            return
+        with self.connect() as con:
+            jobs = con.status()
+        data = {"pid": os.getpid(), "written_at": now().isoformat(),
+                "jobs": [{**job, "submitted_at": job["submitted_at"].isoformat()} for job in jobs]}
+        path = status_file(self.url)
+        new = path.with_name(f"{path.name}.{os.getpid()}.new")
+        new.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(new, path)
+        self._published = True
 
     def release(self, ids: Iterable[str]) -> None:
         with self._lock:
@@ -391,8 +442,9 @@ class Connection:
     # ------------------------------------------------------------------ reading
     def status(self, jobs: list[str] | None = None) -> list[dict[str, Any]]:
         """Per job: its id, name, submission time, the count of units per status (``running``: claimed by a
-        worker now, PostgreSQL only), the claims of its units (``attempts``), how many units were claimed more
-        than once (``retried``), and the failed units' errors ``(dataset, system, error, attempts)``."""
+        worker now: on PostgreSQL any worker's, on DuckDB this process's), the claims of its units
+        (``attempts``), how many units were claimed more than once (``retried``), and the failed units' errors
+        ``(dataset, system, error, attempts)``."""
         ids = self.job_ids(jobs)
         if not ids:
             return []
@@ -407,6 +459,12 @@ class Connection:
             queued = {j: n for j, s, n in counts if s == "queued"}
             for job, n in queued.items():
                 running[job] = n - sum(1 for (j,) in free if j == job)
+        elif self.queue._claimed:  # the units this process's workers hold
+            with self.queue._lock:
+                claimed = list(self.queue._claimed)
+            for (job,) in self.execute(f"SELECT job_id FROM units WHERE status = 'queued' AND job_id IN ({marks})"
+                                       f" AND unit_id IN ({', '.join('?' * len(claimed))})", [*ids, *claimed]):
+                running[job] = running.get(job, 0) + 1
         tries = "(SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id)"
         errors = self.execute(f"SELECT job_id, dataset, system, error, {tries} FROM units WHERE job_id IN ({marks})"
                               " AND status = 'failed' ORDER BY job_id, seq", ids)

@@ -42,6 +42,7 @@ from .spec import file_hash
 
 MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
 RETRIES = 5  # transient errors in a row before a worker gives up
+PUBLISH_EVERY = 0.5  # seconds between two writes of a DuckDB queue's status file (Queue.publish_status)
 MAX_ATTEMPTS = 3  # claims of a unit without a commit before it fails (the CLI's --max-attempts default)
 BACKOFF = 0.5  # seconds before the first retry; doubled each time
 
@@ -432,11 +433,13 @@ def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch
         kids = (processes if processes is not None else children(workers)) if workers > 1 else [None]
         team = [Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, None, max_attempts, child)
                 for i, child in enumerate(kids)]
-        _threads(team, record)
+        _threads(team, record, queue.publish_status)
     return summary
 
 
-def _threads(team: list[Worker], record: Callable[[Event], None]) -> None:
+def _threads(team: list[Worker], record: Callable[[Event], None], publish: Callable[[], None]) -> None:
+    """Run ``team`` in threads; in this one, ``record`` their events and ``publish`` the queue's status every
+    :data:`PUBLISH_EVERY` seconds and at the end."""
     from concurrent.futures import ThreadPoolExecutor
 
     events: threading_queue.Queue[Event] = threading_queue.Queue()
@@ -445,9 +448,15 @@ def _threads(team: list[Worker], record: Callable[[Event], None]) -> None:
     with ThreadPoolExecutor(len(team)) as pool:
         futures = [pool.submit(worker.run) for worker in team]
         try:
+            published = time.monotonic()
+            publish()
             while not all(f.done() for f in futures) or not events.empty():
                 with contextlib.suppress(threading_queue.Empty):
                     record(events.get(timeout=0.1))
+                if time.monotonic() - published >= PUBLISH_EVERY:
+                    publish()
+                    published = time.monotonic()
+            publish()
         except KeyboardInterrupt:  # the batches at hand are committed, then the threads stop
             for worker in team:
                 worker.stop.set()
