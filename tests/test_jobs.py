@@ -544,3 +544,82 @@ def test_status_while_a_run_holds_the_queue_file(fixtures_dir, tmp_path):
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.count("COMMITTED") == 3 and not published.exists()
     assert "  0 queued, 0 running, 4 done, 0 skipped, 0 failed, 0 cancelled; 4 attempt(s)" in status().stdout
+
+
+def test_system_col_one_unit_per_system_of_a_long_table(fixtures_dir, tmp_path, capsys):
+    """system_col: one CSV table of the three demo systems is three units, whose values equal hiersql
+    evaluate's on the TSV files; a system whose rows change is the only unit computed again; a bad row fails
+    its system alone. A Parquet file with a column named system is the same without the keyword."""
+    demo = fixtures_dir / "demo"
+    rows = {s: [line.split("\t") for line in (demo / f"{s}.tsv").read_text().splitlines() if line.strip()]
+            for s in DEMO_SYSTEMS}
+
+    def write(table: dict[str, list[list[str]]]) -> None:
+        (tmp_path / "runs.csv").write_text("doc,genre,model\n" + "".join(
+            f"{doc},{label},{system}\n" for system in sorted(table, reverse=True) for doc, label in table[system]))
+
+    write(rows)
+    shutil.copy(demo / "taxonomy.tsv", tmp_path / "taxonomy.tsv")
+    shutil.copy(demo / "truth.tsv", tmp_path / "truth.tsv")
+    spec = tmp_path / "long.toml"
+    spec.write_text('queue = "q.duckdb"\nmetrics = ["hp", "hr"]\ninstance_col = "doc"\nlabel_col = "genre"\n'
+                    '[options]\naverage = ["micro"]\n[[dataset]]\nname = "d"\ntaxonomy = "taxonomy.tsv"\n'
+                    'truth = "truth.tsv"\npredictions = "runs.csv"\nsystem_col = "model"\n')
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: 1 dataset(s), 3 unit(s)\n"
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "3 unit(s) processed: 3 done" in capsys.readouterr().out
+    expected = evaluate_csv(capsys, fixtures_dir, "--pred", str(demo / "[cfs]*.tsv"), "--metrics", "hp,hr",
+                            "--average", "micro")
+    assert {k[1:]: v for k, v in values(stored(tmp_path / "q.duckdb")).items()} == expected
+    assert len(expected) == 3 * 2
+    # shallow's rows change (instance 1: feline becomes jaguar, the true label): only its unit is computed again
+    assert rows["shallow"][0] == ["1", "feline"]
+    changed = {**rows, "shallow": [["1", "jaguar"], *rows["shallow"][1:]]}
+    assert changed["shallow"] != rows["shallow"]
+    write(changed)
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "3 unit(s), 1 queued, 2 unchanged" in capsys.readouterr().out
+    got = values(stored(tmp_path / "q.duckdb"))
+    assert {k: v for k, v in got.items() if k[1] != "shallow"} == {("d", *k): v for k, v in expected.items()
+                                                                     if k[0] != "shallow"}
+    # by hand: shallow's micro hR is 14/26 (test_run_stores_the_values_of_evaluate); jaguar adds one node
+    assert expected[("shallow", "hierarchical_recall", "micro")] == 14 / 26
+    assert got[("d", "shallow", "hierarchical_recall", "micro")] == 15 / 26
+    # a label not in the taxonomy in flat_errors' rows fails flat_errors alone (shallow, changed again and
+    # queued in the same batch, is done), naming the file, the line and the system
+    bad = {**rows, "shallow": [["1", "house cat"], *rows["shallow"][1:]],
+           "flat_errors": [*rows["flat_errors"][:-1], [rows["flat_errors"][-1][0], "unicorn"]]}
+    write(bad)
+    line = 1 + len(rows["shallow"]) + len(rows["flat_errors"])  # the header, shallow's rows, then flat_errors'
+    assert main(["jobs", "run", str(spec)]) == 2
+    out = capsys.readouterr().out
+    assert f"failed: d/flat_errors: {tmp_path / 'runs.csv'} (model='flat_errors'):{line}: label not in the" \
+        " taxonomy: 'unicorn'" in out, out
+    assert "3 unit(s), 2 queued, 1 unchanged" in out and "2 unit(s) processed: 1 done, 0 unchanged, 1 failed" in out
+    # the same table in Parquet with a column named `system`: found without the keyword
+    import pandas as pd
+
+    pd.DataFrame([(doc, label, system) for system, pairs in rows.items() for doc, label in pairs],
+                 columns=["doc", "genre", "system"]).to_parquet(tmp_path / "runs.parquet", index=False)
+    spec.write_text(spec.read_text().replace('"runs.csv"\nsystem_col = "model"', '"runs.parquet"')
+                    .replace("q.duckdb", "q2.duckdb"))
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "3 unit(s) processed: 3 done" in capsys.readouterr().out
+    assert {k[1:]: v for k, v in values(stored(tmp_path / "q2.duckdb")).items()} == expected
+
+
+def test_system_col_faults_are_the_job_files(fixtures_dir, tmp_path, capsys):
+    demo = fixtures_dir / "demo"
+    (tmp_path / "runs.csv").write_text("doc,genre,model\n1,jaguar,a\n2,lion,\n")
+    spec = tmp_path / "long.toml"
+    spec.write_text(f'instance_col = "doc"\nlabel_col = "genre"\n[[dataset]]\nname = "d"\n'
+                    f'taxonomy = "{demo / "taxonomy.tsv"}"\ntruth = "{demo / "truth.tsv"}"\n'
+                    'predictions = "runs.csv"\nsystem_col = "model"\n')
+    assert main(["jobs", "check", str(spec)]) == 2
+    assert capsys.readouterr().err == (
+        f"hiersql: error: {spec}:7: cannot read the systems of a predictions table ({tmp_path / 'runs.csv'}:3:"
+        " missing system (NULL or empty)): 'runs.csv'\n")
+    spec.write_text(spec.read_text().replace('"model"', '"run"'))
+    assert main(["jobs", "check", str(spec)]) == 2
+    assert "no column 'run' for the system; the table has ['doc', 'genre', 'model']" in capsys.readouterr().err
