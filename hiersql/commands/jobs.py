@@ -28,8 +28,10 @@ Job file (TOML; paths relative to it; details in docs/jobs.md):
   metrics = ["hp", "sdl"]            # per-dataset overrides of metrics and options
   options = { include_root = true }
 
-Queue: a DuckDB file (one process; --workers N are threads), or PostgreSQL (--workers N are processes;
-start `hiersql jobs run --queue postgresql://...` on as many machines as you like).
+Queue: a DuckDB file (one process holds it and writes; --workers N are threads of it, each evaluating in a
+child process; `jobs status` reads the status that a run publishes beside the file), or PostgreSQL
+(--workers N are processes; start `hiersql jobs run --queue postgresql://...` on as many machines as you
+like). A unit claimed --max-attempts times without a commit (its worker killed or crashed) fails.
 Exit status: 0 all done, 2 bad input or some units failed (one line on stderr; `jobs status` lists them).
 """
 
