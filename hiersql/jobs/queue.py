@@ -121,6 +121,8 @@ class Queue:
         self._claimed: set[str] = set()  # DuckDB: units and keys claimed by this process's threads
         self._lock = threading.Lock()
         self._published = False
+        self._changes = 0  # DuckDB: claims and their ends in this process, to publish the status on a change
+        self._published_changes = -1
         try:
             with self.connect() as con, con.transaction():
                 if self.postgres:  # two workers starting together create the tables once
@@ -195,9 +197,11 @@ class Queue:
     def publish_status(self) -> None:
         """Write the status of every job (:meth:`Connection.status`) to :func:`status_file`, atomically (a new
         file renamed over the old), for ``jobs status`` in other processes: DuckDB locks the queue file against
-        them, readers too. Removed by :meth:`close`. Nothing to do on PostgreSQL."""
-        if self.postgres:
+        them, readers too. Removed by :meth:`close`. Written again only after this process claimed units or
+        ended a claim (committed or rolled back). Nothing to do on PostgreSQL."""
+        if self.postgres or self._changes == self._published_changes:
             return
+        changes = self._changes
         with self.connect() as con:
             jobs = con.status()
         data = {"pid": os.getpid(), "written_at": now().isoformat(),
@@ -206,11 +210,12 @@ class Queue:
         new = path.with_name(f"{path.name}.{os.getpid()}.new")
         new.write_text(json.dumps(data), encoding="utf-8")
         os.replace(new, path)
-        self._published = True
+        self._published, self._published_changes = True, changes
 
     def release(self, ids: Iterable[str]) -> None:
         with self._lock:
             self._claimed -= set(ids)
+            self._changes += 1
 
 
 class Connection:
@@ -365,6 +370,7 @@ class Connection:
                 keys.add(r[4])
         self.held = [r[0] for r in picked] + list(keys)
         self.queue._claimed |= set(self.held)
+        self.queue._changes += 1
         return picked
 
     def record_attempts(self, units: list[Claimed], run_id: str, worker: str) -> list[str]:
