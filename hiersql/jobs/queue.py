@@ -314,8 +314,9 @@ class Connection:
     def claim(self, jobs: list[str] | None, workers: int, max_batch: int) -> list[Claimed]:
         """Begin a transaction and claim queued units of ``jobs`` (all when ``None``): the first queued unit
         and more of its group (one dataset, loaded together), at most ``max_batch`` and about an even share
-        among ``workers``. A unit claimed before without a commit (:attr:`Claimed.attempts`) is claimed alone, so
-        that a unit that stops its worker does not take a batch down with it again. Nothing queued: no
+        among ``workers`` (on DuckDB: among the idle ones; while the others hold claims, all of it). A unit
+        claimed before without a commit (:attr:`Claimed.attempts`) is claimed alone, so that a unit that stops
+        its worker does not take a batch down with it again. Nothing queued: no
         transaction is left open and ``[]`` is returned."""
         where = "status = 'queued'"
         params: list[Any] = []
@@ -363,9 +364,12 @@ class Connection:
             return []
         job, group = free[0][1], free[0][5]
         same = [r for r in free if r[1] == job and r[5] == group and not r[8]] if not free[0][8] else free[:1]
+        # while the other workers are busy (they hold claims), this one takes its group whole: a share left
+        # for later would be loaded again by another worker, and each batch has a cost of its own
+        share = _share(len(same), len({f[5] for f in free}), 1 if self.queue._claimed else workers, max_batch)
         picked, keys = [], set()
         for r in same:  # one unit per key: two of the same content are never computed at once
-            if r[4] not in keys and len(picked) < _share(len(same), len({f[5] for f in free}), workers, max_batch):
+            if r[4] not in keys and len(picked) < share:
                 picked.append(r)
                 keys.add(r[4])
         self.held = [r[0] for r in picked] + list(keys)
@@ -523,6 +527,7 @@ class Connection:
 
 def _share(queued: int, groups: int, workers: int, max_batch: int) -> int:
     """How many of the ``queued`` units of a group one claim takes, at most ``max_batch``: all of them while
-    there are as many groups queued as workers (each worker loads other datasets), else an even share."""
+    there are as many groups queued as ``workers`` that may claim (each worker loads other datasets), else an
+    even share."""
     share = queued if groups >= workers else -(-queued // max(1, workers))
     return max(1, min(max_batch, share))
