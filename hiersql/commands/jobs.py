@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     queue_args(a)
     job_arg(a)
     a.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="parallel workers: threads on a DuckDB queue, processes on PostgreSQL (default 1)")
+                   help="parallel workers: on a DuckDB queue threads of this process (the file's one writer),"
+                   " each evaluating in a child process; processes on PostgreSQL (default 1)")
     a.add_argument("--recompute", action="store_true", help="with SPEC: compute every unit, even unchanged ones")
     batch_arg(a)
     attempts_arg(a)
