@@ -227,6 +227,8 @@ class Child:
                 code = 1
                 try:
                     mine.close()
+                    for other in _running:  # the other children's sockets: each must see its parent's end
+                        other.pipe.close()
                     serve(theirs.detach(), self.threads or 0)
                     code = 0
                 finally:
@@ -243,6 +245,7 @@ class Child:
                 {**os.environ, "PYTHONPATH": path}, file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)])
         theirs.close()
         self.pipe = Pipe(mine.detach())
+        _running.append(self)
 
     def evaluate(self, units: list[Claimed]) -> dict[str, tuple[str, list[Any] | str]]:
         """:func:`evaluate` in the child; :class:`WorkerLost` when it ends before answering."""
@@ -266,6 +269,7 @@ class Child:
         its exit code (negative: the signal that ended it)."""
         if self.pipe is not None:
             self.pipe.close()
+            _running.remove(self)
         pid, self.pid, self.pipe = self.pid, None, None
         if pid is None:
             return None
@@ -278,6 +282,9 @@ class Child:
                 os.kill(pid, signal.SIGKILL)
                 deadline = float("inf")
             time.sleep(0.01)
+
+
+_running: list[Child] = []  # the children of this process with an open socket
 
 
 def children(workers: int) -> list[Child]:
