@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from hiersql.jobs import submit
@@ -26,10 +28,13 @@ def killer_job(tmp_path: Path, fixtures_dir: Path) -> Path:
     return spec
 
 
+def hook_env(**hooks: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HOOK)]), **hooks}
+
+
 def hiersql(*args: str, killer: str = "killer") -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HOOK)]), "HIERSQL_TEST_KILLER": killer}
     return subprocess.run([sys.executable, "-m", "hiersql", "jobs", *args], capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env=hook_env(HIERSQL_TEST_KILLER=killer), timeout=300)
 
 
 def reference(tmp_path: Path, fixtures_dir: Path) -> dict:
@@ -100,3 +105,25 @@ def test_workers_started_by_the_library_are_new_interpreters(fixtures_dir, tmp_p
     assert summary.failures == [("demo", "killer", "gave up after 2 attempt(s) (--max-attempts): its worker"
                                  " process was killed by SIGKILL")]
     assert values(stored(tmp_path / "q.duckdb")) == reference(tmp_path, fixtures_dir)
+
+
+def test_a_killed_run_leaves_no_child_evaluating_and_resumes(fixtures_dir, tmp_path):
+    """SIGKILL of a run of two workers while its children evaluate: the children see their sockets close and
+    exit (they hold the run's stdout: it ends), nothing of the lost batches is stored, the next run does them."""
+    spec = make_job(tmp_path, fixtures_dir)
+    path = tmp_path / "q.duckdb"
+    proc = subprocess.Popen([sys.executable, "-m", "hiersql", "jobs", "run", str(spec), "--workers", "2"],
+                            stdout=subprocess.PIPE, text=True, env=hook_env(HIERSQL_TEST_SLOW="3"))
+    assert proc.stdout.readline().startswith("job ")  # submitted: the children are evaluating, slowly
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    closed = threading.Event()
+    threading.Thread(target=lambda: (proc.stdout.read(), closed.set()), daemon=True).start()
+    assert closed.wait(30), "a child of the killed run is still running"
+    queue = Queue(path)
+    with queue.connect() as con:
+        assert con.execute("SELECT count(*) FROM results")[0][0] == 0
+        assert dict(con.execute("SELECT status, count(*) FROM units GROUP BY status")) == {"queued": 4}
+    assert run(queue, workers=2).counts["done"] == 4
+    queue.close()
+    assert values(stored(path)) == reference(tmp_path, fixtures_dir)
