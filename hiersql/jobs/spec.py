@@ -52,7 +52,7 @@ class Dataset:
     options: dict[str, Any]
     columns: dict[str, str] = dataclasses.field(default_factory=dict)  # COLUMN_KEYS given → column name
     # the systems of predictions tables with a system column → a SHA-256 of that system's rows
-    rows: dict[str, str] = dataclasses.field(default_factory=dict)
+    row_digests: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -194,10 +194,10 @@ def load_spec(path: str | Path) -> Spec:
         truth = _source(ds["truth"], base, lambda m, v, n=n: fail(m, n, "truth", v))
         preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
         columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
-        predictions, rows = _predictions(preds, base, fmt, columns,
-                                         lambda m, v, n=n: fail(m, n, "predictions", v))
+        predictions, row_digests = _predictions(preds, base, fmt, columns,
+                                                lambda m, v, n=n: fail(m, n, "predictions", v))
         out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns,
-                           rows))
+                           row_digests))
     return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out))
 
 
@@ -303,7 +303,7 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
             raise
         raise fail(exc.message, exc.value) from None
     named: list[tuple[str, str]] = []
-    rows: dict[str, str] = {}
+    row_digests: dict[str, str] = {}
     for system, file in pairs:
         path = str(Path(file).resolve())
         found = _table_systems(path, fmt, columns, system, fail) if is_table(path, fmt) else None
@@ -311,15 +311,15 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
             named.append((system if system is not None else Path(file).stem, path))
             continue
         for value, digest in found:
-            if value in rows:
+            if value in row_digests:
                 raise fail("two prediction files have the same system name", value)
             named.append((value, path))
-            rows[value] = digest
+            row_digests[value] = digest
     systems = [system for system, _ in named]
     for system in systems:
         if systems.count(system) > 1:
             raise fail("two prediction files have the same system name", system)
-    return tuple(named), rows
+    return tuple(named), row_digests
 
 
 def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | None, fail
@@ -399,7 +399,7 @@ def units(spec: Spec) -> list[Unit]:
                     "metrics": list(ds.metrics), "options": ds.options, "columns": ds.columns,
                     "hashes": {"taxonomy": shared["taxonomy"], "truth": shared["truth"], "prediction": prediction}}
             # a system of a table with a system column: the digest of its rows (its file holds other systems)
-            out.append(Unit(ds.name, system, unit_key(shared, system, ds.rows.get(system, prediction)), group,
+            out.append(Unit(ds.name, system, unit_key(shared, system, ds.row_digests.get(system, prediction)), group,
                             work))
     return out
 
