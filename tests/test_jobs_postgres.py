@@ -24,7 +24,8 @@ from tests.test_jobs import make_job
 
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[1]
-# A worker process whose batches take 0.2 s longer, so that two of them overlap.
+# A worker process whose batches take 0.5 s longer, so that two of them overlap (also when one of them
+# starts late on a loaded host: the 6 batches take 3 s).
 DRIVER = """
 import sys, time
 from hiersql.jobs import runner
@@ -33,7 +34,7 @@ from hiersql.jobs.queue import Queue
 evaluate = runner.evaluate
 
 def slow_evaluate(units, stores):
-    time.sleep(0.2)
+    time.sleep(0.5)
     return evaluate(units, stores)
 
 runner.evaluate = slow_evaluate
