@@ -554,9 +554,9 @@ def test_system_col_one_unit_per_system_of_a_long_table(fixtures_dir, tmp_path, 
     rows = {s: [line.split("\t") for line in (demo / f"{s}.tsv").read_text().splitlines() if line.strip()]
             for s in DEMO_SYSTEMS}
 
-    def write(table: dict[str, list[list[str]]]) -> None:
+    def write(table: dict[str, list[list[str]]], reverse: bool = True) -> None:
         (tmp_path / "runs.csv").write_text("doc,genre,model\n" + "".join(
-            f"{doc},{label},{system}\n" for system in sorted(table, reverse=True) for doc, label in table[system]))
+            f"{doc},{label},{system}\n" for system in sorted(table, reverse=reverse) for doc, label in table[system]))
 
     write(rows)
     shutil.copy(demo / "taxonomy.tsv", tmp_path / "taxonomy.tsv")
@@ -573,6 +573,10 @@ def test_system_col_one_unit_per_system_of_a_long_table(fixtures_dir, tmp_path, 
                             "--average", "micro")
     assert {k[1:]: v for k, v in values(stored(tmp_path / "q.duckdb")).items()} == expected
     assert len(expected) == 3 * 2
+    # the same rows in another order: nothing to compute
+    write(rows, reverse=False)
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "3 unit(s), 0 queued, 3 unchanged" in capsys.readouterr().out
     # shallow's rows change (instance 1: feline becomes jaguar, the true label): only its unit is computed again
     assert rows["shallow"][0] == ["1", "feline"]
     changed = {**rows, "shallow": [["1", "jaguar"], *rows["shallow"][1:]]}

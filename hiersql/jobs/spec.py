@@ -311,8 +311,6 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
             named.append((system if system is not None else Path(file).stem, path))
             continue
         for value, digest in found:
-            if value in row_digests:
-                raise fail("two prediction files have the same system name", value)
             named.append((value, path))
             row_digests[value] = digest
     systems = [system for system, _ in named]
@@ -326,9 +324,9 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
                    ) -> list[tuple[str, str]] | None:
     """The systems of a predictions table with a system column (``system_col``, or a column named
     ``system``), read as the store reads it (:func:`hiersql.sources.expand`): ``(system, SHA-256 of its rows
-    in file order)``, only ``system`` when it is given (``NAME=FILE``). ``None`` when the table has no system
-    column, or cannot be read while no ``system_col`` is given: then it is one unit, whose run says what is
-    wrong."""
+    sorted)`` (the order of a table's rows is no part of its content), only ``system`` when it is given
+    (``NAME=FILE``). ``None`` when the table has no system column, or cannot be read while no ``system_col``
+    is given: then it is one unit, whose run says what is wrong."""
     import duckdb
 
     from ..sources import Columns, expand
@@ -347,10 +345,9 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
         labels = entries[0].source.labels
         if "system" not in labels.columns:
             return None
-        digests = dict(con.execute(
-            "SELECT system, sha256(string_agg(concat_ws(chr(31), coalesce(instance_id, chr(0)),"
-            f" coalesce(label, chr(0)), coalesce(score_text, chr(0))), chr(30) ORDER BY line)) FROM ({labels.rows()})"
-            " GROUP BY system").fetchall())
+        row = "concat_ws(chr(31), coalesce(instance_id, chr(0)), coalesce(label, chr(0)), coalesce(score_text, chr(0)))"
+        digests = dict(con.execute(f"SELECT system, sha256(string_agg({row}, chr(30) ORDER BY {row}))"
+                                   f" FROM ({labels.rows()}) GROUP BY system").fetchall())
         return [(e.system, digests[e.system]) for e in entries]
     finally:
         for table in tables:
