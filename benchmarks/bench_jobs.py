@@ -8,7 +8,9 @@ run starts on a new queue file, so that every unit is computed. ``hiersql evalua
 prediction file (``pred_a/twistbytes__thresholding.tsv``), so its subtask-A run is given the other 20 files;
 the job evaluates all 21 (the empty one as a system that predicted nothing). The job's values are checked
 against evaluate's (1e-12). Also timed: a re-run of the job with nothing changed (every unit skipped). Each
-figure is the wall time and the CPU time (user + system, all threads) of the processes started.
+figure is the wall time and the CPU time (user + system, all threads and child processes) of the processes
+started; each round prints the load average of the host and the ratio of ``--workers 2`` to ``--workers 1``
+within it.
 """
 
 from __future__ import annotations
@@ -98,14 +100,18 @@ def main() -> None:
             wall, used = timed(variants[name])
             times[name].append(wall)
             cpu[name].append(used)
-        print(f"round {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.2f} s ({cpu[n][-1]:.2f} CPU-s)" for n in names),
-              flush=True)
+        print(f"round {r + 1} (load {os.getloadavg()[0]:.1f}): "
+              + ", ".join(f"{n} {times[n][-1]:.2f} s ({cpu[n][-1]:.2f} CPU-s)" for n in names)
+              + f"; workers 2 / workers 1: {times[names[2]][-1] / times[names[1]][-1]:.2f}", flush=True)
     base = times[names[0]]
     for name in names:
         ratios = [t / b for t, b in zip(times[name], base, strict=True)]
         print(f"{name:<24} median {statistics.median(times[name]):6.2f} s  (min {min(times[name]):.2f}),"
               f" ratio to evaluate: median {statistics.median(ratios):.2f};"
               f" CPU median {statistics.median(cpu[name]):.2f} s")
+    pairs = [b / a for a, b in zip(times[names[1]], times[names[2]], strict=True)]
+    print(f"--workers 2 / --workers 1 within rounds: median {statistics.median(pairs):.2f}"
+          f" (min {min(pairs):.2f}, max {max(pairs):.2f})")
     rerun, used = timed(lambda: hiersql("jobs", "run", str(spec), "--queue", str(folder / "q1.duckdb")))
     print(f"re-run, nothing changed (every unit skipped): {rerun:.2f} s ({used:.2f} CPU-s)")
 

@@ -665,11 +665,15 @@ def expand(
     columns: Columns, predictions: bool, tables: list[Table],
 ) -> list[Entry]:
     """``(system, source, name)`` items → entries, one per system: a predictions table with a system column
-    gives one entry per distinct value (sorted); any other source one entry, its system being the name
-    given, or the stem of its file or the name of its table. The tables opened are appended to ``tables``
-    (close them when read, also on error). A system named twice, a table with a system column given another
-    name, a missing or empty system value or a source with no name are errors."""
+    gives one entry per distinct value (sorted), or, given a system name that is one of its values, the entry
+    of that system's rows (a file or reference given so for several systems is read once); any other source
+    one entry, its system being the name given, or the stem of its file or the name of its table. The tables
+    opened are appended to ``tables`` (close them when read, also on error). A system named twice, a table
+    with a system column given a name that is none of its values, a missing or empty system value or a source
+    with no name are errors."""
     entries: list[Entry] = []
+    opened: dict[tuple[str, str | None], LabelTable] = {}  # files and references with a system column
+    found: dict[int, list[str]] = {}  # the systems of a table, by the id of its LabelTable
     for system, source, name in items:
         if not is_table(source, format):
             where = str(source) if isinstance(source, str | Path) else name or default_name(source)
@@ -679,9 +683,16 @@ def expand(
                 system = Path(source).stem
             entries.append(Entry(system, source, where))
             continue
-        table = open_table(con, source, name)
-        tables.append(table)
-        labels = label_table(table, columns, predictions)
+        reuse = (str(source), name) if isinstance(source, str | Path) else None
+        if reuse in opened:
+            labels = opened[reuse]
+        else:
+            table = open_table(con, source, name)
+            tables.append(table)
+            labels = label_table(table, columns, predictions)
+            if reuse is not None and "system" in labels.columns:
+                opened[reuse] = labels
+        table = labels.table
         if "score" in labels.columns and _is_frame(source):
             check_frame_scores(source, labels.columns["score"], table.where)
         if "system" not in labels.columns:
@@ -690,14 +701,14 @@ def expand(
                 raise InputError("a system name is needed (NAME=SOURCE) or a system column", table.where)
             entries.append(Entry(system, Part(labels, None), _part_where(labels, None)))
             continue
-        values = _systems(con, labels)
+        values = found[id(labels)] = found.get(id(labels)) or _systems(con, labels)
         if not values:
             raise InputError("the table has no rows, so no system", table.where)
-        if system is not None and values != [system]:
+        if system is not None and system not in values:
             raise InputError(f"the table has a system column ({labels.columns['system']!r}, {len(values)}"
-                             " system(s)) whose values name the systems: give it no system name", table.where,
-                             value=system)
-        entries += [Entry(v, Part(labels, v), _part_where(labels, v)) for v in values]
+                             " system(s)) whose values name the systems: give it no system name, or one of"
+                             " them", table.where, value=system)
+        entries += [Entry(v, Part(labels, v), _part_where(labels, v)) for v in values if system in (None, v)]
     if predictions:
         seen: set[str] = set()
         for entry in entries:

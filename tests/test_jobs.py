@@ -21,7 +21,7 @@ import pytest
 from hiersql.cli import main
 from hiersql.jobs import submit
 from hiersql.jobs.queue import Queue
-from hiersql.jobs.runner import run
+from hiersql.jobs.runner import PUBLISH_EVERY, run
 from hiersql.jobs.schedule import schedule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,7 +191,7 @@ def test_a_failing_system_fails_alone(fixtures_dir, tmp_path, capsys):
     assert main(["jobs", "status", "--queue", str(tmp_path / "q.duckdb")]) == 0
     status = capsys.readouterr().out
     assert "0 queued, 0 running, 5 done, 0 skipped, 1 failed, 0 cancelled" in status
-    assert f"  failed: demo/broken: {cli_error}" in status
+    assert f"  failed: demo/broken (1 attempt(s)): {cli_error}" in status
     got = values(stored(tmp_path / "q.duckdb"))
     assert {k[1] for k in got if k[0] == "demo"} == {*DEMO_SYSTEMS, "silent"}
     # silent predicted nothing: no node found (hP is 0/0, zero_division = 0), none of the 26 true ones
@@ -469,3 +469,161 @@ def test_column_keywords_read_csv_files_with_the_users_names(fixtures_dir, tmp_p
     out = capsys.readouterr().out
     assert f"failed: d/shallow: {tmp_path / 'truth.csv'}: label table needs columns instance_id, label: no column" \
         " 'label' for the label (default name); the table has ['doc', 'genre']" in out, out
+
+
+SLOW_RUN = """
+import sys, time
+from hiersql.cli import main
+from hiersql.jobs import runner
+from hiersql.jobs.queue import Connection
+
+evaluate, commit = runner.evaluate, Connection.commit
+
+def slow_evaluate(units, stores):
+    time.sleep(0.4)
+    return evaluate(units, stores)
+
+def marked_commit(self):
+    batch = bool(self.held)  # the units of a claim (not the schema's transaction)
+    commit(self)
+    if batch:
+        print("COMMITTED", flush=True)
+        if sys.argv[2] == "hang":
+            time.sleep(3600)
+
+runner.evaluate, Connection.commit = slow_evaluate, marked_commit
+sys.exit(main(["jobs", "run", "--queue", sys.argv[1], "--batch", "1"]))
+"""
+
+
+def test_status_while_a_run_holds_the_queue_file(fixtures_dir, tmp_path):
+    """The run publishes its status beside the queue file (which DuckDB locks against every other process):
+    `jobs status` shows it, naming the process; a file left by a killed run is not taken for the status of
+    another; when a run ends its file is gone and status reads the queue."""
+    spec = make_job(tmp_path, fixtures_dir)
+    path = tmp_path / "q.duckdb"
+    published = tmp_path / "q.duckdb.status.json"
+    queue = Queue(path)
+    job_id = submit(queue, spec)[0]
+    queue.close()
+    driver = tmp_path / "slow.py"
+    driver.write_text(SLOW_RUN)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def status(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "hiersql", "jobs", "status", "--queue", str(path), *args],
+                              capture_output=True, text=True, env=env, timeout=60)
+
+    proc = subprocess.Popen([sys.executable, str(driver), str(path), "hang"], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        assert proc.stdout.readline() == "COMMITTED\n"  # one unit done, then the worker sleeps
+        time.sleep(3 * PUBLISH_EVERY)
+        during = status()
+        assert during.returncode == 0, during.stderr
+        lines = during.stdout.splitlines()
+        assert lines[0].startswith(f"(the queue is in use by process {proc.pid}, which is running jobs; its"
+                                   " status at "), lines
+        assert lines[1].startswith(f"{job_id}  demo-job  ") and lines[1].endswith(
+            "  3 queued, 0 running, 1 done, 0 skipped, 0 failed, 0 cancelled; 1 attempt(s), 0 unit(s) retried")
+        assert len(lines) == 2
+        assert status("--job", "demo-job").stdout.splitlines()[1:] == lines[1:]
+        other = status("--job", "other")
+        assert other.returncode == 2 and other.stderr == f"hiersql: error: {path}: no such job in the queue: 'other'\n"
+        assert published.exists()
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    # killed: its file stays, but names a process that holds nothing; status reads the queue
+    assert published.exists()
+    after = status()
+    assert after.returncode == 0 and after.stdout == during.stdout.split("\n", 1)[1], after.stdout
+    # a run that ends removes its file
+    finished = subprocess.run([sys.executable, str(driver), str(path), "finish"], capture_output=True, text=True,
+                              env=env, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.count("COMMITTED") == 3 and not published.exists()
+    assert "  0 queued, 0 running, 4 done, 0 skipped, 0 failed, 0 cancelled; 4 attempt(s)" in status().stdout
+
+
+def test_system_col_one_unit_per_system_of_a_long_table(fixtures_dir, tmp_path, capsys):
+    """system_col: one CSV table of the three demo systems is three units, whose values equal hiersql
+    evaluate's on the TSV files; a system whose rows change is the only unit computed again; a bad row fails
+    its system alone. A Parquet file with a column named system is the same without the keyword."""
+    demo = fixtures_dir / "demo"
+    rows = {s: [line.split("\t") for line in (demo / f"{s}.tsv").read_text().splitlines() if line.strip()]
+            for s in DEMO_SYSTEMS}
+
+    def write(table: dict[str, list[list[str]]], reverse: bool = True) -> None:
+        (tmp_path / "runs.csv").write_text("doc,genre,model\n" + "".join(
+            f"{doc},{label},{system}\n" for system in sorted(table, reverse=reverse) for doc, label in table[system]))
+
+    write(rows)
+    shutil.copy(demo / "taxonomy.tsv", tmp_path / "taxonomy.tsv")
+    shutil.copy(demo / "truth.tsv", tmp_path / "truth.tsv")
+    spec = tmp_path / "long.toml"
+    spec.write_text('queue = "q.duckdb"\nmetrics = ["hp", "hr"]\ninstance_col = "doc"\nlabel_col = "genre"\n'
+                    '[options]\naverage = ["micro"]\n[[dataset]]\nname = "d"\ntaxonomy = "taxonomy.tsv"\n'
+                    'truth = "truth.tsv"\npredictions = "runs.csv"\nsystem_col = "model"\n')
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: 1 dataset(s), 3 unit(s)\n"
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "3 unit(s) processed: 3 done" in capsys.readouterr().out
+    expected = evaluate_csv(capsys, fixtures_dir, "--pred", str(demo / "[cfs]*.tsv"), "--metrics", "hp,hr",
+                            "--average", "micro")
+    assert {k[1:]: v for k, v in values(stored(tmp_path / "q.duckdb")).items()} == expected
+    assert len(expected) == 3 * 2
+    # the same rows in another order: nothing to compute
+    write(rows, reverse=False)
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "3 unit(s), 0 queued, 3 unchanged" in capsys.readouterr().out
+    # shallow's rows change (instance 1: feline becomes jaguar, the true label): only its unit is computed again
+    assert rows["shallow"][0] == ["1", "feline"]
+    changed = {**rows, "shallow": [["1", "jaguar"], *rows["shallow"][1:]]}
+    assert changed["shallow"] != rows["shallow"]
+    write(changed)
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "3 unit(s), 1 queued, 2 unchanged" in capsys.readouterr().out
+    got = values(stored(tmp_path / "q.duckdb"))
+    assert {k: v for k, v in got.items() if k[1] != "shallow"} == {("d", *k): v for k, v in expected.items()
+                                                                     if k[0] != "shallow"}
+    # by hand: shallow's micro hR is 14/26 (test_run_stores_the_values_of_evaluate); jaguar adds one node
+    assert expected[("shallow", "hierarchical_recall", "micro")] == 14 / 26
+    assert got[("d", "shallow", "hierarchical_recall", "micro")] == 15 / 26
+    # a label not in the taxonomy in flat_errors' rows fails flat_errors alone (shallow, changed again and
+    # queued in the same batch, is done), naming the file, the line and the system
+    bad = {**rows, "shallow": [["1", "house cat"], *rows["shallow"][1:]],
+           "flat_errors": [*rows["flat_errors"][:-1], [rows["flat_errors"][-1][0], "unicorn"]]}
+    write(bad)
+    line = 1 + len(rows["shallow"]) + len(rows["flat_errors"])  # the header, shallow's rows, then flat_errors'
+    assert main(["jobs", "run", str(spec)]) == 2
+    out = capsys.readouterr().out
+    assert f"failed: d/flat_errors: {tmp_path / 'runs.csv'} (model='flat_errors'):{line}: label not in the" \
+        " taxonomy: 'unicorn'" in out, out
+    assert "3 unit(s), 2 queued, 1 unchanged" in out and "2 unit(s) processed: 1 done, 0 unchanged, 1 failed" in out
+    # the same table in Parquet with a column named `system`: found without the keyword
+    import pandas as pd
+
+    pd.DataFrame([(doc, label, system) for system, pairs in rows.items() for doc, label in pairs],
+                 columns=["doc", "genre", "system"]).to_parquet(tmp_path / "runs.parquet", index=False)
+    spec.write_text(spec.read_text().replace('"runs.csv"\nsystem_col = "model"', '"runs.parquet"')
+                    .replace("q.duckdb", "q2.duckdb"))
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "3 unit(s) processed: 3 done" in capsys.readouterr().out
+    assert {k[1:]: v for k, v in values(stored(tmp_path / "q2.duckdb")).items()} == expected
+
+
+def test_system_col_faults_are_the_job_files(fixtures_dir, tmp_path, capsys):
+    demo = fixtures_dir / "demo"
+    (tmp_path / "runs.csv").write_text("doc,genre,model\n1,jaguar,a\n2,lion,\n")
+    spec = tmp_path / "long.toml"
+    spec.write_text(f'instance_col = "doc"\nlabel_col = "genre"\n[[dataset]]\nname = "d"\n'
+                    f'taxonomy = "{demo / "taxonomy.tsv"}"\ntruth = "{demo / "truth.tsv"}"\n'
+                    'predictions = "runs.csv"\nsystem_col = "model"\n')
+    assert main(["jobs", "check", str(spec)]) == 2
+    assert capsys.readouterr().err == (
+        f"hiersql: error: {spec}:7: cannot read the systems of a predictions table ({tmp_path / 'runs.csv'}:3:"
+        " missing system (NULL or empty)): 'runs.csv'\n")
+    spec.write_text(spec.read_text().replace('"model"', '"run"'))
+    assert main(["jobs", "check", str(spec)]) == 2
+    assert "no column 'run' for the system; the table has ['doc', 'genre', 'model']" in capsys.readouterr().err

@@ -24,7 +24,8 @@ from tests.test_jobs import make_job
 
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[1]
-# A worker process whose batches take 0.2 s longer, so that two of them overlap.
+# A worker process whose batches take 0.5 s longer, so that two of them overlap (also when one of them
+# starts late on a loaded host: the 6 batches take 3 s).
 DRIVER = """
 import sys, time
 from hiersql.jobs import runner
@@ -33,7 +34,7 @@ from hiersql.jobs.queue import Queue
 evaluate = runner.evaluate
 
 def slow_evaluate(units, stores):
-    time.sleep(0.2)
+    time.sleep(0.5)
     return evaluate(units, stores)
 
 runner.evaluate = slow_evaluate
@@ -112,7 +113,8 @@ def test_a_lost_connection_is_retried(queue_url, spec, tmp_path, monkeypatch):
     cut = []
 
     def evaluate_and_cut(units, stores):
-        if not cut:  # the server ends every other session of the database: the worker's, mid-transaction
+        if not cut:  # the server ends every other session of the database: the worker's two (its batch's,
+            # mid-transaction, and the one that counts its claims)
             with psycopg.connect(queue_url, autocommit=True) as con:
                 cut.append(con.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                                        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
@@ -122,10 +124,12 @@ def test_a_lost_connection_is_retried(queue_url, spec, tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "evaluate", evaluate_and_cut)
     monkeypatch.setattr(runner, "BACKOFF", 0.05)
     summary = runner.run(queue, max_batch=4)
-    assert cut == [1]
+    assert cut == [2]
     assert summary.counts["done"] == 12 and not summary.failures
     with queue.connect() as con:
         assert con.execute("SELECT count(*), count(DISTINCT unit_id) FROM results")[0] == (24, 12)
+        # the cut batch's 4 units were claimed twice (then one at a time), the others once
+        assert con.execute("SELECT count(*), count(DISTINCT unit_id) FROM attempts")[0] == (12 + 4, 12)
         got = {(r[0], r[1], r[2], r[3]): r[4] for r in con.results()}
     queue.close()
     assert got == reference(spec, tmp_path)

@@ -280,6 +280,20 @@ def test_dataframe_with_a_system_column_is_one_system_per_value(tmp_path):
         hand_evaluator().add_predictions("sysA", df)
 
 
+
+def test_a_system_name_given_to_a_table_with_a_system_column_takes_its_rows(tmp_path):
+    """NAME=TABLE with a system column is the rows of system NAME (how a batch job reads one system of a long
+    table): the values of that system alone; a file given for several systems is read once."""
+    df = pd.DataFrame(HAND_PREDS, columns=["system", "instance_id", "label"])
+    df.to_parquet(tmp_path / "runs.parquet", index=False)
+    for source in (df, tmp_path / "runs.parquet"):
+        ev = hand_evaluator().add_predictions("M2", source)
+        assert ev.systems == ["M2"]
+        assert hand_values(ev) == pytest.approx({k: v for k, v in HAND_VALUES.items() if k[0] == "M2"})
+    ev = hand_evaluator().add_predictions_many([("M2", tmp_path / "runs.parquet"), ("M1", tmp_path / "runs.parquet")])
+    assert ev.systems == ["M1", "M2"] and hand_values(ev) == pytest.approx(HAND_VALUES)
+
+
 @pytest.mark.parametrize("kind", ["dataframe", "arrow", "relation", "parquet", "csv", "sql", "duckdb-query"])
 def test_every_table_source_with_the_users_names(tmp_path, kind):
     df = hand_frame()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..jobs.runner import MAX_BATCH  # light: the runner imports DuckDB only when it works
+from ..jobs.runner import MAX_ATTEMPTS, MAX_BATCH  # light: the runner imports DuckDB only when it works
 
 DESCRIPTION = """\
 Batch evaluation jobs: one unit of work per (dataset, system), queued in a database, computed by workers,
@@ -28,8 +28,10 @@ Job file (TOML; paths relative to it; details in docs/jobs.md):
   metrics = ["hp", "sdl"]            # per-dataset overrides of metrics and options
   options = { include_root = true }
 
-Queue: a DuckDB file (one process; --workers N are threads), or PostgreSQL (--workers N are processes;
-start `hiersql jobs run --queue postgresql://...` on as many machines as you like).
+Queue: a DuckDB file (one process holds it and writes; --workers N are threads of it, each evaluating in a
+child process; `jobs status` reads the status that a run publishes beside the file), or PostgreSQL
+(--workers N are processes; start `hiersql jobs run --queue postgresql://...` on as many machines as you
+like). A unit claimed --max-attempts times without a commit (its worker killed or crashed) fails.
 Exit status: 0 all done, 2 bad input or some units failed (one line on stderr; `jobs status` lists them).
 """
 
@@ -58,6 +60,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help=f"units of one dataset a worker claims and evaluates together, at most (default"
                        f" {MAX_BATCH}; each worker takes an even share of what is queued)")
 
+    def attempts_arg(a: argparse.ArgumentParser) -> None:
+        a.add_argument("--max-attempts", type=int, default=MAX_ATTEMPTS, metavar="N",
+                       help="claims of a unit whose worker stops before committing it (killed, crashed, a lost"
+                       f" connection) before it fails (default {MAX_ATTEMPTS}); such units are claimed one at a"
+                       " time")
+
     a = action("check", "check a job file as a run would (options, measures, files), without running it")
     a.add_argument("spec", metavar="SPEC", help="TOML job file")
     a = action("submit", "queue the units of a job file (unchanged units are marked skipped)")
@@ -69,9 +77,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     queue_args(a)
     job_arg(a)
     a.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="parallel workers: threads on a DuckDB queue, processes on PostgreSQL (default 1)")
+                   help="parallel workers: on a DuckDB queue threads of this process (the file's one writer),"
+                   " each evaluating in a child process; processes on PostgreSQL (default 1)")
     a.add_argument("--recompute", action="store_true", help="with SPEC: compute every unit, even unchanged ones")
     batch_arg(a)
+    attempts_arg(a)
     a = action("status", "per job: units queued, running, done, skipped, failed, cancelled, and the errors")
     queue_args(a)
     job_arg(a)
@@ -91,6 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--workers", type=int, default=1, metavar="N")
     a.add_argument("--runs", type=int, metavar="N", help="stop after N runs (default: never)")
     batch_arg(a)
+    attempts_arg(a)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,22 +114,44 @@ def run(args: argparse.Namespace) -> int:
         n = len(units(spec))
         print(f"{args.spec}: {len(spec.datasets)} dataset(s), {n} unit(s)")
         return 0
-    for flag in ("workers", "batch"):
+    for flag in ("workers", "batch", "max_attempts"):
         if getattr(args, flag, 1) < 1:
-            raise InputError("must be at least 1", f"--{flag}", value=getattr(args, flag))
+            raise InputError("must be at least 1", f"--{flag.replace('_', '-')}", value=getattr(args, flag))
     if args.action == "schedule":
         return _schedule(args)
+    from ..jobs.queue import is_postgres
+    from ..jobs.runner import children
+
+    # the processes of parallel workers on a DuckDB queue, forked before any database is open
+    kids = children(args.workers) if args.action == "run" and not is_postgres(args.queue or "") else []
+    try:
+        return _action(args, kids)
+    finally:
+        for child in kids:
+            child.close()
+
+
+def _action(args: argparse.Namespace, kids: list) -> int:
+    from ..errors import InputError
+
     spec = None
     if getattr(args, "spec", None):
         from ..jobs.spec import load_spec
 
         spec = load_spec(args.spec)
-    queue = _queue(args, spec)
+    from ..jobs.queue import QueueBusy
+
+    try:
+        queue = _queue(args, spec)
+    except QueueBusy as busy:  # a run holds the file: the status it publishes
+        if args.action != "status" or not _print_published(busy, args.job):
+            raise
+        return 0
     try:
         if args.action == "submit":
             return _submit(queue, args, spec)
         if args.action == "run":
-            return _run(queue, args, spec)
+            return _run(queue, args, spec, kids)
         with queue.connect() as con:
             if args.action == "status":
                 _print_status(con.status(args.job))
@@ -152,7 +185,7 @@ def _submit(queue, args: argparse.Namespace, spec) -> int:
     return 0
 
 
-def _run(queue, args: argparse.Namespace, spec=None) -> int:
+def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -> int:
     from ..errors import InputError
     from ..jobs import submit
     from ..jobs.runner import run
@@ -164,7 +197,8 @@ def _run(queue, args: argparse.Namespace, spec=None) -> int:
         jobs = [job_id]
     bars = _Bars(queue, jobs)
     try:
-        summary = run(queue, jobs, args.workers, args.batch, on_unit=bars.update)
+        summary = run(queue, jobs, args.workers, args.batch, on_unit=bars.update, max_attempts=args.max_attempts,
+                      processes=kids)
     finally:
         bars.close()
     counts = summary.counts
@@ -238,9 +272,31 @@ def _print_status(jobs: list[dict]) -> None:
         return
     for job in jobs:
         counts = ", ".join(f"{job[s]} {s}" for s in ("queued", "running", "done", "skipped", "failed", "cancelled"))
-        print(f"{job['job_id']}  {job['name']}  {job['submitted_at']:%Y-%m-%d %H:%M:%S}  {counts}")
-        for dataset, system, error in job["errors"]:
-            print(f"  failed: {dataset}/{system}: {error}")
+        print(f"{job['job_id']}  {job['name']}  {job['submitted_at']:%Y-%m-%d %H:%M:%S}  {counts};"
+              f" {job['attempts']} attempt(s), {job['retried']} unit(s) retried")
+        for dataset, system, error, attempts in job["errors"]:
+            print(f"  failed: {dataset}/{system} ({attempts} attempt(s)): {error}")
+
+
+def _print_published(busy, jobs: list[str] | None) -> bool:
+    """Print the status that the process holding a DuckDB queue file publishes; false when it publishes none
+    (it is not a `jobs run`)."""
+    from ..errors import InputError
+    from ..jobs.queue import published_status
+
+    published = published_status(busy.url, busy.pid)
+    if published is None:
+        return False
+    written, rows = published
+    if jobs is not None:
+        missing = [j for j in jobs if not any(j in (r["job_id"], r["name"]) for r in rows)]
+        if missing:
+            raise InputError("no such job in the queue", busy.url, value=missing[0])
+        rows = [r for r in rows if r["job_id"] in jobs or r["name"] in jobs]
+    print(f"(the queue is in use by process {busy.pid}, which is running jobs; its status at"
+          f" {written:%Y-%m-%d %H:%M:%S} UTC)")
+    _print_status(rows)
+    return True
 
 
 def _print_results(rows: list[tuple], fmt: str, csv_cell) -> None:

@@ -17,6 +17,7 @@ threads claim distinct units (the queue keeps the claimed ones aside in memory).
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -42,9 +43,15 @@ SCHEMA = (
     "ALTER TABLE results ADD COLUMN IF NOT EXISTS key VARCHAR",
     "ALTER TABLE results ADD COLUMN IF NOT EXISTS job_id VARCHAR",
     "ALTER TABLE results ADD COLUMN IF NOT EXISTS unit_id VARCHAR",
+    # one row per claim of a unit, committed before it is evaluated: a claim whose batch was never committed
+    # (its worker killed or crashed, a transient error) stays counted; ``error`` says why, when known
+    "CREATE TABLE IF NOT EXISTS attempts (attempt_id VARCHAR PRIMARY KEY, unit_id VARCHAR NOT NULL,"
+    " run_id VARCHAR, worker VARCHAR, started_at TIMESTAMP NOT NULL, error VARCHAR)",
+    "CREATE INDEX IF NOT EXISTS attempts_unit ON attempts (unit_id)",
 )
 STATUSES = ("queued", "running", "done", "skipped", "failed", "cancelled")
-UNIT_COLUMNS = "unit_id, job_id, dataset, system, key, grp, work, recompute"
+UNIT_COLUMNS = ("unit_id, job_id, dataset, system, key, grp, work, recompute,"
+                " (SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id) AS tries")
 RESULT_INSERT = ("run_id", "dataset", "system", "metric", "average", "value", "created_at", "key", "job_id",
                  "unit_id")
 RESULT_COLUMNS = ("dataset", "system", "metric", "average", "value", "key", "run_id", "job_id", "created_at")
@@ -62,6 +69,7 @@ class Claimed:
     group: str
     work: dict[str, Any]
     recompute: bool
+    attempts: int = 0  # earlier claims of this unit that were not committed
 
 
 def now() -> datetime:
@@ -70,6 +78,35 @@ def now() -> datetime:
 
 def is_postgres(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
+
+
+class QueueBusy(InputError):
+    """A DuckDB queue file that another process (``pid``) holds."""
+
+    def __init__(self, message: str, url: str, pid: int | None) -> None:
+        super().__init__(message, url)
+        self.url, self.pid = url, pid
+
+
+def status_file(url: str) -> Path:
+    """Where the process that holds a DuckDB queue file publishes its status (:meth:`Queue.publish_status`):
+    ``QUEUE.status.json`` beside it."""
+    return Path(f"{url}.status.json")
+
+
+def published_status(url: str, pid: int | None) -> tuple[datetime, list[dict[str, Any]]] | None:
+    """The status that process ``pid``, which holds the DuckDB queue ``url``, published: when, and
+    :meth:`Connection.status` of every job. ``None`` when there is none of that process (a file left by a
+    process that was killed names another)."""
+    try:
+        data = json.loads(status_file(url).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if pid is None or data.get("pid") != pid:
+        return None
+    jobs = [{**job, "submitted_at": datetime.fromisoformat(job["submitted_at"]),
+             "errors": [tuple(e) for e in job["errors"]]} for job in data["jobs"]]
+    return datetime.fromisoformat(data["written_at"]), jobs
 
 
 class Queue:
@@ -83,6 +120,9 @@ class Queue:
         self._duckdb: Any = None
         self._claimed: set[str] = set()  # DuckDB: units and keys claimed by this process's threads
         self._lock = threading.Lock()
+        self._published = False
+        self._changes = 0  # DuckDB: claims and their ends in this process, to publish the status on a change
+        self._published_changes = -1
         try:
             with self.connect() as con, con.transaction():
                 if self.postgres:  # two workers starting together create the tables once
@@ -139,20 +179,43 @@ class Queue:
                     raise InputError(f"cannot open the queue ({str(exc).splitlines()[0]})", self.url) from None
                 if time.monotonic() >= deadline:
                     who = f"process {holder.group(2)} ({holder.group(1)})" if holder else "another process"
-                    raise InputError(f"queue file is in use by {who}: wait for it (--wait SECONDS), or use a"
-                                     " PostgreSQL queue for several processes", self.url) from None
+                    raise QueueBusy(f"queue file is in use by {who}: wait for it (--wait SECONDS), or use a"
+                                    " PostgreSQL queue for several processes", self.url,
+                                    int(holder.group(2)) if holder else None) from None
                 time.sleep(0.2)
             except duckdb.Error as exc:
                 raise InputError(f"cannot open the queue ({str(exc).splitlines()[0]})", self.url) from None
 
     def close(self) -> None:
+        if self._published:  # the file is free again: `jobs status` reads it
+            status_file(self.url).unlink(missing_ok=True)
+            self._published = False
         if self._duckdb is not None:
             self._duckdb.close()
             self._duckdb = None
 
+    def publish_status(self) -> None:
+        """Write the status of every job (:meth:`Connection.status`) to :func:`status_file`, atomically (a new
+        file renamed over the old), for ``jobs status`` in other processes: DuckDB locks the queue file against
+        them, readers too. Removed by :meth:`close`. Written again only after this process claimed units or
+        ended a claim (committed or rolled back). Nothing to do on PostgreSQL."""
+        if self.postgres or self._changes == self._published_changes:
+            return
+        changes = self._changes
+        with self.connect() as con:
+            jobs = con.status()
+        data = {"pid": os.getpid(), "written_at": now().isoformat(),
+                "jobs": [{**job, "submitted_at": job["submitted_at"].isoformat()} for job in jobs]}
+        path = status_file(self.url)
+        new = path.with_name(f"{path.name}.{os.getpid()}.new")
+        new.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(new, path)
+        self._published, self._published_changes = True, changes
+
     def release(self, ids: Iterable[str]) -> None:
         with self._lock:
             self._claimed -= set(ids)
+            self._changes += 1
 
 
 class Connection:
@@ -251,7 +314,10 @@ class Connection:
     def claim(self, jobs: list[str] | None, workers: int, max_batch: int) -> list[Claimed]:
         """Begin a transaction and claim queued units of ``jobs`` (all when ``None``): the first queued unit
         and more of its group (one dataset, loaded together), at most ``max_batch`` and about an even share
-        among ``workers``. Nothing queued: no transaction is left open and ``[]`` is returned."""
+        among ``workers`` (on DuckDB: among the idle ones; while the others hold claims, all of it). A unit
+        claimed before without a commit (:attr:`Claimed.attempts`) is claimed alone, so that a unit that stops
+        its worker does not take a batch down with it again. Nothing queued: no
+        transaction is left open and ``[]`` is returned."""
         where = "status = 'queued'"
         params: list[Any] = []
         if jobs is not None:
@@ -270,19 +336,23 @@ class Connection:
             raise
         if not picked:
             self.rollback()
-        return [Claimed(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), bool(r[7])) for r in picked]
+        return [Claimed(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), bool(r[7]), int(r[8]))
+                for r in picked]
 
     def _claim_postgres(self, where: str, params: list[Any], workers: int, max_batch: int) -> list[tuple]:
         first = self.execute(f"SELECT {UNIT_COLUMNS} FROM units WHERE {where} ORDER BY job_id, seq LIMIT 1"
                              " FOR UPDATE SKIP LOCKED", params)
         if not first:
             return []
+        if first[0][8]:
+            return first
         job, group = first[0][1], first[0][5]
         left, groups = self.execute(
             f"SELECT count(*) FILTER (WHERE job_id = ? AND grp = ?), count(DISTINCT grp) FROM units WHERE {where}",
             [job, group, *params])[0]
         more = self.execute(
             f"SELECT {UNIT_COLUMNS} FROM units WHERE status = 'queued' AND job_id = ? AND grp = ? AND unit_id <> ?"
+            " AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.unit_id = units.unit_id)"
             " ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED",
             (job, group, first[0][0], _share(left, groups, workers, max_batch) - 1))
         return first + more
@@ -293,15 +363,41 @@ class Connection:
         if not free:
             return []
         job, group = free[0][1], free[0][5]
-        same = [r for r in free if r[1] == job and r[5] == group]
+        same = [r for r in free if r[1] == job and r[5] == group and not r[8]] if not free[0][8] else free[:1]
+        # while the other workers are busy (they hold claims), this one takes its group whole: a share left
+        # for later would be loaded again by another worker, and each batch has a cost of its own
+        share = _share(len(same), len({f[5] for f in free}), 1 if self.queue._claimed else workers, max_batch)
         picked, keys = [], set()
         for r in same:  # one unit per key: two of the same content are never computed at once
-            if r[4] not in keys and len(picked) < _share(len(same), len({f[5] for f in free}), workers, max_batch):
+            if r[4] not in keys and len(picked) < share:
                 picked.append(r)
                 keys.add(r[4])
         self.held = [r[0] for r in picked] + list(keys)
         self.queue._claimed |= set(self.held)
+        self.queue._changes += 1
         return picked
+
+    def record_attempts(self, units: list[Claimed], run_id: str, worker: str) -> list[str]:
+        """Count a claim of each of ``units``, committed at once (outside any batch's transaction, on a
+        connection of its own); returns the attempts' ids for :meth:`note_attempts`."""
+        stamp = now()
+        ids = [uuid.uuid4().hex for _ in units]
+        self.executemany("INSERT INTO attempts (attempt_id, unit_id, run_id, worker, started_at) VALUES"
+                         " (?, ?, ?, ?, ?)", [(a, u.unit_id, run_id, worker, stamp) for a, u in zip(
+                             ids, units, strict=True)])
+        return ids
+
+    def note_attempts(self, ids: list[str], error: str) -> None:
+        """Say why the attempts ``ids`` ended without a commit."""
+        self.executemany("UPDATE attempts SET error = ? WHERE attempt_id = ?", [(error, a) for a in ids])
+
+    def gave_up(self, unit: Claimed) -> str:
+        """The error of a unit whose every attempt ended without a commit: their number and the last reason
+        known."""
+        last = self.execute("SELECT error FROM attempts WHERE unit_id = ? AND error IS NOT NULL"
+                            " ORDER BY started_at DESC LIMIT 1", (unit.unit_id,))
+        why = last[0][0] if last else "its worker stopped before committing it (killed, or the machine stopped)"
+        return f"gave up after {unit.attempts} attempt(s) (--max-attempts): {why}"
 
     def has_results(self, key: str) -> bool:
         """Whether ``key`` has results (committed by any worker). On PostgreSQL the key is first locked until
@@ -356,7 +452,9 @@ class Connection:
     # ------------------------------------------------------------------ reading
     def status(self, jobs: list[str] | None = None) -> list[dict[str, Any]]:
         """Per job: its id, name, submission time, the count of units per status (``running``: claimed by a
-        worker now, PostgreSQL only) and the failed units' errors."""
+        worker now: on PostgreSQL any worker's, on DuckDB this process's), the claims of its units
+        (``attempts``), how many units were claimed more than once (``retried``), and the failed units' errors
+        ``(dataset, system, error, attempts)``."""
         ids = self.job_ids(jobs)
         if not ids:
             return []
@@ -371,8 +469,18 @@ class Connection:
             queued = {j: n for j, s, n in counts if s == "queued"}
             for job, n in queued.items():
                 running[job] = n - sum(1 for (j,) in free if j == job)
-        errors = self.execute(f"SELECT job_id, dataset, system, error FROM units WHERE job_id IN ({marks})"
+        elif self.queue._claimed:  # the units this process's workers hold
+            with self.queue._lock:
+                claimed = list(self.queue._claimed)
+            for (job,) in self.execute(f"SELECT job_id FROM units WHERE status = 'queued' AND job_id IN ({marks})"
+                                       f" AND unit_id IN ({', '.join('?' * len(claimed))})", [*ids, *claimed]):
+                running[job] = running.get(job, 0) + 1
+        tries = "(SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id)"
+        errors = self.execute(f"SELECT job_id, dataset, system, error, {tries} FROM units WHERE job_id IN ({marks})"
                               " AND status = 'failed' ORDER BY job_id, seq", ids)
+        attempts = {j: (int(n), int(r)) for j, n, r in self.execute(
+            f"SELECT job_id, sum(tries), count(*) FILTER (WHERE tries > 1) FROM (SELECT job_id, {tries} AS tries"
+            f" FROM units WHERE job_id IN ({marks})) t GROUP BY job_id", ids)}
         jobs_rows = self.execute(f"SELECT job_id, name, spec, submitted_at FROM jobs WHERE job_id IN ({marks})"
                                  " ORDER BY job_id", ids)
         out = []
@@ -383,8 +491,10 @@ class Connection:
                     count[s] = n
             count["running"] = running.get(job, 0)
             count["queued"] -= count["running"]
+            tried, retried = attempts.get(job, (0, 0))
             out.append({"job_id": job, "name": name, "spec": spec, "submitted_at": submitted, **count,
-                        "errors": [(d, s, e) for j, d, s, e in errors if j == job]})
+                        "attempts": tried, "retried": retried,
+                        "errors": [(d, s, e, int(n)) for j, d, s, e, n in errors if j == job]})
         return out
 
     def results(self, jobs: list[str] | None = None, history: bool = False) -> list[tuple]:
@@ -417,6 +527,7 @@ class Connection:
 
 def _share(queued: int, groups: int, workers: int, max_batch: int) -> int:
     """How many of the ``queued`` units of a group one claim takes, at most ``max_batch``: all of them while
-    there are as many groups queued as workers (each worker loads other datasets), else an even share."""
+    there are as many groups queued as ``workers`` that may claim (each worker loads other datasets), else an
+    even share."""
     share = queued if groups >= workers else -(-queued // max(1, workers))
     return max(1, min(max_batch, share))

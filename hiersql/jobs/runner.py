@@ -6,9 +6,17 @@ first), read from their own files only, and evaluated together. A bad file fails
 loading or evaluation fails is evaluated again unit by unit, each in a store of its own system only. An
 empty prediction file is a system that predicted nothing, not a failure.
 
-Parallel workers are threads on a DuckDB queue (the file is opened by one process at a time; the stores'
-queries release the GIL) and processes on a PostgreSQL queue (each its own session; as many processes, on as
-many machines, as you start).
+Parallel workers on a DuckDB queue are threads of the one process that holds the file (the only writer),
+each evaluating in a child process of its own (:class:`Child`): DuckDB's Python client takes the GIL back
+between the tasks of a query, so two stores queried by threads of one process wait for each other. A child
+sends its batch's rows back, and the thread writes them and the statuses in the transaction of its claim.
+On a PostgreSQL queue the workers are processes (each its own session; as many processes, on as many
+machines, as you start).
+
+Every claim of a unit is counted (:meth:`~hiersql.jobs.queue.Connection.record_attempts`, committed before
+the unit is evaluated). A batch whose worker stops (a child process killed or crashed, the run killed, a
+transient error) is claimed again one unit at a time, and a unit claimed ``max_attempts`` times without a
+commit fails with the last reason known.
 """
 
 from __future__ import annotations
@@ -16,10 +24,13 @@ from __future__ import annotations
 import contextlib
 import os
 import queue as threading_queue
+import signal
 import socket
+import sys
 import threading
 import time
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +42,8 @@ from .spec import file_hash
 
 MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
 RETRIES = 5  # transient errors in a row before a worker gives up
+PUBLISH_EVERY = 0.5  # seconds between two writes of a DuckDB queue's status file (Queue.publish_status)
+MAX_ATTEMPTS = 3  # claims of a unit without a commit before it fails (the CLI's --max-attempts default)
 BACKOFF = 0.5  # seconds before the first retry; doubled each time
 
 
@@ -128,7 +141,7 @@ def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | No
 def _label_columns(work: dict[str, Any]) -> dict[str, str]:
     """The column keywords of a unit's label tables, as :meth:`hiersql.store.Store.load` takes them."""
     columns = work.get("columns", {})
-    return {key: columns[key] for key in ("instance_col", "label_col", "score_col") if key in columns}
+    return {key: columns[key] for key in ("instance_col", "label_col", "score_col", "system_col") if key in columns}
 
 
 def _check_unchanged(path: str, expected: str) -> None:
@@ -187,25 +200,161 @@ def _compute(store: Any, units: list[Claimed]) -> list[Any]:
     return compute(store, work["metrics"], make_options(**work["options"]))
 
 
+class WorkerLost(Exception):
+    """The process evaluating a batch ended without answering (killed, crashed)."""
+
+
+class Child:
+    """A process that evaluates batches for one worker thread, keeping its loaded dataset between batches like
+    :class:`Stores`. ``fork``: a copy of this process, which must have one thread and no open database (then
+    the imports are shared); else a new interpreter (``python -m hiersql.jobs.child``), as after a crash."""
+
+    def __init__(self, threads: int | None, fork: bool = False) -> None:
+        self.threads = threads
+        self.pid: int | None = None
+        self.pipe: Any = None
+        self.start(fork)
+
+    def start(self, fork: bool = False) -> None:
+        from multiprocessing.connection import Connection as Pipe
+
+        mine, theirs = socket.socketpair()
+        if fork:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            self.pid = os.fork()
+            if self.pid == 0:  # the child: never this process's exit handlers (they are the parent's)
+                code = 1
+                try:
+                    mine.close()
+                    for other in _running:  # the other children's sockets: each must see its parent's end
+                        other.pipe.close()
+                    serve(theirs.detach(), self.threads or 0)
+                    code = 0
+                finally:
+                    os._exit(code)
+        else:
+            from .. import __file__ as package
+
+            # the hiersql this process runs, whatever the working folder or the path of the caller
+            path = os.pathsep.join(p for p in (os.path.dirname(os.path.dirname(package)),
+                                               os.environ.get("PYTHONPATH")) if p)
+            os.set_inheritable(theirs.fileno(), True)
+            self.pid = os.posix_spawn(sys.executable, [
+                sys.executable, "-m", "hiersql.jobs.child", str(theirs.fileno()), str(self.threads or 0)],
+                {**os.environ, "PYTHONPATH": path}, file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)])
+        theirs.close()
+        self.pipe = Pipe(mine.detach())
+        _running.append(self)
+
+    def evaluate(self, units: list[Claimed]) -> dict[str, tuple[str, list[Any] | str]]:
+        """:func:`evaluate` in the child; :class:`WorkerLost` when it ends before answering."""
+        if self.pid is None:
+            self.start()
+        try:
+            self.pipe.send(units)
+            kind, value, caught = self.pipe.recv()
+        except (EOFError, OSError):
+            code = self.close()
+            raise WorkerLost(f"its worker process was killed by {signal.Signals(-code).name}" if code and code < 0
+                             else f"its worker process ended (exit status {code})") from None
+        for text, category in caught:  # the store's warnings, said by this process (the CLI prints them)
+            warnings.warn(text, category, stacklevel=1)
+        if kind == "raise":
+            raise RuntimeError(value)
+        return value
+
+    def close(self, timeout: float = 30.0) -> int | None:
+        """End the child (it reads the end of its input and exits; killed after ``timeout`` seconds); returns
+        its exit code (negative: the signal that ended it)."""
+        if self.pipe is not None:
+            self.pipe.close()
+            _running.remove(self)
+        pid, self.pid, self.pipe = self.pid, None, None
+        if pid is None:
+            return None
+        deadline = time.monotonic() + timeout
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                deadline = float("inf")
+            time.sleep(0.01)
+
+
+_running: list[Child] = []  # the children of this process with an open socket
+
+
+def children(workers: int) -> list[Child]:
+    """The child processes that the workers of a run with ``workers`` workers on a DuckDB queue evaluate in
+    (one each; none for one worker, which evaluates in its thread), started now: forked when this process has
+    one thread (the modules they need imported first: the imports are shared), else new interpreters.
+    Start them before any database is opened (``hiersql jobs run`` does, before it reads the job file), and
+    give them to :func:`run`."""
+    if workers < 2:
+        return []
+    fork = hasattr(os, "fork") and os.path.isdir("/proc/self/task") and len(os.listdir("/proc/self/task")) == 1
+    if fork:  # the work's modules (sqlglot's dialect is loaded on first use), imported once for both processes
+        import sqlglot.dialects.duckdb  # noqa: F401
+
+        from .. import engines, evaluator, store  # noqa: F401
+    return [Child(_threads_per_worker(workers), fork) for _ in range(workers)]
+
+
+def _threads_per_worker(workers: int) -> int | None:
+    """DuckDB threads of each worker's store: parallel workers share the cores instead of each running every
+    query on all of them."""
+    return max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None
+
+
+def serve(fd: int, threads: int) -> None:
+    """The loop of a :class:`Child`: read a batch from the socket ``fd``, answer ``(kind, value, warnings)``
+    (``("done", outcome)`` of :func:`evaluate`, or ``("raise", message)``), until the socket closes."""
+    from multiprocessing.connection import Connection as Pipe
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it commits the batch at hand
+    pipe = Pipe(fd)
+    stores = Stores(threads or None)
+    try:
+        while True:
+            try:
+                units = pipe.recv()
+            except EOFError:
+                return
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    reply: tuple[str, Any] = ("done", evaluate(units, stores))
+                except Exception as exc:
+                    reply = ("raise", message(exc))
+            pipe.send((*reply, [(str(w.message), w.category) for w in caught]))
+    finally:
+        stores.close()
+
+
 class Worker:
-    """Claims and evaluates units until none of ``jobs`` (all when ``None``) is queued."""
+    """Claims and evaluates units until none of ``jobs`` (all when ``None``) is queued; in this thread, or in
+    ``child`` (a :class:`Child`: the parallel workers of a DuckDB queue)."""
 
     def __init__(self, queue: Queue, jobs: list[str] | None, run_id: str, name: str, workers: int = 1,
-                 max_batch: int = MAX_BATCH, on_unit: Callable[[Event], None] | None = None) -> None:
+                 max_batch: int = MAX_BATCH, on_unit: Callable[[Event], None] | None = None,
+                 max_attempts: int = MAX_ATTEMPTS, child: Child | None = None) -> None:
         self.queue, self.jobs, self.run_id, self.name = queue, jobs, run_id, name
-        self.workers, self.max_batch = workers, max_batch
+        self.workers, self.max_batch, self.max_attempts = workers, max_batch, max_attempts
         self.on_unit = on_unit or (lambda _: None)
         self.stop = threading.Event()  # set: finish the batch at hand, then stop (Ctrl-C)
-        # parallel workers share the cores instead of each running every query on all of them
-        self.stores = Stores(max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None)
+        self.stores = Stores(_threads_per_worker(workers))
+        self.child = child
 
     def run(self) -> None:
         failures = 0
         try:
             while True:
                 try:
-                    with self.queue.connect() as con:
-                        while not self.stop.is_set() and self._one_batch(con):
+                    with self.queue.connect() as con, self.queue.connect() as log:
+                        while not self.stop.is_set() and self._one_batch(con, log):
                             failures = 0
                     return
                 except self.queue.transient:
@@ -215,15 +364,30 @@ class Worker:
                     time.sleep(BACKOFF * 2 ** (failures - 1))
         finally:
             self.stores.close()
+            if self.child is not None:
+                self.child.close()
 
-    def _one_batch(self, con: Connection) -> bool:
-        """Claim, evaluate and commit one batch; false when nothing is queued."""
+    def _evaluate(self, units: list[Claimed]) -> dict[str, tuple[str, list[Any] | str]]:
+        if self.child is not None:
+            return self.child.evaluate(units)
+        return evaluate(units, self.stores)
+
+    def _one_batch(self, con: Connection, log: Connection) -> bool:
+        """Claim, evaluate and commit one batch; false when nothing is queued. ``log``: a connection of its
+        own, on which the claims are counted."""
         units = con.claim(self.jobs, self.workers, self.max_batch)
         if not units:
             return False
+        spent = {u.unit_id for u in units if u.attempts >= self.max_attempts}
         try:
-            todo = [u for u in units if u.recompute or not con.has_results(u.key)]
-            outcome = evaluate(todo, self.stores) if todo else {}
+            attempts = log.record_attempts([u for u in units if u.unit_id not in spent], self.run_id, self.name)
+        except BaseException:
+            con.rollback()
+            raise
+        try:
+            todo = [u for u in units if u.unit_id not in spent and (u.recompute or not con.has_results(u.key))]
+            outcome = self._evaluate(todo) if todo else {}
+            outcome |= {u.unit_id: ("failed", con.gave_up(u)) for u in units if u.unit_id in spent}
             outcomes = []
             for unit in units:
                 status, value = outcome.get(unit.unit_id, ("skipped", None))
@@ -231,8 +395,15 @@ class Worker:
                                  value if status == "failed" else None))
             con.finish(self.run_id, self.name, outcomes)
             events = [Event(u.job_id, u.dataset, u.system, status, error) for u, status, _, error in outcomes]
-        except BaseException:
+        except WorkerLost as exc:  # its units are claimed again, one at a time
             con.rollback()
+            log.note_attempts(attempts, str(exc))
+            return True
+        except BaseException as exc:
+            con.rollback()
+            if isinstance(exc, self.queue.transient):
+                with contextlib.suppress(Exception):  # the connection may be gone with the queue
+                    log.note_attempts(attempts, message(exc))
             raise
         con.commit()
         for event in events:
@@ -245,9 +416,12 @@ def new_run_id() -> str:
 
 
 def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch: int = MAX_BATCH,
-        on_unit: Callable[[Event], None] | None = None) -> Summary:
-    """Process the queued units of ``jobs`` (all when ``None``) with ``workers`` workers: threads on a DuckDB
-    queue, processes on a PostgreSQL queue. Returns what was done; ``on_unit(event)`` is called in this
+        on_unit: Callable[[Event], None] | None = None, max_attempts: int = MAX_ATTEMPTS,
+        processes: list[Child] | None = None) -> Summary:
+    """Process the queued units of ``jobs`` (all when ``None``) with ``workers`` workers: on a DuckDB queue,
+    threads of this process (the file's one writer), each evaluating in a child process when there are several
+    (``processes``: from :func:`children`, else started here); processes on a PostgreSQL queue. A unit claimed
+    ``max_attempts`` times without a commit fails. Returns what was done; ``on_unit(event)`` is called in this
     process after each unit is committed."""
     summary = Summary()
     run_id = new_run_id()
@@ -259,24 +433,37 @@ def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch
             on_unit(event)
 
     if queue.postgres and workers > 1:
-        _processes(queue.url, jobs, run_id, workers, max_batch, record)
+        for child in processes or []:
+            child.close()
+        _processes(queue.url, jobs, run_id, workers, max_batch, max_attempts, record)
     else:  # one worker too runs in a thread: Ctrl-C lets it commit its batch
-        _threads(queue, jobs, run_id, host, workers, max_batch, record)
+        kids = (processes if processes is not None else children(workers)) if workers > 1 else [None]
+        team = [Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, None, max_attempts, child)
+                for i, child in enumerate(kids)]
+        _threads(team, record, queue.publish_status)
     return summary
 
 
-def _threads(queue: Queue, jobs: list[str] | None, run_id: str, host: str, workers: int, max_batch: int,
-             record: Callable[[Event], None]) -> None:
+def _threads(team: list[Worker], record: Callable[[Event], None], publish: Callable[[], None]) -> None:
+    """Run ``team`` in threads; in this one, ``record`` their events and ``publish`` the queue's status every
+    :data:`PUBLISH_EVERY` seconds and at the end."""
     from concurrent.futures import ThreadPoolExecutor
 
     events: threading_queue.Queue[Event] = threading_queue.Queue()
-    team = [Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, events.put) for i in range(workers)]
-    with ThreadPoolExecutor(workers) as pool:
+    for worker in team:
+        worker.on_unit = events.put
+    with ThreadPoolExecutor(len(team)) as pool:
         futures = [pool.submit(worker.run) for worker in team]
         try:
+            published = time.monotonic()
+            publish()
             while not all(f.done() for f in futures) or not events.empty():
                 with contextlib.suppress(threading_queue.Empty):
                     record(events.get(timeout=0.1))
+                if time.monotonic() - published >= PUBLISH_EVERY:
+                    publish()
+                    published = time.monotonic()
+            publish()
         except KeyboardInterrupt:  # the batches at hand are committed, then the threads stop
             for worker in team:
                 worker.stop.set()
@@ -286,20 +473,21 @@ def _threads(queue: Queue, jobs: list[str] | None, run_id: str, host: str, worke
 
 
 def _process_main(url: str, jobs: list[str] | None, run_id: str, index: int, workers: int, max_batch: int,
-                  events: Any) -> None:
+                  max_attempts: int, events: Any) -> None:
     """A worker process on a PostgreSQL queue."""
     queue = Queue(url)
     name = f"{socket.gethostname()}:{os.getpid()}:{index}"
-    Worker(queue, jobs, run_id, name, workers, max_batch, events.put).run()
+    Worker(queue, jobs, run_id, name, workers, max_batch, events.put, max_attempts).run()
 
 
-def _processes(url: str, jobs: list[str] | None, run_id: str, workers: int, max_batch: int,
+def _processes(url: str, jobs: list[str] | None, run_id: str, workers: int, max_batch: int, max_attempts: int,
                record: Callable[[Event], None]) -> None:
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")  # no fork of a process with DuckDB's threads
     events = context.Queue()
-    procs = [context.Process(target=_process_main, args=(url, jobs, run_id, i, workers, max_batch, events))
+    procs = [context.Process(target=_process_main,
+                             args=(url, jobs, run_id, i, workers, max_batch, max_attempts, events))
              for i in range(workers)]
     for p in procs:
         p.start()

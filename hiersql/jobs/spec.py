@@ -29,8 +29,8 @@ DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
                 "predictions": "a string or a list of strings", "format": "a string", "unknown": "a string",
                 "metrics": "a list of strings", "options": "a table"}
 # The column names of table sources (a CSV or Parquet file) by keyword, as the flags of ``hiersql evaluate``
-# name them; a system column (many systems in one file) is not a unit's source.
-COLUMN_KEYS = ("instance_col", "label_col", "score_col", "parent_col", "child_col")
+# name them; a predictions table with a system column is one unit per system.
+COLUMN_KEYS = ("instance_col", "label_col", "score_col", "system_col", "parent_col", "child_col")
 TOP_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 DATASET_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 # A source naming a table rather than a file: ``duckdb:PATH::table``, ``postgresql://...::schema.table``.
@@ -51,6 +51,8 @@ class Dataset:
     metrics: tuple[str, ...]
     options: dict[str, Any]
     columns: dict[str, str] = dataclasses.field(default_factory=dict)  # COLUMN_KEYS given → column name
+    # the systems of predictions tables with a system column → a SHA-256 of that system's rows
+    row_digests: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -191,9 +193,11 @@ def load_spec(path: str | Path) -> Spec:
         taxonomy = _source(ds["taxonomy"], base, lambda m, v, n=n: fail(m, n, "taxonomy", v))
         truth = _source(ds["truth"], base, lambda m, v, n=n: fail(m, n, "truth", v))
         preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
-        predictions = _predictions(preds, base, lambda m, v, n=n: fail(m, n, "predictions", v))
         columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
-        out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns))
+        predictions, row_digests = _predictions(preds, base, fmt, columns,
+                                                lambda m, v, n=n: fail(m, n, "predictions", v))
+        out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns,
+                           row_digests))
     return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out))
 
 
@@ -279,8 +283,12 @@ def _source(text: str, base: Path, fail) -> str:
     return str(path.resolve())
 
 
-def _predictions(preds: list[str], base: Path, fail) -> tuple[tuple[str, str], ...]:
+def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str], fail
+                 ) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
+    """The ``(system, file)`` of each unit, and the rows' digest of the systems of tables with a system column
+    (:func:`_table_systems`)."""
     from ..inputs import parse_preds
+    from ..sources import is_table
 
     for spec in preds:
         if TABLE_SOURCE in spec:
@@ -294,13 +302,57 @@ def _predictions(preds: list[str], base: Path, fail) -> tuple[tuple[str, str], .
         if exc.source != "predictions":
             raise
         raise fail(exc.message, exc.value) from None
-    # a unit is one system of one file: a CSV or Parquet file too is named by its stem (no system column)
-    named = [(system if system is not None else Path(file).stem, str(Path(file).resolve())) for system, file in pairs]
+    named: list[tuple[str, str]] = []
+    row_digests: dict[str, str] = {}
+    for system, file in pairs:
+        path = str(Path(file).resolve())
+        found = _table_systems(path, fmt, columns, system, fail) if is_table(path, fmt) else None
+        if found is None:  # a unit is one file
+            named.append((system if system is not None else Path(file).stem, path))
+            continue
+        for value, digest in found:
+            named.append((value, path))
+            row_digests[value] = digest
     systems = [system for system, _ in named]
     for system in systems:
         if systems.count(system) > 1:
             raise fail("two prediction files have the same system name", system)
-    return tuple(named)
+    return tuple(named), row_digests
+
+
+def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | None, fail
+                   ) -> list[tuple[str, str]] | None:
+    """The systems of a predictions table with a system column (``system_col``, or a column named
+    ``system``), read as the store reads it (:func:`hiersql.sources.expand`): ``(system, SHA-256 of its rows
+    sorted)`` (the order of a table's rows is no part of its content), only ``system`` when it is given
+    (``NAME=FILE``). ``None`` when the table has no system column, or cannot be read while no ``system_col``
+    is given: then it is one unit, whose run says what is wrong."""
+    import duckdb
+
+    from ..sources import Columns, expand
+
+    wanted = Columns(instance=columns.get("instance_col"), label=columns.get("label_col"),
+                     score=columns.get("score_col"), system=columns.get("system_col"))
+    con = duckdb.connect()
+    tables: list[Any] = []
+    try:
+        try:
+            entries = expand(con, [(system, path, None)], fmt, wanted, True, tables)
+        except InputError as exc:
+            if columns.get("system_col"):  # the units cannot be known
+                raise fail(f"cannot read the systems of a predictions table ({exc})", str(Path(path).name)) from None
+            return None
+        labels = entries[0].source.labels
+        if "system" not in labels.columns:
+            return None
+        row = "concat_ws(chr(31), coalesce(instance_id, chr(0)), coalesce(label, chr(0)), coalesce(score_text, chr(0)))"
+        digests = dict(con.execute(f"SELECT system, sha256(string_agg({row}, chr(30) ORDER BY {row}))"
+                                   f" FROM ({labels.rows()}) GROUP BY system").fetchall())
+        return [(e.system, digests[e.system]) for e in entries]
+    finally:
+        for table in tables:
+            table.close()
+        con.close()
 
 
 def file_hash(path: str, cache: dict[str, str] | None = None) -> str:
@@ -338,12 +390,14 @@ def units(spec: Spec) -> list[Unit]:
             shared["columns"] = ds.columns
         group = _digest(shared)
         for system, source in ds.predictions:
-            prediction = file_hash(source, hashes)
+            prediction = file_hash(source, hashes)  # checked again before the unit runs
             work = {"dataset": ds.name, "system": system, "taxonomy": ds.taxonomy, "truth": ds.truth,
                     "prediction": source, "format": ds.format, "unknown": ds.unknown,
                     "metrics": list(ds.metrics), "options": ds.options, "columns": ds.columns,
                     "hashes": {"taxonomy": shared["taxonomy"], "truth": shared["truth"], "prediction": prediction}}
-            out.append(Unit(ds.name, system, unit_key(shared, system, prediction), group, work))
+            # a system of a table with a system column: the digest of its rows (its file holds other systems)
+            out.append(Unit(ds.name, system, unit_key(shared, system, ds.row_digests.get(system, prediction)), group,
+                            work))
     return out
 
 
