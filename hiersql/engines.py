@@ -159,6 +159,7 @@ class Engine:
 
     dialect = "duckdb"
     ordered_means = True  # the engine adds a mean's values in the order given (aggregate ORDER BY)
+    weighted = False  # the summaries weigh each instance by the table sample_weights(instance_id, weight)
 
     def __init__(self, tables: Mapping[str, str] | None = None) -> None:
         self.tables: dict[str, str] = {}
@@ -278,11 +279,27 @@ class Engine:
             else:
                 table = f"{plan.name}_summary"
                 self.stage(plan.file, table, params, done,
-                           text=summary_sql(plan, group, options.average, self.ordered_means))
+                           text=summary_sql(plan, group, options.average, self.ordered_means, self.weighted,
+                                            options.labels is not None))
             rows += [Row(str(s), str(m), a or "", _float(v)) for s, m, a, v in
                      self.execute(f"SELECT * FROM {table}") if m in wanted and (a or "") in averages]
         order = {m: i for i, m in enumerate(plan.metrics)}
         return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric, r.average))
+
+    def run_queries(self, plan: FamilyPlan, metrics: Sequence[str], options: Options,
+                    queries: Mapping[str, str]) -> dict[str, list[tuple]]:
+        """The plan's checks and steps for ``metrics``, then the generated queries ``{table name: SQL reading
+        the plan's stages}`` (a summary, per-class values, ...), each materialised as its table: their rows.
+        ``metrics`` must fall in one group of :attr:`~hiersql.plan.FamilyPlan.groups` (one metric does)."""
+        plan.check(self, metrics, options)
+        out: dict[str, list[tuple]] = {}
+        for group, group_options in plan.groups(metrics, options):
+            params = self.prepare(plan, group, group_options)
+            done = self._steps(plan, plan.steps, params, group_options)
+            for name, text in queries.items():
+                self.stage(plan.file, name, params, done, text=text)
+                out[name] = self.execute(f"SELECT * FROM {name}")
+        return out
 
     def per_instance(self, plan: FamilyPlan, options: Options, stage: str | None = None) -> pa.Table:
         """The plan's per-instance table (or another ``stage`` of it) as Arrow, ordered by its key; the

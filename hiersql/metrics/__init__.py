@@ -16,7 +16,9 @@ from __future__ import annotations
 import importlib
 from typing import Any, NamedTuple
 
-from ..options import FAMILIES, Options  # FAMILIES: declared with the options that the families read
+# FAMILIES: declared with the options that the families read; Options: hiersql.metrics.Options
+from ..options import FAMILIES as FAMILIES
+from ..options import Options as Options
 
 # {family: {metric name: alias}} (SPEC §10); a family module's METRICS is its entry.
 REGISTRY: dict[str, dict[str, str]] = {
@@ -128,20 +130,6 @@ def store_from_sets(y_true: Any, y_pred: Any, taxonomy: Any, system: str = "y_pr
     store.add_truth(y_true, name="y_true")
     store.add_predictions(system, y_pred, name="y_pred")
     return store
-
-
-def one_shot(evaluate: Any, metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str,
-             value_average: str | None = None, **options: Any) -> float:
-    """The value of ``metric`` for label sets: a one-system store (:func:`store_from_sets`), the family's
-    ``evaluate`` with ``average`` (``"micro"`` or ``"macro"``) and ``options``; ``value_average`` picks the
-    row when it differs from ``average`` (``""`` for measures without micro/macro)."""
-    opts = Options(average=[average], **options)  # a bad option fails before the store is built
-    store = store_from_sets(y_true, y_pred, taxonomy)
-    try:
-        rows = evaluate(store, [metric], opts)
-        return one_value(rows, metric, average if value_average is None else value_average)
-    finally:
-        store.close()
 
 
 def one_value(rows: list[Row], metric: str, average: str) -> float:

@@ -1,0 +1,302 @@
+"""The scikit-learn style one-shot functions (``hiersql.hierarchical_f1(y_true, y_pred, taxonomy, ...)``): the
+checks of ``average``, ``sample_weight``, ``labels`` and ``zero_division`` shared by all of them, and the
+process-wide DuckDB database they run in.
+
+Every call computes its measure with the family's plan (:mod:`hiersql.plan`): the averages, the sample weights
+and the per-class values are the SQL generated from the plan's declared measures (:func:`~hiersql.plan.
+summary_sql`, :func:`~hiersql.plan.class_values_sql`), the zero divisions of ``zero_division="warn"`` are
+counted by :func:`~hiersql.plan.undefined_sql`. What each average means per family: ``docs/sklearn.md``.
+
+Speed: one in-memory DuckDB database serves the whole process. A :class:`~hiersql.taxonomy.Taxonomy` passed
+again (the same object) keeps its tables (edges, nodes, closure) in a schema of that database, built once and
+dropped when the object is garbage-collected; a taxonomy given in another form (edges, a path, a graph) is
+built for the call and dropped after it. Each call runs on a cursor of its own (a DuckDB connection to the same
+database: its own temporary tables, its own ``search_path``), whose label tables and stages are temporary
+tables that vanish when it closes: calls from several threads do not see each other's tables.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+import threading
+import warnings
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from .errors import DataWarning, InputError
+from .options import OptionError
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+    from .plan import FamilyPlan
+    from .taxonomy import Taxonomy
+
+AVERAGES = ("micro", "macro", "samples", "weighted", "label_macro", None)  # scikit-learn's, and label_macro
+SYSTEM = "y_pred"  # the one system of a one-shot call
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A ratio of a measure had a zero denominator and was set to 0 (``zero_division="warn"``), as
+    scikit-learn's ``UndefinedMetricWarning``."""
+
+
+# ------------------------------------------------------------------------------------------------- checks
+def check_zero_division(value: Any) -> tuple[float, bool]:
+    """``(value used, warn)``: ``"warn"`` is 0 with an :class:`UndefinedMetricWarning`; 0, 1 and nan are
+    checked by :class:`~hiersql.metrics.Options`."""
+    if isinstance(value, str) and value == "warn":
+        return 0.0, True
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and (value in (0, 1) or math.isnan(value)):
+        return float(value), False
+    raise OptionError("zero_division", 'must be "warn", 0, 1 or nan', value)
+
+
+def check_sample_weight(sample_weight: Any, n: int) -> list[float] | None:
+    """One finite weight ≥ 0 per instance, or ``None``."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, str | bytes) or not isinstance(sample_weight, Iterable):
+        raise OptionError("sample_weight", "must be a sequence of numbers, one per instance", sample_weight)
+    weights = list(sample_weight)
+    if len(weights) != n:
+        raise OptionError("sample_weight", f"must have one weight per instance ({n})", f"{len(weights)} weights")
+    for weight in weights:
+        if not (isinstance(weight, numbers.Real) and not isinstance(weight, bool) and math.isfinite(weight)
+                and weight >= 0):
+            raise OptionError("sample_weight", "must hold finite numbers >= 0", weight)
+    return [float(w) for w in weights]
+
+
+def check_average(plan: FamilyPlan, metric: str, average: str | None, fixed_labels: bool) -> None:
+    """``average`` must be one the measure has (:func:`~hiersql.plan.averages_of`), ``None`` (per-class values)
+    only for a per-class measure; with fixed ``labels`` only an average computed over the classes (or over
+    instances restricted to them, as the flat family's)."""
+    from .plan import CLASSES, averages_of, measure_of
+
+    per_class = any(m.metric == metric and m.unit == CLASSES for m in plan.measures)
+    allowed = list(averages_of(plan, metric, fixed_labels)) + ([None] if per_class else [])
+    if average not in allowed:
+        shown = ", ".join(repr(a) for a in allowed if a != "") or "none (the measure is a mean over instances)"
+        raise OptionError("average", f"of {metric} must be one of {shown}", average)
+    if fixed_labels and plan.class_universe is None and measure_of(plan, metric, average, True).unit != CLASSES:
+        raise OptionError("labels", f"restricts the averages of {metric} over classes (micro, label_macro,"
+                          " weighted, None), not this one", f"average={average!r}")
+
+
+def check_labels_meaning(plan: FamilyPlan, metric: str, labels: Any) -> None:
+    """``labels`` is an error for a measure without classes (never ignored)."""
+    from .plan import CLASSES
+
+    if labels is not None and not any(m.metric == metric and m.unit == CLASSES for m in plan.measures) \
+            and plan.class_universe is None:
+        raise OptionError("labels", f"has no meaning for {metric} (it has no per-class values)", labels)
+
+
+# ------------------------------------------------------------------------------ the process-wide database
+_lock = threading.Lock()
+_database: dict[str, Any] = {}
+_schemas: dict[int, tuple[weakref.ref, str]] = {}  # id(taxonomy) -> (its weak reference, its schema)
+_numbers = itertools.count(1)
+
+
+def connection() -> duckdb.DuckDBPyConnection:
+    """The process-wide in-memory DuckDB database of the one-shot functions (made on first use)."""
+    import duckdb
+
+    with _lock:
+        if "con" not in _database:
+            _database["con"] = duckdb.connect()
+        return _database["con"]
+
+
+def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
+    """The schema holding ``taxonomy``'s tables (``sql/schema.sql``, taxonomy filled), made now unless ``keep``
+    made it before for this very object. Schemas of collected taxonomies are dropped here."""
+    from . import sqlfiles
+    from .store import _fill_taxonomy
+
+    con = connection()
+    with _lock:
+        for key, (ref, name) in list(_schemas.items()):
+            if ref() is None:
+                del _schemas[key]
+                con.execute(f"DROP SCHEMA {name} CASCADE")
+        found = _schemas.get(id(taxonomy))
+        if keep and found is not None and found[0]() is taxonomy:
+            return found[1]
+        name = f"taxonomy_{next(_numbers)}"  # made here, never from input
+        cur = con.cursor()
+        try:
+            cur.execute(f"CREATE SCHEMA {name}")
+            cur.execute(f"SET search_path = '{name}'")
+            cur.execute(sqlfiles.queries("schema")["schema"])
+            cur.execute("BEGIN")
+            _fill_taxonomy(cur, taxonomy, None, False, False)
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+            raise
+        finally:
+            cur.close()
+        if keep:
+            _schemas[id(taxonomy)] = (weakref.ref(taxonomy), name)
+        return name
+
+
+@contextmanager
+def session(taxonomy: Taxonomy, keep: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of the process-wide database whose ``search_path`` is ``taxonomy``'s schema; its temporary
+    tables (labels, stages) vanish when it closes. ``keep``: keep the schema for later calls with the same
+    object."""
+    name = _taxonomy_schema(taxonomy, keep)
+    with _lock:
+        cur = _database["con"].cursor()
+    try:
+        cur.execute(f"SET search_path = '{name}'")
+        yield cur
+    finally:
+        cur.close()
+        if not keep:
+            with _lock:
+                _database["con"].execute(f"DROP SCHEMA {name} CASCADE")
+
+
+def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequence[Any], y_pred: Sequence[Any],
+              weights: list[float] | None) -> None:
+    """The temporary tables ``instances, truth, predictions, systems, pair_counts`` (and ``sample_weights``)
+    of a one-shot call: instance ``i`` (id ``"i"``) has the label sets ``y_true[i]`` and ``y_pred[i]``.
+    Checked as :class:`~hiersql.store.Store` checks label sets: a missing label or one that is not a node is
+    an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``, the instance (line ``i + 1``) and the
+    label; a label repeated within a set counts once (a :class:`~hiersql.errors.DataWarning`)."""
+    truth = _rows(y_true, "y_true", taxonomy)
+    pred = _rows(y_pred, "y_pred", taxonomy)
+    con.execute(
+        "CREATE TEMP TABLE instances AS FROM instances WITH NO DATA;"
+        " CREATE TEMP TABLE truth AS FROM truth WITH NO DATA;"
+        " CREATE TEMP TABLE predictions AS FROM predictions WITH NO DATA;"
+        " CREATE TEMP TABLE systems AS FROM systems WITH NO DATA;"
+        " CREATE TEMP TABLE pair_counts AS FROM pair_counts WITH NO DATA;"
+    )
+    con.execute("INSERT INTO temp.instances SELECT CAST(unnest(range($n)) AS VARCHAR)", {"n": len(y_true)})
+    con.execute("INSERT INTO temp.truth SELECT unnest($i), unnest($l), unnest($r)",
+                {"i": truth[0], "l": truth[1], "r": truth[2]})
+    con.execute("INSERT INTO temp.predictions SELECT $s, unnest($i), unnest($l), unnest($r), NULL",
+                {"s": SYSTEM, "i": pred[0], "l": pred[1], "r": pred[2]})
+    con.execute("INSERT INTO temp.systems VALUES ($s, $s)", {"s": SYSTEM})
+    if weights is not None:
+        con.execute("CREATE TEMP TABLE sample_weights AS SELECT CAST(unnest(range($n)) AS VARCHAR) AS instance_id,"
+                    " CAST(unnest($w) AS DOUBLE) AS weight", {"n": len(weights), "w": weights})
+
+
+def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
+    ids: list[str] = []
+    labels: list[str] = []
+    ranks: list[int] = []
+    duplicates = 0
+    virtual = taxonomy.root if taxonomy.virtual_root else None
+    for i, labelset in enumerate(sets):
+        members = [labelset] if isinstance(labelset, str) else list(labelset)
+        seen: set[str] = set()
+        for label in members:
+            if label is None or (isinstance(label, float) and math.isnan(label)) or label == "":
+                raise InputError("missing label (empty, None or NaN)", where, i + 1, label)
+            label = label if isinstance(label, str) else str(label)
+            if label not in taxonomy:
+                raise InputError("label not in the taxonomy", where, i + 1, label)
+            if label == virtual:
+                raise InputError("label is the virtual root added above the taxonomy's parentless nodes, not one"
+                                 " of its nodes", where, i + 1, label)
+            if label in seen:
+                duplicates += 1
+                continue
+            seen.add(label)
+            ids.append(str(i))
+            labels.append(label)
+            ranks.append(len(seen))
+    if duplicates:
+        warnings.warn(f"{where}: {duplicates} duplicate (instance_id, label) row(s) collapsed", DataWarning,
+                      stacklevel=5)
+    return ids, labels, ranks
+
+
+# ------------------------------------------------------------------------------------------------- the call
+def score(metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | None = "", *,
+          sample_weight: Any = None, labels: Iterable[str] | None = None, zero_division: Any = 0.0,
+          **options: Any) -> float | pd.Series:
+    """The value of ``metric`` for the label sets ``y_true``, ``y_pred`` over ``taxonomy``.
+
+    ``average`` is one of the measure's averages (``""`` for a plain mean over instances); ``None`` gives the
+    per-class values as a Series indexed by label (in ``labels`` order, else sorted, as scikit-learn).
+    ``sample_weight`` weighs the instances; ``labels`` fixes the classes of the per-class averages;
+    ``zero_division`` is 0, 1, nan or ``"warn"``; ``options`` are the other fields of
+    :class:`~hiersql.metrics.Options`.
+    """
+    from .engines import DuckDBEngine
+    from .metrics import as_taxonomy, catalog, one_value, plan_of
+    from .options import make_options
+    from .plan import CLASSES, class_values_sql, measure_of, summary_sql, undefined_sql
+    from .taxonomy import Taxonomy
+
+    plan = plan_of(catalog()[metric][0])
+    check_labels_meaning(plan, metric, labels)
+    fixed = labels is not None
+    check_average(plan, metric, average, fixed)
+    value, warn = check_zero_division(zero_division)
+    opts = make_options(zero_division=value, labels=None if labels is None else _label_names(labels),
+                        average=(average,) if average else (), **options)
+    y_true, y_pred = list(y_true), list(y_pred)
+    if len(y_true) != len(y_pred):
+        raise ValueError(f"y_true has {len(y_true)} instances but y_pred has {len(y_pred)}")
+    weights = check_sample_weight(sample_weight, len(y_true))
+    if weights is not None and plan.summary is not None:
+        raise OptionError("sample_weight", f"is not offered for {metric} (its summary is over label pairs)", "given")
+    tax = as_taxonomy(taxonomy)
+    weighted = weights is not None
+    if average is None:
+        queries = {"_class_values": class_values_sql(plan, metric, weighted, fixed)}
+    elif plan.summary is not None:
+        queries = {}
+    else:
+        queries = {"_summary": summary_sql(plan, [metric], [average], True, weighted, fixed)}
+    undefined = undefined_sql(plan, metric, average, weighted, fixed) if warn and plan.summary is None else None
+    if undefined is not None:
+        queries["_undefined"] = undefined
+    with session(tax, keep=isinstance(taxonomy, Taxonomy)) as con:
+        load_sets(con, tax, y_true, y_pred, weights)
+        engine = DuckDBEngine(SimpleNamespace(con=con, taxonomy=tax))
+        engine.weighted = weighted
+        if plan.summary is not None:
+            return one_value(engine.run_plan(plan, [metric], opts), metric, average or "")
+        rows = engine.run_queries(plan, [metric], opts, queries)
+    if undefined is not None and rows["_undefined"][0][1]:
+        unit = measure_of(plan, metric, average, fixed).unit
+        what = "the pooled counts" if average == "micro" else "classes" if unit == CLASSES else "instances"
+        warnings.warn(f"{metric} is ill-defined and being set to 0.0 in {rows['_undefined'][0][1]} of {what} with"
+                      " a zero denominator; use the zero_division parameter to control this behavior",
+                      UndefinedMetricWarning, stacklevel=3)
+    if average is None:
+        return _per_class(rows["_class_values"], metric, opts.labels)
+    found = [v for _, m, a, v in rows["_summary"] if m == metric and (a or "") == average]
+    return float("nan") if found[0] is None else float(found[0])
+
+
+def _label_names(labels: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(labels, str):
+        return (labels,)
+    return tuple(label if isinstance(label, str) else str(label) for label in labels)
+
+
+def _per_class(rows: list[tuple], metric: str, labels: tuple[str, ...] | None) -> pd.Series:
+    import pandas as pd
+
+    series = pd.Series({label: float("nan") if v is None else float(v) for _, label, v in rows}, name=metric,
+                       dtype="float64")
+    series.index.name = "label"
+    return series.reindex(list(labels)) if labels is not None else series
