@@ -84,7 +84,7 @@ def check_average(plan: FamilyPlan, metric: str, average: str | None, fixed_labe
     allowed = list(averages_of(plan, metric, fixed_labels)) + ([None] if per_class else [])
     if average not in allowed:
         shown = ", ".join(repr(a) for a in allowed if a != "") or "none (the measure is a mean over instances)"
-        raise OptionError("average", f"of {metric} must be one of {shown}", average)
+        raise OptionError("average", f"of {metric} must be one of {shown}", "None" if average is None else average)
     if fixed_labels and plan.class_universe is None and measure_of(plan, metric, average, True).unit != CLASSES:
         raise OptionError("labels", f"restricts the averages of {metric} over classes (micro, label_macro,"
                           " weighted, None), not this one", f"average={average!r}")

@@ -100,7 +100,7 @@ PLAN = FamilyPlan(
     ),
     params=sql_params,
     check=lambda engine, metrics, options: check_labels(engine, options),
-    tables=lambda options: {"class_labels": label_table(options)["flat_labels"]},
+    tables=lambda options: {} if options.labels is None else {"class_labels": label_table(options)["flat_labels"]},
     classes="set_pairs",
 )
 
