@@ -97,12 +97,14 @@ def render(
     dialect: str = "duckdb",
     tables: Mapping[str, str] | None = None,
     pretty: bool = True,
+    skip: frozenset[str] = frozenset(),
+    text: str | None = None,
 ) -> str:
     """Query ``name`` of ``sql/<file>.sql`` as one statement in ``dialect``: :func:`hiersql.sqlfiles.render`
-    (dependencies as CTEs, parameters as literals, ``tables`` renamed), constant-folded (a branch switched
-    off by a parameter, such as ``'ancestors' = 'descendants' AND ...``, disappears), plus the dialect fixes of
-    the module docstring."""
-    return _tree(file, name, params, dialect, tables).sql(dialect=dialect, pretty=pretty)
+    (dependencies as CTEs except those of ``skip``, parameters as literals, ``tables`` renamed; ``text``
+    replaces the query's own text), constant-folded (a branch switched off by a parameter, such as
+    ``'ancestors' = 'descendants' AND ...``, disappears), plus the dialect fixes of the module docstring."""
+    return _tree(file, name, params, dialect, tables, skip, text).sql(dialect=dialect, pretty=pretty)
 
 
 def _tree(file, name, params, dialect, tables, skip=frozenset(), text=None):

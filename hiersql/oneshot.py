@@ -17,6 +17,7 @@ tables that vanish when it closes: calls from several threads do not see each ot
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -226,6 +227,41 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str
     return ids, labels, ranks
 
 
+# ------------------------------------------------------------------------------------------------- the engine
+@functools.cache
+def folded_engine() -> type:
+    """The engine class of the one-shot calls (made on first use: :mod:`hiersql.engines` imports the families,
+    which import this module)."""
+    from . import sqlfiles
+    from .engines import DuckDBEngine, render
+
+    PLAIN = (bool, int, float, str)  # noqa: N806 (a constant of the made class)
+
+    @functools.lru_cache(maxsize=512)
+    def folded(file: str, query: str, params: tuple, done: frozenset[str], text: str | None) -> str | None:
+        """The folded text, or ``None`` when it still needs a parameter that is not a plain value."""
+        sql = render(file, query, dict(params), "duckdb", pretty=False, skip=done, text=text)
+        return None if sqlfiles.parameters(sql) else sql
+
+    class FoldedEngine(DuckDBEngine):
+        """The DuckDB engine of a one-shot call: each stage is the portable query with its parameters as
+        literals, constant-folded (:func:`hiersql.engines.render`: the branches of other options are gone)
+        and kept for the next call with the same options. DuckDB plans the folded text several times faster
+        than the query with the branches of every option, which is most of a small call's time."""
+
+        def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
+            plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, PLAIN)
+                                 and not (isinstance(v, float) and math.isnan(v))))  # NaN has no literal
+            sql = folded(file, query, plain, frozenset(done), text)
+            if sql is None:
+                super().stage(file, query, params, done, text)
+                return
+            self._materialize(query, sql)
+            done.add(query)
+
+    return FoldedEngine
+
+
 # ------------------------------------------------------------------------------------------------- the call
 def score(metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | None = "", *,
           sample_weight: Any = None, labels: Iterable[str] | None = None, zero_division: Any = 0.0,
@@ -238,10 +274,9 @@ def score(metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | N
     ``zero_division`` is 0, 1, nan or ``"warn"``; ``options`` are the other fields of
     :class:`~hiersql.metrics.Options`.
     """
-    from .engines import DuckDBEngine
     from .metrics import as_taxonomy, catalog, one_value, plan_of
     from .options import make_options
-    from .plan import CLASSES, class_values_sql, measure_of, summary_sql, undefined_sql
+    from .plan import CLASSES, measure_of
     from .taxonomy import Taxonomy
 
     plan = plan_of(catalog()[metric][0])
@@ -259,23 +294,15 @@ def score(metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | N
         raise OptionError("sample_weight", f"is not offered for {metric} (its summary is over label pairs)", "given")
     tax = as_taxonomy(taxonomy)
     weighted = weights is not None
-    if average is None:
-        queries = {"_class_values": class_values_sql(plan, metric, weighted, fixed)}
-    elif plan.summary is not None:
-        queries = {}
-    else:
-        queries = {"_summary": summary_sql(plan, [metric], [average], True, weighted, fixed)}
-    undefined = undefined_sql(plan, metric, average, weighted, fixed) if warn and plan.summary is None else None
-    if undefined is not None:
-        queries["_undefined"] = undefined
+    queries = dict(_queries(plan.name, metric, average, weighted, fixed, warn))
     with session(tax, keep=isinstance(taxonomy, Taxonomy)) as con:
         load_sets(con, tax, y_true, y_pred, weights)
-        engine = DuckDBEngine(SimpleNamespace(con=con, taxonomy=tax))
+        engine = folded_engine()(SimpleNamespace(con=con, taxonomy=tax))
         engine.weighted = weighted
         if plan.summary is not None:
             return one_value(engine.run_plan(plan, [metric], opts), metric, average or "")
         rows = engine.run_queries(plan, [metric], opts, queries)
-    if undefined is not None and rows["_undefined"][0][1]:
+    if "_undefined" in rows and rows["_undefined"][0][1]:
         unit = measure_of(plan, metric, average, fixed).unit
         what = "the pooled counts" if average == "micro" else "classes" if unit == CLASSES else "instances"
         warnings.warn(f"{metric} is ill-defined and being set to 0.0 in {rows['_undefined'][0][1]} of {what} with"
@@ -285,6 +312,25 @@ def score(metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | N
         return _per_class(rows["_class_values"], metric, opts.labels)
     found = [v for _, m, a, v in rows["_summary"] if m == metric and (a or "") == average]
     return float("nan") if found[0] is None else float(found[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _queries(family: str, metric: str, average: str | None, weighted: bool, fixed: bool, warn: bool
+             ) -> tuple[tuple[str, str], ...]:
+    """The generated queries of a one-shot call: the summary (or the per-class values, ``average=None``) and,
+    for ``zero_division="warn"``, the count of zero divisions; none for a family with its own summary."""
+    from .metrics import plan_of
+    from .plan import class_values_sql, summary_sql, undefined_sql
+
+    plan = plan_of(family)
+    if plan.summary is not None:
+        return ()
+    if average is None:
+        out = [("_class_values", class_values_sql(plan, metric, weighted, fixed))]
+    else:
+        out = [("_summary", summary_sql(plan, [metric], [average], True, weighted, fixed))]
+    undefined = undefined_sql(plan, metric, average, weighted, fixed) if warn else None
+    return (*out, ("_undefined", undefined)) if undefined is not None else tuple(out)
 
 
 def _label_names(labels: Iterable[str]) -> tuple[str, ...]:
