@@ -162,6 +162,9 @@ class Engine:
     dialect = "duckdb"
     ordered_means = True  # the engine adds a mean's values in the order given (aggregate ORDER BY)
     weighted = False  # the summaries weigh each instance by the table sample_weights(instance_id, weight)
+    # a plan of SQL stages only: compose its stages into the queries that read them instead of materialising
+    # them (fewer statements for small inputs: the one-shot calls, hiersql.oneshot)
+    compose_stages = False
 
     def __init__(self, tables: Mapping[str, str] | None = None) -> None:
         self.tables: dict[str, str] = {}
@@ -332,9 +335,11 @@ class Engine:
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
                ) -> set[str]:
         done: set[str] = set(plan.tables(options))
+        compose = self.compose_stages and not any(isinstance(step, Python) for step in plan.steps)
         for step in steps:
             if isinstance(step, Sql):
-                self.stage(plan.file, step.query, params, done)
+                if not compose:
+                    self.stage(plan.file, step.query, params, done)
             elif step.when(options):
                 self.solve(step, params, options)
                 done.update(step.writes)

@@ -171,29 +171,32 @@ def session(taxonomy: Taxonomy, keep: bool) -> Iterator[duckdb.DuckDBPyConnectio
 
 def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequence[Any], y_pred: Sequence[Any],
               weights: list[float] | None) -> None:
-    """The temporary tables ``instances, truth, predictions, systems, pair_counts`` (and ``sample_weights``)
-    of a one-shot call: instance ``i`` (id ``"i"``) has the label sets ``y_true[i]`` and ``y_pred[i]``.
-    Checked as :class:`~hiersql.store.Store` checks label sets: a missing label or one that is not a node is
-    an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``, the instance (line ``i + 1``) and the
-    label; a label repeated within a set counts once (a :class:`~hiersql.errors.DataWarning`)."""
-    truth = _rows(y_true, "y_true", taxonomy)
-    pred = _rows(y_pred, "y_pred", taxonomy)
-    con.execute(
-        "CREATE TEMP TABLE instances AS FROM instances WITH NO DATA;"
-        " CREATE TEMP TABLE truth AS FROM truth WITH NO DATA;"
-        " CREATE TEMP TABLE predictions AS FROM predictions WITH NO DATA;"
-        " CREATE TEMP TABLE systems AS FROM systems WITH NO DATA;"
-        " CREATE TEMP TABLE pair_counts AS FROM pair_counts WITH NO DATA;"
-    )
-    con.execute("INSERT INTO temp.instances SELECT CAST(unnest(range($n)) AS VARCHAR)", {"n": len(y_true)})
-    con.execute("INSERT INTO temp.truth SELECT unnest($i), unnest($l), unnest($r)",
-                {"i": truth[0], "l": truth[1], "r": truth[2]})
-    con.execute("INSERT INTO temp.predictions SELECT $s, unnest($i), unnest($l), unnest($r), NULL",
-                {"s": SYSTEM, "i": pred[0], "l": pred[1], "r": pred[2]})
-    con.execute("INSERT INTO temp.systems VALUES ($s, $s)", {"s": SYSTEM})
+    """The tables ``instances, truth, predictions, systems, pair_counts`` (and ``sample_weights``) of a
+    one-shot call, as views of the cursor over Arrow tables: instance ``i`` (id ``"i"``) has the label sets
+    ``y_true[i]`` and ``y_pred[i]``. Checked as :class:`~hiersql.store.Store` checks label sets: a missing
+    label or one that is not a node is an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``,
+    the instance (line ``i + 1``) and the label; a label repeated within a set counts once (a
+    :class:`~hiersql.errors.DataWarning`)."""
+    import pyarrow as pa
+
+    n = len(y_true)
+    ids = pa.array([str(i) for i in range(n)], pa.string())
+    tables = {"instances": pa.table({"instance_id": ids})}
+    for name, (instance_ids, labels, ranks) in (("truth", _rows(y_true, "y_true", taxonomy)),
+                                                ("predictions", _rows(y_pred, "y_pred", taxonomy))):
+        columns = {"instance_id": pa.array(instance_ids, pa.string()), "label": pa.array(labels, pa.string()),
+                   "rank": pa.array(ranks, pa.int32())}
+        if name == "predictions":
+            columns = {"system": pa.array([SYSTEM] * len(labels), pa.string()), **columns,
+                       "score": pa.nulls(len(labels), pa.float64())}
+        tables[name] = pa.table(columns)
+    tables["systems"] = pa.table({"system": pa.array([SYSTEM], pa.string()), "source": pa.array([SYSTEM])})
+    tables["pair_counts"] = pa.table({"system": pa.array([], pa.string()), "truth": pa.array([], pa.string()),
+                                      "prediction": pa.array([], pa.string()), "n": pa.array([], pa.float64())})
     if weights is not None:
-        con.execute("CREATE TEMP TABLE sample_weights AS SELECT CAST(unnest(range($n)) AS VARCHAR) AS instance_id,"
-                    " CAST(unnest($w) AS DOUBLE) AS weight", {"n": len(weights), "w": weights})
+        tables["sample_weights"] = pa.table({"instance_id": ids, "weight": pa.array(weights, pa.float64())})
+    for name, table in tables.items():  # views of the cursor over the Arrow tables: no copy, gone with it
+        con.register(name, table)
 
 
 def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
@@ -247,7 +250,11 @@ def folded_engine() -> type:
         """The DuckDB engine of a one-shot call: each stage is the portable query with its parameters as
         literals, constant-folded (:func:`hiersql.engines.render`: the branches of other options are gone)
         and kept for the next call with the same options. DuckDB plans the folded text several times faster
-        than the query with the branches of every option, which is most of a small call's time."""
+        than the query with the branches of every option, which is most of a small call's time. The stages of
+        a plan without Python steps are composed into the generated query
+        (:attr:`~hiersql.engines.Engine.compose_stages`)."""
+
+        compose_stages = True
 
         def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
             plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, PLAIN)

@@ -15,6 +15,7 @@ matrix", §2.1, eq. (1)-(10). SPEC §7.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +118,13 @@ def star_taxonomy(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] | 
     return Taxonomy.from_edges([(root, label) for label in sorted(seen)] or [(root, f"_{root}")])
 
 
+@functools.lru_cache(maxsize=8)
+def _star(labels: frozenset[str]) -> Taxonomy:
+    """:func:`star_taxonomy` of these labels, kept for the next calls with the same labels (the one-shot
+    functions reuse a kept taxonomy's tables, :mod:`hiersql.oneshot`)."""
+    return star_taxonomy([], [], labels)
+
+
 def label_set_store(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] | None = None) -> Store:
     """An in-memory :class:`~hiersql.store.Store` for label sets without a taxonomy: ``y_true[i]`` and
     ``y_pred[i]`` are the label sets of instance ``i`` (a string is a one-label set; labels are read as
@@ -140,7 +148,9 @@ def _score(metric: str, average: str | None, y_true: LabelSets, y_pred: LabelSet
 
     truth, pred = _as_sets(y_true), _as_sets(y_pred)
     labels = None if labels is None else [str(label) for label in labels]
-    taxonomy = star_taxonomy(truth, pred, labels) if taxonomy is None else taxonomy
+    if taxonomy is None:
+        seen = {label for sets in (truth, pred) for labelset in sets for label in labelset}
+        taxonomy = _star(frozenset(seen | set(labels or ())))
     return score(metric, truth, pred, taxonomy, average, sample_weight=sample_weight, labels=labels,
                  zero_division=zero_division)
 
