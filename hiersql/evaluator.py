@@ -160,10 +160,10 @@ def _engine(store: Store):
 
 
 def check_averages(metrics: list[str], options: Options) -> None:
-    """Every average of ``options.average`` must be one that each named measure has (an
-    :class:`~hiersql.options.OptionError` naming ``average`` and the value); under ``all`` a measure gives the
-    averages it has. With ``labels``, an average of a set-based measure that is not over classes is an error
-    (:func:`hiersql.oneshot.check_average`). Measures without averages (plain means) take any."""
+    """Every average of ``options.average`` must be one that each named measure has, and with ``labels`` a named
+    set-based measure takes only its per-class averages (an :class:`~hiersql.options.OptionError` naming the
+    parameter and the value, :func:`hiersql.oneshot.check_average`); under ``all`` each measure gives the
+    averages it has. Measures without averages (plain means) take any."""
     from .oneshot import check_average
     from .plan import averages_of
 
@@ -172,11 +172,11 @@ def check_averages(metrics: list[str], options: Options) -> None:
     for fam, names in _metrics.resolve(metrics).items():
         plan = _metrics.plan_of(fam)
         for metric in names:
-            has = averages_of(plan, metric, fixed)
+            has = averages_of(plan, metric)
             if has == ("",):
                 continue
             for average in options.average:
-                if explicit or average in has:
+                if explicit:
                     check_average(plan, metric, average, fixed)
 
 

@@ -77,18 +77,19 @@ def check_sample_weight(sample_weight: Any, n: int) -> list[float] | None:
 
 def check_average(plan: FamilyPlan, metric: str, average: str | None, fixed_labels: bool) -> None:
     """``average`` must be one the measure has (:func:`~hiersql.plan.averages_of`), ``None`` (per-class values)
-    only for a per-class measure; with fixed ``labels`` only an average computed over the classes (or over
-    instances restricted to them, as the flat family's)."""
+    only for a per-class measure; with fixed ``labels`` a set-based measure takes only its per-class averages
+    (its micro and samples are over the whole augmented sets; the flat family's universe restricts all)."""
     from .plan import CLASSES, averages_of, measure_of
 
     per_class = any(m.metric == metric and m.unit == CLASSES for m in plan.measures)
-    allowed = list(averages_of(plan, metric, fixed_labels)) + ([None] if per_class else [])
+    allowed = list(averages_of(plan, metric)) + ([None] if per_class else [])
     if average not in allowed:
         shown = ", ".join(repr(a) for a in allowed if a != "") or "none (the measure is a mean over instances)"
         raise OptionError("average", f"of {metric} must be one of {shown}", "None" if average is None else average)
-    if fixed_labels and plan.class_universe is None and measure_of(plan, metric, average, True).unit != CLASSES:
-        raise OptionError("labels", f"restricts the averages of {metric} over classes (micro, label_macro,"
-                          " weighted, None), not this one", f"average={average!r}")
+    if fixed_labels and plan.classes is not None and plan.class_universe is None \
+            and measure_of(plan, metric, average).unit != CLASSES:
+        raise OptionError("labels", f"restricts the per-class averages of {metric} (label_macro, weighted, None),"
+                          " not this one", f"average={average!r}")
 
 
 def check_labels_meaning(plan: FamilyPlan, metric: str, labels: Any) -> None:
@@ -310,7 +311,7 @@ def score(metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | N
             return one_value(engine.run_plan(plan, [metric], opts), metric, average or "")
         rows = engine.run_queries(plan, [metric], opts, queries)
     if "_undefined" in rows and rows["_undefined"][0][1]:
-        unit = measure_of(plan, metric, average, fixed).unit
+        unit = measure_of(plan, metric, average).unit
         what = "the pooled counts" if average == "micro" else "classes" if unit == CLASSES else "instances"
         warnings.warn(f"{metric} is ill-defined and being set to 0.0 in {rows['_undefined'][0][1]} of {what} with"
                       " a zero denominator; use the zero_division parameter to control this behavior",

@@ -172,12 +172,11 @@ def summary_sql(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str
     """The portable (DuckDB-dialect) query ``(system, metric, average, value)`` of ``metrics`` with
     ``averages`` from the plan's declared measures, one row per system of ``systems``. ``ordered`` adds the
     values of a mean in unit order (DuckDB, PostgreSQL), so that the digits do not depend on threads.
-    ``weighted``: weigh each instance by ``sample_weights.weight``. ``fixed_classes``: the classes are the
-    table ``class_labels`` (scikit-learn's ``labels=``); ``micro`` of a measure with a per-class twin is then
-    pooled over those classes only."""
+    ``weighted``: weigh each instance by ``sample_weights.weight``. ``fixed_classes``: the classes of the
+    per-class measures are the table ``class_labels`` (scikit-learn's ``labels=``)."""
     wanted = set(averages) | {""}
     parts: list[str] = []
-    for m, average in _parts(plan, metrics, wanted, fixed_classes):
+    for m, average in _parts(plan, metrics, wanted):
         unit, order = _unit(plan, m, ordered)
         weight = "_w.weight" if weighted and m.unit != CLASSES else None
         join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
@@ -189,12 +188,12 @@ def summary_sql(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str
     return _with_classes(plan, "\nUNION ALL\n".join(parts), weighted, fixed_classes)
 
 
-def averages_of(plan: FamilyPlan, metric: str, fixed_classes: bool = False) -> tuple[str, ...]:
+def averages_of(plan: FamilyPlan, metric: str) -> tuple[str, ...]:
     """The averages ``metric`` has (``""``: a plain mean, no average to choose); a family with its own
     summary query has ``micro`` and ``macro``."""
     if plan.summary is not None:
         return ("micro", "macro")
-    return tuple(dict.fromkeys(a for m, a in _parts(plan, [metric], set(AVERAGES), fixed_classes)))
+    return tuple(dict.fromkeys(a for m, a in _parts(plan, [metric], set(AVERAGES))))
 
 
 def class_values_sql(plan: FamilyPlan, metric: str, weighted: bool = False, fixed_classes: bool = False) -> str:
@@ -206,11 +205,11 @@ def class_values_sql(plan: FamilyPlan, metric: str, weighted: bool = False, fixe
                          weighted, fixed_classes)
 
 
-def measure_of(plan: FamilyPlan, metric: str, average: str | None, fixed_classes: bool = False) -> Measure:
+def measure_of(plan: FamilyPlan, metric: str, average: str | None) -> Measure:
     """The declared measure that gives ``metric``'s ``average`` (``None``: its per-class values)."""
     if average is None:
         return _class_measure(plan, metric)
-    for m, _ in _parts(plan, [metric], {average}, fixed_classes):
+    for m, _ in _parts(plan, [metric], {average}):
         return m
     raise ValueError(f"{metric} has no average {average!r}")
 
@@ -220,7 +219,7 @@ def undefined_sql(plan: FamilyPlan, metric: str, average: str | None, weighted: 
     """The query ``(system, units)``: how many units of ``metric``'s ``average`` (``None``: its classes) have a
     zero denominator (or meet ``undefined``) and take ``zero``, for scikit-learn's ``zero_division="warn"``;
     ``micro`` counts 1 when the pooled denominator is 0. ``None`` when the measure is not a ratio."""
-    m = measure_of(plan, metric, average, fixed_classes)
+    m = measure_of(plan, metric, average)
     if m.denominator is None:
         return None
     unit, _ = _unit(plan, m, False)
@@ -266,21 +265,9 @@ def class_counts_sql(plan: FamilyPlan, weighted: bool = False, fixed_classes: bo
     )
 
 
-def _parts(plan: FamilyPlan, metrics: Sequence[str], wanted: set[str], fixed_classes: bool
-           ) -> list[tuple[Measure, str]]:
+def _parts(plan: FamilyPlan, metrics: Sequence[str], wanted: set[str]) -> list[tuple[Measure, str]]:
     """(measure, average) of every summary value of ``metrics`` among the ``wanted`` averages."""
-    # metrics pooled per instance with a per-class twin: with fixed classes, micro comes from the twin
-    twins = {m.metric for m in plan.measures if m.unit != CLASSES and "micro" in m.averages} & \
-        {m.metric for m in plan.measures if m.unit == CLASSES} if fixed_classes else set()
-    out = []
-    for m in plan.measures:
-        if m.metric not in metrics:
-            continue
-        own = list(m.averages)
-        if m.metric in twins:  # micro pooled over the fixed classes (the per-class twin), not the instances
-            own = [a for a in own if a != "micro"] if m.unit != CLASSES else ["micro", *own]
-        out += [(m, a) for a in own if a in wanted]
-    return out
+    return [(m, a) for m in plan.measures if m.metric in metrics for a in m.averages if a in wanted]
 
 
 def _class_measure(plan: FamilyPlan, metric: str) -> Measure:

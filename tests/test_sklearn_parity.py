@@ -124,7 +124,7 @@ def test_f_beta_equals_sklearn(tax, average):
     assert hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, average, beta=2.0) == pytest.approx(want, abs=1e-12)
 
 
-@pytest.mark.parametrize("average", ["micro", "label_macro", "weighted", None])
+@pytest.mark.parametrize("average", ["label_macro", "weighted", None])
 def test_labels_restrict_the_classes_as_sklearn(tax, average):
     labels = ["b", "a1", "x", "b2", "a2"]  # x never in both sets; b2 never predicted
     true, pred, classes = binarized(augmented(Y_TRUE, GRAPH), augmented(Y_PRED, GRAPH))
@@ -139,10 +139,11 @@ def test_labels_restrict_the_classes_as_sklearn(tax, average):
 
 
 def test_labels_errors(tax):
-    with pytest.raises(OptionError, match="labels restricts the averages .* over classes"):
-        hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, "samples", labels=["a"])
+    for average in ("micro", "samples", "macro"):  # over the whole augmented sets: labels would be ignored
+        with pytest.raises(OptionError, match=f"labels restricts the per-class averages .*: \"average='{average}'\""):
+            hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, average, labels=["a"])
     with pytest.raises(InputError, match="labels: label is not a taxonomy node: 'zebra'"):
-        hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, "micro", labels=["a", "zebra"])
+        hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, "weighted", labels=["a", "zebra"])
     with pytest.raises(OptionError, match="labels has no meaning for lca_f1"):
         hiersql.lca_f1(Y_TRUE, Y_PRED, tax, labels=["a"])
 
@@ -282,12 +283,15 @@ def test_evaluator_averages_equal_the_one_shot_functions(tax):
             assert frame[(f"hierarchical_{name}", average)] == function(Y_TRUE, Y_PRED, tax, average)
     per_class = ev.per_class("hf").set_index("label")["value"]
     pd.testing.assert_series_equal(per_class, hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, None), check_names=False)
-    fixed = ev.evaluate(["hf"], average=["micro", "weighted"], labels=["b", "x"]).set_index("average")["value"]
+    fixed = ev.evaluate(["hf"], average=["label_macro", "weighted"], labels=["b", "x"]).set_index("average")["value"]
     assert fixed["weighted"] == hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, "weighted", labels=["b", "x"])
+    # under "all", labels reach the flat universe and the per-class averages; micro stays over the whole sets
+    every = ev.evaluate(["all"], average=["micro"], labels=["b", "x"]).set_index(["metric", "average"])["value"]
+    assert every[("hierarchical_f1", "micro")] == hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax)
     with pytest.raises(OptionError, match="average of lca_f1 must be one of .*: 'weighted'"):
         ev.evaluate(["hf", "lca_f1"], average=["weighted"])
     with pytest.raises(OptionError, match="labels restricts"):
-        ev.evaluate(["hf"], labels=["a"])  # the default averages include macro (per instance)
+        ev.evaluate(["hf"], labels=["a"])  # the default averages micro, macro are over the whole sets
     with pytest.warns(UndefinedMetricWarning, match="hierarchical_precision \\(samples\\) of system 's'"):
         ev.evaluate(["hp"], average=["samples"], zero_division="warn")
 

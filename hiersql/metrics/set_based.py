@@ -140,8 +140,8 @@ def hierarchical_precision(y_true, y_pred, taxonomy, average: str | None = "micr
     sample_weight:
         One weight per instance (micro, samples and the per-class counts).
     labels:
-        The classes of the per-class averages and of ``micro`` (taxonomy nodes), as scikit-learn's ``labels``;
-        an error with ``samples``/``macro``.
+        The classes of the per-class averages (taxonomy nodes), as scikit-learn's ``labels``; an error with
+        ``micro``, ``samples`` and ``macro``, which are over the whole augmented sets.
     zero_division:
         The value of a ratio whose denominator is 0: 0, 1, nan (left out of means) or ``"warn"`` (0 and an
         :class:`~hiersql.oneshot.UndefinedMetricWarning`).
