@@ -183,7 +183,7 @@ FLAT = {"precision": hiersql.label_precision, "recall": hiersql.label_recall, "f
 AS_GIVEN = [[label for label in labels] for labels in Y_TRUE], [[label for label in labels] for labels in Y_PRED]
 
 
-@pytest.mark.parametrize("average", ["micro", "macro", "weighted", "samples", None])
+@pytest.mark.parametrize("average", ["micro", "macro", "label_macro", "weighted", "samples", None])
 @pytest.mark.parametrize("measure", list(FLAT))
 @pytest.mark.parametrize("weights", [None, WEIGHTS], ids=["unweighted", "weighted"])
 def test_flat_label_measures_equal_sklearn(average, measure, weights):

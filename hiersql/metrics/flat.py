@@ -62,10 +62,13 @@ PLAN = FamilyPlan(
         Measure("example_f1", "2 * n_both", "n_true + n_pred", averages=("",)),
         Measure("subset_accuracy", "subset_accuracy", averages=("",)),
         Measure("hamming_loss", "n_true + n_pred - 2 * n_both", "n_labels", averages=("",), higher_is_better=False),
-        # label-based: per class of L (micro pools the counts, macro the mean over classes, weighted by support);
-        # samples (scikit-learn's per-instance mean) is the example-based measure
-        Measure("label_accuracy", "tp + tn", "tp + fp + fn + tn", unit=CLASSES),
-        *(Measure(metric, numerator, denominator, averages=("micro", "macro", "weighted"), unit=CLASSES)
+        # label-based: per class of L (micro pools the counts, macro the mean over classes, label_macro its alias
+        # as in the set-based family, weighted by support); samples (scikit-learn's per-instance mean) is the
+        # example-based measure
+        Measure("label_accuracy", "tp + tn", "tp + fp + fn + tn", averages=("micro", "macro", "label_macro"),
+                unit=CLASSES),
+        *(Measure(metric, numerator, denominator, averages=("micro", "macro", "label_macro", "weighted"),
+                  unit=CLASSES)
           for metric, numerator, denominator in (("label_precision", "tp", "tp + fp"),
                                                  ("label_recall", "tp", "tp + fn"),
                                                  ("label_f1", "2 * tp", "2 * tp + fp + fn"))),
