@@ -11,8 +11,9 @@ Speed: one in-memory DuckDB database serves the whole process. A :class:`~hiersq
 again (the same object) keeps its tables (edges, nodes, closure) in a schema of that database, built once and
 dropped when the object is garbage-collected; a taxonomy given in another form (edges, a path, a graph) is
 built for the call and dropped after it. Each call runs on a cursor of its own (a DuckDB connection to the same
-database: its own temporary tables, its own ``search_path``), whose label tables and stages are temporary
-tables that vanish when it closes: calls from several threads do not see each other's tables.
+database: its own temporary tables and views, its own ``search_path``): the label sets are views over Arrow
+tables, the stages temporary tables, and all vanish when it closes: calls from several threads do not see
+each other's tables.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from . import sqlfiles
+from .engines import DuckDBEngine, render
 from .errors import DataWarning, InputError
 from .options import OptionError
 
@@ -39,7 +42,6 @@ if TYPE_CHECKING:
     from .plan import FamilyPlan
     from .taxonomy import Taxonomy
 
-AVERAGES = ("micro", "macro", "samples", "weighted", "label_macro", None)  # scikit-learn's, and label_macro
 SYSTEM = "y_pred"  # the one system of a one-shot call
 
 
@@ -121,7 +123,6 @@ def connection() -> duckdb.DuckDBPyConnection:
 def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
     """The schema holding ``taxonomy``'s tables (``sql/schema.sql``, taxonomy filled), made now unless ``keep``
     made it before for this very object. Schemas of collected taxonomies are dropped here."""
-    from . import sqlfiles
     from .store import _fill_taxonomy
 
     con = connection()
@@ -232,42 +233,31 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str
 
 
 # ------------------------------------------------------------------------------------------------- the engine
-@functools.cache
-def folded_engine() -> type:
-    """The engine class of the one-shot calls (made on first use: :mod:`hiersql.engines` imports the families,
-    which import this module)."""
-    from . import sqlfiles
-    from .engines import DuckDBEngine, render
+@functools.lru_cache(maxsize=512)
+def _folded(file: str, query: str, params: tuple, done: frozenset[str], text: str | None) -> str | None:
+    """The folded text of a stage, or ``None`` when it still needs a parameter that is not a plain value."""
+    sql = render(file, query, dict(params), "duckdb", pretty=False, skip=done, text=text)
+    return None if sqlfiles.parameters(sql) else sql
 
-    PLAIN = (bool, int, float, str)  # noqa: N806 (a constant of the made class)
 
-    @functools.lru_cache(maxsize=512)
-    def folded(file: str, query: str, params: tuple, done: frozenset[str], text: str | None) -> str | None:
-        """The folded text, or ``None`` when it still needs a parameter that is not a plain value."""
-        sql = render(file, query, dict(params), "duckdb", pretty=False, skip=done, text=text)
-        return None if sqlfiles.parameters(sql) else sql
+class FoldedEngine(DuckDBEngine):
+    """The DuckDB engine of a one-shot call: each stage is the portable query with its parameters as literals,
+    constant-folded (:func:`hiersql.engines.render`: the branches of other options are gone) and kept for the
+    next call with the same options. DuckDB plans the folded text several times faster than the query with the
+    branches of every option, which is most of a small call's time. The stages of a plan without Python steps
+    are composed into the generated query (:attr:`~hiersql.engines.Engine.compose_stages`)."""
 
-    class FoldedEngine(DuckDBEngine):
-        """The DuckDB engine of a one-shot call: each stage is the portable query with its parameters as
-        literals, constant-folded (:func:`hiersql.engines.render`: the branches of other options are gone)
-        and kept for the next call with the same options. DuckDB plans the folded text several times faster
-        than the query with the branches of every option, which is most of a small call's time. The stages of
-        a plan without Python steps are composed into the generated query
-        (:attr:`~hiersql.engines.Engine.compose_stages`)."""
+    compose_stages = True
 
-        compose_stages = True
-
-        def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
-            plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, PLAIN)
-                                 and not (isinstance(v, float) and math.isnan(v))))  # NaN has no literal
-            sql = folded(file, query, plain, frozenset(done), text)
-            if sql is None:
-                super().stage(file, query, params, done, text)
-                return
-            self._materialize(query, sql)
-            done.add(query)
-
-    return FoldedEngine
+    def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
+        plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)
+                             and not (isinstance(v, float) and math.isnan(v))))  # NaN has no literal
+        sql = _folded(file, query, plain, frozenset(done), text)
+        if sql is None:
+            super().stage(file, query, params, done, text)
+            return
+        self._materialize(query, sql)
+        done.add(query)
 
 
 # ------------------------------------------------------------------------------------------------- the call
@@ -305,7 +295,7 @@ def score(metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | N
     queries = dict(_queries(plan.name, metric, average, weighted, fixed, warn))
     with session(tax, keep=isinstance(taxonomy, Taxonomy)) as con:
         load_sets(con, tax, y_true, y_pred, weights)
-        engine = folded_engine()(SimpleNamespace(con=con, taxonomy=tax))
+        engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
         engine.weighted = weighted
         if plan.summary is not None:
             return one_value(engine.run_plan(plan, [metric], opts), metric, average or "")
