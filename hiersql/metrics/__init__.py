@@ -40,7 +40,8 @@ GROUPS = {"hcm": "confusion"}
 
 
 class Row(NamedTuple):
-    """One value: ``average`` is ``"micro"``, ``"macro"`` or ``""`` where it does not apply."""
+    """One value: ``average`` is ``"micro"``, ``"macro"``, ``"samples"``, ``"weighted"``, ``"label_macro"``
+    (docs/sklearn.md) or ``""`` where it does not apply."""
 
     system: str
     metric: str
@@ -118,8 +119,9 @@ def as_taxonomy(taxonomy: Any):
 
 
 def store_from_sets(y_true: Any, y_pred: Any, taxonomy: Any, system: str = "y_pred"):
-    """An in-memory :class:`~hiersql.store.Store` for the scikit-learn style one-shot functions: ``y_true``
-    and ``y_pred`` are equally long sequences of label sets (a string counts as a one-label set)."""
+    """An in-memory :class:`~hiersql.store.Store` of label sets (the classification report; the one-shot
+    functions use :mod:`hiersql.oneshot` instead): ``y_true`` and ``y_pred`` are equally long sequences of
+    label sets (a string counts as a one-label set)."""
     from ..store import Store
 
     y_true, y_pred = list(y_true), list(y_pred)
