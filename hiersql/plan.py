@@ -75,9 +75,9 @@ class Measure:
     ``value = numerator / denominator`` per unit (``numerator`` alone without a denominator); ``micro`` sums
     every column of both expressions over the units first. ``unit`` :data:`CLASSES` makes it a per-class
     measure over the counts of :func:`class_counts_sql` (columns ``n_true, n_pred, n_both, tp, fp, fn, tn``).
-    ``zero`` is the value where the denominator is 0
-    or ``undefined`` holds (default ``$zero_division``). ``averages`` lists the averages it has; ``total``
-    makes the plain average (``""``) a sum over the units instead of a mean (counts).
+    ``zero`` is the value where the denominator is 0 or ``undefined`` holds (default ``$zero_division``).
+    ``averages`` lists the averages it has; ``total`` makes the plain average (``""``) a sum over the units
+    instead of a mean (counts).
     """
 
     metric: str
