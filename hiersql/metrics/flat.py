@@ -3,9 +3,11 @@ and label-based (per-class) accuracy, precision, recall, F1 with micro and macro
 
 A thin wrapper over ``sql/flat.sql``; see its header for the formulas. The label sets are taken as given (no
 ancestors added). Example-based measures are per instance, then the mean over the instances of the truth
-(``average`` is ``""``); label-based measures are ``micro`` (counts pooled over classes) or ``macro`` (mean of
-per-class values). The class universe L is, per system, every class of the truth or of that system's
-predictions (scikit-learn's convention) unless ``Options.labels`` fixes it.
+(``average`` is ``""``); label-based measures are ``micro`` (counts pooled over classes), ``macro`` (mean of
+per-class values; ``label_macro`` its alias), ``weighted`` (by support) or ``samples`` (the example-based
+value), as scikit-learn's (``docs/sklearn.md``); the per-class counts are generated from ``flat_sides``
+(:func:`hiersql.plan.class_counts_sql`). The class universe L is, per system, every class of the truth or of
+that system's predictions (scikit-learn's convention) unless ``Options.labels`` fixes it.
 
 References
 ----------
