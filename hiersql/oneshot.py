@@ -250,8 +250,7 @@ class FoldedEngine(DuckDBEngine):
     compose_stages = True
 
     def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
-        plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)
-                             and not (isinstance(v, float) and math.isnan(v))))  # NaN has no literal
+        plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)))
         sql = _folded(file, query, plain, frozenset(done), text)
         if sql is None:
             super().stage(file, query, params, done, text)

@@ -369,3 +369,27 @@ def test_germeval_b_equals_sklearn_with_sample_weights(germeval_b, average):
         for index, function in enumerate(FUNCTIONS.values()):
             got = function(y_true, y_pred, taxonomy, average, sample_weight=weighted)
             assert got == pytest.approx(want[index], abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------- PostgreSQL
+@pytest.mark.postgres
+def test_the_new_averages_and_fixed_labels_on_postgres_equal_duckdb(pg_dsn, tax):
+    """The generated SQL of the new averages (per-class counts, weighted means, NaN left out) on PostgreSQL."""
+    from hiersql.engines import DuckDBEngine, PostgresEngine
+    from hiersql.metrics import Options
+    from tests._engine_cases import assert_rows_match
+
+    ev = hiersql.Evaluator(tax).add_truth(Y_TRUE).add_predictions("s", Y_PRED).add_predictions("t", Y_TRUE)
+    pg = PostgresEngine(pg_dsn)
+    try:
+        pg.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        pg.execute("CREATE SCHEMA public")
+        pg.copy_store(ev.store)
+        metrics = ["hierarchical_precision", "hierarchical_f1", "label_f1", "label_accuracy", "lca_f1", "mgia"]
+        for options in (Options(average=("micro", "macro", "samples", "weighted", "label_macro")),
+                        Options(average=("samples", "label_macro", "weighted"), zero_division=math.nan),
+                        Options(average=("weighted", "label_macro"), labels=("b", "x", "a2"))):
+            assert_rows_match(pg.evaluate(metrics, options), DuckDBEngine(ev.store).evaluate(metrics, options),
+                              tol=1e-12)
+    finally:
+        pg.close()
