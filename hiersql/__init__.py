@@ -23,6 +23,7 @@ _EXPORTS = {
     "Options": "hiersql.metrics",
     "InputError": "hiersql.errors",
     "DataWarning": "hiersql.errors",
+    "UndefinedMetricWarning": "hiersql.averages",
     "hierarchical_precision": "hiersql.metrics.set_based",
     "hierarchical_recall": "hiersql.metrics.set_based",
     "hierarchical_f1": "hiersql.metrics.set_based",

@@ -159,8 +159,8 @@ def threshold_sweep(scores: np.ndarray, columns: Sequence[str], taxonomy: Taxono
 
 
 def _scored_store(y_true: Any, y_score: np.ndarray, columns: Sequence[str], taxonomy: Any) -> Store:
-    from .metrics import as_taxonomy
     from .store import Store
+    from .taxonomy import as_taxonomy
 
     store = Store()
     store.load_taxonomy(as_taxonomy(taxonomy))

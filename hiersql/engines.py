@@ -89,12 +89,14 @@ def render(
     dialect: str = "duckdb",
     tables: Mapping[str, str] | None = None,
     pretty: bool = True,
+    skip: frozenset[str] = frozenset(),
+    text: str | None = None,
 ) -> str:
     """Query ``name`` of ``sql/<file>.sql`` as one statement in ``dialect``: :func:`hiersql.sqlfiles.render`
-    (dependencies as CTEs, parameters as literals, ``tables`` renamed), constant-folded (a branch switched
-    off by a parameter, such as ``'ancestors' = 'descendants' AND ...``, disappears), plus the dialect fixes of
-    the module docstring."""
-    return _tree(file, name, params, dialect, tables).sql(dialect=dialect, pretty=pretty)
+    (dependencies as CTEs except those of ``skip``, parameters as literals, ``tables`` renamed; ``text``
+    replaces the query's own text), constant-folded (a branch switched off by a parameter, such as
+    ``'ancestors' = 'descendants' AND ...``, disappears), plus the dialect fixes of the module docstring."""
+    return _tree(file, name, params, dialect, tables, skip, text).sql(dialect=dialect, pretty=pretty)
 
 
 def _tree(file, name, params, dialect, tables, skip=frozenset(), text=None):
@@ -151,6 +153,10 @@ class Engine:
 
     dialect = "duckdb"
     ordered_means = True  # the engine adds a mean's values in the order given (aggregate ORDER BY)
+    weighted = False  # the summaries weigh each instance by the table sample_weights(instance_id, weight)
+    # a plan of SQL stages only: compose its stages into the queries that read them instead of materialising
+    # them (fewer statements for small inputs: the one-shot calls, hiersql.oneshot)
+    compose_stages = False
 
     def __init__(self, tables: Mapping[str, str] | None = None) -> None:
         self.tables: dict[str, str] = {}
@@ -241,11 +247,27 @@ class Engine:
             else:
                 table = f"{plan.name}_summary"
                 self.stage(plan.file, table, params, done,
-                           text=summary_sql(plan, group, options.average, self.ordered_means))
+                           text=summary_sql(plan, group, options.average, self.ordered_means, self.weighted,
+                                            options.labels is not None))
             rows += [Row(str(s), str(m), a or "", _float(v)) for s, m, a, v in
                      self.execute(f"SELECT * FROM {table}") if m in wanted and (a or "") in averages]
         order = {m: i for i, m in enumerate(plan.metrics)}
         return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric, r.average))
+
+    def run_queries(self, plan: FamilyPlan, metrics: Sequence[str], options: Options,
+                    queries: Mapping[str, str]) -> dict[str, list[tuple]]:
+        """The plan's checks and steps for ``metrics``, then the generated queries ``{table name: SQL reading
+        the plan's stages}`` (a summary, per-class values, ...), each materialised as its table: their rows.
+        ``metrics`` must fall in one group of :attr:`~hiersql.plan.FamilyPlan.groups` (one metric does)."""
+        plan.check(self, metrics, options)
+        out: dict[str, list[tuple]] = {}
+        for group, group_options in plan.groups(metrics, options):
+            params = self.prepare(plan, group, group_options)
+            done = self._steps(plan, plan.steps, params, group_options)
+            for name, text in queries.items():
+                self.stage(plan.file, name, params, done, text=text)
+                out[name] = self.execute(f"SELECT * FROM {name}")
+        return out
 
     def per_instance(self, plan: FamilyPlan, options: Options, stage: str | None = None) -> pa.Table:
         """The plan's per-instance table (or another ``stage`` of it) as Arrow, ordered by its key; the
@@ -276,9 +298,11 @@ class Engine:
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
                ) -> set[str]:
         done: set[str] = set(plan.tables(options))
+        compose = self.compose_stages and not any(isinstance(step, Python) for step in plan.steps)
         for step in steps:
             if isinstance(step, Sql):
-                self.stage(plan.file, step.query, params, done)
+                if not compose:
+                    self.stage(plan.file, step.query, params, done)
             elif step.when(options):
                 self.solve(step, params, options)
                 done.update(step.writes)

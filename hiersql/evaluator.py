@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import metrics as _metrics
-from .metrics import Row, compute  # compute: kept importable from here
+from .engines import DuckDBEngine
+from .metrics import Options, Row, compute  # compute: kept importable from here
 from .options import make_options  # checks the options once; kept importable from here
 from .store import LabelSource, Store
 from .taxonomy import Taxonomy
@@ -79,8 +80,39 @@ class Evaluator:
 
     def rows(self, metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS, **options: Any) -> list[Row]:
         """Values as :class:`~hiersql.metrics.Row` tuples (no pandas needed). ``options`` are the fields of
-        :class:`~hiersql.metrics.Options` (``average``, ``include_root``, ``max_distance``, ``dmax``, ...)."""
-        return compute(self.store, metrics, make_options(**options))
+        :class:`~hiersql.metrics.Options` (``average``, ``include_root``, ``max_distance``, ``dmax``, ...).
+
+        ``average`` takes scikit-learn's names (``docs/sklearn.md``): ``micro``, ``macro``, ``samples``,
+        ``weighted`` and ``label_macro``; one that a named measure does not have is an error (per-class values,
+        scikit-learn's ``None``: :meth:`per_class`). ``zero_division="warn"`` is 0 with an
+        :class:`~hiersql.averages.UndefinedMetricWarning` naming each measure and average that divided by zero
+        (counting them runs the measures' plans a second time)."""
+        from .averages import check_zero_division
+
+        zero_division, warn = check_zero_division(options.pop("zero_division", 0.0))
+        opts = make_options(zero_division=zero_division, **options)
+        rows = compute(self.store, metrics, opts)
+        if warn:
+            warn_undefined(self.store, rows, opts)
+        return rows
+
+    def per_class(self, metric: str, **options: Any) -> pd.DataFrame:
+        """Per-class values of a per-class measure (scikit-learn's ``average=None``): a DataFrame ``system,
+        label, value``, one row per system and class (the classes of the augmented sets for the set-based
+        measures, of L for the flat label-based ones; ``labels=`` fixes them), ordered by system and label."""
+        import pandas as pd
+
+        from .averages import check_average
+        from .metrics import catalog, plan_of
+        from .plan import class_values_sql
+
+        opts = make_options(**options)
+        plan = plan_of(catalog()[metric][0])
+        name = catalog()[metric][1]
+        check_average(plan, name, None, opts.labels is not None)
+        sql = class_values_sql(plan, name, fixed_classes=opts.labels is not None)
+        rows = DuckDBEngine(self.store).run_queries(plan, [name], opts, {"_class_values": sql})["_class_values"]
+        return pd.DataFrame(rows, columns=["system", "label", "value"])
 
     def evaluate(self, metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS, **options: Any) -> pd.DataFrame:
         """A DataFrame ``system, metric, average, value`` for every system and requested measure."""
@@ -110,3 +142,33 @@ class Evaluator:
     def close(self) -> None:
         self.store.close()
 
+
+def warn_undefined(store: Store, rows: list[Row], options: Options) -> None:
+    """An :class:`~hiersql.averages.UndefinedMetricWarning` for every (system, measure, average) of ``rows``
+    whose ratio had a zero denominator somewhere (:func:`hiersql.plan.undefined_sql`; one run of the
+    measure's plan per measure)."""
+    import warnings
+
+    from .averages import UndefinedMetricWarning
+    from .plan import undefined_sql
+
+    averages: dict[str, list[str]] = {}
+    for row in rows:
+        averages.setdefault(row.metric, [])
+        if row.average not in averages[row.metric]:
+            averages[row.metric].append(row.average)
+    for metric, wanted in averages.items():
+        plan = _metrics.plan_of(_metrics.catalog()[metric][0])
+        queries = {f"_undefined_{i}": undefined_sql(plan, metric, average, False, options.labels is not None)
+                   for i, average in enumerate(wanted) if plan.summary is None}
+        queries = {name: sql for name, sql in queries.items() if sql is not None}
+        if not queries:
+            continue
+        found = DuckDBEngine(store).run_queries(plan, [metric], options, queries)
+        for name, table in found.items():
+            average = wanted[int(name.rsplit("_", 1)[1])]
+            for system, units in table:
+                if units:
+                    warnings.warn(f"{metric} ({average or 'mean'}) of system {system!r} is ill-defined and being"
+                                  f" set to 0.0 in {units} unit(s) with a zero denominator; use the zero_division"
+                                  " parameter to control this behavior", UndefinedMetricWarning, stacklevel=3)

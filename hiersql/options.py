@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # made on first use by the module's __getattr__; to a type ch
     Options = RunOptions = Any
 
 FAMILIES = ("set_based", "flat", "confusion", "pair_based", "lca", "scoring")  # the modules of hiersql.metrics
-AVERAGES = ("micro", "macro")  # the values of ``average``; the one place they are listed
+AVERAGES = ("micro", "macro", "samples", "weighted", "label_macro")  # the values of ``average`` (docs/sklearn.md)
+DEFAULT_AVERAGES = ("micro", "macro")
 ENGINES = ("duckdb", "postgres", "spark")
 
 
@@ -157,8 +158,8 @@ def _zero_division(value: Any) -> float:
     if _is_number(value) and (value in (0, 1) or math.isnan(value)):
         return float(value)
     if value == "warn":
-        raise _Broken("must be 0, 1 or nan (scikit-learn's 'warn' is not offered: hiersql does not count the "
-                      "zero divisions)")
+        raise _Broken("must be 0, 1 or nan (scikit-learn's 'warn' is offered by the one-shot functions and "
+                      "Evaluator)")
     raise _Broken("must be 0, 1 or nan")
 
 
@@ -268,7 +269,8 @@ def _choice_option(name: str, choices: tuple[str, ...], help: str, families: tup
 
 
 MEASURE_OPTIONS: tuple[Option, ...] = (
-    Option("average", AVERAGES, "averages of the measures that have them, comma-separated", _names(AVERAGES),
+    Option("average", DEFAULT_AVERAGES, "averages of the measures that have them, comma-separated",
+           _names(AVERAGES),
            _comma_list("average"), "tuple[str, ...]", choices=AVERAGES, families=FAMILIES, metavar="LIST"),
     Option("include_root", False, "count the root in augmented sets and LCA graphs", _boolean, annotation="bool",
            families=("set_based", "lca"), sql=True, flag_kind="switch"),
@@ -282,8 +284,9 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
            metavar="X"),
     _choice_option("augment", ("ancestors", "descendants", "cesa_bianchi"),
                    "set augmentation of the hierarchical precision, recall and F", ("set_based",), sql=True),
-    Option("labels", None, "the class universe of the flat label-based measures, comma-separated",
-           _optional_labels, _comma_list("label"), "tuple[str, ...] | None", families=("flat",), metavar="LIST",
+    Option("labels", None, "the classes of the flat label-based measures and of the per-class averages of the "
+           "set-based ones, comma-separated", _optional_labels, _comma_list("label"), "tuple[str, ...] | None",
+           families=("flat", "set_based"), metavar="LIST",
            default_text="the classes seen"),
     Option("dmax", 5.0, "cost of pairing a class with a default class (GIE, MGIA)",
            _number("a finite number > 0", lambda x: x > 0), _number_text(float), "float",

@@ -4,15 +4,25 @@ A :class:`FamilyPlan` names its SQL file and its steps in order: :class:`Sql` st
 file, each materialised as a table of the same name, reading the tables before it) and :class:`Python` steps
 (solvers that read some of those tables and write new ones: OR-Tools pairings, LCA graphs, the HCM matching).
 The per-instance stage holds one row per unit (an instance, or a class for label-based measures) with counts,
-and the summary is declared as :class:`Measure` rows, from which :func:`summary_sql` writes the micro and
-macro SQL once for every family:
+and the summary is declared as :class:`Measure` rows, from which :func:`summary_sql` writes the SQL of every
+average once for every family (scikit-learn's names; ``docs/sklearn.md`` has the table per family):
 
 - ``micro``: the measure of the counts summed over the units of a system, ``Σ numerator / Σ denominator``;
-- ``macro``: the mean over the units of the per-unit ``numerator / denominator``;
+- ``macro``, ``samples``, ``label_macro``: the mean over the units of the per-unit ``numerator / denominator``
+  (instances for ``samples``; classes for ``label_macro``; the measure's own unit for ``macro``);
+- ``weighted``: the mean over the classes weighted by their support (the weight of the instances whose true
+  set holds the class);
 - ``""`` (plain mean): the mean over the units of ``numerator`` (a per-unit value or loss).
 
+Per-class measures (unit :data:`CLASSES`) read counts generated from the plan's ``classes`` query, one row per
+(system, instance, label) with the side(s) the label is on: per class ``n_true, n_pred, n_both`` and
+``tp, fp, fn, tn``, ``support`` (:func:`class_counts_sql`). With sample weights (a table
+``sample_weights(instance_id, weight)``), every sum and mean weighs each instance by its weight, as
+scikit-learn's ``sample_weight``.
+
 A ratio whose denominator is 0 (or whose ``undefined`` condition holds) is ``$zero_division`` unless the
-measure says otherwise. Means add the values in (instance, unit) order where the engine can (DuckDB,
+measure says otherwise; in a mean, a NaN ``$zero_division`` leaves the unit out (scikit-learn's
+``zero_division=np.nan``). Means add the values in (instance, unit) order where the engine can (DuckDB,
 PostgreSQL), so the same input prints the same digits.
 """
 
@@ -27,11 +37,13 @@ if TYPE_CHECKING:
 
     from .options import Options
 
-AVERAGES = ("micro", "macro", "")
+AVERAGES = ("micro", "macro", "samples", "weighted", "label_macro", "")
+CLASSES = "_classes"  # Measure.unit of a per-class measure: the counts of class_counts_sql
 
 
 class Row(NamedTuple):
-    """One value: ``average`` is ``"micro"``, ``"macro"`` or ``""`` where it does not apply."""
+    """One value: ``average`` is ``"micro"``, ``"macro"``, ``"samples"``, ``"weighted"``, ``"label_macro"``
+    (docs/sklearn.md) or ``""`` where it does not apply."""
 
     system: str
     metric: str
@@ -71,9 +83,11 @@ class Measure:
     """One summary measure of a family, from the per-unit table ``unit`` (default: the plan's instance stage).
 
     ``value = numerator / denominator`` per unit (``numerator`` alone without a denominator); ``micro`` sums
-    every column of both expressions over the units first. ``zero`` is the value where the denominator is 0
-    or ``undefined`` holds (default ``$zero_division``). ``averages`` lists the averages it has; ``total``
-    makes the plain average (``""``) a sum over the units instead of a mean (counts).
+    every column of both expressions over the units first. ``unit`` :data:`CLASSES` makes it a per-class
+    measure over the counts of :func:`class_counts_sql` (columns ``n_true, n_pred, n_both, tp, fp, fn, tn``).
+    ``zero`` is the value where the denominator is 0 or ``undefined`` holds (default ``$zero_division``).
+    ``averages`` lists the averages it has; ``total`` makes the plain average (``""``) a sum over the units
+    instead of a mean (counts).
     """
 
     metric: str
@@ -129,6 +143,12 @@ class FamilyPlan:
     unit_order:
         ``{unit table: columns}``: the key of each unit table without ``instance_id`` (per-class tables), the
         order in which a mean over it adds its values.
+    classes:
+        A query of the file with one row per (system, instance_id, label) and booleans ``in_true, in_pred``:
+        the classes of the per-class measures (:data:`CLASSES`).
+    class_universe:
+        A query of the file ``(system, label)``: the classes of each system (default: the labels of
+        ``classes``, or with fixed labels the table ``class_labels(label)`` for every system).
     """
 
     name: str
@@ -146,6 +166,8 @@ class FamilyPlan:
     metric_applies: Callable[[Any, str, Any], bool] = lambda engine, metric, options=None: True
     summary: str | None = None
     unit_order: Mapping[str, str] = field(default_factory=dict)
+    classes: str | None = None
+    class_universe: str | None = None
 
     def steps_until(self, stage: str) -> tuple[Step, ...]:
         """The steps up to and including the one that makes table ``stage``."""
@@ -155,46 +177,171 @@ class FamilyPlan:
         raise KeyError(f"plan {self.name!r} has no stage {stage!r}")
 
 
-def summary_sql(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str], ordered: bool) -> str:
+def summary_sql(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str], ordered: bool,
+                weighted: bool = False, fixed_classes: bool = False) -> str:
     """The portable (DuckDB-dialect) query ``(system, metric, average, value)`` of ``metrics`` with
     ``averages`` from the plan's declared measures, one row per system of ``systems``. ``ordered`` adds the
-    values of a mean in unit order (DuckDB, PostgreSQL), so that the digits do not depend on threads."""
+    values of a mean in unit order (DuckDB, PostgreSQL), so that the digits do not depend on threads.
+    ``weighted``: weigh each instance by ``sample_weights.weight``. ``fixed_classes``: the classes of the
+    per-class measures are the table ``class_labels`` (scikit-learn's ``labels=``)."""
     wanted = set(averages) | {""}
     parts: list[str] = []
+    for m, average in _parts(plan, metrics, wanted):
+        unit, order = _unit(plan, m, ordered)
+        weight = "_w.weight" if weighted and m.unit != CLASSES else None
+        join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
+        parts.append(f"SELECT _s.system, '{m.metric}' AS metric, '{average}' AS average, "
+                     f"{_value(m, average, order, weight)} AS value FROM systems AS _s "
+                     f"LEFT JOIN {unit} AS _u ON _u.system = _s.system{join} GROUP BY _s.system")
+    if not parts:
+        return "SELECT system, '' AS metric, '' AS average, 0.0 AS value FROM systems WHERE false"
+    return _with_classes(plan, "\nUNION ALL\n".join(parts), weighted, fixed_classes)
+
+
+def averages_of(plan: FamilyPlan, metric: str) -> tuple[str, ...]:
+    """The averages ``metric`` has (``""``: a plain mean, no average to choose); a family with its own
+    summary query has ``micro`` and ``macro``."""
+    if plan.summary is not None:
+        return ("micro", "macro")
+    return tuple(dict.fromkeys(a for m, a in _parts(plan, [metric], set(AVERAGES))))
+
+
+def class_values_sql(plan: FamilyPlan, metric: str, weighted: bool = False, fixed_classes: bool = False) -> str:
+    """The query ``(system, label, value)`` of the per-class values of ``metric`` (its :data:`CLASSES`
+    measure), ordered by system and label."""
+    m = _class_measure(plan, metric)
+    value = _ratio(m.numerator, m.denominator, m.undefined, m.zero) if m.denominator else m.numerator
+    return _with_classes(plan, f"SELECT system, label, {value} AS value FROM {CLASSES} ORDER BY system, label",
+                         weighted, fixed_classes)
+
+
+def measure_of(plan: FamilyPlan, metric: str, average: str | None) -> Measure:
+    """The declared measure that gives ``metric``'s ``average`` (``None``: its per-class values)."""
+    if average is None:
+        return _class_measure(plan, metric)
+    for m, _ in _parts(plan, [metric], {average}):
+        return m
+    raise ValueError(f"{metric} has no average {average!r}")
+
+
+def undefined_sql(plan: FamilyPlan, metric: str, average: str | None, weighted: bool = False,
+                  fixed_classes: bool = False) -> str | None:
+    """The query ``(system, units)``: how many units of ``metric``'s ``average`` (``None``: its classes) have a
+    zero denominator (or meet ``undefined``) and take ``zero``, for scikit-learn's ``zero_division="warn"``;
+    ``micro`` counts 1 when the pooled denominator is 0. ``None`` when the measure is not a ratio."""
+    m = measure_of(plan, metric, average)
+    if m.denominator is None:
+        return None
+    unit, _ = _unit(plan, m, False)
+    weight = "_w.weight" if weighted and m.unit != CLASSES else None
+    join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
+    if average == "micro":
+        summed = _summed(weight)
+        guard = f"({summed(m.denominator)}) = 0" + (f" OR ({summed(m.undefined)})" if m.undefined else "")
+        count = f"CASE WHEN {guard} THEN 1 ELSE 0 END"
+    else:
+        guard = f"({m.denominator}) = 0" + (f" OR ({m.undefined})" if m.undefined else "")
+        count = f"count(*) FILTER (WHERE {guard})"
+    return _with_classes(plan, f"SELECT _s.system, {count} AS units FROM systems AS _s LEFT JOIN {unit} AS _u"
+                               f" ON _u.system = _s.system{join} GROUP BY _s.system", weighted, fixed_classes)
+
+
+def class_counts_sql(plan: FamilyPlan, weighted: bool = False, fixed_classes: bool = False) -> str:
+    """Per (system, class): ``n_true, n_pred, n_both`` (the instances, or their weights, whose true set,
+    predicted set, both hold the class), ``tp, fp, fn, tn`` and ``support`` (= ``n_true``), from the plan's
+    ``classes`` rows over its class universe."""
+    if plan.classes is None:
+        raise ValueError(f"family {plan.name!r} has no per-class measures")
+    if plan.class_universe is not None:
+        universe = plan.class_universe
+    elif fixed_classes:
+        universe = "(SELECT _cs.system, _cl.label FROM systems AS _cs CROSS JOIN class_labels AS _cl)"
+    else:
+        universe = f"(SELECT DISTINCT system, label FROM {plan.classes})"
+    w = "_cw.weight" if weighted else "1"
+    weights = " LEFT JOIN sample_weights AS _cw ON _cw.instance_id = {}.instance_id" if weighted else ""
+    return (
+        "SELECT c.system, c.label, c.n_true, c.n_pred, c.n_both, c.n_both AS tp, c.n_pred - c.n_both AS fp,"
+        " c.n_true - c.n_both AS fn, t.n_weight - c.n_true - c.n_pred + c.n_both AS tn, c.n_true AS support"
+        " FROM (SELECT u.system, u.label,"
+        f" coalesce(sum(CASE WHEN p.in_true THEN {w} ELSE 0 END), 0) AS n_true,"
+        f" coalesce(sum(CASE WHEN p.in_pred THEN {w} ELSE 0 END), 0) AS n_pred,"
+        f" coalesce(sum(CASE WHEN p.in_true AND p.in_pred THEN {w} ELSE 0 END), 0) AS n_both"
+        f" FROM {universe} AS u LEFT JOIN {plan.classes} AS p ON p.system = u.system AND p.label = u.label"
+        f"{weights.format('p')} GROUP BY u.system, u.label) AS c"
+        f" JOIN (SELECT _ts.system, {'coalesce(sum(_cw.weight), 0)' if weighted else 'count(*)'} AS n_weight"
+        f" FROM systems AS _ts CROSS JOIN instances AS _ti{weights.format('_ti')} GROUP BY _ts.system) AS t"
+        " ON t.system = c.system"
+    )
+
+
+def _parts(plan: FamilyPlan, metrics: Sequence[str], wanted: set[str]) -> list[tuple[Measure, str]]:
+    """(measure, average) of every summary value of ``metrics`` among the ``wanted`` averages."""
+    return [(m, a) for m in plan.measures if m.metric in metrics for a in m.averages if a in wanted]
+
+
+def _class_measure(plan: FamilyPlan, metric: str) -> Measure:
     for m in plan.measures:
-        if m.metric not in metrics:
-            continue
-        unit = m.unit or plan.instance
-        order = plan.unit_order.get(unit, "instance_id") if ordered else None
-        for average in m.averages:
-            if average in wanted:
-                parts.append(f"SELECT _s.system, '{m.metric}' AS metric, '{average}' AS average, "
-                             f"{_value(m, average, order)} AS value FROM systems AS _s "
-                             f"LEFT JOIN {unit} AS _u ON _u.system = _s.system GROUP BY _s.system")
-    return "\nUNION ALL\n".join(parts) if parts else \
-        "SELECT system, '' AS metric, '' AS average, 0.0 AS value FROM systems WHERE false"
+        if m.metric == metric and m.unit == CLASSES:
+            return m
+    raise ValueError(f"{metric} has no per-class values")
 
 
-def _value(m: Measure, average: str, order_by: str | None) -> str:
+def _unit(plan: FamilyPlan, m: Measure, ordered: bool) -> tuple[str, str | None]:
+    unit = m.unit or plan.instance
+    if not ordered:
+        return unit, None
+    order = plan.unit_order.get(unit, "label" if unit == CLASSES else "instance_id")
+    return unit, ", ".join(f"_u.{column.strip()}" for column in order.split(","))
+
+
+def _with_classes(plan: FamilyPlan, sql: str, weighted: bool, fixed_classes: bool) -> str:
+    """``sql`` with the class counts as the common table expression :data:`CLASSES` when it reads them."""
+    if CLASSES not in sql:
+        return sql
+    return f"WITH {CLASSES} AS ({class_counts_sql(plan, weighted, fixed_classes)})\n{sql}"
+
+
+def _summed(weight: str | None) -> Callable[[str], str]:
+    """Every column of an expression summed over the units (times ``weight`` when given)."""
     import sqlglot
     from sqlglot import exp
 
+    def total(node: exp.Expression) -> exp.Expression:
+        inner = node.copy() if weight is None else exp.Mul(this=sqlglot.parse_one(weight), expression=node.copy())
+        return exp.func("coalesce", exp.cast(exp.func("sum", inner), "DOUBLE"), exp.Literal.number(0))
+
     def summed(sql: str) -> str:
         tree = sqlglot.parse_one(sql, read="duckdb")
-        tree = tree.transform(lambda node: exp.func("coalesce", exp.cast(exp.func("sum", node.copy()), "DOUBLE"),
-                                                    exp.Literal.number(0))
-                              if isinstance(node, exp.Column) else node)
-        return tree.sql(dialect="duckdb")
+        return tree.transform(lambda node: total(node) if isinstance(node, exp.Column) else node).sql(dialect="duckdb")
 
+    return summed
+
+
+def _value(m: Measure, average: str, order_by: str | None, weight: str | None = None) -> str:
     order = f" ORDER BY {order_by}" if order_by else ""
     if m.total:
-        return f"coalesce(sum({m.numerator}), 0)"
+        return f"coalesce(sum({m.numerator if weight is None else f'{weight} * ({m.numerator})'}), 0)"
     if m.denominator is None:
-        return f"coalesce(avg(1.0 * ({m.numerator}){order}), {m.zero})"
+        return _mean(f"1.0 * ({m.numerator})", order, weight, m.zero)
     if average == "micro":
-        return _ratio(summed(m.numerator), summed(m.denominator),
-                      summed(m.undefined) if m.undefined else None, m.zero)
-    return f"coalesce(avg({_ratio(m.numerator, m.denominator, m.undefined, m.zero)}{order}), {m.zero})"
+        summed = _summed(weight)
+        return _ratio(summed(m.numerator), summed(m.denominator), summed(m.undefined) if m.undefined else None,
+                      m.zero)
+    # in a mean, an undefined ratio that is NaN is left out (NULL), as scikit-learn's zero_division=np.nan
+    ratio = _ratio(m.numerator, m.denominator, m.undefined, f"nullif({m.zero}, CAST('NaN' AS DOUBLE))")
+    if average == "weighted":
+        return _mean(ratio, order, "support", m.zero)
+    return _mean(ratio, order, weight, m.zero)
+
+
+def _mean(value: str, order: str, weight: str | None, zero: str) -> str:
+    """The mean of ``value`` over the units (missing values left out), weighted by ``weight`` when given;
+    ``zero`` when no unit has a value (or their weights sum to 0)."""
+    if weight is None:
+        return f"coalesce(avg({value}{order}), {zero})"
+    return (f"coalesce(sum({weight} * ({value}){order}) / nullif(sum(CASE WHEN ({value}) IS NOT NULL THEN {weight}"
+            f" ELSE 0 END{order}), 0), {zero})")
 
 
 def _ratio(numerator: str, denominator: str, undefined: str | None, zero: str) -> str:

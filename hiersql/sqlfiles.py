@@ -225,6 +225,8 @@ def _literal(value: object):
         return exp.Null()
     if isinstance(value, bool):
         return exp.Boolean(this=value)
+    if isinstance(value, float) and value != value:  # NaN (zero_division=nan) has no number literal
+        return exp.cast(exp.Literal.string("NaN"), "DOUBLE")
     if isinstance(value, int | float):
         return exp.Literal.number(value)
     return exp.Literal.string(str(value))

@@ -431,3 +431,17 @@ def _check_acyclic(tax: Taxonomy, tops: list[str], top_depth: int) -> tuple[int,
     raise InputError(
         "taxonomy has a cycle", tax.source, first_line, " -> ".join([*cycle, cycle[0]])
     )
+
+
+def as_taxonomy(taxonomy: Any) -> Taxonomy:
+    """A :class:`~hiersql.taxonomy.Taxonomy` from a Taxonomy, a path, a networkx DiGraph, a DataFrame with
+    ``parent``/``child`` columns, or an iterable of ``(parent, child)`` pairs."""
+    if isinstance(taxonomy, Taxonomy):
+        return taxonomy
+    if isinstance(taxonomy, str | Path):
+        return Taxonomy.from_file(taxonomy)
+    if hasattr(taxonomy, "is_directed"):
+        return Taxonomy.from_networkx(taxonomy)
+    if hasattr(taxonomy, "columns"):
+        return Taxonomy.from_dataframe(taxonomy)
+    return Taxonomy.from_edges(taxonomy)

@@ -51,7 +51,7 @@ CASES = [
     ("germeval duplicate instance", {"truth": "subtask_a\n1\tb\n2\td\n1\tc\n", "fmt": "germeval-a"},
      ["truth.tsv:4", "listed twice", "'1'"]),
     ("unknown metric", {"extra": ("--metrics", "hp,bogus")}, ["--metrics", "unknown metric", "bogus"]),
-    ("bad average", {"extra": ("--average", "weighted")}, ["--average", "weighted"]),
+    ("bad average", {"extra": ("--average", "binary")}, ["--average", "binary"]),
 ]
 
 

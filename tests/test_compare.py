@@ -231,7 +231,7 @@ def test_cli_is_deterministic(fixtures_dir, capsys):
     (["--bootstrap", "0"], "--bootstrap: must be at least 1: 0"),
     (["--confidence", "1.5"], "--confidence: must lie strictly between 0 and 1: 1.5"),
     (["--metrics", "nope"], "--metrics: unknown metric"),
-    (["--average", "mean"], "--average: must be one or more of micro, macro: 'mean'"),
+    (["--average", "mean"], "--average: must be one or more of micro, macro, samples, weighted, label_macro: 'mean'"),
 ])
 def test_cli_bad_input(fixtures_dir, capsys, extra, message):
     assert main(demo_args(fixtures_dir, *extra)) == 2

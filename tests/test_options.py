@@ -73,10 +73,10 @@ def test_values_are_normalised_and_options_stay_immutable():
     ("max_distance", -1, "max_distance must be an integer >= 0: -1"),
     ("max_distance", 1.5, "max_distance must be an integer >= 0: 1.5"),
     ("zero_division", 0.5, "zero_division must be 0, 1 or nan: 0.5"),
-    ("zero_division", "warn", "zero_division must be 0, 1 or nan (scikit-learn's 'warn' is not offered: "
-                              "hiersql does not count the zero divisions): 'warn'"),
-    ("average", "weighted", "average must be one or more of micro, macro: 'weighted'"),
-    ("average", ["micro", "foo"], "average must be one or more of micro, macro: 'foo'"),
+    ("zero_division", "warn", "zero_division must be 0, 1 or nan (scikit-learn's 'warn' is offered by the "
+                              "one-shot functions and Evaluator): 'warn'"),
+    ("average", "binary", "average must be one or more of micro, macro, samples, weighted, label_macro: 'binary'"),
+    ("average", ["micro", "foo"], "average must be one or more of micro, macro, samples, weighted, label_macro: 'foo'"),
     ("labels", [], "labels must name at least one label: []"),
     ("labels", ["a", 1], "labels must be label names (strings): 1"),
     ("lca_graph", "fast", "lca_graph must be one of greedy, optimal, extended, hemkit: 'fast'"),
@@ -112,8 +112,8 @@ def test_the_evaluator_and_the_one_shot_functions_check_through_options():
     ev = Evaluator(Taxonomy.from_edges(tax)).add_truth([["a"]]).add_predictions("s", [["b"]])
     with pytest.raises(OptionError, match="beta must be a finite number > 0: nan"):
         ev.rows(["hf"], beta=NAN)
-    with pytest.raises(OptionError, match="average must be one or more of micro, macro: 'weighted'"):
-        hierarchical_precision([["a"]], [["a"]], tax, average="weighted")
+    with pytest.raises(OptionError, match="average of hierarchical_precision must be one of .*: 'binary'"):
+        hierarchical_precision([["a"]], [["a"]], tax, average="binary")
     with pytest.raises(OptionError, match="dmax must be a finite number > 0: -2"):
         mgia([["a"]], [["b"]], tax, dmax=-2)
 
@@ -147,8 +147,9 @@ def test_job_file_options_name_the_file_and_the_key():
         options_from_mapping({"beta": "2"}, "job.toml")
     assert str(caught.value) == "job.toml: option beta must be a finite number > 0: '2'"
     with pytest.raises(InputError) as caught:
-        options_from_mapping({"average": ["micro", "weighted"]}, "job.toml")
-    assert str(caught.value) == "job.toml: option average must be one or more of micro, macro: 'weighted'"
+        options_from_mapping({"average": ["micro", "binary"]}, "job.toml")
+    assert str(caught.value) == ("job.toml: option average must be one or more of micro, macro, samples, weighted,"
+                                 " label_macro: 'binary'")
 
 
 # ---------------------------------------------------------------------------------------------- the flags
@@ -220,7 +221,7 @@ def test_help_lists_every_flag_with_its_default_and_choices(capsys, command):
     }
     if command == "evaluate":
         expected |= {
-            "--average LIST": "one of: micro, macro; default: micro,macro",
+            "--average LIST": "one of: micro, macro, samples, weighted, label_macro; default: micro,macro",
             "--labels LIST": "default: the classes seen",
             "--lca-graph {greedy,optimal,extended,hemkit}":
                 "one of: greedy, optimal, extended, hemkit; default: greedy",
@@ -263,7 +264,7 @@ def _evaluate(tmp_path: Path, capsys, *extra: str, truth: str = "1\tb\n2\td\n", 
     (["--dmax", "nan"], "--dmax", "'nan'"),
     (["--zero-division", "0.5"], "--zero-division", "'0.5'"),
     (["--zero-division", "2"], "--zero-division", "'2'"),
-    (["--zero-division", "warn"], "--zero-division", "'warn' is not offered"),
+    (["--zero-division", "warn"], "--zero-division", "'warn' is offered by the one-shot functions"),
     (["--offset", "1"], "--offset", "must be <= 0 (a finite number): '1'"),
     (["--labels", ","], "--labels", "gives no label: ','"),
     (["--lca-graph", "fastest"], "--lca-graph", "must be one of greedy, optimal, extended, hemkit: 'fastest'"),
@@ -287,7 +288,8 @@ def test_zero_division_values_reach_the_measures(tmp_path, capsys):
         assert code == 0, err
         return float(out.splitlines()[1].split(",")[3])
 
-    assert macro_hp("0") == 0.5 and macro_hp("1") == 1.0 and math.isnan(macro_hp("nan"))
+    # nan: the undefined instance is left out of the mean (scikit-learn's zero_division=np.nan)
+    assert macro_hp("0") == 0.5 and macro_hp("1") == 1.0 and macro_hp("nan") == 1.0
 
 
 def test_sql_rejects_parameters_the_query_does_not_take(capsys):

@@ -20,8 +20,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..engines import DuckDBEngine, Engine
-from ..options import FAMILIES, Options  # FAMILIES: declared with the options that the families read
-from ..plan import Row
+
+# FAMILIES: declared with the options that the families read; Options: hiersql.metrics.Options
+from ..options import FAMILIES as FAMILIES
+from ..options import Options as Options
+from ..plan import Row as Row
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -77,6 +80,7 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
 
     engine = source if isinstance(source, Engine) else DuckDBEngine(source)
     options = options or Options()
+    check_averages(list(metrics), options)
     explicit = "all" not in metrics
     out: list[Row] = []
     for fam, names in resolve(list(metrics)).items():
@@ -94,6 +98,25 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
             on_family(fam)
         out += engine.run_plan(plan, names, options)
     return out
+
+
+def check_averages(metrics: list[str], options: Options) -> None:
+    """Every average of ``options.average`` must be one that each named measure has, and with ``labels`` a named
+    set-based measure takes only its per-class averages (an :class:`~hiersql.options.OptionError` naming the
+    parameter and the value, :func:`hiersql.averages.check_average`); under ``all`` each measure gives the
+    averages it has. Measures without averages (plain means) take any."""
+    from ..averages import check_average
+    from ..plan import averages_of
+
+    if "all" in metrics:
+        return
+    for fam, names in resolve(metrics).items():
+        plan = plan_of(fam)
+        for metric in names:
+            if averages_of(plan, metric) == ("",):
+                continue
+            for average in options.average:
+                check_average(plan, metric, average, options.labels is not None)
 
 
 def resolve(names: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
@@ -126,56 +149,19 @@ def resolve(names: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
     return out
 
 
-def as_taxonomy(taxonomy: Any):
-    """A :class:`~hiersql.taxonomy.Taxonomy` from a Taxonomy, a path, a networkx DiGraph, a DataFrame with
-    ``parent``/``child`` columns, or an iterable of ``(parent, child)`` pairs."""
-    from pathlib import Path
-
-    from ..taxonomy import Taxonomy
-
-    if isinstance(taxonomy, Taxonomy):
-        return taxonomy
-    if isinstance(taxonomy, str | Path):
-        return Taxonomy.from_file(taxonomy)
-    if hasattr(taxonomy, "is_directed"):
-        return Taxonomy.from_networkx(taxonomy)
-    if hasattr(taxonomy, "columns"):
-        return Taxonomy.from_dataframe(taxonomy)
-    return Taxonomy.from_edges(taxonomy)
-
-
 def store_from_sets(y_true: Any, y_pred: Any, taxonomy: Any, system: str = "y_pred"):
-    """An in-memory :class:`~hiersql.store.Store` for the scikit-learn style one-shot functions: ``y_true``
-    and ``y_pred`` are equally long sequences of label sets (a string counts as a one-label set)."""
+    """An in-memory :class:`~hiersql.store.Store` of label sets (the classification report; the one-shot
+    functions use :mod:`hiersql.oneshot` instead): ``y_true`` and ``y_pred`` are equally long sequences of
+    label sets (a string counts as a one-label set)."""
     from ..store import Store
 
     y_true, y_pred = list(y_true), list(y_pred)
     if len(y_true) != len(y_pred):
         raise ValueError(f"y_true has {len(y_true)} instances but y_pred has {len(y_pred)}")
     store = Store()
+    from ..taxonomy import as_taxonomy
+
     store.load_taxonomy(as_taxonomy(taxonomy))
     store.add_truth(y_true, name="y_true")
     store.add_predictions(system, y_pred, name="y_pred")
     return store
-
-
-def one_shot(evaluate: Any, metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str,
-             value_average: str | None = None, **options: Any) -> float:
-    """The value of ``metric`` for label sets: a one-system store (:func:`store_from_sets`), the family's
-    ``evaluate`` with ``average`` (``"micro"`` or ``"macro"``) and ``options``; ``value_average`` picks the
-    row when it differs from ``average`` (``""`` for measures without micro/macro)."""
-    opts = Options(average=[average], **options)  # a bad option fails before the store is built
-    store = store_from_sets(y_true, y_pred, taxonomy)
-    try:
-        rows = evaluate(store, [metric], opts)
-        return one_value(rows, metric, average if value_average is None else value_average)
-    finally:
-        store.close()
-
-
-def one_value(rows: list[Row], metric: str, average: str) -> float:
-    """The value of ``metric`` with ``average`` from a single-system result."""
-    for row in rows:
-        if row.metric == metric and row.average == average:
-            return row.value
-    raise ValueError(f"no value for {metric} with average={average!r}")

@@ -3,9 +3,11 @@ and label-based (per-class) accuracy, precision, recall, F1 with micro and macro
 
 A thin wrapper over ``sql/flat.sql``; see its header for the formulas. The label sets are taken as given (no
 ancestors added). Example-based measures are per instance, then the mean over the instances of the truth
-(``average`` is ``""``); label-based measures are ``micro`` (counts pooled over classes) or ``macro`` (mean of
-per-class values). The class universe L is, per system, every class of the truth or of that system's
-predictions (scikit-learn's convention) unless ``Options.labels`` fixes it.
+(``average`` is ``""``); label-based measures are ``micro`` (counts pooled over classes), ``macro`` (mean of
+per-class values; ``label_macro`` its alias), ``weighted`` (by support) or ``samples`` (the example-based
+value), as scikit-learn's (``docs/sklearn.md``); the per-class counts are generated from ``flat_sides``
+(:func:`hiersql.plan.class_counts_sql`). The class universe L is, per system, every class of the truth or of
+that system's predictions (scikit-learn's convention) unless ``Options.labels`` fixes it.
 
 References
 ----------
@@ -15,11 +17,12 @@ matrix", §2.1, eq. (1)-(10). SPEC §7.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..engines import DuckDBEngine
-from ..plan import FamilyPlan, Measure, Sql
+from ..plan import CLASSES, FamilyPlan, Measure, Sql
 from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..store import Store
+    from ..taxonomy import Taxonomy
 
 METRICS = REGISTRY["flat"]
 LabelSets = Sequence[Iterable[str] | str]
@@ -54,17 +58,32 @@ PLAN = FamilyPlan(
     steps=(Sql("flat_universe"), Sql("flat_sides"), Sql("flat_instance"), Sql("flat_label")),
     instance="flat_instance",
     measures=(
-        *(Measure(m, m, averages=("",)) for m in ("example_accuracy", "example_precision", "example_recall",
-                                                   "example_f1", "subset_accuracy")),
-        Measure("hamming_loss", "hamming_loss", averages=("",), higher_is_better=False),
-        Measure("label_accuracy", "tp + tn", "tp + fp + fn + tn", unit="flat_label"),
-        Measure("label_precision", "tp", "tp + fp", unit="flat_label"),
-        Measure("label_recall", "tp", "tp + fn", unit="flat_label"),
-        Measure("label_f1", "2 * tp", "2 * tp + fp + fn", unit="flat_label"),
+        # example-based: the mean of the per-instance ratios (declared as ratios: zero_division="warn" counts them)
+        Measure("example_accuracy", "n_both", "n_true + n_pred - n_both", averages=("",)),
+        Measure("example_precision", "n_both", "n_pred", averages=("",)),
+        Measure("example_recall", "n_both", "n_true", averages=("",)),
+        Measure("example_f1", "2 * n_both", "n_true + n_pred", averages=("",)),
+        Measure("subset_accuracy", "subset_accuracy", averages=("",)),
+        Measure("hamming_loss", "n_true + n_pred - 2 * n_both", "n_labels", averages=("",), higher_is_better=False),
+        # label-based: per class of L (micro pools the counts, macro the mean over classes, label_macro its alias
+        # as in the set-based family, weighted by support); samples (scikit-learn's per-instance mean) is the
+        # example-based measure
+        Measure("label_accuracy", "tp + tn", "tp + fp + fn + tn", averages=("micro", "macro", "label_macro"),
+                unit=CLASSES),
+        *(Measure(metric, numerator, denominator, averages=("micro", "macro", "label_macro", "weighted"),
+                  unit=CLASSES)
+          for metric, numerator, denominator in (("label_precision", "tp", "tp + fp"),
+                                                 ("label_recall", "tp", "tp + fn"),
+                                                 ("label_f1", "2 * tp", "2 * tp + fp + fn"))),
+        Measure("label_precision", "n_both", "n_pred", averages=("samples",)),
+        Measure("label_recall", "n_both", "n_true", averages=("samples",)),
+        Measure("label_f1", "2 * n_both", "n_true + n_pred", averages=("samples",)),
     ),
     params=sql_params,
     tables=label_table,
     unit_order={"flat_label": "label"},
+    classes="flat_sides",
+    class_universe="flat_universe",
 )
 
 
@@ -86,104 +105,122 @@ def per_label(store: Store, options: Options) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- label sets (scikit-learn style)
-def label_set_store(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] | None = None) -> Store:
-    """An in-memory :class:`~hiersql.store.Store` for label sets without a taxonomy: ``y_true[i]`` and
-    ``y_pred[i]`` are the label sets of instance ``i`` (a string is a one-label set; labels are read as
-    strings). The taxonomy is one root above every label of ``y_true``, ``y_pred`` and ``labels``."""
+def star_taxonomy(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] | None = None) -> Taxonomy:
+    """The taxonomy of label sets without one: a root above every label of ``y_true``, ``y_pred`` and
+    ``labels`` (labels read as strings)."""
     from ..taxonomy import Taxonomy
-    from . import store_from_sets
 
-    truth, pred = _as_sets(y_true), _as_sets(y_pred)
-    seen = {label for sets in (truth, pred) for labelset in sets for label in labelset}
+    seen = {label for sets in (y_true, y_pred) for labelset in _as_sets(sets) for label in labelset}
     seen |= {str(label) for label in labels or ()}
     root = "__labels__"
     while root in seen:
         root = f"_{root}_"
-    edges = [(root, label) for label in sorted(seen)] or [(root, f"_{root}")]
-    return store_from_sets(truth, pred, Taxonomy.from_edges(edges))
+    return Taxonomy.from_edges([(root, label) for label in sorted(seen)] or [(root, f"_{root}")])
+
+
+@functools.lru_cache(maxsize=8)
+def _star(labels: frozenset[str]) -> Taxonomy:
+    """:func:`star_taxonomy` of these labels, kept for the next calls with the same labels (the one-shot
+    functions reuse a kept taxonomy's tables, :mod:`hiersql.oneshot`)."""
+    return star_taxonomy([], [], labels)
+
+
+def label_set_store(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] | None = None) -> Store:
+    """An in-memory :class:`~hiersql.store.Store` for label sets without a taxonomy: ``y_true[i]`` and
+    ``y_pred[i]`` are the label sets of instance ``i`` (a string is a one-label set; labels are read as
+    strings), over :func:`star_taxonomy`."""
+    from . import store_from_sets
+
+    truth, pred = _as_sets(y_true), _as_sets(y_pred)
+    return store_from_sets(truth, pred, star_taxonomy(truth, pred, labels))
 
 
 def _as_sets(sets: LabelSets) -> list[list[str]]:
     return [[labels] if isinstance(labels, str) else [str(label) for label in labels] for labels in sets]
 
 
-def _options(labels: Iterable[str] | None, zero_division: float, average: str | None) -> Options:
-    return Options(zero_division=zero_division, labels=None if labels is None else tuple(map(str, labels)),
-                   average=(average,) if average else ())
+def _score(metric: str, average: str | None, y_true: LabelSets, y_pred: LabelSets, taxonomy: Any,
+           labels: Iterable[str] | None, sample_weight: Any, zero_division: Any) -> float | pd.Series:
+    """The value of one measure for label sets taken as given; ``taxonomy`` (when given) only checks that
+    every label is one of its nodes. For a label-based measure with ``average=None``, the per-class values as
+    a Series indexed by label."""
+    from ..oneshot import score
+
+    truth, pred = _as_sets(y_true), _as_sets(y_pred)
+    labels = None if labels is None else [str(label) for label in labels]
+    if taxonomy is None:
+        seen = {label for sets in (truth, pred) for labelset in sets for label in labelset}
+        taxonomy = _star(frozenset(seen | set(labels or ())))
+    return score(PLAN, metric, truth, pred, taxonomy, average, sample_weight=sample_weight, labels=labels,
+                 zero_division=zero_division)
 
 
-def _one_shot(metric: str, average: str | None, y_true: LabelSets, y_pred: LabelSets,
-              labels: Iterable[str] | None, zero_division: float) -> float | pd.Series:
-    """The value of one measure for label sets; for a label-based measure with ``average=None``, the
-    per-class values as a Series indexed by label."""
-    from . import one_value
+_EXAMPLE_ARGS = """
 
-    options = _options(labels, zero_division, average)
-    store = label_set_store(y_true, y_pred, labels)
-    try:
-        if average is None:
-            return per_label(store, options).set_index("label")[metric]
-        return one_value(evaluate(store, [metric], options), metric, average)
-    finally:
-        store.close()
-
-
-def example_accuracy(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
-                     zero_division: float = 0.0) -> float:
-    """Example-based accuracy (Jaccard index) ``1/N Σ |Y ∩ Z| / |Y ∪ Z|`` (Krstinić eq. 1)."""
-    return _one_shot("example_accuracy", "", y_true, y_pred, labels, zero_division)
+    Parameters
+    ----------
+    y_true, y_pred:
+        Sequences of label sets (one per instance; a string is a one-label set), taken as given.
+    taxonomy:
+        Ignored by the measure (no ancestors are added); when given, every label must be one of its nodes, so
+        that a hierarchical call ``hierarchical_f1(y_true, y_pred, taxonomy)`` can swap in a flat one.
+    labels:
+        The label universe L (default: the labels seen); labels outside it are left out, as scikit-learn's.
+    sample_weight:
+        One weight per instance: the weighted mean over instances.
+    zero_division:
+        0, 1, nan (left out of the mean) or ``"warn"`` (0 and an
+        :class:`~hiersql.UndefinedMetricWarning`).
+    """
 
 
-def example_precision(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
-                      zero_division: float = 0.0) -> float:
-    """Example-based precision ``1/N Σ |Y ∩ Z| / |Z|`` (Krstinić eq. 2)."""
-    return _one_shot("example_precision", "", y_true, y_pred, labels, zero_division)
+def _example(metric: str, formula: str):
+    def measure(y_true: LabelSets, y_pred: LabelSets, taxonomy: Any = None, *,
+                labels: Iterable[str] | None = None, sample_weight: Any = None, zero_division: Any = 0.0) -> float:
+        return _score(metric, "", y_true, y_pred, taxonomy, labels, sample_weight, zero_division)
+
+    measure.__name__ = measure.__qualname__ = metric
+    measure.__doc__ = formula + _EXAMPLE_ARGS
+    return measure
 
 
-def example_recall(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
-                   zero_division: float = 0.0) -> float:
-    """Example-based recall ``1/N Σ |Y ∩ Z| / |Y|`` (Krstinić eq. 3)."""
-    return _one_shot("example_recall", "", y_true, y_pred, labels, zero_division)
+example_accuracy = _example("example_accuracy", "Example-based accuracy (Jaccard index) ``1/N Σ |Y ∩ Z| / |Y ∪ Z|`` "
+                            "(Krstinić eq. 1); scikit-learn's ``jaccard_score(average='samples')``.")
+example_precision = _example("example_precision", "Example-based precision ``1/N Σ |Y ∩ Z| / |Z|`` (Krstinić eq. 2).")
+example_recall = _example("example_recall", "Example-based recall ``1/N Σ |Y ∩ Z| / |Y|`` (Krstinić eq. 3).")
+example_f1 = _example("example_f1", "Example-based F1 ``1/N Σ 2|Y ∩ Z| / (|Y| + |Z|)`` (Krstinić eq. 4).")
+hamming_loss = _example("hamming_loss", "Hamming loss ``1/N Σ |Y Δ Z| / |L|`` (Krstinić eq. 5), L = the classes "
+                        "seen or ``labels``.")
+subset_accuracy = _example("subset_accuracy", "Subset accuracy (exact match) ``1/N Σ [Y = Z]`` (Krstinić eq. 6); "
+                           "scikit-learn's ``accuracy_score`` on indicator matrices.")
+
+_LABEL_ARGS = """
+
+    Parameters
+    ----------
+    y_true, y_pred, taxonomy, labels, zero_division:
+        As :func:`example_precision`.
+    average:
+        ``"micro"`` pools TP, FP, FN over the classes of L; ``"macro"`` is the mean of the per-class values,
+        ``"weighted"`` their mean weighted by support (TP + FN); ``"samples"`` the per-instance mean (the
+        example-based measure; not for accuracy); ``None`` the per-class values as a Series indexed by label.
+    sample_weight:
+        One weight per instance: every count is a sum of weights.
+    """
 
 
-def example_f1(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
-               zero_division: float = 0.0) -> float:
-    """Example-based F1 ``1/N Σ 2|Y ∩ Z| / (|Y| + |Z|)`` (Krstinić eq. 4)."""
-    return _one_shot("example_f1", "", y_true, y_pred, labels, zero_division)
+def _label(metric: str, formula: str):
+    def measure(y_true: LabelSets, y_pred: LabelSets, taxonomy: Any = None, *, average: str | None = "micro",
+                labels: Iterable[str] | None = None, sample_weight: Any = None,
+                zero_division: Any = 0.0) -> float | pd.Series:
+        return _score(metric, average, y_true, y_pred, taxonomy, labels, sample_weight, zero_division)
+
+    measure.__name__ = measure.__qualname__ = metric
+    measure.__doc__ = formula + _LABEL_ARGS
+    return measure
 
 
-def hamming_loss(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
-                 zero_division: float = 0.0) -> float:
-    """Hamming loss ``1/N Σ |Y Δ Z| / |L|`` (Krstinić eq. 5), L = the classes seen or ``labels``."""
-    return _one_shot("hamming_loss", "", y_true, y_pred, labels, zero_division)
-
-
-def subset_accuracy(y_true: LabelSets, y_pred: LabelSets, *, labels: Iterable[str] | None = None,
-                    zero_division: float = 0.0) -> float:
-    """Subset accuracy (exact match) ``1/N Σ [Y = Z]`` (Krstinić eq. 6)."""
-    return _one_shot("subset_accuracy", "", y_true, y_pred, labels, zero_division)
-
-
-def label_accuracy(y_true: LabelSets, y_pred: LabelSets, *, average: str | None = "micro",
-                   labels: Iterable[str] | None = None, zero_division: float = 0.0) -> float | pd.Series:
-    """Label-based accuracy ``(TP + TN) / N`` per class (Krstinić eq. 7, 9, 10); ``average=None`` gives the
-    per-class values as a Series indexed by label."""
-    return _one_shot("label_accuracy", average, y_true, y_pred, labels, zero_division)
-
-
-def label_precision(y_true: LabelSets, y_pred: LabelSets, *, average: str | None = "micro",
-                    labels: Iterable[str] | None = None, zero_division: float = 0.0) -> float | pd.Series:
-    """Label-based precision ``TP / (TP + FP)`` (Krstinić eq. 7, 9, 10), micro, macro or per class (None)."""
-    return _one_shot("label_precision", average, y_true, y_pred, labels, zero_division)
-
-
-def label_recall(y_true: LabelSets, y_pred: LabelSets, *, average: str | None = "micro",
-                 labels: Iterable[str] | None = None, zero_division: float = 0.0) -> float | pd.Series:
-    """Label-based recall ``TP / (TP + FN)`` (Krstinić eq. 7, 9, 10), micro, macro or per class (None)."""
-    return _one_shot("label_recall", average, y_true, y_pred, labels, zero_division)
-
-
-def label_f1(y_true: LabelSets, y_pred: LabelSets, *, average: str | None = "micro",
-             labels: Iterable[str] | None = None, zero_division: float = 0.0) -> float | pd.Series:
-    """Label-based F1 ``2TP / (2TP + FP + FN)`` (Krstinić eq. 8, 9, 10), micro, macro or per class (None)."""
-    return _one_shot("label_f1", average, y_true, y_pred, labels, zero_division)
+label_accuracy = _label("label_accuracy", "Label-based accuracy ``(TP + TN) / N`` per class (Krstinić eq. 7, 9, 10).")
+label_precision = _label("label_precision", "Label-based precision ``TP / (TP + FP)`` (Krstinić eq. 7, 9, 10).")
+label_recall = _label("label_recall", "Label-based recall ``TP / (TP + FN)`` (Krstinić eq. 7, 9, 10).")
+label_f1 = _label("label_f1", "Label-based F1 ``2TP / (2TP + FP + FN)`` (Krstinić eq. 8, 9, 10).")

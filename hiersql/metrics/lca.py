@@ -41,9 +41,10 @@ from .. import lca_hemkit, sqlfiles
 from ..concurrency import beside_python
 from ..engines import DuckDBEngine
 from ..errors import DataWarning
+from ..oneshot import score
 from ..plan import FamilyPlan, Measure, Python, Sql
 from ..taxonomy import gc_paused
-from . import REGISTRY, Options, Row, one_shot
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import duckdb
@@ -287,9 +288,10 @@ PLAN = FamilyPlan(
     ),
     instance="lca_instance",
     measures=(
-        Measure("lca_precision", "n_both", "n_pred"),
-        Measure("lca_recall", "n_both", "n_true"),
-        Measure("lca_f1", "2 * n_both", "n_true + n_pred"),
+        # macro: the per-instance mean (Kosmopoulos et al.), samples in scikit-learn's words
+        Measure("lca_precision", "n_both", "n_pred", averages=("micro", "macro", "samples")),
+        Measure("lca_recall", "n_both", "n_true", averages=("micro", "macro", "samples")),
+        Measure("lca_f1", "2 * n_both", "n_true + n_pred", averages=("micro", "macro", "samples")),
     ),
     params=_plan_params,
 )
@@ -548,7 +550,8 @@ class _Model:
 
 
 # ---------------------------------------------------------------------------------------------- one-shot
-def lca_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
+def lca_precision(y_true, y_pred, taxonomy, average: str = "micro", *, sample_weight=None, zero_division=0.0,
+                  **options) -> float:
     """LCA precision ``PLCA = |Gt ∩ Gp| / |Gp|`` (Kosmopoulos et al. 2015, §2.4.2).
 
     Parameters
@@ -556,22 +559,34 @@ def lca_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -
     y_true, y_pred:
         Sequences of label sets (one per instance; a string is a one-label set).
     taxonomy:
-        A :class:`~hiersql.taxonomy.Taxonomy`, a path, a networkx DiGraph or ``(parent, child)`` pairs.
+        A :class:`~hiersql.taxonomy.Taxonomy` (passed again, its tables are reused), a path, a networkx
+        DiGraph or ``(parent, child)`` pairs.
     average:
-        ``"micro"`` pools ``|Gt ∩ Gp|`` and ``|Gp|`` over instances; ``"macro"`` averages per instance.
+        ``"micro"`` pools ``|Gt ∩ Gp|`` and ``|Gp|`` over instances; ``"samples"`` averages the per-instance
+        values, ``"macro"`` its alias (the paper's name). The LCA graphs have no classes: the per-class
+        averages are an error.
+    sample_weight:
+        One weight per instance.
+    zero_division:
+        0, 1, nan (left out of means) or ``"warn"`` (0 and an :class:`~hiersql.UndefinedMetricWarning`).
     **options:
         ``lca_graph`` (``"greedy"``, ``"optimal"``, ``"extended"`` or ``"hemkit"``), ``include_root`` (False),
-        ``max_distance`` (None: LCAs at most that many edges above both labels), ``zero_division`` (0).
+        ``max_distance`` (None: LCAs at most that many edges above both labels).
     """
-    return one_shot(evaluate, "lca_precision", y_true, y_pred, taxonomy, average, **options)
+    return score(PLAN, "lca_precision", y_true, y_pred, taxonomy, average, sample_weight=sample_weight,
+                 zero_division=zero_division, **options)
 
 
-def lca_recall(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
+def lca_recall(y_true, y_pred, taxonomy, average: str = "micro", *, sample_weight=None, zero_division=0.0,
+               **options) -> float:
     """LCA recall ``RLCA = |Gt ∩ Gp| / |Gt|``; arguments as :func:`lca_precision`."""
-    return one_shot(evaluate, "lca_recall", y_true, y_pred, taxonomy, average, **options)
+    return score(PLAN, "lca_recall", y_true, y_pred, taxonomy, average, sample_weight=sample_weight,
+                 zero_division=zero_division, **options)
 
 
-def lca_f1(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
-    """LCA F1 ``FLCA = 2·PLCA·RLCA / (PLCA + RLCA)``; micro combines the micro PLCA and RLCA, macro averages
-    the per-instance ``2|Gt ∩ Gp| / (|Gt| + |Gp|)``. Arguments as :func:`lca_precision`."""
-    return one_shot(evaluate, "lca_f1", y_true, y_pred, taxonomy, average, **options)
+def lca_f1(y_true, y_pred, taxonomy, average: str = "micro", *, sample_weight=None, zero_division=0.0,
+           **options) -> float:
+    """LCA F1 ``FLCA = 2·PLCA·RLCA / (PLCA + RLCA)``; micro combines the micro PLCA and RLCA, samples (macro)
+    averages the per-instance ``2|Gt ∩ Gp| / (|Gt| + |Gp|)``. Arguments as :func:`lca_precision`."""
+    return score(PLAN, "lca_f1", y_true, y_pred, taxonomy, average, sample_weight=sample_weight,
+                 zero_division=zero_division, **options)

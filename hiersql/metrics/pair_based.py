@@ -36,8 +36,9 @@ import numpy as np
 from .. import pairing
 from ..engines import DuckDBEngine
 from ..errors import InputError
+from ..oneshot import score
 from ..plan import FamilyPlan, Measure, Python, Sql
-from . import REGISTRY, Options, Row, one_shot
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import duckdb
@@ -240,7 +241,7 @@ PLAN = FamilyPlan(
     instance="pair_instance",
     measures=(
         Measure("graph_induced_error", "graph_induced_error", averages=("",), higher_is_better=False),
-        Measure("mgia", "mgia_size - mgia_fn", "mgia_size", zero="1.0"),
+        Measure("mgia", "mgia_size - mgia_fn", "mgia_size", zero="1.0", averages=("micro", "macro", "samples")),
         Measure("mgia_fn", "mgia_fn", averages=("",), higher_is_better=False),
         Measure("tree_induced_error", "tree_induced_error", averages=("",), higher_is_better=False),
         Measure("all_pairs_error", "all_pairs_error", averages=("",), higher_is_better=False),
@@ -321,7 +322,7 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     return frame
 
 
-def graph_induced_error(y_true, y_pred, taxonomy, **options) -> float:
+def graph_induced_error(y_true, y_pred, taxonomy, *, sample_weight=None, **options) -> float:
     """Graph induced error (Kosmopoulos et al. 2015 §2.3.2, Fig. 5): per instance, the cost of the best
     one-to-one pairing of predicted and true classes, a class without partner paired with the default class
     at ``dmax``; the mean over instances.
@@ -331,37 +332,41 @@ def graph_induced_error(y_true, y_pred, taxonomy, **options) -> float:
     y_true, y_pred:
         Sequences of label sets (one per instance; a string is a one-label set).
     taxonomy:
-        A :class:`~hiersql.taxonomy.Taxonomy`, a path, a networkx DiGraph or ``(parent, child)`` pairs.
+        A :class:`~hiersql.taxonomy.Taxonomy` (passed again, its tables are reused), a path, a networkx
+        DiGraph or ``(parent, child)`` pairs.
+    sample_weight:
+        One weight per instance: the weighted mean.
     **options:
         ``dmax`` (5), ``max_distance`` (None: pairs at any distance may be paired), ``shared`` (``"strict"``
         or ``"reuse"``).
     """
-    return one_shot(evaluate, "graph_induced_error", y_true, y_pred, taxonomy, "macro", "", **options)
+    return score(PLAN, "graph_induced_error", y_true, y_pred, taxonomy, "", sample_weight=sample_weight, **options)
 
 
-def mgia(y_true, y_pred, taxonomy, average: str = "macro", **options) -> float:
+def mgia(y_true, y_pred, taxonomy, average: str = "macro", *, sample_weight=None, **options) -> float:
     """Multi-label graph induced accuracy (Kosmopoulos et al. 2015 §2.3.3):
     ``MGIA = 1 − fn / (|P ∪ T| · dmax)`` per instance, 1 when P = T.
 
     Parameters
     ----------
-    y_true, y_pred, taxonomy:
+    y_true, y_pred, taxonomy, sample_weight:
         As :func:`graph_induced_error`.
     average:
-        ``"macro"``: the mean of the per-instance values; ``"micro"``: ``1 − Σ fn / (Σ |P ∪ T| · dmax)``.
+        ``"macro"`` (or ``"samples"``): the mean of the per-instance values; ``"micro"``:
+        ``1 − Σ fn / (Σ |P ∪ T| · dmax)``.
     **options:
         ``dmax`` (5), ``max_distance`` (None), ``pairing`` (``"nearest"`` or ``"flow"``), ``denominator``
         (``"union"`` or ``"symmetric_difference"``).
     """
-    return one_shot(evaluate, "mgia", y_true, y_pred, taxonomy, average, **options)
+    return score(PLAN, "mgia", y_true, y_pred, taxonomy, average, sample_weight=sample_weight, **options)
 
 
-def tree_induced_error(y_true, y_pred, taxonomy, **options) -> float:
+def tree_induced_error(y_true, y_pred, taxonomy, *, sample_weight=None, **options) -> float:
     """Tree-induced error (Dekel et al. 2004): the mean over instances of d(y, ŷ), with several labels the
     cost of the best one-to-one pairing; every instance needs as many predicted as true labels."""
-    return one_shot(evaluate, "tree_induced_error", y_true, y_pred, taxonomy, "macro", "", **options)
+    return score(PLAN, "tree_induced_error", y_true, y_pred, taxonomy, "", sample_weight=sample_weight, **options)
 
 
-def all_pairs_error(y_true, y_pred, taxonomy, **options) -> float:
+def all_pairs_error(y_true, y_pred, taxonomy, *, sample_weight=None, **options) -> float:
     """All-pairs error (Sun & Lim 2001): the mean over instances of Σ d(t, p) over all pairs of T × P."""
-    return one_shot(evaluate, "all_pairs_error", y_true, y_pred, taxonomy, "macro", "", **options)
+    return score(PLAN, "all_pairs_error", y_true, y_pred, taxonomy, "", sample_weight=sample_weight, **options)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..engines import DuckDBEngine
 from ..errors import InputError
 from ..plan import FamilyPlan, Sql
-from . import REGISTRY, Options, Row, one_shot
+from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -416,7 +416,7 @@ def _label_sets(items: Iterable[Any]) -> list[list[str]]:
 
 def _scoring_tree(taxonomy: Any, weights: Weights) -> Taxonomy:
     from .. import scoring_trees
-    from . import as_taxonomy
+    from ..taxonomy import as_taxonomy
 
     tree = as_taxonomy(taxonomy)
     if weights is None:
@@ -427,5 +427,7 @@ def _scoring_tree(taxonomy: Any, weights: Weights) -> Taxonomy:
 
 
 def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, offset: float, weights) -> float:
-    return one_shot(evaluate, metric, _label_sets(y_true), _label_sets(y_pred), _scoring_tree(taxonomy, weights),
-                    average, offset=offset)
+    from ..oneshot import score
+
+    tree = taxonomy if weights is None else _scoring_tree(taxonomy, weights)
+    return score(PLAN, metric, _label_sets(y_true), _label_sets(y_pred), tree, average, offset=offset)

@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..engines import DuckDBEngine
-from ..plan import FamilyPlan, Measure, Sql
-from . import REGISTRY, Options, Row, one_shot
+from ..oneshot import score
+from ..plan import CLASSES, FamilyPlan, Measure, Sql
+from . import REGISTRY, Options, Row
+from .flat import label_table
 
 if TYPE_CHECKING:
     import duckdb
@@ -62,6 +64,23 @@ def expected_augmented_labels(con: duckdb.DuckDBPyConnection) -> float:
     return float(row[0][0])
 
 
+RATIOS = (("hierarchical_precision", "n_both", "n_pred"), ("hierarchical_recall", "n_both", "n_true"),
+          ("hierarchical_f1", "(1 + $beta * $beta) * n_both", "$beta * $beta * n_true + n_pred"))
+
+
+def check_labels(engine: Any, options: Options) -> None:
+    """The fixed classes (``labels``) of the per-class averages must be nodes of the taxonomy."""
+    if options.labels is None:
+        return
+    from ..errors import InputError
+
+    taxonomy = engine.taxonomy()
+    unknown = [label for label in options.labels if label not in taxonomy or label == taxonomy.root
+               and taxonomy.virtual_root]
+    if unknown:
+        raise InputError("label is not a taxonomy node", "labels", value=unknown[0])
+
+
 PLAN = FamilyPlan(
     name="set_based",
     file="set_based",
@@ -69,13 +88,20 @@ PLAN = FamilyPlan(
     steps=(Sql("set_based_instance"),),
     instance="set_based_instance",
     measures=(
-        Measure("hierarchical_precision", "n_both", "n_pred"),
-        Measure("hierarchical_recall", "n_both", "n_true"),
-        Measure("hierarchical_f1", "(1 + $beta * $beta) * n_both", "$beta * $beta * n_true + n_pred"),
+        # per instance: micro pools the counts; samples is the per-instance mean, macro its alias (the name of
+        # Kiritchenko et al. and HiClass); per class of the augmented sets (scikit-learn's labels): label_macro,
+        # weighted, and micro over fixed labels
+        *(Measure(metric, numerator, denominator, averages=("micro", "macro", "samples"))
+          for metric, numerator, denominator in RATIOS),
+        *(Measure(metric, numerator, denominator, averages=("label_macro", "weighted"), unit=CLASSES)
+          for metric, numerator, denominator in RATIOS),
         Measure("symmetric_difference_loss", "n_true + n_pred - 2 * n_both", averages=("",),
                 higher_is_better=False),
     ),
     params=sql_params,
+    check=lambda engine, metrics, options: check_labels(engine, options),
+    tables=lambda options: {} if options.labels is None else {"class_labels": label_table(options)["flat_labels"]},
+    classes="set_pairs",
 )
 
 
@@ -89,7 +115,8 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
 
 
-def hierarchical_precision(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
+def hierarchical_precision(y_true, y_pred, taxonomy, average: str | None = "micro", *, sample_weight=None,
+                           labels=None, zero_division=0.0, **options) -> float | pd.Series:
     """Hierarchical precision ``hP = |Ŷaug ∩ Yaug| / |Ŷaug|`` (Kiritchenko et al. 2005; Kosmopoulos et al.
     2015 §2.4).
 
@@ -98,28 +125,48 @@ def hierarchical_precision(y_true, y_pred, taxonomy, average: str = "micro", **o
     y_true, y_pred:
         Sequences of label sets (one per instance; a string is a one-label set).
     taxonomy:
-        A :class:`~hiersql.taxonomy.Taxonomy`, a path, a networkx DiGraph or ``(parent, child)`` pairs.
+        A :class:`~hiersql.taxonomy.Taxonomy` (passed again, its tables are reused), a path, a networkx
+        DiGraph or ``(parent, child)`` pairs.
     average:
-        ``"micro"`` pools ``|Ŷaug ∩ Yaug|`` and ``|Ŷaug|`` over instances; ``"macro"`` averages per instance.
+        ``"micro"`` pools ``|Ŷaug ∩ Yaug|`` and ``|Ŷaug|`` over instances; ``"samples"`` is the mean of the
+        per-instance values, ``"macro"`` its alias (the "macro" of Kiritchenko et al. and HiClass);
+        ``"label_macro"``, ``"weighted"`` and ``None`` are over the classes of the augmented sets, as
+        scikit-learn's ``macro``, ``weighted`` and ``None`` on them (``None``: a Series of per-class values).
+        See ``docs/sklearn.md``.
+    sample_weight:
+        One weight per instance (micro, samples and the per-class counts).
+    labels:
+        The classes of the per-class averages (taxonomy nodes), as scikit-learn's ``labels``; an error with
+        ``micro``, ``samples`` and ``macro``, which are over the whole augmented sets.
+    zero_division:
+        The value of a ratio whose denominator is 0: 0, 1, nan (left out of means) or ``"warn"`` (0 and an
+        :class:`~hiersql.UndefinedMetricWarning`).
     **options:
         ``include_root`` (False), ``max_distance`` (None), ``augment`` (``"ancestors"``,
-        ``"descendants"``, ``"cesa_bianchi"``), ``zero_division`` (0).
+        ``"descendants"``, ``"cesa_bianchi"``).
     """
-    return one_shot(evaluate, "hierarchical_precision", y_true, y_pred, taxonomy, average, **options)
+    return score(PLAN, "hierarchical_precision", y_true, y_pred, taxonomy, average, sample_weight=sample_weight,
+                 labels=labels, zero_division=zero_division, **options)
 
 
-def hierarchical_recall(y_true, y_pred, taxonomy, average: str = "micro", **options) -> float:
+def hierarchical_recall(y_true, y_pred, taxonomy, average: str | None = "micro", *, sample_weight=None,
+                        labels=None, zero_division=0.0, **options) -> float | pd.Series:
     """Hierarchical recall ``hR = |Ŷaug ∩ Yaug| / |Yaug|``; arguments as :func:`hierarchical_precision`."""
-    return one_shot(evaluate, "hierarchical_recall", y_true, y_pred, taxonomy, average, **options)
+    return score(PLAN, "hierarchical_recall", y_true, y_pred, taxonomy, average, sample_weight=sample_weight,
+                 labels=labels, zero_division=zero_division, **options)
 
 
-def hierarchical_f1(y_true, y_pred, taxonomy, average: str = "micro", beta: float = 1.0, **options) -> float:
-    """Hierarchical F-beta ``hF = (1+β²)·hP·hR / (β²·hP + hR)``; micro combines the micro hP and hR, macro
-    averages the per-instance ``(1+β²)|Ŷaug ∩ Yaug| / (β²|Yaug| + |Ŷaug|)``. Arguments as
-    :func:`hierarchical_precision`."""
-    return one_shot(evaluate, "hierarchical_f1", y_true, y_pred, taxonomy, average, beta=beta, **options)
+def hierarchical_f1(y_true, y_pred, taxonomy, average: str | None = "micro", beta: float = 1.0, *,
+                    sample_weight=None, labels=None, zero_division=0.0, **options) -> float | pd.Series:
+    """Hierarchical F-beta ``hF = (1+β²)·hP·hR / (β²·hP + hR)``; micro combines the micro hP and hR, samples
+    (and its alias macro) averages the per-instance ``(1+β²)|Ŷaug ∩ Yaug| / (β²|Yaug| + |Ŷaug|)``, the
+    per-class averages the per-class F-beta. Arguments as :func:`hierarchical_precision`."""
+    return score(PLAN, "hierarchical_f1", y_true, y_pred, taxonomy, average, sample_weight=sample_weight, labels=labels,
+                 zero_division=zero_division, beta=beta, **options)
 
 
-def symmetric_difference_loss(y_true, y_pred, taxonomy, **options) -> float:
-    """Mean over instances of ``|Ŷaug Δ Yaug|`` (Kosmopoulos et al. 2015 §2.4)."""
-    return one_shot(evaluate, "symmetric_difference_loss", y_true, y_pred, taxonomy, "macro", "", **options)
+def symmetric_difference_loss(y_true, y_pred, taxonomy, *, sample_weight=None, **options) -> float:
+    """Mean over instances of ``|Ŷaug Δ Yaug|`` (Kosmopoulos et al. 2015 §2.4), weighted by
+    ``sample_weight`` when given."""
+    return score(PLAN, "symmetric_difference_loss", y_true, y_pred, taxonomy, "", sample_weight=sample_weight,
+                 **options)

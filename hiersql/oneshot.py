@@ -1,0 +1,305 @@
+"""The scikit-learn style one-shot functions (``hiersql.hierarchical_f1(y_true, y_pred, taxonomy, ...)``): the
+checks of ``average``, ``sample_weight``, ``labels`` and ``zero_division`` shared by all of them, and the
+process-wide DuckDB database they run in.
+
+Every call computes its measure with the family's plan (:mod:`hiersql.plan`): the averages, the sample weights
+and the per-class values are the SQL generated from the plan's declared measures (:func:`~hiersql.plan.
+summary_sql`, :func:`~hiersql.plan.class_values_sql`), the zero divisions of ``zero_division="warn"`` are
+counted by :func:`~hiersql.plan.undefined_sql`. What each average means per family: ``docs/sklearn.md``.
+
+Speed: one in-memory DuckDB database serves the whole process. A :class:`~hiersql.taxonomy.Taxonomy` passed
+again (the same object) keeps its tables (edges, nodes, closure) in a schema of that database, built once and
+dropped when the object is garbage-collected; a taxonomy given in another form (edges, a path, a graph) is
+built for the call and dropped after it. Each call runs on a cursor of its own (a DuckDB connection to the same
+database: its own temporary tables and views, its own ``search_path``): the label sets are views over Arrow
+tables, the stages temporary tables, and all vanish when it closes: calls from several threads do not see
+each other's tables.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import threading
+import warnings
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from . import sqlfiles
+from .averages import (
+    UndefinedMetricWarning,
+    check_average,
+    check_labels_meaning,
+    check_sample_weight,
+    check_zero_division,
+)
+from .closure import fill_taxonomy
+from .engines import DuckDBEngine, render
+from .errors import DataWarning, InputError
+from .options import OptionError
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+    from .plan import FamilyPlan, Row
+    from .taxonomy import Taxonomy
+
+SYSTEM = "y_pred"  # the one system of a one-shot call
+
+
+# ------------------------------------------------------------------------------ the process-wide database
+_lock = threading.Lock()
+_database: dict[str, Any] = {}
+_schemas: dict[int, tuple[weakref.ref, str]] = {}  # id(taxonomy) -> (its weak reference, its schema)
+_numbers = itertools.count(1)
+
+
+def connection() -> duckdb.DuckDBPyConnection:
+    """The process-wide in-memory DuckDB database of the one-shot functions (made on first use)."""
+    import duckdb
+
+    with _lock:
+        if "con" not in _database:
+            _database["con"] = duckdb.connect()
+        return _database["con"]
+
+
+def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
+    """The schema holding ``taxonomy``'s tables (``sql/schema.sql``, taxonomy filled), made now unless ``keep``
+    made it before for this very object. Schemas of collected taxonomies are dropped here."""
+    con = connection()
+    with _lock:
+        for key, (ref, name) in list(_schemas.items()):
+            if ref() is None:
+                del _schemas[key]
+                con.execute(f"DROP SCHEMA {name} CASCADE")
+        found = _schemas.get(id(taxonomy))
+        if keep and found is not None and found[0]() is taxonomy:
+            return found[1]
+        name = f"taxonomy_{next(_numbers)}"  # made here, never from input
+        cur = con.cursor()
+        try:
+            cur.execute(f"CREATE SCHEMA {name}")
+            cur.execute(f"SET search_path = '{name}'")
+            cur.execute(sqlfiles.queries("schema")["schema"])
+            cur.execute("BEGIN")
+            fill_taxonomy(cur, taxonomy)
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+            raise
+        finally:
+            cur.close()
+        if keep:
+            _schemas[id(taxonomy)] = (weakref.ref(taxonomy), name)
+        return name
+
+
+@contextmanager
+def session(taxonomy: Taxonomy, keep: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of the process-wide database whose ``search_path`` is ``taxonomy``'s schema; its temporary
+    tables (labels, stages) vanish when it closes. ``keep``: keep the schema for later calls with the same
+    object."""
+    name = _taxonomy_schema(taxonomy, keep)
+    with _lock:
+        cur = _database["con"].cursor()
+    try:
+        cur.execute(f"SET search_path = '{name}'")
+        yield cur
+    finally:
+        cur.close()
+        if not keep:
+            with _lock:
+                _database["con"].execute(f"DROP SCHEMA {name} CASCADE")
+
+
+def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequence[Any], y_pred: Sequence[Any],
+              weights: list[float] | None) -> None:
+    """The tables ``instances, truth, predictions, systems, pair_counts`` (and ``sample_weights``) of a
+    one-shot call, as views of the cursor over Arrow tables: instance ``i`` (id ``"i"``) has the label sets
+    ``y_true[i]`` and ``y_pred[i]``. Checked as :class:`~hiersql.store.Store` checks label sets: a missing
+    label or one that is not a node is an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``,
+    the instance (line ``i + 1``) and the label; a label repeated within a set counts once (a
+    :class:`~hiersql.errors.DataWarning`)."""
+    import pyarrow as pa
+
+    n = len(y_true)
+    ids = pa.array([str(i) for i in range(n)], pa.string())
+    tables = {"instances": pa.table({"instance_id": ids})}
+    for name, (instance_ids, labels, ranks) in (("truth", _rows(y_true, "y_true", taxonomy)),
+                                                ("predictions", _rows(y_pred, "y_pred", taxonomy))):
+        columns = {"instance_id": pa.array(instance_ids, pa.string()), "label": pa.array(labels, pa.string()),
+                   "rank": pa.array(ranks, pa.int32())}
+        if name == "predictions":
+            columns = {"system": pa.array([SYSTEM] * len(labels), pa.string()), **columns,
+                       "score": pa.nulls(len(labels), pa.float64())}
+        tables[name] = pa.table(columns)
+    if n and not tables["predictions"].num_rows:  # as the store says of a prediction source without labels
+        warnings.warn("y_pred: no predicted label; evaluated as a system that predicted nothing for every instance",
+                      DataWarning, stacklevel=4)
+    tables["systems"] = pa.table({"system": pa.array([SYSTEM], pa.string()), "source": pa.array([SYSTEM])})
+    tables["pair_counts"] = pa.table({"system": pa.array([], pa.string()), "truth": pa.array([], pa.string()),
+                                      "prediction": pa.array([], pa.string()), "n": pa.array([], pa.float64())})
+    if weights is not None:
+        tables["sample_weights"] = pa.table({"instance_id": ids, "weight": pa.array(weights, pa.float64())})
+    for name, table in tables.items():  # views of the cursor over the Arrow tables: no copy, gone with it
+        con.register(name, table)
+
+
+def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
+    ids: list[str] = []
+    labels: list[str] = []
+    ranks: list[int] = []
+    duplicates = 0
+    virtual = taxonomy.root if taxonomy.virtual_root else None
+    for i, labelset in enumerate(sets):
+        members = [labelset] if isinstance(labelset, str) else list(labelset)
+        seen: set[str] = set()
+        for label in members:
+            if label is None or (isinstance(label, float) and math.isnan(label)) or label == "":
+                raise InputError("missing label (empty, None or NaN)", where, i + 1, label)
+            label = label if isinstance(label, str) else str(label)
+            if label not in taxonomy:
+                raise InputError("label not in the taxonomy", where, i + 1, label)
+            if label == virtual:
+                raise InputError("label is the virtual root added above the taxonomy's parentless nodes, not one"
+                                 " of its nodes", where, i + 1, label)
+            if label in seen:
+                duplicates += 1
+                continue
+            seen.add(label)
+            ids.append(str(i))
+            labels.append(label)
+            ranks.append(len(seen))
+    if duplicates:
+        warnings.warn(f"{where}: {duplicates} duplicate (instance_id, label) row(s) collapsed", DataWarning,
+                      stacklevel=5)
+    return ids, labels, ranks
+
+
+# ------------------------------------------------------------------------------------------------- the engine
+@functools.lru_cache(maxsize=512)
+def _folded(file: str, query: str, params: tuple, done: frozenset[str], text: str | None) -> str | None:
+    """The folded text of a stage, or ``None`` when it still needs a parameter that is not a plain value."""
+    sql = render(file, query, dict(params), "duckdb", pretty=False, skip=done, text=text)
+    return None if sqlfiles.parameters(sql) else sql
+
+
+class FoldedEngine(DuckDBEngine):
+    """The DuckDB engine of a one-shot call: each stage is the portable query with its parameters as literals,
+    constant-folded (:func:`hiersql.engines.render`: the branches of other options are gone) and kept for the
+    next call with the same options. DuckDB plans the folded text several times faster than the query with the
+    branches of every option, which is most of a small call's time. The stages of a plan without Python steps
+    are composed into the generated query (:attr:`~hiersql.engines.Engine.compose_stages`)."""
+
+    compose_stages = True
+
+    def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
+        plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)))
+        sql = _folded(file, query, plain, frozenset(done), text)
+        if sql is None:
+            super().stage(file, query, params, done, text)
+            return
+        self._materialize(query, sql)
+        done.add(query)
+
+
+# ------------------------------------------------------------------------------------------------- the call
+def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | None = "", *,
+          sample_weight: Any = None, labels: Iterable[str] | None = None, zero_division: Any = 0.0,
+          **options: Any) -> float | pd.Series:
+    """The value of ``metric`` for the label sets ``y_true``, ``y_pred`` over ``taxonomy``.
+
+    ``average`` is one of the measure's averages (``""`` for a plain mean over instances); ``None`` gives the
+    per-class values as a Series indexed by label (in ``labels`` order, else sorted, as scikit-learn).
+    ``sample_weight`` weighs the instances; ``labels`` fixes the classes of the per-class averages;
+    ``zero_division`` is 0, 1, nan or ``"warn"``; ``options`` are the other fields of
+    :class:`~hiersql.metrics.Options`.
+    """
+    from .options import make_options
+    from .plan import CLASSES, measure_of
+    from .taxonomy import Taxonomy, as_taxonomy
+
+    check_labels_meaning(plan, metric, labels)
+    fixed = labels is not None
+    check_average(plan, metric, average, fixed)
+    value, warn = check_zero_division(zero_division)
+    opts = make_options(zero_division=value, labels=None if labels is None else _label_names(labels),
+                        average=(average,) if average else (), **options)
+    y_true, y_pred = list(y_true), list(y_pred)
+    if len(y_true) != len(y_pred):
+        raise ValueError(f"y_true has {len(y_true)} instances but y_pred has {len(y_pred)}")
+    weights = check_sample_weight(sample_weight, len(y_true))
+    if weights is not None and plan.summary is not None:
+        raise OptionError("sample_weight", f"is not offered for {metric} (its summary is over label pairs)", "given")
+    tax = as_taxonomy(taxonomy)
+    weighted = weights is not None
+    queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
+    with session(tax, keep=isinstance(taxonomy, Taxonomy)) as con:
+        load_sets(con, tax, y_true, y_pred, weights)
+        engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
+        engine.weighted = weighted
+        if plan.summary is not None:
+            return _one_value(engine.run_plan(plan, [metric], opts), metric, average or "")
+        rows = engine.run_queries(plan, [metric], opts, queries)
+    if "_undefined" in rows and rows["_undefined"][0][1]:
+        unit = measure_of(plan, metric, average).unit
+        what = "the pooled counts" if average == "micro" else "classes" if unit == CLASSES else "instances"
+        warnings.warn(f"{metric} is ill-defined and being set to 0.0 in {rows['_undefined'][0][1]} of {what} with"
+                      " a zero denominator; use the zero_division parameter to control this behavior",
+                      UndefinedMetricWarning, stacklevel=3)
+    if average is None:
+        return _per_class(rows["_class_values"], metric, opts.labels)
+    found = [v for _, m, a, v in rows["_summary"] if m == metric and (a or "") == average]
+    return float("nan") if found[0] is None else float(found[0])
+
+
+_QUERIES: dict[tuple, tuple[tuple[str, str], ...]] = {}  # generated once per (family, metric, options)
+
+
+def _queries(plan: FamilyPlan, metric: str, average: str | None, weighted: bool, fixed: bool, warn: bool
+             ) -> tuple[tuple[str, str], ...]:
+    """The generated queries of a one-shot call: the summary (or the per-class values, ``average=None``) and,
+    for ``zero_division="warn"``, the count of zero divisions; none for a family with its own summary."""
+    from .plan import class_values_sql, summary_sql, undefined_sql
+
+    key = (plan.name, metric, average, weighted, fixed, warn)
+    if key in _QUERIES:
+        return _QUERIES[key]
+    if plan.summary is not None:
+        out: tuple[tuple[str, str], ...] = ()
+    else:
+        first = (("_class_values", class_values_sql(plan, metric, weighted, fixed)) if average is None
+                 else ("_summary", summary_sql(plan, [metric], [average], True, weighted, fixed)))
+        undefined = undefined_sql(plan, metric, average, weighted, fixed) if warn else None
+        out = (first, ("_undefined", undefined)) if undefined is not None else (first,)
+    _QUERIES[key] = out
+    return out
+
+
+def _label_names(labels: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(labels, str):
+        return (labels,)
+    return tuple(label if isinstance(label, str) else str(label) for label in labels)
+
+
+def _per_class(rows: list[tuple], metric: str, labels: tuple[str, ...] | None) -> pd.Series:
+    import pandas as pd
+
+    series = pd.Series({label: float("nan") if v is None else float(v) for _, label, v in rows}, name=metric,
+                       dtype="float64")
+    series.index.name = "label"
+    return series.reindex(list(labels)) if labels is not None else series
+
+
+def _one_value(rows: list[Row], metric: str, average: str) -> float:
+    """The value of ``metric`` with ``average`` from a single-system result."""
+    for row in rows:
+        if row.metric == metric and row.average == average:
+            return row.value
+    raise ValueError(f"no value for {metric} with average={average!r}")
