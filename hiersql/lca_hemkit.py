@@ -107,6 +107,16 @@ def _csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.fromiter((v for values in lists for v in values), np.int64, count=int(ptr[-1]))
 
 
+def load_kernel() -> None:
+    """Load the compiled code of :func:`~hiersql.lca_hemkit_kernel.graphs_many` (from numba's cache, or
+    compile it on first use) by running it on a one-node hierarchy."""
+    import numpy as np
+
+    one = np.zeros(1, np.int64)
+    _run((np.zeros(2, np.int64), one[:0]), np.array([1, BEYOND], np.int64), (np.array([0, 1], np.int64), one),
+         (np.array([0, 1], np.int64), one), 1, 2)
+
+
 def _run(parents, ids, gold, pred, max_distance: int | None, drop_distance: int | None, ignore: int = -1):
     """:func:`~hiersql.lca_hemkit_kernel.graphs_many` on CSR pairs; ``None`` distances as no limit."""
     from .lca_hemkit_kernel import graphs_many
