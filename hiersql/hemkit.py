@@ -158,14 +158,18 @@ def _line_rows(engine, plan, options, columns: tuple[str, str]) -> list[tuple]:
 def _hierarchical(cursor, max_distance: int) -> list[tuple]:
     """:func:`_line_rows` of hP, hR: the set-based family's plan with the root and ancestors up to
     ``max_distance + 1`` edges, on ``cursor`` (a second connection to the store's database, closed when
-    done)."""
+    done). Its counts are always the lists, which read ``node_closure`` only (``closure`` is a view here:
+    :func:`hemkit_store`); on MeSH they are faster than the pairs, which would read the closure on names."""
+    from dataclasses import replace
+
     from .engines import DuckDBEngine
     from .evaluator import make_options
     from .metrics import set_based
 
+    plan = replace(set_based.PLAN, params=lambda options, engine, metrics: {
+        **set_based.sql_params(options, engine, metrics), "list_counts": True})
     try:
-        return _line_rows(DuckDBEngine(cursor), set_based.PLAN,
-                          make_options(include_root=True, max_distance=max_distance + 1),
+        return _line_rows(DuckDBEngine(cursor), plan, make_options(include_root=True, max_distance=max_distance + 1),
                           ("hierarchical_precision", "hierarchical_recall"))
     finally:
         cursor.close()

@@ -20,8 +20,17 @@ def cxx_sort_order(keys):
     """The permutation ``std::sort`` of libstdc++ leaves ``0..n-1`` in when comparing ``keys[i] < keys[j]``:
     introsort (median-of-three quicksort down to runs of 16, heapsort past ``2·floor(log2 n)`` levels), then
     insertion sort. Not stable: equal keys end in an order that depends on the input order."""
+    a = np.empty(len(keys), np.int64)
+    _cxx_sort(a, keys)
+    return a
+
+
+@njit(cache=True)
+def _cxx_sort(a, keys):
+    """:func:`cxx_sort_order` into ``a`` (as long as ``keys``)."""
     n = len(keys)
-    a = np.arange(n)
+    for i in range(n):
+        a[i] = i
     if n > 1:
         depth = 0
         m = n
@@ -30,7 +39,6 @@ def cxx_sort_order(keys):
             depth += 1
         _introsort(a, keys, 0, n, 2 * depth)
         _final_insertion_sort(a, keys, 0, n)
-    return a
 
 
 @njit(cache=True)
@@ -316,13 +324,13 @@ def _link(links, n, a, v):
 
 @njit(cache=True)
 def _candidates(one_sided, others, first, pcount, pstart, plen, pnodes, psums, reach, stamp, cand, n_cand,
-                bounds, tried, n_tried, tried_ptr, links, n_links):
+                bounds, tried, n_tried, tried_ptr, links, n_links, f_sum, f_row, h_low, h_pos, order):
     """S2, S3 for the labels ``one_sided`` of one side against the labels ``others`` of the other side:
     writes from ``cand[n_cand]`` on the rows ``(label, partner, own start, own length, their start, their
     length)`` of each label's pairs of minimum cost in HEMKit's order (``std::sort`` by id sum), into
     ``bounds[i]`` label ``i``'s range of rows, from ``tried[n_tried]`` on the nodes of its own candidate
     paths (label ``i``'s end at ``tried_ptr[i + 1]``), from ``links[n_links]`` on the links. Returns the new
-    ``n_cand``, ``n_tried``, ``n_links``."""
+    ``n_cand``, ``n_tried``, ``n_links``. ``f_sum``, ``f_row``, ``h_low``, ``h_pos``, ``order``: scratch."""
     their_paths = 0
     for z in others:
         their_paths += pcount[z]
@@ -333,10 +341,7 @@ def _candidates(one_sided, others, first, pcount, pstart, plen, pnodes, psums, r
         x = one_sided[li]
         best = -1
         found = 0
-        f_sum = np.empty(pcount[x] * their_paths, np.int64)
-        f_row = np.empty((pcount[x] * their_paths, 5), np.int64)  # partner, own start, own length, their ...
-        h_low = np.empty(pcount[x], np.int64)
-        h_pos = np.empty(pcount[x], np.int64)
+        # f_row: partner, own start, own length, their start, their length
         for k in range(pcount[x]):
             s = pstart[first[x] + k]
             pos = 0
@@ -375,7 +380,8 @@ def _candidates(one_sided, others, first, pcount, pstart, plen, pnodes, psums, r
                     n_tried += 1
         tried_ptr[li + 1] = n_tried
         bounds[li, 0] = n_cand
-        for i in cxx_sort_order(f_sum[:found]):
+        _cxx_sort(order[:found], f_sum[:found])
+        for i in order[:found]:
             cand[n_cand, 0] = x
             cand[n_cand, 1:] = f_row[i]
             n_cand += 1
@@ -408,19 +414,19 @@ def _overlap(pnodes, start, size, one_sided, tried, tried_ptr, skip):
 
 @njit(cache=True)
 def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach, gmark, pmark, cmark, linking,
-              served, graph, now, gnodes, gcounts):
+              served, graph, now, gnodes, gcounts, ws, rows_ws, pairs_ws):
     """S2-S6 for one instance with labels on one side only; ``gmark``/``pmark`` and ``graph`` hold the
     labels (stamp ``now``); uses the stamps ``now + 1 .. now + 3``; the nodes added to Gt and Gp are listed in
-    ``gnodes`` (``gcounts`` of each side)."""
-    gold_only = np.empty(len(true), np.int64)
+    ``gnodes`` (``gcounts`` of each side). ``ws``, ``rows_ws``, ``pairs_ws``: scratch (:func:`_workspace`)."""
+    gold_only = ws[0]
     n_gold = 0
     for x in true:
         if pmark[x] != now:
             gold_only[n_gold] = x
             n_gold += 1
     gold_only = gold_only[:n_gold]
-    pred_only = np.empty(len(pred), np.int64)
-    both = np.empty(len(pred), np.int64)
+    pred_only = ws[1]
+    both = ws[2]
     n_pred = n_both = 0
     for x in pred:
         if gmark[x] != now:
@@ -432,36 +438,29 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
     pred_only = pred_only[:n_pred]
     both = both[:n_both]
     # S2, S3
-    paths_true = paths_pred = 0
-    nodes_true = nodes_pred = 0
-    for x in true:
-        paths_true += pcount[x]
-    for x in pred:
-        paths_pred += pcount[x]
-    rows = 0
-    for x in gold_only:
-        rows += pcount[x] * paths_pred
-        for p in range(first[x], first[x] + pcount[x]):
-            nodes_true += plen[p]
-    for x in pred_only:
-        rows += pcount[x] * paths_true
-        for p in range(first[x], first[x] + pcount[x]):
-            nodes_pred += plen[p]
-    cand = np.empty((rows, 6), np.int64)
-    links = np.empty((2 * rows, 2), np.int64)
-    gold_bounds = np.empty((n_gold, 2), np.int64)
-    pred_bounds = np.empty((n_pred, 2), np.int64)
-    gold_tried = np.empty(nodes_true, np.int64)
-    pred_tried = np.empty(nodes_pred, np.int64)
-    gold_ptr = np.zeros(n_gold + 1, np.int64)
-    pred_ptr = np.zeros(n_pred + 1, np.int64)
+    cand = rows_ws[:, :6]
+    f_row = rows_ws[:, 6:11]
+    f_sum = rows_ws[:, 11]
+    order_ws = rows_ws[:, 12]
+    links = pairs_ws[:, :2]
+    gold_bounds = ws[3:5].T[:n_gold]
+    pred_bounds = ws[5:7].T[:n_pred]
+    gold_ptr = ws[7]
+    pred_ptr = ws[8]
+    gold_tried = ws[9]
+    pred_tried = ws[10]
+    h_low = ws[11]
+    h_pos = ws[12]
+    gold_ptr[0] = pred_ptr[0] = 0
     n_cand, _, n_links = _candidates(gold_only, pred, first, pcount, pstart, plen, pnodes, psums, reach, now + 1,
-                                     cand, 0, gold_bounds, gold_tried, 0, gold_ptr, links, 0)
+                                     cand, 0, gold_bounds, gold_tried, 0, gold_ptr, links, 0, f_sum, f_row, h_low,
+                                     h_pos, order_ws)
     n_cand, _, n_links = _candidates(pred_only, true, first, pcount, pstart, plen, pnodes, psums, reach, now + 2,
-                                     cand, n_cand, pred_bounds, pred_tried, 0, pred_ptr, links, n_links)
+                                     cand, n_cand, pred_bounds, pred_tried, 0, pred_ptr, links, n_links, f_sum,
+                                     f_row, h_low, h_pos, order_ws)
     # S4: the ancestors by labels linked (descending), then id (descending)
-    ancs = np.empty(n_links, np.int64)
-    n_linked = np.zeros(n_links, np.int64)
+    ancs = pairs_ws[:, 2]
+    n_linked = pairs_ws[:, 3]
     n_ancs = 0
     for i in range(n_links):
         a = links[i, 0]
@@ -476,7 +475,7 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
             n_ancs += 1
         else:
             n_linked[found] += 1
-    order = np.empty(n_ancs, np.int64)  # insertion sort: a handful of ancestors
+    order = pairs_ws[:, 4]  # insertion sort: a handful of ancestors
     for q in range(n_ancs):
         i = q
         while i > 0 and (n_linked[order[i - 1]] < n_linked[q]
@@ -488,9 +487,9 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
         linking[links[i, 1]] = 0
     for i in range(n_links):
         linking[links[i, 1]] += 1
-    kept = np.empty(n_ancs, np.int64)
+    kept = pairs_ws[:, 5]
     n_kept = 0
-    for q in order:
+    for q in order[:n_ancs]:
         a = ancs[q]
         redundant = True
         for i in range(n_links):
@@ -510,9 +509,9 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
         served[0, x] = s4
         served[1, x] = s4
     n_served = 2 * n_both
-    chosen = np.empty(n_kept, np.int64)
+    chosen = pairs_ws[:, 6]
     n_chosen = 0
-    labels = np.empty(n_links, np.int64)
+    labels = pairs_ws[:, 7]
     for a in kept[:n_kept]:
         if n_served == total:
             break
@@ -539,10 +538,10 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
                 served[1, v] = s4
                 n_served += 1
     # S5: one pair per (label, partner), filed under the ancestor of the last candidate
-    filed = np.empty((2 * n_cand, 5), np.int64)  # ancestor, node, side, path start, path length
+    filed = pairs_ws[:, 8:13]  # ancestor, node, side, path start, path length
     n_filed = 0
-    partners = np.empty(n_cand, np.int64)
-    group = np.empty(n_cand, np.int64)
+    partners = rows_ws[:, 13]
+    group = rows_ws[:, 14]
     for side in range(2):
         bounds = gold_bounds if side == 0 else pred_bounds
         for li in range(len(bounds)):
@@ -624,7 +623,7 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
         served[0, x] = s6
         served[1, x] = s6
     n_served = 2 * n_both
-    entries = np.empty(n_filed, np.int64)
+    entries = pairs_ws[:, 13]
     for a in _sort_by_id(chosen[:n_chosen], ids):
         if n_served == total:
             break
@@ -663,6 +662,24 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
             _add_path(pnodes, filed[small_gold, 3], filed[small_gold, 4], graph, 0, now, gnodes, gcounts)
 
 
+@njit(cache=True)
+def _needs(true, pred, first, pcount, plen):
+    """The scratch one instance needs: ``(width of ws, rows of rows_ws)`` (:func:`_instance`); the rows bound
+    the candidate pairs, twice the product of the paths of both sides."""
+    width = max(len(true), len(pred)) + 1
+    paths_true = paths_pred = nodes = 0
+    for side in range(2):
+        for x in true if side == 0 else pred:
+            if side == 0:
+                paths_true += pcount[x]
+            else:
+                paths_pred += pcount[x]
+            width = max(width, pcount[x])
+            for p in range(first[x], first[x] + pcount[x]):
+                nodes += plen[p]
+    return max(width, nodes), max(1, 2 * paths_true * paths_pred)
+
+
 @njit(cache=True, nogil=True)
 def graphs_many(par_ptr, par_idx, ids, gold_ptr, gold_idx, pred_ptr, pred_idx, max_distance, drop_distance,
                 ignore):
@@ -688,6 +705,9 @@ def graphs_many(par_ptr, par_idx, ids, gold_ptr, gold_idx, pred_ptr, pred_idx, m
     graph = np.zeros((2, size), np.int64)
     gnodes = np.empty((2, size), np.int64)
     gcounts = np.zeros(2, np.int64)
+    ws = np.zeros((13, 16), np.int64)  # grown as instances need (_needs)
+    rows_ws = np.zeros((16, 15), np.int64)
+    pairs_ws = np.zeros((32, 14), np.int64)
     stamp = 0
     m = len(gold_ptr) - 1
     counts = np.zeros((m, 3), np.int64)
@@ -721,8 +741,15 @@ def graphs_many(par_ptr, par_idx, ids, gold_ptr, gold_idx, pred_ptr, pred_idx, m
             if gmark[x] == now:
                 shared += 1
         if len(true) + len(pred) > 2 * shared and len(true) and len(pred):
+            width, rows = _needs(true, pred, first, pcount, plen)
+            if width > ws.shape[1]:
+                ws = np.zeros((13, max(width, 2 * ws.shape[1])), np.int64)
+            if rows > len(rows_ws):
+                rows = max(rows, 2 * len(rows_ws))
+                rows_ws = np.zeros((rows, 15), np.int64)
+                pairs_ws = np.zeros((2 * rows, 14), np.int64)
             _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach, gmark, pmark, cmark,
-                      linking, served, graph, now, gnodes, gcounts)
+                      linking, served, graph, now, gnodes, gcounts, ws, rows_ws, pairs_ws)
         if n_out + gcounts[0] + gcounts[1] > len(out_node):
             grown = max(2 * len(out_node), n_out + gcounts[0] + gcounts[1])
             node_buf = np.empty(grown, np.int64)
