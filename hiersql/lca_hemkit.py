@@ -204,18 +204,16 @@ def store_graph_counts(con: duckdb.DuckDBPyConnection, include_root: bool, max_d
 
 def write_graph_counts(con: duckdb.DuckDBPyConnection, include_root: bool, max_distance: int | None) -> None:
     """The temp table ``lca_graph_counts(system, instance_id, n_true, n_pred, n_both)`` of
-    :func:`store_graph_counts`, as ``sql/lca.sql`` names it for ``lca_instance``."""
-    import pyarrow as pa
-
+    :func:`store_graph_counts`, as ``sql/lca.sql`` names it for ``lca_instance``. (Written from lists: building
+    an Arrow table from Python data would import pandas, a third of a second.)"""
     keys, _, (counts, *_) = _store_run(con, max_distance, include_root)
-    table = pa.table({"system": [k[0] for k in keys], "instance_id": [k[1] for k in keys],
-                      "n_true": counts[:, 0], "n_pred": counts[:, 1], "n_both": counts[:, 2]})
-    con.register("_hemkit_graph_counts", table)
-    try:
-        con.execute("CREATE OR REPLACE TEMP TABLE lca_graph_counts AS SELECT system, instance_id, n_true, n_pred,"
-                    " n_both FROM _hemkit_graph_counts")
-    finally:
-        con.unregister("_hemkit_graph_counts")
+    con.execute("CREATE OR REPLACE TEMP TABLE lca_graph_counts (system VARCHAR, instance_id VARCHAR,"
+                " n_true BIGINT, n_pred BIGINT, n_both BIGINT)")
+    if keys:
+        columns = counts.T.tolist()
+        con.execute("INSERT INTO lca_graph_counts SELECT unnest($s), unnest($i), unnest($t), unnest($p), unnest($b)",
+                    {"s": [k[0] for k in keys], "i": [k[1] for k in keys], "t": columns[0], "p": columns[1],
+                     "b": columns[2]})
 
 
 def store_graph_names(con: duckdb.DuckDBPyConnection, max_distance: int | None, beyond: str
