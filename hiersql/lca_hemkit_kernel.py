@@ -417,7 +417,8 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
               served, graph, now, gnodes, gcounts, ws, rows_ws, pairs_ws):
     """S2-S6 for one instance with labels on one side only; ``gmark``/``pmark`` and ``graph`` hold the
     labels (stamp ``now``); uses the stamps ``now + 1 .. now + 3``; the nodes added to Gt and Gp are listed in
-    ``gnodes`` (``gcounts`` of each side). ``ws``, ``rows_ws``, ``pairs_ws``: scratch (:func:`_workspace`)."""
+    ``gnodes`` (``gcounts`` of each side). ``ws``, ``rows_ws``, ``pairs_ws``: scratch, grown by the caller
+    (:func:`_needs`)."""
     gold_only = ws[0]
     n_gold = 0
     for x in true:
