@@ -2,7 +2,9 @@
 
 HEMKit (Kosmopoulos et al.; used by BioASQ) is called as ``HEMKit HIERARCHY GOLD PRED MAX_DISTANCE MAX_ERROR``
 and prints ``hP hR hF LCA-P LCA-R LCA-F``, each the mean over instances (per-instance, "macro"). Its semantics,
-which this module reproduces with the SQL of ``sql/set_based.sql`` and ``sql/lca.sql``:
+which this module computes with two declared plans (:mod:`hiersql.plan`): the set-based family's per-instance
+stage (``sql/set_based.sql``) and :data:`hiersql.metrics.lca.HEMKIT_PLAN` (HEMKit's graphs, compiled, then
+``lca_instance`` of ``sql/lca.sql``); the means are added in Python, in line order, as HEMKit adds them:
 
 - the hierarchy is whitespace-separated ``parent child`` pairs; a dummy root is always added above every
   parentless node, and it counts like any node;
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
     from .store import Store
 
 SYSTEM = "pred"
-LINE_ORDER = "CAST(instance_id AS BIGINT)"  # the instances in line order (their ids are line numbers)
 
 
 @dataclass(frozen=True)
@@ -147,43 +148,54 @@ def hemkit_store(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_
     return store
 
 
-def _hierarchical(store: Store, max_distance: int) -> tuple[list[float], int]:
-    """The means of hP, hR, hF (:func:`_means`) and the number of instances: ``sql/set_based.sql`` with the root
-    and ancestors up to ``max_distance + 1`` edges. Closes ``store`` (a cursor) when done."""
+def _line_rows(engine, plan, options, columns: tuple[str, str]) -> list[tuple]:
+    """``(instance_id, P, R)`` of the per-instance stage of ``plan`` (its ``columns``) in line order."""
+    table = engine.per_instance(plan, options).select(["instance_id", *columns]).to_pylist()
+    return sorted(((row["instance_id"], row[columns[0]], row[columns[1]]) for row in table),
+                  key=lambda row: int(row[0]))
+
+
+def _hierarchical(cursor, max_distance: int) -> list[tuple]:
+    """:func:`_line_rows` of hP, hR: the set-based family's plan with the root and ancestors up to
+    ``max_distance + 1`` edges, on ``cursor`` (a second connection to the store's database, closed when
+    done). Its counts are always the lists, which read ``node_closure`` only (``closure`` is a view here:
+    :func:`hemkit_store`); on MeSH they are faster than the pairs, which would read the closure on names."""
+    from dataclasses import replace
+
+    from .engines import DuckDBEngine
     from .evaluator import make_options
     from .metrics import set_based
 
-    # the lists read node_closure only (closure is a view here: hemkit_store); on MeSH they are as fast as the
-    # pairs, which would read the closure on names
-    params = {**set_based.sql_params(make_options(include_root=True, max_distance=max_distance + 1)),
-              "list_counts": True}
+    plan = replace(set_based.PLAN, params=lambda options, engine, metrics: {
+        **set_based.sql_params(options, engine, metrics), "list_counts": True})
     try:
-        rows = store.run("set_based", "set_based_instance", params).select(
-            "instance_id, hierarchical_precision, hierarchical_recall").order(LINE_ORDER).fetchall()
+        return _line_rows(DuckDBEngine(cursor), plan, make_options(include_root=True, max_distance=max_distance + 1),
+                          ("hierarchical_precision", "hierarchical_recall"))
     finally:
-        store.close()
-    return _means(rows), len(rows)
+        cursor.close()
 
 
 def hemkit_scores(store: Store, max_distance: int) -> HemkitResult:
     """HEMKit's six means over the instances of ``store`` (single system), with HEMKit's arithmetic: per
     instance P and R (a quotient of two counts), ``F = 2·P·R/(P + R)`` (0 when both are 0), each summed in line
     order and divided by the number of instances, so that all 17 printed digits match. The LCA graphs are
-    HEMKit's own (:mod:`hiersql.lca_hemkit`, ``lca_graph="hemkit"``).
+    HEMKit's own (:data:`~hiersql.metrics.lca.HEMKIT_PLAN`, ``lca_graph="hemkit"``).
 
-    hP/hR and the LCA graphs read the same tables, so the set-based query (and its means) runs on a second
-    connection to the same database (a cursor) in a thread while this one builds the LCA graphs in Python:
-    DuckDB releases the GIL while it runs a query (:func:`~hiersql.concurrency.beside_python`)."""
+    hP/hR and the LCA graphs read the same tables, so the set-based plan runs on a second connection to the
+    same database (a cursor) in a thread while this one builds the LCA graphs (compiled code, which holds no
+    lock DuckDB needs; :func:`~hiersql.concurrency.beside_python`)."""
     from .concurrency import beside_python
-    from .lca_hemkit import store_graph_counts
+    from .engines import DuckDBEngine
+    from .metrics import lca
+    from .options import make_options
 
-    side = store.cursor()
-    with beside_python(lambda: _hierarchical(side, max_distance)) as hierarchical:
-        counts = store_graph_counts(store.con, True, max_distance)
-    (hp, hr, hf), instances = hierarchical.result()
-    counts.sort(key=lambda row: int(row[1]))  # line order (instance ids are line numbers)
-    lp, lr, lf = _means([(i, b / p if p else 0.0, b / t if t else 0.0) for _, i, t, p, b in counts])
-    return HemkitResult(hp, hr, hf, lp, lr, lf, instances=instances)
+    options = make_options(include_root=True, max_distance=max_distance, lca_graph="hemkit")
+    with beside_python(lambda: _hierarchical(store.cursor(), max_distance)) as hierarchical:
+        graphs = _line_rows(DuckDBEngine(store), lca.HEMKIT_PLAN, options, ("lca_precision", "lca_recall"))
+    rows = hierarchical.result()
+    hp, hr, hf = _means(rows)
+    lp, lr, lf = _means(graphs)
+    return HemkitResult(hp, hr, hf, lp, lr, lf, instances=len(rows))
 
 
 def _means(rows: list[tuple]) -> list[float]:
@@ -225,7 +237,14 @@ def hemkit(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_distan
         raise InputError("MAX_DISTANCE must be an integer >= 1", "MAX_DISTANCE", value=max_distance)
     if not max_error >= 0:
         raise InputError("MAX_ERROR must be a number >= 0", "MAX_ERROR", value=max_error)
-    store = hemkit_store(hierarchy, gold, pred, max_distance, unknown)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .lca_hemkit import load_kernel
+
+    with ThreadPoolExecutor(1) as pool:  # the compiled graphs load (Python) while DuckDB reads the files
+        kernel = pool.submit(load_kernel)
+        store = hemkit_store(hierarchy, gold, pred, max_distance, unknown)
+        kernel.result()
     try:
         return hemkit_scores(store, max_distance)
     finally:

@@ -1,7 +1,6 @@
 -- Lowest-common-ancestor precision, recall and F1 (Kosmopoulos et al. §2.4.2; SPEC §4).
 -- Y, Ŷ: the true and predicted sets of an instance ("sides" 't' and 'p'; the truth is repeated per system).
--- 1. Within each side drop every label that has a descendant on the same side ($drop_distance: only
---    descendants at most that many edges below; NULL = any).
+-- 1. Within each side drop every label that has a descendant on the same side.
 -- 2. For a label x and the labels z of the other side, a meeting is a common ancestor a with
 --    up(x, a) <= $max_distance and up(z, a) <= $max_distance (NULL = no limit); its cost is up(x, a) + up(z, a).
 --    The options of x are its meetings of minimum cost: (lca a, partner z). A label in both sets meets
@@ -22,19 +21,16 @@
 -- Reads: truth, predictions, systems, instances, closure, nodes, edges.
 
 -- name: lca_closure
--- The closure on node positions, with only the distances read below (all of them unless both thresholds
--- are given).
+-- The closure on node positions (every distance: the ancestor removal reads all of them).
 SELECT a.position AS ancestor, d.position AS descendant, c.distance
 FROM closure AS c
 JOIN nodes AS a ON a.label = c.ancestor
 JOIN nodes AS d ON d.label = c.descendant
-WHERE $max_distance IS NULL OR $drop_distance IS NULL OR c.distance <= greatest($max_distance, $drop_distance)
 
 -- name: lca_closure (duckdb)
 -- The DuckDB store keeps the closure on node positions (node_closure): no join needed.
 SELECT ancestor, descendant, distance
 FROM node_closure
-WHERE $max_distance IS NULL OR $drop_distance IS NULL OR distance <= greatest($max_distance, $drop_distance)
 
 -- name: lca_instances
 -- Every (system, instance) numbered: the joins below carry the number instead of the two names.
@@ -68,7 +64,6 @@ above AS (
         GROUP BY x.inst, x.side, x.label, y.label
     ) AS x
     JOIN lca_closure AS c ON c.ancestor = x.label AND c.descendant = x.below
-    WHERE $drop_distance IS NULL OR c.distance <= $drop_distance
 ),
 kept AS (
     SELECT inst, side, label FROM sides
@@ -302,25 +297,3 @@ SELECT
         AS lca_f1
 FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
 LEFT JOIN lca_graph_counts AS c ON c.system = g.system AND c.instance_id = g.instance_id
-
--- name: lca_summary
--- (system, metric, average, value): micro pools the counts over instances, macro averages per instance.
-WITH micro AS (
-    SELECT
-        system,
-        CASE WHEN sum(n_pred) = 0 THEN $zero_division ELSE 1.0 * sum(n_both) / sum(n_pred) END AS p,
-        CASE WHEN sum(n_true) = 0 THEN $zero_division ELSE 1.0 * sum(n_both) / sum(n_true) END AS r
-    FROM lca_instance
-    GROUP BY system
-)
-SELECT system, 'lca_precision' AS metric, 'micro' AS average, p AS value FROM micro
-UNION ALL
-SELECT system, 'lca_recall', 'micro', r FROM micro
-UNION ALL
-SELECT system, 'lca_f1', 'micro', CASE WHEN p + r = 0 THEN 0.0 ELSE 2 * p * r / (p + r) END FROM micro
-UNION ALL
-SELECT system, 'lca_precision', 'macro', avg(lca_precision) FROM lca_instance GROUP BY system
-UNION ALL
-SELECT system, 'lca_recall', 'macro', avg(lca_recall) FROM lca_instance GROUP BY system
-UNION ALL
-SELECT system, 'lca_f1', 'macro', avg(lca_f1) FROM lca_instance GROUP BY system

@@ -12,7 +12,8 @@ import pytest
 
 from hiersql.cli import main
 from hiersql.hemkit import hemkit, line_mean
-from hiersql.lca_hemkit import HemkitLCA, cxx_sort, hemkit_parents
+from hiersql.lca_hemkit import HemkitLCA, hemkit_parents
+from hiersql.lca_hemkit_kernel import cxx_sort_order
 from hiersql.metrics.lca import lca_f1
 
 from ._hemkit_cases import (
@@ -466,12 +467,13 @@ CXX_SORTED = [
 def test_cxx_sort_is_libstdcxx_sort():
     import random
 
+    import numpy as np
+
     rng = random.Random(7)
     keys = [[rng.randint(0, 3) for _ in range(20)], [rng.randint(0, 5) for _ in range(40)],
             [rng.randint(0, 2) for _ in range(100)]]
     for case, expected in zip(keys, CXX_SORTED, strict=True):
-        got = cxx_sort(list(enumerate(case)), lambda a, b: a[1] < b[1])
-        assert [i for i, _ in got] == [int(x) for x in expected.split()]
+        assert cxx_sort_order(np.array(case, np.int64)).tolist() == [int(x) for x in expected.split()]
 
 
 def test_graphs_on_names(fixtures_dir):
@@ -495,3 +497,26 @@ def test_graphs_on_names(fixtures_dir):
             store.close()
         named = {side: {beyond if v == -1 else v for v in nodes} for side, nodes in expected.items()}
         assert got == {("pred", "1"): named}
+
+
+def test_hemkit_command_runs_its_own_plan(data_dir):
+    """The HEMKit command runs ``lca.HEMKIT_PLAN`` (HEMKit's graphs, then ``lca_instance``) and none of the SQL
+    stages the other LCA selections need: after it, the store holds those two tables and no ``lca_labels``,
+    ``lca_pair_meetings`` or ``lca_open_*``; the numbers are HEMKit's (EXAMPLE, d = 4)."""
+    from hiersql.hemkit import hemkit_scores, hemkit_store
+    from hiersql.metrics import lca
+
+    assert [getattr(step, "name", getattr(step, "query", None)) for step in lca.HEMKIT_PLAN.steps] == \
+        ["hemkit_graphs", "lca_instance"]
+    assert lca.HEMKIT_GRAPHS in lca.PLAN.steps  # one step object, two plans
+    example = data_dir / "hemkit-example"
+    store = hemkit_store(example / "cat_hier.txt", example / "Golden.txt", example / "result.txt", 4)
+    try:
+        result = hemkit_scores(store, 4)
+        tables = {name for (name,) in store.con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+    finally:
+        store.close()
+    assert six(result) == pytest.approx(numbers(EXAMPLE[4]), abs=1e-9)
+    assert {"lca_graph_counts", "lca_instance"} <= tables
+    assert not {t for t in tables if t.startswith(("lca_labels", "lca_pair", "lca_open", "lca_options"))}

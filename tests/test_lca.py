@@ -38,7 +38,7 @@ def options(**kw):
 
 def test_fig8b_lca_sets(fig8b):
     """LCA(n, S) and Sbest(n, S) of every label (the bullet list after Definition 4)."""
-    lca.graph_counts(fig8b, options(lca_graph="extended"))
+    lca.per_instance(fig8b, options(lca_graph="extended"))  # stages as temp tables
     rows = fig8b.con.execute(  # a shared label's only option, itself, is not stored in lca_options
         "SELECT side, n.label, a.label, p.label FROM (SELECT side, label, lca, partner FROM lca_options"
         " UNION ALL SELECT side, label, label, label FROM lca_labels WHERE shared) AS o"
@@ -66,7 +66,7 @@ def test_fig8b_lca_sets(fig8b):
 def test_fig8b_path_min(fig8b):
     """pathmin(2.1, 3.1) = {2.1, 3, 3.1}, pathmin(2.1, 3.2.2) = {2.1, 3, 3.2.2} (the DAG edges make both
     2 edges long), pathmin(3.2.2, 3.2.1) = {3.2.2, 3.2, 3.2.1}: the nodes on the paths to the LCA."""
-    lca.graph_counts(fig8b, options(lca_graph="extended"))
+    lca.per_instance(fig8b, options(lca_graph="extended"))  # stages as temp tables
     nodes = fig8b.con.execute(
         "SELECT n.label, a.label, list(v.label ORDER BY step) FROM lca_path_nodes AS p JOIN nodes AS n ON"
         " n.position = p.node JOIN nodes AS a ON a.position = p.lca JOIN nodes AS v ON v.position = p.v GROUP BY ALL"

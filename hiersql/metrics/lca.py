@@ -11,7 +11,8 @@ LCAs, which option per label, which shortest path); only the instances where a c
   they connect, added until every label is covered, then redundant ones removed; each label then takes the
   option and shortest paths that add the fewest new nodes, labels with the fewest choices first;
 - ``lca_graph="hemkit"``: what HEMKit computes, including its departures from the paper
-  (:mod:`hiersql.lca_hemkit`, every instance in Python);
+  (:mod:`hiersql.lca_hemkit`, every instance, compiled; it reads the labels and the hierarchy, none of the
+  stages above). The HEMKit command runs that step alone (:data:`HEMKIT_PLAN`).
 - ``lca_graph="optimal"``: the exact optimum of Problem 2 with OR-Tools CP-SAT: first the minimum number of
   LCAs, then, with that number fixed, the maximum FLCA (a ratio, maximised by Dinkelbach's iteration). An
   instance that does not finish within ``LCA_TIME_LIMIT`` seconds (or has too many shortest paths) falls back
@@ -32,13 +33,12 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .. import lca_hemkit, sqlfiles
-from ..concurrency import beside_python
 from ..engines import DuckDBEngine
 from ..errors import DataWarning
 from ..oneshot import score
@@ -60,20 +60,18 @@ OTHER = {"t": "p", "p": "t"}
 
 Node = int  # a node's position (nodes.position); -1 is the virtual ancestor beyond max_distance
 Path = frozenset[Node]
-SQL_QUERY = "lca_summary"  # what the engines (PostgreSQL, Spark, DuckDB) run: the extended graphs only
 
 
 # ---------------------------------------------------------------------------------------------- SQL side
-def _params(options: Options, store: Store, drop_distance: int | None = None) -> dict[str, object]:
-    params = sql_params(options)
-    return {**params, "drop_distance": drop_distance, "beyond": beyond_name(store)}
+def _params(options: Options, store: Store) -> dict[str, object]:
+    return {**sql_params(options), "beyond": beyond_name(store)}
 
 
 def sql_params(options: Options) -> dict[str, object]:
     """The parameters of ``sql/lca.sql`` (the virtual ancestor beyond ``max_distance`` named ``__beyond__``:
     the plan's parameters rename it when a node has that name)."""
     return {"include_root": bool(options.include_root), "max_distance": options.max_distance,
-            "drop_distance": None, "zero_division": float(options.zero_division), "beyond": "__beyond__"}
+            "zero_division": float(options.zero_division), "beyond": "__beyond__"}
 
 
 def beyond_name(store: Store) -> str:
@@ -100,30 +98,26 @@ def _prepare(store: Store, params: dict[str, object], target: str, done: tuple[s
     return names
 
 
-def _solve_open(store: Store, options: Options, params: dict[str, object],
-                beside: Callable[[], object] | None = None) -> Iterator[tuple[int, dict]]:
-    """Minimal graphs (``options.lca_graph``) of the instances where a choice exists: ``(inst, {"t": Gt,
-    "p": Gp})`` (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH``
-    instances at a time to bound memory; a warning counts the instances where the exact solver fell back to
-    the greedy graphs. ``beside`` (SQL on the same connection) runs in a thread while the first batch is
-    solved in Python, once that batch is fetched (:func:`~hiersql.concurrency.beside_python`)."""
-    n_batches = _stage_open(store, params)
-    ignore = set() if options.include_root else {_root(store)}
+def _solved(con: duckdb.DuckDBPyConnection, options: Options) -> Iterator[tuple[int, dict[str, set[Node]]]]:
+    """Minimal graphs (``options.lca_graph`` greedy or optimal) of the instances where a choice exists (the
+    tables ``lca_open_*`` of connection ``con``): ``(inst, {"t": Gt, "p": Gp})`` (``inst`` the number of
+    ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a time to bound memory; a
+    warning counts the instances where the exact solver fell back to the greedy graphs."""
+    on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
+    ignore = set() if options.include_root else {_root(on)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
+    n_batches = con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchall()[0][0]
     fallbacks = 0
-    for batch in range(n_batches):
-        instances = _open_instances(store, batch)
-        with beside_python(beside if batch == 0 else None):
-            for key, inst in instances.items():
-                graphs, fell_back = solve(inst, ignore)
+    with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
+        for batch in range(n_batches):
+            for key, inst in _open_instances(on, batch).items():
+                graphs_, fell_back = solve(inst, ignore)
                 fallbacks += fell_back
-                yield key, graphs
-    if n_batches == 0 and beside is not None:
-        beside()
+                yield key, graphs_
     if fallbacks:
         warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
                       f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
-                      stacklevel=4)
+                      stacklevel=3)
 
 
 def _stage_open(store: Store, params: dict[str, object]) -> int:
@@ -140,41 +134,10 @@ def _root(store: Store) -> Node:
     return store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
 
 
-def graph_counts(store: Store, options: Options, drop_distance: int | None = None) -> dict[str, object]:
-    """Fill the temp table ``lca_graph_counts(system, instance_id, n_true, n_pred, n_both)`` with the sizes of
-    the graphs ``options.lca_graph`` asks for; returns the query parameters used. For the minimal graphs the
-    extended counts (``lca_extended_nodes``, ``lca_graph_counts``) are computed while the instances with a
-    choice are solved, and then overwritten for those."""
-    params = _params(options, store, drop_distance)
-    if options.lca_graph == "hemkit":  # HEMKit's rules, in Python for every instance (drop distance: its own)
-        lca_hemkit.write_graph_counts(store.con, params["include_root"], params["max_distance"])
-        return params
-    if options.lca_graph == "extended":
-        _prepare(store, params, "lca_graph_counts")
-        return params
-    done = tuple(_prepare(store, params, "lca_open_instances", ("lca_open_instances",)))
-    ignore = set() if options.include_root else {_root(store)}
-    with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap (-20 %)
-        rows = [(inst, *_sizes(g, ignore)) for inst, g in _solve_open(
-            store, options, params, beside=lambda: _prepare(store, params, "lca_graph_counts", done))]
-    if not rows:
-        return params
-    store.con.execute(
-        "DELETE FROM lca_graph_counts AS c WHERE EXISTS (SELECT 1 FROM lca_open_instances AS o"
-        " WHERE o.system = c.system AND o.instance_id = c.instance_id)"
-    )
-    store.con.execute(
-        "INSERT INTO lca_graph_counts SELECT k.system, k.instance_id, c.t, c.p, c.b FROM (SELECT unnest($i) AS"
-        " inst, unnest($t) AS t, unnest($p) AS p, unnest($b) AS b) AS c JOIN lca_instances AS k ON k.inst = c.inst",
-        {name: [r[k] for r in rows] for k, name in enumerate(("i", "t", "p", "b"))},
-    )
-    return params
-
-
 def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, set[str]]]:
     """The LCA graphs of every (system, instance_id) with labels: ``{"t": Gt nodes, "p": Gp nodes}`` (the root
     included when it is on a path, whatever ``include_root`` says)."""
-    params = _params(options, store, None)
+    params = _params(options, store)
     if options.lca_graph == "hemkit":
         return lca_hemkit.store_graph_names(store.con, params["max_distance"], params["beyond"])
     _prepare(store, params, "lca_extended_names")
@@ -186,38 +149,20 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
             "SELECT inst, system, instance_id FROM lca_instances").fetchall()}
         names = dict(store.con.execute("SELECT position, label FROM nodes").fetchall())
         names[-1] = params["beyond"]
-        with gc_paused():
-            for inst, g in _solve_open(store, options, params):
-                out[keys[inst]] = {side: {names[v] for v in nodes} for side, nodes in g.items()}
+        _stage_open(store, params)
+        for inst, g in _solved(store.con, options):
+            out[keys[inst]] = {side: {names[v] for v in nodes} for side, nodes in g.items()}
     return dict(out)
 
 
-def evaluate(store: Store, metrics: list[str], options: Options, drop_distance: int | None = None) -> list[Row]:
-    """Values of ``metrics`` for every system, micro and/or macro (``options.average``). ``drop_distance``
-    limits the ancestor removal to ancestors at most that many edges up (HEMKit mode)."""
-    if drop_distance is not None:
-        params = graph_counts(store, options, drop_distance)
-        _materialise(store, "lca_instance", params)
-        _materialise(store, "lca_summary", params)
-        wanted, averages = set(metrics), set(options.average)
-        rows = store.con.execute("SELECT * FROM lca_summary ORDER BY system, metric, average").fetchall()
-        return [Row(*r) for r in rows if r[1] in wanted and r[2] in averages]
+def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
+    """Values of ``metrics`` for every system, micro and/or macro (``options.average``)."""
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
 def per_instance(store: Store, options: Options) -> pd.DataFrame:
     """Per-instance ``n_true, n_pred, n_both`` (``|Gt|, |Gp|, |Gt ∩ Gp|``) and PLCA, RLCA, FLCA."""
     return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
-
-
-def instance_relation(store: Store, options: Options, drop_distance: int | None = None,
-                      order: str | None = "system, instance_id") -> duckdb.DuckDBPyRelation:
-    """:func:`per_instance` as a DuckDB relation ordered by ``order`` (``None``: unordered; no pandas needed):
-    the query ``lca_instance``, run when the relation is read."""
-    params = graph_counts(store, options, drop_distance)
-    sql = sqlfiles.queries("lca", "duckdb")["lca_instance"]
-    relation = store.con.sql(sql, params=sqlfiles.bind(sql, params))
-    return relation.order(order) if order else relation
 
 
 # ---------------------------------------------------------------------------------------------- plan
@@ -234,22 +179,8 @@ def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = 
 def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
     """The minimal-graph step: ``lca_graph_counts`` rewritten with the sizes of the minimal graphs
     (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``)."""
-    on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
-    ignore = set() if options.include_root else {_root(on)}
-    solve = _optimal if options.lca_graph == "optimal" else _greedy
-    n_batches = con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchall()[0][0]
-    rows: list[tuple[int, int, int, int]] = []
-    fallbacks = 0
-    with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
-        for batch in range(n_batches):
-            for key, inst in _open_instances(on, batch).items():
-                graphs_, fell_back = solve(inst, ignore)
-                fallbacks += fell_back
-                rows.append((key, *_sizes(graphs_, ignore)))
-    if fallbacks:
-        warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
-                      f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
-                      stacklevel=2)
+    ignore = set() if options.include_root else {_root(SimpleNamespace(con=con))}
+    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in _solved(con, options)]
     if rows:
         con.execute(
             "DELETE FROM lca_graph_counts AS c WHERE EXISTS (SELECT 1 FROM lca_open_instances AS o"
@@ -268,6 +199,9 @@ def solve_hemkit_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object
     lca_hemkit.write_graph_counts(con, params["include_root"], params["max_distance"])
 
 
+HEMKIT_GRAPHS = Python("hemkit_graphs", solve_hemkit_graphs,
+                       reads=("nodes", "edges", "truth", "predictions", "systems", "instances"),
+                       writes=("lca_graph_counts",), when=lambda options: options.lca_graph == "hemkit")
 PLAN = FamilyPlan(
     name="lca",
     file="lca",
@@ -281,9 +215,7 @@ PLAN = FamilyPlan(
                reads=("nodes", "lca_instances", "lca_graph_counts", "lca_open_instances", "lca_open_batches",
                       "lca_open_options", "lca_open_nodes", "lca_open_links"),
                writes=("lca_graph_counts",), when=lambda options: options.lca_graph in ("greedy", "optimal")),
-        Python("hemkit_graphs", solve_hemkit_graphs,
-               reads=("nodes", "edges", "truth", "predictions", "systems", "instances"),
-               writes=("lca_graph_counts",), when=lambda options: options.lca_graph == "hemkit"),
+        HEMKIT_GRAPHS,
         Sql("lca_instance"),
     ),
     instance="lca_instance",
@@ -293,6 +225,18 @@ PLAN = FamilyPlan(
         Measure("lca_recall", "n_both", "n_true", averages=("micro", "macro", "samples")),
         Measure("lca_f1", "2 * n_both", "n_true + n_pred", averages=("micro", "macro", "samples")),
     ),
+    params=_plan_params,
+)
+
+# HEMKit's graphs read only the labels and the hierarchy: the HEMKit command (:mod:`hiersql.hemkit`) runs that
+# step and the per-instance stage alone, none of the stages the other selections need.
+HEMKIT_PLAN = FamilyPlan(
+    name="lca",
+    file="lca",
+    metrics=METRICS,
+    steps=(HEMKIT_GRAPHS, Sql("lca_instance")),
+    instance="lca_instance",
+    measures=PLAN.measures,
     params=_plan_params,
 )
 
