@@ -532,6 +532,11 @@ class SparkEngine(Engine):
                 super().stage(file, dep, params, done)
         super().stage(file, query, params, done, text)
 
+    def use_frame(self, name: str, frame: Any) -> None:
+        """Make the Spark DataFrame ``frame`` hiersql table ``name`` (under :meth:`table`), computed once as
+        :meth:`write` does for Arrow data: the inputs Spark read itself (:mod:`hiersql.spark_sources`)."""
+        self._register(self.table(name), frame)
+
     def _register(self, name: str, frame: Any) -> None:
         if "." in name:
             frame.write.mode("overwrite").saveAsTable(name)

@@ -13,7 +13,9 @@ A *table source* is one of
   ``read_csv(...)``, ...);
 - a Parquet file, glob (``*.parquet``) or folder of part files (``runs.parquet/``, as Spark writes it, with
   ``key=value`` folders read as columns), a CSV file or glob with a header (``*.csv``, read as text);
-- a pandas DataFrame, a pyarrow Table, a DuckDB relation.
+- a pandas DataFrame, a pyarrow Table, a DuckDB relation, a Spark DataFrame (collected through Arrow);
+- ``spark:[db.]table`` and ``spark:SELECT …`` only with the Spark engine, which reads them (and Parquet, and
+  Spark DataFrames) itself: :mod:`hiersql.spark_sources`.
 
 In a ``[schema.]table`` name, a part in double quotes is taken literally (``""`` is a quote); without quotes
 a part ends at the first dot. Names are never spliced into SQL text: DuckDB identifiers are quoted
@@ -44,7 +46,7 @@ from .errors import InputError
 if TYPE_CHECKING:
     import duckdb
 
-SCHEMES = ("duckdb:", "postgresql://", "postgres://", "sql:")
+SCHEMES = ("duckdb:", "postgresql://", "postgres://", "sql:", "spark:")
 DEFAULT_NAMES = {"instance": "instance_id", "label": "label", "score": "score", "system": "system",
                  "parent": "parent", "child": "child", "weight": "weight"}
 # The kinds of column each role takes (see _kind).
@@ -84,7 +86,7 @@ def _literal(text: str) -> str:
 
 def is_reference(source: object) -> bool:
     """Whether ``source`` is a string naming a database table or a query (``duckdb:``, ``postgresql://``,
-    ``postgres://``, ``sql:``)."""
+    ``postgres://``, ``sql:``, ``spark:``)."""
     return isinstance(source, str) and source.startswith(SCHEMES)
 
 
@@ -104,9 +106,15 @@ def _is_arrow(source: object) -> bool:
 
 
 def _is_frame(source: object) -> bool:
-    """Whether ``source`` is a pandas-like DataFrame (not a DuckDB relation, which has columns too)."""
+    """Whether ``source`` is a pandas-like DataFrame (not a DuckDB relation or a Spark DataFrame, which have
+    columns too)."""
     return hasattr(source, "columns") and hasattr(source, "dtypes") and not hasattr(source, "fetchall") \
-        and not _is_arrow(source)
+        and not _is_arrow(source) and not _is_spark(source)
+
+
+def _is_spark(source: object) -> bool:
+    """Whether ``source`` is a Spark DataFrame (see :mod:`hiersql.spark_sources`)."""
+    return hasattr(source, "sparkSession") and hasattr(source, "createOrReplaceTempView")
 
 
 def default_name(source: object) -> str:
@@ -115,6 +123,8 @@ def default_name(source: object) -> str:
         return "<relation>"
     if _is_arrow(source):
         return "<Arrow table>"
+    if _is_spark(source):
+        return "<Spark DataFrame>"
     if isinstance(source, Mapping):
         return "<columns>"
     return "<DataFrame>" if _is_frame(source) else "<label sets>"
@@ -233,6 +243,8 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
         return _duckdb_file(con, source, name)
     if isinstance(source, str) and source.startswith(("postgresql://", "postgres://")):
         return _postgres(con, source, name)
+    if isinstance(source, str) and source.startswith("spark:"):
+        raise InputError("a spark: table is read by Spark: evaluate with --engine spark", name or source)
     if isinstance(source, str) and source.startswith("sql:"):
         where = name or source
         try:
@@ -266,6 +278,8 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
     where = name or default_name(source)
     if _is_arrow(source):
         return _relation(con, con.from_arrow(source), where, keyed=False)
+    if _is_spark(source):  # collected: outside the Spark engine, hiersql reads it (hiersql.spark_sources)
+        return _relation(con, con.from_arrow(source.toArrow()), where, keyed=False)
     if hasattr(source, "fetchall"):  # a DuckDB relation, perhaps of another connection
         return _relation(con, source, where, keyed=False)
     return _relation(con, con.from_df(source), where, keyed=False)
