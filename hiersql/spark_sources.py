@@ -250,7 +250,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
 
     def line(k: int, o: Any) -> int:
         """The number of the row at ``o`` in the scan order of source ``k`` (for messages, on errors only)."""
-        return rows.filter((F.col("_src") == k) & (F.col("_o") < F.lit(o))).count() + 1
+        before = (F.col("_o.file") < o["file"]) | ((F.col("_o.file") == o["file"]) & (F.col("_o.row") < o["row"]))
+        return rows.filter((F.col("_src") == k) & before).count() + 1
 
     by_source: dict[int, dict[str | None, Any]] = {}
     for group in groups:

@@ -19,6 +19,7 @@ from tests._sources_cases import (
     HAND_TRUTH,
     HAND_VALUES,
     RUNS,
+    TABLE_COLUMNS,
     WEIRD,
     WEIRD_TABLE,
     assert_same_values,
@@ -32,7 +33,6 @@ from psycopg import sql  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 DATABASE = "hiersql_sources"
-COLUMNS = {GOLD: ("doc", "genre"), RUNS: ("model", "doc", "genre"), GENRES: ("parent_genre", "child_genre")}
 
 
 def uri(pg_dsn: str) -> str:
@@ -61,7 +61,7 @@ def warehouse(pg_dsn, data_dir):
     params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": DATABASE}
     with psycopg.connect(**params) as con:
         for table, rows in germeval_rows(data_dir).items():
-            create(con, table, list(COLUMNS[table]), rows)
+            create(con, table, list(TABLE_COLUMNS[table]), rows)
         con.execute('CREATE SCHEMA "Ware House"')
         create(con, "tax", ["parent", "child"], HAND_EDGES, "Ware House")
         create(con, "truth", [WEIRD["instance"], WEIRD["label"]], HAND_TRUTH, "Ware House")
@@ -158,7 +158,7 @@ def test_a_large_table_copied_in_parallel_parts_equals_one_copy(warehouse):
         parallel = sources.PG_PARALLEL_PAGES
         sources.PG_PARALLEL_PAGES = pages
         try:
-            got[pages] = con.execute(f"SELECT * FROM {table.read(list(COLUMNS[RUNS]))}").fetchall()
+            got[pages] = con.execute(f"SELECT * FROM {table.read(list(TABLE_COLUMNS[RUNS]))}").fetchall()
         finally:
             sources.PG_PARALLEL_PAGES = parallel
             table.close()
