@@ -8,7 +8,7 @@ A *table source* is one of
   current database (one ``SELECT`` statement);
 - ``postgresql://user@host:port/db::[schema.]table`` (or ``postgres://``; the part before ``::`` is any libpq
   URI): a table or view read with psycopg in a read-only transaction (``COPY (SELECT …) TO STDOUT``, only the
-  columns used) into an Arrow table;
+  columns used) into an Arrow table; ``postgresql://…::SELECT …``: a query read the same way (as a subquery);
 - ``sql:SELECT …``: one ``SELECT`` statement run in hiersql's own DuckDB connection (``read_parquet(...)``,
   ``read_csv(...)``, ...);
 - a Parquet file, glob (``*.parquet``) or folder of part files (``runs.parquet/``, as Spark writes it, with
@@ -482,44 +482,68 @@ def _pg_kind(typname: str, category: str) -> tuple[str, str]:
     return typname, {"S": "text", "E": "text", "N": "number"}.get(category, "other")
 
 
+def _pg_split(ref: str) -> tuple[str, str, bool]:
+    """``(dsn, rest, is_query)`` of a PostgreSQL reference: split at the first ``::`` followed by a query (a
+    query may hold ``::`` casts), else at the last ``::`` (an IPv6 host holds ``::``)."""
+    k = ref.find("::")
+    while k >= 0:
+        if _QUERY.match(ref[k + 2:]):
+            return ref[:k], ref[k + 2:], True
+        k = ref.find("::", k + 1)
+    return *_split_reference(ref, last=True), False
+
+
 def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Table:
-    """``postgresql://…::[schema.]table``: the column types from the catalog now; ``read(columns)`` copies
-    those columns in a read-only, repeatable-read transaction (``COPY (SELECT …) TO STDOUT``, CSV) into an
-    Arrow table of text columns registered in ``con`` (NULL and the empty string stay apart). A table of
+    """``postgresql://…::[schema.]table`` or ``postgresql://…::SELECT …``: the column types from the catalog
+    (of a query: from its result's description, ``LIMIT 0``) now; ``read(columns)`` copies those columns in a
+    read-only, repeatable-read transaction (``COPY (SELECT …) TO STDOUT``, CSV) into an Arrow table of text
+    columns registered in ``con`` (NULL and the empty string stay apart). A table of
     :data:`PG_PARALLEL_PAGES` pages or more is copied in page ranges (``ctid``), one connection each,
     sharing the first one's snapshot (``pg_export_snapshot``), the parts joined in page order: the server
-    formats rows for COPY on as many cores (GermEval B's 178,000 rows: most of the reading time)."""
-    dsn, rest = _split_reference(ref, last=True)
+    formats rows for COPY on as many cores (GermEval B's 178,000 rows: most of the reading time). A query
+    is the user's own SQL, run as a subquery in the read-only transaction (anything but one query fails to
+    parse there, and a write is refused by the server)."""
+    dsn, rest, is_query = _pg_split(ref)
     where = name or display(ref)
     try:
         import psycopg
+        from psycopg import sql
     except ModuleNotFoundError:
         raise InputError("reading PostgreSQL needs psycopg (pip install 'hiersql[postgres]')", where) from None
-    schema, table = split_name(rest.strip(), where)
+    schema, table = (None, None) if is_query else split_name(rest.strip(), where)
     try:
         pg = psycopg.connect(dsn, connect_timeout=30)
     except psycopg.Error as exc:
         raise InputError(f"cannot connect to PostgreSQL ({_first_line(exc)})", where) from None
     try:
         pg.read_only, pg.isolation_level = True, psycopg.IsolationLevel.REPEATABLE_READ
-        rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
+        if is_query:
+            source: sql.Composable = sql.SQL("({}) AS _hiersql_query").format(sql.SQL(rest.strip().rstrip(";")))
+            rows = _pg_query_columns(pg, source)
+        else:
+            rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
+    except psycopg.Error as exc:
+        pg.close()
+        raise InputError(f"query failed ({_first_line(exc)})", where) from None
     except BaseException:
         pg.close()
         raise
-    if not rows:
+    if not rows and not is_query:
         pg.close()
         raise InputError("no such table or view in the PostgreSQL database", where)
-    schema = rows[0][0]
+    if not is_query:
+        schema = rows[0][0]
+        source = sql.Identifier(schema, table)
     names = [r[1] for r in rows]
     views: list[str] = []
 
-    pages = rows[0][4] or 0
+    pages = (rows[0][4] or 0) if rows else 0
 
     def read(columns: list[str]) -> str:
         import pyarrow as pa
 
         try:
-            parts = _pg_copy(pg, dsn, schema, table, columns, pages)
+            parts = _pg_copy(pg, dsn, source, columns, pages)
         except psycopg.Error as exc:
             raise InputError(f"cannot read the table ({_first_line(exc)})", where) from None
         view = f"_hiersql_source_{next(_attached)}"
@@ -536,17 +560,30 @@ def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Tab
     return Table(where, names, [_pg_kind(r[2], r[3]) for r in rows], read, table, close)
 
 
-def _pg_copy(pg: Any, dsn: str, schema: str, table: str, columns: list[str], pages: int) -> list[bytes]:
-    """The CSV of ``COPY (SELECT columns FROM schema.table) TO STDOUT`` on ``pg`` (in its transaction), in
-    page ranges on parallel connections for a table of :data:`PG_PARALLEL_PAGES` pages or more."""
+def _pg_query_columns(pg: Any, source: Any) -> list[tuple]:
+    """The rows of :data:`_PG_COLUMNS` (without the schema and pages) for the result of a query ``source``."""
+    from psycopg import sql
+
+    with pg.cursor() as cur:
+        cur.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(source))
+        described = [(c.name, c.type_code) for c in cur.description or []]
+    types = dict((oid, (typname, category)) for oid, typname, category in pg.execute(
+        "SELECT oid, typname, typcategory FROM pg_catalog.pg_type WHERE oid = ANY(%s)",
+        [[oid for _, oid in described]]).fetchall())
+    return [(None, column, *types[oid], 0) for column, oid in described]
+
+
+def _pg_copy(pg: Any, dsn: str, source: Any, columns: list[str], pages: int) -> list[bytes]:
+    """The CSV of ``COPY (SELECT columns FROM source) TO STDOUT`` on ``pg`` (in its transaction; ``source``:
+    a table's identifier or a query as a subquery), in page ranges on parallel connections for a table of
+    :data:`PG_PARALLEL_PAGES` pages or more."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
     import psycopg
     from psycopg import sql
 
-    select = sql.SQL("SELECT {} FROM {}.{}").format(
-        sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(schema), sql.Identifier(table))
+    select = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(map(sql.Identifier, columns)), source)
     n = min(PG_PARALLEL_MAX, os.cpu_count() or 1) if pages >= PG_PARALLEL_PAGES else 1
     bounds = [pages * k // n for k in range(n + 1)]
 

@@ -164,3 +164,34 @@ def test_a_large_table_copied_in_parallel_parts_equals_one_copy(warehouse):
             table.close()
     assert got[sources.PG_PARALLEL_PAGES] == got[10**12]
     assert len(got[10**12]) == 178390
+
+
+def test_a_query_source_equals_the_table_and_is_read_only(warehouse, data_dir, capsys):
+    """``postgresql://…::SELECT …`` (with ``::`` casts and a filter): the rows of the query, evaluated as the
+    file-based run of those systems; a query that writes, or two statements, or SQL that does not parse, is
+    exit 2 with one line naming the source, and the database is as it was."""
+    base, params = warehouse
+    before = snapshot(params)
+    query = (f"{base}::SELECT model::text AS model, doc, genre FROM {RUNS}"
+             " WHERE model LIKE 'LT-UHH%' OR model = 'twistbytes__thresholding'")
+    args = ["evaluate", "--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::SELECT * FROM public.{GOLD}",
+            "--pred", query, *COLUMN_FLAGS, "--metrics", "hp,hr,hf,gie", "--format", "csv"]
+    assert main(args) == 0
+    got = csv_rows(capsys.readouterr().out)
+    metrics = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1", "graph_induced_error")
+    want = {k: v for k, v in file_reference(data_dir).items()
+            if (k[0].startswith("LT-UHH") or k[0] == "twistbytes__thresholding") and k[1] in metrics}
+    assert len({k[0] for k in got}) == 4  # three LT-UHH systems and twistbytes
+    assert_same_values(got, want)
+    for bad, message in (
+        (f"{base}::SELECT 1 AS doc; DROP TABLE {GOLD}", "query failed (syntax error at or near \";\""),
+        (f"{base}::WITH gone AS (DELETE FROM {GOLD} RETURNING *) SELECT * FROM gone", "query failed"),
+        (f"{base}::SELECT nope FROM {GOLD}", 'query failed (column "nope" does not exist'),
+        (f"{base}::SELECT doc, genre, 1.5::float8 AS model FROM {GOLD}", "column 'model' (system) has type float8"),
+    ):
+        code = main(["evaluate", "--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::{GOLD}", "--pred", bad,
+                     *COLUMN_FLAGS])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert err.count("\n") == 1 and err.startswith(f"hiersql: error: {bad}: ") and message in err, err
+    assert snapshot(params) == before
