@@ -363,12 +363,12 @@ def load(
 
     ``store``, a new store, receives the taxonomy (and the sources it reads); with a truth read by Spark and
     predictions read by the store, Spark's ``truth`` and ``instances`` are copied into the store for its
-    checks. Errors
-    and warnings are those of the store, naming the table, the column, the row key and the value; nothing is
-    written in Spark but temporary views of hiersql's tables. Then ``engine.evaluate(...)``.
+    checks. Errors and warnings are those of the store, naming the table, the column, the row key and the
+    value; nothing is written in Spark but temporary views of hiersql's tables. Then ``engine.evaluate(...)``.
     """
     import pyarrow as pa
 
+    from .engines import _spark_schema
     from .store import LOAD_STEPS, _prediction_items
 
     step = on_step or (lambda _: None)
@@ -408,11 +408,11 @@ def load(
         systems += store.con.execute("SELECT system, source FROM systems ORDER BY system").fetchall()
         picked = store.con.table("predictions").to_arrow_table()
         frames.append(spark.createDataFrame(picked if len(picked) else picked.to_pandas(),
-                                            schema=None if len(picked) else _schema(picked)))
-    remote = [(k, item) for k, item in enumerate(items) if spark_source(item[1])]
+                                            schema=None if len(picked) else _spark_schema(picked)))
+    remote = [item for item in items if spark_source(item[1])]
     if remote:
-        _, kept, found = _checked(engine, [_rows(spark, k, item, columns, True) for k, item in remote], True,
-                                  unknown, no_truth)
+        _, kept, found = _checked(engine, [_rows(spark, k, item, columns, True) for k, item in enumerate(remote)],
+                                  True, unknown, no_truth)
         systems += found
         frames.append(kept)
     seen: set[str] = set()
@@ -430,8 +430,3 @@ def load(
     engine.write(engine.table("systems"), pa.table({"system": pa.array([s for s, _ in systems], pa.string()),
                                                     "source": pa.array([w for _, w in systems], pa.string())}))
 
-
-def _schema(data: Any) -> str:
-    from .engines import _spark_schema
-
-    return _spark_schema(data)
