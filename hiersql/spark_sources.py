@@ -191,7 +191,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     """The rows of ``opened`` checked in Spark and cleaned as the store does (duplicates collapsed, unknown
     labels and predicted instances without truth dropped when ignored): ``(read, kept, [(system, where)])``:
     every row read (``instance_id``: the truth's instances, those whose labels were all dropped too), the rows
-    kept as ``system, instance_id, label, rank, score``, and each system with its name in messages.
+    kept as ``system, instance_id, label, rank, score``, and each system with its name in messages (for the
+    truth, one entry, none when it has no rows).
 
     Two Spark jobs: the rows with their checks as columns, computed once (one shuffle: the windows of the
     duplicates and of the ranks share the partitioning by system and instance), then the counts per system.
@@ -310,6 +311,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
             _warn(f"{wheres[key]}: no predicted label; evaluated as a system that predicted nothing for every"
                   " instance")
     kept = rows.filter("_keep").select("system", "instance_id", "label", "rank", "score")
+    if not predictions and not groups:  # a truth without rows
+        return rows, kept, []
     return rows, kept, [(str(system), str(wheres[(k, system)])) for k, system in order]
 
 
@@ -382,11 +385,11 @@ def load(
     local = [(system, source) for system, source, _ in items if not spark_source(source)]
     if spark_source(truth):
         opened = _rows(spark, 0, (None, truth, None), columns, False)
-        read, kept, _ = _checked(engine, [opened], False, unknown, no_truth)
-        if not read.head(1):
+        read, kept, found = _checked(engine, [opened], False, unknown, no_truth)
+        if not found:
             raise InputError("truth has no instance (an empty file, or no line of the label format, such as a"
                              " GermEval file without the subtask's section)", opened.where)
-        engine.use_frame("truth", kept.select("instance_id", "label", "rank"))
+        engine.use_frame("truth", kept.select("instance_id", "label", "rank"), computed=True)
         engine.use_frame("instances", read.select("instance_id").distinct())
         if local:  # the store checks its predictions against the truth
             with store.transaction():
@@ -420,13 +423,13 @@ def load(
         if system in seen:
             raise InputError("system name given twice", "<predictions>", value=system)
         seen.add(system)
-    union = frames[0].select("system", "instance_id", "label", "rank", "score") if frames else None
-    for frame in frames[1:]:
-        union = union.unionByName(frame.select("system", "instance_id", "label", "rank", "score"))
-    if union is None:
-        engine.write(engine.table("predictions"), store.con.table("predictions").limit(0).to_arrow_table())
-    else:
-        engine.use_frame("predictions", union)
+    names = ("system", "instance_id", "label", "rank", "score")
+    if not frames:
+        engine.write(engine.table("predictions"), store.con.table("predictions").to_arrow_table())  # empty
+    elif len(frames) == 1:  # Spark's: a selection of its local checkpoint, no further job
+        engine.use_frame("predictions", frames[0].select(*names), computed=bool(remote))
+    else:  # the store's and Spark's
+        engine.use_frame("predictions", frames[0].select(*names).unionByName(frames[1].select(*names)))
     engine.write(engine.table("systems"), pa.table({"system": pa.array([s for s, _ in systems], pa.string()),
                                                     "source": pa.array([w for _, w in systems], pa.string())}))
 
