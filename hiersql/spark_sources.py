@@ -194,8 +194,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     kept as ``system, instance_id, label, rank, score``, and each system with its name in messages (for the
     truth, one entry, none when it has no rows).
 
-    Two Spark jobs: the rows with their checks as columns, computed once (one shuffle: the windows of the
-    duplicates and of the ranks share the partitioning by system and instance), then the counts per system.
+    Two Spark jobs: the rows with their checks as columns, computed once (one shuffle of the rows, by
+    instance), then the counts per system.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -209,7 +209,9 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         rows = rows.unionByName(other.rows)
     nodes = spark.table(engine.table("nodes")).select(
         "label", F.col("is_virtual").alias("_is_virtual"), F.lit(True).alias("_known"))
-    rows = rows.join(F.broadcast(nodes), "label", "left")
+    # one shuffle, by instance: the join with the truth's instances and both windows (partitioned by the
+    # instance and more) keep that partitioning
+    rows = rows.repartition("instance_id").join(F.broadcast(nodes), "label", "left")
     if predictions:
         instances = spark.table(engine.table("instances")).select("instance_id", F.lit(True).alias("_has_truth"))
         rows = rows.join(instances, "instance_id", "left")
@@ -217,7 +219,7 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         rows = rows.withColumn("_has_truth", F.lit(True))
     instance, label = F.col("instance_id"), F.col("label")
     unit = ("_src", "system", "instance_id")
-    rows = rows.repartition(*unit).select(
+    rows = rows.select(
         "*",
         (instance.isNull() | label.isNull() | (F.trim(label) == "") | (instance == "")
          | (F.lower(label) == "nan") | (F.lower(instance) == "nan")).alias("_missing"),

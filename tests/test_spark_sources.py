@@ -108,14 +108,19 @@ def warehouse(spark, tmp_path_factory):
     spark.sql(f"DROP DATABASE {database} CASCADE")
 
 
-def test_spark_tables_and_a_query_in_one_command(spark, warehouse, capsys):
+def test_spark_tables_and_a_query_in_one_command(spark, warehouse, tmp_path, capsys):
     """``spark:db.table`` for the taxonomy, the truth and the predictions, and ``spark:SELECT``: the hand
-    values; a file-based truth with Spark-read predictions too."""
+    values; the per-instance values computed by Spark."""
     ref = f"spark:{warehouse}."
     cols = ["--instance-col", "doc", "--label-col", "genre", "--system-col", "model"]
     got = evaluate_cli(capsys, ["--taxonomy", ref + "tax", "--truth", ref + "gold", "--pred", ref + "runs",
-                                *cols, "--metrics", "hp,hr", "--average", "micro", *SPARK])
+                                *cols, "--metrics", "hp,hr", "--average", "micro", *SPARK,
+                                "--per-instance", str(tmp_path)])
     assert {(s, m): v for (s, m, _), v in got.items()} == pytest.approx(HAND_VALUES)
+    per_instance = pd.read_csv(tmp_path / "set_based.csv")
+    # M1 predicts {a, a1}, {a} for truth {a, a1}, {b}: 2 and 0 common nodes
+    assert per_instance[["system", "instance_id", "n_both"]].values.tolist() == [
+        ["M1", "i1", 2], ["M1", "i2", 0], ["M2", "i1", 1], ["M2", "i2", 1]]
     query = f"spark:SELECT * FROM {warehouse}.runs WHERE model = 'M2'"
     got = evaluate_cli(capsys, ["--taxonomy", ref + "tax", "--truth", ref + "gold", "--pred", query, *cols,
                                 "--metrics", "hp", "--average", "micro", *SPARK])
