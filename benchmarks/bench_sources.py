@@ -157,7 +157,7 @@ def big_parquet(big: Path, folder: Path) -> Path:
     return parquet
 
 
-def bench_spark(runs: int, cases: set[str], big: Path, master: str) -> None:
+def bench_spark(runs: int, cases: set[str], big: Path, master: str, driver_memory: str) -> None:
     """Inputs into a Spark engine: Spark reading the Parquet itself against the store + upload."""
     import json
 
@@ -166,7 +166,8 @@ def bench_spark(runs: int, cases: set[str], big: Path, master: str) -> None:
     from hiersql.spark_sources import load
 
     engine = open_engine(RunOptions(engine="spark", spark_master=master,
-                                    spark_conf={"spark.ui.showConsoleProgress": "false"}))
+                                    spark_conf={"spark.ui.showConsoleProgress": "false",
+                                                "spark.driver.memory": driver_memory}))
 
     def variants(taxonomy: Path, truth: Path, pred: Path, **columns: str) -> dict[str, Callable[[], None]]:
         def upload() -> None:
@@ -236,11 +237,12 @@ def main() -> None:
     parser.add_argument("--engine", default="duckdb", choices=("duckdb", "spark"),
                         help="duckdb: the sources against the files (default); spark: into a Spark engine")
     parser.add_argument("--spark-master", default="local[2]", help="with --engine spark (default local[2])")
+    parser.add_argument("--driver-memory", default="2g", help="with --engine spark: spark.driver.memory (2g)")
     parser.add_argument("--big", type=Path, default=BIG, help=f"folder of the big case (default {BIG})")
     args = parser.parse_args()
     cases = set(args.cases.split(","))
     if args.engine == "spark":
-        bench_spark(args.runs, cases, args.big, args.spark_master)
+        bench_spark(args.runs, cases, args.big, args.spark_master, args.driver_memory)
         return
     if "germeval" in cases:
         bench_germeval(args.runs, args.pg_dsn)
