@@ -59,7 +59,7 @@ def evaluate_cli(capsys, args: list[str]) -> dict:
     return csv_rows(capsys.readouterr().out)
 
 
-def test_sources_spark_reads():
+def test_which_sources_spark_reads():
     assert spark_source("runs.parquet") and spark_source("runs/*.parquet") and spark_source("spark:db.runs")
     assert not spark_source("runs.tsv") and not spark_source("duckdb:w.parquet::runs")
 
