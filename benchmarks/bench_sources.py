@@ -13,9 +13,17 @@ the medians of alternated runs), reporting the median wall time of each variant 
   from a Parquet file with a ``system`` column (one system), the taxonomy and truth loaded once before.
   Target: Parquet no slower than TSV.
 
-Example (the command of ``benchmarks/RESULTS.md``)::
+With ``--engine spark`` the same two cases are timed into a Spark engine (``local[2]``, or ``--spark-master``):
+Spark reading the Parquet itself (:func:`hiersql.spark_sources.load`) against the old path, the store reading
+the Parquet with DuckDB and its tables uploaded (``Store.load`` + ``SparkEngine.copy_store``); GermEval B's
+truth and runs as Parquet (``gold.parquet``, ``runs.parquet`` with the ``model`` column), the big case's
+predictions as Parquet with a system column, the taxonomy (and the big case's truth) from the TSV files in
+both.
+
+Examples (the commands of ``benchmarks/RESULTS.md``)::
 
     /usr/bin/time -v python benchmarks/bench_sources.py --runs 7 --pg-dsn "host=/tmp/pg port=5432 user=hiersql"
+    /usr/bin/time -v python benchmarks/bench_sources.py --runs 3 --engine spark --big /tmp/big
 
 ``--pg-dsn`` is a libpq DSN of a server where the script may create (and drops at the end) the database
 ``hiersql_bench_sources``.
@@ -140,23 +148,76 @@ def bench_germeval(runs: int, pg_dsn: str | None) -> None:
                 drop_postgres(pg_dsn)
 
 
-def bench_big(runs: int) -> None:
-    if not (BIG / "pred.tsv").is_file():
-        print(f"\n(no {BIG}: run benchmarks/generate.py with the 'big' arguments of its docstring first)")
+def big_parquet(big: Path, folder: Path) -> Path:
+    """The big case's predictions as a Parquet file with a ``system`` column (one system, ``pred``)."""
+    parquet = folder / "pred.parquet"
+    duckdb.execute("COPY (SELECT 'pred' AS system, column0 AS instance_id, column1 AS label FROM read_csv($p,"
+                   " delim='\t', header=false, quote='', escape='', columns={'column0': 'VARCHAR',"
+                   f" 'column1': 'VARCHAR'}})) TO '{parquet}' (FORMAT parquet)", {"p": str(big / "pred.tsv")})
+    return parquet
+
+
+def bench_spark(runs: int, cases: set[str], big: Path, master: str, driver_memory: str) -> None:
+    """Inputs into a Spark engine: Spark reading the Parquet itself against the store + upload."""
+    import json
+
+    from hiersql.engines import open_engine
+    from hiersql.options import RunOptions
+    from hiersql.spark_sources import load
+
+    engine = open_engine(RunOptions(engine="spark", spark_master=master,
+                                    spark_conf={"spark.ui.showConsoleProgress": "false",
+                                                "spark.driver.memory": driver_memory}))
+
+    def variants(taxonomy: Path, truth: Path, pred: Path, **columns: str) -> dict[str, Callable[[], None]]:
+        def upload() -> None:
+            store = Store()
+            store.load(taxonomy, truth, [(None, pred)], **columns)
+            engine.copy_store(store)
+
+        def spark_reads() -> None:
+            load(engine, Store(), taxonomy, truth, [(None, pred)], **columns)
+
+        return {"store + upload (old)": upload, "Spark reads Parquet": spark_reads}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        if "germeval" in cases:
+            duck = duckdb.connect(str(germeval_tables(folder)), read_only=True)
+            for table in ("gold", "runs"):
+                duck.execute(f"COPY {table} TO '{folder / table}.parquet' (FORMAT parquet)")
+            duck.close()
+            work = variants(DATA / "taxonomy.tsv", folder / "gold.parquet", folder / "runs.parquet",
+                            system_col="model", **COLUMNS)
+            for run in work.values():  # warm-up: the JVM's code, the page cache
+                run()
+            report("GermEval B, 19 systems, --engine spark: taxonomy, truth and predictions into Spark",
+                   alternate(work, runs))
+        if "big" in cases:
+            if not (big / "pred.tsv").is_file():
+                print(f"\n(no {big}: run benchmarks/generate.py with the 'big' arguments of its docstring first)")
+                return
+            meta = json.loads((big / "meta.json").read_text())
+            work = variants(Path(meta.get("taxonomy", str(big / "taxonomy.tsv"))), big / "truth.tsv",
+                            big_parquet(big, folder))
+            report("450,000 instances, --engine spark: predictions Parquet with a system column",
+                   alternate(work, runs))
+
+
+def bench_big(runs: int, big: Path = BIG) -> None:
+    if not (big / "pred.tsv").is_file():
+        print(f"\n(no {big}: run benchmarks/generate.py with the 'big' arguments of its docstring first)")
         return
     import json
 
-    meta = json.loads((BIG / "meta.json").read_text())
+    meta = json.loads((big / "meta.json").read_text())
     base = Store()
-    base.load(meta.get("taxonomy", str(BIG / "taxonomy.tsv")), BIG / "truth.tsv", {})
+    base.load(meta.get("taxonomy", str(big / "taxonomy.tsv")), big / "truth.tsv", {})
     with tempfile.TemporaryDirectory() as tmp:
-        parquet = Path(tmp) / "pred.parquet"
-        duckdb.execute("COPY (SELECT 'pred' AS system, column0 AS instance_id, column1 AS label FROM read_csv($p,"
-                       " delim='\t', header=false, quote='', escape='', columns={'column0': 'VARCHAR',"
-                       f" 'column1': 'VARCHAR'}})) TO '{parquet}' (FORMAT parquet)", {"p": str(BIG / "pred.tsv")})
+        parquet = big_parquet(big, Path(tmp))
 
         def tsv() -> None:
-            base.cursor().add_predictions_many({"pred": BIG / "pred.tsv"})
+            base.cursor().add_predictions_many({"pred": big / "pred.tsv"})
 
         def from_parquet() -> None:
             base.cursor().add_predictions(None, parquet)
@@ -173,12 +234,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="alternated rounds per case (default 7)")
     parser.add_argument("--cases", default="germeval,big", help="germeval, big or both (default)")
     parser.add_argument("--pg-dsn", help="libpq DSN of a PostgreSQL server for the germeval case")
+    parser.add_argument("--engine", default="duckdb", choices=("duckdb", "spark"),
+                        help="duckdb: the sources against the files (default); spark: into a Spark engine")
+    parser.add_argument("--spark-master", default="local[2]", help="with --engine spark (default local[2])")
+    parser.add_argument("--driver-memory", default="2g", help="with --engine spark: spark.driver.memory (2g)")
+    parser.add_argument("--big", type=Path, default=BIG, help=f"folder of the big case (default {BIG})")
     args = parser.parse_args()
     cases = set(args.cases.split(","))
+    if args.engine == "spark":
+        bench_spark(args.runs, cases, args.big, args.spark_master, args.driver_memory)
+        return
     if "germeval" in cases:
         bench_germeval(args.runs, args.pg_dsn)
     if "big" in cases:
-        bench_big(args.runs)
+        bench_big(args.runs, args.big)
 
 
 if __name__ == "__main__":

@@ -514,6 +514,15 @@ class SparkEngine(Engine):
                 super().stage(file, dep, params, done)
         super().stage(file, query, params, done, text)
 
+    def use_frame(self, name: str, frame: Any, computed: bool = False) -> None:
+        """Make the Spark DataFrame ``frame`` hiersql table ``name`` (under :meth:`table`), computed once as
+        :meth:`write` does for Arrow data, or as it is when ``computed`` (a selection of a local checkpoint):
+        the inputs Spark read itself (:mod:`hiersql.spark_sources`)."""
+        if computed and "." not in self.table(name):
+            frame.createOrReplaceTempView(self.table(name))
+        else:
+            self._register(self.table(name), frame)
+
     def _register(self, name: str, frame: Any) -> None:
         if "." in name:
             frame.write.mode("overwrite").saveAsTable(name)

@@ -8,12 +8,14 @@ A *table source* is one of
   current database (one ``SELECT`` statement);
 - ``postgresql://user@host:port/db::[schema.]table`` (or ``postgres://``; the part before ``::`` is any libpq
   URI): a table or view read with psycopg in a read-only transaction (``COPY (SELECT …) TO STDOUT``, only the
-  columns used) into an Arrow table;
+  columns used) into an Arrow table; ``postgresql://…::SELECT …``: a query read the same way (as a subquery);
 - ``sql:SELECT …``: one ``SELECT`` statement run in hiersql's own DuckDB connection (``read_parquet(...)``,
   ``read_csv(...)``, ...);
 - a Parquet file, glob (``*.parquet``) or folder of part files (``runs.parquet/``, as Spark writes it, with
   ``key=value`` folders read as columns), a CSV file or glob with a header (``*.csv``, read as text);
-- a pandas DataFrame, a pyarrow Table, a DuckDB relation.
+- a pandas DataFrame, a pyarrow Table, a DuckDB relation, a Spark DataFrame (collected through Arrow);
+- ``spark:[db.]table`` and ``spark:SELECT …`` only with the Spark engine, which reads them (and Parquet, and
+  Spark DataFrames) itself: :mod:`hiersql.spark_sources`.
 
 In a ``[schema.]table`` name, a part in double quotes is taken literally (``""`` is a quote); without quotes
 a part ends at the first dot. Names are never spliced into SQL text: DuckDB identifiers are quoted
@@ -44,7 +46,7 @@ from .errors import InputError
 if TYPE_CHECKING:
     import duckdb
 
-SCHEMES = ("duckdb:", "postgresql://", "postgres://", "sql:")
+SCHEMES = ("duckdb:", "postgresql://", "postgres://", "sql:", "spark:")
 DEFAULT_NAMES = {"instance": "instance_id", "label": "label", "score": "score", "system": "system",
                  "parent": "parent", "child": "child", "weight": "weight"}
 # The kinds of column each role takes (see _kind).
@@ -84,7 +86,7 @@ def _literal(text: str) -> str:
 
 def is_reference(source: object) -> bool:
     """Whether ``source`` is a string naming a database table or a query (``duckdb:``, ``postgresql://``,
-    ``postgres://``, ``sql:``)."""
+    ``postgres://``, ``sql:``, ``spark:``)."""
     return isinstance(source, str) and source.startswith(SCHEMES)
 
 
@@ -104,9 +106,15 @@ def _is_arrow(source: object) -> bool:
 
 
 def _is_frame(source: object) -> bool:
-    """Whether ``source`` is a pandas-like DataFrame (not a DuckDB relation, which has columns too)."""
+    """Whether ``source`` is a pandas-like DataFrame (not a DuckDB relation or a Spark DataFrame, which have
+    columns too)."""
     return hasattr(source, "columns") and hasattr(source, "dtypes") and not hasattr(source, "fetchall") \
-        and not _is_arrow(source)
+        and not _is_arrow(source) and not _is_spark(source)
+
+
+def _is_spark(source: object) -> bool:
+    """Whether ``source`` is a Spark DataFrame (see :mod:`hiersql.spark_sources`)."""
+    return hasattr(source, "sparkSession") and hasattr(source, "createOrReplaceTempView")
 
 
 def default_name(source: object) -> str:
@@ -115,6 +123,8 @@ def default_name(source: object) -> str:
         return "<relation>"
     if _is_arrow(source):
         return "<Arrow table>"
+    if _is_spark(source):
+        return "<Spark DataFrame>"
     if isinstance(source, Mapping):
         return "<columns>"
     return "<DataFrame>" if _is_frame(source) else "<label sets>"
@@ -233,6 +243,8 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
         return _duckdb_file(con, source, name)
     if isinstance(source, str) and source.startswith(("postgresql://", "postgres://")):
         return _postgres(con, source, name)
+    if isinstance(source, str) and source.startswith("spark:"):
+        raise InputError("a spark: table is read by Spark: evaluate with --engine spark", name or source)
     if isinstance(source, str) and source.startswith("sql:"):
         where = name or source
         try:
@@ -266,6 +278,8 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
     where = name or default_name(source)
     if _is_arrow(source):
         return _relation(con, con.from_arrow(source), where, keyed=False)
+    if _is_spark(source):  # collected: outside the Spark engine, hiersql reads it (hiersql.spark_sources)
+        return _relation(con, con.from_arrow(source.toArrow()), where, keyed=False)
     if hasattr(source, "fetchall"):  # a DuckDB relation, perhaps of another connection
         return _relation(con, source, where, keyed=False)
     return _relation(con, con.from_df(source), where, keyed=False)
@@ -468,44 +482,68 @@ def _pg_kind(typname: str, category: str) -> tuple[str, str]:
     return typname, {"S": "text", "E": "text", "N": "number"}.get(category, "other")
 
 
+def _pg_split(ref: str) -> tuple[str, str, bool]:
+    """``(dsn, rest, is_query)`` of a PostgreSQL reference: split at the first ``::`` followed by a query (a
+    query may hold ``::`` casts), else at the last ``::`` (an IPv6 host holds ``::``)."""
+    k = ref.find("::")
+    while k >= 0:
+        if _QUERY.match(ref[k + 2:]):
+            return ref[:k], ref[k + 2:], True
+        k = ref.find("::", k + 1)
+    return *_split_reference(ref, last=True), False
+
+
 def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Table:
-    """``postgresql://…::[schema.]table``: the column types from the catalog now; ``read(columns)`` copies
-    those columns in a read-only, repeatable-read transaction (``COPY (SELECT …) TO STDOUT``, CSV) into an
-    Arrow table of text columns registered in ``con`` (NULL and the empty string stay apart). A table of
+    """``postgresql://…::[schema.]table`` or ``postgresql://…::SELECT …``: the column types from the catalog
+    (of a query: from its result's description, ``LIMIT 0``) now; ``read(columns)`` copies those columns in a
+    read-only, repeatable-read transaction (``COPY (SELECT …) TO STDOUT``, CSV) into an Arrow table of text
+    columns registered in ``con`` (NULL and the empty string stay apart). A table of
     :data:`PG_PARALLEL_PAGES` pages or more is copied in page ranges (``ctid``), one connection each,
     sharing the first one's snapshot (``pg_export_snapshot``), the parts joined in page order: the server
-    formats rows for COPY on as many cores (GermEval B's 178,000 rows: most of the reading time)."""
-    dsn, rest = _split_reference(ref, last=True)
+    formats rows for COPY on as many cores (GermEval B's 178,000 rows: most of the reading time). A query
+    is the user's own SQL, run as a subquery in the read-only transaction (anything but one query fails to
+    parse there, and a write is refused by the server)."""
+    dsn, rest, is_query = _pg_split(ref)
     where = name or display(ref)
     try:
         import psycopg
+        from psycopg import sql
     except ModuleNotFoundError:
         raise InputError("reading PostgreSQL needs psycopg (pip install 'hiersql[postgres]')", where) from None
-    schema, table = split_name(rest.strip(), where)
+    schema, table = (None, None) if is_query else split_name(rest.strip(), where)
     try:
         pg = psycopg.connect(dsn, connect_timeout=30)
     except psycopg.Error as exc:
         raise InputError(f"cannot connect to PostgreSQL ({_first_line(exc)})", where) from None
     try:
         pg.read_only, pg.isolation_level = True, psycopg.IsolationLevel.REPEATABLE_READ
-        rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
+        if is_query:
+            source: sql.Composable = sql.SQL("({}) AS _hiersql_query").format(sql.SQL(rest.strip().rstrip(";")))
+            rows = _pg_query_columns(pg, source)
+        else:
+            rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
+    except psycopg.Error as exc:
+        pg.close()
+        raise InputError(f"query failed ({_first_line(exc)})", where) from None
     except BaseException:
         pg.close()
         raise
-    if not rows:
+    if not rows and not is_query:
         pg.close()
         raise InputError("no such table or view in the PostgreSQL database", where)
-    schema = rows[0][0]
+    if not is_query:
+        schema = rows[0][0]
+        source = sql.Identifier(schema, table)
     names = [r[1] for r in rows]
     views: list[str] = []
 
-    pages = rows[0][4] or 0
+    pages = (rows[0][4] or 0) if rows else 0
 
     def read(columns: list[str]) -> str:
         import pyarrow as pa
 
         try:
-            parts = _pg_copy(pg, dsn, schema, table, columns, pages)
+            parts = _pg_copy(pg, dsn, source, columns, pages)
         except psycopg.Error as exc:
             raise InputError(f"cannot read the table ({_first_line(exc)})", where) from None
         view = f"_hiersql_source_{next(_attached)}"
@@ -522,17 +560,30 @@ def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Tab
     return Table(where, names, [_pg_kind(r[2], r[3]) for r in rows], read, table, close)
 
 
-def _pg_copy(pg: Any, dsn: str, schema: str, table: str, columns: list[str], pages: int) -> list[bytes]:
-    """The CSV of ``COPY (SELECT columns FROM schema.table) TO STDOUT`` on ``pg`` (in its transaction), in
-    page ranges on parallel connections for a table of :data:`PG_PARALLEL_PAGES` pages or more."""
+def _pg_query_columns(pg: Any, source: Any) -> list[tuple]:
+    """The rows of :data:`_PG_COLUMNS` (without the schema and pages) for the result of a query ``source``."""
+    from psycopg import sql
+
+    with pg.cursor() as cur:
+        cur.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(source))
+        described = [(c.name, c.type_code) for c in cur.description or []]
+    types = dict((oid, (typname, category)) for oid, typname, category in pg.execute(
+        "SELECT oid, typname, typcategory FROM pg_catalog.pg_type WHERE oid = ANY(%s)",
+        [[oid for _, oid in described]]).fetchall())
+    return [(None, column, *types[oid], 0) for column, oid in described]
+
+
+def _pg_copy(pg: Any, dsn: str, source: Any, columns: list[str], pages: int) -> list[bytes]:
+    """The CSV of ``COPY (SELECT columns FROM source) TO STDOUT`` on ``pg`` (in its transaction; ``source``:
+    a table's identifier or a query as a subquery), in page ranges on parallel connections for a table of
+    :data:`PG_PARALLEL_PAGES` pages or more."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
     import psycopg
     from psycopg import sql
 
-    select = sql.SQL("SELECT {} FROM {}.{}").format(
-        sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(schema), sql.Identifier(table))
+    select = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(map(sql.Identifier, columns)), source)
     n = min(PG_PARALLEL_MAX, os.cpu_count() or 1) if pages >= PG_PARALLEL_PAGES else 1
     bounds = [pages * k // n for k in range(n + 1)]
 

@@ -9,12 +9,14 @@ import io
 import math
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from hiersql import Evaluator, Taxonomy
 
 # GermEval B as the issue names it: gold(doc, genre), runs(model, doc, genre), genres(parent_genre, child_genre)
 GOLD, RUNS, GENRES = "gold", "runs", "genres"
+TABLE_COLUMNS = {GOLD: ("doc", "genre"), RUNS: ("model", "doc", "genre"), GENRES: ("parent_genre", "child_genre")}
 COLUMN_FLAGS = ["--instance-col", "doc", "--label-col", "genre", "--system-col", "model",
                 "--parent-col", "parent_genre", "--child-col", "child_genre"]
 
@@ -45,6 +47,12 @@ def germeval_rows(data_dir: Path) -> dict[str, list[tuple[str, ...]]]:
     folder = canonical(data_dir)
     runs = [(path.stem, *row) for path in sorted((folder / "pred_b").glob("*.tsv")) for row in tsv_rows(path)]
     return {GOLD: tsv_rows(folder / "truth_b.tsv"), RUNS: runs, GENRES: tsv_rows(folder / "taxonomy.tsv")}
+
+
+def germeval_arrow(data_dir: Path) -> dict[str, pa.Table]:
+    """The three tables as Arrow tables of text columns named as in :data:`TABLE_COLUMNS`."""
+    return {table: pa.table(dict(zip(TABLE_COLUMNS[table], map(list, zip(*rows, strict=True)), strict=True)))
+            for table, rows in germeval_rows(data_dir).items()}
 
 
 @functools.cache

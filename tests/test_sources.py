@@ -35,11 +35,10 @@ from tests._sources_cases import (
     assert_same_values,
     csv_rows,
     file_reference,
-    germeval_rows,
+    germeval_arrow,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-COLUMNS = {GOLD: ("doc", "genre"), RUNS: ("model", "doc", "genre"), GENRES: ("parent_genre", "child_genre")}
 LABEL_COLS = {"instance_col": "doc", "label_col": "genre"}
 
 
@@ -52,9 +51,10 @@ def warehouse(tmp_path_factory, data_dir) -> Path:
     """A DuckDB file holding GermEval B as gold, runs and genres."""
     path = tmp_path_factory.mktemp("warehouse") / "warehouse.duckdb"
     con = duckdb.connect(str(path))
-    for table, rows in germeval_rows(data_dir).items():
-        data = pa.table(dict(zip(COLUMNS[table], map(list, zip(*rows, strict=True)), strict=True)))  # noqa: F841
+    for table, data in germeval_arrow(data_dir).items():
+        con.register("data", data)
         con.execute(f"CREATE TABLE {table} AS SELECT * FROM data")
+        con.unregister("data")
     con.close()
     return path
 

@@ -19,6 +19,7 @@ from tests._sources_cases import (
     HAND_TRUTH,
     HAND_VALUES,
     RUNS,
+    TABLE_COLUMNS,
     WEIRD,
     WEIRD_TABLE,
     assert_same_values,
@@ -32,7 +33,6 @@ from psycopg import sql  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 DATABASE = "hiersql_sources"
-COLUMNS = {GOLD: ("doc", "genre"), RUNS: ("model", "doc", "genre"), GENRES: ("parent_genre", "child_genre")}
 
 
 def uri(pg_dsn: str) -> str:
@@ -61,7 +61,7 @@ def warehouse(pg_dsn, data_dir):
     params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": DATABASE}
     with psycopg.connect(**params) as con:
         for table, rows in germeval_rows(data_dir).items():
-            create(con, table, list(COLUMNS[table]), rows)
+            create(con, table, list(TABLE_COLUMNS[table]), rows)
         con.execute('CREATE SCHEMA "Ware House"')
         create(con, "tax", ["parent", "child"], HAND_EDGES, "Ware House")
         create(con, "truth", [WEIRD["instance"], WEIRD["label"]], HAND_TRUTH, "Ware House")
@@ -158,9 +158,40 @@ def test_a_large_table_copied_in_parallel_parts_equals_one_copy(warehouse):
         parallel = sources.PG_PARALLEL_PAGES
         sources.PG_PARALLEL_PAGES = pages
         try:
-            got[pages] = con.execute(f"SELECT * FROM {table.read(list(COLUMNS[RUNS]))}").fetchall()
+            got[pages] = con.execute(f"SELECT * FROM {table.read(list(TABLE_COLUMNS[RUNS]))}").fetchall()
         finally:
             sources.PG_PARALLEL_PAGES = parallel
             table.close()
     assert got[sources.PG_PARALLEL_PAGES] == got[10**12]
     assert len(got[10**12]) == 178390
+
+
+def test_a_query_source_equals_the_table_and_is_read_only(warehouse, data_dir, capsys):
+    """``postgresql://…::SELECT …`` (with ``::`` casts and a filter): the rows of the query, evaluated as the
+    file-based run of those systems; a query that writes, or two statements, or SQL that does not parse, is
+    exit 2 with one line naming the source, and the database is as it was."""
+    base, params = warehouse
+    before = snapshot(params)
+    query = (f"{base}::SELECT model::text AS model, doc, genre FROM {RUNS}"
+             " WHERE model LIKE 'LT-UHH%' OR model = 'twistbytes__thresholding'")
+    args = ["evaluate", "--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::SELECT * FROM public.{GOLD}",
+            "--pred", query, *COLUMN_FLAGS, "--metrics", "hp,hr,hf,gie", "--format", "csv"]
+    assert main(args) == 0
+    got = csv_rows(capsys.readouterr().out)
+    metrics = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1", "graph_induced_error")
+    want = {k: v for k, v in file_reference(data_dir).items()
+            if (k[0].startswith("LT-UHH") or k[0] == "twistbytes__thresholding") and k[1] in metrics}
+    assert len({k[0] for k in got}) == 4  # three LT-UHH systems and twistbytes
+    assert_same_values(got, want)
+    for bad, message in (
+        (f"{base}::SELECT 1 AS doc; DROP TABLE {GOLD}", "query failed (syntax error at or near \";\""),
+        (f"{base}::WITH gone AS (DELETE FROM {GOLD} RETURNING *) SELECT * FROM gone", "query failed"),
+        (f"{base}::SELECT nope FROM {GOLD}", 'query failed (column "nope" does not exist'),
+        (f"{base}::SELECT doc, genre, 1.5::float8 AS model FROM {GOLD}", "column 'model' (system) has type float8"),
+    ):
+        code = main(["evaluate", "--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::{GOLD}", "--pred", bad,
+                     *COLUMN_FLAGS])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert err.count("\n") == 1 and err.startswith(f"hiersql: error: {bad}: ") and message in err, err
+    assert snapshot(params) == before

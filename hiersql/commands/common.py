@@ -91,11 +91,13 @@ def check_plot_file(path: str, flag: str = "--plot") -> None:
                          value=path)
 
 
-def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
+def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any = None) -> Store:
     """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``) with
     :meth:`~hiersql.store.Store.load` (the taxonomy is validated and loaded with its closure while the label
     files are read; the prediction files are read together). ``steps`` shows the progress (the steps of
-    :data:`~hiersql.store.LOAD_STEPS`)."""
+    :data:`~hiersql.store.LOAD_STEPS`). With ``spark`` (a :class:`~hiersql.engines.SparkEngine`), the inputs
+    are loaded into the engine instead (:func:`hiersql.spark_sources.load`: Spark reads Parquet and Spark tables
+    itself) and the store returned holds only what ``--db`` keeps (the results)."""
     from functools import partial
 
     from ..options import RunOptions, from_args
@@ -117,6 +119,15 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None) -> Store:
     store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
     if args.memory_limit and not args.db:  # spill beyond the limit into a folder of our own, not ./.tmp
         store.con.execute("SET temp_directory = $d", {"d": _spill_folder()})
+    if spark is not None:
+        from ..spark_sources import load
+
+        inputs = Store(memory_limit=from_args(RunOptions, args).memory_limit)  # this run's own, never --db
+        load(spark, inputs, args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown,
+             instance_col=args.instance_col, label_col=args.label_col, score_col=args.score_col,
+             system_col=args.system_col, parent_col=args.parent_col, child_col=args.child_col, on_step=steps.start)
+        _check_label_universe(inputs, getattr(args, "labels", None))
+        return store
     earlier = _keep_earlier_inputs(store) if args.db else False
     store.load(taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start,
                instance_col=args.instance_col, label_col=args.label_col, score_col=args.score_col,

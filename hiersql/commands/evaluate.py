@@ -53,19 +53,21 @@ def run(args: argparse.Namespace) -> int:
 
     groups = resolve(metrics)  # unknown names fail before any file is read
     engine = open_engine(run_options)  # a bad server address fails before any file is read
-    steps = Steps(len(LOAD_STEPS) + len(groups) + (engine is not None), "evaluate")
+    in_spark = run_options.engine == "spark" and spark_reads(args)
+    steps = Steps(len(LOAD_STEPS) + len(groups) + (engine is not None and not in_spark), "evaluate")
     try:
-        store = load_store(args, steps)
+        store = load_store(args, steps, spark=engine if in_spark else None)
         if engine is None:
             rows = compute(store, metrics, opts, on_family=steps.start)
         else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)
-            steps.start(f"copying the tables to {run_options.engine}")
-            engine.copy_store(store)
+            if not in_spark:  # else Spark read them itself, into its own tables
+                steps.start(f"copying the tables to {run_options.engine}")
+                engine.copy_store(store)
             rows = compute(engine, metrics, opts, on_family=steps.start)
     finally:
         steps.close()
     if args.per_instance:
-        write_per_instance(store, groups, opts, args.per_instance)
+        write_per_instance(store, groups, opts, args.per_instance, engine if in_spark else None)
     if args.db:
         from ..jobs import save_rows
 
@@ -74,18 +76,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_per_instance(store, groups: dict[str, list[str]], opts, folder: str) -> None:
-    """``folder/<family>.csv`` with the per-instance table of every requested family that has one."""
+def spark_reads(args: argparse.Namespace) -> bool:
+    """Whether, with ``--engine spark``, Spark reads the truth or a ``--pred`` itself
+    (:func:`hiersql.spark_sources.reads_any`: Parquet, ``spark:`` tables)."""
+    from ..inputs import parse_preds
+    from ..spark_sources import reads_any
+
+    return reads_any(args.truth, [source for _, source in parse_preds(args.pred)])
+
+
+def write_per_instance(store, groups: dict[str, list[str]], opts, folder: str, engine=None) -> None:
+    """``folder/<family>.csv`` with the per-instance table of every requested family that has one (computed
+    by ``engine`` when given: the inputs Spark read are there, not in the store)."""
     from pathlib import Path
 
-    from ..metrics import family
+    from ..metrics import family, plan_of
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     for fam in groups:
         per_instance = getattr(family(fam), "per_instance", None)
-        if per_instance is not None:
-            per_instance(store, opts).to_csv(out / f"{fam}.csv", index=False)
+        if per_instance is None:
+            continue
+        table = per_instance(store, opts) if engine is None else engine.per_instance(plan_of(fam), opts).to_pandas()
+        table.to_csv(out / f"{fam}.csv", index=False)
 
 
 def format_rows(rows: list, fmt: str) -> str:
