@@ -369,7 +369,8 @@ def load(
     ``store``, a new store, receives the taxonomy (and the sources it reads); with a truth read by Spark and
     predictions read by the store, Spark's ``truth`` and ``instances`` are copied into the store for its
     checks. Errors and warnings are those of the store, naming the table, the column, the row key and the
-    value; nothing is written in Spark but temporary views of hiersql's tables. Then ``hiersql.metrics.compute(engine, ...)``.
+    value; nothing is written in Spark but temporary views of hiersql's tables. Then
+    ``hiersql.metrics.compute(engine, ...)``.
     """
     import pyarrow as pa
 
