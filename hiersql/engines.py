@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import sqlfiles
 from .metrics import Options, Row, resolve
-from .plan import FamilyPlan, Python, Sql, Step, summary_sql
+from .plan import EMPTY_SUMMARY, FamilyPlan, Python, Sql, Step, summary_sql, summary_values
 
 if TYPE_CHECKING:
     import duckdb
@@ -277,12 +277,15 @@ class Engine:
                 table = plan.summary
             else:
                 table = f"{plan.name}_summary"
-                self.stage(plan.file, table, params, done,
-                           text=summary_sql(plan, group, options.average, self.ordered_means))
+                self.stage(plan.file, table, params, done, text=self.summary_sql(plan, group, options.average))
             rows += [Row(str(s), str(m), a or "", _float(v)) for s, m, a, v in
                      self.execute(f"SELECT * FROM {table}") if m in wanted and (a or "") in averages]
         order = {m: i for i, m in enumerate(plan.metrics)}
         return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric, r.average))
+
+    def summary_sql(self, plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str]) -> str:
+        """The summary query of ``metrics`` (:func:`hiersql.plan.summary_sql`)."""
+        return summary_sql(plan, metrics, averages, self.ordered_means)
 
     def per_instance(self, plan: FamilyPlan, options: Options, stage: str | None = None) -> pa.Table:
         """The plan's per-instance table (or another ``stage`` of it) as Arrow, ordered by its key; the
@@ -500,9 +503,10 @@ class SparkEngine(Engine):
     dialect = "spark"
     ordered_means = False
 
-    def __init__(self, spark: Any, tables: Mapping[str, str] | None = None) -> None:
+    def __init__(self, spark: Any, tables: Mapping[str, str] | None = None, partitioned_steps: bool = True) -> None:
         super().__init__(tables)
         self.spark = spark
+        self.partitioned_steps = partitioned_steps
         self._read_once: set[str] = set()
         self.partitions_solved: dict[str, int] = {}  # step name: partitions it was solved in (last run)
 
@@ -552,7 +556,7 @@ class SparkEngine(Engine):
         partitions, the rows of one key value of every keyed table meet in one partition, the other inputs
         come whole to every partition (collected once through Arrow), and each partition's tables are solved
         on a DuckDB connection of the Python worker (:func:`solve_arrow`). Other steps run on the driver."""
-        if not step.partition_by:
+        if not (step.partition_by and self.partitioned_steps):
             super().solve(step, params, options)
             return
         from functools import reduce
@@ -586,6 +590,21 @@ class SparkEngine(Engine):
         for j, name in enumerate(step.writes):
             self._register(name, result.where(F.col("_table") == j).select(f"w{j}.*"))
         self.partitions_solved[step.name] = solved.value
+
+    def summary_sql(self, plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str]) -> str:
+        """The summary in one pass over each unit table: one aggregate of every value per system (a common
+        table expression), then one row per value. Spark inlines the expression at each reader but computes
+        the identical subplans once (exchange reuse); one aggregate query per value would join and
+        aggregate the unit table once per value."""
+        values = summary_values(plan, metrics, averages, self.ordered_means)
+        units = list(dict.fromkeys(unit for unit, *_ in values))
+        ctes = [f"_v{k} AS (SELECT _s.system, " + ", ".join(
+            f"{value} AS _{i}" for i, (u, _, _, value) in enumerate(values) if u == unit) +
+            f" FROM systems AS _s LEFT JOIN {unit} AS _u ON _u.system = _s.system GROUP BY _s.system)"
+            for k, unit in enumerate(units)]
+        rows = [f"SELECT system, '{metric}' AS metric, '{average}' AS average, _{i} AS value FROM _v{units.index(unit)}"
+                for i, (unit, metric, average, _) in enumerate(values)]
+        return f"WITH {', '.join(ctes)}\n" + "\nUNION ALL\n".join(rows) if rows else EMPTY_SUMMARY
 
     def _register(self, name: str, frame: Any) -> None:
         if "." in name:

@@ -155,20 +155,28 @@ def summary_sql(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str
     """The portable (DuckDB-dialect) query ``(system, metric, average, value)`` of ``metrics`` with
     ``averages`` from the plan's declared measures, one row per system of ``systems``. ``ordered`` adds the
     values of a mean in unit order (DuckDB, PostgreSQL), so that the digits do not depend on threads."""
+    parts = [f"SELECT _s.system, '{metric}' AS metric, '{average}' AS average, {value} AS value FROM systems AS _s "
+             f"LEFT JOIN {unit} AS _u ON _u.system = _s.system GROUP BY _s.system"
+             for unit, metric, average, value in summary_values(plan, metrics, averages, ordered)]
+    return "\nUNION ALL\n".join(parts) if parts else EMPTY_SUMMARY
+
+
+EMPTY_SUMMARY = "SELECT system, '' AS metric, '' AS average, 0.0 AS value FROM systems WHERE false"
+
+
+def summary_values(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str], ordered: bool
+                   ) -> list[tuple[str, str, str, str]]:
+    """``(unit table, metric, average, value)`` of every row of :func:`summary_sql` per system: ``value`` is
+    an aggregate over the rows ``_u`` of the unit table of one system."""
     wanted = set(averages) | {""}
-    parts: list[str] = []
+    out: list[tuple[str, str, str, str]] = []
     for m in plan.measures:
         if m.metric not in metrics:
             continue
         unit = m.unit or plan.instance
         order = plan.unit_order.get(unit, "instance_id") if ordered else None
-        for average in m.averages:
-            if average in wanted:
-                parts.append(f"SELECT _s.system, '{m.metric}' AS metric, '{average}' AS average, "
-                             f"{_value(m, average, order)} AS value FROM systems AS _s "
-                             f"LEFT JOIN {unit} AS _u ON _u.system = _s.system GROUP BY _s.system")
-    return "\nUNION ALL\n".join(parts) if parts else \
-        "SELECT system, '' AS metric, '' AS average, 0.0 AS value FROM systems WHERE false"
+        out += [(unit, m.metric, average, _value(m, average, order)) for average in m.averages if average in wanted]
+    return out
 
 
 def _value(m: Measure, average: str, order_by: str | None) -> str:
