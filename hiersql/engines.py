@@ -489,6 +489,9 @@ def _pg_arrow_type(oid: int):
             701: pa.float64(), 1700: pa.float64(), 25: pa.string(), 1043: pa.string()}.get(oid)
 
 
+PARTITION_ROWS = 1_000_000  # a partitioned step's keyed inputs from which it is solved per partition (Spark)
+
+
 class SparkEngine(Engine):
     """Spark SQL through a ``pyspark.sql.SparkSession`` (local or a cluster).
 
@@ -498,15 +501,26 @@ class SparkEngine(Engine):
     and without the checkpoint each stage's plan would hold the plans of all stages before it (the LCA
     stages' analysis then grows until the driver runs out of memory). Means are added in Spark's own order
     (no ordered aggregates): their last digits may vary between runs.
+
+    Parameters
+    ----------
+    spark:
+        The ``SparkSession``.
+    tables:
+        Renames of the hiersql tables (see :class:`Engine`).
+    partition_rows:
+        Python steps that declare ``partition_by`` are solved per partition in the executors when their keyed
+        inputs hold at least this many rows (:meth:`solve`); ``0``: always; ``None``: never.
     """
 
     dialect = "spark"
     ordered_means = False
 
-    def __init__(self, spark: Any, tables: Mapping[str, str] | None = None, partitioned_steps: bool = True) -> None:
+    def __init__(self, spark: Any, tables: Mapping[str, str] | None = None,
+                 partition_rows: int | None = PARTITION_ROWS) -> None:
         super().__init__(tables)
         self.spark = spark
-        self.partitioned_steps = partitioned_steps
+        self.partition_rows = partition_rows
         self._read_once: set[str] = set()
         self.partitions_solved: dict[str, int] = {}  # step name: partitions it was solved in (last run)
 
@@ -555,8 +569,12 @@ class SparkEngine(Engine):
         (``mapInArrow``): each keyed table is hashed on its key columns into ``spark.sql.shuffle.partitions``
         partitions, the rows of one key value of every keyed table meet in one partition, the other inputs
         come whole to every partition (collected once through Arrow), and each partition's tables are solved
-        on a DuckDB connection of the Python worker (:func:`solve_arrow`). Other steps run on the driver."""
-        if not (step.partition_by and self.partitioned_steps):
+        on a DuckDB connection of the Python worker (:func:`solve_arrow`). Other steps run on the driver, and
+        so do partitioned ones whose keyed inputs hold fewer than ``partition_rows`` rows (``None``: every step
+        on the driver; 0: every partitioned step per partition): on small inputs, starting Python workers and
+        shuffling the tagged rows cost more than the solver."""
+        if not step.partition_by or self.partition_rows is None or (
+                self.partition_rows > 0 and self._rows(step.partition_by) < self.partition_rows):
             super().solve(step, params, options)
             return
         from functools import reduce
@@ -590,6 +608,12 @@ class SparkEngine(Engine):
         for j, name in enumerate(step.writes):
             self._register(name, result.where(F.col("_table") == j).select(f"w{j}.*"))
         self.partitions_solved[step.name] = solved.value
+
+    def _rows(self, tables: Iterable[str]) -> int:
+        """The number of rows of ``tables`` together (one Spark job)."""
+        counts = " UNION ALL ".join(f"SELECT count(*) AS n FROM {_quoted(self._source(t), self.dialect)}"
+                                    for t in tables)
+        return int(self.execute(f"SELECT sum(n) FROM ({counts}) AS _counts")[0][0] or 0)
 
     def summary_sql(self, plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str]) -> str:
         """The summary in one pass over each unit table: one aggregate of every value per system (a common
