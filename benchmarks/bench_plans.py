@@ -1,6 +1,7 @@
 """Every family plan on one engine, GermEval 2019 subtask B, timed per family and checked against DuckDB.
 
-    .venv/bin/python benchmarks/bench_plans.py --engine spark [--systems 19] [--master local[2]]
+    .venv/bin/python benchmarks/bench_plans.py --engine spark [--systems 19] [--master local[2]] \
+        [--spark-conf K=V ...] [--partition-rows N]
     .venv/bin/python benchmarks/bench_plans.py --engine postgres --dsn "host=/tmp/pg user=hiersql dbname=postgres"
     .venv/bin/python benchmarks/bench_plans.py --engine duckdb
 
@@ -33,6 +34,11 @@ def main() -> None:
     parser.add_argument("--systems", type=int, default=19)
     parser.add_argument("--dsn", help="PostgreSQL connection string (--engine postgres)")
     parser.add_argument("--master", default="local[2]", help="Spark master (--engine spark)")
+    parser.add_argument("--spark-conf", action="append", default=["spark.ui.showConsoleProgress=false"],
+                        metavar="K=V", help="Spark settings (--engine spark)")
+    parser.add_argument("--partition-rows", type=int, default=None,
+                        help="Spark: solve partitioned Python steps per partition from this many keyed rows "
+                             "(default: SparkEngine's)")
     args = parser.parse_args()
     canonical = ROOT.parent / "shared" / "data" / "canonical"
     store = Store()
@@ -45,8 +51,11 @@ def main() -> None:
         engine = DuckDBEngine(store)
     else:
         run = RunOptions(engine=args.engine, **({"postgres_url": args.dsn} if args.engine == "postgres" else
-                                                {"spark_master": args.master}))
+                                                {"spark_master": args.master, "spark_conf": dict(
+                                                    kv.split("=", 1) for kv in args.spark_conf)}))
         engine = open_engine(run)
+        if args.partition_rows is not None:
+            engine.partition_rows = args.partition_rows
         print(f"session {time.perf_counter() - start:.2f} s")
         start = time.perf_counter()
         engine.copy_store(store)

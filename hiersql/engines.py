@@ -23,7 +23,7 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import sqlfiles
@@ -311,19 +311,32 @@ class Engine:
     def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         """Run a Python step on a scratch DuckDB connection holding Arrow copies of the tables it reads, and
         write the tables it makes back into the engine."""
-        import duckdb
+        tables = {name: self.arrow(f"SELECT * FROM {_quoted(self._source(name), self.dialect)}")
+                  for name in step.reads}
+        for name, data in solve_arrow(step, params, options, tables).items():
+            self.write(name, data)
 
-        con = duckdb.connect()
-        try:
-            for name in step.reads:
-                source = self.table(name) if name in STORE_TABLES else name
-                con.register(f"_{name}_arrow", self.arrow(f"SELECT * FROM {_quoted(source, self.dialect)}"))
-                con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
-            step.solve(con, params, options)
-            for name in step.writes:
-                self.write(name, con.table(name).to_arrow_table())
-        finally:
-            con.close()
+    def _source(self, name: str) -> str:
+        """The engine-side table a step's input ``name`` is read from."""
+        return self.table(name) if name in STORE_TABLES else name
+
+
+def solve_arrow(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table]
+                ) -> dict[str, pa.Table]:
+    """The tables ``step`` writes, as Arrow, solved on a scratch DuckDB connection holding ``tables`` (its
+    inputs, as Arrow)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        for name, data in tables.items():
+            con.register(f"_{name}_arrow", data)
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
+            con.unregister(f"_{name}_arrow")
+        step.solve(con, params, options)
+        return {name: con.table(name).to_arrow_table() for name in step.writes}
+    finally:
+        con.close()
 
 
 def _float(value: Any) -> float:
@@ -455,6 +468,9 @@ def _pg_arrow_type(oid: int):
             701: pa.float64(), 1700: pa.float64(), 25: pa.string(), 1043: pa.string()}.get(oid)
 
 
+PARTITION_ROWS = 1_000_000  # a partitioned step's keyed inputs from which it is solved per partition (Spark)
+
+
 class SparkEngine(Engine):
     """Spark SQL through a ``pyspark.sql.SparkSession`` (local or a cluster).
 
@@ -464,15 +480,28 @@ class SparkEngine(Engine):
     and without the checkpoint each stage's plan would hold the plans of all stages before it (the LCA
     stages' analysis then grows until the driver runs out of memory). Means are added in Spark's own order
     (no ordered aggregates): their last digits may vary between runs.
+
+    Parameters
+    ----------
+    spark:
+        The ``SparkSession``.
+    tables:
+        Renames of the hiersql tables (see :class:`Engine`).
+    partition_rows:
+        Python steps that declare ``partition_by`` are solved per partition in the executors when their keyed
+        inputs hold at least this many rows (:meth:`solve`); ``0``: always; ``None``: never.
     """
 
     dialect = "spark"
     ordered_means = False
 
-    def __init__(self, spark: Any, tables: Mapping[str, str] | None = None) -> None:
+    def __init__(self, spark: Any, tables: Mapping[str, str] | None = None,
+                 partition_rows: int | None = PARTITION_ROWS) -> None:
         super().__init__(tables)
         self.spark = spark
+        self.partition_rows = partition_rows
         self._read_once: set[str] = set()
+        self.partitions_solved: dict[str, int] = {}  # step name: partitions it was solved in (last run)
 
     def execute(self, sql: str) -> list[tuple]:
         return [tuple(row) for row in self.spark.sql(sql).collect()]
@@ -523,11 +552,97 @@ class SparkEngine(Engine):
         else:
             self._register(self.table(name), frame)
 
+    def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
+        """A step that declares ``partition_by`` runs in the executors, once per partition of its keyed inputs
+        (``mapInArrow``): each keyed table is hashed on its key columns into ``spark.sql.shuffle.partitions``
+        partitions, the rows of one key value of every keyed table meet in one partition, the other inputs
+        come whole to every partition (collected once through Arrow), and each partition's tables are solved
+        on a DuckDB connection of the Python worker (:func:`solve_arrow`). Other steps run on the driver, and
+        so do partitioned ones whose keyed inputs hold fewer than ``partition_rows`` rows (``None``: every step
+        on the driver; 0: every partitioned step per partition): on small inputs, starting Python workers and
+        shuffling the tagged rows cost more than the solver."""
+        if not step.partition_by or self.partition_rows is None or (
+                self.partition_rows > 0 and self._rows(step.partition_by) < self.partition_rows):
+            super().solve(step, params, options)
+            return
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+        from pyspark.sql.types import IntegerType, StructField, StructType
+
+        keyed = [name for name in step.reads if name in step.partition_by]
+        frames = {name: self.spark.table(self._source(name)) for name in keyed}
+        whole = {name: self.arrow(f"SELECT * FROM {_quoted(self._source(name), self.dialect)}")
+                 for name in step.reads if name not in step.partition_by}
+        inputs = {name: to_arrow_schema(frames[name].schema) for name in keyed}
+        outputs = {name: data.schema for name, data in  # the step on no rows of its keyed tables
+                   solve_arrow(step, params, options, {**whole, **{n: s.empty_table() for n, s in inputs.items()}}
+                               ).items()}
+        tagged = [frames[name].select(
+            F.hash(*(F.col(k.strip()).cast("string") for k in step.partition_by[name].split(","))).alias("_part"),
+            F.lit(i).alias("_table"),
+            *(F.struct(*(F.col(f"`{c}`") for c in frames[name].columns)).alias(f"t{j}") if j == i else
+              F.lit(None).cast(frames[other].schema).alias(f"t{j}") for j, other in enumerate(keyed)),
+        ) for i, name in enumerate(keyed)]
+        partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
+        solved = self.spark.sparkContext.accumulator(0)
+        schema = StructType([StructField("_table", IntegerType()), *(
+            StructField(f"w{j}", from_arrow_schema(outputs[name])) for j, name in enumerate(step.writes))])
+        result = reduce(lambda a, b: a.unionByName(b), tagged).repartition(partitions, "_part").mapInArrow(
+            _partition_solver(step, params, options, keyed, inputs, whole, outputs, solved), schema)
+        if len(step.writes) > 1:
+            result = result.localCheckpoint(eager=True)
+        for j, name in enumerate(step.writes):
+            self._register(name, result.where(F.col("_table") == j).select(f"w{j}.*"))
+        self.partitions_solved[step.name] = solved.value
+
+    def _rows(self, tables: Iterable[str]) -> int:
+        """The number of rows of ``tables`` together (one Spark job)."""
+        counts = " UNION ALL ".join(f"SELECT count(*) AS n FROM {_quoted(self._source(t), self.dialect)}"
+                                    for t in tables)
+        return int(self.execute(f"SELECT sum(n) FROM ({counts}) AS _counts")[0][0] or 0)
+
     def _register(self, name: str, frame: Any) -> None:
         if "." in name:
             frame.write.mode("overwrite").saveAsTable(name)
         else:  # computed once, and its lineage cut: a later stage's plan does not re-analyse every stage before
             frame.localCheckpoint(eager=True).createOrReplaceTempView(name)
+
+
+def _partition_solver(step: Python, params: dict[str, object], options: Options, keyed: Sequence[str],
+                      inputs: Mapping[str, pa.Schema], whole: Mapping[str, pa.Table],
+                      outputs: Mapping[str, pa.Schema], solved: Any) -> Callable[[Iterable[Any]], Iterable[Any]]:
+    """The function ``mapInArrow`` runs on each partition of a step's tagged input (:meth:`SparkEngine.solve`):
+    column ``_table`` says which keyed table a row belongs to (``keyed[_table]``), ``t<i>`` holds its row;
+    it yields the tables the step writes, ``w<j>`` the rows of ``step.writes[j]``. ``solved`` (an
+    accumulator) counts the partitions solved."""
+
+    def run(batches: Iterable[Any]) -> Iterable[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows: dict[str, list[pa.RecordBatch]] = {name: [] for name in keyed}
+        for batch in batches:
+            for i, name in enumerate(keyed):
+                mine = batch.filter(pc.equal(batch.column("_table"), i))
+                if mine.num_rows:
+                    rows[name].append(pa.RecordBatch.from_struct_array(mine.column(f"t{i}")))
+        if not any(rows.values()):
+            return
+        tables = {**whole, **{name: pa.Table.from_batches(rows[name], schema=inputs[name]) for name in keyed}}
+        written = solve_arrow(step, params, options, tables)
+        solved.add(1)
+        for j, name in enumerate(step.writes):
+            for batch in written[name].cast(outputs[name]).to_batches():
+                n = batch.num_rows
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([j] * n, pa.int32()),
+                     *(batch.to_struct_array() if k == j else pa.nulls(n, pa.struct(list(outputs[other])))
+                       for k, other in enumerate(step.writes))],
+                    names=["_table", *(f"w{k}" for k in range(len(step.writes)))])
+
+    return run
 
 
 def _spark_schema(data: pa.Table) -> str:
@@ -573,11 +688,14 @@ def open_engine(run: Any) -> Engine | None:
                              value=run.postgres_url) from None
     if run.engine == "spark":
         import os
+        import sys
 
         from pyspark.sql import SparkSession
 
         settings = {**SPARK_DEFAULTS, "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)),
                     **dict(run.spark_conf)}
+        if run.spark_master.startswith("local"):  # the Python workers solve steps: they import hiersql too
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # (pyspark reads it, not a setting)
         builder = SparkSession.builder.master(run.spark_master).appName("hiersql")
         for key, value in settings.items():
             builder = builder.config(key, value)

@@ -66,6 +66,10 @@ class Python:
     (the runner's own connection for DuckDB; a scratch one holding Arrow copies for the other engines) and
     creates the tables of ``writes`` on it; the runner then makes them visible to the following stages.
     ``when(options)`` says whether the step runs at all (a step that only rewrites a table made before it).
+    ``partition_by`` (``{table of reads: key columns}``) says that the step solves independent units: run
+    on any split of the rows by those keys (the rows of one key value in every table named together, the
+    tables not named whole), it writes the union of what it writes on all rows. A runner may then solve it
+    per partition of the data (Spark); an empty ``partition_by`` means the step needs all its rows at once.
     """
 
     name: str
@@ -73,6 +77,7 @@ class Python:
     reads: tuple[str, ...]
     writes: tuple[str, ...]
     when: Callable[[Options], bool] = lambda options: True
+    partition_by: Mapping[str, str] = field(default_factory=dict)
 
 
 Step = Sql | Python

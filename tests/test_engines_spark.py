@@ -82,12 +82,17 @@ def test_every_family_on_germeval_b_all_systems_equals_duckdb(spark, data_dir):
 def test_every_family_on_a_dag_equals_duckdb(spark, graph):
     """A DAG with several shortest paths: the minimal LCA graphs of each selection, the pairings and HCM."""
     store = dag_store()
-    engine = SparkEngine(spark)
+    # with HEMKit's graphs, every step that declares partition_by is solved per partition in the executors
+    # (partition_rows=0: however few rows; 4 shuffle partitions, the conftest's local[2] on 2 cores or more)
+    engine = SparkEngine(spark, partition_rows=0 if graph == "hemkit" else None)
     engine.copy_store(store)
     options = Options(lca_graph=graph, max_distance=2 if graph == "greedy" else None)
     rows = compute(engine, all_metrics(), options)
     assert families_of(rows) == ALL_FAMILIES - {"scoring"}  # scoring trees are trees
     assert_rows_match(rows, reference(store, all_metrics(), options))
+    if graph == "hemkit":  # the others (LCA minimal graphs, HCM root paths) on the driver: docs/engines.md
+        assert engine.partitions_solved.keys() == {"pairings", "path_cover", "matching", "hemkit_graphs"}
+        assert min(engine.partitions_solved.values()) > 1
 
 
 def test_closure_by_recursive_cte_in_spark_on_a_dag(spark):

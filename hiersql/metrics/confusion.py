@@ -231,7 +231,7 @@ def solve_path_cover(con: duckdb.DuckDBPyConnection, params: dict[str, object], 
     first = np.unique(cand, return_index=True)[1]
     rows = c["row_no"][first[best]]
     truth = c["grp"][first[best]] < con.execute("SELECT stride FROM hcm_stride").fetchall()[0][0]
-    _put_rows(on, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), rows, len(cand),
+    _put_rows(on, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), rows, _n_rows(c),
               ("step", rows[truth], step[truth]))
 
 
@@ -244,7 +244,12 @@ def solve_matching(con: duckdb.DuckDBPyConnection, params: dict[str, object], op
     rank = _processing_rank(m["grp"], pred, m["n_common"], m["name_rank"])
     chosen = greedy_matching(m["grp"], rank, _dense(m["grp"], m["j"]), m["n_common"])
     _put_rows(on, "hcm_match", "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", *COUNTS),
-              m["row_no"][chosen], len(chosen))
+              m["row_no"][chosen], _n_rows(m))
+
+
+def _n_rows(fetched: dict[str, np.ndarray]) -> int:
+    """One more than the largest ``row_no`` fetched (the rows of a partition keep their numbers)."""
+    return int(fetched["row_no"].max(initial=-1)) + 1
 
 
 _TPR, _TNR = "1.0 * tp / (tp + fn)", "1.0 * tn / (fp + tn)"
@@ -258,9 +263,10 @@ PLAN = FamilyPlan(
                writes=("hcm_paths", "hcm_path_nodes")),
         Sql("hcm_cover_candidates"),
         Python("path_cover", solve_path_cover, reads=("hcm_cover_candidates", "hcm_stride"),
-               writes=("hcm_cover_choice",)),
+               writes=("hcm_cover_choice",), partition_by={"hcm_cover_candidates": "grp"}),
         *(Sql(q) for q in _PAIRS),
-        Python("matching", solve_matching, reads=("hcm_candidates",), writes=("hcm_match",)),
+        Python("matching", solve_matching, reads=("hcm_candidates",), writes=("hcm_match",),
+               partition_by={"hcm_candidates": "grp"}),
         Sql("hcm_instance"),
     ),
     instance="hcm_instance",

@@ -201,7 +201,9 @@ def solve_hemkit_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object
 
 HEMKIT_GRAPHS = Python("hemkit_graphs", solve_hemkit_graphs,
                        reads=("nodes", "edges", "truth", "predictions", "systems", "instances"),
-                       writes=("lca_graph_counts",), when=lambda options: options.lca_graph == "hemkit")
+                       writes=("lca_graph_counts",), when=lambda options: options.lca_graph == "hemkit",
+                       partition_by={"truth": "instance_id", "predictions": "instance_id",
+                                     "instances": "instance_id"})
 PLAN = FamilyPlan(
     name="lca",
     file="lca",

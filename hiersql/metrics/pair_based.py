@@ -82,17 +82,23 @@ def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -
 
 
 def _load(con: duckdb.DuckDBPyConnection) -> _Data:
-    """The problems of the tables of ``sql/distances.sql`` on ``con`` as arrays."""
+    """The problems of the tables of ``sql/distances.sql`` on ``con`` as arrays. Problems and classes are
+    renumbered densely from 0 in their order: a part of the problems (a partition, see the plan's
+    ``partition_by``) gives the same values as all of them."""
     sizes = con.table("pair_problem_sizes").order("problem").fetchnumpy()
     k = len(sizes["problem"])
-    pred = con.table("pair_pred_classes").order("node").fetchnumpy()["problem"]
-    true = con.table("pair_true_classes").order("node").fetchnumpy()["problem"]
+    pred = con.table("pair_pred_classes").order("node").fetchnumpy()
+    true = con.table("pair_true_classes").order("node").fetchnumpy()
     arcs = con.table("pair_arcs").order("pred_node, true_node").fetchnumpy()
     mutual = con.table("mgia_mutual_pairs").order("pred_node, true_node").fetchnumpy()
 
+    def dense(ids: np.ndarray, among: np.ndarray) -> np.ndarray:
+        return np.searchsorted(_ints(among), _ints(ids))
+
     def problems(a: dict[str, np.ndarray], cost: np.ndarray) -> pairing.Problems:
         return pairing.Problems(
-            k, _ints(pred), _ints(true), _ints(a["pred_node"]), _ints(a["true_node"]),
+            k, dense(pred["problem"], sizes["problem"]), dense(true["problem"], sizes["problem"]),
+            dense(a["pred_node"], pred["node"]), dense(a["true_node"], true["node"]),
             np.asarray(cost, dtype=float), np.asarray(a["distance"]) == 0,
         )
 
@@ -236,7 +242,9 @@ PLAN = FamilyPlan(
                            "pair_pred_classes", "pair_arcs", "mgia_nearest", "mgia_mutual_pairs",
                            "pair_problem_sizes")),
         Python("pairings", solve_pairings, reads=("pair_problem_sizes", "pair_pred_classes", "pair_true_classes",
-                                                  "pair_arcs", "mgia_mutual_pairs"), writes=("pair_instance",)),
+                                                  "pair_arcs", "mgia_mutual_pairs"), writes=("pair_instance",),
+               partition_by={table: "problem" for table in ("pair_problem_sizes", "pair_pred_classes",
+                                                            "pair_true_classes", "pair_arcs", "mgia_mutual_pairs")}),
     ),
     instance="pair_instance",
     measures=(
