@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import metrics as _metrics
-from .engines import DuckDBEngine
+from .engines import DuckDBEngine, Engine
 from .metrics import Options, Row, compute  # compute: kept importable from here
 from .options import make_options  # checks the options once; kept importable from here
 from .store import LabelSource, Store
@@ -143,10 +143,10 @@ class Evaluator:
         self.store.close()
 
 
-def warn_undefined(store: Store, rows: list[Row], options: Options) -> None:
+def warn_undefined(source: Store | Engine, rows: list[Row], options: Options) -> None:
     """An :class:`~hiersql.averages.UndefinedMetricWarning` for every (system, measure, average) of ``rows``
     whose ratio had a zero denominator somewhere (:func:`hiersql.plan.undefined_sql`; one run of the
-    measure's plan per measure)."""
+    measure's plan per measure, by ``source``: an engine, or a store run by DuckDB)."""
     import warnings
 
     from .averages import UndefinedMetricWarning
@@ -164,7 +164,8 @@ def warn_undefined(store: Store, rows: list[Row], options: Options) -> None:
         queries = {name: sql for name, sql in queries.items() if sql is not None}
         if not queries:
             continue
-        found = DuckDBEngine(store).run_queries(plan, [metric], options, queries)
+        engine = source if isinstance(source, Engine) else DuckDBEngine(source)
+        found = engine.run_queries(plan, [metric], options, queries)
         for name, table in found.items():
             average = wanted[int(name.rsplit("_", 1)[1])]
             for system, units in table:

@@ -158,8 +158,8 @@ def _zero_division(value: Any) -> float:
     if _is_number(value) and (value in (0, 1) or math.isnan(value)):
         return float(value)
     if value == "warn":
-        raise _Broken("must be 0, 1 or nan (scikit-learn's 'warn' is offered by the one-shot functions and "
-                      "Evaluator)")
+        raise _Broken("must be 0, 1 or nan (scikit-learn's 'warn' is offered by the one-shot functions, "
+                      "Evaluator and hiersql evaluate)")
     raise _Broken("must be 0, 1 or nan")
 
 
@@ -279,7 +279,8 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
            default_text="no limit"),
     Option("beta", 1.0, "beta of the hierarchical F-measure", _number("a finite number > 0", lambda x: x > 0),
            _number_text(float), "float", families=("set_based",), sql=True, metavar="X"),
-    Option("zero_division", 0.0, "value of a ratio whose denominator is 0: 0, 1 or nan", _zero_division,
+    Option("zero_division", 0.0, "value of a ratio whose denominator is 0: 0, 1 or nan; hiersql evaluate also "
+           "takes warn (0 and a warning per ill-defined value)", _zero_division,
            _number_text(float), "float", families=("set_based", "flat", "confusion", "lca"), sql=True,
            metavar="X"),
     _choice_option("augment", ("ancestors", "descendants", "cesa_bianchi"),

@@ -74,7 +74,7 @@ def test_values_are_normalised_and_options_stay_immutable():
     ("max_distance", 1.5, "max_distance must be an integer >= 0: 1.5"),
     ("zero_division", 0.5, "zero_division must be 0, 1 or nan: 0.5"),
     ("zero_division", "warn", "zero_division must be 0, 1 or nan (scikit-learn's 'warn' is offered by the "
-                              "one-shot functions and Evaluator): 'warn'"),
+                              "one-shot functions, Evaluator and hiersql evaluate): 'warn'"),
     ("average", "binary", "average must be one or more of micro, macro, samples, weighted, label_macro: 'binary'"),
     ("average", ["micro", "foo"], "average must be one or more of micro, macro, samples, weighted, label_macro: 'foo'"),
     ("labels", [], "labels must name at least one label: []"),
@@ -216,7 +216,9 @@ def test_help_lists_every_flag_with_its_default_and_choices(capsys, command):
     expected = {
         "--beta X": "default: 1.0", "--augment {ancestors,descendants,cesa_bianchi}":
         "one of: ancestors, descendants, cesa_bianchi; default: ancestors", "--max-distance K": "default: no limit",
-        "--zero-division X": "0, 1 or nan (default: 0.0", "--include-root": "(default: off", "--offset O":
+        "--zero-division X":
+        "0, 1 or nan; hiersql evaluate also takes warn (0 and a warning per ill-defined value) (default: 0.0",
+        "--include-root": "(default: off", "--offset O":
         "default: 0.0", "--dmax X": "default: 5.0", "--tn {published,descendants}": "default: published",
     }
     if command == "evaluate":
@@ -264,7 +266,7 @@ def _evaluate(tmp_path: Path, capsys, *extra: str, truth: str = "1\tb\n2\td\n", 
     (["--dmax", "nan"], "--dmax", "'nan'"),
     (["--zero-division", "0.5"], "--zero-division", "'0.5'"),
     (["--zero-division", "2"], "--zero-division", "'2'"),
-    (["--zero-division", "warn"], "--zero-division", "'warn' is offered by the one-shot functions"),
+    (["--zero-division", "always"], "--zero-division", "'always'"),
     (["--offset", "1"], "--offset", "must be <= 0 (a finite number): '1'"),
     (["--labels", ","], "--labels", "gives no label: ','"),
     (["--lca-graph", "fastest"], "--lca-graph", "must be one of greedy, optimal, extended, hemkit: 'fastest'"),

@@ -398,3 +398,30 @@ def test_the_new_averages_and_fixed_labels_on_postgres_equal_duckdb(pg_dsn, tax)
                                   tol=1e-12)
     finally:
         pg.close()
+
+
+def test_evaluate_command_zero_division_warn_is_zero_and_one_warning_line_per_value(tmp_path, capsys):
+    """`hiersql evaluate --zero-division warn`: the values of zero_division=0, and one warning line for each
+    (system, measure, average) with a zero denominator, counting its units. By hand: tree a→b, a→c; instance 1
+    true {b} predicted nothing (|Ŷaug| = 0), instance 2 true {c} predicted {c}: hP samples = (0 + 1) / 2 with
+    one undefined instance; system t predicts both, defined everywhere."""
+    from hiersql.cli import main
+
+    (tmp_path / "tax.tsv").write_text("a\tb\na\tc\n")
+    (tmp_path / "truth.tsv").write_text("1\tb\n2\tc\n")
+    (tmp_path / "s.tsv").write_text("2\tc\n")
+    (tmp_path / "t.tsv").write_text("1\tb\n2\tc\n")
+    base = ["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"),
+            "--pred", f"s={tmp_path / 's.tsv'}", "--pred", f"t={tmp_path / 't.tsv'}", "--metrics", "hp",
+            "--average", "samples", "--format", "csv"]
+    assert main([*base, "--zero-division", "warn"]) == 0
+    out, err = capsys.readouterr()
+    assert main([*base, "--zero-division", "0"]) == 0
+    assert out == capsys.readouterr().out  # the values of zero_division=0
+    assert "s,hierarchical_precision,samples,0.5" in out
+    warned = [line for line in err.splitlines() if "ill-defined" in line]
+    assert warned == ["hiersql: warning: hierarchical_precision (samples) of system 's' is ill-defined and being"
+                      " set to 0.0 in 1 unit(s) with a zero denominator; use the zero_division parameter to"
+                      " control this behavior"]
+    assert main(["sql", "hp", "--zero-division", "warn"]) == 2
+    assert "--zero-division" in capsys.readouterr().err

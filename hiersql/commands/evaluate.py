@@ -43,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluator import compute
     from ..options import RunOptions, from_args
 
+    warn_zero = args.zero_division == "warn"  # scikit-learn's: 0, and a warning per ill-defined value
+    if warn_zero:
+        args.zero_division = "0"
     opts = options_from_args(args)
     run_options = from_args(RunOptions, args)
     metrics = [m for m in args.metrics.split(",") if m.strip()]
@@ -66,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
             rows = compute(engine, metrics, opts, on_family=steps.start)
     finally:
         steps.close()
+    if warn_zero:
+        from ..evaluator import warn_undefined
+
+        warn_undefined(store if engine is None else engine, rows, opts)
     if args.per_instance:
         write_per_instance(store, groups, opts, args.per_instance, engine if in_spark else None)
     if args.db:
