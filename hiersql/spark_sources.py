@@ -26,13 +26,13 @@ is named by its key (the instance and the system), and the first bad row is the 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import sources
-from .errors import DataWarning, InputError
+from .errors import InputError
+from .readers import warn_data
 from .sources import Columns, TableWhere, locate
 
 if TYPE_CHECKING:
@@ -300,26 +300,22 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         if group is None:
             continue
         if group["dups"]:
-            _warn(f"{wheres[key]}: {group['dups']} duplicate (instance_id, label) row(s) collapsed")
+            warn_data(f"{wheres[key]}: {group['dups']} duplicate (instance_id, label) row(s) collapsed")
         if unknown == "ignore" and group["_unknown"]:
-            _warn(f"{wheres[key]}: ignored {group['_unknown']} label(s) not in the taxonomy (first:"
+            warn_data(f"{wheres[key]}: ignored {group['_unknown']} label(s) not in the taxonomy (first:"
                   f" {group['_unknown_first']['label']!r})")
         if no_truth == "ignore" and group["_no_truth"]:  # counted in instances, as the store does
             count = rows.filter(F.col("_no_truth") & (F.col("_src") == key[0]) & (F.col("system") == key[1])
                                 ).select("instance_id").distinct().count()
-            _warn(f"{wheres[key]}: ignored {count} predicted instance(s) with no truth"
+            warn_data(f"{wheres[key]}: ignored {count} predicted instance(s) with no truth"
                   f" (first: {group['_no_truth_first']['instance_id']!r})")
         if predictions and not group["kept"]:
-            _warn(f"{wheres[key]}: no predicted label; evaluated as a system that predicted nothing for every"
+            warn_data(f"{wheres[key]}: no predicted label; evaluated as a system that predicted nothing for every"
                   " instance")
     kept = rows.filter("_keep").select("system", "instance_id", "label", "rank", "score")
     if not predictions and not groups:  # a truth without rows
         return rows, kept, []
     return rows, kept, [(str(system), str(wheres[(k, system)])) for k, system in order]
-
-
-def _warn(message: str) -> None:
-    warnings.warn(message, DataWarning, stacklevel=4)
 
 
 # ---------------------------------------------------------------------- loading
@@ -375,12 +371,13 @@ def load(
     import pyarrow as pa
 
     from .engines import _spark_schema
-    from .store import LOAD_STEPS, _prediction_items
+    from .readers import prediction_items
+    from .store import LOAD_STEPS
 
     step = on_step or (lambda _: None)
     spark = engine.spark
     columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col)
-    items = _prediction_items(predictions)
+    items = prediction_items(predictions)
     step(LOAD_STEPS[0])
     store.load_taxonomy(_taxonomy(spark, taxonomy, parent_col, child_col))
     engine.copy_store(store, ("edges", "nodes", "closure", "pair_counts"))
