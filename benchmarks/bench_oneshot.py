@@ -28,6 +28,8 @@ CALLS = {
     "hierarchical_f1 samples": lambda t, p, tax: hiersql.hierarchical_f1(t, p, tax, "macro"),
     "hierarchical_precision micro": lambda t, p, tax: hiersql.hierarchical_precision(t, p, tax),
     "lca_f1 micro": lambda t, p, tax: hiersql.lca_f1(t, p, tax),
+    "graph_induced_error": lambda t, p, tax: hiersql.graph_induced_error(t, p, tax),
+    "mgia micro": lambda t, p, tax: hiersql.mgia(t, p, tax),
     "label_f1 macro": lambda t, p, tax: hiersql.label_f1(t, p, average="macro"),
 }
 
