@@ -57,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
                            beta=args.beta, zero_division=args.zero_division)
     store = load_store(args)
     try:
-        if args.by in ("auprc", "calibration") and not store.con.execute(
-                "SELECT count(*) FROM predictions WHERE score IS NOT NULL").fetchone()[0]:
+        if args.by in ("auprc", "calibration") and not calibration.scored_systems(store):
             raise InputError(f"--by {args.by} needs scored predictions (instance_id, label, score rows); the"
                              " predictions have no score", "--pred", value=",".join(args.pred))
         if args.by == "class" and args.format == "table":
