@@ -113,40 +113,39 @@ def flat_by_level(store: Store, options: Options | None = None) -> pd.DataFrame:
 def by_class(store: Store, options: Options | None = None, labels: list[str] | None = None) -> pd.DataFrame:
     """Per-class hierarchical precision, recall and F-beta with support: class ``c`` is predicted for
     instance ``i`` when ``c ∈ Ŷaug_i`` and true when ``c ∈ Yaug_i``;
-    ``P_c = TP_c / (TP_c + FP_c)``, ``R_c = TP_c / (TP_c + FN_c)``, support = ``TP_c + FN_c``.
+    ``P_c = TP_c / (TP_c + FP_c)``, ``R_c = TP_c / (TP_c + FN_c)``, support = ``TP_c + FN_c``: the per-class
+    values of the set-based plan (:func:`~hiersql.plan.class_report_sql`).
 
     Classes are those of the augmented sets (true or predicted), in taxonomy order (depth, then input
     position); ``labels`` picks and orders them (a class no set holds gets support 0 and zero-division values).
     Returns ``system, label, depth, tp, fp, fn, precision, recall, f1, support``.
     """
-    options = options or Options()
-    rel = store.run("breakdowns", "class_report", _params(store, options))
-    frame = rel.order("system, depth, position, label").df().drop(columns="position")
-    if labels is None:
-        return frame.reset_index(drop=True)
-    return _select_labels(store, frame, list(labels), float(options.zero_division))
-
-
-def _select_labels(store: Store, frame: pd.DataFrame, labels: list[str], zero_division: float) -> pd.DataFrame:
     import pandas as pd
 
-    from .errors import InputError
+    from .engines import DuckDBEngine
+    from .plan import class_report_sql
 
-    depth = dict(store.con.execute("SELECT label, depth FROM nodes").fetchall())
-    unknown = [label for label in labels if label not in depth]
-    if unknown:
-        raise InputError("label is not a taxonomy node", "labels", value=unknown[0])
-    rows = []
-    for system in store.systems():
-        mine = frame[frame["system"] == system].set_index("label")
-        for label in labels:
-            if label in mine.index:
-                rows.append(mine.loc[label].to_dict() | {"label": label})
-            else:
-                rows.append({"system": system, "label": label, "depth": depth[label], "tp": 0, "fp": 0, "fn": 0,
-                             "precision": zero_division, "recall": zero_division, "f1": zero_division,
-                             "support": 0})
-    return pd.DataFrame(rows, columns=list(frame.columns))
+    options = _with_labels(options or Options(), labels)
+    ratios = list(MEASURES[:3])
+    sql = class_report_sql(_set_based.PLAN, ratios, fixed_classes=labels is not None)
+    rows = DuckDBEngine(store).run_queries(_set_based.PLAN, ratios, options, {"_class_report": sql})
+    frame = pd.DataFrame(rows["_class_report"], columns=["system", "label", "tp", "fp", "fn", "support", *ratios])
+    nodes = store.con.execute("SELECT label, depth, position FROM nodes").df()
+    frame = frame.merge(nodes, on="label").rename(columns=dict(zip(ratios, ("precision", "recall", "f1"),
+                                                                   strict=True)))
+    if labels is None:
+        frame = frame.sort_values(["system", "depth", "position", "label"])
+    else:
+        order = {label: i for i, label in enumerate(labels)}
+        frame = frame.sort_values(["system", "label"], key=lambda c: c.map(order) if c.name == "label" else c)
+    columns = ["system", "label", "depth", "tp", "fp", "fn", "precision", "recall", "f1", "support"]
+    return frame[columns].astype({c: "int64" for c in ("depth", "tp", "fp", "fn", "support")}).reset_index(drop=True)
+
+
+def _with_labels(options: Options, labels: list[str] | None) -> Options:
+    """``options`` with ``labels`` as the fixed classes of the per-class values (an :class:`~hiersql.errors.
+    InputError` names an unknown label when the plan runs)."""
+    return options if labels is None else options.with_(labels=list(labels))
 
 
 @dataclass(frozen=True)
@@ -164,29 +163,29 @@ class ClassificationReport:
 
 def report(store: Store, options: Options | None = None, labels: list[str] | None = None,
            digits: int = 2) -> ClassificationReport:
-    """The classification report of every system of ``store`` (see :func:`classification_report`)."""
+    """The classification report of every system of ``store`` (see :func:`classification_report`): the
+    per-class rows of :func:`by_class`, then ``micro avg`` (the pooled counts of the listed classes),
+    ``macro avg`` (the set-based plan's ``label_macro``), ``weighted avg`` (``weighted``) and ``samples avg``
+    (``samples``, over the whole augmented sets)."""
     import pandas as pd
+
+    from .engines import DuckDBEngine
 
     options = options or Options()
     classes = by_class(store, options, labels)
-    per_instance = _set_based.per_instance(store, options)
+    names = {"label_macro": "macro avg", "weighted": "weighted avg", "samples": "samples avg"}
+    plan_options = _with_labels(options, labels).with_(average=["label_macro", "weighted"])
+    values = {(r.system, names[r.average], r.metric): r.value for r in [
+        *DuckDBEngine(store).run_plan(_set_based.PLAN, list(MEASURES[:3]), plan_options),
+        *_set_based.evaluate(store, list(MEASURES[:3]), options.with_(labels=None, average=["samples"]))]}
     parts, texts = [], []
     for system in store.systems():
         mine = classes[classes["system"] == system]
-        support = float(mine["support"].sum())
-        weights = mine["support"] / support if support else mine["support"] * 0.0
         tp, fp, fn = (int(mine[c].sum()) for c in ("tp", "fp", "fn"))
-        inst = per_instance[per_instance["system"] == system]
-        rows = [
-            ("micro avg", *_ratios(tp, fp, fn, float(options.beta), float(options.zero_division))),
-            ("macro avg", mine["precision"].mean(), mine["recall"].mean(), mine["f1"].mean()),
-            ("weighted avg", (mine["precision"] * weights).sum(), (mine["recall"] * weights).sum(),
-             (mine["f1"] * weights).sum()),
-            ("samples avg", inst["hierarchical_precision"].mean(), inst["hierarchical_recall"].mean(),
-             inst["hierarchical_f1"].mean()),
-        ]
+        rows = [("micro avg", *_ratios(tp, fp, fn, float(options.beta), float(options.zero_division)))]
+        rows += [(name, *(values[system, name, metric] for metric in MEASURES[:3])) for name in names.values()]
         averages = pd.DataFrame([{"system": system, "label": name, "depth": pd.NA, "tp": tp, "fp": fp, "fn": fn,
-                                  "precision": p, "recall": r, "f1": f, "support": int(support)}
+                                  "precision": p, "recall": r, "f1": f, "support": int(mine["support"].sum())}
                                  for name, p, r, f in rows])
         table = pd.concat([mine.astype({"depth": "Int64"}), averages.astype({"depth": "Int64"})],
                           ignore_index=True)

@@ -214,10 +214,22 @@ def averages_of(plan: FamilyPlan, metric: str) -> tuple[str, ...]:
 def class_values_sql(plan: FamilyPlan, metric: str, weighted: bool = False, fixed_classes: bool = False) -> str:
     """The query ``(system, label, value)`` of the per-class values of ``metric`` (its :data:`CLASSES`
     measure), ordered by system and label."""
+    return _with_classes(plan, f"SELECT system, label, {_class_value(plan, metric)} AS value FROM {CLASSES}"
+                               " ORDER BY system, label", weighted, fixed_classes)
+
+
+def class_report_sql(plan: FamilyPlan, metrics: Sequence[str], weighted: bool = False,
+                     fixed_classes: bool = False) -> str:
+    """The query ``(system, label, tp, fp, fn, support, <metric>...)``: the counts of every class and the
+    per-class values of ``metrics`` (one column each, named after the metric), ordered by system and label."""
+    values = "".join(f", {_class_value(plan, metric)} AS {metric}" for metric in metrics)
+    return _with_classes(plan, f"SELECT system, label, tp, fp, fn, support{values} FROM {CLASSES}"
+                               " ORDER BY system, label", weighted, fixed_classes)
+
+
+def _class_value(plan: FamilyPlan, metric: str) -> str:
     m = _class_measure(plan, metric)
-    value = _ratio(m.numerator, m.denominator, m.undefined, m.zero) if m.denominator else m.numerator
-    return _with_classes(plan, f"SELECT system, label, {value} AS value FROM {CLASSES} ORDER BY system, label",
-                         weighted, fixed_classes)
+    return _ratio(m.numerator, m.denominator, m.undefined, m.zero) if m.denominator else m.numerator
 
 
 def measure_of(plan: FamilyPlan, metric: str, average: str | None) -> Measure:

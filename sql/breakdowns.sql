@@ -1,7 +1,8 @@
 -- Breakdowns of the set-based measures (Kosmopoulos et al. §2.4; docs/breakdowns.md): per level of the
--- taxonomy, per depth of the true label, per class. Y, Ŷ: the true and predicted label sets of an instance,
--- Yaug, Ŷaug their augmented sets exactly as sql/set_based.sql builds them (ancestors, descendants or the
--- Cesa-Bianchi tolerance; the root left out unless include_root).
+-- taxonomy, per depth of the true label (per class: the set-based plan's per-class values, hiersql.plan).
+-- Y, Ŷ: the true and predicted label sets of an instance, Yaug, Ŷaug their augmented sets exactly as
+-- sql/set_based.sql builds them (ancestors, descendants or the Cesa-Bianchi tolerance; the root left out
+-- unless include_root).
 -- Reads: set_pairs(system, instance_id, label, in_true, in_pred) and set_pair_counts(system, instance_id,
 -- n_true, n_pred, n_both), the results of those queries of sql/set_based.sql (hiersql.breakdowns materialises
 -- them first, with the set-based options), and truth, predictions, systems, instances, nodes.
@@ -98,38 +99,6 @@ FROM micro
 UNION ALL
 SELECT breakdown, system, grp, 'macro', n_true, n_instances, macro_p, macro_r, macro_f, sdl
 FROM totals
-
--- name: class_counts
--- Per (system, class c of the augmented sets): TP_c = |{i : c ∈ Ŷaug_i ∩ Yaug_i}|, FP_c (c ∈ Ŷaug_i only),
--- FN_c (c ∈ Yaug_i only), support = TP_c + FN_c, the instances whose Yaug holds c.
-SELECT
-    system,
-    label,
-    count(*) FILTER (WHERE in_true AND in_pred) AS tp,
-    count(*) FILTER (WHERE in_pred AND NOT in_true) AS fp,
-    count(*) FILTER (WHERE in_true AND NOT in_pred) AS fn
-FROM set_pairs
-GROUP BY system, label
-
--- name: class_report
--- (system, label, depth, position, tp, fp, fn, precision, recall, f1, support): per-class hierarchical precision, recall and F-beta on the
--- augmented sets (a class report of the binarised Yaug, Ŷaug, as scikit-learn's classification_report), with
--- the class's depth and taxonomy position for ordering.
-SELECT
-    c.system,
-    c.label,
-    n.depth,
-    n.position,
-    c.tp,
-    c.fp,
-    c.fn,
-    CASE WHEN c.tp + c.fp = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fp) END AS precision,
-    CASE WHEN c.tp + c.fn = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fn) END AS recall,
-    CASE WHEN c.tp + c.fp + c.fn = 0 THEN $zero_division
-         ELSE (1 + $beta * $beta) * c.tp / ((1 + $beta * $beta) * c.tp + $beta * $beta * c.fn + c.fp) END AS f1,
-    c.tp + c.fn AS support
-FROM class_counts AS c
-JOIN nodes AS n ON n.label = c.label
 
 -- name: flat_level_counts
 -- Flat counts per (system, class), the labels as given (no augmentation), with the class's depth:

@@ -200,7 +200,7 @@ def test_the_new_sql_files_run_on_postgres(pg_dsn):
                                                     "distance_statistics", "distance_histogram",
                                                     "path_consistency")]
         cases += [("breakdowns", q, {"zero_division": 0.0, "beta": 1.0})
-                  for q in ("grouped_summary", "class_report", "flat_level_summary")]
+                  for q in ("grouped_summary", "flat_level_summary")]
         cases += [("curves", "pr_area", {}), ("curves", "precision_at_recall", {"recall": 0.5}),
                   ("calibration", "calibration_summary", {"n_bins": 3, "eps": 2.0 ** -52}),
                   ("calibration", "reliability", {"n_bins": 3, "eps": 2.0 ** -52})]
