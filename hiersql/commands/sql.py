@@ -1,10 +1,11 @@
 """``hiersql sql METRIC``: print the SQL that computes a measure, for any SQL dialect sqlglot writes.
 
 METRIC is a metric name or alias (SPEC §10), a family (``set_based``, ``flat``, a group such as ``hcm``) or
-the name of a file of ``sql/`` (``closure``). The query is the family's summary (module constants ``SQL_FILE``
-and ``SQL_QUERY``; defaults: the family name and the last query of the file) composed with the queries it
-reads as CTEs, its ``$parameters`` replaced by the options given here, transpiled by sqlglot. For one metric the
-summary rows are filtered to it. ``--table truth=dw.gold_labels`` points the query at a user's own tables.
+the name of a file of ``sql/`` (``closure``). For a family, every stage of its plan (:mod:`hiersql.plan`) in
+order, its ``$parameters`` replaced by the options given here, transpiled by sqlglot, the Python steps named
+where they come; for one metric the summary rows are filtered to it. For a file, the query ``--query`` (default:
+the file's last) composed with the queries it reads as CTEs. ``--table truth=dw.gold_labels`` points the
+query at a user's own tables.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def checked_params(args: argparse.Namespace, file: str, query: str | None) -> di
     else:
         texts_of = [sqlfiles.queries(file)[q] for q in (*sqlfiles.dependencies(file, query), query)]
         where = f"query {query} of sql/{file}.sql takes"
-    takes = sqlfiles.parameters(" ".join(texts_of)) - {"list_counts", "list_bits", "batch_size", "beyond",
-                                                       "drop_distance"}
+    # the engine's own tuning parameters, set by the family's params(), not by the user
+    takes = sqlfiles.parameters(" ".join(texts_of)) - {"list_counts", "list_bits", "batch_size", "beyond"}
     where = f"{where} {', '.join(sorted(takes)) or 'no parameter'}"
     for option in given(args, sql_options()):
         if option.name not in takes:
