@@ -129,7 +129,7 @@ def by_class(store: Store, options: Options | None = None, labels: list[str] | N
     ratios = list(MEASURES[:3])
     sql = class_report_sql(_set_based.PLAN, ratios, fixed_classes=labels is not None)
     rows = DuckDBEngine(store).run_queries(_set_based.PLAN, ratios, options, {"_class_report": sql})
-    frame = pd.DataFrame(rows["_class_report"], columns=["system", "label", "tp", "fp", "fn", "support", *ratios])
+    frame = pd.DataFrame(rows["_class_report"], columns=["system", "label", "tp", "fp", "fn", "tn", "support", *ratios])
     nodes = store.con.execute("SELECT label, depth, position FROM nodes").df()
     frame = frame.merge(nodes, on="label").rename(columns=dict(zip(ratios, ("precision", "recall", "f1"),
                                                                    strict=True)))

@@ -220,10 +220,10 @@ def class_values_sql(plan: FamilyPlan, metric: str, weighted: bool = False, fixe
 
 def class_report_sql(plan: FamilyPlan, metrics: Sequence[str], weighted: bool = False,
                      fixed_classes: bool = False) -> str:
-    """The query ``(system, label, tp, fp, fn, support, <metric>...)``: the counts of every class and the
+    """The query ``(system, label, tp, fp, fn, tn, support, <metric>...)``: the counts of every class and the
     per-class values of ``metrics`` (one column each, named after the metric), ordered by system and label."""
     values = "".join(f", {_class_value(plan, metric)} AS {metric}" for metric in metrics)
-    return _with_classes(plan, f"SELECT system, label, tp, fp, fn, support{values} FROM {CLASSES}"
+    return _with_classes(plan, f"SELECT system, label, tp, fp, fn, tn, support{values} FROM {CLASSES}"
                                " ORDER BY system, label", weighted, fixed_classes)
 
 

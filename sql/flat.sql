@@ -6,6 +6,8 @@
 -- Label-based (per class j of L: TP_j, FP_j, FN_j, TN_j = N - TP_j - FP_j - FN_j):
 --   accuracy = (TP + TN) / N   precision = TP / (TP + FP)   recall = TP / (TP + FN)   F1 = 2TP / (2TP + FP + FN)
 --   micro: pool the counts over the classes, then divide; macro: the mean of the per-class values.
+-- The per-class counts and values are generated from the plan's declared measures over flat_sides and
+-- flat_universe (hiersql.metrics.flat, hiersql.plan.class_counts_sql); this file builds the sets.
 -- L is, per system, every class occurring in the truth or in that system's predictions (scikit-learn's
 -- convention), unless $fixed_universe: then L is the table flat_labels(label), and labels outside it are left
 -- out of every measure (as scikit-learn's labels= does). A ratio with a zero denominator is $zero_division.
@@ -84,33 +86,3 @@ LEFT JOIN (
     FROM flat_sides
     GROUP BY system, instance_id
 ) AS c ON c.system = g.system AND c.instance_id = g.instance_id
-
--- name: flat_label
--- Per (system, class of L): TP, FP, FN, TN and the label-based values.
-SELECT
-    u.system,
-    u.label,
-    coalesce(c.tp, 0) AS tp,
-    coalesce(c.fp, 0) AS fp,
-    coalesce(c.fn, 0) AS fn,
-    n.n_instances - coalesce(c.tp + c.fp + c.fn, 0) AS tn,
-    CASE WHEN n.n_instances = 0 THEN $zero_division
-         ELSE 1.0 * (n.n_instances - coalesce(c.fp + c.fn, 0)) / n.n_instances END AS label_accuracy,
-    CASE WHEN coalesce(c.tp + c.fp, 0) = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fp) END
-        AS label_precision,
-    CASE WHEN coalesce(c.tp + c.fn, 0) = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fn) END
-        AS label_recall,
-    CASE WHEN coalesce(c.tp + c.fp + c.fn, 0) = 0 THEN $zero_division
-         ELSE 2.0 * c.tp / (2 * c.tp + c.fp + c.fn) END AS label_f1
-FROM flat_universe AS u
-CROSS JOIN (SELECT count(*) AS n_instances FROM instances) AS n
-LEFT JOIN (
-    SELECT
-        system,
-        label,
-        sum(CASE WHEN in_true AND in_pred THEN 1 ELSE 0 END) AS tp,
-        sum(CASE WHEN in_pred AND NOT in_true THEN 1 ELSE 0 END) AS fp,
-        sum(CASE WHEN in_true AND NOT in_pred THEN 1 ELSE 0 END) AS fn
-    FROM flat_sides
-    GROUP BY system, label
-) AS c ON c.system = u.system AND c.label = u.label

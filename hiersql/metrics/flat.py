@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..taxonomy import Taxonomy
 
 METRICS = REGISTRY["flat"]
+LABEL_METRICS = ("label_accuracy", "label_precision", "label_recall", "label_f1")  # per class of L
 LabelSets = Sequence[Iterable[str] | str]
 
 
@@ -55,7 +56,7 @@ PLAN = FamilyPlan(
     name="flat",
     file="flat",
     metrics=METRICS,
-    steps=(Sql("flat_universe"), Sql("flat_sides"), Sql("flat_instance"), Sql("flat_label")),
+    steps=(Sql("flat_universe"), Sql("flat_sides"), Sql("flat_instance")),
     instance="flat_instance",
     measures=(
         # example-based: the mean of the per-instance ratios (declared as ratios: zero_division="warn" counts them)
@@ -81,7 +82,6 @@ PLAN = FamilyPlan(
     ),
     params=sql_params,
     tables=label_table,
-    unit_order={"flat_label": "label"},
     classes="flat_sides",
     class_universe="flat_universe",
 )
@@ -100,8 +100,15 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
 
 
 def per_label(store: Store, options: Options) -> pd.DataFrame:
-    """Per (system, class of L): ``tp, fp, fn, tn`` and the label-based values."""
-    return DuckDBEngine(store).per_instance(PLAN, options, "flat_label").to_pandas()
+    """Per (system, class of L): ``tp, fp, fn, tn, support`` and the label-based values (the plan's per-class
+    values, :func:`~hiersql.plan.class_report_sql`), ordered by system and label."""
+    import pandas as pd
+
+    from ..plan import class_report_sql
+
+    rows = DuckDBEngine(store).run_queries(PLAN, list(LABEL_METRICS), options,
+                                           {"_flat_label": class_report_sql(PLAN, LABEL_METRICS)})["_flat_label"]
+    return pd.DataFrame(rows, columns=["system", "label", "tp", "fp", "fn", "tn", "support", *LABEL_METRICS])
 
 
 # ---------------------------------------------------------------------- label sets (scikit-learn style)
