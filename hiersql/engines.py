@@ -12,6 +12,10 @@ Dialect fixes applied on top of sqlglot's transpilation (:func:`render`):
 
 - Spark reads a literal such as ``1.0`` as ``DECIMAL(2,1)``, and its decimal division keeps only 6 digits
   after the point: decimal literals become ``DOUBLE`` literals, as in DuckDB.
+- Spark has no ordered aggregates (``sum(x ORDER BY k)``, which the means use so that their digits do not
+  depend on threads): the values are collected with their keys, sorted and added in that order
+  (``aggregate(array_sort(collect_list(...)), ...)``), so a Spark run prints the same digits however its rows
+  are partitioned.
 - Spark (4.x) accepts only ``UNION ALL`` in a recursive CTE: the ``UNION`` of a CTE that reads itself
   becomes ``UNION ALL``. That is right for a query whose result does not depend on duplicate rows, such as the
   closure: the recursion then walks every path instead of every (ancestor, descendant, distance) triple, still
@@ -52,7 +56,7 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     runners solve them between the stages), then the summary query.
     """
     metrics = list(metrics or plan.metrics)
-    ordered = dialect in ("duckdb", "postgres")
+    ordered = dialect in ("duckdb", "postgres", *_FIXES)  # dialects that add a mean's values in unit order
 
     def query(query_name: str, text: str | None = None, skip: frozenset[str] = frozenset()) -> str:
         return _tree(plan.file, query_name, params, dialect, tables, skip=skip, text=text).sql(
@@ -119,9 +123,9 @@ def _fix_spark(tree):
         return node
 
     tree = tree.transform(decimal_to_double)
-    for agg in tree.find_all(exp.AggFunc):  # Spark has no ordered aggregates: its own order (see SparkEngine)
+    for agg in list(tree.find_all(exp.Sum, exp.Avg)):
         if isinstance(agg.this, exp.Order):
-            agg.set("this", agg.this.this)
+            agg.replace(_ordered_fold(agg))
     with_ = tree.args.get("with_")
     if with_ is not None and with_.args.get("recursive"):
         for cte in with_.expressions:
@@ -129,6 +133,25 @@ def _fix_spark(tree):
             if isinstance(cte.this, exp.Union) and reads_itself:
                 cte.this.set("distinct", False)
     return tree
+
+
+def _ordered_fold(agg):
+    """Spark's ``sum``/``avg`` of ``x ORDER BY k...`` (it has no ordered aggregates): the values collected with
+    their keys, sorted, and added in that order, so that the same input gives the same digits however Spark
+    partitions the rows. NULL values are left out as the aggregates do; no value gives NULL."""
+    import sqlglot
+    from sqlglot import exp
+
+    keys = [o.this for o in agg.this.expressions]
+    fields = ", ".join(f"'k{i}', {key.sql(dialect='spark')}" for i, key in enumerate(keys))
+    value = agg.this.this.sql(dialect="spark")
+    result = "_acc.s / _acc.n" if isinstance(agg, exp.Avg) else "_acc.s"
+    return sqlglot.parse_one(
+        f"aggregate(array_sort(collect_list(named_struct({fields}, 'v', CAST({value} AS DOUBLE)))),"
+        " named_struct('n', CAST(0 AS BIGINT), 's', CAST(0 AS DOUBLE)),"
+        " (_acc, _el) -> CASE WHEN _el.v IS NULL THEN _acc"
+        " ELSE named_struct('n', _acc.n + 1, 's', _acc.s + _el.v) END,"
+        f" _acc -> CASE WHEN _acc.n = 0 THEN NULL ELSE {result} END)", read="spark")
 
 
 _FIXES = {"spark": _fix_spark, "spark2": _fix_spark, "databricks": _fix_spark}
@@ -152,7 +175,6 @@ class Engine:
     """
 
     dialect = "duckdb"
-    ordered_means = True  # the engine adds a mean's values in the order given (aggregate ORDER BY)
     weighted = False  # the summaries weigh each instance by the table sample_weights(instance_id, weight)
     # a plan of SQL stages only: compose its stages into the queries that read them instead of materialising
     # them (fewer statements for small inputs: the one-shot calls, hiersql.oneshot)
@@ -247,7 +269,7 @@ class Engine:
             else:
                 table = f"{plan.name}_summary"
                 self.stage(plan.file, table, params, done,
-                           text=summary_sql(plan, group, options.average, self.ordered_means, self.weighted,
+                           text=summary_sql(plan, group, options.average, True, self.weighted,
                                             options.labels is not None))
             rows += [Row(str(s), str(m), a or "", _float(v)) for s, m, a, v in
                      self.execute(f"SELECT * FROM {table}") if m in wanted and (a or "") in averages]
@@ -478,8 +500,8 @@ class SparkEngine(Engine):
     managed table. Every stage, and every query a stage reads, is such a view: Spark inlines a common table
     expression at every reference (the set-based stage alone would recompute its pipeline about ten times),
     and without the checkpoint each stage's plan would hold the plans of all stages before it (the LCA
-    stages' analysis then grows until the driver runs out of memory). Means are added in Spark's own order
-    (no ordered aggregates): their last digits may vary between runs.
+    stages' analysis then grows until the driver runs out of memory). Means add their values in unit order
+    (:func:`render`'s fold of the sorted values), as on the other engines.
 
     Parameters
     ----------
@@ -493,7 +515,6 @@ class SparkEngine(Engine):
     """
 
     dialect = "spark"
-    ordered_means = False
 
     def __init__(self, spark: Any, tables: Mapping[str, str] | None = None,
                  partition_rows: int | None = PARTITION_ROWS) -> None:
