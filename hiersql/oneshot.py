@@ -41,12 +41,14 @@ from .closure import fill_taxonomy
 from .engines import DuckDBEngine, render
 from .errors import DataWarning, InputError
 from .options import OptionError
+from .plan import Python, Sql
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
-    from .plan import FamilyPlan, Row
+    from .options import Options
+    from .plan import FamilyPlan, Row, Step
     from .taxonomy import Taxonomy
 
 SYSTEM = "y_pred"  # the one system of a one-shot call
@@ -57,6 +59,7 @@ _lock = threading.Lock()
 _database: dict[str, Any] = {}
 _schemas: dict[int, tuple[weakref.ref, str]] = {}  # id(taxonomy) -> (its weak reference, its schema)
 _numbers = itertools.count(1)
+ONE_THREAD = 100_000  # calls with fewer instances run on one DuckDB thread (_use_threads)
 
 
 def connection() -> duckdb.DuckDBPyConnection:
@@ -67,6 +70,21 @@ def connection() -> duckdb.DuckDBPyConnection:
         if "con" not in _database:
             _database["con"] = duckdb.connect()
         return _database["con"]
+
+
+def _use_threads(instances: int) -> None:
+    """One DuckDB thread for a call below :data:`ONE_THREAD` instances, else DuckDB's default (one per core).
+    On small inputs DuckDB's workers only add their own scheduling: the stages of a 1,000-instance call cost
+    about a tenth more CPU and wall time with two threads than with one. (The setting is the database's: a
+    large call running beside small ones in other threads may run on one thread, only slower.)"""
+    import os
+
+    wanted = 1 if instances < ONE_THREAD else os.cpu_count() or 1
+    con = connection()
+    with _lock:
+        if _database.get("threads") != wanted:
+            con.execute(f"SET threads = {int(wanted)}")
+            _database["threads"] = wanted
 
 
 def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
@@ -89,6 +107,7 @@ def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
             cur.execute(sqlfiles.queries("schema")["schema"])
             cur.execute("BEGIN")
             fill_taxonomy(cur, taxonomy)
+            cur.execute("INSERT INTO systems VALUES ($s, $s)", {"s": SYSTEM})  # the one system of every call
             cur.execute("COMMIT")
         except BaseException:
             cur.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
@@ -120,12 +139,12 @@ def session(taxonomy: Taxonomy, keep: bool) -> Iterator[duckdb.DuckDBPyConnectio
 
 def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequence[Any], y_pred: Sequence[Any],
               weights: list[float] | None) -> None:
-    """The tables ``instances, truth, predictions, systems, pair_counts`` (and ``sample_weights``) of a
-    one-shot call, as views of the cursor over Arrow tables: instance ``i`` (id ``"i"``) has the label sets
-    ``y_true[i]`` and ``y_pred[i]``. Checked as :class:`~hiersql.store.Store` checks label sets: a missing
-    label or one that is not a node is an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``,
-    the instance (line ``i + 1``) and the label; a label repeated within a set counts once (a
-    :class:`~hiersql.errors.DataWarning`)."""
+    """The tables ``instances, truth, predictions`` (and ``sample_weights``) of a one-shot call, as views of
+    the cursor over Arrow tables (``systems``, the one system :data:`SYSTEM`, and the empty ``pair_counts`` are
+    the taxonomy schema's): instance ``i`` (id ``"i"``) has the label sets ``y_true[i]`` and ``y_pred[i]``.
+    Checked as :class:`~hiersql.store.Store` checks label sets: a missing label or one that is not a node is
+    an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``, the instance (line ``i + 1``) and the
+    label; a label repeated within a set counts once (a :class:`~hiersql.errors.DataWarning`)."""
     import pyarrow as pa
 
     n = len(y_true)
@@ -142,9 +161,6 @@ def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequen
     if n and not tables["predictions"].num_rows:  # as the store says of a prediction source without labels
         warnings.warn("y_pred: no predicted label; evaluated as a system that predicted nothing for every instance",
                       DataWarning, stacklevel=4)
-    tables["systems"] = pa.table({"system": pa.array([SYSTEM], pa.string()), "source": pa.array([SYSTEM])})
-    tables["pair_counts"] = pa.table({"system": pa.array([], pa.string()), "truth": pa.array([], pa.string()),
-                                      "prediction": pa.array([], pa.string()), "n": pa.array([], pa.float64())})
     if weights is not None:
         tables["sample_weights"] = pa.table({"instance_id": ids, "weight": pa.array(weights, pa.float64())})
     for name, table in tables.items():  # views of the cursor over the Arrow tables: no copy, gone with it
@@ -152,6 +168,33 @@ def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequen
 
 
 def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
+    """``(instance ids, labels, ranks)`` of the label sets ``sets``, checked (:func:`load_sets`)."""
+    members = [[labelset] if isinstance(labelset, str) else list(labelset) for labelset in sets]
+    distinct = {label for labelset in members for label in labelset}
+    virtual = taxonomy.root if taxonomy.virtual_root else None
+    if not all(type(label) is str and label in taxonomy for label in distinct) or "" in distinct or \
+            virtual in distinct:
+        return _checked_rows(members, where, taxonomy)  # names the first bad label, converts non-strings
+    ids: list[str] = []
+    labels: list[str] = []
+    ranks: list[int] = []
+    duplicates = 0
+    for i, labelset in enumerate(members):
+        if len(labelset) > 1:
+            unique = list(dict.fromkeys(labelset))
+            duplicates += len(labelset) - len(unique)
+            labelset = unique
+        ids += [str(i)] * len(labelset)
+        labels += labelset
+        ranks += range(1, len(labelset) + 1)
+    if duplicates:
+        warnings.warn(f"{where}: {duplicates} duplicate (instance_id, label) row(s) collapsed", DataWarning,
+                      stacklevel=5)
+    return ids, labels, ranks
+
+
+def _checked_rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
+    """:func:`_rows` label by label: the first bad label is an :class:`~hiersql.errors.InputError`."""
     ids: list[str] = []
     labels: list[str] = []
     ranks: list[int] = []
@@ -178,16 +221,21 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str
             ranks.append(len(seen))
     if duplicates:
         warnings.warn(f"{where}: {duplicates} duplicate (instance_id, label) row(s) collapsed", DataWarning,
-                      stacklevel=5)
+                      stacklevel=6)
     return ids, labels, ranks
 
 
 # ------------------------------------------------------------------------------------------------- the engine
 @functools.lru_cache(maxsize=512)
 def _folded(file: str, query: str, params: tuple, done: frozenset[str], text: str | None) -> str | None:
-    """The folded text of a stage, or ``None`` when it still needs a parameter that is not a plain value."""
-    sql = render(file, query, dict(params), "duckdb", pretty=False, skip=done, text=text)
-    return None if sqlfiles.parameters(sql) else sql
+    """The folded text of a stage without its comments (a ``$name`` in a comment is not a parameter), or
+    ``None`` when it still needs a parameter that is not a plain value."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(render(file, query, dict(params), "duckdb", pretty=False, skip=done, text=text) + "\n",
+                             read="duckdb")
+    return None if tree.find(exp.Placeholder) else tree.sql(dialect="duckdb", comments=False)
 
 
 class FoldedEngine(DuckDBEngine):
@@ -207,6 +255,34 @@ class FoldedEngine(DuckDBEngine):
             return
         self._materialize(query, sql)
         done.add(query)
+
+    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
+               ) -> set[str]:
+        inline = _read_once(plan)
+        return super()._steps(plan, [s for s in steps if not (isinstance(s, Sql) and s.query in inline)], params,
+                              options)
+
+
+_READ_ONCE: dict[int, tuple[FamilyPlan, frozenset[str]]] = {}  # id(plan): (plan, its stages read once)
+
+
+def _read_once(plan: FamilyPlan) -> frozenset[str]:
+    """The SQL stages of a plan with Python steps that one later stage reads and nothing else (no Python
+    step, no summary): composed into that stage as common table expressions instead of materialised."""
+    found = _READ_ONCE.get(id(plan))
+    if found is None or found[0] is not plan:
+        found = _READ_ONCE[id(plan)] = (plan, _stages_read_once(plan))
+    return found[1]
+
+
+def _stages_read_once(plan: FamilyPlan) -> frozenset[str]:
+    if not any(isinstance(step, Python) for step in plan.steps):
+        return frozenset()
+    stages = {step.query for step in plan.steps if isinstance(step, Sql)}
+    kept = {plan.instance, *(m.unit for m in plan.measures if m.unit), *(plan.classes or ())}
+    kept |= {name for step in plan.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
+    readers = sqlfiles.readers(plan.file)
+    return frozenset(q for q in stages - kept if len(readers[q] & stages) == 1)
 
 
 # ------------------------------------------------------------------------------------------------- the call
@@ -239,6 +315,7 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
         raise OptionError("sample_weight", f"is not offered for {metric} (its summary is over label pairs)", "given")
     tax = as_taxonomy(taxonomy)
     weighted = weights is not None
+    _use_threads(len(y_true))
     queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
     with session(tax, keep=isinstance(taxonomy, Taxonomy)) as con:
         load_sets(con, tax, y_true, y_pred, weights)
