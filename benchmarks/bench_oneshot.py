@@ -27,10 +27,17 @@ CALLS = {
     "hierarchical_f1 micro": lambda t, p, tax: hiersql.hierarchical_f1(t, p, tax),
     "hierarchical_f1 samples": lambda t, p, tax: hiersql.hierarchical_f1(t, p, tax, "macro"),
     "hierarchical_precision micro": lambda t, p, tax: hiersql.hierarchical_precision(t, p, tax),
+    "symmetric_difference_loss": lambda t, p, tax: hiersql.symmetric_difference_loss(t, p, tax),
     "lca_f1 micro": lambda t, p, tax: hiersql.lca_f1(t, p, tax),
+    "lca_f1 samples": lambda t, p, tax: hiersql.lca_f1(t, p, tax, "samples"),
+    "lca_precision micro": lambda t, p, tax: hiersql.lca_precision(t, p, tax),
     "graph_induced_error": lambda t, p, tax: hiersql.graph_induced_error(t, p, tax),
     "mgia micro": lambda t, p, tax: hiersql.mgia(t, p, tax),
+    "mgia macro": lambda t, p, tax: hiersql.mgia(t, p, tax, "macro"),
+    "all_pairs_error": lambda t, p, tax: hiersql.all_pairs_error(t, p, tax),
     "label_f1 macro": lambda t, p, tax: hiersql.label_f1(t, p, average="macro"),
+    "example_f1": lambda t, p, tax: hiersql.example_f1(t, p),
+    "hamming_loss": lambda t, p, tax: hiersql.hamming_loss(t, p),
 }
 
 

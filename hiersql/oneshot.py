@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 import threading
 import warnings
 import weakref
@@ -59,7 +60,7 @@ _lock = threading.Lock()
 _database: dict[str, Any] = {}
 _schemas: dict[int, tuple[weakref.ref, str]] = {}  # id(taxonomy) -> (its weak reference, its schema)
 _numbers = itertools.count(1)
-ONE_THREAD = 100_000  # calls with fewer instances run on one DuckDB thread (_use_threads)
+SMALL_CALL = 100_000  # calls with fewer instances run with the settings of _small_call
 
 
 def connection() -> duckdb.DuckDBPyConnection:
@@ -72,19 +73,24 @@ def connection() -> duckdb.DuckDBPyConnection:
         return _database["con"]
 
 
-def _use_threads(instances: int) -> None:
-    """One DuckDB thread for a call below :data:`ONE_THREAD` instances, else DuckDB's default (one per core).
-    On small inputs DuckDB's workers only add their own scheduling: the stages of a 1,000-instance call cost
-    about a tenth more CPU and wall time with two threads than with one. (The setting is the database's: a
-    large call running beside small ones in other threads may run on one thread, only slower.)"""
+def _small_call(instances: int) -> None:
+    """Below :data:`SMALL_CALL` instances the database runs on one thread, and DuckDB's join-order optimizer
+    is off: the queries' joins run in the order written. On small inputs DuckDB's workers only add their own
+    scheduling (two threads cost about a tenth more CPU and wall time at 1,000 instances), and the
+    optimizer's estimates on tables of a few thousand rows can be far off: for GermEval's pair distances it
+    joins the closure to itself on the root first (140,000 rows for 2,000 pairs), and the pair-based calls
+    take a fifth longer. A larger call gets DuckDB's defaults back. (These settings are the database's: a
+    large call running beside small ones in other threads may run with the small calls' settings, only
+    slower.)"""
     import os
 
-    wanted = 1 if instances < ONE_THREAD else os.cpu_count() or 1
+    small = instances < SMALL_CALL
     con = connection()
     with _lock:
-        if _database.get("threads") != wanted:
-            con.execute(f"SET threads = {int(wanted)}")
-            _database["threads"] = wanted
+        if _database.get("small") != small:
+            con.execute(f"SET threads = {1 if small else int(os.cpu_count() or 1)}")
+            con.execute(f"SET disabled_optimizers = '{'join_order' if small else ''}'")
+            _database["small"] = small
 
 
 def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
@@ -267,8 +273,10 @@ _READ_ONCE: dict[int, tuple[FamilyPlan, frozenset[str]]] = {}  # id(plan): (plan
 
 
 def _read_once(plan: FamilyPlan) -> frozenset[str]:
-    """The SQL stages of a plan with Python steps that one later stage reads and nothing else (no Python
-    step, no summary): composed into that stage as common table expressions instead of materialised."""
+    """The SQL stages of a plan with Python steps that one later stage reads, once, and nothing else reads (no
+    Python step, no summary): composed into that stage as a common table expression instead of materialised.
+    (A stage its reader names twice stays a table: as an expression DuckDB may compute it twice, and on
+    GermEval the LCA meetings composed into the options cost a tenth more than as tables.)"""
     found = _READ_ONCE.get(id(plan))
     if found is None or found[0] is not plan:
         found = _READ_ONCE[id(plan)] = (plan, _stages_read_once(plan))
@@ -279,10 +287,15 @@ def _stages_read_once(plan: FamilyPlan) -> frozenset[str]:
     if not any(isinstance(step, Python) for step in plan.steps):
         return frozenset()
     stages = {step.query for step in plan.steps if isinstance(step, Sql)}
-    kept = {plan.instance, *(m.unit for m in plan.measures if m.unit), *(plan.classes or ())}
+    kept = {plan.instance, plan.classes, *(m.unit for m in plan.measures if m.unit)}
     kept |= {name for step in plan.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
-    readers = sqlfiles.readers(plan.file)
-    return frozenset(q for q in stages - kept if len(readers[q] & stages) == 1)
+    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in sqlfiles.queries(plan.file).items()}
+    once = set()
+    for q in stages - kept:
+        readers = [r for r in stages if r != q and re.search(rf"\b{q}\b", code[r])]
+        if len(readers) == 1 and len(re.findall(rf"\b{q}\b", code[readers[0]])) == 1:
+            once.add(q)
+    return frozenset(once)
 
 
 # ------------------------------------------------------------------------------------------------- the call
@@ -315,7 +328,7 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
         raise OptionError("sample_weight", f"is not offered for {metric} (its summary is over label pairs)", "given")
     tax = as_taxonomy(taxonomy)
     weighted = weights is not None
-    _use_threads(len(y_true))
+    _small_call(len(y_true))
     queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
     with session(tax, keep=isinstance(taxonomy, Taxonomy)) as con:
         load_sets(con, tax, y_true, y_pred, weights)
