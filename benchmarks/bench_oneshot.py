@@ -54,6 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--instances", type=int, default=1000)
+    parser.add_argument("--only", nargs="*", default=None, help="the calls whose name starts with one of these")
     args = parser.parse_args()
     taxonomy = hiersql.Taxonomy.from_file(CANONICAL / "taxonomy.tsv")
     truth = label_sets(CANONICAL / "truth_b.tsv")
@@ -62,6 +63,8 @@ def main() -> None:
     y_true, y_pred = [truth[i] for i in ids], [pred.get(i, []) for i in ids]
     print(f"hiersql from {Path(hiersql.__file__).parent}; {len(ids)} instances, {args.calls} calls after the first")
     for name, call in CALLS.items():
+        if args.only is not None and not name.startswith(tuple(args.only)):
+            continue
         start = time.perf_counter()
         value = call(y_true, y_pred, taxonomy)
         first = time.perf_counter() - start

@@ -239,9 +239,36 @@ def _folded(file: str, query: str, params: tuple, done: frozenset[str], text: st
     import sqlglot
     from sqlglot import exp
 
-    tree = sqlglot.parse_one(render(file, query, dict(params), "duckdb", pretty=False, skip=done, text=text) + "\n",
+    skip = _not_read(file, query, done, text)
+    tree = sqlglot.parse_one(render(file, query, dict(params), "duckdb", pretty=False, skip=skip, text=text) + "\n",
                              read="duckdb")
     return None if tree.find(exp.Placeholder) else tree.sql(dialect="duckdb", comments=False)
+
+
+def _not_read(file: str, query: str, done: frozenset[str], text: str | None) -> frozenset[str]:
+    """The queries of ``sql/<file>.sql`` that the stage ``query`` (or ``text``) does not compose: those in
+    ``done`` (tables already) and those that only they read (a query composed into a stage that was not made,
+    :func:`_read_once`, is read through its reader's table, not again)."""
+    queries = sqlfiles.queries(file)
+    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in queries.items()}
+    if text is not None:
+        code[query] = re.sub(r"--[^\n]*", "", text)
+    needed: set[str] = set()
+    stack = [query]
+    while stack:
+        reader = code[stack.pop()]
+        for dep in queries:
+            if dep != query and dep not in done and dep not in needed and re.search(rf"\b{dep}\b", reader):
+                needed.add(dep)
+                stack.append(dep)
+    return frozenset(set(queries) - needed)
+
+
+@functools.cache
+def _duckdb_variants(file: str) -> frozenset[str]:
+    """The queries of ``sql/<file>.sql`` with a DuckDB variant (``-- name: NAME (duckdb)``)."""
+    portable = sqlfiles.queries(file)
+    return frozenset(q for q, body in sqlfiles.queries(file, "duckdb").items() if body != portable.get(q))
 
 
 class FoldedEngine(DuckDBEngine):
@@ -249,24 +276,44 @@ class FoldedEngine(DuckDBEngine):
     constant-folded (:func:`hiersql.engines.render`: the branches of other options are gone) and kept for the
     next call with the same options. DuckDB plans the folded text several times faster than the query with the
     branches of every option, which is most of a small call's time. The stages of a plan without Python steps
-    are composed into the generated query (:attr:`~hiersql.engines.Engine.compose_stages`)."""
+    are composed into the generated query (:attr:`~hiersql.engines.Engine.compose_stages`); in a plan with
+    Python steps, the stages that one later stage reads once (:func:`_read_once`), and the per-instance stage
+    when one generated query reads it (``compose_instance``). A generated query (``text``) is a view: the
+    runner reads it once, right after (:meth:`~hiersql.engines.Engine.run_queries`)."""
 
     compose_stages = True
+    compose_instance = False  # one generated query reads the per-instance stage: compose it in
 
     def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
         plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)))
+        generated = text is not None
+        if not generated and query in _duckdb_variants(file):  # the query as written for DuckDB
+            text = sqlfiles.queries(file, "duckdb")[query]
         sql = _folded(file, query, plain, frozenset(done), text)
         if sql is None:
             super().stage(file, query, params, done, text)
             return
-        self._materialize(query, sql)
+        if generated:
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {query} AS {sql}")  # names made by the plans
+        else:
+            self._materialize(query, sql)
         done.add(query)
 
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
                ) -> set[str]:
         inline = _read_once(plan)
+        if self.compose_instance and _instance_composable(plan):
+            inline |= {plan.instance}
         return super()._steps(plan, [s for s in steps if not (isinstance(s, Sql) and s.query in inline)], params,
                               options)
+
+
+def _instance_composable(plan: FamilyPlan) -> bool:
+    """Whether the plan's per-instance stage may be composed into a generated query that reads it: no other
+    stage reads it and no Python step rewrites it."""
+    stages = {step.query for step in plan.steps if isinstance(step, Sql)}
+    return not sqlfiles.readers(plan.file).get(plan.instance, set()) & stages and not any(
+        isinstance(step, Python) and plan.instance in step.writes for step in plan.steps)
 
 
 _READ_ONCE: dict[int, tuple[FamilyPlan, frozenset[str]]] = {}  # id(plan): (plan, its stages read once)
@@ -334,6 +381,7 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
         load_sets(con, tax, y_true, y_pred, weights)
         engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
         engine.weighted = weighted
+        engine.compose_instance = len(queries) == 1
         if plan.summary is not None:
             return _one_value(engine.run_plan(plan, [metric], opts), metric, average or "")
         rows = engine.run_queries(plan, [metric], opts, queries)
