@@ -25,7 +25,7 @@ import re
 import threading
 import warnings
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -47,6 +47,7 @@ from .plan import Python, Sql
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
+    import pyarrow as pa
 
     from .options import Options
     from .plan import FamilyPlan, Row, Step
@@ -155,16 +156,11 @@ def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequen
 
     n = len(y_true)
     ids = pa.array([str(i) for i in range(n)], pa.string())
-    tables = {"instances": pa.table({"instance_id": ids})}
-    for name, (instance_ids, labels, ranks) in (("truth", _rows(y_true, "y_true", taxonomy)),
-                                                ("predictions", _rows(y_pred, "y_pred", taxonomy))):
-        columns = {"instance_id": pa.array(instance_ids, pa.string()), "label": pa.array(labels, pa.string()),
-                   "rank": pa.array(ranks, pa.int32())}
-        if name == "predictions":
-            columns = {"system": pa.array([SYSTEM] * len(labels), pa.string()), **columns,
-                       "score": pa.nulls(len(labels), pa.float64())}
-        tables[name] = pa.table(columns)
-    if n and not tables["predictions"].num_rows:  # as the store says of a prediction source without labels
+    tables = {"instances": pa.table({"instance_id": ids}), "truth": _rows(y_true, "y_true", taxonomy, ids)}
+    pred = _rows(y_pred, "y_pred", taxonomy, ids)
+    tables["predictions"] = pa.table({"system": pa.array([SYSTEM] * len(pred), pa.string()), **dict(zip(
+        pred.column_names, pred.columns, strict=True)), "score": pa.nulls(len(pred), pa.float64())})
+    if n and not len(pred):  # as the store says of a prediction source without labels
         warnings.warn("y_pred: no predicted label; evaluated as a system that predicted nothing for every instance",
                       DataWarning, stacklevel=4)
     if weights is not None:
@@ -173,30 +169,29 @@ def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequen
         con.register(name, table)
 
 
-def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
-    """``(instance ids, labels, ranks)`` of the label sets ``sets``, checked (:func:`load_sets`)."""
-    members = [[labelset] if isinstance(labelset, str) else list(labelset) for labelset in sets]
-    distinct = {label for labelset in members for label in labelset}
-    virtual = taxonomy.root if taxonomy.virtual_root else None
-    if not all(type(label) is str and label in taxonomy for label in distinct) or "" in distinct or \
-            virtual in distinct:
-        return _checked_rows(members, where, taxonomy)  # names the first bad label, converts non-strings
-    ids: list[str] = []
-    labels: list[str] = []
-    ranks: list[int] = []
-    duplicates = 0
-    for i, labelset in enumerate(members):
-        if len(labelset) > 1:
-            unique = list(dict.fromkeys(labelset))
-            duplicates += len(labelset) - len(unique)
-            labelset = unique
-        ids += [str(i)] * len(labelset)
-        labels += labelset
-        ranks += range(1, len(labelset) + 1)
-    if duplicates:
-        warnings.warn(f"{where}: {duplicates} duplicate (instance_id, label) row(s) collapsed", DataWarning,
-                      stacklevel=5)
-    return ids, labels, ranks
+def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) -> pa.Table:
+    """``(instance_id, label, rank)`` of the label sets ``sets`` (instance ``i`` is ``ids[i]``), checked
+    (:func:`load_sets`): in Arrow when every label is a ``str``, each distinct label checked once; else, or
+    when a check fails or a set repeats a label, label by label (:func:`_checked_rows`), which names the first
+    bad label, converts other values to strings and counts the repeated labels."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    members = [[labelset] if isinstance(labelset, str) else labelset if isinstance(labelset, list)
+               else list(labelset) for labelset in sets]
+    if all(type(label) is str for labelset in members for label in labelset):
+        lists = pa.array(members, pa.list_(pa.string()))
+        labels = lists.flatten()
+        parents = pc.list_parent_indices(lists)
+        virtual = taxonomy.root if taxonomy.virtual_root else None
+        if all(label and label in taxonomy and label != virtual for label in pc.unique(labels).to_pylist()) and \
+                len(pa.table({"i": parents, "label": labels}).group_by(["i", "label"]).aggregate([])) == len(labels):
+            ranks = np.arange(len(labels)) - lists.offsets.to_numpy()[parents.to_numpy()] + 1
+            return pa.table({"instance_id": ids.take(parents), "label": labels, "rank": pa.array(ranks, pa.int32())})
+    instance_ids, labels, ranks = _checked_rows(members, where, taxonomy)
+    return pa.table({"instance_id": pa.array(instance_ids, pa.string()), "label": pa.array(labels, pa.string()),
+                     "rank": pa.array(ranks, pa.int32())})
 
 
 def _checked_rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
@@ -302,7 +297,7 @@ class FoldedEngine(DuckDBEngine):
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
                ) -> set[str]:
         inline = _read_once(plan)
-        if self.compose_instance and _instance_composable(plan):
+        if self.compose_instance and _per_plan(plan, _instance_composable):
             inline |= {plan.instance}
         return super()._steps(plan, [s for s in steps if not (isinstance(s, Sql) and s.query in inline)], params,
                               options)
@@ -316,7 +311,16 @@ def _instance_composable(plan: FamilyPlan) -> bool:
         isinstance(step, Python) and plan.instance in step.writes for step in plan.steps)
 
 
-_READ_ONCE: dict[int, tuple[FamilyPlan, frozenset[str]]] = {}  # id(plan): (plan, its stages read once)
+_PER_PLAN: dict[tuple[int, str], tuple[FamilyPlan, Any]] = {}  # (id(plan), function): (plan, value)
+
+
+def _per_plan(plan: FamilyPlan, function: Callable[[FamilyPlan], Any]) -> Any:
+    """``function(plan)``, computed once per plan (plans hold dicts: not hashable)."""
+    key = (id(plan), function.__name__)
+    found = _PER_PLAN.get(key)
+    if found is None or found[0] is not plan:
+        found = _PER_PLAN[key] = (plan, function(plan))
+    return found[1]
 
 
 def _read_once(plan: FamilyPlan) -> frozenset[str]:
@@ -324,10 +328,7 @@ def _read_once(plan: FamilyPlan) -> frozenset[str]:
     Python step, no summary): composed into that stage as a common table expression instead of materialised.
     (A stage its reader names twice stays a table: as an expression DuckDB may compute it twice, and on
     GermEval the LCA meetings composed into the options cost a tenth more than as tables.)"""
-    found = _READ_ONCE.get(id(plan))
-    if found is None or found[0] is not plan:
-        found = _READ_ONCE[id(plan)] = (plan, _stages_read_once(plan))
-    return found[1]
+    return _per_plan(plan, _stages_read_once)
 
 
 def _stages_read_once(plan: FamilyPlan) -> frozenset[str]:
