@@ -288,10 +288,8 @@ class FoldedEngine(DuckDBEngine):
         if sql is None:
             super().stage(file, query, params, done, text)
             return
-        if generated:
-            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {query} AS {sql}")  # names made by the plans
-        else:
-            self._materialize(query, sql)
+        kind = "VIEW" if generated else "TABLE"  # the names are the plans' own: plain identifiers
+        self.con.execute(f"CREATE OR REPLACE TEMP {kind} {query} AS {sql}")
         done.add(query)
 
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
