@@ -1,8 +1,8 @@
 """The one-shot functions of the families with Python steps (LCA graphs, pairings) give exactly the values of
 :class:`hiersql.Evaluator` on the same sets: the one-shot engine composes the stages no Python step reads into
-the stages that read them, folds the options into the SQL and runs small calls on one DuckDB thread
-(``hiersql/oneshot.py``); the Evaluator runs every stage as a table of the store. Equality is exact (``==``):
-the means add in instance order on both paths.
+the stages that read them, folds the options into the SQL and runs small calls on one DuckDB thread without
+join reordering (``hiersql/oneshot.py``); the Evaluator runs every stage as a table of the store. Equality is
+exact (``==``): the means add in instance order on both paths.
 """
 
 from __future__ import annotations
@@ -118,3 +118,21 @@ def test_label_checks_name_the_first_bad_label_and_the_caller():
         hiersql.hierarchical_f1([["a"], ["b", None]], [["a"], ["zebra"]], taxonomy)
     with pytest.raises(InputError, match="y_true:1: label is the virtual root"):
         hiersql.hierarchical_f1([["a", "__root__"]], [["a"]], hiersql.Taxonomy.from_edges([("a", "x"), ("b", "y")]))
+
+
+def test_small_calls_run_on_one_thread_without_join_reordering():
+    """Below SMALL_CALL instances: one DuckDB thread, joins in the order written; a larger call gets DuckDB's
+    defaults back (one thread per core, every optimizer), and a small one sets them again."""
+    import os
+
+    def settings():
+        return oneshot.connection().execute(
+            "SELECT current_setting('threads'), current_setting('disabled_optimizers')").fetchall()[0]
+
+    taxonomy = hiersql.Taxonomy.from_edges([("r", "a"), ("r", "b")])
+    hiersql.hierarchical_f1([["a"]], [["b"]], taxonomy)
+    assert settings() == (1, "join_order")
+    oneshot._small_call(oneshot.SMALL_CALL)
+    assert settings() == (os.cpu_count(), "")
+    assert hiersql.hierarchical_f1([["a"]], [["a"]], taxonomy) == 1.0
+    assert settings() == (1, "join_order")
