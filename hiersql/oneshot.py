@@ -83,14 +83,13 @@ def _small_call(instances: int) -> None:
     take a fifth longer. A larger call gets DuckDB's defaults back. (These settings are the database's: a
     large call running beside small ones in other threads may run with the small calls' settings, only
     slower.)"""
-    import os
-
     small = instances < SMALL_CALL
     con = connection()
     with _lock:
         if _database.get("small") != small:
-            con.execute(f"SET threads = {1 if small else int(os.cpu_count() or 1)}")
-            con.execute(f"SET disabled_optimizers = '{'join_order' if small else ''}'")
+            for statement in (("SET threads = 1", "SET disabled_optimizers = 'join_order'") if small else
+                              ("RESET threads", "RESET disabled_optimizers")):
+                con.execute(statement)
             _database["small"] = small
 
 
