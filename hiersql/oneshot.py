@@ -21,10 +21,11 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 import threading
 import warnings
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -41,12 +42,15 @@ from .closure import fill_taxonomy
 from .engines import DuckDBEngine, render
 from .errors import DataWarning, InputError
 from .options import OptionError
+from .plan import Python, Sql
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
+    import pyarrow as pa
 
-    from .plan import FamilyPlan, Row
+    from .options import Options
+    from .plan import FamilyPlan, Row, Step
     from .taxonomy import Taxonomy
 
 SYSTEM = "y_pred"  # the one system of a one-shot call
@@ -57,6 +61,7 @@ _lock = threading.Lock()
 _database: dict[str, Any] = {}
 _schemas: dict[int, tuple[weakref.ref, str]] = {}  # id(taxonomy) -> (its weak reference, its schema)
 _numbers = itertools.count(1)
+SMALL_CALL = 100_000  # calls with fewer instances run with the settings of _small_call
 
 
 def connection() -> duckdb.DuckDBPyConnection:
@@ -67,6 +72,25 @@ def connection() -> duckdb.DuckDBPyConnection:
         if "con" not in _database:
             _database["con"] = duckdb.connect()
         return _database["con"]
+
+
+def _small_call(instances: int) -> None:
+    """Below :data:`SMALL_CALL` instances the database runs on one thread, and DuckDB's join-order optimizer
+    is off: the queries' joins run in the order written. On small inputs DuckDB's workers only add their own
+    scheduling (two threads cost about a tenth more CPU and wall time at 1,000 instances), and the
+    optimizer's estimates on tables of a few thousand rows can be far off: for GermEval's pair distances it
+    joins the closure to itself on the root first (140,000 rows for 2,000 pairs), and the pair-based calls
+    take a fifth longer. A larger call gets DuckDB's defaults back. (These settings are the database's: a
+    large call running beside small ones in other threads may run with the small calls' settings, only
+    slower.)"""
+    small = instances < SMALL_CALL
+    con = connection()
+    with _lock:
+        if _database.get("small") != small:
+            for statement in (("SET threads = 1", "SET disabled_optimizers = 'join_order'") if small else
+                              ("RESET threads", "RESET disabled_optimizers")):
+                con.execute(statement)
+            _database["small"] = small
 
 
 def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
@@ -89,6 +113,7 @@ def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
             cur.execute(sqlfiles.queries("schema")["schema"])
             cur.execute("BEGIN")
             fill_taxonomy(cur, taxonomy)
+            cur.execute("INSERT INTO systems VALUES ($s, $s)", {"s": SYSTEM})  # the one system of every call
             cur.execute("COMMIT")
         except BaseException:
             cur.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
@@ -120,38 +145,56 @@ def session(taxonomy: Taxonomy, keep: bool) -> Iterator[duckdb.DuckDBPyConnectio
 
 def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequence[Any], y_pred: Sequence[Any],
               weights: list[float] | None) -> None:
-    """The tables ``instances, truth, predictions, systems, pair_counts`` (and ``sample_weights``) of a
-    one-shot call, as views of the cursor over Arrow tables: instance ``i`` (id ``"i"``) has the label sets
-    ``y_true[i]`` and ``y_pred[i]``. Checked as :class:`~hiersql.store.Store` checks label sets: a missing
-    label or one that is not a node is an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``,
-    the instance (line ``i + 1``) and the label; a label repeated within a set counts once (a
-    :class:`~hiersql.errors.DataWarning`)."""
+    """The tables ``instances, truth, predictions`` (and ``sample_weights``) of a one-shot call, as views of
+    the cursor over Arrow tables (``systems``, the one system :data:`SYSTEM`, and the empty ``pair_counts`` are
+    the taxonomy schema's): instance ``i`` (id ``"i"``) has the label sets ``y_true[i]`` and ``y_pred[i]``.
+    Checked as :class:`~hiersql.store.Store` checks label sets: a missing label or one that is not a node is
+    an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``, the instance (line ``i + 1``) and the
+    label; a label repeated within a set counts once (a :class:`~hiersql.errors.DataWarning`)."""
     import pyarrow as pa
 
     n = len(y_true)
     ids = pa.array([str(i) for i in range(n)], pa.string())
-    tables = {"instances": pa.table({"instance_id": ids})}
-    for name, (instance_ids, labels, ranks) in (("truth", _rows(y_true, "y_true", taxonomy)),
-                                                ("predictions", _rows(y_pred, "y_pred", taxonomy))):
-        columns = {"instance_id": pa.array(instance_ids, pa.string()), "label": pa.array(labels, pa.string()),
-                   "rank": pa.array(ranks, pa.int32())}
-        if name == "predictions":
-            columns = {"system": pa.array([SYSTEM] * len(labels), pa.string()), **columns,
-                       "score": pa.nulls(len(labels), pa.float64())}
-        tables[name] = pa.table(columns)
-    if n and not tables["predictions"].num_rows:  # as the store says of a prediction source without labels
+    tables = {"instances": pa.table({"instance_id": ids}), "truth": _rows(y_true, "y_true", taxonomy, ids)}
+    pred = _rows(y_pred, "y_pred", taxonomy, ids)
+    tables["predictions"] = pa.table({"system": pa.array([SYSTEM] * len(pred), pa.string()), **dict(zip(
+        pred.column_names, pred.columns, strict=True)), "score": pa.nulls(len(pred), pa.float64())})
+    if n and not len(pred):  # as the store says of a prediction source without labels
         warnings.warn("y_pred: no predicted label; evaluated as a system that predicted nothing for every instance",
                       DataWarning, stacklevel=4)
-    tables["systems"] = pa.table({"system": pa.array([SYSTEM], pa.string()), "source": pa.array([SYSTEM])})
-    tables["pair_counts"] = pa.table({"system": pa.array([], pa.string()), "truth": pa.array([], pa.string()),
-                                      "prediction": pa.array([], pa.string()), "n": pa.array([], pa.float64())})
     if weights is not None:
         tables["sample_weights"] = pa.table({"instance_id": ids, "weight": pa.array(weights, pa.float64())})
     for name, table in tables.items():  # views of the cursor over the Arrow tables: no copy, gone with it
         con.register(name, table)
 
 
-def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
+def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) -> pa.Table:
+    """``(instance_id, label, rank)`` of the label sets ``sets`` (instance ``i`` is ``ids[i]``), checked
+    (:func:`load_sets`): in Arrow when every label is a ``str``, each distinct label checked once; else, or
+    when a check fails or a set repeats a label, label by label (:func:`_checked_rows`), which names the first
+    bad label, converts other values to strings and counts the repeated labels."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    members = [[labelset] if isinstance(labelset, str) else labelset if isinstance(labelset, list)
+               else list(labelset) for labelset in sets]
+    if all(type(label) is str for labelset in members for label in labelset):
+        lists = pa.array(members, pa.list_(pa.string()))
+        labels = lists.flatten()
+        parents = pc.list_parent_indices(lists)
+        virtual = taxonomy.root if taxonomy.virtual_root else None
+        if all(label and label in taxonomy and label != virtual for label in pc.unique(labels).to_pylist()) and \
+                len(pa.table({"i": parents, "label": labels}).group_by(["i", "label"]).aggregate([])) == len(labels):
+            ranks = np.arange(len(labels)) - lists.offsets.to_numpy()[parents.to_numpy()] + 1
+            return pa.table({"instance_id": ids.take(parents), "label": labels, "rank": pa.array(ranks, pa.int32())})
+    instance_ids, labels, ranks = _checked_rows(members, where, taxonomy)
+    return pa.table({"instance_id": pa.array(instance_ids, pa.string()), "label": pa.array(labels, pa.string()),
+                     "rank": pa.array(ranks, pa.int32())})
+
+
+def _checked_rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
+    """:func:`_rows` label by label: the first bad label is an :class:`~hiersql.errors.InputError`."""
     ids: list[str] = []
     labels: list[str] = []
     ranks: list[int] = []
@@ -178,16 +221,48 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str
             ranks.append(len(seen))
     if duplicates:
         warnings.warn(f"{where}: {duplicates} duplicate (instance_id, label) row(s) collapsed", DataWarning,
-                      stacklevel=5)
+                      stacklevel=6)
     return ids, labels, ranks
 
 
 # ------------------------------------------------------------------------------------------------- the engine
 @functools.lru_cache(maxsize=512)
 def _folded(file: str, query: str, params: tuple, done: frozenset[str], text: str | None) -> str | None:
-    """The folded text of a stage, or ``None`` when it still needs a parameter that is not a plain value."""
-    sql = render(file, query, dict(params), "duckdb", pretty=False, skip=done, text=text)
-    return None if sqlfiles.parameters(sql) else sql
+    """The folded text of a stage without its comments (a ``$name`` in a comment is not a parameter), or
+    ``None`` when it still needs a parameter that is not a plain value."""
+    import sqlglot
+    from sqlglot import exp
+
+    skip = _not_read(file, query, done, text)
+    tree = sqlglot.parse_one(render(file, query, dict(params), "duckdb", pretty=False, skip=skip, text=text) + "\n",
+                             read="duckdb")
+    return None if tree.find(exp.Placeholder) else tree.sql(dialect="duckdb", comments=False)
+
+
+def _not_read(file: str, query: str, done: frozenset[str], text: str | None) -> frozenset[str]:
+    """The queries of ``sql/<file>.sql`` that the stage ``query`` (or ``text``) does not compose: those in
+    ``done`` (tables already) and those that only they read (a query composed into a stage that was not made,
+    :func:`_read_once`, is read through its reader's table, not again)."""
+    queries = sqlfiles.queries(file)
+    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in queries.items()}
+    if text is not None:
+        code[query] = re.sub(r"--[^\n]*", "", text)
+    needed: set[str] = set()
+    stack = [query]
+    while stack:
+        reader = code[stack.pop()]
+        for dep in queries:
+            if dep != query and dep not in done and dep not in needed and re.search(rf"\b{dep}\b", reader):
+                needed.add(dep)
+                stack.append(dep)
+    return frozenset(set(queries) - needed)
+
+
+@functools.cache
+def _duckdb_variants(file: str) -> frozenset[str]:
+    """The queries of ``sql/<file>.sql`` with a DuckDB variant (``-- name: NAME (duckdb)``)."""
+    portable = sqlfiles.queries(file)
+    return frozenset(q for q, body in sqlfiles.queries(file, "duckdb").items() if body != portable.get(q))
 
 
 class FoldedEngine(DuckDBEngine):
@@ -195,18 +270,77 @@ class FoldedEngine(DuckDBEngine):
     constant-folded (:func:`hiersql.engines.render`: the branches of other options are gone) and kept for the
     next call with the same options. DuckDB plans the folded text several times faster than the query with the
     branches of every option, which is most of a small call's time. The stages of a plan without Python steps
-    are composed into the generated query (:attr:`~hiersql.engines.Engine.compose_stages`)."""
+    are composed into the generated query (:attr:`~hiersql.engines.Engine.compose_stages`); in a plan with
+    Python steps, the stages that one later stage reads once (:func:`_read_once`), and the per-instance stage
+    when one generated query reads it (``compose_instance``). A generated query (``text``) is a view: the
+    runner reads it once, right after (:meth:`~hiersql.engines.Engine.run_queries`)."""
 
     compose_stages = True
+    compose_instance = False  # one generated query reads the per-instance stage: compose it in
 
     def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
         plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)))
+        generated = text is not None
+        if not generated and query in _duckdb_variants(file):  # the query as written for DuckDB
+            text = sqlfiles.queries(file, "duckdb")[query]
         sql = _folded(file, query, plain, frozenset(done), text)
         if sql is None:
             super().stage(file, query, params, done, text)
             return
-        self._materialize(query, sql)
+        kind = "VIEW" if generated else "TABLE"  # the names are the plans' own: plain identifiers
+        self.con.execute(f"CREATE OR REPLACE TEMP {kind} {query} AS {sql}")
         done.add(query)
+
+    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
+               ) -> set[str]:
+        inline = _read_once(plan)
+        if self.compose_instance and _per_plan(plan, _instance_composable):
+            inline |= {plan.instance}
+        return super()._steps(plan, [s for s in steps if not (isinstance(s, Sql) and s.query in inline)], params,
+                              options)
+
+
+def _instance_composable(plan: FamilyPlan) -> bool:
+    """Whether the plan's per-instance stage may be composed into a generated query that reads it: no other
+    stage reads it and no Python step rewrites it."""
+    stages = {step.query for step in plan.steps if isinstance(step, Sql)}
+    return not sqlfiles.readers(plan.file).get(plan.instance, set()) & stages and not any(
+        isinstance(step, Python) and plan.instance in step.writes for step in plan.steps)
+
+
+_PER_PLAN: dict[tuple[int, str], tuple[FamilyPlan, Any]] = {}  # (id(plan), function): (plan, value)
+
+
+def _per_plan(plan: FamilyPlan, function: Callable[[FamilyPlan], Any]) -> Any:
+    """``function(plan)``, computed once per plan (plans hold dicts: not hashable)."""
+    key = (id(plan), function.__name__)
+    found = _PER_PLAN.get(key)
+    if found is None or found[0] is not plan:
+        found = _PER_PLAN[key] = (plan, function(plan))
+    return found[1]
+
+
+def _read_once(plan: FamilyPlan) -> frozenset[str]:
+    """The SQL stages of a plan with Python steps that one later stage reads, once, and nothing else reads (no
+    Python step, no summary): composed into that stage as a common table expression instead of materialised.
+    (A stage its reader names twice stays a table: as an expression DuckDB may compute it twice, and on
+    GermEval the LCA meetings composed into the options cost a tenth more than as tables.)"""
+    return _per_plan(plan, _stages_read_once)
+
+
+def _stages_read_once(plan: FamilyPlan) -> frozenset[str]:
+    if not any(isinstance(step, Python) for step in plan.steps):
+        return frozenset()
+    stages = {step.query for step in plan.steps if isinstance(step, Sql)}
+    kept = {plan.instance, plan.classes, *(m.unit for m in plan.measures if m.unit)}
+    kept |= {name for step in plan.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
+    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in sqlfiles.queries(plan.file).items()}
+    once = set()
+    for q in stages - kept:
+        readers = [r for r in stages if r != q and re.search(rf"\b{q}\b", code[r])]
+        if len(readers) == 1 and len(re.findall(rf"\b{q}\b", code[readers[0]])) == 1:
+            once.add(q)
+    return frozenset(once)
 
 
 # ------------------------------------------------------------------------------------------------- the call
@@ -239,11 +373,13 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
         raise OptionError("sample_weight", f"is not offered for {metric} (its summary is over label pairs)", "given")
     tax = as_taxonomy(taxonomy)
     weighted = weights is not None
+    _small_call(len(y_true))
     queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
     with session(tax, keep=isinstance(taxonomy, Taxonomy)) as con:
         load_sets(con, tax, y_true, y_pred, weights)
         engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
         engine.weighted = weighted
+        engine.compose_instance = len(queries) == 1
         if plan.summary is not None:
             return _one_value(engine.run_plan(plan, [metric], opts), metric, average or "")
         rows = engine.run_queries(plan, [metric], opts, queries)

@@ -98,13 +98,16 @@ def _prepare(store: Store, params: dict[str, object], target: str, done: tuple[s
     return names
 
 
-def _solved(con: duckdb.DuckDBPyConnection, options: Options) -> Iterator[tuple[int, dict[str, set[Node]]]]:
+def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node] | None = None
+            ) -> Iterator[tuple[int, dict[str, set[Node]]]]:
     """Minimal graphs (``options.lca_graph`` greedy or optimal) of the instances where a choice exists (the
     tables ``lca_open_*`` of connection ``con``): ``(inst, {"t": Gt, "p": Gp})`` (``inst`` the number of
     ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a time to bound memory; a
-    warning counts the instances where the exact solver fell back to the greedy graphs."""
+    warning counts the instances where the exact solver fell back to the greedy graphs. ``ignore``: the nodes
+    not counted (default: the root unless ``include_root``)."""
     on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
-    ignore = set() if options.include_root else {_root(on)}
+    if ignore is None:
+        ignore = set() if options.include_root else {_root(on)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
     n_batches = con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchall()[0][0]
     fallbacks = 0
@@ -180,7 +183,7 @@ def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, objec
     """The minimal-graph step: ``lca_graph_counts`` rewritten with the sizes of the minimal graphs
     (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``)."""
     ignore = set() if options.include_root else {_root(SimpleNamespace(con=con))}
-    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in _solved(con, options)]
+    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in _solved(con, options, ignore)]
     if rows:
         con.execute(
             "DELETE FROM lca_graph_counts AS c WHERE EXISTS (SELECT 1 FROM lca_open_instances AS o"

@@ -1,0 +1,138 @@
+"""The one-shot functions of the families with Python steps (LCA graphs, pairings) give exactly the values of
+:class:`hiersql.Evaluator` on the same sets: the one-shot engine composes the stages no Python step reads into
+the stages that read them, folds the options into the SQL and runs small calls on one DuckDB thread without
+join reordering (``hiersql/oneshot.py``); the Evaluator runs every stage as a table of the store. Equality is
+exact (``==``): the means add in instance order on both paths.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+import hiersql
+from hiersql import oneshot
+from hiersql.errors import DataWarning, InputError
+from hiersql.metrics import lca, pair_based
+from hiersql.plan import Python
+from tests._engine_cases import DAG_EDGES, DAG_PRED, DAG_TRUTH
+
+LCA = {"lca_precision": hiersql.lca_precision, "lca_f1": hiersql.lca_f1}
+PAIRS = {"graph_induced_error": hiersql.graph_induced_error, "all_pairs_error": hiersql.all_pairs_error}
+
+
+def evaluator_values(taxonomy, y_true, y_preds, metrics, **options) -> dict[tuple[str, str, str], float]:
+    ev = hiersql.Evaluator(taxonomy).add_truth(y_true)
+    for system, y_pred in y_preds.items():
+        ev.add_predictions(system, y_pred)
+    return {(r.system, r.metric, r.average): r.value for r in ev.rows(metrics, **options)}
+
+
+def check_lca(taxonomy, y_true, y_preds, **options) -> None:
+    """lca_f1 (micro, samples) and lca_precision (micro) of every system of ``y_preds`` equal the Evaluator's."""
+    want = evaluator_values(taxonomy, y_true, y_preds, ["lca_f1", "lca_precision"], average=["micro", "samples"],
+                            **options)
+    for (system, metric, average), value in want.items():
+        if (metric, average) != ("lca_precision", "samples"):
+            assert LCA[metric](y_true, y_preds[system], taxonomy, average, **options) == value, \
+                (system, metric, average, options)
+    assert len(want) == 4 * len(y_preds)
+
+
+def check_pairs(taxonomy, y_true, y_preds, **options) -> None:
+    """MGIA (micro, macro), GIE and the all-pairs error of every system of ``y_preds`` equal the Evaluator's."""
+    want = evaluator_values(taxonomy, y_true, y_preds, ["mgia", *PAIRS], average=["micro", "macro"], **options)
+    for (system, metric, average), value in want.items():
+        got = hiersql.mgia(y_true, y_preds[system], taxonomy, average, **options) if metric == "mgia" else \
+            PAIRS[metric](y_true, y_preds[system], taxonomy, **options)
+        assert got == value, (system, metric, average, options)
+    assert len(want) == 4 * len(y_preds)
+
+
+CASES = [("greedy", {}), ("greedy", {"max_distance": 1}), ("greedy", {"include_root": True}), ("extended", {}),
+         ("optimal", {})]
+
+
+@pytest.mark.parametrize(("graph", "options"), CASES, ids=[f"{g}-{'-'.join(o) or 'defaults'}" for g, o in CASES])
+def test_dag_one_shot_equals_evaluator(graph, options):
+    """Kosmopoulos et al. Fig. 8(b), a DAG whose instances meet on several shortest paths (the minimal graphs
+    choose among them)."""
+    taxonomy = hiersql.Taxonomy.from_edges(DAG_EDGES)
+    check_lca(taxonomy, DAG_TRUTH, DAG_PRED, lca_graph=graph, **options)
+    if graph == "greedy" and "include_root" not in options:
+        check_pairs(taxonomy, DAG_TRUTH, DAG_PRED, **options)
+
+
+@pytest.fixture(scope="module")
+def germeval_1000(data_dir):
+    """The first 1,000 instances of GermEval 2019 subtask B and NoTeam's predictions (benchmarks/bench_oneshot)."""
+    canonical = data_dir / "canonical"
+
+    def sets(path):
+        out = defaultdict(list)
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                instance, label = line.split("\t")[:2]
+                out[instance].append(label)
+        return out
+
+    truth = sets(canonical / "truth_b.tsv")
+    pred = sets(canonical / "pred_b" / "NoTeam__GRU_Attention_ensemble1.tsv")
+    ids = sorted(truth)[:1000]
+    return hiersql.Taxonomy.from_file(canonical / "taxonomy.tsv"), [truth[i] for i in ids], \
+        {"NoTeam": [pred.get(i, []) for i in ids]}
+
+
+@pytest.mark.parametrize("options", [{}, {"max_distance": 2}], ids=["defaults", "max_distance_2"])
+def test_germeval_one_shot_equals_evaluator(germeval_1000, options):
+    taxonomy, y_true, y_preds = germeval_1000
+    for _ in range(2):  # again with the same taxonomy object (its tables and the folded stages kept)
+        check_lca(taxonomy, y_true, y_preds, **options)
+        check_pairs(taxonomy, y_true, y_preds, **options)
+
+
+def test_a_stage_read_once_by_one_stage_is_composed_into_it():
+    """The pairs' distances are composed into the arcs, the LCA pairs into their meetings; the meetings, which
+    the options read twice, and every table a Python step or the summary reads stay tables."""
+    assert oneshot._read_once(pair_based.PLAN) == {"pair_distances_of"}
+    composed = oneshot._read_once(lca.PLAN)
+    assert composed == {"lca_pairs", "lca_extended_nodes", "lca_open_ends"}
+    read = {name for step in lca.PLAN.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
+    assert not composed & (read | {lca.PLAN.instance})
+
+
+def test_label_checks_name_the_first_bad_label_and_the_caller():
+    """The labels are checked once per distinct label, and label by label when one is not a plain node name:
+    the same errors, conversions and warnings either way."""
+    taxonomy = hiersql.Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "1")])
+    with pytest.warns(DataWarning, match=r"y_true: 1 duplicate \(instance_id, label\) row\(s\) collapsed") as seen:
+        assert hiersql.hierarchical_f1([["a", "a"], ["b"]], [["a"], "b"], taxonomy) == 1.0
+    assert seen[0].filename == __file__
+    with pytest.warns(DataWarning, match=r"y_pred: 1 duplicate") as seen:  # an int label is its string
+        assert hiersql.hierarchical_f1([iter([1])], [iter(["1", 1])], taxonomy) == 1.0
+    assert seen[0].filename == __file__
+    with pytest.raises(InputError, match="y_pred:2: label not in the taxonomy: 'zebra'"):
+        hiersql.hierarchical_f1([["a"], ["b"]], [["a"], ["b", "zebra"]], taxonomy)
+    with pytest.raises(InputError, match=r"y_true:2: missing label \(empty, None or NaN\)"):
+        hiersql.hierarchical_f1([["a"], ["b", None]], [["a"], ["zebra"]], taxonomy)
+    with pytest.raises(InputError, match="y_true:1: label is the virtual root"):
+        hiersql.hierarchical_f1([["a", "__root__"]], [["a"]], hiersql.Taxonomy.from_edges([("a", "x"), ("b", "y")]))
+
+
+def test_small_calls_run_on_one_thread_without_join_reordering():
+    """Below SMALL_CALL instances: one DuckDB thread, joins in the order written; a larger call gets DuckDB's
+    defaults back (its threads, every optimizer), and a small one sets them again."""
+    import duckdb
+
+    def settings(con=None):
+        return (con or oneshot.connection()).execute(
+            "SELECT current_setting('threads'), current_setting('disabled_optimizers')").fetchall()[0]
+
+    taxonomy = hiersql.Taxonomy.from_edges([("r", "a"), ("r", "b")])
+    hiersql.hierarchical_f1([["a"]], [["b"]], taxonomy)
+    assert settings() == (1, "join_order")
+    oneshot._small_call(oneshot.SMALL_CALL)
+    assert settings() == settings(duckdb.connect())  # DuckDB's defaults
+    assert hiersql.hierarchical_f1([["a"]], [["a"]], taxonomy) == 1.0
+    assert settings() == (1, "join_order")
