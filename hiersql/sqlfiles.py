@@ -64,8 +64,8 @@ def variants(file: str) -> set[str]:
 
 
 def parameters(sql: str) -> set[str]:
-    """Names of the ``$name`` parameters a query uses."""
-    return set(_PARAM.findall(sql))
+    """Names of the ``$name`` parameters a query uses (a ``$name`` in a ``--`` comment is not a use)."""
+    return set(_PARAM.findall(re.sub(r"--[^\n]*", "", sql)))
 
 
 def bind(sql: str, params: dict[str, object]) -> dict[str, object]:

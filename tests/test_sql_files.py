@@ -198,3 +198,9 @@ def test_spark_union_all_only_where_a_cte_reads_itself():
     tree = sqlglot.parse_one(sql, read="duckdb")
     unions = {c.alias: c.this.args["distinct"] for c in engines._fix_spark(tree).args["with_"].expressions}
     assert unions == {"walk": False, "other": True}
+
+
+def test_a_parameter_named_in_a_comment_is_not_one_the_query_takes():
+    from hiersql import sqlfiles
+
+    assert sqlfiles.parameters("SELECT $a AS x -- not $b\nFROM t WHERE y = $c -- $d") == {"a", "c"}
