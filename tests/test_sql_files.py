@@ -201,6 +201,4 @@ def test_spark_union_all_only_where_a_cte_reads_itself():
 
 
 def test_a_parameter_named_in_a_comment_is_not_one_the_query_takes():
-    from hiersql import sqlfiles
-
     assert sqlfiles.parameters("SELECT $a AS x -- not $b\nFROM t WHERE y = $c -- $d") == {"a", "c"}
