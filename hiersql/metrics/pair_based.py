@@ -74,11 +74,13 @@ def _distance_limit(options: Options) -> str:
 def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """The ``$parameters`` of ``sql/distances.sql`` (``max_distance`` bounds d(u, v), or with
     ``distance_limit="side"`` the climb of each class to a common ancestor: ``max_climb``), and the metrics
-    the pairing step computes."""
+    the pairing step computes; ``mgia_nearest``: whether MGIA's nearest classes are needed (MGIA asked for,
+    with ``pairing="nearest"``), else ``mgia_nearest`` and ``mgia_mutual_pairs`` stay empty."""
     per_side = _distance_limit(options) == "side"
+    nearest = options.pairing == "nearest" and any(m in metrics for m in ("mgia", "mgia_fn"))
     return {"max_distance": None if per_side else options.max_distance,
             "max_climb": options.max_distance if per_side else None, "dmax": float(options.dmax),
-            "empty_prediction": options.empty_prediction, "pair_metrics": list(metrics)}
+            "empty_prediction": options.empty_prediction, "mgia_nearest": nearest, "pair_metrics": list(metrics)}
 
 
 def _load(con: duckdb.DuckDBPyConnection) -> _Data:
