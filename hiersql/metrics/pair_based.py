@@ -224,9 +224,7 @@ def solve_pairings(con: duckdb.DuckDBPyConnection, params: dict[str, object], op
         **{m: pa.array(values.get(m, np.full(len(data.n_true), np.nan)), pa.float64(), from_pandas=True)
            for m in METRICS},
     })
-    con.register("_pair_instance", table)
-    con.execute("CREATE OR REPLACE TEMP TABLE pair_instance AS SELECT * FROM _pair_instance")
-    con.unregister("_pair_instance")
+    con.register("pair_instance", table)  # a view of the connection over the Arrow table: no copy
 
 
 def _groups(metrics: Sequence[str], options: Options) -> list[tuple[list[str], Options]]:
