@@ -128,8 +128,34 @@ def _ints(values: np.ndarray) -> np.ndarray:
 def graph_induced_errors(data: _Data, options: Options) -> np.ndarray:
     """GIE per problem: min-cost pairing with αp = βp = αt = βt = 1 and default classes at dmax
     (Kosmopoulos et al. Fig. 5). ``shared="reuse"``: a class in both sets is paired with itself at 0 and may
-    still partner one misclassified class on each side (reproduces the paper's Table 2)."""
-    return pairing.solve(data.problems, "gie", options.dmax, shared=options.shared).cost
+    still partner one misclassified class on each side (reproduces the paper's Table 2).
+
+    A problem with at most one predicted class needs no flow (:func:`_single_prediction_gie`): with integer
+    costs and ``shared="strict"`` it is solved in closed form and the flow solves the others."""
+    problems, dmax = data.problems, options.dmax
+    costs = np.append(problems.arc_cost, dmax)
+    if options.shared != "strict" or not np.all(costs == np.round(costs)):
+        return pairing.solve(problems, "gie", dmax, shared=options.shared).cost
+    n_pred, n_true = problems.sizes()
+    single = n_pred <= 1
+    arc_problem = problems.pred_problem[problems.arc_pred]
+    cost = pairing.solve(_restrict(problems, ~single, ~single[arc_problem]), "gie", dmax).cost
+    cost[single] = _single_prediction_gie(problems, arc_problem, n_pred, n_true, dmax)[single]
+    return cost
+
+
+def _single_prediction_gie(problems: pairing.Problems, arc_problem: np.ndarray, n_pred: np.ndarray,
+                           n_true: np.ndarray, dmax: float) -> np.ndarray:
+    """GIE of every problem as if it had at most one predicted class p (M ≤ 1) and N true classes: p is paired
+    with its nearest true class t when d(p, t) < 2·dmax (else p and every t go to the default classes), so
+    the cost is ``d(p, t) + dmax·(N − 1)``, else ``dmax·M + dmax·N``: the sum :func:`hiersql.pairing.solve`
+    adds (the pairs, then the predicted and the true classes sent to the defaults), hence the same value
+    with integer costs (whichever of two equal costs the flow picks)."""
+    nearest = np.full(problems.n_problems, np.inf)
+    np.minimum.at(nearest, arc_problem, problems.arc_cost)
+    paired = nearest < 2 * dmax
+    return np.where(paired, np.where(paired, nearest, 0.0) + dmax * 0.0 + dmax * (n_true - paired),
+                    0.0 + dmax * n_pred + dmax * n_true)
 
 
 def mgia_fns(data: _Data, options: Options) -> np.ndarray:
