@@ -41,3 +41,19 @@ def test_equals_the_flow_on_every_problem(dmax):
     assert (problems.sizes()[0] <= 1).sum() > 100 and (problems.sizes()[0] > 1).sum() > 100
     values = pair_based.graph_induced_errors(data_of(problems), Options(dmax=dmax))
     assert np.array_equal(values, solve(problems, "gie", dmax).cost)
+
+
+def test_all_pairs_without_the_flow_equals_the_flow():
+    # every pair a candidate: the sum of d over T × P, as the flow finds it; by hand 1 + 3 + 2 + 4 = 10
+    rng = np.random.default_rng(3)
+    matrices = [[[1, 3], [2, 4]], *(rng.integers(0, 9, size=rng.integers(0, 4, size=2)) * 0.5 for _ in range(300))]
+    problems = Problems.from_matrices(matrices)
+    values = pair_based.all_pairs_errors(data_of(problems), Options())
+    assert values[0] == 10.0
+    assert np.array_equal(values, solve(problems, "all_pairs", 5.0).cost)
+
+
+def test_all_pairs_with_a_pair_missing_has_no_pairing():
+    problems = Problems.from_matrices([[[1, np.nan]]])
+    with pytest.raises(ValueError, match="no pairing"):
+        pair_based.all_pairs_errors(data_of(problems), Options())

@@ -222,8 +222,19 @@ def _restrict(problems: pairing.Problems, defined: np.ndarray, keep_arcs: np.nda
 def all_pairs_errors(data: _Data, options: Options) -> np.ndarray:
     """All-pairs error per problem (Sun & Lim 2001; Kosmopoulos et al. §2.3.2): αp = βp = N, αt = βt = M,
     no default classes, so every pair of T × P is used: Σ d(t, p); an empty P scored as the root
-    (``empty_prediction="root"``) gives ``Σ_{u ∈ T} d(u, root)``."""
-    return _scored_as_root(data, pairing.solve(data.problems, "all_pairs", options.dmax).cost)
+    (``empty_prediction="root"``) gives ``Σ_{u ∈ T} d(u, root)``.
+
+    When every pair is a candidate (no maximum distance left one out) the flow has one solution, every pair
+    once, and its cost is that sum, added in the order :func:`hiersql.pairing.solve` adds it (the pairs in
+    order; no default class): no flow is solved."""
+    problems = data.problems
+    n_pred, n_true = problems.sizes()
+    arc_problem = problems.pred_problem[problems.arc_pred]
+    if np.array_equal(np.bincount(arc_problem, minlength=problems.n_problems), n_pred * n_true):
+        cost = np.bincount(arc_problem, weights=problems.arc_cost, minlength=problems.n_problems)
+    else:  # some pair missing: the flow says there is no pairing
+        cost = pairing.solve(problems, "all_pairs", options.dmax).cost
+    return _scored_as_root(data, cost)
 
 
 def solve_pairings(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
