@@ -185,7 +185,7 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) ->
         parents = pc.list_parent_indices(lists)
         virtual = taxonomy.root if taxonomy.virtual_root else None
         if all(label and label in taxonomy and label != virtual for label in pc.unique(labels).to_pylist()) and \
-                len(pa.table({"i": parents, "label": labels}).group_by(["i", "label"]).aggregate([])) == len(labels):
+                all(len(set(labelset)) == len(labelset) for labelset in members):  # no set repeats a label
             ranks = np.arange(len(labels)) - lists.offsets.to_numpy()[parents.to_numpy()] + 1
             return pa.table({"instance_id": ids.take(parents), "label": labels, "rank": pa.array(ranks, pa.int32())})
     instance_ids, labels, ranks = _checked_rows(members, where, taxonomy)

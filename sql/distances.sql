@@ -71,15 +71,18 @@ JOIN pair_pred_classes AS pc ON pc.problem = pp.problem AND pc.label = d.v
 
 -- name: mgia_nearest
 -- (problem, side, node, nearest): the distance from each class to the nearest class of the other set
--- within the maximum distance, or the default cost dmax when none is reachable (MGIA, SPEC §3).
+-- within the maximum distance, or the default cost dmax when none is reachable (MGIA, SPEC §3). Empty unless
+-- $mgia_nearest (MGIA with its nearest-class pairing is asked for): nothing else reads it.
 SELECT c.problem, 'true' AS side, c.node, coalesce(min(a.distance), $dmax) AS nearest
 FROM pair_true_classes AS c
 LEFT JOIN pair_arcs AS a ON a.true_node = c.node
+WHERE $mgia_nearest
 GROUP BY c.problem, c.node
 UNION ALL
 SELECT c.problem, 'pred' AS side, c.node, coalesce(min(a.distance), $dmax) AS nearest
 FROM pair_pred_classes AS c
 LEFT JOIN pair_arcs AS a ON a.pred_node = c.node
+WHERE $mgia_nearest
 GROUP BY c.problem, c.node
 
 -- name: mgia_mutual_pairs

@@ -74,11 +74,13 @@ def _distance_limit(options: Options) -> str:
 def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """The ``$parameters`` of ``sql/distances.sql`` (``max_distance`` bounds d(u, v), or with
     ``distance_limit="side"`` the climb of each class to a common ancestor: ``max_climb``), and the metrics
-    the pairing step computes."""
+    the pairing step computes; ``mgia_nearest``: whether MGIA's nearest classes are needed (MGIA asked for,
+    with ``pairing="nearest"``), else ``mgia_nearest`` and ``mgia_mutual_pairs`` stay empty."""
     per_side = _distance_limit(options) == "side"
+    nearest = options.pairing == "nearest" and any(m in metrics for m in ("mgia", "mgia_fn"))
     return {"max_distance": None if per_side else options.max_distance,
             "max_climb": options.max_distance if per_side else None, "dmax": float(options.dmax),
-            "empty_prediction": options.empty_prediction, "pair_metrics": list(metrics)}
+            "empty_prediction": options.empty_prediction, "mgia_nearest": nearest, "pair_metrics": list(metrics)}
 
 
 def _load(con: duckdb.DuckDBPyConnection) -> _Data:
@@ -126,8 +128,34 @@ def _ints(values: np.ndarray) -> np.ndarray:
 def graph_induced_errors(data: _Data, options: Options) -> np.ndarray:
     """GIE per problem: min-cost pairing with αp = βp = αt = βt = 1 and default classes at dmax
     (Kosmopoulos et al. Fig. 5). ``shared="reuse"``: a class in both sets is paired with itself at 0 and may
-    still partner one misclassified class on each side (reproduces the paper's Table 2)."""
-    return pairing.solve(data.problems, "gie", options.dmax, shared=options.shared).cost
+    still partner one misclassified class on each side (reproduces the paper's Table 2).
+
+    A problem with at most one predicted class needs no flow (:func:`_single_prediction_gie`): with integer
+    costs and ``shared="strict"`` it is solved in closed form and the flow solves the others."""
+    problems, dmax = data.problems, options.dmax
+    costs = np.append(problems.arc_cost, dmax)
+    if options.shared != "strict" or not np.all(costs == np.round(costs)):
+        return pairing.solve(problems, "gie", dmax, shared=options.shared).cost
+    n_pred, n_true = problems.sizes()
+    single = n_pred <= 1
+    arc_problem = problems.pred_problem[problems.arc_pred]
+    cost = pairing.solve(_restrict(problems, ~single, ~single[arc_problem]), "gie", dmax).cost
+    cost[single] = _single_prediction_gie(problems, arc_problem, n_pred, n_true, dmax)[single]
+    return cost
+
+
+def _single_prediction_gie(problems: pairing.Problems, arc_problem: np.ndarray, n_pred: np.ndarray,
+                           n_true: np.ndarray, dmax: float) -> np.ndarray:
+    """GIE of every problem as if it had at most one predicted class p (M ≤ 1) and N true classes: p is paired
+    with its nearest true class t when d(p, t) < 2·dmax (else p and every t go to the default classes), so
+    the cost is ``d(p, t) + dmax·(N − 1)``, else ``dmax·M + dmax·N``: the sum :func:`hiersql.pairing.solve`
+    adds (the pairs, then the predicted and the true classes sent to the defaults), hence the same value
+    with integer costs (whichever of two equal costs the flow picks)."""
+    nearest = np.full(problems.n_problems, np.inf)
+    np.minimum.at(nearest, arc_problem, problems.arc_cost)
+    paired = nearest < 2 * dmax
+    return np.where(paired, np.where(paired, nearest, 0.0) + dmax * 0.0 + dmax * (n_true - paired),
+                    0.0 + dmax * n_pred + dmax * n_true)
 
 
 def mgia_fns(data: _Data, options: Options) -> np.ndarray:
@@ -194,8 +222,19 @@ def _restrict(problems: pairing.Problems, defined: np.ndarray, keep_arcs: np.nda
 def all_pairs_errors(data: _Data, options: Options) -> np.ndarray:
     """All-pairs error per problem (Sun & Lim 2001; Kosmopoulos et al. §2.3.2): αp = βp = N, αt = βt = M,
     no default classes, so every pair of T × P is used: Σ d(t, p); an empty P scored as the root
-    (``empty_prediction="root"``) gives ``Σ_{u ∈ T} d(u, root)``."""
-    return _scored_as_root(data, pairing.solve(data.problems, "all_pairs", options.dmax).cost)
+    (``empty_prediction="root"``) gives ``Σ_{u ∈ T} d(u, root)``.
+
+    When every pair is a candidate (no maximum distance left one out) the flow has one solution, every pair
+    once, and its cost is that sum, added in the order :func:`hiersql.pairing.solve` adds it (the pairs in
+    order; no default class): no flow is solved."""
+    problems = data.problems
+    n_pred, n_true = problems.sizes()
+    arc_problem = problems.pred_problem[problems.arc_pred]
+    if np.array_equal(np.bincount(arc_problem, minlength=problems.n_problems), n_pred * n_true):
+        cost = np.bincount(arc_problem, weights=problems.arc_cost, minlength=problems.n_problems)
+    else:  # some pair missing: the flow says there is no pairing
+        cost = pairing.solve(problems, "all_pairs", options.dmax).cost
+    return _scored_as_root(data, cost)
 
 
 def solve_pairings(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
@@ -222,9 +261,7 @@ def solve_pairings(con: duckdb.DuckDBPyConnection, params: dict[str, object], op
         **{m: pa.array(values.get(m, np.full(len(data.n_true), np.nan)), pa.float64(), from_pandas=True)
            for m in METRICS},
     })
-    con.register("_pair_instance", table)
-    con.execute("CREATE OR REPLACE TEMP TABLE pair_instance AS SELECT * FROM _pair_instance")
-    con.unregister("_pair_instance")
+    con.register("pair_instance", table)  # a view of the connection over the Arrow table: no copy
 
 
 def _groups(metrics: Sequence[str], options: Options) -> list[tuple[list[str], Options]]:
