@@ -120,3 +120,42 @@ def test_spark_variant_equals_duckdb_per_instance(spark, store, case):
     pairs = [name for name in PAIR_STAGES if spark.catalog.tableExists(name)]
     assert pairs == (list(PAIR_STAGES) if options.augment == "cesa_bianchi" else [])
     assert_rows_match(compute(engine, SET_BASED, options), reference(store, SET_BASED, options))
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """A generated DAG of 600 nodes (more than the 128 nodes the Spark variant keeps as bits, so that both
+    the bits and the arrays count), 300 instances; "noisy" is the generator's predictions, "perfect" the truth."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path_factory.mktemp("generated")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "generate.py"
+    subprocess.run([sys.executable, str(script), "--nodes", "600", "--depth", "6", "--multi-parent", "0.2",
+                    "--instances", "300", "--labels", "3.3", "--seed", "1", "--out", str(out)], check=True,
+                   capture_output=True)
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_file(out / "taxonomy.tsv"))
+    store.add_truth(out / "truth.tsv")
+    store.add_predictions("noisy", out / "pred.tsv")
+    store.add_predictions("perfect", out / "truth.tsv")
+    return store
+
+
+GENERATED_CASES = {"ancestors": Options(), "root_max_distance_2": Options(include_root=True, max_distance=2),
+                   "descendants": Options(augment="descendants")}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("case", GENERATED_CASES)
+def test_spark_variant_bits_and_arrays_equal_duckdb(spark, generated, case):
+    engine = SparkEngine(spark)
+    engine.copy_store(generated)
+    options = GENERATED_CASES[case]
+    want = counts(DuckDBEngine(generated).per_instance(PLAN, options))
+    got = counts(engine.per_instance(PLAN, options))
+    assert got == want
+    assert max(n_true for n_true, _, _ in want.values()) > 3  # sets of several nodes, not one label each
+    assert all(both == n_true for (system, _), (n_true, _, both) in got.items() if system == "perfect")
