@@ -108,7 +108,9 @@ def dependencies(file: str, name: str, variant: str | None = None, text: str | N
         if params is None:
             return True
         body = text if text is not None and query == name else all_queries[query]
-        return other in _live_tables(body, tuple(sorted(bind_known(body, params).items())))
+        bound = bind_known(body, params)
+        return other in _live_tables(body, tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                                        for k, v in bound.items())))
 
     def visit(query: str) -> None:
         for other in all_queries:

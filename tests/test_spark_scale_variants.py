@@ -159,3 +159,27 @@ def test_spark_variant_bits_and_arrays_equal_duckdb(spark, generated, case):
     assert got == want
     assert max(n_true for n_true, _, _ in want.values()) > 3  # sets of several nodes, not one label each
     assert all(both == n_true for (system, _), (n_true, _, both) in got.items() if system == "perfect")
+
+
+PAIR_CASES = {"unbounded": Options(), "max_distance_2": Options(max_distance=2),
+              "climb_2": Options(max_distance=2, distance_limit="side")}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("case", PAIR_CASES)
+def test_spark_pair_distances_equal_duckdb(spark, generated, case):
+    """``pair_distances_of (spark)`` (ancestor maps per node, the least sum over the shared keys): the pairs
+    and their distances equal the portable join's, and so the pair-based measures per instance."""
+    from hiersql.metrics import pair_based
+
+    engine = SparkEngine(spark, partition_rows=None)
+    engine.copy_store(generated)
+    options = PAIR_CASES[case]
+    query = {"distances_seen": "SELECT system, instance_id, u, v, distance FROM pair_distances_of"}
+    want = DuckDBEngine(generated).run_queries(pair_based.PLAN, ["mgia"], options, query)["distances_seen"]
+    got = engine.run_queries(pair_based.PLAN, ["mgia"], options, query)["distances_seen"]
+    assert len(got) == len(want) > 1000
+    assert sorted(got) == sorted(want)
+    metrics = ["graph_induced_error", "mgia", "mgia_fn"]
+    assert_rows_match(compute(engine, metrics, options), reference(generated, metrics, options))
