@@ -161,13 +161,12 @@ WHERE NOT $list_counts OR $augment = 'cesa_bianchi'
 -- name: set_counts (spark)
 -- The same counts on Spark without one row per augmented label: each node's augmented set is an array of
 -- node positions, an instance's arrays are merged with flatten / array_distinct (the truth once, not once per
--- system), and |Ŷaug ∩ Yaug| is the size of array_intersect. As in the DuckDB variant, the 128 nodes found in
--- the most augmented sets (next to the root: every label of an instance repeats them) are bits instead, of
--- two BIGINTs (low: bits 0-63, high: 64-127), merged with bit_or and counted with bit_count; Spark has no
--- longer bitstrings. On the 325,000-node benchmark DAG the pair rows are 43 M a side, hashed and shuffled by
--- (system, instance, label); the arrays are shuffled once per label of the input, a third shorter for the bits
--- (figures: benchmarks/RESULTS.md, issue 13 session 9). An empty side is a NULL array (no row in the outer
--- join): size 0. The Cesa-Bianchi tolerance looks at single labels and keeps the pair rows.
+-- system), and |Ŷaug ∩ Yaug| is the size of array_intersect. On the 325,000-node benchmark DAG the pair rows
+-- are 43 M a side, hashed and shuffled by (system, instance, label); the arrays are shuffled once per label of
+-- the input (figures: benchmarks/RESULTS.md, issue 13 session 9). An empty side is a NULL array (no row in
+-- the outer join): size 0. The DuckDB variant's bits for the most shared nodes (here at most two BIGINTs,
+-- 128 nodes, a third of the elements) were tried and showed no gain. The Cesa-Bianchi tolerance looks at
+-- single labels and keeps the pair rows.
 WITH augmented_nodes AS (
     -- (node, label position): label in the augmented set of node
     SELECT c.node, n.position AS label
@@ -183,34 +182,19 @@ WITH augmented_nodes AS (
       AND ($include_root OR NOT n.is_root)
       AND ($max_distance IS NULL OR c.distance <= $max_distance)
 ),
-shared_labels AS (
-    -- the 128 labels in the most augmented sets, numbered from 0
-    SELECT label, row_number() OVER (ORDER BY count(*) DESC, label) - 1 AS bit
-    FROM augmented_nodes
-    GROUP BY label
-    ORDER BY bit
-    LIMIT 128
-),
 augmented_arrays AS (
-    SELECT
-        a.node,
-        list(a.label) FILTER (WHERE s.bit IS NULL) AS labels,
-        bit_or(CASE WHEN s.bit < 64 THEN CAST(1 AS BIGINT) << s.bit ELSE 0 END) AS low,
-        bit_or(CASE WHEN s.bit >= 64 THEN CAST(1 AS BIGINT) << (s.bit - 64) ELSE 0 END) AS high
-    FROM augmented_nodes AS a
-    LEFT JOIN shared_labels AS s ON s.label = a.label
-    GROUP BY a.node
+    SELECT node, list(label) AS labels
+    FROM augmented_nodes
+    GROUP BY node
 ),
 truth_arrays AS (
-    SELECT t.instance_id, array_distinct(flatten(list(a.labels))) AS labels, bit_or(a.low) AS low,
-           bit_or(a.high) AS high
+    SELECT t.instance_id, array_distinct(flatten(list(a.labels))) AS labels
     FROM truth AS t
     JOIN augmented_arrays AS a ON a.node = t.label
     GROUP BY t.instance_id
 ),
 prediction_arrays AS (
-    SELECT p.system, p.instance_id, array_distinct(flatten(list(a.labels))) AS labels, bit_or(a.low) AS low,
-           bit_or(a.high) AS high
+    SELECT p.system, p.instance_id, array_distinct(flatten(list(a.labels))) AS labels
     FROM predictions AS p
     JOIN augmented_arrays AS a ON a.node = p.label
     GROUP BY p.system, p.instance_id
@@ -218,13 +202,10 @@ prediction_arrays AS (
 SELECT
     coalesce(p.system, s.system) AS system,
     coalesce(p.instance_id, t.instance_id) AS instance_id,
-    CAST(CASE WHEN t.labels IS NULL THEN 0
-              ELSE array_length(t.labels) + bit_count(t.low) + bit_count(t.high) END AS BIGINT) AS n_true,
-    CAST(CASE WHEN p.labels IS NULL THEN 0
-              ELSE array_length(p.labels) + bit_count(p.low) + bit_count(p.high) END AS BIGINT) AS n_pred,
+    CAST(CASE WHEN t.labels IS NULL THEN 0 ELSE array_length(t.labels) END AS BIGINT) AS n_true,
+    CAST(CASE WHEN p.labels IS NULL THEN 0 ELSE array_length(p.labels) END AS BIGINT) AS n_pred,
     CAST(CASE WHEN t.labels IS NULL OR p.labels IS NULL THEN 0
-              ELSE array_length(array_intersect(t.labels, p.labels)) + bit_count(t.low & p.low)
-                   + bit_count(t.high & p.high) END AS BIGINT) AS n_both
+              ELSE array_length(array_intersect(t.labels, p.labels)) END AS BIGINT) AS n_both
 FROM prediction_arrays AS p
 FULL JOIN (truth_arrays AS t CROSS JOIN systems AS s) ON s.system = p.system AND t.instance_id = p.instance_id
 UNION ALL

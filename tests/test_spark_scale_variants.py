@@ -124,8 +124,8 @@ def test_spark_variant_equals_duckdb_per_instance(spark, store, case):
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
-    """A generated DAG of 600 nodes (more than the 128 nodes the Spark variant keeps as bits, so that both
-    the bits and the arrays count), 300 instances; "noisy" is the generator's predictions, "perfect" the truth."""
+    """A generated DAG of 600 nodes, 300 instances of 3-4 labels; "noisy" is the generator's predictions,
+    "perfect" the truth."""
     import subprocess
     import sys
     from pathlib import Path
@@ -150,7 +150,7 @@ GENERATED_CASES = {"ancestors": Options(), "root_max_distance_2": Options(includ
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("case", GENERATED_CASES)
-def test_spark_variant_bits_and_arrays_equal_duckdb(spark, generated, case):
+def test_spark_variant_on_a_generated_dag_equals_duckdb(spark, generated, case):
     engine = SparkEngine(spark)
     engine.copy_store(generated)
     options = GENERATED_CASES[case]
