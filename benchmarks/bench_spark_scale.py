@@ -3,12 +3,20 @@
     python benchmarks/generate.py --nodes 325000 --depth 14 --multi-parent 0.2 --instances 450000 \\
         --labels 3.3 --seed 1 --out benchmarks/data/big
     /usr/bin/time -v .venv/bin/python benchmarks/bench_spark_scale.py --data benchmarks/data/big \\
-        [--master local[2]] [--families set_based,mgia,lca] [--limit 600] [--spark-conf spark.driver.memory=6g]
+        [--master local[2]] [--families set_based,mgia,lca] [--limit 600] [--spark-conf spark.driver.memory=6g] \\
+        [--upload parquet|arrow] [--stages]
 
 Loads the data into the in-memory DuckDB store once (timed apart), then for each measure group computes it with
 the embedded DuckDB engine and with Spark (the store's tables uploaded once, timed apart) and prints both times,
 their ratio and whether the values agree to 1e-9. A Spark run longer than ``--limit`` seconds is cancelled
 (``cancelAllJobs``) and reported as stopped.
+
+``--upload arrow`` copies the store's tables into Spark through Arrow (``SparkEngine.copy_store``, the path of
+``--engine spark``); ``--upload parquet`` (default) has DuckDB write them as Parquet files in a temporary folder
+and Spark read those itself (``spark.read.parquet``, each table a local checkpoint as ``copy_store`` makes it),
+which is how a large input reaches a Spark cluster anyway. ``--stages`` prints the time of each Spark stage
+(``SparkEngine._materialize``; a stage read once is a view, its work falls in the stage that reads it) and of
+each Python step.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -23,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hiersql.engines import DuckDBEngine, open_engine  # noqa: E402
-from hiersql.metrics import Options  # noqa: E402
+from hiersql.engines import STORE_TABLES, DuckDBEngine, SparkEngine, open_engine  # noqa: E402
+from hiersql.metrics import Options, compute  # noqa: E402
 from hiersql.options import RunOptions  # noqa: E402
 from hiersql.store import Store  # noqa: E402
 from hiersql.taxonomy import Taxonomy  # noqa: E402
@@ -42,6 +51,33 @@ def same(rows, want) -> bool:
         for a, b in zip(rows, want, strict=True))
 
 
+def upload_parquet(engine: SparkEngine, store: Store, folder: Path) -> None:
+    """The store's tables written by DuckDB as Parquet files in ``folder`` and read by Spark."""
+    for name in STORE_TABLES:
+        path = folder / f"{name}.parquet"
+        store.con.table(name).write_parquet(str(path))
+        engine.use_frame(name, engine.spark.read.parquet(str(path)))
+    engine._taxonomy = store.taxonomy
+
+
+def time_stages() -> None:
+    """Print the time of each Spark stage and Python step as it ends."""
+    materialize, solve = SparkEngine._materialize, SparkEngine.solve
+
+    def timed_materialize(self, name, sql):
+        start = time.perf_counter()
+        materialize(self, name, sql)
+        kind = "view" if name in self._read_once else "checkpoint"
+        print(f"    stage {name:28s} {time.perf_counter() - start:7.1f} s ({kind})", flush=True)
+
+    def timed_solve(self, step, params, options):
+        start = time.perf_counter()
+        solve(self, step, params, options)
+        print(f"    step  {step.name:28s} {time.perf_counter() - start:7.1f} s", flush=True)
+
+    SparkEngine._materialize, SparkEngine.solve = timed_materialize, timed_solve
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT / "benchmarks" / "data" / "big")
@@ -49,7 +85,11 @@ def main() -> None:
     parser.add_argument("--families", default=",".join(GROUPS))
     parser.add_argument("--limit", type=float, default=600.0, help="seconds before a Spark run is cancelled")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="K=V")
+    parser.add_argument("--upload", choices=("parquet", "arrow"), default="parquet")
+    parser.add_argument("--stages", action="store_true", help="print the time of each Spark stage")
     args = parser.parse_args()
+    if args.stages:
+        time_stages()
 
     start = time.perf_counter()
     store = Store()
@@ -63,20 +103,24 @@ def main() -> None:
     engine = open_engine(RunOptions(engine="spark", spark_master=args.master, spark_conf=conf))
     print(f"Spark session {time.perf_counter() - start:.1f} s", flush=True)
     start = time.perf_counter()
-    engine.copy_store(store)
-    print(f"Spark upload {time.perf_counter() - start:.1f} s", flush=True)
+    scratch = tempfile.TemporaryDirectory(prefix="bench_spark_scale_")
+    if args.upload == "parquet":
+        upload_parquet(engine, store, Path(scratch.name))
+    else:
+        engine.copy_store(store)
+    print(f"Spark upload ({args.upload}) {time.perf_counter() - start:.1f} s", flush=True)
 
     options = Options()
     for group in args.families.split(","):
         metrics = GROUPS[group]
         start = time.perf_counter()
-        want = DuckDBEngine(store).evaluate(metrics, options)
+        want = compute(DuckDBEngine(store), metrics, options)
         duck = time.perf_counter() - start
         timer = threading.Timer(args.limit, engine.spark.sparkContext.cancelAllJobs)
         timer.start()
         start = time.perf_counter()
         try:
-            rows = engine.evaluate(metrics, options)
+            rows = compute(engine, metrics, options)
         except Exception as exc:  # cancelled at the limit (or failed): reported, the next group still runs
             took = time.perf_counter() - start
             print(f"{group:10s} DuckDB {duck:7.1f} s  Spark stopped after {took:.1f} s "
@@ -87,6 +131,7 @@ def main() -> None:
         took = time.perf_counter() - start
         print(f"{group:10s} DuckDB {duck:7.1f} s  Spark {took:7.1f} s  ratio {took / duck:5.2f}  "
               f"equal to DuckDB: {same(rows, want)}  steps in partitions: {engine.partitions_solved}", flush=True)
+    scratch.cleanup()
 
 
 if __name__ == "__main__":

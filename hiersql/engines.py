@@ -109,7 +109,7 @@ def _tree(file, name, params, dialect, tables, skip=frozenset(), text=None):
     from sqlglot.optimizer.simplify import simplify
 
     sql = sqlfiles.render(file, name, dict(params or {}), "duckdb", dict(tables or {}), pretty=False, skip=skip,
-                          text=text)
+                          text=text, variant=_VARIANTS.get(dialect))
     tree = simplify(sqlglot.parse_one(sql + "\n", read="duckdb"))  # newline: see sqlfiles._parse
     return _FIXES[dialect](tree) if dialect in _FIXES else tree
 
@@ -155,6 +155,7 @@ def _ordered_fold(agg):
 
 
 _FIXES = {"spark": _fix_spark, "spark2": _fix_spark, "databricks": _fix_spark}
+_VARIANTS = {"spark": "spark", "spark2": "spark", "databricks": "spark"}  # -- name: NAME (spark) (sqlfiles)
 
 
 # ---------------------------------------------------------------------------------------------- engines
@@ -551,7 +552,8 @@ class SparkEngine(Engine):
                ) -> set[str]:
         kept = {plan.instance, *(m.unit for m in plan.measures if m.unit)}
         kept |= {name for step in steps if isinstance(step, Python) for name in step.reads}
-        self._read_once = {q for q, by in sqlfiles.readers(plan.file).items() if len(by) == 1 and q not in kept}
+        self._read_once = {q for q, by in sqlfiles.readers(plan.file, "spark").items()
+                           if len(by) == 1 and q not in kept}
         try:
             return super()._steps(plan, steps, params, options)
         finally:
@@ -559,7 +561,7 @@ class SparkEngine(Engine):
 
     def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
               text: str | None = None) -> None:
-        for dep in sqlfiles.dependencies(file, query, text=text):
+        for dep in sqlfiles.dependencies(file, query, "spark", text=text, params=params):
             if dep not in done:
                 super().stage(file, dep, params, done)
         super().stage(file, query, params, done, text)

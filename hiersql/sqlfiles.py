@@ -10,14 +10,22 @@ materialises it as a temporary table (:meth:`hiersql.store.Store.run`); :func:`r
 as a common table expression.
 
 A header ``-- name: NAME (VARIANT)`` gives an engine-specific variant of query ``NAME``: the same columns and
-rows, computed with functions only that engine has (``duckdb``: list functions). ``queries(file)`` and
-:func:`render` give the portable queries, which every dialect can run; ``queries(file, "duckdb")`` puts the
-variants in their place (:meth:`hiersql.store.Store.run` does). Tests check that both give the same rows.
+rows, computed with functions only that engine has (``duckdb``: list functions; ``spark``: array functions,
+written in DuckDB's syntax like every query and transpiled by sqlglot). ``queries(file)`` and :func:`render`
+give the portable queries, which every dialect can run; ``queries(file, "duckdb")`` puts the variants in their
+place (:meth:`hiersql.store.Store.run` does; ``render(..., variant="spark")`` for Spark). Tests check that
+both give the same rows.
+
+A variant may keep the portable computation for some parameters in a branch switched off by a parameter
+(``UNION ALL SELECT ... FROM set_pair_counts WHERE $augment = 'cesa_bianchi'``): given ``params``,
+:func:`dependencies` leaves out the queries read only by such a dead branch, so that a runner that materialises
+every query read does not compute them for nothing.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -68,6 +76,11 @@ def parameters(sql: str) -> set[str]:
     return set(_PARAM.findall(re.sub(r"--[^\n]*", "", sql)))
 
 
+def bind_known(sql: str, params: Mapping[str, object]) -> dict[str, object]:
+    """The subset of ``params`` that ``sql`` uses (a parameter it uses and ``params`` lacks is left out)."""
+    return {k: params[k] for k in parameters(sql) if k in params}
+
+
 def bind(sql: str, params: dict[str, object]) -> dict[str, object]:
     """The subset of ``params`` that ``sql`` uses; an error names any parameter that is missing."""
     needed = parameters(sql)
@@ -77,19 +90,31 @@ def bind(sql: str, params: dict[str, object]) -> dict[str, object]:
     return {k: params[k] for k in needed}
 
 
-def dependencies(file: str, name: str, variant: str | None = None, text: str | None = None) -> list[str]:
+def dependencies(file: str, name: str, variant: str | None = None, text: str | None = None,
+                 params: Mapping[str, object] | None = None) -> list[str]:
     """Other queries of the same file that ``name`` reads, in file order (recursively); a name mentioned in a
     ``--`` comment is not a read. ``variant`` as in :func:`queries`; ``text`` is the query's text when it is
-    not one of the file's (a generated summary)."""
+    not one of the file's (a generated summary). With ``params``, a query read only in a ``SELECT`` whose
+    ``WHERE`` is false once those parameters are set (a branch switched off) is not a read."""
     all_queries = queries(file, variant)
     code = {q: re.sub(r"--[^\n]*", "", body) for q, body in all_queries.items()}
     if text is not None:
         code[name] = re.sub(r"--[^\n]*", "", text)
     found: list[str] = []
 
+    def reads(query: str, other: str) -> bool:
+        if not re.search(rf"\b{other}\b", code[query]):
+            return False
+        if params is None:
+            return True
+        body = text if text is not None and query == name else all_queries[query]
+        bound = bind_known(body, params)
+        return other in _live_tables(body, tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                                        for k, v in bound.items())))
+
     def visit(query: str) -> None:
         for other in all_queries:
-            if other != query and other not in found and re.search(rf"\b{other}\b", code[query]):
+            if other != query and other not in found and reads(query, other):
                 visit(other)
                 found.append(other)
 
@@ -111,9 +136,10 @@ def composed(file: str, name: str, variant: str | None = None, skip: frozenset[s
     return f"WITH {ctes}\nSELECT * FROM (\n{sql}\n) AS _{name}"
 
 
-def readers(file: str) -> dict[str, set[str]]:
-    """``{query: the queries of the same file that read it directly}`` (portable queries)."""
-    all_queries = queries(file)
+def readers(file: str, variant: str | None = None) -> dict[str, set[str]]:
+    """``{query: the queries of the same file that read it directly}`` (portable queries, or with ``variant``'s
+    in their place as in :func:`queries`)."""
+    all_queries = queries(file, variant)
     code = {q: re.sub(r"--[^\n]*", "", body) for q, body in all_queries.items()}
     return {q: {r for r in all_queries if r != q and re.search(rf"\b{q}\b", code[r])} for q in all_queries}
 
@@ -127,26 +153,29 @@ def render(
     pretty: bool = True,
     skip: frozenset[str] | set[str] = frozenset(),
     text: str | None = None,
+    variant: str | None = None,
 ) -> str:
     """One self-contained query of ``file`` written in ``dialect``.
 
     Queries it depends on become common table expressions (except those in ``skip``: tables already made),
     ``$name`` parameters become literals (a parameter left out of ``params`` stays a placeholder), and
     ``tables`` renames tables (``{"truth": "warehouse.gold_labels"}``). ``text`` replaces query ``name``'s
-    own text (a generated query that reads the file's queries).
+    own text (a generated query that reads the file's queries). ``variant``: the queries written for that
+    engine replace the portable ones (:func:`queries`).
     """
     from sqlglot import exp
 
-    name = name or list(queries(file))[-1]
+    all_queries = queries(file, variant)
+    name = name or list(all_queries)[-1]
     ctes: list[exp.CTE] = []
     recursive = False
-    for dep in dependencies(file, name, text=text):
+    for dep in dependencies(file, name, variant, text=text):
         if dep in skip:
             continue
-        body = _parse(queries(file)[dep])
+        body = _parse(all_queries[dep])
         recursive |= _pop_ctes(body, ctes)
         ctes.append(exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(dep))))
-    tree = _parse(text if text is not None else queries(file)[name])
+    tree = _parse(text if text is not None else all_queries[name])
     recursive |= _pop_ctes(tree, ctes)
     if ctes:
         tree.set("with_", exp.With(expressions=ctes, recursive=recursive or None))
@@ -197,6 +226,28 @@ def _rename_tables(tree, tables: dict[str, str]):
         return new
 
     return tree.transform(swap)
+
+
+@cache
+def _live_tables(sql: str, params: tuple[tuple[str, object], ...]) -> frozenset[str]:
+    """The unqualified tables that query ``sql`` reads once the parameters ``params`` (``(name, value)`` pairs)
+    are set and the query simplified: a table read only inside a ``SELECT`` whose ``WHERE`` became false is
+    left out (that select reads no row of it)."""
+    from sqlglot import exp
+    from sqlglot.optimizer.simplify import simplify
+
+    values = {k: _literal(v) for k, v in params}
+    tree = simplify(exp.replace_placeholders(_parse(sql), **values))
+
+    def dead(node) -> bool:
+        while node is not None:
+            where = node.args.get("where") if isinstance(node, exp.Select) else None
+            if where is not None and where.this == exp.false():
+                return True
+            node = node.parent
+        return False
+
+    return frozenset(t.name for t in tree.find_all(exp.Table) if not t.db and not dead(t))
 
 
 def _parse(sql: str):

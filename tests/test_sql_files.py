@@ -84,7 +84,7 @@ def test_a_name_in_a_comment_is_not_a_dependency():
 
 def test_duckdb_variants_replace_portable_queries_only_when_asked():
     portable, duck = sqlfiles.queries("set_based"), sqlfiles.queries("set_based", "duckdb")
-    assert sqlfiles.variants("set_based") == {"duckdb"}
+    assert sqlfiles.variants("set_based") == {"duckdb", "spark"}
     assert list(portable) == list(duck)  # same names, same order
     assert "node_closure_walk" in sqlfiles.queries("closure", "duckdb")
     assert "node_closure_walk" not in sqlfiles.queries("closure")  # a DuckDB-only query

@@ -1,0 +1,185 @@
+"""The Spark variant of the set-based counts (``set_counts (spark)`` in sql/set_based.sql: per-node arrays
+merged per instance) gives the counts of the portable pair rows, as DuckDB computes them, on every option of
+the set-based family and on empty sides; and a dead branch of a variant does not make Spark compute the pair
+stages it reads."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hiersql import sqlfiles
+from hiersql.engines import DuckDBEngine, SparkEngine
+from hiersql.errors import DataWarning
+from hiersql.metrics import Options, compute
+from hiersql.metrics.set_based import PLAN
+from hiersql.store import Store
+from hiersql.taxonomy import Taxonomy
+from tests._engine_cases import SET_BASED, assert_rows_match, reference
+
+# A DAG with a real root R: X has the parents A1 and B1, so the truth of i2 and the prediction of i5 reach A
+# by two paths. i3's truth is empty, i4's truth is the root itself (an empty augmented set unless
+# include_root), "quiet" predicts nothing at all, and no system predicts anything for i4.
+EDGES = [("R", "A"), ("R", "B"), ("A", "A1"), ("A", "A2"), ("B", "B1"), ("A1", "X"), ("B1", "X"), ("A2", "Y"),
+         ("X", "Z")]
+TRUTH = [["Z"], ["A2", "B1", "X"], [], ["R"], ["X", "Y"]]
+PRED = {"sys1": [["X"], ["A2"], ["B"], [], ["Z", "A1"]],
+        "quiet": [[], [], [], [], []],
+        "roots": [["R"], ["A"], ["A1", "Y"], [], ["B"]]}
+
+CASES = {
+    "ancestors": Options(),
+    "include_root": Options(include_root=True),
+    "max_distance_1": Options(max_distance=1),
+    "root_max_distance_2_beta_2": Options(include_root=True, max_distance=2, beta=2.0),
+    "descendants": Options(augment="descendants"),
+    "descendants_root_max_distance_1": Options(augment="descendants", include_root=True, max_distance=1),
+    "zero_division_1": Options(zero_division=1.0),
+    "cesa_bianchi": Options(augment="cesa_bianchi"),
+}
+PAIR_STAGES = ("labelled_sets", "augmented", "cesa_supported", "set_pairs", "set_pair_counts")
+PARAMS = {"include_root": False, "max_distance": None, "augment": "ancestors", "beta": 1.0, "zero_division": 0.0}
+
+
+def test_a_dead_branch_of_the_spark_variant_reads_no_pair_stage():
+    """With the parameters set, the Spark variant reads no pair stage unless Cesa-Bianchi asks for them;
+    without parameters (or for the portable queries) every query read in the text is a dependency."""
+    assert sqlfiles.dependencies("set_based", "set_based_instance", "spark", params=PARAMS) == ["set_counts"]
+    cesa = {**PARAMS, "augment": "cesa_bianchi"}
+    assert sqlfiles.dependencies("set_based", "set_based_instance", "spark", params=cesa) == [*PAIR_STAGES,
+                                                                                              "set_counts"]
+    assert sqlfiles.dependencies("set_based", "set_based_instance", "spark") == [*PAIR_STAGES, "set_counts"]
+    assert sqlfiles.dependencies("set_based", "set_based_instance", params=PARAMS) == [*PAIR_STAGES, "set_counts"]
+    assert sqlfiles.variants("set_based") == {"duckdb", "spark"}
+
+
+def test_spark_renders_its_variant_and_other_dialects_the_portable_query():
+    from hiersql import engines
+
+    spark = engines.render("set_based", "set_counts", PARAMS, "spark")
+    assert "ARRAY_INTERSECT" in spark and "FLATTEN(COLLECT_LIST" in spark
+    for dialect in ("postgres", "duckdb"):
+        assert "intersect" not in engines.render("set_based", "set_counts", PARAMS, dialect).lower()
+
+
+@pytest.fixture(scope="module")
+def store():
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(EDGES))
+    store.add_truth(TRUTH)
+    for system, sets in PRED.items():
+        if system == "quiet":
+            with pytest.warns(DataWarning, match="predicted nothing"):
+                store.add_predictions(system, sets)
+        else:
+            store.add_predictions(system, sets)
+    return store
+
+
+# (n_true, n_pred, n_both) per instance with the defaults (ancestors, root left out), by hand. Augmented
+# sets: Z -> {Z,X,A1,B1,A,B}, X -> {X,A1,B1,A,B}, Y -> {Y,A2,A}, A2 -> {A2,A}, A1 -> {A1,A}, B1 -> {B1,B},
+# A -> {A}, B -> {B}, R -> {}. Truth: i1 6, i2 {A2,A,B1,B,X,A1} 6, i3 0, i4 0, i5 {X,A1,B1,A,B,Y,A2} 7.
+BY_HAND = {
+    "sys1": [(6, 5, 5), (6, 2, 2), (0, 1, 0), (0, 0, 0), (7, 6, 5)],  # i5: Ŷ = {Z,X,A1,B1,A,B}
+    "quiet": [(6, 0, 0), (6, 0, 0), (0, 0, 0), (0, 0, 0), (7, 0, 0)],
+    "roots": [(6, 0, 0), (6, 1, 1), (0, 4, 0), (0, 0, 0), (7, 1, 1)],  # i3: Ŷ = {A1,A,Y,A2}
+}
+
+
+def counts(table) -> dict[tuple[str, str], tuple[int, int, int]]:
+    return {(r["system"], r["instance_id"]): (r["n_true"], r["n_pred"], r["n_both"]) for r in table.to_pylist()}
+
+
+def test_the_example_by_hand(store):
+    """The DuckDB reference the Spark cases compare to, checked by hand on the defaults."""
+    got = counts(DuckDBEngine(store).per_instance(PLAN, Options()))
+    ids = sorted({i for _, i in got}, key=lambda i: int(i))
+    assert len(ids) == 5
+    assert got == {(system, ids[k]): value for system, values in BY_HAND.items() for k, value in enumerate(values)}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES)
+def test_spark_variant_equals_duckdb_per_instance(spark, store, case):
+    """Per (system, instance): the counts equal, the values to 1e-9, and so the summaries; the pair stages are
+    computed by Spark only for Cesa-Bianchi (the views are dropped first, so a left-over cannot pass)."""
+    for name in PAIR_STAGES:
+        spark.catalog.dropTempView(name)
+    engine = SparkEngine(spark)
+    engine.copy_store(store)
+    options = CASES[case]
+    want = DuckDBEngine(store).per_instance(PLAN, options)
+    got = engine.per_instance(PLAN, options)
+    assert counts(got) == counts(want)
+    assert got.column_names == want.column_names
+    for column in ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1"):
+        for g, w in zip(got.column(column).to_pylist(), want.column(column).to_pylist(), strict=True):
+            assert math.isclose(g, w, rel_tol=0, abs_tol=1e-9), (column, g, w)
+    pairs = [name for name in PAIR_STAGES if spark.catalog.tableExists(name)]
+    assert pairs == (list(PAIR_STAGES) if options.augment == "cesa_bianchi" else [])
+    assert_rows_match(compute(engine, SET_BASED, options), reference(store, SET_BASED, options))
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """A generated DAG of 600 nodes, 300 instances of 3-4 labels; "noisy" is the generator's predictions,
+    "perfect" the truth."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path_factory.mktemp("generated")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "generate.py"
+    subprocess.run([sys.executable, str(script), "--nodes", "600", "--depth", "6", "--multi-parent", "0.2",
+                    "--instances", "300", "--labels", "3.3", "--seed", "1", "--out", str(out)], check=True,
+                   capture_output=True)
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_file(out / "taxonomy.tsv"))
+    store.add_truth(out / "truth.tsv")
+    store.add_predictions("noisy", out / "pred.tsv")
+    store.add_predictions("perfect", out / "truth.tsv")
+    return store
+
+
+GENERATED_CASES = {"ancestors": Options(), "root_max_distance_2": Options(include_root=True, max_distance=2),
+                   "descendants": Options(augment="descendants")}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("case", GENERATED_CASES)
+def test_spark_variant_on_a_generated_dag_equals_duckdb(spark, generated, case):
+    engine = SparkEngine(spark)
+    engine.copy_store(generated)
+    options = GENERATED_CASES[case]
+    want = counts(DuckDBEngine(generated).per_instance(PLAN, options))
+    got = counts(engine.per_instance(PLAN, options))
+    assert got == want
+    assert max(n_true for n_true, _, _ in want.values()) > 3  # sets of several nodes, not one label each
+    assert all(both == n_true for (system, _), (n_true, _, both) in got.items() if system == "perfect")
+
+
+PAIR_CASES = {"unbounded": Options(), "max_distance_2": Options(max_distance=2),
+              "climb_2": Options(max_distance=2, distance_limit="side")}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("case", PAIR_CASES)
+def test_spark_pair_distances_equal_duckdb(spark, generated, case):
+    """``pair_distances_of (spark)`` (ancestor maps per node, the least sum over the shared keys): the pairs
+    and their distances equal the portable join's, and so the pair-based measures per instance."""
+    from hiersql.metrics import pair_based
+
+    engine = SparkEngine(spark, partition_rows=None)
+    engine.copy_store(generated)
+    options = PAIR_CASES[case]
+    query = {"distances_seen": "SELECT system, instance_id, u, v, distance FROM pair_distances_of"}
+    want = DuckDBEngine(generated).run_queries(pair_based.PLAN, ["mgia"], options, query)["distances_seen"]
+    got = engine.run_queries(pair_based.PLAN, ["mgia"], options, query)["distances_seen"]
+    assert len(got) == len(want) > 1000
+    assert sorted(got) == sorted(want)
+    metrics = ["graph_induced_error", "mgia", "mgia_fn"]
+    assert_rows_match(compute(engine, metrics, options), reference(generated, metrics, options))
