@@ -479,7 +479,8 @@ class SparkEngine(Engine):
     managed table. Every stage, and every query a stage reads, is such a view: Spark inlines a common table
     expression at every reference (the set-based stage alone would recompute its pipeline about ten times),
     and without the checkpoint each stage's plan would hold the plans of all stages before it (the LCA
-    stages' analysis then grows until the driver runs out of memory). Means are added in Spark's own order
+    stages' analysis then grows until the driver runs out of memory); so is a common table expression or a
+    view that one stage would compute twice (:meth:`_computed_once`). Means are added in Spark's own order
     (no ordered aggregates): their last digits may vary between runs.
 
     Parameters
