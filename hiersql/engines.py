@@ -27,6 +27,7 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -501,7 +502,8 @@ class SparkEngine(Engine):
     managed table. Every stage, and every query a stage reads, is such a view: Spark inlines a common table
     expression at every reference (the set-based stage alone would recompute its pipeline about ten times),
     and without the checkpoint each stage's plan would hold the plans of all stages before it (the LCA
-    stages' analysis then grows until the driver runs out of memory). Means add their values in unit order
+    stages' analysis then grows until the driver runs out of memory); so is a common table expression or a
+    view that one stage would compute twice (:meth:`_computed_once`). Means add their values in unit order
     (:func:`render`'s fold of the sorted values), as on the other engines.
 
     Parameters
@@ -523,6 +525,7 @@ class SparkEngine(Engine):
         self.spark = spark
         self.partition_rows = partition_rows
         self._read_once: set[str] = set()
+        self._views: dict[str, Counter[str]] = {}  # plain views: the views each reads (with how often)
         self.partitions_solved: dict[str, int] = {}  # step name: partitions it was solved in (last run)
 
     def execute(self, sql: str) -> list[tuple]:
@@ -542,11 +545,62 @@ class SparkEngine(Engine):
                                                         schema=None if len(data) else _spark_schema(data)))
 
     def _materialize(self, name: str, sql: str) -> None:
+        sql, reads = self._computed_once(name, sql)
         frame = self.spark.sql(sql)
         if name in self._read_once:  # a plain view: no Spark job, the one reader computes it within its own
             frame.createOrReplaceTempView(name)
+            self._views[name] = reads
         else:
             self._register(name, frame)
+
+    def _computed_once(self, name: str, sql: str) -> tuple[str, Counter[str]]:
+        """Query ``sql`` (of stage ``name``) rewritten so that Spark computes each of its parts once, and the
+        plain views it reads (with how often). Spark inlines a common table expression or a view at every
+        reference (``sides`` of ``lca_labels`` would run six times): a common table expression read twice or
+        more becomes a local checkpoint of its own (``<name>__<cte>``), and so does a plain view that the
+        query would compute twice or more (counting the views that views read)."""
+        import sqlglot
+        from sqlglot import exp
+
+        tree = sqlglot.parse_one(sql, read=self.dialect)
+        parts: list[tuple[str, exp.Expression]] = []
+        with_ = tree.args.get("with_")
+        if with_ is not None and not with_.args.get("recursive"):
+            for cte in list(with_.expressions):
+                if _references(tree, cte.alias) < 2:
+                    continue
+                body = cte.this.copy()
+                earlier = [c.copy() for c in with_.expressions[:with_.expressions.index(cte)]]
+                if earlier:  # those it does not read are left out by Spark
+                    body.set("with_", exp.With(expressions=earlier))
+                part = f"{name}__{cte.alias}"
+                for table in _tables(tree, cte.alias):
+                    table.set("this", exp.to_identifier(part))
+                    if not table.alias:
+                        table.set("alias", exp.TableAlias(this=exp.to_identifier(cte.alias)))
+                cte.pop()
+                parts.append((part, body))
+            if not with_.expressions:
+                tree.set("with_", None)
+        reads = [self._view_reads(query) for _, query in parts] + [self._view_reads(tree)]
+        for view, times in sum(reads, Counter()).items():
+            if times > 1:
+                self._register(view, self.spark.table(view))
+        for part, query in parts:
+            self._register(part, self.spark.sql(query.sql(dialect=self.dialect)))
+        return tree.sql(dialect=self.dialect), self._view_reads(tree)
+
+    def _view_reads(self, tree: Any) -> Counter[str]:
+        """How often the plain views are computed by query ``tree`` (the views read by a view included)."""
+        from sqlglot import exp
+
+        out: Counter[str] = Counter()
+        for table in tree.find_all(exp.Table):
+            if not table.db and table.name in self._views:
+                out[table.name] += 1
+                for view, times in self._views[table.name].items():
+                    out[view] += times
+        return out
 
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
                ) -> set[str]:
@@ -627,6 +681,7 @@ class SparkEngine(Engine):
         return int(self.execute(f"SELECT sum(n) FROM ({counts}) AS _counts")[0][0] or 0)
 
     def _register(self, name: str, frame: Any) -> None:
+        self._views.pop(name, None)
         if "." in name:
             frame.write.mode("overwrite").saveAsTable(name)
         else:  # computed once, and its lineage cut: a later stage's plan does not re-analyse every stage before
@@ -666,6 +721,18 @@ def _partition_solver(step: Python, params: dict[str, object], options: Options,
                     names=["_table", *(f"w{k}" for k in range(len(step.writes)))])
 
     return run
+
+
+def _tables(tree: Any, name: str) -> list[Any]:
+    """The references of ``tree`` to the (unqualified) table or common table expression ``name``."""
+    from sqlglot import exp
+
+    return [t for t in tree.find_all(exp.Table) if not t.db and t.name == name]
+
+
+def _references(tree: Any, name: str) -> int:
+    """How often ``tree`` reads the table or common table expression ``name``."""
+    return len(_tables(tree, name))
 
 
 def _spark_schema(data: pa.Table) -> str:

@@ -127,3 +127,31 @@ def test_evaluate_command_computes_in_spark(spark, data_dir, capsys):
     want = cli_rows(capsys, args)
     got = cli_rows(capsys, [*args, "--engine", "spark", "--spark-master", "local[2]"])
     assert_rows_match(got, want)
+
+
+def test_a_part_read_twice_is_computed_once(spark):
+    """Spark inlines a common table expression and a view at every reference: a CTE read twice becomes a
+    local checkpoint of its own (``<stage>__<cte>``), and a plain view that one query reads twice is
+    checkpointed before that query runs; the rows stay those of the query as written."""
+    import pyarrow as pa
+
+    engine = SparkEngine(spark)
+    engine.write("numbers", pa.table({"x": [1, 2, 3, 4]}))
+    query = ("WITH big AS (SELECT x FROM numbers WHERE x > 1) "
+             "SELECT a.x AS a, b.x AS b FROM big AS a JOIN big AS b ON b.x = a.x + 1")
+    rewritten, _ = engine._computed_once("pairs", query)
+    assert "WITH" not in rewritten.upper() and rewritten.count("pairs__big") == 2
+    assert sorted(engine.execute(rewritten)) == sorted(engine.execute(query)) == [(2, 3), (3, 4)]
+    assert _filters(spark, "pairs__big") == 0  # its own rows, not the filter over numbers again
+
+    engine._read_once = {"odd"}
+    engine._materialize("odd", "SELECT x FROM numbers WHERE x % 2 = 1")
+    assert _filters(spark, "odd") == 1  # a plain view: its one reader computes it
+    engine._materialize("odd_pairs", "SELECT a.x AS a, b.x AS b FROM odd AS a JOIN odd AS b ON b.x > a.x")
+    assert _filters(spark, "odd") == 0  # read twice by one query: checkpointed first
+    assert engine.execute("SELECT * FROM odd_pairs") == [(1, 3)]
+
+
+def _filters(spark, table: str) -> int:
+    """The filters Spark runs to read ``table`` (a view's query is inlined; a checkpoint holds its rows)."""
+    return spark.table(table)._jdf.queryExecution().optimizedPlan().toString().count("Filter")
