@@ -173,7 +173,7 @@ CROSS JOIN scoring_constants AS c
 
 -- name: scoring_node_means
 -- Macro, per node: the means over the pairs where the node is the truth or the prediction (once if both).
--- Sums and means add their values in a stated order (same digits on every run; Spark ignores the order).
+-- Sums and means add their values in a stated order (same digits on every run; on Spark too: see hiersql.engines).
 SELECT
     system,
     node,
