@@ -120,15 +120,25 @@ def by_class(store: Store, options: Options | None = None, labels: list[str] | N
     position); ``labels`` picks and orders them (a class no set holds gets support 0 and zero-division values).
     Returns ``system, label, depth, tp, fp, fn, precision, recall, f1, support``.
     """
+    return _classes(store, options or Options(), labels)[0]
+
+
+def _classes(store: Store, options: Options, labels: list[str] | None, averages: tuple[str, ...] = ()
+             ) -> tuple[pd.DataFrame, dict[tuple[str, str, str], float]]:
+    """:func:`by_class`'s frame and, from the same run of the set-based plan, its summary values of hP, hR, hF
+    with ``averages``: ``{(system, average, metric): value}``."""
     import pandas as pd
 
     from .engines import DuckDBEngine
-    from .plan import class_report_sql
+    from .plan import class_report_sql, summary_sql
 
-    options = _with_labels(options or Options(), labels)
+    options = _with_labels(options, labels)
     ratios = list(MEASURES[:3])
-    sql = class_report_sql(_set_based.PLAN, ratios, fixed_classes=labels is not None)
-    rows = DuckDBEngine(store).run_queries(_set_based.PLAN, ratios, options, {"_class_report": sql})
+    queries = {"_class_report": class_report_sql(_set_based.PLAN, ratios, fixed_classes=labels is not None)}
+    if averages:
+        queries["_class_averages"] = summary_sql(_set_based.PLAN, ratios, averages, True,
+                                                 fixed_classes=labels is not None)
+    rows = DuckDBEngine(store).run_queries(_set_based.PLAN, ratios, options, queries)
     frame = pd.DataFrame(rows["_class_report"], columns=["system", "label", "tp", "fp", "fn", "tn", "support", *ratios])
     nodes = store.con.execute("SELECT label, depth, position FROM nodes").df()
     frame = frame.merge(nodes, on="label").rename(columns=dict(zip(ratios, ("precision", "recall", "f1"),
@@ -139,7 +149,9 @@ def by_class(store: Store, options: Options | None = None, labels: list[str] | N
         order = {label: i for i, label in enumerate(labels)}
         frame = frame.sort_values(["system", "label"], key=lambda c: c.map(order) if c.name == "label" else c)
     columns = ["system", "label", "depth", "tp", "fp", "fn", "precision", "recall", "f1", "support"]
-    return frame[columns].astype({c: "int64" for c in ("depth", "tp", "fp", "fn", "support")}).reset_index(drop=True)
+    frame = frame[columns].astype({c: "int64" for c in ("depth", "tp", "fp", "fn", "support")})
+    values = {(str(s), a, m): float(v) for s, m, a, v in rows.get("_class_averages", [])}
+    return frame.reset_index(drop=True), values
 
 
 def _with_labels(options: Options, labels: list[str] | None) -> Options:
@@ -169,21 +181,16 @@ def report(store: Store, options: Options | None = None, labels: list[str] | Non
     (``samples``, over the whole augmented sets)."""
     import pandas as pd
 
-    from .engines import DuckDBEngine
-
     options = options or Options()
-    classes = by_class(store, options, labels)
     names = {"label_macro": "macro avg", "weighted": "weighted avg", "samples": "samples avg"}
-    plan_options = _with_labels(options, labels).with_(average=["label_macro", "weighted"])
-    values = {(r.system, names[r.average], r.metric): r.value for r in [
-        *DuckDBEngine(store).run_plan(_set_based.PLAN, list(MEASURES[:3]), plan_options),
-        *_set_based.evaluate(store, list(MEASURES[:3]), options.with_(labels=None, average=["samples"]))]}
+    classes, values = _classes(store, options, labels, tuple(names))
     parts, texts = [], []
     for system in store.systems():
         mine = classes[classes["system"] == system]
         tp, fp, fn = (int(mine[c].sum()) for c in ("tp", "fp", "fn"))
         rows = [("micro avg", *_ratios(tp, fp, fn, float(options.beta), float(options.zero_division)))]
-        rows += [(name, *(values[system, name, metric] for metric in MEASURES[:3])) for name in names.values()]
+        rows += [(name, *(values[system, average, metric] for metric in MEASURES[:3]))
+                 for average, name in names.items()]
         averages = pd.DataFrame([{"system": system, "label": name, "depth": pd.NA, "tp": tp, "fp": fp, "fn": fn,
                                   "precision": p, "recall": r, "f1": f, "support": int(mine["support"].sum())}
                                  for name, p, r, f in rows])
