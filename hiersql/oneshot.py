@@ -244,9 +244,9 @@ def _not_read(file: str, query: str, done: frozenset[str], text: str | None) -> 
     ``done`` (tables already) and those that only they read (a query composed into a stage that was not made,
     :func:`_read_once`, is read through its reader's table, not again)."""
     queries = sqlfiles.queries(file)
-    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in queries.items()}
+    code = {q: sqlfiles.without_comments(body) for q, body in queries.items()}
     if text is not None:
-        code[query] = re.sub(r"--[^\n]*", "", text)
+        code[query] = sqlfiles.without_comments(text)
     needed: set[str] = set()
     stack = [query]
     while stack:
@@ -334,7 +334,7 @@ def _stages_read_once(plan: FamilyPlan) -> frozenset[str]:
     stages = {step.query for step in plan.steps if isinstance(step, Sql)}
     kept = {plan.instance, plan.classes, *(m.unit for m in plan.measures if m.unit)}
     kept |= {name for step in plan.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
-    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in sqlfiles.queries(plan.file).items()}
+    code = {q: sqlfiles.without_comments(body) for q, body in sqlfiles.queries(plan.file).items()}
     once = set()
     for q in stages - kept:
         readers = [r for r in stages if r != q and re.search(rf"\b{q}\b", code[r])]

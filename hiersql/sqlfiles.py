@@ -71,9 +71,14 @@ def variants(file: str) -> set[str]:
     return {m.group(2) for m in _NAME.finditer(text) if m.group(2)}
 
 
+def without_comments(sql: str) -> str:
+    """``sql`` without its ``--`` comments (what the engine reads: a name or ``$name`` there is no use)."""
+    return re.sub(r"--[^\n]*", "", sql)
+
+
 def parameters(sql: str) -> set[str]:
     """Names of the ``$name`` parameters a query uses (a ``$name`` in a ``--`` comment is not a use)."""
-    return set(_PARAM.findall(re.sub(r"--[^\n]*", "", sql)))
+    return set(_PARAM.findall(without_comments(sql)))
 
 
 def bind_known(sql: str, params: Mapping[str, object]) -> dict[str, object]:
@@ -97,9 +102,9 @@ def dependencies(file: str, name: str, variant: str | None = None, text: str | N
     not one of the file's (a generated summary). With ``params``, a query read only in a ``SELECT`` whose
     ``WHERE`` is false once those parameters are set (a branch switched off) is not a read."""
     all_queries = queries(file, variant)
-    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in all_queries.items()}
+    code = {q: without_comments(body) for q, body in all_queries.items()}
     if text is not None:
-        code[name] = re.sub(r"--[^\n]*", "", text)
+        code[name] = without_comments(text)
     found: list[str] = []
 
     def reads(query: str, other: str) -> bool:
@@ -140,7 +145,7 @@ def readers(file: str, variant: str | None = None) -> dict[str, set[str]]:
     """``{query: the queries of the same file that read it directly}`` (portable queries, or with ``variant``'s
     in their place as in :func:`queries`)."""
     all_queries = queries(file, variant)
-    code = {q: re.sub(r"--[^\n]*", "", body) for q, body in all_queries.items()}
+    code = {q: without_comments(body) for q, body in all_queries.items()}
     return {q: {r for r in all_queries if r != q and re.search(rf"\b{q}\b", code[r])} for q in all_queries}
 
 
