@@ -293,11 +293,10 @@ class Engine:
                 out[name] = self.execute(f"SELECT * FROM {name}")
         return out
 
-    def per_instance(self, plan: FamilyPlan, options: Options, stage: str | None = None) -> pa.Table:
-        """The plan's per-instance table (or another ``stage`` of it) as Arrow, ordered by its key; the
-        columns of measures computed in a run of their own (:attr:`~hiersql.plan.FamilyPlan.groups`) come
-        from that run."""
-        stage = stage or plan.instance
+    def per_instance(self, plan: FamilyPlan, options: Options) -> pa.Table:
+        """The plan's per-instance table as Arrow, ordered by its key; the columns of measures computed in a
+        run of their own (:attr:`~hiersql.plan.FamilyPlan.groups`) come from that run."""
+        stage = plan.instance
         key = plan.unit_order.get(stage, "system, instance_id")
         out = None
         for group, group_options in plan.groups(list(plan.metrics), options):
