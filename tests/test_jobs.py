@@ -471,29 +471,7 @@ def test_column_keywords_read_csv_files_with_the_users_names(fixtures_dir, tmp_p
         " 'label' for the label (default name); the table has ['doc', 'genre']" in out, out
 
 
-SLOW_RUN = """
-import sys, time
-from hiersql.cli import main
-from hiersql.jobs import runner
-from hiersql.jobs.queue import Connection
-
-evaluate, commit = runner.evaluate, Connection.commit
-
-def slow_evaluate(units, stores):
-    time.sleep(0.4)
-    return evaluate(units, stores)
-
-def marked_commit(self):
-    batch = bool(self.held)  # the units of a claim (not the schema's transaction)
-    commit(self)
-    if batch:
-        print("COMMITTED", flush=True)
-        if sys.argv[2] == "hang":
-            time.sleep(3600)
-
-runner.evaluate, Connection.commit = slow_evaluate, marked_commit
-sys.exit(main(["jobs", "run", "--queue", sys.argv[1], "--batch", "1"]))
-"""
+SLOW_RUN = Path(__file__).with_name("slow_jobs_run.py")
 
 
 def test_status_while_a_run_holds_the_queue_file(fixtures_dir, tmp_path):
@@ -506,16 +484,14 @@ def test_status_while_a_run_holds_the_queue_file(fixtures_dir, tmp_path):
     queue = Queue(path)
     job_id = submit(queue, spec)[0]
     queue.close()
-    driver = tmp_path / "slow.py"
-    driver.write_text(SLOW_RUN)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def status(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "hiersql", "jobs", "status", "--queue", str(path), *args],
                               capture_output=True, text=True, env=env, timeout=60)
 
-    proc = subprocess.Popen([sys.executable, str(driver), str(path), "hang"], stdout=subprocess.PIPE, text=True,
-                            env=env)
+    proc = subprocess.Popen([sys.executable, str(SLOW_RUN), str(path), "0.4", "hang", "--batch", "1"],
+                            stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout.readline() == "COMMITTED\n"  # one unit done, then the worker sleeps
         time.sleep(3 * PUBLISH_EVERY)
@@ -539,8 +515,8 @@ def test_status_while_a_run_holds_the_queue_file(fixtures_dir, tmp_path):
     after = status()
     assert after.returncode == 0 and after.stdout == during.stdout.split("\n", 1)[1], after.stdout
     # a run that ends removes its file
-    finished = subprocess.run([sys.executable, str(driver), str(path), "finish"], capture_output=True, text=True,
-                              env=env, timeout=120)
+    finished = subprocess.run([sys.executable, str(SLOW_RUN), str(path), "0.4", "finish", "--batch", "1"],
+                              capture_output=True, text=True, env=env, timeout=120)
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.count("COMMITTED") == 3 and not published.exists()
     assert "  0 queued, 0 running, 4 done, 0 skipped, 0 failed, 0 cancelled; 4 attempt(s)" in status().stdout

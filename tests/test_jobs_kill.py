@@ -131,27 +131,7 @@ def test_killed_anywhere_then_resumed(job, tmp_path):
     assert killed >= KILLS - 2  # the random ones may come after the end
 
 
-INTERRUPTED = """
-import sys, time
-from hiersql.cli import main
-from hiersql.jobs import runner
-from hiersql.jobs.queue import Connection
-
-evaluate, commit = runner.evaluate, Connection.commit
-
-def slow_evaluate(units, stores):
-    time.sleep(0.3)
-    return evaluate(units, stores)
-
-def marked_commit(self):
-    batch = bool(self.held)  # the units of a claim (not the schema's transaction)
-    commit(self)
-    if batch:
-        print("COMMITTED", flush=True)
-
-runner.evaluate, Connection.commit = slow_evaluate, marked_commit
-sys.exit(main(["jobs", "run", "--queue", sys.argv[1], "--workers", "2", "--batch", "2"]))
-"""
+SLOW_RUN = Path(__file__).with_name("slow_jobs_run.py")
 
 
 def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
@@ -160,10 +140,9 @@ def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
     queue = Queue(path)
     submit(queue, spec)
     queue.close()
-    driver = tmp_path / "interrupted.py"
-    driver.write_text(INTERRUPTED)
-    proc = subprocess.Popen([sys.executable, str(driver), str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen([sys.executable, str(SLOW_RUN), str(path), "0.3", "finish",
+                             "--workers", "2", "--batch", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     watchdog = threading.Timer(120, proc.kill)
     watchdog.start()
     for line in proc.stdout:  # the first batch is committed
