@@ -210,9 +210,11 @@ JOIN lca_instances AS k ON k.inst = per_node.inst
 GROUP BY k.system, k.instance_id
 
 -- name: lca_open_instances
--- (inst, system, instance_id) whose minimal graphs involve a choice: a label with several options, or a
--- path end with several shortest paths (more nodes than steps).
-SELECT k.inst, k.system, k.instance_id
+-- (inst, system, instance_id, batch) whose minimal graphs involve a choice: a label with several options, or
+-- a path end with several shortest paths (more nodes than steps); numbered into batches of $batch_size
+-- (lca.py fetches one at a time).
+SELECT k.inst, k.system, k.instance_id,
+       CAST(floor((row_number() OVER (ORDER BY k.inst) - 1) / $batch_size) AS INTEGER) AS batch
 FROM lca_instances AS k
 WHERE k.inst IN (
     SELECT inst
@@ -230,12 +232,6 @@ WHERE k.inst IN (
     ) AS multi ON multi.node = e.node AND multi.lca = e.lca
 )
 
--- name: lca_open_batches
--- The instances of lca_open_instances numbered into batches of $batch_size (lca.py fetches one at a time).
-SELECT inst, system, instance_id,
-       CAST(floor((row_number() OVER (ORDER BY inst) - 1) / $batch_size) AS INTEGER) AS batch
-FROM lca_open_instances
-
 -- name: lca_open_options
 -- The options of the labels of the instances with a choice, a shared label's (itself) included; nodes by
 -- position, as lca.py reads them (it compares integers, and reads names only to return graphs).
@@ -245,12 +241,12 @@ FROM (
     UNION ALL
     SELECT inst, side, label, label AS lca, label AS partner FROM lca_labels WHERE shared
 ) AS o
-JOIN lca_open_batches AS b ON b.inst = o.inst
+JOIN lca_open_instances AS b ON b.inst = o.inst
 
 -- name: lca_open_ends
 SELECT DISTINCT b.batch, e.node, e.lca
 FROM lca_path_ends AS e
-JOIN lca_open_batches AS b ON b.inst = e.inst
+JOIN lca_open_instances AS b ON b.inst = e.inst
 
 -- name: lca_open_nodes
 -- The nodes of the shortest paths of lca_open_ends, and the path {x} of a shared label x (its own LCA).
@@ -260,7 +256,7 @@ JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
 UNION
 SELECT b.batch, l.label AS node, l.label AS lca, 0 AS step, l.label AS v
 FROM lca_labels AS l
-JOIN lca_open_batches AS b ON b.inst = l.inst
+JOIN lca_open_instances AS b ON b.inst = l.inst
 WHERE l.shared
 
 -- name: lca_open_links

@@ -98,18 +98,24 @@ def _prepare(store: Store, params: dict[str, object], target: str, done: tuple[s
     return names
 
 
-def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node] | None = None
+def _open(con: duckdb.DuckDBPyConnection, options: Options) -> tuple[set[Node], int]:
+    """The nodes not counted in the graphs' sizes (the root unless ``include_root``) and the number of
+    batches of ``lca_open_instances``, in one query."""
+    root, n_batches = con.execute(
+        "SELECT (SELECT position FROM nodes WHERE is_root), (SELECT coalesce(max(batch) + 1, 0)"
+        " FROM lca_open_instances)").fetchall()[0]
+    return set() if options.include_root else {root}, n_batches
+
+
+def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node], n_batches: int
             ) -> Iterator[tuple[int, dict[str, set[Node]]]]:
     """Minimal graphs (``options.lca_graph`` greedy or optimal) of the instances where a choice exists (the
-    tables ``lca_open_*`` of connection ``con``): ``(inst, {"t": Gt, "p": Gp})`` (``inst`` the number of
-    ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a time to bound memory; a
-    warning counts the instances where the exact solver fell back to the greedy graphs. ``ignore``: the nodes
-    not counted (default: the root unless ``include_root``)."""
+    tables ``lca_open_*`` of connection ``con``, ``n_batches`` batches): ``(inst, {"t": Gt, "p": Gp})``
+    (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a
+    time to bound memory; a warning counts the instances where the exact solver fell back to the greedy
+    graphs. ``ignore``: the nodes the exact solver does not count (:func:`_open`)."""
     on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
-    if ignore is None:
-        ignore = set() if options.include_root else {_root(on)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
-    n_batches = con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchall()[0][0]
     fallbacks = 0
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
         for batch in range(n_batches):
@@ -127,14 +133,9 @@ def _stage_open(store: Store, params: dict[str, object]) -> int:
     """Materialise the options, path nodes and path links of the instances with a choice, by batch; returns
     the number of batches."""
     params = {**params, "batch_size": BATCH}
-    for name in ("lca_open_instances", "lca_open_batches", "lca_open_options", "lca_open_ends",
-                 "lca_open_nodes", "lca_open_links"):
+    for name in ("lca_open_instances", "lca_open_options", "lca_open_ends", "lca_open_nodes", "lca_open_links"):
         _materialise(store, name, params)
-    return store.con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchone()[0]
-
-
-def _root(store: Store) -> Node:
-    return store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
+    return store.con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_instances").fetchone()[0]
 
 
 def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, set[str]]]:
@@ -153,7 +154,7 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
         names = dict(store.con.execute("SELECT position, label FROM nodes").fetchall())
         names[-1] = params["beyond"]
         _stage_open(store, params)
-        for inst, g in _solved(store.con, options):
+        for inst, g in _solved(store.con, options, *_open(store.con, options)):
             out[keys[inst]] = {side: {names[v] for v in nodes} for side, nodes in g.items()}
     return dict(out)
 
@@ -182,17 +183,14 @@ def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = 
 def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
     """The minimal-graph step: ``lca_graph_counts`` rewritten with the sizes of the minimal graphs
     (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``)."""
-    ignore = set() if options.include_root else {_root(SimpleNamespace(con=con))}
-    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in _solved(con, options, ignore)]
-    if rows:
+    ignore, n_batches = _open(con, options)
+    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in _solved(con, options, ignore, n_batches)]
+    if rows:  # every instance with a choice has labels that are not the root, hence a row to update
         con.execute(
-            "DELETE FROM lca_graph_counts AS c WHERE EXISTS (SELECT 1 FROM lca_open_instances AS o"
-            " WHERE o.system = c.system AND o.instance_id = c.instance_id)"
-        )
-        con.execute(
-            "INSERT INTO lca_graph_counts SELECT k.system, k.instance_id, c.t, c.p, c.b FROM (SELECT unnest($i) AS"
-            " inst, unnest($t) AS t, unnest($p) AS p, unnest($b) AS b) AS c JOIN lca_instances AS k"
-            " ON k.inst = c.inst",
+            "UPDATE lca_graph_counts AS c SET n_true = m.t, n_pred = m.p, n_both = m.b FROM (SELECT k.system,"
+            " k.instance_id, m.t, m.p, m.b FROM (SELECT unnest($i) AS inst, unnest($t) AS t, unnest($p) AS p,"
+            " unnest($b) AS b) AS m JOIN lca_instances AS k ON k.inst = m.inst) AS m"
+            " WHERE c.system = m.system AND c.instance_id = m.instance_id",
             {name: [r[k] for r in rows] for k, name in enumerate(("i", "t", "p", "b"))},
         )
 
@@ -214,11 +212,11 @@ PLAN = FamilyPlan(
     steps=(
         *(Sql(q) for q in ("lca_closure", "lca_instances", "lca_labels", "lca_pairs", "lca_pair_meetings",
                            "lca_meetings", "lca_options", "lca_path_ends", "lca_path_nodes", "lca_extended_nodes",
-                           "lca_graph_counts", "lca_open_instances", "lca_open_batches", "lca_open_options",
-                           "lca_open_ends", "lca_open_nodes", "lca_open_links")),
+                           "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_ends",
+                           "lca_open_nodes", "lca_open_links")),
         Python("minimal_graphs", solve_minimal_graphs,
-               reads=("nodes", "lca_instances", "lca_graph_counts", "lca_open_instances", "lca_open_batches",
-                      "lca_open_options", "lca_open_nodes", "lca_open_links"),
+               reads=("nodes", "lca_instances", "lca_graph_counts", "lca_open_instances", "lca_open_options",
+                      "lca_open_nodes", "lca_open_links"),
                writes=("lca_graph_counts",), when=lambda options: options.lca_graph in ("greedy", "optimal")),
         HEMKIT_GRAPHS,
         Sql("lca_instance"),
