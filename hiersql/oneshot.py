@@ -242,7 +242,7 @@ def _folded(file: str, query: str, params: tuple, done: frozenset[str], text: st
 def _not_read(file: str, query: str, done: frozenset[str], text: str | None) -> frozenset[str]:
     """The queries of ``sql/<file>.sql`` that the stage ``query`` (or ``text``) does not compose: those in
     ``done`` (tables already) and those that only they read (a query composed into a stage that was not made,
-    :func:`_read_once`, is read through its reader's table, not again)."""
+    :func:`_read_by_one`, is read through its reader's table, not again)."""
     queries = sqlfiles.queries(file)
     code = {q: sqlfiles.without_comments(body) for q, body in queries.items()}
     if text is not None:
@@ -271,7 +271,7 @@ class FoldedEngine(DuckDBEngine):
     next call with the same options. DuckDB plans the folded text several times faster than the query with the
     branches of every option, which is most of a small call's time. The stages of a plan without Python steps
     are composed into the generated query (:attr:`~hiersql.engines.Engine.compose_stages`); in a plan with
-    Python steps, the stages that one later stage reads once (:func:`_read_once`), and the per-instance stage
+    Python steps, the stages that only one later stage reads (:func:`_read_by_one`), and the per-instance stage
     when one generated query reads it (``compose_instance``). A generated query (``text``) is a view: the
     runner reads it once, right after (:meth:`~hiersql.engines.Engine.run_queries`)."""
 
@@ -293,7 +293,7 @@ class FoldedEngine(DuckDBEngine):
 
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
                ) -> set[str]:
-        inline = _read_once(plan)
+        inline = _read_by_one(plan)
         if self.compose_instance and _per_plan(plan, _instance_composable):
             inline |= {plan.instance}
         return super()._steps(plan, [s for s in steps if not (isinstance(s, Sql) and s.query in inline)], params,
@@ -345,27 +345,27 @@ def _per_plan(plan: FamilyPlan, function: Callable[[FamilyPlan], Any]) -> Any:
     return found[1]
 
 
-def _read_once(plan: FamilyPlan) -> frozenset[str]:
-    """The SQL stages of a plan with Python steps that one later stage reads, once, and nothing else reads (no
+def _read_by_one(plan: FamilyPlan) -> frozenset[str]:
+    """The SQL stages of a plan with Python steps that one later stage reads and nothing else reads (no
     Python step, no summary): composed into that stage as a common table expression instead of materialised.
-    (A stage its reader names twice stays a table: as an expression DuckDB may compute it twice, and on
-    GermEval the LCA meetings composed into the options cost a tenth more than as tables.)"""
-    return _per_plan(plan, _stages_read_once)
+    A reader that names such a stage twice gets it as a common table expression DuckDB materialises once
+    (the LCA pair meetings and meetings composed into the options: 3-4 % of a GermEval call)."""
+    return _per_plan(plan, _stages_read_by_one)
 
 
-def _stages_read_once(plan: FamilyPlan) -> frozenset[str]:
+def _stages_read_by_one(plan: FamilyPlan) -> frozenset[str]:
     if not any(isinstance(step, Python) for step in plan.steps):
         return frozenset()
     stages = {step.query for step in plan.steps if isinstance(step, Sql)}
     kept = {plan.instance, plan.classes, *(m.unit for m in plan.measures if m.unit)}
     kept |= {name for step in plan.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
     code = {q: sqlfiles.without_comments(body) for q, body in sqlfiles.queries(plan.file).items()}
-    once = set()
+    by_one = set()
     for q in stages - kept:
         readers = [r for r in stages if r != q and re.search(rf"\b{q}\b", code[r])]
-        if len(readers) == 1 and len(re.findall(rf"\b{q}\b", code[readers[0]])) == 1:
-            once.add(q)
-    return frozenset(once)
+        if len(readers) == 1:
+            by_one.add(q)
+    return frozenset(by_one)
 
 
 # ------------------------------------------------------------------------------------------------- the call
