@@ -62,6 +62,7 @@ _database: dict[str, Any] = {}
 _schemas: dict[int, tuple[weakref.ref, str]] = {}  # id(taxonomy) -> (its weak reference, its schema)
 _numbers = itertools.count(1)
 SMALL_CALL = 100_000  # calls with fewer instances run with the settings of _small_call
+SMALL_CALL_OFF = "join_order,statistics_propagation,compressed_materialization"  # DuckDB optimizers off then
 
 
 def connection() -> duckdb.DuckDBPyConnection:
@@ -75,19 +76,21 @@ def connection() -> duckdb.DuckDBPyConnection:
 
 
 def _small_call(instances: int) -> None:
-    """Below :data:`SMALL_CALL` instances the database runs on one thread, and DuckDB's join-order optimizer
-    is off: the queries' joins run in the order written. On small inputs DuckDB's workers only add their own
-    scheduling (two threads cost about a tenth more CPU and wall time at 1,000 instances), and the
-    optimizer's estimates on tables of a few thousand rows can be far off: for GermEval's pair distances it
-    joins the closure to itself on the root first (140,000 rows for 2,000 pairs), and the pair-based calls
-    take a fifth longer. A larger call gets DuckDB's defaults back. (These settings are the database's: a
-    large call running beside small ones in other threads may run with the small calls' settings, only
-    slower.)"""
+    """Below :data:`SMALL_CALL` instances the database runs on one thread, and the optimizers
+    :data:`SMALL_CALL_OFF` are off. On small inputs DuckDB's workers only add their own scheduling (two threads
+    cost about a tenth more CPU and wall time at 1,000 instances). Without the join-order optimizer the
+    queries' joins run in the order written: its estimates on tables of a few thousand rows can be far off
+    (for GermEval's pair distances it joins the closure to itself on the root first, 140,000 rows for 2,000
+    pairs, and the pair-based calls take a fifth longer). The statistics (and the compressed keys built from
+    them) cost more than they save on a few thousand rows: an LCA call of 1,000 GermEval instances, whose
+    stages hold some 60 joins and aggregates, takes 7-8 % less CPU without them. A larger call gets DuckDB's
+    defaults back. (These settings are the database's: a large call running beside small ones in other
+    threads may run with the small calls' settings, only slower.)"""
     small = instances < SMALL_CALL
     con = connection()
     with _lock:
         if _database.get("small") != small:
-            for statement in (("SET threads = 1", "SET disabled_optimizers = 'join_order'") if small else
+            for statement in (("SET threads = 1", f"SET disabled_optimizers = '{SMALL_CALL_OFF}'") if small else
                               ("RESET threads", "RESET disabled_optimizers")):
                 con.execute(statement)
             _database["small"] = small

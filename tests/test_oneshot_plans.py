@@ -122,8 +122,9 @@ def test_label_checks_name_the_first_bad_label_and_the_caller():
 
 
 def test_small_calls_run_on_one_thread_without_join_reordering():
-    """Below SMALL_CALL instances: one DuckDB thread, joins in the order written; a larger call gets DuckDB's
-    defaults back (its threads, every optimizer), and a small one sets them again."""
+    """Below SMALL_CALL instances: one DuckDB thread, joins in the order written, no statistics nor compressed
+    keys; a larger call gets DuckDB's defaults back (its threads, every optimizer), and a small one sets them
+    again."""
     import duckdb
 
     def settings(con=None):
@@ -132,8 +133,8 @@ def test_small_calls_run_on_one_thread_without_join_reordering():
 
     taxonomy = hiersql.Taxonomy.from_edges([("r", "a"), ("r", "b")])
     hiersql.hierarchical_f1([["a"]], [["b"]], taxonomy)
-    assert settings() == (1, "join_order")
+    assert settings() == (1, "join_order,statistics_propagation,compressed_materialization")
     oneshot._small_call(oneshot.SMALL_CALL)
     assert settings() == settings(duckdb.connect())  # DuckDB's defaults
     assert hiersql.hierarchical_f1([["a"]], [["a"]], taxonomy) == 1.0
-    assert settings() == (1, "join_order")
+    assert settings() == (1, "join_order,statistics_propagation,compressed_materialization")
