@@ -171,13 +171,10 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------------------- plan
 def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
-    params = sql_params(options)
-    beyond = "__beyond__"
-    if engine is not None:
-        taken = {r[0] for r in engine.execute(f"SELECT label FROM {engine.table('nodes')} WHERE label LIKE '%beyond%'")}
-        while beyond in taken:
-            beyond = f"_{beyond}_"
-    return {**params, "beyond": beyond, "batch_size": BATCH}
+    """The plan's parameters: :func:`sql_params` and the batch size of the instances with a choice. (The
+    plan's stages never name the virtual ancestor beyond ``max_distance``: only ``lca_extended_names`` does,
+    which :func:`graphs` runs with a name checked against the nodes, :func:`beyond_name`.)"""
+    return {**sql_params(options), "batch_size": BATCH}
 
 
 def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
