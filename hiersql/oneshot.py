@@ -275,23 +275,22 @@ class FoldedEngine(DuckDBEngine):
     branches of every option, which is most of a small call's time. The stages of a plan without Python steps
     are composed into the generated query (:attr:`~hiersql.engines.Engine.compose_stages`); in a plan with
     Python steps, the stages that only one later stage reads (:func:`_read_by_one`), and the per-instance stage
-    when one generated query reads it (``compose_instance``). A generated query (``text``) is a view: the
-    runner reads it once, right after (:meth:`~hiersql.engines.Engine.run_queries`)."""
+    when one generated query reads it (``compose_instance``). A generated query (``text``) is a table too: the
+    runner reads it once, right after (:meth:`~hiersql.engines.Engine.run_queries`), and its few rows cost
+    less to write than a view's query costs to bind a second time."""
 
     compose_stages = True
     compose_instance = False  # one generated query reads the per-instance stage: compose it in
 
     def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
         plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)))
-        generated = text is not None
-        if not generated and query in _duckdb_variants(file):  # the query as written for DuckDB
+        if text is None and query in _duckdb_variants(file):  # the query as written for DuckDB
             text = sqlfiles.queries(file, "duckdb")[query]
         sql = _folded(file, query, plain, frozenset(done), text)
         if sql is None:
             super().stage(file, query, params, done, text)
             return
-        kind = "VIEW" if generated else "TABLE"  # the names are the plans' own: plain identifiers
-        self.con.execute(f"CREATE OR REPLACE TEMP {kind} {query} AS {_stored(self.con, sql)}")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {_stored(self.con, sql)}")
         done.add(query)
 
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
