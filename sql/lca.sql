@@ -189,25 +189,24 @@ JOIN lca_instances AS k ON k.inst = e.inst
 LEFT JOIN nodes AS n ON n.position = e.v
 
 -- name: lca_graph_counts
--- (system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs.
-SELECT
-    k.system,
-    k.instance_id,
-    sum(in_true) AS n_true,
-    sum(in_pred) AS n_pred,
-    sum(in_true * in_pred) AS n_both
+-- (inst, system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs (inst:
+-- lca.py rewrites the counts of the instances with a choice by their number).
+SELECT k.inst, k.system, k.instance_id, c.n_true, c.n_pred, c.n_both
 FROM (
-    SELECT
-        inst,
-        v,
-        max(CASE WHEN side = 't' THEN 1 ELSE 0 END) AS in_true,
-        max(CASE WHEN side = 'p' THEN 1 ELSE 0 END) AS in_pred
-    FROM lca_extended_nodes
-    WHERE $include_root OR v NOT IN (SELECT position FROM nodes WHERE is_root)
-    GROUP BY inst, v
-) AS per_node
-JOIN lca_instances AS k ON k.inst = per_node.inst
-GROUP BY k.system, k.instance_id
+    SELECT inst, sum(in_true) AS n_true, sum(in_pred) AS n_pred, sum(in_true * in_pred) AS n_both
+    FROM (
+        SELECT
+            inst,
+            v,
+            max(CASE WHEN side = 't' THEN 1 ELSE 0 END) AS in_true,
+            max(CASE WHEN side = 'p' THEN 1 ELSE 0 END) AS in_pred
+        FROM lca_extended_nodes
+        WHERE $include_root OR v NOT IN (SELECT position FROM nodes WHERE is_root)
+        GROUP BY inst, v
+    ) AS per_node
+    GROUP BY inst
+) AS c
+JOIN lca_instances AS k ON k.inst = c.inst
 
 -- name: lca_open_instances
 -- (inst, system, instance_id, batch) whose minimal graphs involve a choice: a label with several options, or

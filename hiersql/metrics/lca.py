@@ -184,10 +184,8 @@ def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, objec
     rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in _solved(con, options, ignore, n_batches)]
     if rows:  # every instance with a choice has labels that are not the root, hence a row to update
         con.execute(
-            "UPDATE lca_graph_counts AS c SET n_true = m.t, n_pred = m.p, n_both = m.b FROM (SELECT k.system,"
-            " k.instance_id, m.t, m.p, m.b FROM (SELECT unnest($i) AS inst, unnest($t) AS t, unnest($p) AS p,"
-            " unnest($b) AS b) AS m JOIN lca_instances AS k ON k.inst = m.inst) AS m"
-            " WHERE c.system = m.system AND c.instance_id = m.instance_id",
+            "UPDATE lca_graph_counts AS c SET n_true = m.t, n_pred = m.p, n_both = m.b FROM (SELECT unnest($i) AS"
+            " inst, unnest($t) AS t, unnest($p) AS p, unnest($b) AS b) AS m WHERE c.inst = m.inst",
             {name: [r[k] for r in rows] for k, name in enumerate(("i", "t", "p", "b"))},
         )
 
@@ -212,8 +210,8 @@ PLAN = FamilyPlan(
                            "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_ends",
                            "lca_open_nodes", "lca_open_links")),
         Python("minimal_graphs", solve_minimal_graphs,
-               reads=("nodes", "lca_instances", "lca_graph_counts", "lca_open_instances", "lca_open_options",
-                      "lca_open_nodes", "lca_open_links"),
+               reads=("nodes", "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_nodes",
+                      "lca_open_links"),
                writes=("lca_graph_counts",), when=lambda options: options.lca_graph in ("greedy", "optimal")),
         HEMKIT_GRAPHS,
         Sql("lca_instance"),
