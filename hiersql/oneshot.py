@@ -104,7 +104,7 @@ def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
         for key, (ref, name) in list(_schemas.items()):
             if ref() is None:
                 del _schemas[key]
-                con.execute(f"DROP SCHEMA {name} CASCADE")
+                _drop_schema(con, name)
         found = _schemas.get(id(taxonomy))
         if keep and found is not None and found[0]() is taxonomy:
             return found[1]
@@ -129,21 +129,28 @@ def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
 
 
 @contextmanager
-def session(taxonomy: Taxonomy, keep: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A cursor of the process-wide database whose ``search_path`` is ``taxonomy``'s schema; its temporary
-    tables (labels, stages) vanish when it closes. ``keep``: keep the schema for later calls with the same
-    object."""
+def session(taxonomy: Taxonomy, keep: bool) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
+    """A cursor of the process-wide database whose ``search_path`` is ``taxonomy``'s schema, and that schema's
+    name; the cursor's temporary tables (labels, stages) vanish when it closes. ``keep``: keep the schema for
+    later calls with the same object."""
     name = _taxonomy_schema(taxonomy, keep)
     with _lock:
         cur = _database["con"].cursor()
     try:
         cur.execute(f"SET search_path = '{name}'")
-        yield cur
+        yield cur, name
     finally:
         cur.close()
         if not keep:
             with _lock:
-                _database["con"].execute(f"DROP SCHEMA {name} CASCADE")
+                _drop_schema(_database["con"], name)
+
+
+def _drop_schema(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Drop a taxonomy's schema, and forget the stages made there (:func:`_taxonomy_stage`); under ``_lock``."""
+    con.execute(f"DROP SCHEMA {name} CASCADE")
+    for key in [key for key in _TAXONOMY_STAGES if key[0] == name]:
+        del _TAXONOMY_STAGES[key]
 
 
 def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequence[Any], y_pred: Sequence[Any],
@@ -281,6 +288,7 @@ class FoldedEngine(DuckDBEngine):
 
     compose_stages = True
     compose_instance = False  # one generated query reads the per-instance stage: compose it in
+    schema = ""  # the call's taxonomy schema (:func:`session`)
 
     def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
         plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)))
@@ -289,6 +297,9 @@ class FoldedEngine(DuckDBEngine):
         sql = _folded(file, query, plain, frozenset(done), text)
         if sql is None:
             super().stage(file, query, params, done, text)
+            return
+        if _reads_taxonomy_only(sql) and _taxonomy_stage(self.con, self.schema, query, sql):
+            done.add(query)
             return
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {_stored(self.con, sql)}")
         done.add(query)
@@ -300,6 +311,37 @@ class FoldedEngine(DuckDBEngine):
             inline |= {plan.instance}
         return super()._steps(plan, [s for s in steps if not (isinstance(s, Sql) and s.query in inline)], params,
                               options)
+
+
+TAXONOMY_TABLES = frozenset({"edges", "nodes", "closure", "node_closure"})  # filled per taxonomy schema
+_TAXONOMY_STAGES: dict[tuple[str, str], str] = {}  # (schema, stage) -> the folded text of the table made there
+
+
+@functools.lru_cache(maxsize=512)
+def _reads_taxonomy_only(sql: str) -> bool:
+    """Whether the folded stage ``sql`` reads the taxonomy's tables and nothing else (no label set, no stage
+    made from them): its rows are the same in every call with that taxonomy."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    tables = {table.name for table in tree.find_all(exp.Table)} - {cte.alias for cte in tree.find_all(exp.CTE)}
+    return bool(tables) and tables <= TAXONOMY_TABLES
+
+
+def _taxonomy_stage(con: duckdb.DuckDBPyConnection, schema: str, query: str, sql: str) -> bool:
+    """Whether the stage ``query``, which reads only the taxonomy's tables (folded text ``sql``), is a table of
+    the taxonomy's schema ``schema``: made there by the first call that needs it (from ``con``), read by
+    later calls with the same taxonomy object through their ``search_path`` (the LCA closure on node
+    positions: one statement less per call). A stage of that name made there from another text (other
+    options) is not: the call makes its own temporary table, which its cursor reads first."""
+    key = (schema, query)
+    with _lock:
+        made = _TAXONOMY_STAGES.get(key)
+        if made is None:
+            con.execute(f"CREATE TABLE {schema}.{query} AS {sql}")  # names made here and the plans' own
+            _TAXONOMY_STAGES[key] = made = sql
+    return made == sql
 
 
 _STORED: dict[str, str] = {}  # folded text -> the view of the process-wide database that holds it
@@ -402,9 +444,10 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
     weighted = weights is not None
     _small_call(len(y_true))
     queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
-    with session(tax, keep=isinstance(taxonomy, Taxonomy)) as con:
+    with session(tax, keep=isinstance(taxonomy, Taxonomy)) as (con, schema):
         load_sets(con, tax, y_true, y_pred, weights)
         engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
+        engine.schema = schema
         engine.weighted = weighted
         engine.compose_instance = len(queries) == 1
         if plan.summary is not None:

@@ -138,3 +138,22 @@ def test_small_calls_run_on_one_thread_without_join_reordering():
     assert settings() == settings(duckdb.connect())  # DuckDB's defaults
     assert hiersql.hierarchical_f1([["a"]], [["a"]], taxonomy) == 1.0
     assert settings() == (1, "join_order,statistics_propagation,compressed_materialization")
+
+
+def test_a_stage_of_the_taxonomy_alone_is_made_once_in_its_schema():
+    """The LCA closure on node positions reads only the taxonomy's tables: the first call with a taxonomy
+    object makes it a table of that taxonomy's schema, later calls read it there (the same values); a
+    taxonomy given as edges has a schema for one call, dropped with what was made there."""
+    assert oneshot._reads_taxonomy_only("SELECT ancestor, descendant, distance FROM node_closure")
+    assert not oneshot._reads_taxonomy_only("SELECT n.position FROM truth AS t JOIN nodes AS n ON n.label = t.label")
+    assert not oneshot._reads_taxonomy_only("WITH nodes AS (SELECT label FROM truth) SELECT label FROM nodes")
+    taxonomy = hiersql.Taxonomy.from_edges(DAG_EDGES)
+    y_true, y_pred = DAG_TRUTH, DAG_PRED["fig8b"]
+    first = hiersql.lca_f1(y_true, y_pred, taxonomy)
+    schema = oneshot._schemas[id(taxonomy)][1]
+    made = oneshot.connection().execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = $s AND table_name = 'lca_closure'",
+        {"s": schema}).fetchall()
+    assert made == [("lca_closure",)] and (schema, "lca_closure") in oneshot._TAXONOMY_STAGES
+    assert hiersql.lca_f1(y_true, y_pred, taxonomy) == first == hiersql.lca_f1(y_true, y_pred, DAG_EDGES)
+    assert {key[0] for key in oneshot._TAXONOMY_STAGES} <= {name for _, name in oneshot._schemas.values()}
