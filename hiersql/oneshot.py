@@ -147,10 +147,12 @@ def session(taxonomy: Taxonomy, keep: bool) -> Iterator[tuple[duckdb.DuckDBPyCon
 
 
 def _drop_schema(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    """Drop a taxonomy's schema, and forget the stages made there (:func:`_taxonomy_stage`); under ``_lock``."""
+    """Drop a taxonomy's schema, and forget the stages made there (:func:`_taxonomy_stage`) and the rows read
+    from it (:meth:`FoldedEngine.execute`); under ``_lock``."""
     con.execute(f"DROP SCHEMA {name} CASCADE")
-    for key in [key for key in _TAXONOMY_STAGES if key[0] == name]:
-        del _TAXONOMY_STAGES[key]
+    for made in (_TAXONOMY_STAGES, _TAXONOMY_ROWS):
+        for key in [key for key in made if key[0] == name]:
+            del made[key]
 
 
 def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequence[Any], y_pred: Sequence[Any],
@@ -290,6 +292,20 @@ class FoldedEngine(DuckDBEngine):
     compose_instance = False  # one generated query reads the per-instance stage: compose it in
     schema = ""  # the call's taxonomy schema (:func:`session`)
 
+    def execute(self, sql: str) -> list[tuple]:
+        """The rows of ``sql``; those of a query of the taxonomy's tables alone (a plan's parameter, such as
+        whether a node has several parents) kept for later calls with the same taxonomy object."""
+        if not _reads_taxonomy_only(sql):
+            return super().execute(sql)
+        key = (self.schema, sql)
+        with _lock:
+            rows = _TAXONOMY_ROWS.get(key)
+        if rows is None:
+            rows = super().execute(sql)
+            with _lock:
+                _TAXONOMY_ROWS[key] = rows
+        return rows
+
     def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
         plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)))
         if text is None and query in _duckdb_variants(file):  # the query as written for DuckDB
@@ -315,6 +331,7 @@ class FoldedEngine(DuckDBEngine):
 
 TAXONOMY_TABLES = frozenset({"edges", "nodes", "closure", "node_closure"})  # filled per taxonomy schema
 _TAXONOMY_STAGES: dict[tuple[str, str], str] = {}  # (schema, stage) -> the folded text of the table made there
+_TAXONOMY_ROWS: dict[tuple[str, str], list[tuple]] = {}  # (schema, query) -> its rows
 
 
 @functools.lru_cache(maxsize=512)

@@ -165,7 +165,14 @@ SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
 FROM ends AS e
 JOIN lca_closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
 JOIN lca_closure AS ca ON ca.descendant = cx.ancestor AND ca.ancestor = e.lca AND cx.distance + ca.distance = e.up
-WHERE e.up > 1
+WHERE e.up > 1 AND $multi_parent
+UNION ALL
+-- in a tree ($multi_parent false: no node has two parents) the ancestors of node up to e.up edges above it
+-- are its one path to lca
+SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
+FROM ends AS e
+JOIN lca_closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
+WHERE e.up > 1 AND NOT $multi_parent
 UNION ALL
 SELECT node, lca, 0 AS step, node AS v FROM ends WHERE up <= 1
 UNION ALL
@@ -229,6 +236,7 @@ WHERE k.inst IN (
         GROUP BY node, lca
         HAVING count(*) > max(step) + 1
     ) AS multi ON multi.node = e.node AND multi.lca = e.lca
+    WHERE $multi_parent  -- in a tree every path is the only one
 )
 
 -- name: lca_open_options
@@ -273,6 +281,7 @@ FROM multi AS m
 JOIN lca_open_nodes AS a ON a.batch = m.batch AND a.node = m.node AND a.lca = m.lca
 JOIN lca_open_nodes AS b ON b.batch = a.batch AND b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
 JOIN lca_closure AS e ON e.descendant = a.v AND e.ancestor = b.v AND e.distance = 1
+WHERE $multi_parent  -- in a tree every path is the only one
 
 -- name: lca_instance
 -- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives

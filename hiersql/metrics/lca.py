@@ -69,9 +69,10 @@ def _params(options: Options, store: Store) -> dict[str, object]:
 
 def sql_params(options: Options) -> dict[str, object]:
     """The parameters of ``sql/lca.sql`` (the virtual ancestor beyond ``max_distance`` named ``__beyond__``:
-    the plan's parameters rename it when a node has that name)."""
+    :func:`graphs` renames it when a node has that name; ``multi_parent`` true: shortest paths may branch,
+    as in any DAG)."""
     return {"include_root": bool(options.include_root), "max_distance": options.max_distance,
-            "zero_division": float(options.zero_division), "beyond": "__beyond__"}
+            "zero_division": float(options.zero_division), "beyond": "__beyond__", "multi_parent": True}
 
 
 def beyond_name(store: Store) -> str:
@@ -171,10 +172,17 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------------------- plan
 def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
-    """The plan's parameters: :func:`sql_params` and the batch size of the instances with a choice. (The
-    plan's stages never name the virtual ancestor beyond ``max_distance``: only ``lca_extended_names`` does,
-    which :func:`graphs` runs with a name checked against the nodes, :func:`beyond_name`.)"""
-    return {**sql_params(options), "batch_size": BATCH}
+    """The plan's parameters: :func:`sql_params`, the batch size of the instances with a choice, and
+    ``multi_parent``: whether a node of the engine's taxonomy has several parents (in a tree every shortest
+    path is the only one: the stages that look for other paths are switched off). (The plan's stages never
+    name the virtual ancestor beyond ``max_distance``: only ``lca_extended_names`` does, which :func:`graphs`
+    runs with a name checked against the nodes, :func:`beyond_name`.)"""
+    params = {**sql_params(options), "batch_size": BATCH}
+    if engine is not None:
+        params["multi_parent"] = engine.execute(
+            f"SELECT count(*) FROM (SELECT child FROM {engine.table('edges')} GROUP BY child HAVING count(*) > 1)"
+            " AS m")[0][0] > 0
+    return params
 
 
 def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
