@@ -108,19 +108,20 @@ def _open(con: duckdb.DuckDBPyConnection, options: Options) -> tuple[set[Node], 
     return set() if options.include_root else {root}, n_batches
 
 
-def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node], n_batches: int
-            ) -> Iterator[tuple[int, dict[str, set[Node]]]]:
+def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node], n_batches: int,
+            multi_parent: bool = True) -> Iterator[tuple[int, dict[str, set[Node]]]]:
     """Minimal graphs (``options.lca_graph`` greedy or optimal) of the instances where a choice exists (the
     tables ``lca_open_*`` of connection ``con``, ``n_batches`` batches): ``(inst, {"t": Gt, "p": Gp})``
     (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a
     time to bound memory; a warning counts the instances where the exact solver fell back to the greedy
-    graphs. ``ignore``: the nodes the exact solver does not count (:func:`_open`)."""
+    graphs. ``ignore``: the nodes the exact solver does not count (:func:`_open`); ``multi_parent`` false:
+    the taxonomy is a tree, every path is the only one (no links to read)."""
     on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
     solve = _optimal if options.lca_graph == "optimal" else _greedy
     fallbacks = 0
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
         for batch in range(n_batches):
-            for key, inst in _open_instances(on, batch).items():
+            for key, inst in _open_instances(on, batch, multi_parent).items():
                 graphs_, fell_back = solve(inst, ignore)
                 fallbacks += fell_back
                 yield key, graphs_
@@ -189,7 +190,8 @@ def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, objec
     """The minimal-graph step: ``lca_graph_counts`` rewritten with the sizes of the minimal graphs
     (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``)."""
     ignore, n_batches = _open(con, options)
-    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in _solved(con, options, ignore, n_batches)]
+    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in
+            _solved(con, options, ignore, n_batches, bool(params["multi_parent"]))]
     if rows:  # every instance with a choice has labels that are not the root, hence a row to update
         con.execute(
             "UPDATE lca_graph_counts AS c SET n_true = m.t, n_pred = m.p, n_both = m.b FROM (SELECT unnest($i) AS"
@@ -260,7 +262,7 @@ class Instance:
 
 
 
-def _open_instances(store: Store, batch: int) -> dict[int, Instance]:
+def _open_instances(store: Store, batch: int, multi_parent: bool = True) -> dict[int, Instance]:
     """The labels, options and shortest paths of the instances of one batch (see :func:`_stage_open`), by
     instance number. Every label of such an instance has options (the other set is not empty), so the
     options give the labels."""
@@ -272,21 +274,24 @@ def _open_instances(store: Store, batch: int) -> dict[int, Instance]:
         inst = out[i]
         inst.labels[side].add(label)
         inst.options.setdefault((side, label), []).append((lca, partner))
-    paths = _paths(store, batch)
+    paths = _paths(store, batch, multi_parent)
     for inst in out.values():
         inst.paths = paths
     return dict(out)
 
 
-def _paths(store: Store, batch: int) -> dict[tuple[Node, Node], list[Path]]:
+def _paths(store: Store, batch: int, multi_parent: bool = True) -> dict[tuple[Node, Node], list[Path]]:
     """The shortest paths of every (node, LCA) the instances of one batch need: one path when every step
-    holds one node, else enumerated from the links between consecutive steps (one row of lists per pair)."""
+    holds one node, else enumerated from the links between consecutive steps (one row of lists per pair;
+    none in a tree, ``multi_parent`` false)."""
     paths: dict[tuple[Node, Node], list[Path]] = {
         (node, lca): [frozenset(nodes)] for node, lca, nodes in store.con.execute(
             "SELECT node, lca, list(v) FROM lca_open_nodes WHERE batch = $b GROUP BY node, lca"
             " HAVING count(*) = max(step) + 1", {"b": batch}
         ).fetchall()
     }
+    if not multi_parent:
+        return paths
     for node, lca, lowers, uppers in store.con.execute(
         "SELECT node, lca, list(lower ORDER BY lower, upper), list(upper ORDER BY lower, upper)"
         " FROM lca_open_links WHERE batch = $b GROUP BY node, lca", {"b": batch}
