@@ -99,13 +99,9 @@ def _prepare(store: Store, params: dict[str, object], target: str, done: tuple[s
     return names
 
 
-def _open(con: duckdb.DuckDBPyConnection, options: Options) -> tuple[set[Node], int]:
-    """The nodes not counted in the graphs' sizes (the root unless ``include_root``) and the number of
-    batches of ``lca_open_instances``, in one query."""
-    root, n_batches = con.execute(
-        "SELECT (SELECT position FROM nodes WHERE is_root), (SELECT coalesce(max(batch) + 1, 0)"
-        " FROM lca_open_instances)").fetchall()[0]
-    return set() if options.include_root else {root}, n_batches
+def _batches(con: duckdb.DuckDBPyConnection) -> int:
+    """The number of batches of ``lca_open_instances``."""
+    return con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_instances").fetchall()[0][0]
 
 
 def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node], n_batches: int,
@@ -114,7 +110,8 @@ def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node],
     tables ``lca_open_*`` of connection ``con``, ``n_batches`` batches): ``(inst, {"t": Gt, "p": Gp})``
     (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a
     time to bound memory; a warning counts the instances where the exact solver fell back to the greedy
-    graphs. ``ignore``: the nodes the exact solver does not count (:func:`_open`); ``multi_parent`` false:
+    graphs. ``ignore``: the nodes the exact solver does not count (the root unless ``include_root``);
+    ``multi_parent`` false:
     the taxonomy is a tree, every path is the only one (no links to read)."""
     on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
     solve = _optimal if options.lca_graph == "optimal" else _greedy
@@ -137,7 +134,7 @@ def _stage_open(store: Store, params: dict[str, object]) -> int:
     params = {**params, "batch_size": BATCH}
     for name in ("lca_open_instances", "lca_open_options", "lca_open_ends", "lca_open_nodes", "lca_open_links"):
         _materialise(store, name, params)
-    return store.con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_instances").fetchone()[0]
+    return _batches(store.con)
 
 
 def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, set[str]]]:
@@ -155,8 +152,9 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
             "SELECT inst, system, instance_id FROM lca_instances").fetchall()}
         names = dict(store.con.execute("SELECT position, label FROM nodes").fetchall())
         names[-1] = params["beyond"]
-        _stage_open(store, params)
-        for inst, g in _solved(store.con, options, *_open(store.con, options)):
+        n_batches = _stage_open(store, params)
+        root = store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
+        for inst, g in _solved(store.con, options, set() if options.include_root else {root}, n_batches):
             out[keys[inst]] = {side: {names[v] for v in nodes} for side, nodes in g.items()}
     return dict(out)
 
@@ -175,23 +173,25 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
 def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """The plan's parameters: :func:`sql_params`, the batch size of the instances with a choice, and
     ``multi_parent``: whether a node of the engine's taxonomy has several parents (in a tree every shortest
-    path is the only one: the stages that look for other paths are switched off). (The plan's stages never
+    path is the only one: the stages that look for other paths are switched off), and the root's position
+    ``root`` (for the minimal-graph step). (The plan's stages never
     name the virtual ancestor beyond ``max_distance``: only ``lca_extended_names`` does, which :func:`graphs`
     runs with a name checked against the nodes, :func:`beyond_name`.)"""
     params = {**sql_params(options), "batch_size": BATCH}
     if engine is not None:
-        params["multi_parent"] = engine.execute(
-            f"SELECT count(*) FROM (SELECT child FROM {engine.table('edges')} GROUP BY child HAVING count(*) > 1)"
-            " AS m")[0][0] > 0
+        multi, params["root"] = engine.execute(
+            f"SELECT (SELECT count(*) FROM (SELECT child FROM {engine.table('edges')} GROUP BY child"
+            f" HAVING count(*) > 1) AS m), (SELECT position FROM {engine.table('nodes')} WHERE is_root)")[0]
+        params["multi_parent"] = multi > 0
     return params
 
 
 def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
     """The minimal-graph step: ``lca_graph_counts`` rewritten with the sizes of the minimal graphs
     (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``)."""
-    ignore, n_batches = _open(con, options)
+    ignore = set() if options.include_root else {params["root"]}
     rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in
-            _solved(con, options, ignore, n_batches, bool(params["multi_parent"]))]
+            _solved(con, options, ignore, _batches(con), bool(params["multi_parent"]))]
     if rows:  # every instance with a choice has labels that are not the root, hence a row to update
         con.execute(
             "UPDATE lca_graph_counts AS c SET n_true = m.t, n_pred = m.p, n_both = m.b FROM (SELECT unnest($i) AS"
