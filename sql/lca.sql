@@ -136,8 +136,9 @@ UNION ALL
 SELECT x.inst, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label,
        1 AS up_partner
 FROM (
-    -- the labels with no meeting first (a set difference, which the planner keeps below the join)
-    SELECT inst, side, label FROM lca_labels WHERE NOT shared
+    -- the labels with no meeting first (a set difference, which the planner keeps below the join); without
+    -- $max_distance there are none: every pair meets at the root (the closure reaches it from every node)
+    SELECT inst, side, label FROM lca_labels WHERE NOT shared AND $max_distance IS NOT NULL
     EXCEPT
     SELECT inst, side, label FROM lca_meetings
 ) AS x

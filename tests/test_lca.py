@@ -313,3 +313,23 @@ def test_a_tree_takes_its_one_paths_as_the_branching_paths_give_them(lca_graph):
             tree = engine.per_instance(lca.PLAN, opts).to_pylist()
             assert tree == engine.per_instance(branching, opts).to_pylist()
         store.close()
+
+
+def test_without_a_maximum_distance_every_label_meets_the_other_side():
+    """Without ``max_distance`` the plan skips the labels that meet nothing (every pair meets at the root):
+    on random DAGs and forests (a virtual root above their tops) the counts equal those with a maximum
+    distance no path reaches, where that part of the plan runs."""
+    from hiersql.engines import DuckDBEngine
+
+    rng = random.Random(5)
+    for _ in range(6):
+        n = rng.randint(8, 30)
+        edges = {(str(p), str(v)) for v in range(2, n) for p in rng.sample(range(1, v), min(v - 1, rng.choice([1, 2])))}
+        edges |= {("0", "1")} if rng.random() < 0.5 else {("00", str(n))}  # one root, or two tops
+        nodes = sorted({v for e in edges for v in e})
+        sets = [[rng.sample(nodes, rng.randint(1, 3)) for _ in range(25)] for _ in range(2)]
+        store = store_from_sets(*sets, Taxonomy.from_edges(sorted(edges)))
+        engine = DuckDBEngine(store)
+        counts = {d: engine.per_instance(lca.PLAN, options(max_distance=d)).to_pylist() for d in (None, 1000)}
+        assert counts[None] == counts[1000]
+        store.close()
