@@ -34,6 +34,7 @@ CALLS = {
     "lca_f1 micro": lambda t, p, tax: hiersql.lca_f1(t, p, tax),
     "lca_f1 samples": lambda t, p, tax: hiersql.lca_f1(t, p, tax, "samples"),
     "lca_precision micro": lambda t, p, tax: hiersql.lca_precision(t, p, tax),
+    "lca_recall micro": lambda t, p, tax: hiersql.lca_recall(t, p, tax),
     "graph_induced_error": lambda t, p, tax: hiersql.graph_induced_error(t, p, tax),
     "mgia micro": lambda t, p, tax: hiersql.mgia(t, p, tax),
     "mgia macro": lambda t, p, tax: hiersql.mgia(t, p, tax, "macro"),

@@ -62,6 +62,7 @@ _database: dict[str, Any] = {}
 _schemas: dict[int, tuple[weakref.ref, str]] = {}  # id(taxonomy) -> (its weak reference, its schema)
 _numbers = itertools.count(1)
 SMALL_CALL = 100_000  # calls with fewer instances run with the settings of _small_call
+SMALL_CALL_OFF = "join_order,statistics_propagation,compressed_materialization"  # DuckDB optimizers off then
 
 
 def connection() -> duckdb.DuckDBPyConnection:
@@ -75,19 +76,21 @@ def connection() -> duckdb.DuckDBPyConnection:
 
 
 def _small_call(instances: int) -> None:
-    """Below :data:`SMALL_CALL` instances the database runs on one thread, and DuckDB's join-order optimizer
-    is off: the queries' joins run in the order written. On small inputs DuckDB's workers only add their own
-    scheduling (two threads cost about a tenth more CPU and wall time at 1,000 instances), and the
-    optimizer's estimates on tables of a few thousand rows can be far off: for GermEval's pair distances it
-    joins the closure to itself on the root first (140,000 rows for 2,000 pairs), and the pair-based calls
-    take a fifth longer. A larger call gets DuckDB's defaults back. (These settings are the database's: a
-    large call running beside small ones in other threads may run with the small calls' settings, only
-    slower.)"""
+    """Below :data:`SMALL_CALL` instances the database runs on one thread, and the optimizers
+    :data:`SMALL_CALL_OFF` are off. On small inputs DuckDB's workers only add their own scheduling (two threads
+    cost about a tenth more CPU and wall time at 1,000 instances). Without the join-order optimizer the
+    queries' joins run in the order written: its estimates on tables of a few thousand rows can be far off
+    (for GermEval's pair distances it joins the closure to itself on the root first, 140,000 rows for 2,000
+    pairs, and the pair-based calls take a fifth longer). The statistics (and the compressed keys built from
+    them) cost more than they save on a few thousand rows: an LCA call of 1,000 GermEval instances, whose
+    stages hold some 60 joins and aggregates, takes 7-8 % less CPU without them. A larger call gets DuckDB's
+    defaults back. (These settings are the database's: a large call running beside small ones in other
+    threads may run with the small calls' settings, only slower.)"""
     small = instances < SMALL_CALL
     con = connection()
     with _lock:
         if _database.get("small") != small:
-            for statement in (("SET threads = 1", "SET disabled_optimizers = 'join_order'") if small else
+            for statement in (("SET threads = 1", f"SET disabled_optimizers = '{SMALL_CALL_OFF}'") if small else
                               ("RESET threads", "RESET disabled_optimizers")):
                 con.execute(statement)
             _database["small"] = small
@@ -101,7 +104,7 @@ def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
         for key, (ref, name) in list(_schemas.items()):
             if ref() is None:
                 del _schemas[key]
-                con.execute(f"DROP SCHEMA {name} CASCADE")
+                _drop_schema(con, name)
         found = _schemas.get(id(taxonomy))
         if keep and found is not None and found[0]() is taxonomy:
             return found[1]
@@ -126,21 +129,30 @@ def _taxonomy_schema(taxonomy: Taxonomy, keep: bool) -> str:
 
 
 @contextmanager
-def session(taxonomy: Taxonomy, keep: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A cursor of the process-wide database whose ``search_path`` is ``taxonomy``'s schema; its temporary
-    tables (labels, stages) vanish when it closes. ``keep``: keep the schema for later calls with the same
-    object."""
+def session(taxonomy: Taxonomy, keep: bool) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
+    """A cursor of the process-wide database whose ``search_path`` is ``taxonomy``'s schema, and that schema's
+    name; the cursor's temporary tables (labels, stages) vanish when it closes. ``keep``: keep the schema for
+    later calls with the same object."""
     name = _taxonomy_schema(taxonomy, keep)
     with _lock:
         cur = _database["con"].cursor()
     try:
         cur.execute(f"SET search_path = '{name}'")
-        yield cur
+        yield cur, name
     finally:
         cur.close()
         if not keep:
             with _lock:
-                _database["con"].execute(f"DROP SCHEMA {name} CASCADE")
+                _drop_schema(_database["con"], name)
+
+
+def _drop_schema(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Drop a taxonomy's schema, and forget the stages made there (:func:`_taxonomy_stage`) and the rows read
+    from it (:meth:`FoldedEngine.execute`); under ``_lock``."""
+    con.execute(f"DROP SCHEMA {name} CASCADE")
+    for made in (_TAXONOMY_STAGES, _TAXONOMY_ROWS):
+        for key in [key for key in made if key[0] == name]:
+            del made[key]
 
 
 def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequence[Any], y_pred: Sequence[Any],
@@ -242,7 +254,7 @@ def _folded(file: str, query: str, params: tuple, done: frozenset[str], text: st
 def _not_read(file: str, query: str, done: frozenset[str], text: str | None) -> frozenset[str]:
     """The queries of ``sql/<file>.sql`` that the stage ``query`` (or ``text``) does not compose: those in
     ``done`` (tables already) and those that only they read (a query composed into a stage that was not made,
-    :func:`_read_once`, is read through its reader's table, not again)."""
+    :func:`_read_by_one`, is read through its reader's table, not again)."""
     queries = sqlfiles.queries(file)
     code = {q: sqlfiles.without_comments(body) for q, body in queries.items()}
     if text is not None:
@@ -271,33 +283,107 @@ class FoldedEngine(DuckDBEngine):
     next call with the same options. DuckDB plans the folded text several times faster than the query with the
     branches of every option, which is most of a small call's time. The stages of a plan without Python steps
     are composed into the generated query (:attr:`~hiersql.engines.Engine.compose_stages`); in a plan with
-    Python steps, the stages that one later stage reads once (:func:`_read_once`), and the per-instance stage
-    when one generated query reads it (``compose_instance``). A generated query (``text``) is a view: the
-    runner reads it once, right after (:meth:`~hiersql.engines.Engine.run_queries`)."""
+    Python steps, the stages that only one later stage reads (:func:`_read_by_one`), and the per-instance stage
+    when one generated query reads it (``compose_instance``). A generated query (``text``) is a table too: the
+    runner reads it once, right after (:meth:`~hiersql.engines.Engine.run_queries`), and its few rows cost
+    less to write than a view's query costs to bind a second time."""
 
     compose_stages = True
     compose_instance = False  # one generated query reads the per-instance stage: compose it in
+    schema = ""  # the call's taxonomy schema (:func:`session`)
+
+    def execute(self, sql: str) -> list[tuple]:
+        """The rows of ``sql``; those of a query of the taxonomy's tables alone (a plan's parameter, such as
+        whether a node has several parents) kept for later calls with the same taxonomy object."""
+        if not _reads_taxonomy_only(sql):
+            return super().execute(sql)
+        key = (self.schema, sql)
+        with _lock:
+            rows = _TAXONOMY_ROWS.get(key)
+        if rows is None:
+            rows = super().execute(sql)
+            with _lock:
+                _TAXONOMY_ROWS[key] = rows
+        return rows
 
     def stage(self, file: str, query: str, params: Any, done: set[str], text: str | None = None) -> None:
         plain = tuple(sorted((k, v) for k, v in params.items() if v is None or isinstance(v, bool | int | float | str)))
-        generated = text is not None
-        if not generated and query in _duckdb_variants(file):  # the query as written for DuckDB
+        if text is None and query in _duckdb_variants(file):  # the query as written for DuckDB
             text = sqlfiles.queries(file, "duckdb")[query]
         sql = _folded(file, query, plain, frozenset(done), text)
         if sql is None:
             super().stage(file, query, params, done, text)
             return
-        kind = "VIEW" if generated else "TABLE"  # the names are the plans' own: plain identifiers
-        self.con.execute(f"CREATE OR REPLACE TEMP {kind} {query} AS {sql}")
+        if _reads_taxonomy_only(sql) and _taxonomy_stage(self.con, self.schema, query, sql):
+            done.add(query)
+            return
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {_stored(self.con, sql)}")
         done.add(query)
 
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
                ) -> set[str]:
-        inline = _read_once(plan)
+        inline = _read_by_one(plan)
         if self.compose_instance and _per_plan(plan, _instance_composable):
             inline |= {plan.instance}
         return super()._steps(plan, [s for s in steps if not (isinstance(s, Sql) and s.query in inline)], params,
                               options)
+
+
+TAXONOMY_TABLES = frozenset({"edges", "nodes", "closure", "node_closure"})  # filled per taxonomy schema
+_TAXONOMY_STAGES: dict[tuple[str, str], str] = {}  # (schema, stage) -> the folded text of the table made there
+_TAXONOMY_ROWS: dict[tuple[str, str], list[tuple]] = {}  # (schema, query) -> its rows
+
+
+@functools.lru_cache(maxsize=512)
+def _reads_taxonomy_only(sql: str) -> bool:
+    """Whether the folded stage ``sql`` reads the taxonomy's tables and nothing else (no label set, no stage
+    made from them): its rows are the same in every call with that taxonomy."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    tables = {table.name for table in tree.find_all(exp.Table)} - {cte.alias for cte in tree.find_all(exp.CTE)}
+    return bool(tables) and tables <= TAXONOMY_TABLES
+
+
+def _taxonomy_stage(con: duckdb.DuckDBPyConnection, schema: str, query: str, sql: str) -> bool:
+    """Whether the stage ``query``, which reads only the taxonomy's tables (folded text ``sql``), is a table of
+    the taxonomy's schema ``schema``: made there by the first call that needs it (from ``con``), read by
+    later calls with the same taxonomy object through their ``search_path`` (the LCA closure on node
+    positions: one statement less per call). A stage of that name made there from another text (other
+    options) is not: the call makes its own temporary table, which its cursor reads first."""
+    key = (schema, query)
+    with _lock:
+        made = _TAXONOMY_STAGES.get(key)
+        if made is None:
+            con.execute(f"CREATE TABLE {schema}.{query} AS {sql}")  # names made here and the plans' own
+            _TAXONOMY_STAGES[key] = made = sql
+    return made == sql
+
+
+_STORED: dict[str, str] = {}  # folded text -> the view of the process-wide database that holds it
+STORED_VIEWS = 2048  # at most this many: texts beyond are run as they are
+
+
+def _stored(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    """``sql`` as a query reading a view of the process-wide database (schema ``hiersql_queries``) that holds
+    it, made on first use from the call's cursor ``con`` (``sql`` itself once :data:`STORED_VIEWS` are
+    made). DuckDB parses a stored view once, and parsing a stage's text costs about a microsecond per
+    character (6-7 ms of an LCA call, a tenth of it). The view's names are bound when it is read, on the
+    reading cursor, as the text's would be: its temporary tables (label sets, stages) first, then its
+    taxonomy's schema."""
+    name = _STORED.get(sql)
+    if name is None:
+        with _lock:
+            name = _STORED.get(sql)
+            if name is None:
+                if len(_STORED) >= STORED_VIEWS:
+                    return sql
+                name = f"hiersql_queries.q{len(_STORED) + 1}"  # made here, never from input
+                con.execute("CREATE SCHEMA IF NOT EXISTS hiersql_queries")
+                con.execute(f"CREATE VIEW {name} AS {sql}")
+                _STORED[sql] = name
+    return f"SELECT * FROM {name}"
 
 
 def _instance_composable(plan: FamilyPlan) -> bool:
@@ -320,27 +406,27 @@ def _per_plan(plan: FamilyPlan, function: Callable[[FamilyPlan], Any]) -> Any:
     return found[1]
 
 
-def _read_once(plan: FamilyPlan) -> frozenset[str]:
-    """The SQL stages of a plan with Python steps that one later stage reads, once, and nothing else reads (no
+def _read_by_one(plan: FamilyPlan) -> frozenset[str]:
+    """The SQL stages of a plan with Python steps that one later stage reads and nothing else reads (no
     Python step, no summary): composed into that stage as a common table expression instead of materialised.
-    (A stage its reader names twice stays a table: as an expression DuckDB may compute it twice, and on
-    GermEval the LCA meetings composed into the options cost a tenth more than as tables.)"""
-    return _per_plan(plan, _stages_read_once)
+    A reader that names such a stage twice gets it as a common table expression DuckDB materialises once
+    (the LCA pair meetings and meetings composed into the options: 3-4 % of a GermEval call)."""
+    return _per_plan(plan, _stages_read_by_one)
 
 
-def _stages_read_once(plan: FamilyPlan) -> frozenset[str]:
+def _stages_read_by_one(plan: FamilyPlan) -> frozenset[str]:
     if not any(isinstance(step, Python) for step in plan.steps):
         return frozenset()
     stages = {step.query for step in plan.steps if isinstance(step, Sql)}
     kept = {plan.instance, plan.classes, *(m.unit for m in plan.measures if m.unit)}
     kept |= {name for step in plan.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
     code = {q: sqlfiles.without_comments(body) for q, body in sqlfiles.queries(plan.file).items()}
-    once = set()
+    by_one = set()
     for q in stages - kept:
         readers = [r for r in stages if r != q and re.search(rf"\b{q}\b", code[r])]
-        if len(readers) == 1 and len(re.findall(rf"\b{q}\b", code[readers[0]])) == 1:
-            once.add(q)
-    return frozenset(once)
+        if len(readers) == 1:
+            by_one.add(q)
+    return frozenset(by_one)
 
 
 # ------------------------------------------------------------------------------------------------- the call
@@ -375,9 +461,10 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
     weighted = weights is not None
     _small_call(len(y_true))
     queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
-    with session(tax, keep=isinstance(taxonomy, Taxonomy)) as con:
+    with session(tax, keep=isinstance(taxonomy, Taxonomy)) as (con, schema):
         load_sets(con, tax, y_true, y_pred, weights)
         engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
+        engine.schema = schema
         engine.weighted = weighted
         engine.compose_instance = len(queries) == 1
         if plan.summary is not None:

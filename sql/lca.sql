@@ -136,8 +136,9 @@ UNION ALL
 SELECT x.inst, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label,
        1 AS up_partner
 FROM (
-    -- the labels with no meeting first (a set difference, which the planner keeps below the join)
-    SELECT inst, side, label FROM lca_labels WHERE NOT shared
+    -- the labels with no meeting first (a set difference, which the planner keeps below the join); without
+    -- $max_distance there are none: every pair meets at the root (the closure reaches it from every node)
+    SELECT inst, side, label FROM lca_labels WHERE NOT shared AND $max_distance IS NOT NULL
     EXCEPT
     SELECT inst, side, label FROM lca_meetings
 ) AS x
@@ -165,7 +166,14 @@ SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
 FROM ends AS e
 JOIN lca_closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
 JOIN lca_closure AS ca ON ca.descendant = cx.ancestor AND ca.ancestor = e.lca AND cx.distance + ca.distance = e.up
-WHERE e.up > 1
+WHERE e.up > 1 AND $multi_parent
+UNION ALL
+-- in a tree ($multi_parent false: no node has two parents) the ancestors of node up to e.up edges above it
+-- are its one path to lca
+SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
+FROM ends AS e
+JOIN lca_closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
+WHERE e.up > 1 AND NOT $multi_parent
 UNION ALL
 SELECT node, lca, 0 AS step, node AS v FROM ends WHERE up <= 1
 UNION ALL
@@ -189,30 +197,31 @@ JOIN lca_instances AS k ON k.inst = e.inst
 LEFT JOIN nodes AS n ON n.position = e.v
 
 -- name: lca_graph_counts
--- (system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs.
-SELECT
-    k.system,
-    k.instance_id,
-    sum(in_true) AS n_true,
-    sum(in_pred) AS n_pred,
-    sum(in_true * in_pred) AS n_both
+-- (inst, system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs (inst:
+-- lca.py rewrites the counts of the instances with a choice by their number).
+SELECT k.inst, k.system, k.instance_id, c.n_true, c.n_pred, c.n_both
 FROM (
-    SELECT
-        inst,
-        v,
-        max(CASE WHEN side = 't' THEN 1 ELSE 0 END) AS in_true,
-        max(CASE WHEN side = 'p' THEN 1 ELSE 0 END) AS in_pred
-    FROM lca_extended_nodes
-    WHERE $include_root OR v NOT IN (SELECT position FROM nodes WHERE is_root)
-    GROUP BY inst, v
-) AS per_node
-JOIN lca_instances AS k ON k.inst = per_node.inst
-GROUP BY k.system, k.instance_id
+    SELECT inst, sum(in_true) AS n_true, sum(in_pred) AS n_pred, sum(in_true * in_pred) AS n_both
+    FROM (
+        SELECT
+            inst,
+            v,
+            max(CASE WHEN side = 't' THEN 1 ELSE 0 END) AS in_true,
+            max(CASE WHEN side = 'p' THEN 1 ELSE 0 END) AS in_pred
+        FROM lca_extended_nodes
+        WHERE $include_root OR v NOT IN (SELECT position FROM nodes WHERE is_root)
+        GROUP BY inst, v
+    ) AS per_node
+    GROUP BY inst
+) AS c
+JOIN lca_instances AS k ON k.inst = c.inst
 
 -- name: lca_open_instances
--- (inst, system, instance_id) whose minimal graphs involve a choice: a label with several options, or a
--- path end with several shortest paths (more nodes than steps).
-SELECT k.inst, k.system, k.instance_id
+-- (inst, system, instance_id, batch) whose minimal graphs involve a choice: a label with several options, or
+-- a path end with several shortest paths (more nodes than steps); numbered into batches of $batch_size
+-- (lca.py fetches one at a time).
+SELECT k.inst, k.system, k.instance_id,
+       CAST(floor((row_number() OVER (ORDER BY k.inst) - 1) / $batch_size) AS INTEGER) AS batch
 FROM lca_instances AS k
 WHERE k.inst IN (
     SELECT inst
@@ -228,13 +237,8 @@ WHERE k.inst IN (
         GROUP BY node, lca
         HAVING count(*) > max(step) + 1
     ) AS multi ON multi.node = e.node AND multi.lca = e.lca
+    WHERE $multi_parent  -- in a tree every path is the only one
 )
-
--- name: lca_open_batches
--- The instances of lca_open_instances numbered into batches of $batch_size (lca.py fetches one at a time).
-SELECT inst, system, instance_id,
-       CAST(floor((row_number() OVER (ORDER BY inst) - 1) / $batch_size) AS INTEGER) AS batch
-FROM lca_open_instances
 
 -- name: lca_open_options
 -- The options of the labels of the instances with a choice, a shared label's (itself) included; nodes by
@@ -245,12 +249,12 @@ FROM (
     UNION ALL
     SELECT inst, side, label, label AS lca, label AS partner FROM lca_labels WHERE shared
 ) AS o
-JOIN lca_open_batches AS b ON b.inst = o.inst
+JOIN lca_open_instances AS b ON b.inst = o.inst
 
 -- name: lca_open_ends
 SELECT DISTINCT b.batch, e.node, e.lca
 FROM lca_path_ends AS e
-JOIN lca_open_batches AS b ON b.inst = e.inst
+JOIN lca_open_instances AS b ON b.inst = e.inst
 
 -- name: lca_open_nodes
 -- The nodes of the shortest paths of lca_open_ends, and the path {x} of a shared label x (its own LCA).
@@ -260,7 +264,7 @@ JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
 UNION
 SELECT b.batch, l.label AS node, l.label AS lca, 0 AS step, l.label AS v
 FROM lca_labels AS l
-JOIN lca_open_batches AS b ON b.inst = l.inst
+JOIN lca_open_instances AS b ON b.inst = l.inst
 WHERE l.shared
 
 -- name: lca_open_links
@@ -278,6 +282,7 @@ FROM multi AS m
 JOIN lca_open_nodes AS a ON a.batch = m.batch AND a.node = m.node AND a.lca = m.lca
 JOIN lca_open_nodes AS b ON b.batch = a.batch AND b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
 JOIN lca_closure AS e ON e.descendant = a.v AND e.ancestor = b.v AND e.distance = 1
+WHERE $multi_parent  -- in a tree every path is the only one
 
 -- name: lca_instance
 -- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives

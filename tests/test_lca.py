@@ -287,3 +287,49 @@ def test_greedy_graphs_on_mesh_do_not_depend_on_node_names(data_dir):
         sizes.append(lca.per_instance(store, opts)[["instance_id", "n_true", "n_pred", "n_both"]].values.tolist())
         store.close()
     assert sizes[0] == sizes[1]
+
+
+@pytest.mark.parametrize("lca_graph", ["greedy", "extended", "optimal"])
+def test_a_tree_takes_its_one_paths_as_the_branching_paths_give_them(lca_graph):
+    """On a tree the plan switches off the stages that look for other shortest paths (``multi_parent``
+    false): on random trees, with and without a maximum distance, the per-instance counts equal those of the
+    stages for DAGs (``multi_parent`` forced true)."""
+    from dataclasses import replace
+
+    from hiersql.engines import DuckDBEngine
+
+    branching = replace(lca.PLAN, params=lambda o, e, m: {**lca._plan_params(o, e, m), "multi_parent": True})
+    rng = random.Random(11)
+    for _ in range(6):
+        n = rng.randint(8, 30)
+        edges = [(str(rng.randrange(v)), str(v)) for v in range(1, n)]
+        nodes = [str(v) for v in range(1, n)]
+        sets = [[rng.sample(nodes, rng.randint(1, 3)) for _ in range(25)] for _ in range(2)]
+        store = store_from_sets(*sets, Taxonomy.from_edges(edges))
+        for max_distance in (None, 2):
+            opts = options(lca_graph=lca_graph, max_distance=max_distance)
+            engine = DuckDBEngine(store)
+            assert engine.prepare(lca.PLAN, ["lca_f1"], opts)["multi_parent"] is False
+            tree = engine.per_instance(lca.PLAN, opts).to_pylist()
+            assert tree == engine.per_instance(branching, opts).to_pylist()
+        store.close()
+
+
+def test_without_a_maximum_distance_every_label_meets_the_other_side():
+    """Without ``max_distance`` the plan skips the labels that meet nothing (every pair meets at the root):
+    on random DAGs and forests (a virtual root above their tops) the counts equal those with a maximum
+    distance no path reaches, where that part of the plan runs."""
+    from hiersql.engines import DuckDBEngine
+
+    rng = random.Random(5)
+    for _ in range(6):
+        n = rng.randint(8, 30)
+        edges = {(str(p), str(v)) for v in range(2, n) for p in rng.sample(range(1, v), min(v - 1, rng.choice([1, 2])))}
+        edges |= {("0", "1")} if rng.random() < 0.5 else {("00", str(n))}  # one root, or two tops
+        nodes = sorted({v for e in edges for v in e})
+        sets = [[rng.sample(nodes, rng.randint(1, 3)) for _ in range(25)] for _ in range(2)]
+        store = store_from_sets(*sets, Taxonomy.from_edges(sorted(edges)))
+        engine = DuckDBEngine(store)
+        counts = {d: engine.per_instance(lca.PLAN, options(max_distance=d)).to_pylist() for d in (None, 1000)}
+        assert counts[None] == counts[1000]
+        store.close()

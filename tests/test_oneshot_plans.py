@@ -92,12 +92,13 @@ def test_germeval_one_shot_equals_evaluator(germeval_1000, options):
         check_pairs(taxonomy, y_true, y_preds, **options)
 
 
-def test_a_stage_read_once_by_one_stage_is_composed_into_it():
-    """The pairs' distances are composed into the arcs, the LCA pairs into their meetings; the meetings, which
-    the options read twice, and every table a Python step or the summary reads stay tables."""
-    assert oneshot._read_once(pair_based.PLAN) == {"pair_distances_of"}
-    composed = oneshot._read_once(lca.PLAN)
-    assert composed == {"lca_pairs", "lca_extended_nodes", "lca_open_ends"}
+def test_a_stage_read_by_one_stage_only_is_composed_into_it():
+    """The pairs' distances are composed into the arcs, the label pairs into the pairs' distances; the LCA
+    pairs into their meetings, the pair meetings into the meetings and those into the options (which name
+    them twice); every table a Python step or the summary reads, or that two stages read, stays a table."""
+    assert oneshot._read_by_one(pair_based.PLAN) == {"pair_distances_of", "label_pairs"}
+    composed = oneshot._read_by_one(lca.PLAN)
+    assert composed == {"lca_pairs", "lca_pair_meetings", "lca_meetings", "lca_extended_nodes", "lca_open_ends"}
     read = {name for step in lca.PLAN.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
     assert not composed & (read | {lca.PLAN.instance})
 
@@ -121,8 +122,9 @@ def test_label_checks_name_the_first_bad_label_and_the_caller():
 
 
 def test_small_calls_run_on_one_thread_without_join_reordering():
-    """Below SMALL_CALL instances: one DuckDB thread, joins in the order written; a larger call gets DuckDB's
-    defaults back (its threads, every optimizer), and a small one sets them again."""
+    """Below SMALL_CALL instances: one DuckDB thread, joins in the order written, no statistics nor compressed
+    keys; a larger call gets DuckDB's defaults back (its threads, every optimizer), and a small one sets them
+    again."""
     import duckdb
 
     def settings(con=None):
@@ -131,8 +133,27 @@ def test_small_calls_run_on_one_thread_without_join_reordering():
 
     taxonomy = hiersql.Taxonomy.from_edges([("r", "a"), ("r", "b")])
     hiersql.hierarchical_f1([["a"]], [["b"]], taxonomy)
-    assert settings() == (1, "join_order")
+    assert settings() == (1, "join_order,statistics_propagation,compressed_materialization")
     oneshot._small_call(oneshot.SMALL_CALL)
     assert settings() == settings(duckdb.connect())  # DuckDB's defaults
     assert hiersql.hierarchical_f1([["a"]], [["a"]], taxonomy) == 1.0
-    assert settings() == (1, "join_order")
+    assert settings() == (1, "join_order,statistics_propagation,compressed_materialization")
+
+
+def test_a_stage_of_the_taxonomy_alone_is_made_once_in_its_schema():
+    """The LCA closure on node positions reads only the taxonomy's tables: the first call with a taxonomy
+    object makes it a table of that taxonomy's schema, later calls read it there (the same values); a
+    taxonomy given as edges has a schema for one call, dropped with what was made there."""
+    assert oneshot._reads_taxonomy_only("SELECT ancestor, descendant, distance FROM node_closure")
+    assert not oneshot._reads_taxonomy_only("SELECT n.position FROM truth AS t JOIN nodes AS n ON n.label = t.label")
+    assert not oneshot._reads_taxonomy_only("WITH nodes AS (SELECT label FROM truth) SELECT label FROM nodes")
+    taxonomy = hiersql.Taxonomy.from_edges(DAG_EDGES)
+    y_true, y_pred = DAG_TRUTH, DAG_PRED["fig8b"]
+    first = hiersql.lca_f1(y_true, y_pred, taxonomy)
+    schema = oneshot._schemas[id(taxonomy)][1]
+    made = oneshot.connection().execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = $s AND table_name = 'lca_closure'",
+        {"s": schema}).fetchall()
+    assert made == [("lca_closure",)] and (schema, "lca_closure") in oneshot._TAXONOMY_STAGES
+    assert hiersql.lca_f1(y_true, y_pred, taxonomy) == first == hiersql.lca_f1(y_true, y_pred, DAG_EDGES)
+    assert {key[0] for key in oneshot._TAXONOMY_STAGES} <= {name for _, name in oneshot._schemas.values()}

@@ -69,9 +69,10 @@ def _params(options: Options, store: Store) -> dict[str, object]:
 
 def sql_params(options: Options) -> dict[str, object]:
     """The parameters of ``sql/lca.sql`` (the virtual ancestor beyond ``max_distance`` named ``__beyond__``:
-    the plan's parameters rename it when a node has that name)."""
+    :func:`graphs` renames it when a node has that name; ``multi_parent`` true: shortest paths may branch,
+    as in any DAG)."""
     return {"include_root": bool(options.include_root), "max_distance": options.max_distance,
-            "zero_division": float(options.zero_division), "beyond": "__beyond__"}
+            "zero_division": float(options.zero_division), "beyond": "__beyond__", "multi_parent": True}
 
 
 def beyond_name(store: Store) -> str:
@@ -98,22 +99,26 @@ def _prepare(store: Store, params: dict[str, object], target: str, done: tuple[s
     return names
 
 
-def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node] | None = None
-            ) -> Iterator[tuple[int, dict[str, set[Node]]]]:
+def _batches(con: duckdb.DuckDBPyConnection) -> int:
+    """The number of batches of ``lca_open_instances``."""
+    return con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_instances").fetchall()[0][0]
+
+
+def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node], n_batches: int,
+            multi_parent: bool = True) -> Iterator[tuple[int, dict[str, set[Node]]]]:
     """Minimal graphs (``options.lca_graph`` greedy or optimal) of the instances where a choice exists (the
-    tables ``lca_open_*`` of connection ``con``): ``(inst, {"t": Gt, "p": Gp})`` (``inst`` the number of
-    ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a time to bound memory; a
-    warning counts the instances where the exact solver fell back to the greedy graphs. ``ignore``: the nodes
-    not counted (default: the root unless ``include_root``)."""
+    tables ``lca_open_*`` of connection ``con``, ``n_batches`` batches): ``(inst, {"t": Gt, "p": Gp})``
+    (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a
+    time to bound memory; a warning counts the instances where the exact solver fell back to the greedy
+    graphs. ``ignore``: the nodes the exact solver does not count (the root unless ``include_root``);
+    ``multi_parent`` false:
+    the taxonomy is a tree, every path is the only one (no links to read)."""
     on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
-    if ignore is None:
-        ignore = set() if options.include_root else {_root(on)}
     solve = _optimal if options.lca_graph == "optimal" else _greedy
-    n_batches = con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchall()[0][0]
     fallbacks = 0
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
         for batch in range(n_batches):
-            for key, inst in _open_instances(on, batch).items():
+            for key, inst in _open_instances(on, batch, multi_parent).items():
                 graphs_, fell_back = solve(inst, ignore)
                 fallbacks += fell_back
                 yield key, graphs_
@@ -127,14 +132,9 @@ def _stage_open(store: Store, params: dict[str, object]) -> int:
     """Materialise the options, path nodes and path links of the instances with a choice, by batch; returns
     the number of batches."""
     params = {**params, "batch_size": BATCH}
-    for name in ("lca_open_instances", "lca_open_batches", "lca_open_options", "lca_open_ends",
-                 "lca_open_nodes", "lca_open_links"):
+    for name in ("lca_open_instances", "lca_open_options", "lca_open_ends", "lca_open_nodes", "lca_open_links"):
         _materialise(store, name, params)
-    return store.con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_batches").fetchone()[0]
-
-
-def _root(store: Store) -> Node:
-    return store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
+    return _batches(store.con)
 
 
 def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, set[str]]]:
@@ -152,8 +152,9 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
             "SELECT inst, system, instance_id FROM lca_instances").fetchall()}
         names = dict(store.con.execute("SELECT position, label FROM nodes").fetchall())
         names[-1] = params["beyond"]
-        _stage_open(store, params)
-        for inst, g in _solved(store.con, options):
+        n_batches = _stage_open(store, params)
+        root = store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
+        for inst, g in _solved(store.con, options, set() if options.include_root else {root}, n_batches):
             out[keys[inst]] = {side: {names[v] for v in nodes} for side, nodes in g.items()}
     return dict(out)
 
@@ -170,29 +171,31 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------------------- plan
 def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
-    params = sql_params(options)
-    beyond = "__beyond__"
+    """The plan's parameters: :func:`sql_params`, the batch size of the instances with a choice, and
+    ``multi_parent``: whether a node of the engine's taxonomy has several parents (in a tree every shortest
+    path is the only one: the stages that look for other paths are switched off), and the root's position
+    ``root`` (for the minimal-graph step). (The plan's stages never
+    name the virtual ancestor beyond ``max_distance``: only ``lca_extended_names`` does, which :func:`graphs`
+    runs with a name checked against the nodes, :func:`beyond_name`.)"""
+    params = {**sql_params(options), "batch_size": BATCH}
     if engine is not None:
-        taken = {r[0] for r in engine.execute(f"SELECT label FROM {engine.table('nodes')} WHERE label LIKE '%beyond%'")}
-        while beyond in taken:
-            beyond = f"_{beyond}_"
-    return {**params, "beyond": beyond, "batch_size": BATCH}
+        multi, params["root"] = engine.execute(
+            f"SELECT (SELECT count(*) FROM (SELECT child FROM {engine.table('edges')} GROUP BY child"
+            f" HAVING count(*) > 1) AS m), (SELECT position FROM {engine.table('nodes')} WHERE is_root)")[0]
+        params["multi_parent"] = multi > 0
+    return params
 
 
 def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
     """The minimal-graph step: ``lca_graph_counts`` rewritten with the sizes of the minimal graphs
     (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``)."""
-    ignore = set() if options.include_root else {_root(SimpleNamespace(con=con))}
-    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in _solved(con, options, ignore)]
-    if rows:
+    ignore = set() if options.include_root else {params["root"]}
+    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in
+            _solved(con, options, ignore, _batches(con), bool(params["multi_parent"]))]
+    if rows:  # every instance with a choice has labels that are not the root, hence a row to update
         con.execute(
-            "DELETE FROM lca_graph_counts AS c WHERE EXISTS (SELECT 1 FROM lca_open_instances AS o"
-            " WHERE o.system = c.system AND o.instance_id = c.instance_id)"
-        )
-        con.execute(
-            "INSERT INTO lca_graph_counts SELECT k.system, k.instance_id, c.t, c.p, c.b FROM (SELECT unnest($i) AS"
-            " inst, unnest($t) AS t, unnest($p) AS p, unnest($b) AS b) AS c JOIN lca_instances AS k"
-            " ON k.inst = c.inst",
+            "UPDATE lca_graph_counts AS c SET n_true = m.t, n_pred = m.p, n_both = m.b FROM (SELECT unnest($i) AS"
+            " inst, unnest($t) AS t, unnest($p) AS p, unnest($b) AS b) AS m WHERE c.inst = m.inst",
             {name: [r[k] for r in rows] for k, name in enumerate(("i", "t", "p", "b"))},
         )
 
@@ -214,11 +217,11 @@ PLAN = FamilyPlan(
     steps=(
         *(Sql(q) for q in ("lca_closure", "lca_instances", "lca_labels", "lca_pairs", "lca_pair_meetings",
                            "lca_meetings", "lca_options", "lca_path_ends", "lca_path_nodes", "lca_extended_nodes",
-                           "lca_graph_counts", "lca_open_instances", "lca_open_batches", "lca_open_options",
-                           "lca_open_ends", "lca_open_nodes", "lca_open_links")),
+                           "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_ends",
+                           "lca_open_nodes", "lca_open_links")),
         Python("minimal_graphs", solve_minimal_graphs,
-               reads=("nodes", "lca_instances", "lca_graph_counts", "lca_open_instances", "lca_open_batches",
-                      "lca_open_options", "lca_open_nodes", "lca_open_links"),
+               reads=("nodes", "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_nodes",
+                      "lca_open_links"),
                writes=("lca_graph_counts",), when=lambda options: options.lca_graph in ("greedy", "optimal")),
         HEMKIT_GRAPHS,
         Sql("lca_instance"),
@@ -259,7 +262,7 @@ class Instance:
 
 
 
-def _open_instances(store: Store, batch: int) -> dict[int, Instance]:
+def _open_instances(store: Store, batch: int, multi_parent: bool = True) -> dict[int, Instance]:
     """The labels, options and shortest paths of the instances of one batch (see :func:`_stage_open`), by
     instance number. Every label of such an instance has options (the other set is not empty), so the
     options give the labels."""
@@ -271,21 +274,24 @@ def _open_instances(store: Store, batch: int) -> dict[int, Instance]:
         inst = out[i]
         inst.labels[side].add(label)
         inst.options.setdefault((side, label), []).append((lca, partner))
-    paths = _paths(store, batch)
+    paths = _paths(store, batch, multi_parent)
     for inst in out.values():
         inst.paths = paths
     return dict(out)
 
 
-def _paths(store: Store, batch: int) -> dict[tuple[Node, Node], list[Path]]:
+def _paths(store: Store, batch: int, multi_parent: bool = True) -> dict[tuple[Node, Node], list[Path]]:
     """The shortest paths of every (node, LCA) the instances of one batch need: one path when every step
-    holds one node, else enumerated from the links between consecutive steps (one row of lists per pair)."""
+    holds one node, else enumerated from the links between consecutive steps (one row of lists per pair;
+    none in a tree, ``multi_parent`` false)."""
     paths: dict[tuple[Node, Node], list[Path]] = {
         (node, lca): [frozenset(nodes)] for node, lca, nodes in store.con.execute(
             "SELECT node, lca, list(v) FROM lca_open_nodes WHERE batch = $b GROUP BY node, lca"
             " HAVING count(*) = max(step) + 1", {"b": batch}
         ).fetchall()
     }
+    if not multi_parent:
+        return paths
     for node, lca, lowers, uppers in store.con.execute(
         "SELECT node, lca, list(lower ORDER BY lower, upper), list(upper ORDER BY lower, upper)"
         " FROM lca_open_links WHERE batch = $b GROUP BY node, lca", {"b": batch}
