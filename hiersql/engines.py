@@ -139,8 +139,10 @@ def _ordered_folds(tree) -> None:
     """Replace in ``tree`` every ``sum``/``avg`` of ``x ORDER BY k...`` by its :func:`_ordered_fold` (Spark has
     no ordered aggregates). The ordered aggregates of one ``SELECT`` ordered by the same keys share one list:
     one ``collect_list`` of a struct holding the keys and all their values (identical values once), sorted
-    and folded once per aggregate, each adding its own field. An ordered aggregate under a ``FILTER`` or a
-    window reads other rows than its ``SELECT``'s groups: it has a list of its own."""
+    and folded once per aggregate, each adding its own field (rows with equal keys, which the means' unit keys
+    never have, are then ordered by all the values, ``v0`` first: still an order given by the rows alone). An
+    ordered aggregate under a ``FILTER`` or a window reads other rows than its ``SELECT``'s groups: it has a
+    list of its own."""
     from sqlglot import exp
 
     lists: dict[tuple[int, tuple[str, ...]], list[Any]] = {}
