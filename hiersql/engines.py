@@ -15,7 +15,8 @@ Dialect fixes applied on top of sqlglot's transpilation (:func:`render`):
 - Spark has no ordered aggregates (``sum(x ORDER BY k)``, which the means use so that their digits do not
   depend on threads): the values are collected with their keys, sorted and added in that order
   (``aggregate(array_sort(collect_list(...)), ...)``), so a Spark run prints the same digits however its rows
-  are partitioned.
+  are partitioned. The ordered aggregates of one ``SELECT`` with the same keys share one list (one struct per
+  row holding all their values): one list and one shuffle of it per key set, not one per aggregate.
 - Spark (4.x) accepts only ``UNION ALL`` in a recursive CTE: the ``UNION`` of a CTE that reads itself
   becomes ``UNION ALL``. That is right for a query whose result does not depend on duplicate rows, such as the
   closure: the recursion then walks every path instead of every (ancestor, descendant, distance) triple, still
@@ -124,9 +125,7 @@ def _fix_spark(tree):
         return node
 
     tree = tree.transform(decimal_to_double)
-    for agg in list(tree.find_all(exp.Sum, exp.Avg)):
-        if isinstance(agg.this, exp.Order):
-            agg.replace(_ordered_fold(agg))
+    _ordered_folds(tree)
     with_ = tree.args.get("with_")
     if with_ is not None and with_.args.get("recursive"):
         for cte in with_.expressions:
@@ -136,22 +135,45 @@ def _fix_spark(tree):
     return tree
 
 
-def _ordered_fold(agg):
-    """Spark's ``sum``/``avg`` of ``x ORDER BY k...`` (it has no ordered aggregates): the values collected with
-    their keys, sorted, and added in that order, so that the same input gives the same digits however Spark
-    partitions the rows. NULL values are left out as the aggregates do; no value gives NULL."""
-    import sqlglot
+def _ordered_folds(tree) -> None:
+    """Replace in ``tree`` every ``sum``/``avg`` of ``x ORDER BY k...`` by its :func:`_ordered_fold` (Spark has
+    no ordered aggregates). The ordered aggregates of one ``SELECT`` ordered by the same keys share one list:
+    one ``collect_list`` of a struct holding the keys and all their values (identical values once), sorted
+    and folded once per aggregate, each adding its own field (rows with equal keys, which the means' unit keys
+    never have, are then ordered by all the values, ``v0`` first: still an order given by the rows alone). An
+    ordered aggregate under a ``FILTER`` or a window reads other rows than its ``SELECT``'s groups: it has a
+    list of its own."""
     from sqlglot import exp
 
-    keys = [o.this for o in agg.this.expressions]
-    fields = ", ".join(f"'k{i}', {key.sql(dialect='spark')}" for i, key in enumerate(keys))
-    value = agg.this.this.sql(dialect="spark")
-    result = "_acc.s / _acc.n" if isinstance(agg, exp.Avg) else "_acc.s"
+    lists: dict[tuple[int, tuple[str, ...]], list[Any]] = {}
+    for agg in list(tree.find_all(exp.Sum, exp.Avg)):
+        if not isinstance(agg.this, exp.Order):
+            continue
+        keys = tuple(o.this.sql(dialect="spark") for o in agg.this.expressions)
+        alone = isinstance(agg.parent, exp.Filter | exp.Window)
+        lists.setdefault((id(agg) if alone else id(agg.parent_select), keys), []).append(agg)
+    for (_, keys), aggs in lists.items():
+        values = list(dict.fromkeys(agg.this.this.sql(dialect="spark") for agg in aggs))
+        fields = ", ".join([*(f"'k{i}', {key}" for i, key in enumerate(keys)),
+                            *(f"'v{j}', CAST({value} AS DOUBLE)" for j, value in enumerate(values))])
+        for agg in aggs:
+            agg.replace(_ordered_fold(fields, f"v{values.index(agg.this.this.sql(dialect='spark'))}",
+                                      isinstance(agg, exp.Avg)))
+
+
+def _ordered_fold(fields: str, value: str, mean: bool):
+    """Spark's ``sum`` (``mean``: ``avg``) of field ``value`` of the structs ``named_struct(fields)`` collected
+    over the group's rows, sorted (keys first), and added in that order, so that the same input gives the
+    same digits however Spark partitions the rows. NULL values are left out as the aggregates do; no value
+    gives NULL. Spark computes one ``collect_list`` for the equal ones of a query's aggregates."""
+    import sqlglot
+
+    result = "_acc.s / _acc.n" if mean else "_acc.s"
     return sqlglot.parse_one(
-        f"aggregate(array_sort(collect_list(named_struct({fields}, 'v', CAST({value} AS DOUBLE)))),"
+        f"aggregate(array_sort(collect_list(named_struct({fields}))),"
         " named_struct('n', CAST(0 AS BIGINT), 's', CAST(0 AS DOUBLE)),"
-        " (_acc, _el) -> CASE WHEN _el.v IS NULL THEN _acc"
-        " ELSE named_struct('n', _acc.n + 1, 's', _acc.s + _el.v) END,"
+        f" (_acc, _el) -> CASE WHEN _el.{value} IS NULL THEN _acc"
+        f" ELSE named_struct('n', _acc.n + 1, 's', _acc.s + _el.{value}) END,"
         f" _acc -> CASE WHEN _acc.n = 0 THEN NULL ELSE {result} END)", read="spark")
 
 

@@ -188,19 +188,42 @@ def summary_sql(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str
     ``averages`` from the plan's declared measures, one row per system of ``systems``. ``ordered`` adds the
     values of a mean in unit order (DuckDB, PostgreSQL), so that the digits do not depend on threads.
     ``weighted``: weigh each instance by ``sample_weights.weight``. ``fixed_classes``: the classes of the
-    per-class measures are the table ``class_labels`` (scikit-learn's ``labels=``)."""
+    per-class measures are the table ``class_labels`` (scikit-learn's ``labels=``).
+
+    Every value read from one unit table is a column of one aggregate over it (one join of ``systems`` to
+    the unit and one ``GROUP BY``, instead of one per value), turned into rows by a cross join with the list
+    of its (metric, average) pairs (:func:`_unit_summary`); the unit tables' rows are put together with
+    ``UNION ALL``."""
     wanted = set(averages) | {""}
-    parts: list[str] = []
+    units: dict[str, list[tuple[Measure, str]]] = {}
     for m, average in _parts(plan, metrics, wanted):
-        unit, order = _unit(plan, m, ordered)
-        weight = "_w.weight" if weighted and m.unit != CLASSES else None
-        join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
-        parts.append(f"SELECT _s.system, '{m.metric}' AS metric, '{average}' AS average, "
-                     f"{_value(m, average, order, weight)} AS value FROM systems AS _s "
-                     f"LEFT JOIN {unit} AS _u ON _u.system = _s.system{join} GROUP BY _s.system")
-    if not parts:
+        units.setdefault(m.unit or plan.instance, []).append((m, average))
+    if not units:
         return "SELECT system, '' AS metric, '' AS average, 0.0 AS value FROM systems WHERE false"
+    parts = [_unit_summary(plan, unit_parts, ordered, weighted) for unit_parts in units.values()]
     return _with_classes(plan, "\nUNION ALL\n".join(parts), weighted, fixed_classes)
+
+
+def _unit_summary(plan: FamilyPlan, parts: Sequence[tuple[Measure, str]], ordered: bool, weighted: bool) -> str:
+    """The rows ``(system, metric, average, value)`` of ``parts``, (measure, average) pairs that read the same
+    unit table: their values as the columns ``v0, v1, ...`` of one aggregate per system (a value that two
+    parts share, such as ``macro`` and ``label_macro`` over classes, computed once), unpivoted by a cross
+    join with ``VALUES (k, metric, average), ...`` and ``CASE k``. One part is its aggregate alone."""
+    unit, order = _unit(plan, parts[0][0], ordered)
+    weight = "_w.weight" if weighted and parts[0][0].unit != CLASSES else None
+    join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
+    source = f"FROM systems AS _s LEFT JOIN {unit} AS _u ON _u.system = _s.system{join} GROUP BY _s.system"
+    values = [_value(m, average, order, weight) for m, average in parts]
+    if len(parts) == 1:
+        (m, average), = parts
+        return f"SELECT _s.system, '{m.metric}' AS metric, '{average}' AS average, {values[0]} AS value {source}"
+    columns = list(dict.fromkeys(values))
+    aggregates = ", ".join(f"{value} AS v{i}" for i, value in enumerate(columns))
+    names = ", ".join(f"({k}, '{m.metric}', '{average}')" for k, (m, average) in enumerate(parts))
+    cases = " ".join(f"WHEN {k} THEN _v.v{columns.index(value)}" for k, value in enumerate(values))
+    return (f"SELECT _v.system, _m.metric, _m.average, CASE _m.k {cases} END AS value"
+            f" FROM (SELECT _s.system, {aggregates} {source}) AS _v"
+            f" CROSS JOIN (VALUES {names}) AS _m(k, metric, average)")
 
 
 def averages_of(plan: FamilyPlan, metric: str) -> tuple[str, ...]:

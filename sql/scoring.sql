@@ -228,21 +228,16 @@ both_averages AS (
     UNION ALL
     SELECT system, 'macro', pl, lca_reward, lpp, lpptps, lpppps, hf FROM macro
 )
-SELECT system, 'pl' AS metric, average, pl AS value FROM both_averages
-UNION ALL
-SELECT system, 'lca_reward', average, lca_reward FROM both_averages
-UNION ALL
-SELECT system, 'lpp', average, lpp FROM both_averages
-UNION ALL
-SELECT system, 'lpptps', average, lpptps FROM both_averages
-UNION ALL
-SELECT system, 'lpppps', average, lpppps FROM both_averages
-UNION ALL
-SELECT system, 'scoring_hp', average, lpppps FROM both_averages
-UNION ALL
-SELECT system, 'scoring_hr', average, lpptps FROM both_averages
-UNION ALL
-SELECT system, 'scoring_hf', average, hf FROM both_averages
+-- one row per (system, average) and metric: both_averages read once, its columns unpivoted
+SELECT
+    b.system,
+    m.metric,
+    b.average,
+    CASE m.k WHEN 0 THEN b.pl WHEN 1 THEN b.lca_reward WHEN 2 THEN b.lpp WHEN 3 THEN b.lpptps
+             WHEN 4 THEN b.lpppps WHEN 5 THEN b.lpppps WHEN 6 THEN b.lpptps ELSE b.hf END AS value
+FROM both_averages AS b
+CROSS JOIN (VALUES (0, 'pl'), (1, 'lca_reward'), (2, 'lpp'), (3, 'lpptps'), (4, 'lpppps'), (5, 'scoring_hp'),
+                   (6, 'scoring_hr'), (7, 'scoring_hf')) AS m(k, metric)
 
 -- name: scoring_flat_classes
 -- The paper's flat rows, per class: the classes are the labels seen as truth or prediction plus a "none"

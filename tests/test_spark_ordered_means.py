@@ -3,6 +3,8 @@ Spark partitions the rows (hiersql.engines: the fold that stands for ``sum``/``a
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pytest
 
@@ -54,3 +56,42 @@ def test_germeval_means_print_the_same_digits_as_duckdb(spark, data_dir):
     engine = SparkEngine(spark)
     engine.copy_store(store)
     assert compute(engine, metrics, options) == compute(store, metrics, options)
+
+
+# k and j order the rows the opposite ways: x added in k order is 1.0, in j order 0.0, -x in k order -1.0.
+SHARED_ROWS = [("a", 1, 4, 1e16, None), ("a", 2, 3, 1.0, 2.0), ("a", 3, 2, -1e16, 3.0), ("a", 4, 1, 1.0, None),
+               ("b", 1, 1, None, None)]
+SHARED_QUERY = ("SELECT g, sum(x ORDER BY k) AS s, avg(x ORDER BY k) AS a, sum(-x ORDER BY k) AS n, "
+                "avg(y ORDER BY k) AS y, sum(x ORDER BY j) AS sj, count(*) AS c FROM numbers GROUP BY g ORDER BY g")
+
+
+def test_means_with_the_same_keys_share_one_list_and_other_keys_have_their_own(spark):
+    """The four means ordered by k in one SELECT read one list holding x, -x and y (x once); the sum ordered
+    by j reads a list of its own. Each equals DuckDB's under any partitioning."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE numbers (g VARCHAR, k INTEGER, j INTEGER, x DOUBLE, y DOUBLE)")
+    con.executemany("INSERT INTO numbers VALUES (?, ?, ?, ?, ?)", SHARED_ROWS)
+    want = con.execute(SHARED_QUERY).fetchall()
+    assert want == [("a", 1.0, 0.25, -1.0, 2.5, 0.0, 4), ("b", None, None, None, None, None, 1)]  # by hand
+    sql = render("set_based", "set_counts", {}, "spark", text=SHARED_QUERY, pretty=False)
+    shared = "COLLECT_LIST(STRUCT(k AS k0, CAST(x AS DOUBLE) AS v0, CAST(-x AS DOUBLE) AS v1, CAST(y AS DOUBLE) AS v2))"
+    assert sql.count(shared) == 4 and sql.count("COLLECT_LIST(STRUCT(j AS k0, CAST(x AS DOUBLE) AS v0))") == 1
+    assert sql.count("COLLECT_LIST") == 5
+    from pyspark.sql import functions as F
+
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        for partitions, order in ((1, F.desc("k")), (1, F.asc("k")), (3, F.desc("x")), (2, F.asc("j"))):
+            spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+            frame = spark.createDataFrame(SHARED_ROWS, "g STRING, k INT, j INT, x DOUBLE, y DOUBLE").orderBy(order)
+            frame = frame.coalesce(1) if partitions == 1 else frame.repartition(partitions)
+            frame.createOrReplaceTempView("numbers")
+            spark_sql = spark.sql(sql)
+            assert [tuple(r) for r in spark_sql.collect()] == want, (partitions, order)
+        # Spark collects each distinct list once per group: two collect_list in each aggregate of the plan
+        plan = spark_sql._jdf.queryExecution().executedPlan().toString()
+        aggregates = [line for line in plan.splitlines() if "partial_collect_list(" in line]
+        assert aggregates and all(len(re.findall(r"\bpartial_collect_list\(", a)) == 2 for a in aggregates), plan
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+        spark.catalog.dropTempView("numbers")
