@@ -596,7 +596,7 @@ class SparkEngine(Engine):
         """Query ``sql`` (of stage ``name``) rewritten so that Spark computes each of its parts once, and the
         plain views it reads (with how often). Spark inlines a common table expression or a view at every
         reference (``sides`` of ``lca_labels`` would run six times): a common table expression read twice or
-        more becomes a local checkpoint of its own (``<name>__<cte>``), and so does a plain view that the
+        more becomes a stored stage of its own (``<name>__<cte>``), and so does a plain view that the
         query would compute twice or more (counting the views that views read)."""
         import sqlglot
         from sqlglot import exp

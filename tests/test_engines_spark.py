@@ -137,10 +137,8 @@ def test_evaluate_command_computes_in_spark(spark, data_dir, capsys):
 
 def test_a_part_read_twice_is_computed_once(spark):
     """Spark inlines a common table expression and a view at every reference: a CTE read twice becomes a
-    local checkpoint of its own (``<stage>__<cte>``), and a plain view that one query reads twice is
+    stored stage of its own (``<stage>__<cte>``), and a plain view that one query reads twice is
     checkpointed before that query runs; the rows stay those of the query as written."""
-    import pyarrow as pa
-
     engine = SparkEngine(spark)
     engine.write("numbers", pa.table({"x": [1, 2, 3, 4]}))
     query = ("WITH big AS (SELECT x FROM numbers WHERE x > 1) "
