@@ -11,10 +11,11 @@ the embedded DuckDB engine and with Spark (the store's tables uploaded once, tim
 their ratio and whether the values agree to 1e-9. A Spark run longer than ``--limit`` seconds is cancelled
 (``cancelAllJobs``) and reported as stopped.
 
-``--upload arrow`` copies the store's tables into Spark through Arrow (``SparkEngine.copy_store``, the path of
-``--engine spark``); ``--upload parquet`` (default) has DuckDB write them as Parquet files in a temporary folder
-and Spark read those itself (``spark.read.parquet``, each table a local checkpoint as ``copy_store`` makes it),
-which is how a large input reaches a Spark cluster anyway. ``--stages`` prints the time of each Spark stage
+``--upload arrow`` copies the store's tables into Spark with ``SparkEngine.copy_store``, the path of
+``--engine spark`` (the tables as Arrow, written by pyarrow as Parquet files of the engine's stage folder when it
+has one, else sent through ``createDataFrame``); ``--upload parquet`` (default) has DuckDB write them as Parquet
+files in a temporary folder and Spark read those itself (``spark.read.parquet``, each table then stored as a
+stage is), which is how a large input reaches a Spark cluster anyway. ``--stages`` prints the time of each Spark stage
 (``SparkEngine._materialize``; a stage read once is a view, its work falls in the stage that reads it) and of
 each Python step.
 """

@@ -28,8 +28,11 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 
 from __future__ import annotations
 
+import shutil
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import sqlfiles
@@ -513,19 +516,29 @@ def _pg_arrow_type(oid: int):
             701: pa.float64(), 1700: pa.float64(), 25: pa.string(), 1043: pa.string()}.get(oid)
 
 
+UPLOAD_ROWS = 0  # Arrow tables (SparkEngine.write) from which a Parquet file is written for Spark to read
 PARTITION_ROWS = 1_000_000  # a partitioned step's keyed inputs from which it is solved per partition (Spark)
 
 
 class SparkEngine(Engine):
     """Spark SQL through a ``pyspark.sql.SparkSession`` (local or a cluster).
 
-    A plain table name becomes a temporary view of a local checkpoint; a qualified one (``db.table``) a
-    managed table. Every stage, and every query a stage reads, is such a view: Spark inlines a common table
-    expression at every reference (the set-based stage alone would recompute its pipeline about ten times),
-    and without the checkpoint each stage's plan would hold the plans of all stages before it (the LCA
-    stages' analysis then grows until the driver runs out of memory); so is a common table expression or a
-    view that one stage would compute twice (:meth:`_computed_once`). Means add their values in unit order
-    (:func:`render`'s fold of the sorted values), as on the other engines.
+    A plain table name becomes a temporary view of the stage's rows stored once (:meth:`_register`); a
+    qualified one (``db.table``) a managed table. Every stage, and every query a stage reads, is such a view:
+    Spark inlines a common table expression at every reference (the set-based stage alone would recompute its
+    pipeline about ten times), and without cutting the lineage each stage's plan would hold the plans of all
+    stages before it (the LCA stages' analysis then grows until the driver runs out of memory); so is a common
+    table expression or a view that one stage would compute twice (:meth:`_computed_once`). Means add their
+    values in unit order (:func:`render`'s fold of the sorted values), as on the other engines.
+
+    The rows are stored as Parquet files in :attr:`stage_dir` when there is one: Spark then knows a stage's
+    real size (the files'), and joins a small stage by broadcasting it instead of shuffling and sorting both
+    sides. A local checkpoint would cut the lineage too, but it keeps the size estimate of the plan it cut
+    (products of join sizes, far above any broadcast threshold). The directory is setting
+    ``hiersql.stageDir`` of the session (:data:`STAGE_DIR`) when given, a directory every executor reads at
+    the same path (a shared mount); else, on a ``local`` master, a temporary directory of the driver; else
+    there is none, and stages are local checkpoints. :meth:`close` removes it (so does the end of the
+    process).
 
     Parameters
     ----------
@@ -536,18 +549,31 @@ class SparkEngine(Engine):
     partition_rows:
         Python steps that declare ``partition_by`` are solved per partition in the executors when their keyed
         inputs hold at least this many rows (:meth:`solve`); ``0``: always; ``None``: never.
+    upload_rows:
+        Arrow tables of at least this many rows are written as Parquet files in :attr:`stage_dir` for Spark
+        to read (:meth:`write`, :meth:`copy_store`), smaller ones sent through Arrow.
     """
 
     dialect = "spark"
 
     def __init__(self, spark: Any, tables: Mapping[str, str] | None = None,
-                 partition_rows: int | None = PARTITION_ROWS) -> None:
+                 partition_rows: int | None = PARTITION_ROWS, upload_rows: int = UPLOAD_ROWS) -> None:
         super().__init__(tables)
         self.spark = spark
         self.partition_rows = partition_rows
+        self.upload_rows = upload_rows
         self._read_once: set[str] = set()
         self._views: dict[str, Counter[str]] = {}  # plain views: the views each reads (with how often)
         self.partitions_solved: dict[str, int] = {}  # step name: partitions it was solved in (last run)
+        self.stage_dir = _stage_dir(spark)
+        self._stored = 0  # files written in stage_dir: each stage's rows in a folder of their own
+        self._cleanup = None if self.stage_dir is None else weakref.finalize(
+            self, shutil.rmtree, self.stage_dir, ignore_errors=True)
+
+    def close(self) -> None:
+        """Remove :attr:`stage_dir` and the stages stored there (the session stays open: it may be shared)."""
+        if self._cleanup is not None:
+            self._cleanup()
 
     def execute(self, sql: str) -> list[tuple]:
         return [tuple(row) for row in self.spark.sql(sql).collect()]
@@ -561,7 +587,20 @@ class SparkEngine(Engine):
         return pa.Table.from_pandas(frame.toPandas(), preserve_index=False)
 
     def write(self, name: str, data: pa.Table) -> None:
-        """Through Arrow: the rows stay in the JVM (a list of rows would need Python workers to decode)."""
+        """With a :attr:`stage_dir` and a plain ``name``, from ``upload_rows`` rows on, as a Parquet file there
+        that Spark reads (no Spark job; the Arrow upload of a million rows takes seconds); else through Arrow:
+        the rows stay in the JVM (a list of rows would need Python workers to decode)."""
+        if self.stage_dir is not None and "." not in name and len(data) >= self.upload_rows:
+            import pyarrow.parquet as pq
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            folder = self._stage_path(name)
+            folder.mkdir()
+            pq.write_table(data, folder / "part-0.parquet")
+            self._views.pop(name, None)
+            self.spark.read.schema(from_arrow_schema(data.schema)).parquet(folder.as_uri()
+                                                                           ).createOrReplaceTempView(name)
+            return
         self._register(name, self.spark.createDataFrame(data if len(data) else data.to_pandas(),
                                                         schema=None if len(data) else _spark_schema(data)))
 
@@ -578,7 +617,7 @@ class SparkEngine(Engine):
         """Query ``sql`` (of stage ``name``) rewritten so that Spark computes each of its parts once, and the
         plain views it reads (with how often). Spark inlines a common table expression or a view at every
         reference (``sides`` of ``lca_labels`` would run six times): a common table expression read twice or
-        more becomes a local checkpoint of its own (``<name>__<cte>``), and so does a plain view that the
+        more becomes a stored stage of its own (``<name>__<cte>``), and so does a plain view that the
         query would compute twice or more (counting the views that views read)."""
         import sqlglot
         from sqlglot import exp
@@ -705,8 +744,17 @@ class SparkEngine(Engine):
         self._views.pop(name, None)
         if "." in name:
             frame.write.mode("overwrite").saveAsTable(name)
-        else:  # computed once, and its lineage cut: a later stage's plan does not re-analyse every stage before
+        elif self.stage_dir is None:  # computed once, its lineage cut: a later stage does not re-analyse it
             frame.localCheckpoint(eager=True).createOrReplaceTempView(name)
+        else:  # the same, and Spark reads the files' size (a new folder: views made earlier may read the old)
+            path = self._stage_path(name).as_uri()  # file:, not the cluster's default file system
+            frame.write.parquet(path)  # read with its schema: Spark does not run a job to read the files' own
+            self.spark.read.schema(frame.schema).parquet(path).createOrReplaceTempView(name)
+
+    def _stage_path(self, name: str) -> Path:
+        """A new folder (not made yet) of :attr:`stage_dir` for the rows of table ``name``."""
+        self._stored += 1
+        return Path(self.stage_dir) / f"{self._stored}-{name}"
 
 
 def _partition_solver(step: Python, params: dict[str, object], options: Options, keyed: Sequence[str],
@@ -772,7 +820,19 @@ def _spark_schema(data: pa.Table) -> str:
     return ", ".join(f"`{f.name}` {kind(f.type)}" for f in data.schema)
 
 
+def _stage_dir(spark: Any) -> str | None:
+    """A new temporary directory for :class:`SparkEngine`'s stages: under setting :data:`STAGE_DIR` of the
+    session when given, else under the driver's temporary directory on a ``local`` master; else ``None``."""
+    import tempfile
+
+    root = spark.conf.get(STAGE_DIR, None)
+    if not root and not spark.sparkContext.master.startswith("local"):
+        return None
+    return tempfile.mkdtemp(prefix="hiersql-stages-", dir=root or None)
+
+
 # ---------------------------------------------------------------------------------------------- sessions
+STAGE_DIR = "hiersql.stageDir"  # Spark setting: where SparkEngine stores its stages (a path all executors see)
 SPARK_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.sql.adaptive.enabled": "true",

@@ -7,9 +7,15 @@ the session takes 15-40 s to start and each evaluation, even of three instances,
 
 from __future__ import annotations
 
+import tempfile
+from collections import Counter
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pyarrow as pa
 import pytest
 
-from hiersql.engines import SparkEngine
+from hiersql.engines import STAGE_DIR, STORE_TABLES, SparkEngine
 from hiersql.metrics import Options, compute
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
@@ -131,10 +137,8 @@ def test_evaluate_command_computes_in_spark(spark, data_dir, capsys):
 
 def test_a_part_read_twice_is_computed_once(spark):
     """Spark inlines a common table expression and a view at every reference: a CTE read twice becomes a
-    local checkpoint of its own (``<stage>__<cte>``), and a plain view that one query reads twice is
+    stored stage of its own (``<stage>__<cte>``), and a plain view that one query reads twice is
     checkpointed before that query runs; the rows stay those of the query as written."""
-    import pyarrow as pa
-
     engine = SparkEngine(spark)
     engine.write("numbers", pa.table({"x": [1, 2, 3, 4]}))
     query = ("WITH big AS (SELECT x FROM numbers WHERE x > 1) "
@@ -155,3 +159,82 @@ def test_a_part_read_twice_is_computed_once(spark):
 def _filters(spark, table: str) -> int:
     """The filters Spark runs to read ``table`` (a view's query is inlined; a checkpoint holds its rows)."""
     return spark.table(table)._jdf.queryExecution().optimizedPlan().toString().count("Filter")
+
+
+def _local_path(uri: str) -> Path:
+    return Path(urlparse(uri).path)
+
+
+def test_stages_are_parquet_files_of_a_temporary_folder_removed_on_close(spark):
+    """On a local master, each stage's rows are Parquet files of a temporary folder of the driver, which the
+    engine's views read (its lineage cut); :meth:`close` removes the folder."""
+    engine = SparkEngine(spark)
+    engine.copy_store(hand_store())
+    compute(engine, SET_BASED)
+    folder = Path(engine.stage_dir)
+    assert folder.parent == Path(tempfile.gettempdir())
+    assert {"truth", "predictions", "set_based_instance"} <= {
+        p.name.split("-", 1)[1] for p in folder.iterdir()}
+    files = spark.table("set_based_instance").inputFiles()
+    assert files and all(folder in _local_path(f).parents for f in files)
+    engine.close()
+    assert not folder.exists()
+
+
+def test_the_stage_dir_setting_places_the_stages(spark, tmp_path):
+    """``hiersql.stageDir`` (a folder every executor sees): the stages go to a new folder inside it."""
+    spark.conf.set(STAGE_DIR, str(tmp_path))
+    try:
+        engine = SparkEngine(spark)
+    finally:
+        spark.conf.unset(STAGE_DIR)
+    assert Path(engine.stage_dir).parent == tmp_path
+    engine.write("numbers", pa.table({"x": [1, 2, 3]}))
+    engine._materialize("odd", "SELECT x FROM numbers WHERE x % 2 = 1")
+    assert engine.execute("SELECT x FROM odd ORDER BY x") == [(1,), (3,)]
+    assert all(Path(engine.stage_dir) in _local_path(f).parents for f in spark.table("odd").inputFiles())
+    engine.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_small_stage_is_broadcast(spark):
+    """A stage stored as files has their size: Spark joins two small stages by broadcasting one. As a local
+    checkpoint (no stage folder) a stage keeps the estimate of the joins that made it (their sizes multiplied:
+    five joined tables of the hand example pass Spark's 10 MB), and the same join is a sort-merge join of two
+    shuffled sides."""
+    query = "SELECT a.instance_id FROM wide_a AS a JOIN wide_b AS b ON a.instance_id = b.instance_id"
+    kinds = {}
+    for stored in (True, False):
+        engine = SparkEngine(spark)
+        if not stored:
+            engine.close()
+            engine.stage_dir = None
+        engine.copy_store(hand_store())
+        for name in ("wide_a", "wide_b"):
+            engine._materialize(name, "SELECT t.instance_id, c.ancestor FROM truth AS t JOIN predictions AS p"
+                                      " ON p.instance_id = t.instance_id JOIN closure AS c ON c.descendant = t.label"
+                                      " JOIN closure AS d ON d.descendant = p.label"
+                                      " JOIN closure AS e ON e.descendant = c.ancestor AND e.ancestor = d.ancestor")
+        plan = spark.sql(query)._jdf.queryExecution().sparkPlan().toString()
+        kinds[stored] = {k for k in ("BroadcastHashJoin", "SortMergeJoin") if k in plan}
+        engine.close()
+    assert kinds == {True: {"BroadcastHashJoin"}, False: {"SortMergeJoin"}}
+
+
+def test_copy_store_through_parquet_equals_the_arrow_upload(spark, germeval):
+    """Tables of ``upload_rows`` rows or more are written as Parquet files that Spark reads: the same
+    columns, types and rows as through Arrow; an empty table keeps its types."""
+    engines = {}
+    for way, upload_rows in (("pq", 0), ("arrow", 10**12)):
+        engine = SparkEngine(spark, tables={t: f"{way}_{t}" for t in STORE_TABLES}, upload_rows=upload_rows)
+        engine.copy_store(germeval)
+        engine.write(f"{way}_empty", pa.table({"x": pa.array([], pa.int64()), "s": pa.array([], pa.string())}))
+        engines[way] = engine
+    assert {p.name for p in Path(engines["pq"].stage_dir).glob("*-pq_truth/*")} == {"part-0.parquet"}
+    for name in (*STORE_TABLES, "empty"):
+        pq_frame, arrow_frame = spark.table(f"pq_{name}"), spark.table(f"arrow_{name}")
+        assert [(f.name, f.dataType) for f in pq_frame.schema] == [(f.name, f.dataType) for f in arrow_frame.schema]
+        assert Counter(map(tuple, pq_frame.collect())) == Counter(map(tuple, arrow_frame.collect()))
+    assert spark.table("pq_truth").count() == germeval.con.execute("SELECT count(*) FROM truth").fetchone()[0]
+    for engine in engines.values():
+        engine.close()
