@@ -396,8 +396,10 @@ class Worker:
             con.finish(self.run_id, self.name, outcomes)
             events = [Event(u.job_id, u.dataset, u.system, status, error) for u, status, _, error in outcomes]
         except WorkerLost as exc:  # its units are claimed again, one at a time
-            con.rollback()
-            log.note_attempts(attempts, str(exc))
+            try:  # why, noted before the rollback frees the units: a worker claiming one next may give up on it
+                log.note_attempts(attempts, str(exc))
+            finally:
+                con.rollback()
             return True
         except BaseException as exc:
             con.rollback()
