@@ -4,6 +4,7 @@ Spark partitions the rows (hiersql.engines: the fold that stands for ``sum``/``a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import duckdb
 import pytest
@@ -22,6 +23,26 @@ QUERY = ("SELECT g, sum(x ORDER BY k) AS s, avg(x ORDER BY k) AS a, sum(x * 2 OR
          "FROM numbers GROUP BY g ORDER BY g")
 
 
+def partitionings(spark, rows: list[tuple], schema: str, orders: tuple[str, ...]) -> Iterator[tuple[int, str]]:
+    """Register ``rows`` as view ``numbers`` read in each of ``orders`` (a column, ``-`` for descending), in
+    one, one, three and two partitions with as many shuffle partitions, yielding each (partitions, order); the
+    session's setting is restored and the view dropped at the end."""
+    from pyspark.sql import functions as F
+
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        for partitions, order in zip((1, 1, 3, 2), orders, strict=True):
+            spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+            key = F.desc(order[1:]) if order.startswith("-") else F.asc(order)
+            frame = spark.createDataFrame(rows, schema).orderBy(key)
+            frame = frame.coalesce(1) if partitions == 1 else frame.repartition(partitions)
+            frame.createOrReplaceTempView("numbers")
+            yield partitions, order
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+        spark.catalog.dropTempView("numbers")
+
+
 def test_ordered_sum_and_mean_equal_duckdb_under_any_partitioning(spark):
     con = duckdb.connect()
     con.execute("CREATE TABLE numbers (g VARCHAR, k INTEGER, x DOUBLE)")
@@ -29,22 +50,11 @@ def test_ordered_sum_and_mean_equal_duckdb_under_any_partitioning(spark):
     want = con.execute(QUERY).fetchall()
     assert want[0][1:] == (1.0, 0.25, 2.0)  # by hand: ((1e16 + 1) - 1e16) + 1, over 4 values
     assert want[1][1:] == (3.0, 3.0, 6.0) and want[2][1:] == (None, None, None)  # NULLs left out
-    from pyspark.sql import functions as F
-
     sql = render("set_based", "set_counts", {}, "spark", text=QUERY)
     assert "ORDER BY" not in sql.split("FROM")[0]  # Spark has no ordered aggregates: the fold replaced them
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    try:
-        # one partition read in descending key order would add 1 + -1e16 + 1 + 1e16 = 0.0 without the fold
-        for partitions, order in ((1, F.desc("k")), (1, F.asc("k")), (3, F.desc("x")), (2, F.asc("x"))):
-            spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-            frame = spark.createDataFrame(ROWS, "g STRING, k INT, x DOUBLE").orderBy(order)
-            frame = frame.coalesce(1) if partitions == 1 else frame.repartition(partitions)
-            frame.createOrReplaceTempView("numbers")
-            assert [tuple(r) for r in spark.sql(sql).collect()] == want, (partitions, order)
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", previous)
-        spark.catalog.dropTempView("numbers")
+    # one partition read in descending key order would add 1 + -1e16 + 1 + 1e16 = 0.0 without the fold
+    for case in partitionings(spark, ROWS, "g STRING, k INT, x DOUBLE", ("-k", "k", "-x", "x")):
+        assert [tuple(r) for r in spark.sql(sql).collect()] == want, case
 
 
 def test_germeval_means_print_the_same_digits_as_duckdb(spark, data_dir):
@@ -77,21 +87,11 @@ def test_means_with_the_same_keys_share_one_list_and_other_keys_have_their_own(s
     shared = "COLLECT_LIST(STRUCT(k AS k0, CAST(x AS DOUBLE) AS v0, CAST(-x AS DOUBLE) AS v1, CAST(y AS DOUBLE) AS v2))"
     assert sql.count(shared) == 4 and sql.count("COLLECT_LIST(STRUCT(j AS k0, CAST(x AS DOUBLE) AS v0))") == 1
     assert sql.count("COLLECT_LIST") == 5
-    from pyspark.sql import functions as F
-
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    try:
-        for partitions, order in ((1, F.desc("k")), (1, F.asc("k")), (3, F.desc("x")), (2, F.asc("j"))):
-            spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-            frame = spark.createDataFrame(SHARED_ROWS, "g STRING, k INT, j INT, x DOUBLE, y DOUBLE").orderBy(order)
-            frame = frame.coalesce(1) if partitions == 1 else frame.repartition(partitions)
-            frame.createOrReplaceTempView("numbers")
-            spark_sql = spark.sql(sql)
-            assert [tuple(r) for r in spark_sql.collect()] == want, (partitions, order)
-        # Spark collects each distinct list once per group: two collect_list in each aggregate of the plan
-        plan = spark_sql._jdf.queryExecution().executedPlan().toString()
-        aggregates = [line for line in plan.splitlines() if "partial_collect_list(" in line]
-        assert aggregates and all(len(re.findall(r"\bpartial_collect_list\(", a)) == 2 for a in aggregates), plan
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", previous)
-        spark.catalog.dropTempView("numbers")
+    for case in partitionings(spark, SHARED_ROWS, "g STRING, k INT, j INT, x DOUBLE, y DOUBLE",
+                              ("-k", "k", "-x", "j")):
+        spark_sql = spark.sql(sql)
+        assert [tuple(r) for r in spark_sql.collect()] == want, case
+    # Spark collects each distinct list once per group: two collect_list in each aggregate of the plan
+    plan = spark_sql._jdf.queryExecution().executedPlan().toString()
+    aggregates = [line for line in plan.splitlines() if "partial_collect_list(" in line]
+    assert aggregates and all(len(re.findall(r"\bpartial_collect_list\(", a)) == 2 for a in aggregates), plan
