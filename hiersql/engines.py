@@ -152,6 +152,8 @@ def _ordered_folds(tree) -> None:
     for agg in list(tree.find_all(exp.Sum, exp.Avg)):
         if not isinstance(agg.this, exp.Order):
             continue
+        if any(o.args.get("desc") for o in agg.this.expressions):  # the fold sorts ascending only
+            raise ValueError(f"no Spark fold for a descending order: {agg.sql(dialect='duckdb')}")
         keys = tuple(o.this.sql(dialect="spark") for o in agg.this.expressions)
         alone = isinstance(agg.parent, exp.Filter | exp.Window)
         lists.setdefault((id(agg) if alone else id(agg.parent_select), keys), []).append(agg)

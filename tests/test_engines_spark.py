@@ -122,17 +122,22 @@ def test_closure_by_recursive_cte_in_spark_on_germeval(spark, germeval):
     assert got == sorted(germeval.con.execute("SELECT ancestor, descendant, distance FROM closure").fetchall())
 
 
-def test_evaluate_command_computes_in_spark(spark, data_dir, capsys):
+def test_evaluate_command_computes_in_spark(spark, data_dir, capsys, tmp_path):
     """``hiersql evaluate --engine spark``: the same rows as the embedded DuckDB run, for a family of each kind
-    (SQL alone, a pairing step, an LCA graph step)."""
+    (SQL alone, a pairing step, an LCA graph step); the command removes its stage folder when it ends."""
     from tests._engine_cases import cli_rows
 
     canonical = data_dir / "canonical"
     args = ["--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
             "--pred", str(canonical / "pred_b" / "LT-UHH__baseline.tsv"), "--metrics", "hp,hf,gie,mgia,lca_f"]
     want = cli_rows(capsys, args)
-    got = cli_rows(capsys, [*args, "--engine", "spark", "--spark-master", "local[2]"])
+    try:
+        got = cli_rows(capsys, [*args, "--engine", "spark", "--spark-master", "local[2]",
+                                "--spark-conf", f"{STAGE_DIR}={tmp_path}"])
+    finally:  # the shared session keeps the setting
+        spark.conf.unset(STAGE_DIR)
     assert_rows_match(got, want)
+    assert list(tmp_path.iterdir()) == []  # the stage folder made inside it is gone
 
 
 def test_a_part_read_twice_is_computed_once(spark):

@@ -95,3 +95,9 @@ def test_means_with_the_same_keys_share_one_list_and_other_keys_have_their_own(s
     plan = spark_sql._jdf.queryExecution().executedPlan().toString()
     aggregates = [line for line in plan.splitlines() if "partial_collect_list(" in line]
     assert aggregates and all(len(re.findall(r"\bpartial_collect_list\(", a)) == 2 for a in aggregates), plan
+
+
+def test_a_descending_order_is_refused_rather_than_added_the_other_way():
+    """The fold sorts its list ascending: a mean ordered by a descending key would add in the wrong order."""
+    with pytest.raises(ValueError, match="descending order: SUM"):
+        render("set_based", "set_counts", {}, "spark", text="SELECT sum(x ORDER BY k DESC) AS s FROM numbers")

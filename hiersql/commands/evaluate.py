@@ -56,31 +56,35 @@ def run(args: argparse.Namespace) -> int:
 
     groups = resolve(metrics)  # unknown names fail before any file is read
     engine = open_engine(run_options)  # a bad server address fails before any file is read
-    in_spark = run_options.engine == "spark" and spark_reads(args)
-    steps = Steps(len(LOAD_STEPS) + len(groups) + (engine is not None and not in_spark), "evaluate")
     try:
-        store = load_store(args, steps, spark=engine if in_spark else None)
-        if engine is None:
-            rows = compute(store, metrics, opts, on_family=steps.start)
-        else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)
-            if not in_spark:  # else Spark read them itself, into its own tables
-                steps.start(f"copying the tables to {run_options.engine}")
-                engine.copy_store(store)
-            rows = compute(engine, metrics, opts, on_family=steps.start)
-    finally:
-        steps.close()
-    if warn_zero:
-        from ..evaluator import warn_undefined
+        in_spark = run_options.engine == "spark" and spark_reads(args)
+        steps = Steps(len(LOAD_STEPS) + len(groups) + (engine is not None and not in_spark), "evaluate")
+        try:
+            store = load_store(args, steps, spark=engine if in_spark else None)
+            if engine is None:
+                rows = compute(store, metrics, opts, on_family=steps.start)
+            else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)
+                if not in_spark:  # else Spark read them itself, into its own tables
+                    steps.start(f"copying the tables to {run_options.engine}")
+                    engine.copy_store(store)
+                rows = compute(engine, metrics, opts, on_family=steps.start)
+        finally:
+            steps.close()
+        if warn_zero:
+            from ..evaluator import warn_undefined
 
-        warn_undefined(store if engine is None else engine, rows, opts)
-    if args.per_instance:
-        write_per_instance(store, groups, opts, args.per_instance, engine if in_spark else None)
-    if args.db:
-        from ..jobs import save_rows
+            warn_undefined(store if engine is None else engine, rows, opts)
+        if args.per_instance:
+            write_per_instance(store, groups, opts, args.per_instance, engine if in_spark else None)
+        if args.db:
+            from ..jobs import save_rows
 
-        save_rows(store, rows, dataset=args.dataset)
-    print(format_rows(rows, args.format), end="")
-    return 0
+            save_rows(store, rows, dataset=args.dataset)
+        print(format_rows(rows, args.format), end="")
+        return 0
+    finally:  # the server connection, the Spark engine's stage folder
+        if engine is not None:
+            engine.close()
 
 
 def spark_reads(args: argparse.Namespace) -> bool:
