@@ -129,6 +129,7 @@ def _fix_spark(tree):
 
     tree = tree.transform(decimal_to_double)
     _ordered_folds(tree)
+    _spark_hints(tree)
     with_ = tree.args.get("with_")
     if with_ is not None and with_.args.get("recursive"):
         for cte in with_.expressions:
@@ -136,6 +137,22 @@ def _fix_spark(tree):
             if isinstance(cte.this, exp.Union) and reads_itself:
                 cte.this.set("distinct", False)
     return tree
+
+
+def _spark_hints(tree) -> None:
+    """A ``/*+ HINT(...) */`` comment closing a ``SELECT`` list (``SELECT a, b /*+ BROADCAST(m) */ FROM ...``,
+    where sqlglot keeps a comment through the DuckDB parse and the composition of stages; DuckDB's parser reads
+    it as a plain comment) becomes that ``SELECT``'s Spark hint, for a Spark variant of a query."""
+    import sqlglot
+    from sqlglot import exp
+
+    for select in tree.find_all(exp.Select):
+        for node in (select, *select.expressions):
+            hints = [c for c in node.comments or () if c.strip().startswith("+")]
+            if hints:
+                node.comments = [c for c in node.comments if c not in hints]
+                text = ", ".join(c.strip()[1:].strip() for c in hints)
+                select.set("hint", sqlglot.parse_one(f"SELECT /*+ {text} */ 1", read="spark").args["hint"])
 
 
 def _ordered_folds(tree) -> None:
