@@ -17,6 +17,9 @@ Dialect fixes applied on top of sqlglot's transpilation (:func:`render`):
   (``aggregate(array_sort(collect_list(...)), ...)``), so a Spark run prints the same digits however its rows
   are partitioned. The ordered aggregates of one ``SELECT`` with the same keys share one list (one struct per
   row holding all their values): one list and one shuffle of it per key set, not one per aggregate.
+- A Spark variant of a query asks for a broadcast join with a comment closing its select list
+  (``SELECT a, b /*+ BROADCAST(m) */ FROM ...``; DuckDB's parser keeps it as a plain comment): it becomes the
+  ``SELECT``'s Spark hint.
 - Spark (4.x) accepts only ``UNION ALL`` in a recursive CTE: the ``UNION`` of a CTE that reads itself
   becomes ``UNION ALL``. That is right for a query whose result does not depend on duplicate rows, such as the
   closure: the recursion then walks every path instead of every (ancestor, descendant, distance) triple, still
