@@ -188,22 +188,14 @@ augmented_arrays AS (
     GROUP BY node
 ),
 truth_arrays AS (
-    -- the labels of an instance brought together first (small rows shuffled by instance), then each label's
-    -- array looked up in the broadcast arrays where the instance is: the arrays are merged without a shuffle
-    SELECT t.instance_id, array_distinct(flatten(list(a.labels))) AS labels /*+ BROADCAST(a) */
-    FROM (
-        SELECT instance_id, unnest(labels) AS label
-        FROM (SELECT instance_id, list(label) AS labels FROM truth GROUP BY instance_id) AS g
-    ) AS t
+    SELECT t.instance_id, array_distinct(flatten(list(a.labels))) AS labels
+    FROM truth AS t
     JOIN augmented_arrays AS a ON a.node = t.label
     GROUP BY t.instance_id
 ),
 prediction_arrays AS (
-    SELECT p.system, p.instance_id, array_distinct(flatten(list(a.labels))) AS labels /*+ BROADCAST(a) */
-    FROM (
-        SELECT system, instance_id, unnest(labels) AS label
-        FROM (SELECT system, instance_id, list(label) AS labels FROM predictions GROUP BY system, instance_id) AS g
-    ) AS p
+    SELECT p.system, p.instance_id, array_distinct(flatten(list(a.labels))) AS labels
+    FROM predictions AS p
     JOIN augmented_arrays AS a ON a.node = p.label
     GROUP BY p.system, p.instance_id
 )
