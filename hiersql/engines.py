@@ -17,6 +17,9 @@ Dialect fixes applied on top of sqlglot's transpilation (:func:`render`):
   (``aggregate(array_sort(collect_list(...)), ...)``), so a Spark run prints the same digits however its rows
   are partitioned. The ordered aggregates of one ``SELECT`` with the same keys share one list (one struct per
   row holding all their values): one list and one shuffle of it per key set, not one per aggregate.
+- A Spark variant of a query asks for a broadcast join with a comment closing its select list
+  (``SELECT a, b /*+ BROADCAST(m) */ FROM ...``; DuckDB's parser keeps it as a plain comment): it becomes the
+  ``SELECT``'s Spark hint.
 - Spark (4.x) accepts only ``UNION ALL`` in a recursive CTE: the ``UNION`` of a CTE that reads itself
   becomes ``UNION ALL``. That is right for a query whose result does not depend on duplicate rows, such as the
   closure: the recursion then walks every path instead of every (ancestor, descendant, distance) triple, still
@@ -129,6 +132,7 @@ def _fix_spark(tree):
 
     tree = tree.transform(decimal_to_double)
     _ordered_folds(tree)
+    _spark_hints(tree)
     with_ = tree.args.get("with_")
     if with_ is not None and with_.args.get("recursive"):
         for cte in with_.expressions:
@@ -136,6 +140,22 @@ def _fix_spark(tree):
             if isinstance(cte.this, exp.Union) and reads_itself:
                 cte.this.set("distinct", False)
     return tree
+
+
+def _spark_hints(tree) -> None:
+    """A ``/*+ HINT(...) */`` comment closing a ``SELECT`` list (``SELECT a, b /*+ BROADCAST(m) */ FROM ...``,
+    where sqlglot keeps a comment through the DuckDB parse and the composition of stages; DuckDB's parser reads
+    it as a plain comment) becomes that ``SELECT``'s Spark hint, for a Spark variant of a query."""
+    import sqlglot
+    from sqlglot import exp
+
+    for select in tree.find_all(exp.Select):
+        for node in (select, *select.expressions):
+            hints = [c for c in node.comments or () if c.strip().startswith("+")]
+            if hints:
+                node.comments = [c for c in node.comments if c not in hints]
+                text = ", ".join(c.strip()[1:].strip() for c in hints)
+                select.set("hint", sqlglot.parse_one(f"SELECT /*+ {text} */ 1", read="spark").args["hint"])
 
 
 def _ordered_folds(tree) -> None:

@@ -75,6 +75,44 @@ FROM kept AS k
 LEFT JOIN kept AS o
     ON o.inst = k.inst AND o.side <> k.side AND o.label = k.label
 
+-- name: lca_labels (spark)
+-- The same rows on Spark: a label x is dropped when a label y of its side is below it, i.e. x is in y's
+-- ancestors; those are an array per node, broadcast, so that each pair (x, y) of a side looks y's up where it
+-- is, instead of the pairs and the closure (10 M rows on the 450,000-instance benchmark DAG) both shuffled
+-- by (ancestor, descendant).
+WITH sides AS (
+    SELECT k.inst, 't' AS side, n.position AS label
+    FROM truth AS t
+    JOIN nodes AS n ON n.label = t.label
+    JOIN lca_instances AS k ON k.instance_id = t.instance_id
+    UNION ALL
+    SELECT k.inst, 'p' AS side, n.position AS label
+    FROM predictions AS p
+    JOIN nodes AS n ON n.label = p.label
+    JOIN lca_instances AS k ON k.system = p.system AND k.instance_id = p.instance_id
+),
+ancestor_arrays AS (
+    SELECT descendant AS node, list(ancestor) AS ancestors
+    FROM lca_closure
+    GROUP BY descendant
+),
+above AS (
+    SELECT x.inst, x.side, x.label /*+ BROADCAST(c) */
+    FROM sides AS x
+    JOIN sides AS y ON y.inst = x.inst AND y.side = x.side AND y.label <> x.label
+    JOIN ancestor_arrays AS c ON c.node = y.label
+    WHERE array_contains(c.ancestors, x.label)
+),
+kept AS (
+    SELECT inst, side, label FROM sides
+    EXCEPT
+    SELECT inst, side, label FROM above
+)
+SELECT k.inst, k.side, k.label, o.label IS NOT NULL AS shared
+FROM kept AS k
+LEFT JOIN kept AS o
+    ON o.inst = k.inst AND o.side <> k.side AND o.label = k.label
+
 -- name: lca_pairs
 -- Every (true label, predicted label) pair of an instance that is not the same label and not made of two
 -- shared labels (whose only options are themselves).
@@ -106,6 +144,37 @@ SELECT m.inst, m.t_label, m.p_label, m.t_shared, m.p_shared, m.lca, m.up_t, m.up
 FROM common AS m
 JOIN (SELECT inst, t_label, p_label, min(up_t + up_p) AS d FROM common GROUP BY inst, t_label, p_label) AS b
     ON b.inst = m.inst AND b.t_label = m.t_label AND b.p_label = m.p_label AND m.up_t + m.up_p = b.d
+
+-- name: lca_pair_meetings (spark)
+-- The same rows on Spark without one row per (pair, common ancestor) shuffled by ancestor: each node's
+-- ancestors within $max_distance are a map {ancestor: distance}, broadcast; each pair looks its two maps up
+-- where it is, and its lowest common ancestors are the shared keys of least cost (as pair_distances_of
+-- (spark) in sql/distances.sql).
+WITH ancestor_maps AS (
+    SELECT descendant AS node, map_from_entries(list(struct_pack(ancestor := ancestor, distance := distance))) AS up
+    FROM lca_closure
+    WHERE $max_distance IS NULL OR distance <= $max_distance
+    GROUP BY descendant
+),
+common AS (
+    SELECT q.inst, q.t_label, q.p_label, q.t_shared, q.p_shared,
+           list_transform(array_intersect(map_keys(cx.up), map_keys(cz.up)),
+                          a -> struct_pack(lca := a, up_t := cx.up[a], up_p := cz.up[a])) AS meetings
+               /*+ BROADCAST(cx), BROADCAST(cz) */
+    FROM lca_pairs AS q
+    JOIN ancestor_maps AS cx ON cx.node = q.t_label
+    JOIN ancestor_maps AS cz ON cz.node = q.p_label
+),
+lowest AS (
+    SELECT inst, t_label, p_label, t_shared, p_shared, meetings,
+           list_min(list_transform(meetings, m -> m.up_t + m.up_p)) AS d
+    FROM common
+)
+SELECT inst, t_label, p_label, t_shared, p_shared, m.lca, m.up_t, m.up_p
+FROM (
+    SELECT inst, t_label, p_label, t_shared, p_shared, unnest(list_filter(meetings, m -> m.up_t + m.up_p = d)) AS m
+    FROM lowest
+) AS e
 
 -- name: lca_meetings
 -- (inst, side, label, partner, lca, up_label, up_partner, cost): the meetings of every

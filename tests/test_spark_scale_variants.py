@@ -183,3 +183,68 @@ def test_spark_pair_distances_equal_duckdb(spark, generated, case):
     assert sorted(got) == sorted(want)
     metrics = ["graph_induced_error", "mgia", "mgia_fn"]
     assert_rows_match(compute(engine, metrics, options), reference(generated, metrics, options))
+
+
+LCA_CASES = {"unbounded": Options(lca_graph="extended"),
+             "max_distance_2": Options(lca_graph="extended", max_distance=2),
+             "greedy_max_distance_1": Options(max_distance=1)}
+LCA_STAGES = {"labels_seen": "SELECT inst, side, label, shared FROM lca_labels",
+              "meetings_seen": "SELECT inst, t_label, p_label, t_shared, p_shared, lca, up_t, up_p "
+                               "FROM lca_pair_meetings"}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("case", LCA_CASES)
+def test_spark_lca_labels_and_meetings_equal_duckdb(spark, generated, case):
+    """``lca_labels (spark)`` (each node's ancestors an array, broadcast) and ``lca_pair_meetings (spark)``
+    (ancestor maps, the shared keys of least cost): their rows equal DuckDB's portable ones, and so the LCA
+    measures."""
+    from hiersql.metrics import lca
+
+    engine = SparkEngine(spark)
+    engine.copy_store(generated)
+    options = LCA_CASES[case]
+    metrics = ["lca_precision", "lca_recall", "lca_f1"]
+    want = DuckDBEngine(generated).run_queries(lca.PLAN, metrics, options, LCA_STAGES)
+    got = engine.run_queries(lca.PLAN, metrics, options, LCA_STAGES)
+    for name in LCA_STAGES:
+        assert sorted(got[name]) == sorted(want[name]), name
+    assert len(want["meetings_seen"]) > 300
+    sides = generated.con.sql("SELECT 2 * (SELECT count(*) FROM truth) + (SELECT count(*) FROM predictions)")
+    assert len(want["labels_seen"]) < sides.fetchall()[0][0]  # labels with a descendant on their side dropped
+    assert_rows_match(compute(engine, metrics, options), reference(generated, metrics, options))
+
+
+def test_a_hint_comment_closing_a_select_list_becomes_a_spark_hint():
+    from hiersql import engines
+
+    for params in ({"max_distance": None, "max_climb": None}, {"max_distance": 2, "max_climb": 2}):
+        spark = engines.render("distances", "pair_distances_of", params, "spark", pretty=False)
+        assert "SELECT /*+ BROADCAST(cu), BROADCAST(cv) */ l.system" in spark
+        assert "BROADCAST" not in engines.render("distances", "pair_distances_of", params, "duckdb")
+    meetings = engines.render("lca", "lca_pair_meetings", {"max_distance": None}, "spark", pretty=False)
+    assert "SELECT /*+ BROADCAST(cx), BROADCAST(cz) */ q.inst" in meetings
+    assert "SELECT /*+ BROADCAST(c) */ x.inst" in meetings  # lca_labels (spark), composed in
+
+
+@pytest.mark.spark
+def test_the_ancestor_maps_are_broadcast_whatever_their_size(spark, generated):
+    """With automatic broadcasts off, the hinted joins of the pair distances are still broadcast hash joins:
+    the label pairs are not shuffled to meet their maps."""
+    from hiersql import engines
+
+    engine = SparkEngine(spark)
+    engine.copy_store(generated)
+    engine.execute("CREATE OR REPLACE TEMPORARY VIEW label_pairs AS "
+                   + engines.render("distances", "label_pairs", {}, "spark"))
+    sql = engines.render("distances", "pair_distances_of", {"max_distance": None, "max_climb": None}, "spark",
+                         skip=frozenset({"label_pairs"}))
+    before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+    assert plan.count("BroadcastHashJoin") == 2, plan
+    assert "SortMergeJoin" in plan  # the closure joined to the node positions, not hinted
