@@ -866,12 +866,15 @@ SPARK_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "2g",
-    # The driver's JVM (on a local master the executors' too) compiles with C1 alone and collects with the
-    # serial collector: every query brings classes of its own (generated code, plans) that the JIT compiles
-    # again, and C2's compilations cost more CPU than they save on rows that are processed in a fraction of a
-    # second. They apply to a JVM that the session starts (not to one already running); a user's
-    # spark.driver.extraJavaOptions come after them and win (-XX:TieredStopAtLevel=4 -XX:+UseG1GC).
-    "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    # The driver's JVM (on a local master the executors' too): C2, the JIT's optimising compiler, only for
+    # methods ten times hotter than by default, and the serial collector. Every query brings code of its own
+    # (generated classes, plans) that C2 would compile for rows processed in a fraction of a second; the
+    # loops over many rows still reach C2 (an aggregate of a join of 12 M rows ran faster so than with the
+    # defaults or with C1 alone: benchmarks/RESULTS.md). They apply to a JVM that the session starts (not to
+    # one already running); a user's spark.driver.extraJavaOptions come after them and win.
+    "spark.driver.defaultJavaOptions": "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
+                                       " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
+                                       " -XX:+UseSerialGC",
 }
 
 
