@@ -381,14 +381,17 @@ class Engine:
     def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         """Run a Python step on a scratch DuckDB connection holding Arrow copies of the tables it reads, and
         write the tables it makes back into the engine."""
-        tables = {name: self.arrow(f"SELECT * FROM {_quoted(self._source(name), self.dialect)}")
-                  for name in step.reads}
+        tables = {name: self._input(name) for name in step.reads}
         for name, data in solve_arrow(step, params, options, tables).items():
             self.write(name, data)
 
     def _source(self, name: str) -> str:
         """The engine-side table a step's input ``name`` is read from."""
         return self.table(name) if name in STORE_TABLES else name
+
+    def _input(self, name: str) -> pa.Table:
+        """The rows of a step's input ``name`` as Arrow."""
+        return self.arrow(f"SELECT * FROM {_quoted(self._source(name), self.dialect)}")
 
 
 def solve_arrow(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table]
@@ -538,7 +541,10 @@ def _pg_arrow_type(oid: int):
             701: pa.float64(), 1700: pa.float64(), 25: pa.string(), 1043: pa.string()}.get(oid)
 
 
-PARTITION_ROWS = 1_000_000  # a partitioned step's keyed inputs from which it is solved per partition (Spark)
+# a partitioned step's keyed inputs from which it is solved per partition (Spark); below, the driver reads the
+# stored inputs' files and solves them in less time than the Python workers take to start and receive the
+# shuffled rows (GermEval B's pairings, 1.1 M keyed rows: about 4x less)
+PARTITION_ROWS = 4_000_000
 
 
 class SparkEngine(Engine):
@@ -581,6 +587,7 @@ class SparkEngine(Engine):
         self.partition_rows = partition_rows
         self._read_once: set[str] = set()
         self._views: dict[str, Counter[str]] = {}  # plain views: the views each reads (with how often)
+        self._files: dict[str, tuple[Path, pa.Schema]] = {}  # views that are the Parquet files of a folder
         self.partitions_solved: dict[str, int] = {}  # step name: partitions it was solved in (last run)
         self.stage_dir = _stage_dir(spark)
         self._stored = 0  # files written in stage_dir: each stage's rows in a folder of their own
@@ -617,6 +624,7 @@ class SparkEngine(Engine):
             self._views.pop(name, None)
             self.spark.read.schema(from_arrow_schema(data.schema)).parquet(folder.as_uri()
                                                                            ).createOrReplaceTempView(name)
+            self._files[name] = folder, data.schema
             return
         self._register(name, self.spark.createDataFrame(data if len(data) else data.to_pandas(),
                                                         schema=None if len(data) else _spark_schema(data)))
@@ -627,6 +635,7 @@ class SparkEngine(Engine):
         if name in self._read_once:  # a plain view: no Spark job, the one reader computes it within its own
             frame.createOrReplaceTempView(name)
             self._views[name] = reads
+            self._files.pop(name, None)
         else:
             self._register(name, frame)
 
@@ -703,6 +712,7 @@ class SparkEngine(Engine):
         the inputs Spark read itself (:mod:`hiersql.spark_sources`)."""
         if computed and "." not in self.table(name):
             frame.createOrReplaceTempView(self.table(name))
+            self._files.pop(self.table(name), None)
         else:
             self._register(self.table(name), frame)
 
@@ -727,8 +737,7 @@ class SparkEngine(Engine):
 
         keyed = [name for name in step.reads if name in step.partition_by]
         frames = {name: self.spark.table(self._source(name)) for name in keyed}
-        whole = {name: self.arrow(f"SELECT * FROM {_quoted(self._source(name), self.dialect)}")
-                 for name in step.reads if name not in step.partition_by}
+        whole = {name: self._input(name) for name in step.reads if name not in step.partition_by}
         inputs = {name: to_arrow_schema(frames[name].schema) for name in keyed}
         outputs = {name: data.schema for name, data in  # the step on no rows of its keyed tables
                    solve_arrow(step, params, options, {**whole, **{n: s.empty_table() for n, s in inputs.items()}}
@@ -752,21 +761,44 @@ class SparkEngine(Engine):
         self.partitions_solved[step.name] = solved.value
 
     def _rows(self, tables: Iterable[str]) -> int:
-        """The number of rows of ``tables`` together (one Spark job)."""
+        """The number of rows of ``tables`` together: from the footers of their Parquet files when all are
+        stored so, else one Spark job."""
+        folders = [self._files.get(self._source(t)) for t in tables]
+        if all(folders):
+            import pyarrow.dataset as ds
+
+            return sum(ds.dataset(folder, format="parquet").count_rows() for folder, _ in folders)
         counts = " UNION ALL ".join(f"SELECT count(*) AS n FROM {_quoted(self._source(t), self.dialect)}"
                                     for t in tables)
         return int(self.execute(f"SELECT sum(n) FROM ({counts}) AS _counts")[0][0] or 0)
 
+    def _input(self, name: str) -> pa.Table:
+        """A stage stored as Parquet files is read from them by pyarrow on the driver, without a Spark job
+        (and without Spark serving the rows to Python, which costs the JVM more than the job); other tables
+        through :meth:`arrow`."""
+        stored = self._files.get(self._source(name))
+        if stored is None:
+            return super()._input(name)
+        import pyarrow.parquet as pq
+
+        folder, schema = stored
+        return pq.read_table(folder, schema=schema)
+
     def _register(self, name: str, frame: Any) -> None:
         self._views.pop(name, None)
+        self._files.pop(name, None)
         if "." in name:
             frame.write.mode("overwrite").saveAsTable(name)
         elif self.stage_dir is None:  # computed once, its lineage cut: a later stage does not re-analyse it
             frame.localCheckpoint(eager=True).createOrReplaceTempView(name)
         else:  # the same, and Spark reads the files' size (a new folder: views made earlier may read the old)
-            path = self._stage_path(name).as_uri()  # file:, not the cluster's default file system
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            folder = self._stage_path(name)
+            path = folder.as_uri()  # file:, not the cluster's default file system
             frame.write.parquet(path)  # read with its schema: Spark does not run a job to read the files' own
             self.spark.read.schema(frame.schema).parquet(path).createOrReplaceTempView(name)
+            self._files[name] = folder, to_arrow_schema(frame.schema)
 
     def _stage_path(self, name: str) -> Path:
         """A new folder (not made yet) of :attr:`stage_dir` for the rows of table ``name``."""
@@ -854,6 +886,15 @@ SPARK_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "2g",
+    # The driver's JVM (on a local master the executors' too): C2, the JIT's optimising compiler, only for
+    # methods ten times hotter than by default, and the serial collector. Every query brings code of its own
+    # (generated classes, plans) that C2 would compile for rows processed in a fraction of a second; the
+    # loops over many rows still reach C2 (an aggregate of a join of 12 M rows ran faster so than with the
+    # defaults or with C1 alone: benchmarks/RESULTS.md). They apply to a JVM that the session starts (not to
+    # one already running); a user's spark.driver.extraJavaOptions come after them and win.
+    "spark.driver.defaultJavaOptions": "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
+                                       " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
+                                       " -XX:+UseSerialGC",
 }
 
 
