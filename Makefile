@@ -20,11 +20,16 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hiersql tests benchmarks
 
+# pytest-xdist: the tests spread over WORKERS processes, those of Spark in one (one SparkSession) and those of
+# PostgreSQL in one (one server): tests/conftest.py groups them.
+WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
+
 test: lint
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PYTEST)
 
 test-fast: lint  # without the PostgreSQL and Spark engine tests
-	$(PY) -m pytest -q -p no:cacheprovider -m "not spark and not postgres"
+	$(PYTEST) -m "not spark and not postgres"
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py

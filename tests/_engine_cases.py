@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -75,6 +76,19 @@ def germeval_store(data_dir: Path, systems: tuple[str, ...] = GERMEVAL_SYSTEMS, 
     return store
 
 
+@functools.cache
+def germeval_b_all(data_dir: Path) -> tuple[Store, tuple[Row, ...]]:
+    """GermEval 2019 subtask B with every submission (19 systems), read from the canonical files by
+    :class:`hiersql.Evaluator`, and DuckDB's rows of every family (:func:`reference`): made once per test
+    process for the tests that compare an engine or a source with them."""
+    from hiersql import Evaluator
+
+    canonical = data_dir / "canonical"
+    ev = Evaluator(Taxonomy.from_file(canonical / "taxonomy.tsv")).add_truth(canonical / "truth_b.tsv")
+    ev.add_predictions_many({p.stem: p for p in sorted((canonical / "pred_b").glob("*.tsv"))})
+    return ev.store, tuple(reference(ev.store, all_metrics(), Options()))
+
+
 def dag_store() -> Store:
     store = Store()
     store.load_taxonomy(Taxonomy.from_edges(DAG_EDGES))
@@ -110,6 +124,40 @@ def families_of(rows: list[Row]) -> set[str]:
 
 
 ALL_FAMILIES = set(FAMILIES)
+# The DAG cases of the engine tests: every family with the exact LCA graphs (each step on one machine); the
+# other LCA graph options only with the families whose computation they change (families_apart).
+DAG_BASE = Options(lca_graph="optimal")
+
+
+def families_apart(options: Options, base: Options = DAG_BASE, per_partition: bool = False) -> set[str]:
+    """The families whose computation with ``options`` differs from that with ``base``: those that read an
+    option the two set differently (:data:`hiersql.options.MEASURE_OPTIONS` declares which family reads which
+    option) and, with ``per_partition``, those with a Python step that declares ``partition_by`` (solved per
+    partition of the data instead of once)."""
+    from hiersql.metrics import plan_of
+    from hiersql.options import MEASURE_OPTIONS
+    from hiersql.plan import Python
+
+    out = {f for o in MEASURE_OPTIONS if getattr(options, o.name) != getattr(base, o.name) for f in o.families}
+    if per_partition:
+        out |= {f for f in FAMILIES if any(isinstance(s, Python) and s.partition_by for s in plan_of(f).steps)}
+    return out
+
+
+def assert_dag_case(engine, options: Options, per_partition: bool = False) -> None:
+    """``engine`` (holding :func:`dag_store`'s tables) gives DuckDB's rows on the DAG: of every family with
+    :data:`DAG_BASE`, of the families apart from it (:func:`families_apart`) otherwise."""
+    from hiersql.metrics import catalog
+
+    want = reference(dag_store(), all_metrics(), options)
+    assert families_of(want) == ALL_FAMILIES - {"scoring"}  # scoring trees are trees
+    families = families_of(want)
+    if options != DAG_BASE or per_partition:
+        families = families_apart(options, per_partition=per_partition)
+        want = [r for r in want if catalog()[r.metric][0] in families]
+    rows = compute(engine, sorted({r.metric for r in want}), options)
+    assert families_of(rows) == families
+    assert_rows_match(rows, want)
 
 
 def assert_rows_match(got: list[Row], want: list[Row], tol: float = 1e-9) -> None:

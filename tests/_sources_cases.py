@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hiersql import Evaluator, Taxonomy
+from tests._engine_cases import germeval_b_all
 
 # GermEval B as the issue names it: gold(doc, genre), runs(model, doc, genre), genres(parent_genre, child_genre)
 GOLD, RUNS, GENRES = "gold", "runs", "genres"
@@ -55,13 +55,10 @@ def germeval_arrow(data_dir: Path) -> dict[str, pa.Table]:
             for table, rows in germeval_rows(data_dir).items()}
 
 
-@functools.cache
 def file_reference(data_dir: Path) -> dict[tuple[str, str, str], float]:
-    """Every measure (``all``) of the file-based run: ``{(system, metric, average): value}``."""
-    folder = canonical(data_dir)
-    ev = Evaluator(Taxonomy.from_file(folder / "taxonomy.tsv")).add_truth(folder / "truth_b.tsv")
-    ev.add_predictions_many({p.stem: p for p in sorted((folder / "pred_b").glob("*.tsv"))})
-    return rows_of(ev.evaluate(["all"]).itertuples(index=False))
+    """Every measure (``all``) of the file-based run (:class:`hiersql.Evaluator` on the canonical files, made
+    once per test process): ``{(system, metric, average): value}``."""
+    return rows_of(germeval_b_all(data_dir)[1])
 
 
 def rows_of(rows) -> dict[tuple[str, str, str], float]:

@@ -87,3 +87,13 @@ def spark():
                                     spark_conf={"spark.driver.memory": "1g", "spark.default.parallelism": "2"}))
     yield engine.spark
     engine.spark.stop()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist's ``--dist loadgroup`` (``make test``): the tests that use Spark run in one worker
+    (one SparkSession for the run), those that use PostgreSQL in one (one server); the others are spread."""
+    for item in items:
+        for fixture in ("spark", "pg_dsn"):
+            if fixture in item.fixturenames:
+                item.add_marker(pytest.mark.xdist_group(fixture))

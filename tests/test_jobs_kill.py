@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -91,28 +92,14 @@ def check_queue(path: Path, reference: dict) -> None:
     assert latest == reference
 
 
-def test_killed_anywhere_then_resumed(job, tmp_path):
-    spec, reference = job
-    rng = random.Random(SEED)
-    driver = tmp_path / "driver.py"
-    driver.write_text(DRIVER)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    modes = ["random", "written", "commit"] * (KILLS // 3)
-    killed = 0
-    for n, mode in enumerate(modes):
-        path = tmp_path / f"q{n}.duckdb"
-        queue = Queue(path)
-        submit(queue, spec)
-        queue.close()
-        proc = subprocess.Popen([sys.executable, str(driver), str(path)], stdout=subprocess.PIPE, text=True,
-                                env=env)
-        marker = {"random": "START", "written": "WRITTEN", "commit": "COMMIT"}[mode]
-        # which batch to kill in (the 1st to 4th of 5), and when after its marker
-        skip = rng.randrange(4) if mode != "random" else 0
-        delay = {"random": rng.uniform(0, 1.5), "written": rng.uniform(0, 0.25),
-                 "commit": rng.uniform(0, 0.01)}[mode]
-        watchdog = threading.Timer(120, proc.kill)  # bounded: a driver that hangs is killed
-        watchdog.start()
+def kill_at(driver: Path, path: Path, marker: str, skip: int, delay: float) -> int:
+    """Run the driver on the queue at ``path`` and SIGKILL it ``delay`` seconds after the ``skip + 1``-th
+    ``marker`` line; its exit code."""
+    proc = subprocess.Popen([sys.executable, str(driver), str(path)], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    watchdog = threading.Timer(120, proc.kill)  # bounded: a driver that hangs is killed
+    watchdog.start()
+    with proc.stdout:
         for line in proc.stdout:
             if line.strip() == marker:
                 if skip == 0:
@@ -121,13 +108,38 @@ def test_killed_anywhere_then_resumed(job, tmp_path):
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
-        assert watchdog.is_alive(), "the driver hung"
-        watchdog.cancel()
-        killed += proc.returncode == -signal.SIGKILL
-        queue = Queue(path)  # resume
-        run(queue)
+    assert watchdog.is_alive(), "the driver hung"
+    watchdog.cancel()
+    return proc.returncode
+
+
+def test_killed_anywhere_then_resumed(job, tmp_path):
+    """Each kill has its own queue: the drivers run and are killed a few at a time (each kill point is a
+    marker and a delay after it); each queue is resumed and checked in this thread."""
+    spec, reference = job
+    rng = random.Random(SEED)
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    kills = []
+    for n, mode in enumerate(["random", "written", "commit"] * (KILLS // 3)):
+        path = tmp_path / f"q{n}.duckdb"
+        queue = Queue(path)
+        submit(queue, spec)
         queue.close()
-        check_queue(path, reference)
+        marker = {"random": "START", "written": "WRITTEN", "commit": "COMMIT"}[mode]
+        # which batch to kill in (the 1st to 4th of 5), and when after its marker
+        skip = rng.randrange(4) if mode != "random" else 0
+        delay = {"random": rng.uniform(0, 1.5), "written": rng.uniform(0, 0.25),
+                 "commit": rng.uniform(0, 0.01)}[mode]
+        kills.append((driver, path, marker, skip, delay))
+    killed = 0
+    with ThreadPoolExecutor(KILLS // 3) as pool:  # each queue resumed here while the next drivers run
+        for (_, path, *_), code in zip(kills, pool.map(lambda kill: kill_at(*kill), kills), strict=True):
+            killed += code == -signal.SIGKILL
+            queue = Queue(path)  # resume
+            run(queue)
+            queue.close()
+            check_queue(path, reference)
     assert killed >= KILLS - 2  # the random ones may come after the end
 
 
