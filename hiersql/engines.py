@@ -303,6 +303,13 @@ class Engine:
         self._materialize(query, tree.sql(dialect=self.dialect))
         done.add(query)
 
+    def result(self, file: str, query: str, params: Mapping[str, object], done: set[str],
+               text: str | None = None) -> list[tuple]:
+        """The rows of query ``query`` of ``sql/<file>.sql`` (or of ``text``), made as :meth:`stage` makes
+        it: a plan's last query, whose rows the runner returns."""
+        self.stage(file, query, params, done, text)
+        return self.execute(f"SELECT * FROM {query}")
+
     # -- plans
     def run_plan(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> list[Row]:
         """The summary rows of ``metrics`` (of ``plan``'s family) with ``options.average``."""
@@ -313,15 +320,13 @@ class Engine:
             params = self.prepare(plan, group, group_options)
             done = self._steps(plan, plan.steps, params, group_options)
             if plan.summary is not None:
-                self.stage(plan.file, plan.summary, params, done)
-                table = plan.summary
+                summary = self.result(plan.file, plan.summary, params, done)
             else:
-                table = f"{plan.name}_summary"
-                self.stage(plan.file, table, params, done,
-                           text=summary_sql(plan, group, options.average, True, self.weighted,
-                                            options.labels is not None))
-            rows += [Row(str(s), str(m), a or "", _float(v)) for s, m, a, v in
-                     self.execute(f"SELECT * FROM {table}") if m in wanted and (a or "") in averages]
+                summary = self.result(plan.file, f"{plan.name}_summary", params, done,
+                                      text=summary_sql(plan, group, options.average, True, self.weighted,
+                                                       options.labels is not None))
+            rows += [Row(str(s), str(m), a or "", _float(v)) for s, m, a, v in summary
+                     if m in wanted and (a or "") in averages]
         order = {m: i for i, m in enumerate(plan.metrics)}
         return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric, r.average))
 
@@ -336,8 +341,7 @@ class Engine:
             params = self.prepare(plan, group, group_options)
             done = self._steps(plan, plan.steps, params, group_options)
             for name, text in queries.items():
-                self.stage(plan.file, name, params, done, text=text)
-                out[name] = self.execute(f"SELECT * FROM {name}")
+                out[name] = self.result(plan.file, name, params, done, text=text)
         return out
 
     def per_instance(self, plan: FamilyPlan, options: Options) -> pa.Table:
@@ -705,6 +709,17 @@ class SparkEngine(Engine):
             if dep not in done:
                 super().stage(file, dep, params, done)
         super().stage(file, query, params, done, text)
+
+    def result(self, file: str, query: str, params: Mapping[str, object], done: set[str],
+               text: str | None = None) -> list[tuple]:
+        """The rows of a plan's last query, collected from its plain view: nothing reads it but the runner,
+        so storing it first would cost a write and a read-back job for rows collected once."""
+        self._read_once = {query}
+        try:
+            self.stage(file, query, params, done, text)
+        finally:
+            self._read_once = set()
+        return self.execute(f"SELECT * FROM {query}")
 
     def use_frame(self, name: str, frame: Any, computed: bool = False) -> None:
         """Make the Spark DataFrame ``frame`` hiersql table ``name`` (under :meth:`table`), computed once as

@@ -1,0 +1,51 @@
+"""A plan's last query on Spark (the summary a runner returns) is collected from its plain view: no Parquet
+files, no write job and no read-back; its rows are those of the stored stage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hiersql.engines import SparkEngine
+from hiersql.metrics import Options, compute
+from hiersql.metrics.flat import PLAN as FLAT
+from tests._engine_cases import assert_rows_match, hand_store, reference
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def _jobs(spark, run):
+    """``run()`` and the number of Spark jobs it started."""
+    group = f"hiersql-test-{id(run)}"
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        out = run()
+    finally:
+        spark.sparkContext.setJobGroup("hiersql-test-other", "")
+    return out, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_the_summary_is_collected_without_storing_it(spark):
+    """``flat_summary`` is not written to the stage folder while the stages it reads are; the rows equal
+    DuckDB's; collecting it from its view costs fewer Spark jobs than storing it and collecting the files."""
+    store = hand_store()
+    engine = SparkEngine(spark)
+    try:
+        engine.copy_store(store)
+        metrics = list(FLAT.metrics)
+        assert_rows_match(compute(engine, metrics), reference(store, metrics, Options()))
+        stored = {p.name.split("-", 1)[1] for p in Path(engine.stage_dir).iterdir()}
+        assert "flat_instance" in stored and "flat_summary" not in stored
+        viewed, jobs_view = _jobs(spark, lambda: sorted(engine.execute("SELECT * FROM flat_summary")))
+
+        def store_and_collect():
+            engine._materialize("flat_summary_stored", "SELECT * FROM flat_summary")
+            return sorted(engine.execute("SELECT * FROM flat_summary_stored"))
+
+        stored_rows, jobs_stored = _jobs(spark, store_and_collect)
+        assert viewed == stored_rows and len(viewed) > 0
+        assert "flat_summary_stored" in engine._files and "flat_summary" not in engine._files
+        assert jobs_view < jobs_stored
+    finally:
+        engine.close()
