@@ -13,20 +13,19 @@
 -- writes their choices as the tables hcm_cover_choice(label_no, path_no, step) (read by hcm_chosen_paths;
 -- step, the order of choice, only for truth sets, which need it: 0 in predicted sets)
 -- and hcm_match(grp, j, t_path, p_label, p_path, tp, fp, fn, tn) (read by hcm_instance).
--- Label sets are numbered grp = sys_no * stride + inst_no, stride = number of instances + 1 (hcm_stride),
+-- Label sets are numbered grp = sys_no * stride + inst_no, stride = number of instances + 1 (hcm_systems),
 -- sys_no 0 being the truth;
 -- labels and nodes are numbered by their position in the taxonomy (negative for labels outside it).
 -- Reads: truth, predictions, systems, instances, nodes, edges, closure.
 
 -- name: hcm_systems
-SELECT system, row_number() OVER (ORDER BY system) AS sys_no FROM systems
+-- Systems numbered from 1; their label sets are numbered grp = sys_no * stride + inst_no (first_grp + inst_no).
+SELECT s.system, s.sys_no, k.stride, s.sys_no * k.stride AS first_grp
+FROM (SELECT system, row_number() OVER (ORDER BY system) AS sys_no FROM systems) AS s
+CROSS JOIN (SELECT count(*) + 1 AS stride FROM instances) AS k
 
 -- name: hcm_instances
 SELECT instance_id, row_number() OVER (ORDER BY instance_id) AS inst_no FROM instances
-
--- name: hcm_stride
--- Label sets are numbered grp = sys_no * stride + inst_no.
-SELECT count(*) + 1 AS stride FROM instances
 
 -- name: hcm_labels
 -- Every label of the truth and the predictions, and the root, with an integer id. A label outside the
@@ -52,23 +51,21 @@ WITH labelled AS (
     JOIN hcm_instances AS i ON i.instance_id = t.instance_id
     JOIN hcm_labels AS l ON l.label = t.label
     UNION ALL
-    SELECT s.sys_no, i.inst_no, s.sys_no * k.stride + i.inst_no AS grp, l.label_id, p.rank
+    SELECT s.sys_no, i.inst_no, s.first_grp + i.inst_no AS grp, l.label_id, p.rank
     FROM predictions AS p
     JOIN hcm_systems AS s ON s.system = p.system
     JOIN hcm_instances AS i ON i.instance_id = p.instance_id
     JOIN hcm_labels AS l ON l.label = p.label
-    CROSS JOIN hcm_stride AS k
 )
 SELECT *, row_number() OVER (ORDER BY grp, rank, label_id) AS label_no
 FROM (
     SELECT sys_no, inst_no, grp, label_id, rank FROM labelled
     UNION ALL
-    SELECT s.sys_no, i.inst_no, s.sys_no * k.stride + i.inst_no AS grp, r.label_id, 1 AS rank
+    SELECT s.sys_no, i.inst_no, s.first_grp + i.inst_no AS grp, r.label_id, 1 AS rank
     FROM hcm_systems AS s
     CROSS JOIN hcm_instances AS i
-    CROSS JOIN hcm_stride AS k
     CROSS JOIN (SELECT l.label_id FROM hcm_labels AS l JOIN nodes AS n ON n.label = l.label WHERE n.is_root) AS r
-    WHERE s.sys_no * k.stride + i.inst_no NOT IN (SELECT grp FROM labelled)
+    WHERE s.first_grp + i.inst_no NOT IN (SELECT grp FROM labelled)
 ) AS set_labels
 
 -- name: hcm_paths (duckdb)
@@ -255,10 +252,9 @@ WITH matched AS (
     SELECT grp, j, p_label, p_path, tp, fp, fn, tn FROM hcm_match
 ),
 true_sets AS (
-    SELECT s.sys_no * k.stride + t.inst_no AS grp, t.j, t.label_id
+    SELECT s.first_grp + t.inst_no AS grp, t.j, t.label_id
     FROM hcm_chosen_truth AS t
     CROSS JOIN hcm_systems AS s
-    CROSS JOIN hcm_stride AS k
 ),
 parts AS (
     SELECT grp, tp, fp, fn, tn FROM matched
@@ -282,6 +278,6 @@ SELECT
     s.system, i.instance_id,
     CAST(coalesce(x.tp, 0) AS BIGINT) AS tp, CAST(coalesce(x.fp, 0) AS BIGINT) AS fp,
     CAST(coalesce(x.fn, 0) AS BIGINT) AS fn, CAST(coalesce(x.tn, 0) AS BIGINT) AS tn
-FROM (SELECT s.system, s.sys_no * k.stride AS first_grp FROM hcm_systems AS s CROSS JOIN hcm_stride AS k) AS s
+FROM hcm_systems AS s
 CROSS JOIN hcm_instances AS i
 LEFT JOIN sums AS x ON x.grp = s.first_grp + i.inst_no

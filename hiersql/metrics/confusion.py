@@ -202,7 +202,7 @@ def greedy_matching(group: np.ndarray, rank: np.ndarray, label: np.ndarray, comm
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-_COVER = ("hcm_systems", "hcm_instances", "hcm_stride", "hcm_labels", "hcm_set_labels")
+_COVER = ("hcm_systems", "hcm_instances", "hcm_labels", "hcm_set_labels")
 _PAIRS = ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_common",
           "hcm_prefix_tn", "hcm_pair_counts", "hcm_candidates")
 
@@ -230,7 +230,8 @@ def solve_path_cover(con: duckdb.DuckDBPyConnection, params: dict[str, object], 
     best, step = greedy_path_cover(c["grp"], cand, c["on_path"])
     first = np.unique(cand, return_index=True)[1]
     rows = c["row_no"][first[best]]
-    truth = c["grp"][first[best]] < con.execute("SELECT stride FROM hcm_stride").fetchall()[0][0]
+    stride = con.execute("SELECT max(stride) FROM hcm_systems").fetchall()[0][0]  # None: no system, truth only
+    truth = c["grp"][first[best]] < (np.iinfo(np.int64).max if stride is None else stride)
     _put_rows(on, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), rows, _n_rows(c),
               ("step", rows[truth], step[truth]))
 
@@ -262,7 +263,7 @@ PLAN = FamilyPlan(
         Python("root_paths", solve_root_paths, reads=("hcm_labels", "edges", "nodes"),
                writes=("hcm_paths", "hcm_path_nodes")),
         Sql("hcm_cover_candidates"),
-        Python("path_cover", solve_path_cover, reads=("hcm_cover_candidates", "hcm_stride"),
+        Python("path_cover", solve_path_cover, reads=("hcm_cover_candidates", "hcm_systems"),
                writes=("hcm_cover_choice",), partition_by={"hcm_cover_candidates": "grp"}),
         *(Sql(q) for q in _PAIRS),
         Python("matching", solve_matching, reads=("hcm_candidates",), writes=("hcm_match",),
