@@ -9,6 +9,7 @@ import pytest
 
 from hiersql.engines import SparkEngine
 from hiersql.metrics import Options, compute
+from hiersql.metrics.confusion import PLAN as HCM
 from hiersql.metrics.flat import PLAN as FLAT
 from tests._engine_cases import assert_rows_match, hand_store, reference
 
@@ -47,5 +48,21 @@ def test_the_summary_is_collected_without_storing_it(spark):
         assert viewed == stored_rows and len(viewed) > 0
         assert "flat_summary_stored" in engine._files and "flat_summary" not in engine._files
         assert jobs_view < jobs_stored
+    finally:
+        engine.close()
+
+
+def test_hcm_spark_jobs_on_the_hand_example(spark):
+    """The HCM family on the hand example: 81 Spark jobs (85 with the ``hcm_stride`` stage, its cross joins and
+    the summary stored: main before session 12); the same count on a second run; values equal DuckDB's."""
+    store = hand_store()
+    engine = SparkEngine(spark)
+    try:
+        engine.copy_store(store)
+        metrics = list(HCM.metrics)
+        for _ in range(2):
+            rows, jobs = _jobs(spark, lambda: compute(engine, metrics))
+            assert_rows_match(rows, reference(store, metrics, Options()))
+            assert jobs <= 81
     finally:
         engine.close()
