@@ -161,28 +161,54 @@ def test_spark_variant_on_a_generated_dag_equals_duckdb(spark, generated, case):
     assert all(both == n_true for (system, _), (n_true, _, both) in got.items() if system == "perfect")
 
 
-PAIR_CASES = {"unbounded": Options(), "max_distance_2": Options(max_distance=2),
+PAIR_CASES = {"unbounded": Options(), "max_distance_2": Options(max_distance=2, distance_limit="pair"),
               "climb_2": Options(max_distance=2, distance_limit="side")}
+PAIR_STAGES_SEEN = {"distances_seen": "SELECT system, instance_id, u, v, distance FROM pair_distances_of",
+                    "arcs_seen": "SELECT problem, pred_node, true_node, distance FROM pair_arcs"}
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("case", PAIR_CASES)
 def test_spark_pair_distances_equal_duckdb(spark, generated, case):
-    """``pair_distances_of (spark)`` (ancestor maps per node, the least sum over the shared keys): the pairs
-    and their distances equal the portable join's, and so the pair-based measures per instance."""
+    """``pair_distances_of (spark)`` (ancestor maps per node, the least sum over the shared keys) and
+    ``pair_arcs (spark)`` (the same maps per class pair of a problem): the pairs and their distances equal the
+    portable joins', and so the pair-based measures per instance."""
     from hiersql.metrics import pair_based
 
     engine = SparkEngine(spark, partition_rows=None)
     engine.copy_store(generated)
     options = PAIR_CASES[case]
-    query = {"distances_seen": "SELECT system, instance_id, u, v, distance FROM pair_distances_of"}
-    want = DuckDBEngine(generated).run_queries(pair_based.PLAN, ["mgia"], options, query)["distances_seen"]
-    got = engine.run_queries(pair_based.PLAN, ["mgia"], options, query)["distances_seen"]
-    assert len(got) == len(want) > 1000
-    assert sorted(got) == sorted(want)
+    want = DuckDBEngine(generated).run_queries(pair_based.PLAN, ["mgia"], options, PAIR_STAGES_SEEN)
+    got = engine.run_queries(pair_based.PLAN, ["mgia"], options, PAIR_STAGES_SEEN)
+    assert len(got["distances_seen"]) == len(want["distances_seen"]) > 1000
+    for name in PAIR_STAGES_SEEN:
+        assert sorted(got[name]) == sorted(want[name]), name
     metrics = ["graph_induced_error", "mgia", "mgia_fn"]
     assert_rows_match(compute(engine, metrics, options), reference(generated, metrics, options))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", PAIR_CASES)
+def test_spark_pair_arcs_on_the_hard_cases_equal_duckdb(spark, store, case):
+    """``pair_arcs (spark)`` (each class pair's distance from the broadcast ancestor maps) on the small DAG:
+    X below A1 and B1 (two paths to R), labels meeting only at the root (A2 and B1), an empty truth (i3), a
+    system predicting nothing ("quiet") and an instance nobody predicts (i4): the arcs equal DuckDB's, and so
+    do every pair-based measure; ``pair_distances_of``, which the portable ``pair_arcs`` reads, is not
+    computed (a plain view no stage reads)."""
+    from hiersql.metrics import pair_based
+
+    engine = SparkEngine(spark, partition_rows=None)
+    engine.copy_store(store)
+    options = PAIR_CASES[case]
+    arcs = {"arcs_seen": PAIR_STAGES_SEEN["arcs_seen"]}
+    want = DuckDBEngine(store).run_queries(pair_based.PLAN, ["mgia"], options, arcs)["arcs_seen"]
+    got = engine.run_queries(pair_based.PLAN, ["mgia"], options, arcs)["arcs_seen"]
+    assert sorted(got) == sorted(want)
+    assert {d for *_, d in want} >= ({0, 1, 2} if options.max_distance else {0, 1, 2, 3, 4})
+    assert "pair_distances_of" not in engine._files and "pair_ancestor_maps" in engine._files
+    metrics = ["graph_induced_error", "mgia", "mgia_fn", "all_pairs_error"]
+    assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
 
 
 LCA_CASES = {"unbounded": Options(lca_graph="extended"),
