@@ -216,16 +216,18 @@ LCA_CASES = {"unbounded": Options(lca_graph="extended"),
              "greedy_max_distance_1": Options(max_distance=1)}
 LCA_STAGES = {"labels_seen": "SELECT inst, side, label, shared FROM lca_labels",
               "meetings_seen": "SELECT inst, t_label, p_label, t_shared, p_shared, lca, up_t, up_p "
-                               "FROM lca_pair_meetings"}
+                               "FROM lca_pair_meetings",
+              "path_nodes_seen": "SELECT node, lca, step, v FROM lca_path_nodes"}
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("case", LCA_CASES)
 def test_spark_lca_labels_and_meetings_equal_duckdb(spark, generated, case):
-    """``lca_labels (spark)`` (each node's ancestors an array, broadcast) and ``lca_pair_meetings (spark)``
-    (ancestor maps, the shared keys of least cost): their rows equal DuckDB's portable ones, and so the LCA
-    measures."""
+    """``lca_above (spark)`` (each node's ancestors an array, broadcast), ``lca_pair_meetings (spark)``
+    (ancestor maps, the shared keys of least cost) and ``lca_dag_path_nodes (spark)`` (the same maps, looked
+    up at both ends of each step): the rows of ``lca_labels``, the meetings and ``lca_path_nodes`` equal
+    DuckDB's portable ones, and so the LCA measures."""
     from hiersql.metrics import lca
 
     engine = SparkEngine(spark)
@@ -239,7 +241,29 @@ def test_spark_lca_labels_and_meetings_equal_duckdb(spark, generated, case):
     assert len(want["meetings_seen"]) > 300
     sides = generated.con.sql("SELECT 2 * (SELECT count(*) FROM truth) + (SELECT count(*) FROM predictions)")
     assert len(want["labels_seen"]) < sides.fetchall()[0][0]  # labels with a descendant on their side dropped
+    longest = max(step for *_, step, _ in want["path_nodes_seen"])
+    assert longest == min(options.max_distance or 2, 2)  # paths that need the closure, unless one edge at most
     assert_rows_match(compute(engine, metrics, options), reference(generated, metrics, options))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", LCA_CASES)
+def test_spark_lca_stages_on_the_hard_cases_equal_duckdb(spark, store, case):
+    """The LCA Spark variants on the small DAG: X below A1 and B1 (two shortest paths from Z to A, so a
+    path node with several paths), labels meeting only at the root, an empty truth, a system predicting
+    nothing and an instance nobody predicts: the stages' rows and the measures equal DuckDB's."""
+    from hiersql.metrics import lca
+
+    engine = SparkEngine(spark)
+    engine.copy_store(store)
+    options = LCA_CASES[case]
+    metrics = ["lca_precision", "lca_recall", "lca_f1"]
+    want = DuckDBEngine(store).run_queries(lca.PLAN, metrics, options, LCA_STAGES)
+    got = engine.run_queries(lca.PLAN, metrics, options, LCA_STAGES)
+    for name in LCA_STAGES:
+        assert sorted(got[name]) == sorted(want[name]), name
+    assert want["meetings_seen"]
+    assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
 
 
 def test_a_hint_comment_closing_a_select_list_becomes_a_spark_hint():
