@@ -275,7 +275,7 @@ def test_a_hint_comment_closing_a_select_list_becomes_a_spark_hint():
         assert "BROADCAST" not in engines.render("distances", "pair_distances_of", params, "duckdb")
     meetings = engines.render("lca", "lca_pair_meetings", {"max_distance": None}, "spark", pretty=False)
     assert "SELECT /*+ BROADCAST(cx), BROADCAST(cz) */ q.inst" in meetings
-    assert "SELECT /*+ BROADCAST(c) */ x.inst" in meetings  # lca_labels (spark), composed in
+    assert "SELECT /*+ BROADCAST(c) */ x.inst" in meetings  # lca_above (spark), composed in
 
 
 @pytest.mark.spark
