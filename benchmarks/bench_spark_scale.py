@@ -65,8 +65,19 @@ def upload_parquet(engine: SparkEngine, store: Store, folder: Path) -> None:
 
 
 def time_stages() -> None:
-    """Print the time of each Spark stage and Python step as it ends."""
-    materialize, solve = SparkEngine._materialize, SparkEngine.solve
+    """Print the time of each Spark stage and Python step as it ends; of a step on the driver, also the time
+    spent reading its inputs (``SparkEngine._input``) and writing its outputs (``SparkEngine.write``)."""
+    materialize, solve, read, write = SparkEngine._materialize, SparkEngine.solve, SparkEngine._input, SparkEngine.write
+    moved = {"read": 0.0, "write": 0.0}
+
+    def timed(method, key):
+        def run(self, *args):
+            start = time.perf_counter()
+            try:
+                return method(self, *args)
+            finally:
+                moved[key] += time.perf_counter() - start
+        return run
 
     def timed_materialize(self, name, sql):
         start = time.perf_counter()
@@ -75,11 +86,14 @@ def time_stages() -> None:
         print(f"    stage {name:28s} {time.perf_counter() - start:7.1f} s ({kind})", flush=True)
 
     def timed_solve(self, step, params, options):
+        moved.update(read=0.0, write=0.0)
         start = time.perf_counter()
         solve(self, step, params, options)
-        print(f"    step  {step.name:28s} {time.perf_counter() - start:7.1f} s", flush=True)
+        print(f"    step  {step.name:28s} {time.perf_counter() - start:7.1f} s (inputs read {moved['read']:.1f} s,"
+              f" outputs written {moved['write']:.1f} s)", flush=True)
 
     SparkEngine._materialize, SparkEngine.solve = timed_materialize, timed_solve
+    SparkEngine._input, SparkEngine.write = timed(read, "read"), timed(write, "write")
 
 
 def main() -> None:

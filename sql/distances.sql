@@ -16,6 +16,20 @@ SELECT p.system, t.instance_id, t.label AS u, p.label AS v
 FROM truth AS t
 JOIN predictions AS p ON p.instance_id = t.instance_id
 
+-- name: pair_ancestor_maps (spark)
+-- (node, up): each node's ancestors within the bounds as a map {ancestor position: distance} (Spark only;
+-- read by pair_distances_of and pair_arcs). Keyed by position: maps keyed by ancestor name made the pair
+-- distances 1.8x slower on the 450,000-instance benchmark DAG. The nodes are broadcast to the closure rows
+-- (which are then shuffled once, by descendant, to be grouped).
+SELECT c.descendant AS node,
+       map_from_entries(list(struct_pack(ancestor := n.position, distance := c.distance))) AS up
+           /*+ BROADCAST(n) */
+FROM closure AS c
+JOIN nodes AS n ON n.label = c.ancestor
+WHERE ($max_distance IS NULL OR c.distance <= $max_distance)
+  AND ($max_climb IS NULL OR c.distance <= $max_climb)
+GROUP BY c.descendant
+
 -- name: pair_distances_of
 -- (system, instance_id, u, v, distance) for every row of label_pairs. Store.run materialises the query
 -- label_pairs above; to measure other pairs, execute this query's text (sqlfiles.queries("distances")) with
@@ -34,29 +48,19 @@ JOIN (
 WHERE $max_distance IS NULL OR pd.distance <= $max_distance
 
 -- name: pair_distances_of (spark)
--- The same rows on Spark without one row per (pair, common ancestor): each node's ancestors within the bounds
--- are a map {ancestor position: distance}, and a pair's distance is the least sum over the keys both maps
--- hold. The portable join makes a row per ancestor of u for every distinct pair (130 M on the 450,000-instance
--- benchmark DAG) and shuffles them by (v, ancestor). The maps (one per node, ~30 integer entries on that DAG)
--- are broadcast: each label pair looks up its two maps where it is, so the pairs are neither shuffled nor
--- made distinct and joined back (a shuffle join of the distinct pairs carrying the maps took 4× longer there;
--- maps keyed by ancestor names instead of positions 1.8×).
-WITH ancestor_maps AS (
-    SELECT c.descendant AS node,
-           map_from_entries(list(struct_pack(ancestor := n.position, distance := c.distance))) AS up
-    FROM closure AS c
-    JOIN nodes AS n ON n.label = c.ancestor
-    WHERE ($max_distance IS NULL OR c.distance <= $max_distance)
-      AND ($max_climb IS NULL OR c.distance <= $max_climb)
-    GROUP BY c.descendant
-),
-label_pair_distances AS (
+-- The same rows on Spark without one row per (pair, common ancestor): a pair's distance is the least sum
+-- over the keys both ancestor maps hold. The portable join makes a row per ancestor of u for every distinct
+-- pair (130 M on the 450,000-instance benchmark DAG) and shuffles them by (v, ancestor). The maps (one per
+-- node, ~30 integer entries on that DAG) are broadcast: each label pair looks up its two maps where it is,
+-- so the pairs are neither shuffled nor made distinct and joined back (a shuffle join of the distinct pairs
+-- carrying the maps took 4x longer there).
+WITH label_pair_distances AS (
     SELECT l.system, l.instance_id, l.u, l.v,
            list_min(list_transform(array_intersect(map_keys(cu.up), map_keys(cv.up)), a -> cu.up[a] + cv.up[a]))
                AS distance /*+ BROADCAST(cu), BROADCAST(cv) */
     FROM label_pairs AS l
-    JOIN ancestor_maps AS cu ON cu.node = l.u
-    JOIN ancestor_maps AS cv ON cv.node = l.v
+    JOIN pair_ancestor_maps AS cu ON cu.node = l.u
+    JOIN pair_ancestor_maps AS cv ON cv.node = l.v
 )
 SELECT system, instance_id, u, v, distance
 FROM label_pair_distances
@@ -97,6 +101,24 @@ FROM pair_distances_of AS d
 JOIN pair_problems AS pp ON pp.system = d.system AND pp.instance_id = d.instance_id
 JOIN pair_true_classes AS tc ON tc.problem = pp.problem AND tc.label = d.u
 JOIN pair_pred_classes AS pc ON pc.problem = pp.problem AND pc.label = d.v
+
+-- name: pair_arcs (spark)
+-- The same rows on Spark, each class pair's distance computed where the pair is made, from the broadcast
+-- ancestor maps (as pair_distances_of (spark)): the portable query stores pair_distances_of (5.0 M rows on
+-- the 450,000-instance benchmark DAG) and joins it three times to the problems and classes; here the true
+-- and predicted classes of a problem are joined once, and pair_distances_of is not computed at all.
+WITH class_pair_distances AS (
+    SELECT pc.problem, pc.node AS pred_node, tc.node AS true_node,
+           list_min(list_transform(array_intersect(map_keys(cu.up), map_keys(cv.up)), a -> cu.up[a] + cv.up[a]))
+               AS distance /*+ BROADCAST(cu), BROADCAST(cv) */
+    FROM pair_true_classes AS tc
+    JOIN pair_pred_classes AS pc ON pc.problem = tc.problem
+    JOIN pair_ancestor_maps AS cu ON cu.node = tc.label
+    JOIN pair_ancestor_maps AS cv ON cv.node = pc.label
+)
+SELECT problem, pred_node, true_node, distance
+FROM class_pair_distances
+WHERE distance IS NOT NULL AND ($max_distance IS NULL OR distance <= $max_distance)
 
 -- name: mgia_nearest
 -- (problem, side, node, nearest): the distance from each class to the nearest class of the other set

@@ -38,75 +38,55 @@ SELECT row_number() OVER (ORDER BY s.system, i.instance_id) AS inst, s.system, i
 FROM systems AS s
 CROSS JOIN instances AS i
 
--- name: lca_labels
--- (inst, side, label, shared) after dropping labels with a descendant on the same side
--- (label: the node's position); shared: the label is also on the other side (its only option is itself).
-WITH sides AS (
-    SELECT k.inst, 't' AS side, n.position AS label
-    FROM truth AS t
-    JOIN nodes AS n ON n.label = t.label
-    JOIN lca_instances AS k ON k.instance_id = t.instance_id
-    UNION ALL
-    SELECT k.inst, 'p' AS side, n.position AS label
-    FROM predictions AS p
-    JOIN nodes AS n ON n.label = p.label
-    JOIN lca_instances AS k ON k.system = p.system AND k.instance_id = p.instance_id
-),
-above AS (
-    -- the pairs of labels of one side first, then their closure rows: joining the closure to every label's
-    -- ancestors first (the planner's choice when the pairs are not grouped) costs several times more
-    SELECT x.inst, x.side, x.label
-    FROM (
-        SELECT x.inst, x.side, x.label, y.label AS below
-        FROM sides AS x
-        JOIN sides AS y
-            ON y.inst = x.inst AND y.side = x.side AND y.label <> x.label
-        GROUP BY x.inst, x.side, x.label, y.label
-    ) AS x
-    JOIN lca_closure AS c ON c.ancestor = x.label AND c.descendant = x.below
-),
-kept AS (
-    SELECT inst, side, label FROM sides
-    EXCEPT
-    SELECT inst, side, label FROM above
-)
-SELECT k.inst, k.side, k.label, o.label IS NOT NULL AS shared
-FROM kept AS k
-LEFT JOIN kept AS o
-    ON o.inst = k.inst AND o.side <> k.side AND o.label = k.label
+-- name: lca_sides
+-- (inst, side, label): the labels of both sides of every (system, instance), label the node's position.
+SELECT k.inst, 't' AS side, n.position AS label
+FROM truth AS t
+JOIN nodes AS n ON n.label = t.label
+JOIN lca_instances AS k ON k.instance_id = t.instance_id
+UNION ALL
+SELECT k.inst, 'p' AS side, n.position AS label
+FROM predictions AS p
+JOIN nodes AS n ON n.label = p.label
+JOIN lca_instances AS k ON k.system = p.system AND k.instance_id = p.instance_id
 
--- name: lca_labels (spark)
--- The same rows on Spark: a label x is dropped when a label y of its side is below it, i.e. x is in y's
--- ancestors; those are an array per node, broadcast, so that each pair (x, y) of a side looks y's up where it
--- is, instead of the pairs and the closure (10 M rows on the 450,000-instance benchmark DAG) both shuffled
--- by (ancestor, descendant).
-WITH sides AS (
-    SELECT k.inst, 't' AS side, n.position AS label
-    FROM truth AS t
-    JOIN nodes AS n ON n.label = t.label
-    JOIN lca_instances AS k ON k.instance_id = t.instance_id
-    UNION ALL
-    SELECT k.inst, 'p' AS side, n.position AS label
-    FROM predictions AS p
-    JOIN nodes AS n ON n.label = p.label
-    JOIN lca_instances AS k ON k.system = p.system AND k.instance_id = p.instance_id
-),
-ancestor_arrays AS (
+-- name: lca_above
+-- (inst, side, label): the labels with a descendant on their side (once per such descendant).
+-- The pairs of labels of one side first, then their closure rows: joining the closure to every label's
+-- ancestors first (the planner's choice when the pairs are not grouped) costs several times more.
+SELECT x.inst, x.side, x.label
+FROM (
+    SELECT x.inst, x.side, x.label, y.label AS below
+    FROM lca_sides AS x
+    JOIN lca_sides AS y
+        ON y.inst = x.inst AND y.side = x.side AND y.label <> x.label
+    GROUP BY x.inst, x.side, x.label, y.label
+) AS x
+JOIN lca_closure AS c ON c.ancestor = x.label AND c.descendant = x.below
+
+-- name: lca_above (spark)
+-- The same rows on Spark: a label x is above a label y of its side when x is in y's ancestors; those are an
+-- array per node, broadcast, so that each pair (x, y) of a side looks y's up where it is, instead of the
+-- pairs and the closure (10 M rows on the 450,000-instance benchmark DAG) both shuffled by (ancestor,
+-- descendant).
+WITH ancestor_arrays AS (
     SELECT descendant AS node, list(ancestor) AS ancestors
     FROM lca_closure
     GROUP BY descendant
-),
-above AS (
-    SELECT x.inst, x.side, x.label /*+ BROADCAST(c) */
-    FROM sides AS x
-    JOIN sides AS y ON y.inst = x.inst AND y.side = x.side AND y.label <> x.label
-    JOIN ancestor_arrays AS c ON c.node = y.label
-    WHERE array_contains(c.ancestors, x.label)
-),
-kept AS (
-    SELECT inst, side, label FROM sides
+)
+SELECT x.inst, x.side, x.label /*+ BROADCAST(c) */
+FROM lca_sides AS x
+JOIN lca_sides AS y ON y.inst = x.inst AND y.side = x.side AND y.label <> x.label
+JOIN ancestor_arrays AS c ON c.node = y.label
+WHERE array_contains(c.ancestors, x.label)
+
+-- name: lca_labels
+-- (inst, side, label, shared) after dropping labels with a descendant on the same side; shared: the label is
+-- also on the other side (its only option is itself).
+WITH kept AS (
+    SELECT inst, side, label FROM lca_sides
     EXCEPT
-    SELECT inst, side, label FROM above
+    SELECT inst, side, label FROM lca_above
 )
 SELECT k.inst, k.side, k.label, o.label IS NOT NULL AS shared
 FROM kept AS k
@@ -127,6 +107,15 @@ JOIN lca_labels AS z
     ON z.inst = x.inst AND x.side = 't' AND z.side = 'p'
     AND z.label <> x.label AND NOT (x.shared AND z.shared)
 
+-- name: lca_ancestor_maps (spark)
+-- (node, up): each node's ancestors within $max_distance as a map {ancestor: distance} (Spark only; read by
+-- lca_pair_meetings and lca_dag_path_nodes, broadcast by both). A path node -> lca of an option is never
+-- longer than $max_distance, so the maps hold every step of it.
+SELECT descendant AS node, map_from_entries(list(struct_pack(ancestor := ancestor, distance := distance))) AS up
+FROM lca_closure
+WHERE $max_distance IS NULL OR distance <= $max_distance
+GROUP BY descendant
+
 -- name: lca_pair_meetings
 -- The lowest common ancestors of every pair: the common ancestors within $max_distance edges of both whose
 -- cost up(t, a) + up(p, a) is the pair's minimum d(t, p) (other common ancestors cost more than d(t, p) and
@@ -146,24 +135,17 @@ JOIN (SELECT inst, t_label, p_label, min(up_t + up_p) AS d FROM common GROUP BY 
     ON b.inst = m.inst AND b.t_label = m.t_label AND b.p_label = m.p_label AND m.up_t + m.up_p = b.d
 
 -- name: lca_pair_meetings (spark)
--- The same rows on Spark without one row per (pair, common ancestor) shuffled by ancestor: each node's
--- ancestors within $max_distance are a map {ancestor: distance}, broadcast; each pair looks its two maps up
--- where it is, and its lowest common ancestors are the shared keys of least cost (as pair_distances_of
--- (spark) in sql/distances.sql).
-WITH ancestor_maps AS (
-    SELECT descendant AS node, map_from_entries(list(struct_pack(ancestor := ancestor, distance := distance))) AS up
-    FROM lca_closure
-    WHERE $max_distance IS NULL OR distance <= $max_distance
-    GROUP BY descendant
-),
-common AS (
+-- The same rows on Spark without one row per (pair, common ancestor) shuffled by ancestor: each pair looks
+-- its two ancestor maps up where it is (broadcast), and its lowest common ancestors are the shared keys of
+-- least cost (as pair_distances_of (spark) in sql/distances.sql).
+WITH common AS (
     SELECT q.inst, q.t_label, q.p_label, q.t_shared, q.p_shared,
            list_transform(array_intersect(map_keys(cx.up), map_keys(cz.up)),
                           a -> struct_pack(lca := a, up_t := cx.up[a], up_p := cz.up[a])) AS meetings
                /*+ BROADCAST(cx), BROADCAST(cz) */
     FROM lca_pairs AS q
-    JOIN ancestor_maps AS cx ON cx.node = q.t_label
-    JOIN ancestor_maps AS cz ON cz.node = q.p_label
+    JOIN lca_ancestor_maps AS cx ON cx.node = q.t_label
+    JOIN lca_ancestor_maps AS cz ON cz.node = q.p_label
 ),
 lowest AS (
     SELECT inst, t_label, p_label, t_shared, p_shared, meetings,
@@ -224,29 +206,51 @@ SELECT inst, CASE WHEN side = 't' THEN 'p' ELSE 't' END AS side, partner AS node
        up_partner AS up
 FROM lca_options
 
+-- name: lca_path_targets
+-- (node, lca, up): the distinct paths node -> lca the options ask for, up = up(node, lca).
+SELECT DISTINCT node, lca, up FROM lca_path_ends
+
+-- name: lca_dag_path_nodes
+-- (node, lca, step, v) of the paths longer than one edge in a DAG ($multi_parent): the nodes v with
+-- up(node, v) + up(v, lca) = up, step = up(node, v).
+SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
+FROM lca_path_targets AS e
+JOIN lca_closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
+JOIN lca_closure AS ca ON ca.descendant = cx.ancestor AND ca.ancestor = e.lca AND cx.distance + ca.distance = e.up
+WHERE e.up > 1 AND $multi_parent
+
+-- name: lca_dag_path_nodes (spark)
+-- The same rows on Spark without the closure shuffled twice (by descendant, then by (descendant, ancestor)):
+-- the ancestor maps are broadcast; a path's candidate nodes v are the entries of node's map at most up
+-- edges above it, and v is kept when v's own map puts lca at the remaining distance.
+WITH steps AS (
+    SELECT e.node, e.lca, e.up, unnest(list_filter(map_entries(m.up), a -> a.value <= e.up)) AS s
+        /*+ BROADCAST(m) */
+    FROM lca_path_targets AS e
+    JOIN lca_ancestor_maps AS m ON m.node = e.node
+    WHERE e.up > 1 AND $multi_parent
+)
+SELECT s.node, s.lca, s.s.value AS step, s.s.key AS v /*+ BROADCAST(c) */
+FROM steps AS s
+JOIN lca_ancestor_maps AS c ON c.node = s.s.key
+WHERE c.up[s.lca] = s.up - s.s.value
+
 -- name: lca_path_nodes
 -- (node, lca, step, v): the nodes v on the shortest upward paths node -> lca, step = up(node, v). A path of
 -- 0 or 1 edge is {node} or {node, lca} (also the path to the virtual ancestor beyond the threshold): only
 -- longer paths need the closure (on MeSH with parents and children predicted, 4 path ends in 5 are short).
-WITH ends AS (
-    SELECT DISTINCT node, lca, up FROM lca_path_ends
-)
-SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
-FROM ends AS e
-JOIN lca_closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
-JOIN lca_closure AS ca ON ca.descendant = cx.ancestor AND ca.ancestor = e.lca AND cx.distance + ca.distance = e.up
-WHERE e.up > 1 AND $multi_parent
+SELECT node, lca, step, v FROM lca_dag_path_nodes
 UNION ALL
 -- in a tree ($multi_parent false: no node has two parents) the ancestors of node up to e.up edges above it
 -- are its one path to lca
 SELECT e.node, e.lca, cx.distance AS step, cx.ancestor AS v
-FROM ends AS e
+FROM lca_path_targets AS e
 JOIN lca_closure AS cx ON cx.descendant = e.node AND cx.distance <= e.up
 WHERE e.up > 1 AND NOT $multi_parent
 UNION ALL
-SELECT node, lca, 0 AS step, node AS v FROM ends WHERE up <= 1
+SELECT node, lca, 0 AS step, node AS v FROM lca_path_targets WHERE up <= 1
 UNION ALL
-SELECT node, lca, 1 AS step, lca AS v FROM ends WHERE up = 1
+SELECT node, lca, 1 AS step, lca AS v FROM lca_path_targets WHERE up = 1
 
 -- name: lca_extended_nodes
 -- (inst, side, v): the nodes of the extended graphs Gt ('t') and Gp ('p'), a node once per path through it

@@ -161,28 +161,54 @@ def test_spark_variant_on_a_generated_dag_equals_duckdb(spark, generated, case):
     assert all(both == n_true for (system, _), (n_true, _, both) in got.items() if system == "perfect")
 
 
-PAIR_CASES = {"unbounded": Options(), "max_distance_2": Options(max_distance=2),
+PAIR_CASES = {"unbounded": Options(), "max_distance_2": Options(max_distance=2, distance_limit="pair"),
               "climb_2": Options(max_distance=2, distance_limit="side")}
+PAIR_STAGES_SEEN = {"distances_seen": "SELECT system, instance_id, u, v, distance FROM pair_distances_of",
+                    "arcs_seen": "SELECT problem, pred_node, true_node, distance FROM pair_arcs"}
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("case", PAIR_CASES)
 def test_spark_pair_distances_equal_duckdb(spark, generated, case):
-    """``pair_distances_of (spark)`` (ancestor maps per node, the least sum over the shared keys): the pairs
-    and their distances equal the portable join's, and so the pair-based measures per instance."""
+    """``pair_distances_of (spark)`` (ancestor maps per node, the least sum over the shared keys) and
+    ``pair_arcs (spark)`` (the same maps per class pair of a problem): the pairs and their distances equal the
+    portable joins', and so the pair-based measures per instance."""
     from hiersql.metrics import pair_based
 
     engine = SparkEngine(spark, partition_rows=None)
     engine.copy_store(generated)
     options = PAIR_CASES[case]
-    query = {"distances_seen": "SELECT system, instance_id, u, v, distance FROM pair_distances_of"}
-    want = DuckDBEngine(generated).run_queries(pair_based.PLAN, ["mgia"], options, query)["distances_seen"]
-    got = engine.run_queries(pair_based.PLAN, ["mgia"], options, query)["distances_seen"]
-    assert len(got) == len(want) > 1000
-    assert sorted(got) == sorted(want)
+    want = DuckDBEngine(generated).run_queries(pair_based.PLAN, ["mgia"], options, PAIR_STAGES_SEEN)
+    got = engine.run_queries(pair_based.PLAN, ["mgia"], options, PAIR_STAGES_SEEN)
+    assert len(got["distances_seen"]) == len(want["distances_seen"]) > 1000
+    for name in PAIR_STAGES_SEEN:
+        assert sorted(got[name]) == sorted(want[name]), name
     metrics = ["graph_induced_error", "mgia", "mgia_fn"]
     assert_rows_match(compute(engine, metrics, options), reference(generated, metrics, options))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", PAIR_CASES)
+def test_spark_pair_arcs_on_the_hard_cases_equal_duckdb(spark, store, case):
+    """``pair_arcs (spark)`` (each class pair's distance from the broadcast ancestor maps) on the small DAG:
+    X below A1 and B1 (two paths to R), labels meeting only at the root (A2 and B1), an empty truth (i3), a
+    system predicting nothing ("quiet") and an instance nobody predicts (i4): the arcs equal DuckDB's, and so
+    do every pair-based measure; ``pair_distances_of``, which the portable ``pair_arcs`` reads, is not
+    computed (a plain view no stage reads)."""
+    from hiersql.metrics import pair_based
+
+    engine = SparkEngine(spark, partition_rows=None)
+    engine.copy_store(store)
+    options = PAIR_CASES[case]
+    arcs = {"arcs_seen": PAIR_STAGES_SEEN["arcs_seen"]}
+    want = DuckDBEngine(store).run_queries(pair_based.PLAN, ["mgia"], options, arcs)["arcs_seen"]
+    got = engine.run_queries(pair_based.PLAN, ["mgia"], options, arcs)["arcs_seen"]
+    assert sorted(got) == sorted(want)
+    assert {d for *_, d in want} >= ({0, 1, 2} if options.max_distance else {0, 1, 2, 3, 4})
+    assert "pair_distances_of" not in engine._files and "pair_ancestor_maps" in engine._files
+    metrics = ["graph_induced_error", "mgia", "mgia_fn", "all_pairs_error"]
+    assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
 
 
 LCA_CASES = {"unbounded": Options(lca_graph="extended"),
@@ -190,16 +216,18 @@ LCA_CASES = {"unbounded": Options(lca_graph="extended"),
              "greedy_max_distance_1": Options(max_distance=1)}
 LCA_STAGES = {"labels_seen": "SELECT inst, side, label, shared FROM lca_labels",
               "meetings_seen": "SELECT inst, t_label, p_label, t_shared, p_shared, lca, up_t, up_p "
-                               "FROM lca_pair_meetings"}
+                               "FROM lca_pair_meetings",
+              "path_nodes_seen": "SELECT node, lca, step, v FROM lca_path_nodes"}
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("case", LCA_CASES)
 def test_spark_lca_labels_and_meetings_equal_duckdb(spark, generated, case):
-    """``lca_labels (spark)`` (each node's ancestors an array, broadcast) and ``lca_pair_meetings (spark)``
-    (ancestor maps, the shared keys of least cost): their rows equal DuckDB's portable ones, and so the LCA
-    measures."""
+    """``lca_above (spark)`` (each node's ancestors an array, broadcast), ``lca_pair_meetings (spark)``
+    (ancestor maps, the shared keys of least cost) and ``lca_dag_path_nodes (spark)`` (the same maps, looked
+    up at both ends of each step): the rows of ``lca_labels``, the meetings and ``lca_path_nodes`` equal
+    DuckDB's portable ones, and so the LCA measures."""
     from hiersql.metrics import lca
 
     engine = SparkEngine(spark)
@@ -213,7 +241,29 @@ def test_spark_lca_labels_and_meetings_equal_duckdb(spark, generated, case):
     assert len(want["meetings_seen"]) > 300
     sides = generated.con.sql("SELECT 2 * (SELECT count(*) FROM truth) + (SELECT count(*) FROM predictions)")
     assert len(want["labels_seen"]) < sides.fetchall()[0][0]  # labels with a descendant on their side dropped
+    longest = max(step for *_, step, _ in want["path_nodes_seen"])
+    assert longest == 1 if options.max_distance == 1 else longest >= 2  # paths that need the closure
     assert_rows_match(compute(engine, metrics, options), reference(generated, metrics, options))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", LCA_CASES)
+def test_spark_lca_stages_on_the_hard_cases_equal_duckdb(spark, store, case):
+    """The LCA Spark variants on the small DAG: X below A1 and B1 (two shortest paths from Z to A, so a
+    path node with several paths), labels meeting only at the root, an empty truth, a system predicting
+    nothing and an instance nobody predicts: the stages' rows and the measures equal DuckDB's."""
+    from hiersql.metrics import lca
+
+    engine = SparkEngine(spark)
+    engine.copy_store(store)
+    options = LCA_CASES[case]
+    metrics = ["lca_precision", "lca_recall", "lca_f1"]
+    want = DuckDBEngine(store).run_queries(lca.PLAN, metrics, options, LCA_STAGES)
+    got = engine.run_queries(lca.PLAN, metrics, options, LCA_STAGES)
+    for name in LCA_STAGES:
+        assert sorted(got[name]) == sorted(want[name]), name
+    assert want["meetings_seen"]
+    assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
 
 
 def test_a_hint_comment_closing_a_select_list_becomes_a_spark_hint():
@@ -225,13 +275,14 @@ def test_a_hint_comment_closing_a_select_list_becomes_a_spark_hint():
         assert "BROADCAST" not in engines.render("distances", "pair_distances_of", params, "duckdb")
     meetings = engines.render("lca", "lca_pair_meetings", {"max_distance": None}, "spark", pretty=False)
     assert "SELECT /*+ BROADCAST(cx), BROADCAST(cz) */ q.inst" in meetings
-    assert "SELECT /*+ BROADCAST(c) */ x.inst" in meetings  # lca_labels (spark), composed in
+    assert "SELECT /*+ BROADCAST(c) */ x.inst" in meetings  # lca_above (spark), composed in
 
 
 @pytest.mark.spark
 def test_the_ancestor_maps_are_broadcast_whatever_their_size(spark, generated):
     """With automatic broadcasts off, the hinted joins of the pair distances are still broadcast hash joins:
-    the label pairs are not shuffled to meet their maps."""
+    the label pairs are not shuffled to meet their maps, nor the closure rows to meet the node positions (the
+    maps, composed in here, are built once for each of their two readers)."""
     from hiersql import engines
 
     engine = SparkEngine(spark)
@@ -246,5 +297,5 @@ def test_the_ancestor_maps_are_broadcast_whatever_their_size(spark, generated):
         plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
-    assert plan.count("BroadcastHashJoin") == 2, plan
-    assert "SortMergeJoin" in plan  # the closure joined to the node positions, not hinted
+    assert plan.count("BroadcastHashJoin") == 4, plan
+    assert plan.count("SortMergeJoin") == 1, plan  # truth and predictions into label_pairs, nothing else
