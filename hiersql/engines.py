@@ -13,10 +13,9 @@ Dialect fixes applied on top of sqlglot's transpilation (:func:`render`):
 - Spark reads a literal such as ``1.0`` as ``DECIMAL(2,1)``, and its decimal division keeps only 6 digits
   after the point: decimal literals become ``DOUBLE`` literals, as in DuckDB.
 - Spark has no ordered aggregates (``sum(x ORDER BY k)``, which the means use so that their digits do not
-  depend on threads): the values are collected with their keys, sorted and added in that order
-  (``aggregate(array_sort(collect_list(...)), ...)``), so a Spark run prints the same digits however its rows
-  are partitioned. The ordered aggregates of one ``SELECT`` with the same keys share one list (one struct per
-  row holding all their values): one list and one shuffle of it per key set, not one per aggregate.
+  depend on threads): the values are added exactly instead, as ``DECIMAL(38, 18)`` by Spark's ``sum``
+  (:func:`_ordered_fold`), so a Spark run prints the same digits however its rows are partitioned; they
+  agree with DuckDB's ordered sums of doubles to the rounding of those sums.
 - A Spark variant of a query asks for a broadcast join with a comment closing its select list
   (``SELECT a, b /*+ BROADCAST(m) */ FROM ...``; DuckDB's parser keeps it as a plain comment): it becomes the
   ``SELECT``'s Spark hint.
