@@ -130,6 +130,7 @@ def _fix_spark(tree):
         return node
 
     tree = tree.transform(decimal_to_double)
+    tree = _dead_branches_pruned(tree)
     _ordered_folds(tree)
     _spark_hints(tree)
     with_ = tree.args.get("with_")
@@ -138,6 +139,38 @@ def _fix_spark(tree):
             reads_itself = any(t.name == cte.alias and not t.db for t in cte.this.find_all(exp.Table))
             if isinstance(cte.this, exp.Union) and reads_itself:
                 cte.this.set("distinct", False)
+    return tree
+
+
+def _dead_branches_pruned(tree):
+    """Remove from ``tree`` the branches of a ``UNION ALL`` after its first whose ``WHERE`` a parameter made
+    ``FALSE`` (no rows: the first branch, which names the columns, stays), then the common table expressions
+    no longer read. A query composes every query its text reads, also those read only in such a branch (the
+    pair rows a Spark variant keeps for the Cesa-Bianchi tolerance): Spark would not compute them, but the
+    Spark runner stores a common table expression read twice before Spark sees the query."""
+    from sqlglot import exp
+
+    for union in list(tree.find_all(exp.Union)):
+        if union.args.get("distinct") or not isinstance(union.expression, exp.Select):
+            continue
+        where = union.expression.args.get("where")
+        if where is not None and isinstance(where.this, exp.Boolean) and not where.this.this:
+            if union is tree:  # the query itself: its common table expressions go to its first branch
+                tree = union.this.pop()
+                tree.set("with_", union.args.get("with_"))
+            else:
+                union.replace(union.this)
+    with_ = tree.args.get("with_")
+    while with_ is not None and not with_.args.get("recursive"):
+        unread = [cte for cte in with_.expressions
+                  if not any(t.find_ancestor(exp.CTE) is not cte for t in _tables(tree, cte.alias))]
+        if not unread:
+            break
+        for cte in unread:
+            cte.pop()
+        if not with_.expressions:
+            tree.set("with_", None)
+            break
     return tree
 
 

@@ -10,15 +10,32 @@ from contextlib import nullcontext
 
 import pytest
 
-from hiersql.engines import SparkEngine, family_params
+from hiersql.engines import SparkEngine, family_params, render
 from hiersql.errors import DataWarning
 from hiersql.metrics import Options, compute
 from hiersql.metrics.set_based import PLAN
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
-from tests.test_spark_scale_variants import EDGES, PRED, TRUTH
+from tests.test_spark_scale_variants import EDGES, PAIR_STAGES, PRED, TRUTH
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+PARAMS = family_params(PLAN, Options())
+
+
+@pytest.mark.parametrize("augment", ["ancestors", "descendants"])
+def test_the_pair_rows_of_a_switched_off_branch_are_not_composed_in(augment):
+    """The Spark query of set_counts reads the pair rows only in its Cesa-Bianchi branch: with another option
+    the branch and the pair queries are gone (the runner would store ``augmented``, read twice, before Spark
+    saw that nothing needs it); so are the pair queries composed into the summary. DuckDB's text keeps them."""
+    params = {**PARAMS, "augment": augment}
+    spark = render("set_based", "set_counts", params, "spark", pretty=False)
+    assert not any(re.search(rf"\b{name}\b", spark) for name in PAIR_STAGES), spark
+    assert spark.startswith("WITH augmented_nodes AS") and spark.endswith("FROM merged")
+    cesa = render("set_based", "set_counts", {**params, "augment": "cesa_bianchi"}, "spark", pretty=False)
+    assert all(re.search(rf"\b{name}\b", cesa) for name in PAIR_STAGES)
+    assert "set_pair_counts" in render("set_based", "set_counts", params, "duckdb", pretty=False)
+    summary = render("set_based", "set_based_summary", params, "spark", text="SELECT * FROM set_based_instance",
+                     skip=frozenset({"set_counts", "set_based_instance"}))
+    assert summary == "SELECT\n  *\nFROM set_based_instance"
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +49,8 @@ def store():
     return store
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_the_arrays_are_broadcast_and_merged_where_the_labels_are_hashed(spark, store):
     engine = SparkEngine(spark)
     engine.copy_store(store)
@@ -43,6 +62,9 @@ def test_the_arrays_are_broadcast_and_merged_where_the_labels_are_hashed(spark, 
     assert ("hashpartitioning", "instance_id") in [(k, re.sub(r"#\d+", "", a).split(",")[0]) for k, a in exchanges]
     assert not any("system" in args for _, args in exchanges), plan
     assert "BroadcastHashJoin" in plan and "BroadcastExchange" in plan, plan
+    stored = {t.name for t in spark.catalog.listTables()}
     got, want = (compute(e, ["hierarchical_f1"], Options()) for e in (engine, store))
     assert [r[:3] for r in got] == [r[:3] for r in want]
     assert all(math.isclose(g.value, w.value, rel_tol=0, abs_tol=1e-9) for g, w in zip(got, want, strict=True))
+    made = {t.name for t in spark.catalog.listTables()} - stored
+    assert "set_based_instance" in made and not any("__" in name for name in made), made  # no part stored
