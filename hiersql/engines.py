@@ -151,7 +151,8 @@ def _dead_branches_pruned(tree):
     from sqlglot import exp
 
     for union in list(tree.find_all(exp.Union)):
-        if union.args.get("distinct") or not isinstance(union.expression, exp.Select):
+        if union.args.get("distinct") or not isinstance(union.expression, exp.Select) or any(
+                union.args.get(arg) for arg in ("order", "limit", "offset")):  # those apply to every branch
             continue
         where = union.expression.args.get("where")
         if where is not None and isinstance(where.this, exp.Boolean) and not where.this.this:

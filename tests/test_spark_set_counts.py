@@ -38,6 +38,18 @@ def test_the_pair_rows_of_a_switched_off_branch_are_not_composed_in(augment):
     assert summary == "SELECT\n  *\nFROM set_based_instance"
 
 
+def test_only_a_later_union_all_branch_switched_off_is_dropped_with_what_it_alone_reads():
+    """A branch after the first whose WHERE a parameter made FALSE goes, then the common table expressions
+    nothing reads; a first branch (it names the columns), a UNION (distinct) and a union with ORDER BY or
+    LIMIT (they apply to all its rows) stay."""
+    text = "WITH x AS (SELECT 1 AS a), y AS (SELECT a FROM x) SELECT a FROM t UNION ALL SELECT a FROM y WHERE $p"
+    assert render("set_based", "set_counts", {"p": False}, "spark", text=text, pretty=False) == "SELECT a FROM t"
+    assert render("set_based", "set_counts", {"p": True}, "spark", text=text, pretty=False).startswith("WITH x AS")
+    for kept in ("SELECT a FROM t WHERE $p UNION ALL SELECT b FROM u", "SELECT a FROM t UNION SELECT b FROM u WHERE $p",
+                 "SELECT a FROM t UNION ALL SELECT b FROM u WHERE $p LIMIT 2"):
+        assert "FROM u" in render("set_based", "set_counts", {"p": False}, "spark", text=kept, pretty=False), kept
+
+
 @pytest.fixture(scope="module")
 def store():
     store = Store()
