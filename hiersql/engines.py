@@ -13,10 +13,9 @@ Dialect fixes applied on top of sqlglot's transpilation (:func:`render`):
 - Spark reads a literal such as ``1.0`` as ``DECIMAL(2,1)``, and its decimal division keeps only 6 digits
   after the point: decimal literals become ``DOUBLE`` literals, as in DuckDB.
 - Spark has no ordered aggregates (``sum(x ORDER BY k)``, which the means use so that their digits do not
-  depend on threads): the values are collected with their keys, sorted and added in that order
-  (``aggregate(array_sort(collect_list(...)), ...)``), so a Spark run prints the same digits however its rows
-  are partitioned. The ordered aggregates of one ``SELECT`` with the same keys share one list (one struct per
-  row holding all their values): one list and one shuffle of it per key set, not one per aggregate.
+  depend on threads): the values are added exactly instead, as ``DECIMAL(38, 18)`` by Spark's ``sum``
+  (:func:`_ordered_fold`), so a Spark run prints the same digits however its rows are partitioned; they
+  agree with DuckDB's ordered sums of doubles to the rounding of those sums.
 - A Spark variant of a query asks for a broadcast join with a comment closing its select list
   (``SELECT a, b /*+ BROADCAST(m) */ FROM ...``; DuckDB's parser keeps it as a plain comment): it becomes the
   ``SELECT``'s Spark hint.
@@ -131,6 +130,7 @@ def _fix_spark(tree):
         return node
 
     tree = tree.transform(decimal_to_double)
+    tree = _dead_branches_pruned(tree)
     _ordered_folds(tree)
     _spark_hints(tree)
     with_ = tree.args.get("with_")
@@ -139,6 +139,39 @@ def _fix_spark(tree):
             reads_itself = any(t.name == cte.alias and not t.db for t in cte.this.find_all(exp.Table))
             if isinstance(cte.this, exp.Union) and reads_itself:
                 cte.this.set("distinct", False)
+    return tree
+
+
+def _dead_branches_pruned(tree):
+    """Remove from ``tree`` the branches of a ``UNION ALL`` after its first whose ``WHERE`` a parameter made
+    ``FALSE`` (no rows: the first branch, which names the columns, stays), then the common table expressions
+    no longer read. A query composes every query its text reads, also those read only in such a branch (the
+    pair rows a Spark variant keeps for the Cesa-Bianchi tolerance): Spark would not compute them, but the
+    Spark runner stores a common table expression read twice before Spark sees the query."""
+    from sqlglot import exp
+
+    for union in list(tree.find_all(exp.Union)):
+        if union.args.get("distinct") or not isinstance(union.expression, exp.Select) or any(
+                union.args.get(arg) for arg in ("order", "limit", "offset")):  # those apply to every branch
+            continue
+        where = union.expression.args.get("where")
+        if where is not None and isinstance(where.this, exp.Boolean) and not where.this.this:
+            if union is tree:  # the query itself: its common table expressions go to its first branch
+                tree = union.this.pop()
+                tree.set("with_", union.args.get("with_"))
+            else:
+                union.replace(union.this)
+    with_ = tree.args.get("with_")
+    while with_ is not None and not with_.args.get("recursive"):
+        unread = [cte for cte in with_.expressions
+                  if not any(t.find_ancestor(exp.CTE) is not cte for t in _tables(tree, cte.alias))]
+        if not unread:
+            break
+        for cte in unread:
+            cte.pop()
+        if not with_.expressions:
+            tree.set("with_", None)
+            break
     return tree
 
 
@@ -158,48 +191,44 @@ def _spark_hints(tree) -> None:
                 select.set("hint", sqlglot.parse_one(f"SELECT /*+ {text} */ 1", read="spark").args["hint"])
 
 
+# A mean's values are added exactly on Spark as DECIMAL(38, 18) (20 digits before the point, 18 after): an
+# exact sum does not depend on the order of its terms, so no sort is needed. Beyond this bound (the sum of the
+# values' magnitudes), or with a NaN or an infinite value, the sum is Spark's DOUBLE sum instead.
+EXACT_SUM_BOUND = 1e19
+
+
 def _ordered_folds(tree) -> None:
-    """Replace in ``tree`` every ``sum``/``avg`` of ``x ORDER BY k...`` by its :func:`_ordered_fold` (Spark has
-    no ordered aggregates). The ordered aggregates of one ``SELECT`` ordered by the same keys share one list:
-    one ``collect_list`` of a struct holding the keys and all their values (identical values once), sorted
-    and folded once per aggregate, each adding its own field (rows with equal keys, which the means' unit keys
-    never have, are then ordered by all the values, ``v0`` first: still an order given by the rows alone). An
-    ordered aggregate under a ``FILTER`` or a window reads other rows than its ``SELECT``'s groups: it has a
-    list of its own."""
+    """Replace in ``tree`` every ``sum``/``avg`` of ``x ORDER BY k...`` (an ordered aggregate, which Spark does
+    not have) by its :func:`_ordered_fold`: an exact sum gives the same digits in any order, so the keys are
+    not needed."""
     from sqlglot import exp
 
-    lists: dict[tuple[int, tuple[str, ...]], list[Any]] = {}
     for agg in list(tree.find_all(exp.Sum, exp.Avg)):
-        if not isinstance(agg.this, exp.Order):
-            continue
-        if any(o.args.get("desc") for o in agg.this.expressions):  # the fold sorts ascending only
-            raise ValueError(f"no Spark fold for a descending order: {agg.sql(dialect='duckdb')}")
-        keys = tuple(o.this.sql(dialect="spark") for o in agg.this.expressions)
-        alone = isinstance(agg.parent, exp.Filter | exp.Window)
-        lists.setdefault((id(agg) if alone else id(agg.parent_select), keys), []).append(agg)
-    for (_, keys), aggs in lists.items():
-        values = list(dict.fromkeys(agg.this.this.sql(dialect="spark") for agg in aggs))
-        fields = ", ".join([*(f"'k{i}', {key}" for i, key in enumerate(keys)),
-                            *(f"'v{j}', CAST({value} AS DOUBLE)" for j, value in enumerate(values))])
-        for agg in aggs:
-            agg.replace(_ordered_fold(fields, f"v{values.index(agg.this.this.sql(dialect='spark'))}",
-                                      isinstance(agg, exp.Avg)))
+        if isinstance(agg.this, exp.Order):
+            agg.replace(_ordered_fold(agg.this.this.sql(dialect="spark"), isinstance(agg, exp.Avg)))
 
 
-def _ordered_fold(fields: str, value: str, mean: bool):
-    """Spark's ``sum`` (``mean``: ``avg``) of field ``value`` of the structs ``named_struct(fields)`` collected
-    over the group's rows, sorted (keys first), and added in that order, so that the same input gives the
-    same digits however Spark partitions the rows. NULL values are left out as the aggregates do; no value
-    gives NULL. Spark computes one ``collect_list`` for the equal ones of a query's aggregates."""
+def _ordered_fold(value: str, mean: bool):
+    """Spark's ``sum`` (``mean``: ``avg``) of ``value`` over the group's rows with the same digits however Spark
+    partitions and orders them: each value cast to ``DOUBLE`` is rounded to ``DECIMAL(38, 18)`` (18 digits
+    after the point, at most 5e-19 from the double) and the decimals are added exactly by Spark's
+    code-generated ``sum``, the exact sum rounded once to a ``DOUBLE`` (a mean: divided by the count of
+    values). DuckDB adds the doubles in key order (``sum(x ORDER BY k)``), each addition rounded: the two agree
+    to the rounding of the doubles' sum (relative 1e-16 times the number of values), not always to the last
+    bit. NULL values are left out as the aggregates do; no value gives NULL.
+
+    The decimal holds 20 digits before the point: when the magnitudes of the values add up to
+    :data:`EXACT_SUM_BOUND` (1e19) or more, or a value is NaN or infinite, the result is Spark's ``DOUBLE``
+    ``sum`` (whose last digits may then depend on the partitioning; NaN and infinities as in DuckDB) rather
+    than an overflow. Each value is cast only when its magnitude is below the bound, and ``try_sum`` adds
+    them, so that neither raises nor returns NULL in the branch not taken (with or without ANSI mode)."""
     import sqlglot
 
-    result = "_acc.s / _acc.n" if mean else "_acc.s"
-    return sqlglot.parse_one(
-        f"aggregate(array_sort(collect_list(named_struct({fields}))),"
-        " named_struct('n', CAST(0 AS BIGINT), 's', CAST(0 AS DOUBLE)),"
-        f" (_acc, _el) -> CASE WHEN _el.{value} IS NULL THEN _acc"
-        f" ELSE named_struct('n', _acc.n + 1, 's', _acc.s + _el.{value}) END,"
-        f" _acc -> CASE WHEN _acc.n = 0 THEN NULL ELSE {result} END)", read="spark")
+    v = f"CAST({value} AS DOUBLE)"
+    exact = (f"CAST(try_sum(CAST(CASE WHEN abs({v}) < {EXACT_SUM_BOUND!r} THEN {v} END AS DECIMAL(38, 18)))"
+             " AS DOUBLE)")
+    total = f"CASE WHEN sum(abs({v})) < {EXACT_SUM_BOUND!r} THEN {exact} ELSE sum({v}) END"
+    return sqlglot.parse_one(f"({total}) / nullif(count({v}), 0)" if mean else total, read="spark")
 
 
 _FIXES = {"spark": _fix_spark, "spark2": _fix_spark, "databricks": _fix_spark}

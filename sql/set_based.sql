@@ -160,13 +160,15 @@ WHERE NOT $list_counts OR $augment = 'cesa_bianchi'
 
 -- name: set_counts (spark)
 -- The same counts on Spark without one row per augmented label: each node's augmented set is an array of
--- node positions, an instance's arrays are merged with flatten / array_distinct (the truth once, not once per
--- system), and |Ŷaug ∩ Yaug| is the size of array_intersect. On the 325,000-node benchmark DAG the pair rows
--- are 43 M a side, hashed and shuffled by (system, instance, label); the arrays are shuffled once per label of
--- the input (figures: benchmarks/RESULTS.md, issue 13 session 9). An empty side is a NULL array (no row in
--- the outer join): size 0. The DuckDB variant's bits for the most shared nodes (here at most two BIGINTs,
--- 128 nodes, a third of the elements) were tried and showed no gain. The Cesa-Bianchi tolerance looks at
--- single labels and keeps the pair rows.
+-- node positions; an instance's arrays are merged with flatten / array_distinct, and |Ŷaug ∩ Yaug| is the
+-- size of array_intersect. Both sides' labels are put together first (the truth once per system), hashed on
+-- the instance and joined to the broadcast per-node arrays: the merge per (system, instance) then needs no
+-- other exchange (a hash on the instance holds every row of a (system, instance) group), so only the labels
+-- are shuffled, never the arrays. On the 325,000-node benchmark DAG the pair rows are 43 M a side, hashed and
+-- shuffled by (system, instance, label) (figures: benchmarks/RESULTS.md, issue 13 sessions 9 and 12). An
+-- empty side collects no array: size 0. The DuckDB variant's bits for the most shared nodes (here at most
+-- two BIGINTs, 128 nodes, a third of the elements) were tried and showed no gain. The Cesa-Bianchi tolerance
+-- looks at single labels and keeps the pair rows.
 WITH augmented_nodes AS (
     -- (node, label position): label in the augmented set of node
     SELECT c.node, n.position AS label
@@ -187,27 +189,35 @@ augmented_arrays AS (
     FROM augmented_nodes
     GROUP BY node
 ),
-truth_arrays AS (
-    SELECT t.instance_id, array_distinct(flatten(list(a.labels))) AS labels
-    FROM truth AS t
-    JOIN augmented_arrays AS a ON a.node = t.label
-    GROUP BY t.instance_id
+side_labels AS (
+    -- side 0: the truth of an instance, once per system; side 1: a system's predictions for it
+    SELECT u.system, u.instance_id, u.label, u.side /*+ REPARTITION(instance_id) */
+    FROM (
+        SELECT s.system, t.instance_id, t.label, 0 AS side
+        FROM truth AS t
+        CROSS JOIN systems AS s
+        UNION ALL
+        SELECT system, instance_id, label, 1
+        FROM predictions
+    ) AS u
 ),
-prediction_arrays AS (
-    SELECT p.system, p.instance_id, array_distinct(flatten(list(a.labels))) AS labels
-    FROM predictions AS p
-    JOIN augmented_arrays AS a ON a.node = p.label
-    GROUP BY p.system, p.instance_id
+merged AS (
+    SELECT
+        l.system,
+        l.instance_id,
+        array_distinct(flatten(list(a.labels) FILTER (WHERE l.side = 0))) AS true_labels,
+        array_distinct(flatten(list(a.labels) FILTER (WHERE l.side = 1))) AS pred_labels /*+ BROADCAST(a) */
+    FROM side_labels AS l
+    JOIN augmented_arrays AS a ON a.node = l.label
+    GROUP BY l.system, l.instance_id
 )
 SELECT
-    coalesce(p.system, s.system) AS system,
-    coalesce(p.instance_id, t.instance_id) AS instance_id,
-    CAST(CASE WHEN t.labels IS NULL THEN 0 ELSE array_length(t.labels) END AS BIGINT) AS n_true,
-    CAST(CASE WHEN p.labels IS NULL THEN 0 ELSE array_length(p.labels) END AS BIGINT) AS n_pred,
-    CAST(CASE WHEN t.labels IS NULL OR p.labels IS NULL THEN 0
-              ELSE array_length(array_intersect(t.labels, p.labels)) END AS BIGINT) AS n_both
-FROM prediction_arrays AS p
-FULL JOIN (truth_arrays AS t CROSS JOIN systems AS s) ON s.system = p.system AND t.instance_id = p.instance_id
+    system,
+    instance_id,
+    CAST(array_length(true_labels) AS BIGINT) AS n_true,
+    CAST(array_length(pred_labels) AS BIGINT) AS n_pred,
+    CAST(array_length(array_intersect(true_labels, pred_labels)) AS BIGINT) AS n_both
+FROM merged
 UNION ALL
 SELECT system, instance_id, n_true, n_pred, n_both FROM set_pair_counts
 WHERE $augment = 'cesa_bianchi'

@@ -153,7 +153,9 @@ def test_every_average_by_hand_on_postgres(pg_dsn, weighted):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_every_average_by_hand_on_spark(spark, weighted):
     got = _summary(_loaded(SparkEngine(spark), weighted), weighted)
-    assert got == _summary(_loaded(DuckDBEngine(), weighted), weighted)
+    want = _summary(_loaded(DuckDBEngine(), weighted), weighted)  # Spark's means are exact decimal sums
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(want[k], rel=1e-12) for k in want)
 
 
 def _loaded(engine: Engine, weighted: bool) -> Engine:
