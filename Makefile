@@ -20,8 +20,8 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hiersql tests benchmarks
 
-# pytest-xdist: the tests spread over WORKERS processes, those of Spark in one (one SparkSession) and those of
-# PostgreSQL in one (one server): tests/conftest.py groups them.
+# pytest-xdist: the tests spread over WORKERS processes, those of Spark in two groups (a SparkSession each) and
+# those of PostgreSQL in one (one server): tests/conftest.py groups them.
 WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
 

@@ -74,7 +74,7 @@ def pg_dsn():
 
 @pytest.fixture(scope="session")
 def spark():
-    """One Spark session (pyspark local mode) for the whole test session: starting one takes 10-40 s."""
+    """One Spark session (pyspark local mode) per test process: starting one takes 10-40 s."""
     import os
     import shutil
 
@@ -91,9 +91,13 @@ def spark():
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist's ``--dist loadgroup`` (``make test``): the tests that use Spark run in one worker
-    (one SparkSession for the run), those that use PostgreSQL in one (one server); the others are spread."""
+    """Under pytest-xdist's ``--dist loadgroup`` (``make test``): the tests that use Spark run in two groups,
+    those of ``test_engines_spark.py`` and the others, each group in one worker (a SparkSession per worker:
+    a Spark run keeps about one core busy, so two sessions use both); those that use PostgreSQL run in one
+    (one server); the others are spread."""
     for item in items:
-        for fixture in ("spark", "pg_dsn"):
-            if fixture in item.fixturenames:
-                item.add_marker(pytest.mark.xdist_group(fixture))
+        if "spark" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group(
+                "spark-engines" if item.path.name == "test_engines_spark.py" else "spark"))
+        elif "pg_dsn" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("pg_dsn"))
