@@ -160,6 +160,17 @@ def assert_dag_case(engine, options: Options, per_partition: bool = False) -> No
     assert_rows_match(rows, want)
 
 
+def spark_jobs(spark, run):
+    """``run()`` and the number of Spark jobs it started."""
+    group = f"hiersql-test-{id(run)}"
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        out = run()
+    finally:
+        spark.sparkContext.setJobGroup("hiersql-test-other", "")
+    return out, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
 def assert_rows_match(got: list[Row], want: list[Row], tol: float = 1e-9) -> None:
     got, want = (sorted(rows, key=lambda r: (r.system, r.metric, r.average)) for rows in (got, want))
     assert [r[:3] for r in got] == [r[:3] for r in want]

@@ -63,8 +63,8 @@ def test_spark_renders_its_variant_and_other_dialects_the_portable_query():
         assert "intersect" not in engines.render("set_based", "set_counts", PARAMS, dialect).lower()
 
 
-@pytest.fixture(scope="module")
-def store():
+def hard_case_store() -> Store:
+    """The small DAG above with its truth and predictions ("quiet" predicts nothing: a warning)."""
     store = Store()
     store.load_taxonomy(Taxonomy.from_edges(EDGES))
     store.add_truth(TRUTH)
@@ -75,6 +75,11 @@ def store():
         else:
             store.add_predictions(system, sets)
     return store
+
+
+@pytest.fixture(scope="module")
+def store():
+    return hard_case_store()
 
 
 # (n_true, n_pred, n_both) per instance with the defaults (ancestors, root left out), by hand. Augmented
@@ -220,6 +225,22 @@ LCA_STAGES = {"labels_seen": "SELECT inst, side, label, shared FROM lca_labels",
               "path_nodes_seen": "SELECT node, lca, step, v FROM lca_path_nodes"}
 
 
+def assert_lca_stages_equal(spark, store: Store, options: Options) -> dict[str, list[tuple]]:
+    """The rows of :data:`LCA_STAGES` on Spark equal DuckDB's for ``store``, and so do the LCA measures;
+    DuckDB's rows of the stages."""
+    from hiersql.metrics import lca
+
+    engine = SparkEngine(spark)
+    engine.copy_store(store)
+    metrics = ["lca_precision", "lca_recall", "lca_f1"]
+    want = DuckDBEngine(store).run_queries(lca.PLAN, metrics, options, LCA_STAGES)
+    got = engine.run_queries(lca.PLAN, metrics, options, LCA_STAGES)
+    for name in LCA_STAGES:
+        assert sorted(got[name]) == sorted(want[name]), name
+    assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
+    return want
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("case", LCA_CASES)
@@ -228,22 +249,13 @@ def test_spark_lca_labels_and_meetings_equal_duckdb(spark, generated, case):
     (ancestor maps, the shared keys of least cost) and ``lca_dag_path_nodes (spark)`` (the same maps, looked
     up at both ends of each step): the rows of ``lca_labels``, the meetings and ``lca_path_nodes`` equal
     DuckDB's portable ones, and so the LCA measures."""
-    from hiersql.metrics import lca
-
-    engine = SparkEngine(spark)
-    engine.copy_store(generated)
     options = LCA_CASES[case]
-    metrics = ["lca_precision", "lca_recall", "lca_f1"]
-    want = DuckDBEngine(generated).run_queries(lca.PLAN, metrics, options, LCA_STAGES)
-    got = engine.run_queries(lca.PLAN, metrics, options, LCA_STAGES)
-    for name in LCA_STAGES:
-        assert sorted(got[name]) == sorted(want[name]), name
+    want = assert_lca_stages_equal(spark, generated, options)
     assert len(want["meetings_seen"]) > 300
     sides = generated.con.sql("SELECT 2 * (SELECT count(*) FROM truth) + (SELECT count(*) FROM predictions)")
     assert len(want["labels_seen"]) < sides.fetchall()[0][0]  # labels with a descendant on their side dropped
     longest = max(step for *_, step, _ in want["path_nodes_seen"])
     assert longest == 1 if options.max_distance == 1 else longest >= 2  # paths that need the closure
-    assert_rows_match(compute(engine, metrics, options), reference(generated, metrics, options))
 
 
 @pytest.mark.spark
@@ -252,18 +264,7 @@ def test_spark_lca_stages_on_the_hard_cases_equal_duckdb(spark, store, case):
     """The LCA Spark variants on the small DAG: X below A1 and B1 (two shortest paths from Z to A, so a
     path node with several paths), labels meeting only at the root, an empty truth, a system predicting
     nothing and an instance nobody predicts: the stages' rows and the measures equal DuckDB's."""
-    from hiersql.metrics import lca
-
-    engine = SparkEngine(spark)
-    engine.copy_store(store)
-    options = LCA_CASES[case]
-    metrics = ["lca_precision", "lca_recall", "lca_f1"]
-    want = DuckDBEngine(store).run_queries(lca.PLAN, metrics, options, LCA_STAGES)
-    got = engine.run_queries(lca.PLAN, metrics, options, LCA_STAGES)
-    for name in LCA_STAGES:
-        assert sorted(got[name]) == sorted(want[name]), name
-    assert want["meetings_seen"]
-    assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
+    assert assert_lca_stages_equal(spark, store, LCA_CASES[case])["meetings_seen"]
 
 
 def test_a_hint_comment_closing_a_select_list_becomes_a_spark_hint():

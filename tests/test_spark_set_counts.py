@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import math
 import re
-from contextlib import nullcontext
 
 import pytest
 
 from hiersql.engines import SparkEngine, family_params, render
-from hiersql.errors import DataWarning
 from hiersql.metrics import Options, compute
 from hiersql.metrics.set_based import PLAN
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
-from tests.test_spark_scale_variants import EDGES, PAIR_STAGES, PRED, TRUTH
+from tests.test_spark_scale_variants import PAIR_STAGES, hard_case_store
 
 PARAMS = family_params(PLAN, Options())
 
@@ -52,13 +48,7 @@ def test_only_a_later_union_all_branch_switched_off_is_dropped_with_what_it_alon
 
 @pytest.fixture(scope="module")
 def store():
-    store = Store()
-    store.load_taxonomy(Taxonomy.from_edges(EDGES))
-    store.add_truth(TRUTH)
-    for system, sets in PRED.items():
-        with pytest.warns(DataWarning) if system == "quiet" else nullcontext():
-            store.add_predictions(system, sets)
-    return store
+    return hard_case_store()
 
 
 @pytest.mark.spark

@@ -9,22 +9,12 @@ import pyarrow as pa
 import pytest
 
 from hiersql.engines import SparkEngine
+from tests._engine_cases import spark_jobs
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 STAGE = ("SELECT x, CAST(x AS INT) AS small, x / 4 AS ratio, CAST(x AS STRING) AS label, x % 2 = 0 AS even, "
          "CASE WHEN x % 3 = 0 THEN NULL ELSE x END AS sometimes FROM numbers")
-
-
-def _jobs(spark, run):
-    """``run()`` and the number of Spark jobs it started."""
-    group = f"hiersql-test-{id(run)}"
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        out = run()
-    finally:
-        spark.sparkContext.setJobGroup("hiersql-test-other", "")
-    return out, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
 def _rows(table: pa.Table) -> Counter:
@@ -46,7 +36,7 @@ def test_a_stored_stage_is_read_from_its_files_as_spark_gives_it(engine, spark):
     engine._materialize("nothing", f"{STAGE} WHERE x > 100")
     for name, rows in (("mixed", 37), ("nothing", 0)):
         through_spark = engine.arrow(f"SELECT * FROM {name}")
-        from_files, jobs = _jobs(spark, lambda name=name: engine._input(name))
+        from_files, jobs = spark_jobs(spark, lambda name=name: engine._input(name))
         assert jobs == 0
         assert from_files.schema == through_spark.schema
         assert from_files.num_rows == rows
@@ -58,10 +48,10 @@ def test_the_row_counts_of_stored_stages_come_from_their_files(engine, spark):
     """The count of rows of stored stages (which decides where a partitioned step is solved) reads the files'
     footers, no Spark job; a table that is not files (a plain view) is counted by Spark."""
     engine._materialize("odd", "SELECT x FROM numbers WHERE x % 2 = 1")
-    assert _jobs(spark, lambda: engine._rows(["odd", "numbers"])) == (40 + 20, 0)
+    assert spark_jobs(spark, lambda: engine._rows(["odd", "numbers"])) == (40 + 20, 0)
     engine._read_once = {"even"}
     engine._materialize("even", "SELECT x FROM numbers WHERE x % 2 = 0")
-    count, jobs = _jobs(spark, lambda: engine._rows(["odd", "even"]))
+    count, jobs = spark_jobs(spark, lambda: engine._rows(["odd", "even"]))
     assert count == 40 and jobs > 0
 
 
@@ -72,7 +62,7 @@ def test_a_name_made_a_view_again_is_read_through_spark(engine, spark):
     assert sorted(engine._input("part").column("x").to_pylist()) == [1, 2, 3, 4, 5]
     engine._read_once = {"part"}
     engine._materialize("part", "SELECT x FROM numbers WHERE x > 38")
-    rows, jobs = _jobs(spark, lambda: engine._input("part"))
+    rows, jobs = spark_jobs(spark, lambda: engine._input("part"))
     assert sorted(rows.column("x").to_pylist()) == [39, 40] and jobs > 0
     engine.use_frame("truth", spark.range(3).withColumnRenamed("id", "x"), computed=True)
     engine.write("truth", pa.table({"x": [7]}))  # files again

@@ -11,20 +11,9 @@ from hiersql.engines import SparkEngine
 from hiersql.metrics import Options, compute
 from hiersql.metrics.confusion import PLAN as HCM
 from hiersql.metrics.flat import PLAN as FLAT
-from tests._engine_cases import assert_rows_match, hand_store, reference
+from tests._engine_cases import assert_rows_match, hand_store, reference, spark_jobs
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-def _jobs(spark, run):
-    """``run()`` and the number of Spark jobs it started."""
-    group = f"hiersql-test-{id(run)}"
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        out = run()
-    finally:
-        spark.sparkContext.setJobGroup("hiersql-test-other", "")
-    return out, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
 def test_the_summary_is_collected_without_storing_it(spark):
@@ -38,13 +27,13 @@ def test_the_summary_is_collected_without_storing_it(spark):
         assert_rows_match(compute(engine, metrics), reference(store, metrics, Options()))
         stored = {p.name.split("-", 1)[1] for p in Path(engine.stage_dir).iterdir()}
         assert "flat_instance" in stored and "flat_summary" not in stored
-        viewed, jobs_view = _jobs(spark, lambda: sorted(engine.execute("SELECT * FROM flat_summary")))
+        viewed, jobs_view = spark_jobs(spark, lambda: sorted(engine.execute("SELECT * FROM flat_summary")))
 
         def store_and_collect():
             engine._materialize("flat_summary_stored", "SELECT * FROM flat_summary")
             return sorted(engine.execute("SELECT * FROM flat_summary_stored"))
 
-        stored_rows, jobs_stored = _jobs(spark, store_and_collect)
+        stored_rows, jobs_stored = spark_jobs(spark, store_and_collect)
         assert viewed == stored_rows and len(viewed) > 0
         assert "flat_summary_stored" in engine._files and "flat_summary" not in engine._files
         assert jobs_view < jobs_stored
@@ -61,7 +50,7 @@ def test_hcm_spark_jobs_on_the_hand_example(spark):
         engine.copy_store(store)
         metrics = list(HCM.metrics)
         for _ in range(2):
-            rows, jobs = _jobs(spark, lambda: compute(engine, metrics))
+            rows, jobs = spark_jobs(spark, lambda: compute(engine, metrics))
             assert_rows_match(rows, reference(store, metrics, Options()))
             assert jobs <= 81
     finally:
