@@ -20,10 +20,11 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hiersql tests benchmarks
 
-# pytest-xdist: the tests spread over WORKERS processes, those of Spark in two groups (a SparkSession each) and
-# those of PostgreSQL in one (one server): tests/conftest.py groups them.
+# pytest-xdist: the tests spread over WORKERS processes, each half of the collection, an idle worker taking
+# half of the other's queue (worksteal); a worker starts its own SparkSession and PostgreSQL server when a test
+# first needs one. Groups that kept every Spark or PostgreSQL test in one worker left a core idle (RESULTS.md).
 WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist worksteal
 
 test: lint
 	$(PYTEST)

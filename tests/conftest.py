@@ -41,9 +41,9 @@ def _server_bin() -> Path:
 @pytest.fixture(scope="session")
 def pg_dsn():
     """A throwaway PostgreSQL cluster (``initdb`` + ``pg_ctl``) in a temporary folder, listening on a Unix
-    socket only, removed afterwards; its DSN. ``HIERSQL_PG_DSN`` names a running server instead. As root the
-    server runs as the ``postgres`` user. Without the server binaries (Debian: ``apt-get install -y
-    postgresql``) the tests that use it fail with that message: they must run in CI."""
+    socket only (one per test process), removed afterwards; its DSN. ``HIERSQL_PG_DSN`` names a running
+    server instead. As root the server runs as the ``postgres`` user. Without the server binaries (Debian:
+    ``apt-get install -y postgresql``) the tests that use it fail with that message: they must run in CI."""
     if os.environ.get("HIERSQL_PG_DSN"):
         yield os.environ["HIERSQL_PG_DSN"]
         return
@@ -74,7 +74,8 @@ def pg_dsn():
 
 @pytest.fixture(scope="session")
 def spark():
-    """One Spark session (pyspark local mode) per test process: starting one takes 10-40 s."""
+    """One Spark session (pyspark local mode) per test process (``make test``: one per xdist worker), started
+    by the first test that needs it: starting one takes 10-40 s."""
     import os
     import shutil
 
@@ -87,17 +88,3 @@ def spark():
                                     spark_conf={"spark.driver.memory": "1g", "spark.default.parallelism": "2"}))
     yield engine.spark
     engine.spark.stop()
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(items):
-    """Under pytest-xdist's ``--dist loadgroup`` (``make test``): the tests that use Spark run in two groups,
-    those of ``test_engines_spark.py`` and the others, each group in one worker (a SparkSession per worker:
-    a Spark run keeps about one core busy, so two sessions use both); those that use PostgreSQL run in one
-    (one server); the others are spread."""
-    for item in items:
-        if "spark" in item.fixturenames:
-            item.add_marker(pytest.mark.xdist_group(
-                "spark-engines" if item.path.name == "test_engines_spark.py" else "spark"))
-        elif "pg_dsn" in item.fixturenames:
-            item.add_marker(pytest.mark.xdist_group("pg_dsn"))
