@@ -649,15 +649,11 @@ class SparkEngine(Engine):
         the rows stay in the JVM (a list of rows would need Python workers to decode)."""
         if self.stage_dir is not None and "." not in name:
             import pyarrow.parquet as pq
-            from pyspark.sql.pandas.types import from_arrow_schema
 
             folder = self._stage_path(name)
             folder.mkdir()
             pq.write_table(data, folder / "part-0.parquet")
-            self._views.pop(name, None)
-            self.spark.read.schema(from_arrow_schema(data.schema)).parquet(folder.as_uri()
-                                                                           ).createOrReplaceTempView(name)
-            self._files[name] = folder, data.schema
+            self._view_of_files(name, folder, data.schema)
             return
         self._register(name, self.spark.createDataFrame(data if len(data) else data.to_pandas(),
                                                         schema=None if len(data) else _spark_schema(data)))
@@ -839,10 +835,17 @@ class SparkEngine(Engine):
             from pyspark.sql.pandas.types import to_arrow_schema
 
             folder = self._stage_path(name)
-            path = folder.as_uri()  # file:, not the cluster's default file system
-            frame.write.parquet(path)  # read with its schema: Spark does not run a job to read the files' own
-            self.spark.read.schema(frame.schema).parquet(path).createOrReplaceTempView(name)
-            self._files[name] = folder, to_arrow_schema(frame.schema)
+            frame.write.parquet(folder.as_uri())  # file:, not the cluster's default file system
+            self._view_of_files(name, folder, to_arrow_schema(frame.schema))
+
+    def _view_of_files(self, name: str, folder: Path, schema: pa.Schema) -> None:
+        """Temporary view ``name`` of the Parquet files in ``folder``, read with their ``schema`` (Spark then
+        runs no job to read the files' own), which :meth:`_input` reads without Spark."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        self._views.pop(name, None)
+        self.spark.read.schema(from_arrow_schema(schema)).parquet(folder.as_uri()).createOrReplaceTempView(name)
+        self._files[name] = folder, schema
 
     def _stage_path(self, name: str) -> Path:
         """A new folder (not made yet) of :attr:`stage_dir` for the rows of table ``name``."""
