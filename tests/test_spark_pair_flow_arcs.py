@@ -1,13 +1,13 @@
 """``pair_flow_arcs`` (sql/distances.sql): the pairing step reads the candidate pairs only when it solves a flow
 over them. MGIA with its nearest-class pairing alone leaves it empty, and its values are those of a run that
 reads every pair (MGIA computed beside GIE); on Spark, solved on the driver or per partition (the keyed pairs
-then empty in every partition), they equal DuckDB's on the small DAG of the hard cases."""
+then empty in every partition) and on PostgreSQL, they equal DuckDB's on the small DAG of the hard cases."""
 
 from __future__ import annotations
 
 import pytest
 
-from hiersql.engines import DuckDBEngine, SparkEngine
+from hiersql.engines import DuckDBEngine, PostgresEngine, SparkEngine
 from hiersql.metrics import Options, compute
 from hiersql.metrics.pair_based import PLAN
 from tests._engine_cases import assert_rows_match, reference
@@ -47,6 +47,20 @@ def test_a_flow_reads_every_pair(store, metrics, pairing):
     """MGIA's flow pairing, GIE, or any metric beside MGIA: the step reads every pair of ``pair_arcs``."""
     arcs, flow_arcs = counts(DuckDBEngine(store), metrics, Options(pairing=pairing))
     assert flow_arcs == arcs > 0
+
+
+def test_postgres_nearest_mgia_without_pairs_equals_duckdb(pg_dsn, store):
+    """On PostgreSQL, MGIA alone (``$pair_flows`` false) and beside GIE (true): DuckDB's values."""
+    engine = PostgresEngine(pg_dsn)
+    try:
+        engine.copy_store(store)
+        options = PAIR_CASES["climb_2"].with_(average=("micro", "macro", "samples"))
+        arcs, flow_arcs = counts(engine, MGIA, options)
+        assert arcs > 0 and flow_arcs == 0
+        for metrics in (MGIA, [*MGIA, "graph_induced_error"]):
+            assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
+    finally:
+        engine.close()
 
 
 @pytest.mark.spark
