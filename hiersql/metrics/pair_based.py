@@ -75,12 +75,16 @@ def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -
     """The ``$parameters`` of ``sql/distances.sql`` (``max_distance`` bounds d(u, v), or with
     ``distance_limit="side"`` the climb of each class to a common ancestor: ``max_climb``), and the metrics
     the pairing step computes; ``mgia_nearest``: whether MGIA's nearest classes are needed (MGIA asked for,
-    with ``pairing="nearest"``), else ``mgia_nearest`` and ``mgia_mutual_pairs`` stay empty."""
+    with ``pairing="nearest"``), else ``mgia_nearest`` and ``mgia_mutual_pairs`` stay empty; ``pair_flows``:
+    whether a pairing flow is solved over the candidate pairs (any other metric, or ``pairing="flow"``), else
+    ``pair_flow_arcs`` stays empty."""
     per_side = _distance_limit(options) == "side"
     nearest = options.pairing == "nearest" and any(m in metrics for m in ("mgia", "mgia_fn"))
+    flows = not nearest or any(m not in ("mgia", "mgia_fn") for m in metrics)
     return {"max_distance": None if per_side else options.max_distance,
             "max_climb": options.max_distance if per_side else None, "dmax": float(options.dmax),
-            "empty_prediction": options.empty_prediction, "mgia_nearest": nearest, "pair_metrics": list(metrics)}
+            "empty_prediction": options.empty_prediction, "mgia_nearest": nearest, "pair_flows": flows,
+            "pair_metrics": list(metrics)}
 
 
 def _load(con: duckdb.DuckDBPyConnection) -> _Data:
@@ -95,7 +99,7 @@ def _load(con: duckdb.DuckDBPyConnection) -> _Data:
     k = len(sizes["problem"])
     pred = fetch("pair_pred_classes", "node, problem", "node")
     true = fetch("pair_true_classes", "node, problem", "node")
-    arcs = fetch("pair_arcs", "pred_node, true_node, distance", "pred_node, true_node")
+    arcs = fetch("pair_flow_arcs", "pred_node, true_node, distance", "pred_node, true_node")
     mutual = fetch("mgia_mutual_pairs", "pred_node, true_node, distance", "pred_node, true_node")
 
     def dense(ids: np.ndarray, among: np.ndarray) -> np.ndarray:
@@ -281,11 +285,12 @@ PLAN = FamilyPlan(
     steps=(
         *(Sql(q) for q in ("label_pairs", "pair_distances_of", "pair_problems", "pair_true_classes",
                            "pair_pred_classes", "pair_arcs", "mgia_nearest", "mgia_mutual_pairs",
-                           "pair_problem_sizes")),
+                           "pair_problem_sizes", "pair_flow_arcs")),
         Python("pairings", solve_pairings, reads=("pair_problem_sizes", "pair_pred_classes", "pair_true_classes",
-                                                  "pair_arcs", "mgia_mutual_pairs"), writes=("pair_instance",),
+                                                  "pair_flow_arcs", "mgia_mutual_pairs"), writes=("pair_instance",),
                partition_by={table: "problem" for table in ("pair_problem_sizes", "pair_pred_classes",
-                                                            "pair_true_classes", "pair_arcs", "mgia_mutual_pairs")}),
+                                                            "pair_true_classes", "pair_flow_arcs",
+                                                            "mgia_mutual_pairs")}),
     ),
     instance="pair_instance",
     measures=(
