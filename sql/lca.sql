@@ -192,19 +192,6 @@ SELECT inst, 'p' AS side, p_label AS label, t_label AS partner, lca, up_p AS up_
 FROM lca_pair_meetings
 WHERE NOT p_shared
 
--- name: lca_meetings (spark)
--- The same rows on Spark from one read of lca_pair_meetings, each pair listed once per side: read twice (a
--- UNION ALL), the pair meetings would be stored first.
-SELECT inst, side,
-       CASE WHEN side = 't' THEN t_label ELSE p_label END AS label,
-       CASE WHEN side = 't' THEN p_label ELSE t_label END AS partner,
-       lca,
-       CASE WHEN side = 't' THEN up_t ELSE up_p END AS up_label,
-       CASE WHEN side = 't' THEN up_p ELSE up_t END AS up_partner,
-       up_t + up_p AS cost
-FROM (SELECT *, unnest(['t', 'p']) AS side FROM lca_pair_meetings) AS m
-WHERE NOT (CASE WHEN side = 't' THEN t_shared ELSE p_shared END)
-
 -- name: lca_options
 -- (inst, side, label, lca, partner, up_label, up_partner): the options of every label that
 -- is not shared.

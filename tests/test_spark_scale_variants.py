@@ -246,10 +246,9 @@ def assert_lca_stages_equal(spark, store: Store, options: Options) -> dict[str, 
 @pytest.mark.parametrize("case", LCA_CASES)
 def test_spark_lca_labels_and_meetings_equal_duckdb(spark, generated, case):
     """``lca_labels (spark)`` (each node's proper ancestors an array, broadcast, collected per instance),
-    ``lca_meetings (spark)`` (each pair meeting listed for both sides), ``lca_pair_meetings (spark)``
-    (ancestor maps, the shared keys of least cost) and ``lca_dag_path_nodes (spark)`` (the same maps, looked
-    up at both ends of each step): the rows of ``lca_labels``, the meetings and ``lca_path_nodes`` equal
-    DuckDB's portable ones, and so the LCA measures."""
+    ``lca_pair_meetings (spark)`` (ancestor maps, the shared keys of least cost) and ``lca_dag_path_nodes
+    (spark)`` (the same maps, looked up at both ends of each step): the rows of ``lca_labels``, the meetings
+    and ``lca_path_nodes`` equal DuckDB's portable ones, and so the LCA measures."""
     options = LCA_CASES[case]
     want = assert_lca_stages_equal(spark, generated, options)
     assert len(want["meetings_seen"]) > 300
