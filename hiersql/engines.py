@@ -721,8 +721,12 @@ class SparkEngine(Engine):
                ) -> set[str]:
         kept = {plan.instance, *(m.unit for m in plan.measures if m.unit)}
         kept |= {name for step in steps if isinstance(step, Python) for name in step.reads}
+        # read once in the file, or once among the queries these steps run (a query of the file that none of
+        # them reads, such as lca_extended_names, does not make a stage read twice)
+        run = {step.query for step in steps if isinstance(step, Sql)}
+        run |= {dep for query in run for dep in sqlfiles.dependencies(plan.file, query, "spark", params=params)}
         self._read_once = {q for q, by in sqlfiles.readers(plan.file, "spark").items()
-                           if len(by) == 1 and q not in kept}
+                           if (len(by) == 1 or len(by & run) == 1) and q not in kept}
         try:
             return super()._steps(plan, steps, params, options)
         finally:

@@ -64,22 +64,6 @@ FROM (
 ) AS x
 JOIN lca_closure AS c ON c.ancestor = x.label AND c.descendant = x.below
 
--- name: lca_above (spark)
--- The same rows on Spark: a label x is above a label y of its side when x is in y's ancestors; those are an
--- array per node, broadcast, so that each pair (x, y) of a side looks y's up where it is, instead of the
--- pairs and the closure (10 M rows on the 450,000-instance benchmark DAG) both shuffled by (ancestor,
--- descendant).
-WITH ancestor_arrays AS (
-    SELECT descendant AS node, list(ancestor) AS ancestors
-    FROM lca_closure
-    GROUP BY descendant
-)
-SELECT x.inst, x.side, x.label /*+ BROADCAST(c) */
-FROM lca_sides AS x
-JOIN lca_sides AS y ON y.inst = x.inst AND y.side = x.side AND y.label <> x.label
-JOIN ancestor_arrays AS c ON c.node = y.label
-WHERE array_contains(c.ancestors, x.label)
-
 -- name: lca_labels
 -- (inst, side, label, shared) after dropping labels with a descendant on the same side; shared: the label is
 -- also on the other side (its only option is itself).
@@ -92,6 +76,42 @@ SELECT k.inst, k.side, k.label, o.label IS NOT NULL AS shared
 FROM kept AS k
 LEFT JOIN kept AS o
     ON o.inst = k.inst AND o.side <> k.side AND o.label = k.label
+
+-- name: lca_labels (spark)
+-- The same rows on Spark in one pass over the labels, hashed on the instance: each label meets its node's
+-- proper ancestors (an array per node, broadcast), an instance's labels and the ancestors of its labels are
+-- collected per side in the same partition, and a side keeps its labels that are no ancestor of its other
+-- labels (no pairs of labels, no set difference and no join of the kept labels to themselves: each a
+-- shuffle). A label is shared when it is kept on the other side too.
+WITH proper_ancestors AS (
+    SELECT descendant AS node, list(ancestor) AS ancestors
+    FROM lca_closure
+    WHERE distance > 0
+    GROUP BY descendant
+),
+per_instance AS (
+    SELECT
+        s.inst,
+        array_distinct(list(s.label) FILTER (WHERE s.side = 't')) AS t_labels,
+        array_distinct(list(s.label) FILTER (WHERE s.side = 'p')) AS p_labels,
+        flatten(list(a.ancestors) FILTER (WHERE s.side = 't')) AS t_above,
+        flatten(list(a.ancestors) FILTER (WHERE s.side = 'p')) AS p_above /*+ BROADCAST(a) */
+    FROM (SELECT inst, side, label /*+ REPARTITION(inst) */ FROM lca_sides) AS s
+    LEFT JOIN proper_ancestors AS a ON a.node = s.label
+    GROUP BY s.inst
+)
+SELECT inst, side, label, array_contains(other_labels, label) AND NOT array_contains(other_above, label) AS shared
+FROM (
+    SELECT
+        inst,
+        side,
+        CASE WHEN side = 't' THEN t_above ELSE p_above END AS own_above,
+        CASE WHEN side = 't' THEN p_labels ELSE t_labels END AS other_labels,
+        CASE WHEN side = 't' THEN p_above ELSE t_above END AS other_above,
+        unnest(CASE WHEN side = 't' THEN t_labels ELSE p_labels END) AS label
+    FROM (SELECT *, unnest(['t', 'p']) AS side FROM per_instance) AS both_sides
+) AS x
+WHERE NOT array_contains(own_above, label)
 
 -- name: lca_pairs
 -- Every (true label, predicted label) pair of an instance that is not the same label and not made of two
@@ -252,6 +272,16 @@ SELECT node, lca, 0 AS step, node AS v FROM lca_path_targets WHERE up <= 1
 UNION ALL
 SELECT node, lca, 1 AS step, lca AS v FROM lca_path_targets WHERE up = 1
 
+-- name: lca_multi_paths (spark)
+-- (node, lca): the paths node -> lca with more than one shortest path (more nodes than steps; none in a
+-- tree). Spark only: computed once for lca_open_instances (spark) and lca_open_links (spark), a few rows
+-- (about one path end in twenty on the benchmark DAG) that both broadcast.
+SELECT node, lca
+FROM lca_path_nodes
+WHERE $multi_parent
+GROUP BY node, lca
+HAVING count(*) > max(step) + 1
+
 -- name: lca_extended_nodes
 -- (inst, side, v): the nodes of the extended graphs Gt ('t') and Gp ('p'), a node once per path through it
 -- (lca_graph_counts groups them; deduplicating here would cost a third more).
@@ -313,6 +343,23 @@ WHERE k.inst IN (
     WHERE $multi_parent  -- in a tree every path is the only one
 )
 
+-- name: lca_open_instances (spark)
+-- The same rows on Spark: the path ends meet the (broadcast) paths with several shortest paths, instead of
+-- every path's nodes grouped in the same query and joined to the path ends by a shuffle of both.
+SELECT k.inst, k.system, k.instance_id,
+       CAST(floor((row_number() OVER (ORDER BY k.inst) - 1) / $batch_size) AS INTEGER) AS batch
+FROM lca_instances AS k
+WHERE k.inst IN (
+    SELECT inst
+    FROM lca_options
+    GROUP BY inst, side, label
+    HAVING count(*) > 1
+    UNION ALL
+    SELECT e.inst /*+ BROADCAST(multi) */
+    FROM lca_path_ends AS e
+    JOIN lca_multi_paths AS multi ON multi.node = e.node AND multi.lca = e.lca
+)
+
 -- name: lca_open_options
 -- The options of the labels of the instances with a choice, a shared label's (itself) included; nodes by
 -- position, as lca.py reads them (it compares integers, and reads names only to return graphs).
@@ -340,6 +387,25 @@ FROM lca_labels AS l
 JOIN lca_open_instances AS b ON b.inst = l.inst
 WHERE l.shared
 
+-- name: lca_open_nodes (spark)
+-- The same rows on Spark without a DISTINCT over all of them: the paths' rows are distinct already (one
+-- row per (batch, node, lca) of lca_open_ends and (step, v) of its path); the path {x} of a shared label
+-- is added once per batch unless lca_open_ends asks for that path (x -> x) of the batch already.
+SELECT e.batch, n.node, n.lca, n.step, n.v
+FROM lca_open_ends AS e
+JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
+UNION ALL
+(
+    SELECT b.batch, l.label AS node, l.label AS lca, 0 AS step, l.label AS v
+    FROM lca_labels AS l
+    JOIN lca_open_instances AS b ON b.inst = l.inst
+    WHERE l.shared
+    EXCEPT
+    SELECT batch, node, lca, 0 AS step, node AS v
+    FROM lca_open_ends
+    WHERE node = lca
+)
+
 -- name: lca_open_links
 -- (batch, node, lca, lower, upper): the edges lower -> upper (child to parent: closure rows at distance 1)
 -- between consecutive steps of the shortest paths node -> lca that are not unique (more nodes than steps);
@@ -356,6 +422,29 @@ JOIN lca_open_nodes AS a ON a.batch = m.batch AND a.node = m.node AND a.lca = m.
 JOIN lca_open_nodes AS b ON b.batch = a.batch AND b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
 JOIN lca_closure AS e ON e.descendant = a.v AND e.ancestor = b.v AND e.distance = 1
 WHERE $multi_parent  -- in a tree every path is the only one
+
+-- name: lca_open_links (spark)
+-- The same rows on Spark: the links of each path with several shortest paths are found once, from its
+-- nodes in lca_path_nodes (the few such paths broadcast to pick them out), instead of per batch from
+-- lca_open_nodes joined twice to itself; the closure rows at distance 1 meet those few candidate links
+-- where they are read (the candidates broadcast), and the links then go to the batches that ask for them.
+WITH multi_nodes AS (
+    SELECT n.node, n.lca, n.step, n.v /*+ BROADCAST(m) */
+    FROM lca_path_nodes AS n
+    JOIN lca_multi_paths AS m ON m.node = n.node AND m.lca = n.lca
+),
+links AS (
+    SELECT c.node, c.lca, c.lower, c.upper /*+ BROADCAST(c) */
+    FROM (
+        SELECT a.node, a.lca, a.v AS lower, b.v AS upper
+        FROM multi_nodes AS a
+        JOIN multi_nodes AS b ON b.node = a.node AND b.lca = a.lca AND b.step = a.step + 1
+    ) AS c
+    JOIN lca_closure AS e ON e.descendant = c.lower AND e.ancestor = c.upper AND e.distance = 1
+)
+SELECT o.batch, l.node, l.lca, l.lower, l.upper /*+ BROADCAST(l) */
+FROM lca_open_ends AS o
+JOIN links AS l ON l.node = o.node AND l.lca = o.lca
 
 -- name: lca_instance
 -- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives

@@ -245,10 +245,10 @@ def assert_lca_stages_equal(spark, store: Store, options: Options) -> dict[str, 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", LCA_CASES)
 def test_spark_lca_labels_and_meetings_equal_duckdb(spark, generated, case):
-    """``lca_above (spark)`` (each node's ancestors an array, broadcast), ``lca_pair_meetings (spark)``
-    (ancestor maps, the shared keys of least cost) and ``lca_dag_path_nodes (spark)`` (the same maps, looked
-    up at both ends of each step): the rows of ``lca_labels``, the meetings and ``lca_path_nodes`` equal
-    DuckDB's portable ones, and so the LCA measures."""
+    """``lca_labels (spark)`` (each node's proper ancestors an array, broadcast, collected per instance),
+    ``lca_pair_meetings (spark)`` (ancestor maps, the shared keys of least cost) and ``lca_dag_path_nodes
+    (spark)`` (the same maps, looked up at both ends of each step): the rows of ``lca_labels``, the meetings
+    and ``lca_path_nodes`` equal DuckDB's portable ones, and so the LCA measures."""
     options = LCA_CASES[case]
     want = assert_lca_stages_equal(spark, generated, options)
     assert len(want["meetings_seen"]) > 300
@@ -276,7 +276,7 @@ def test_a_hint_comment_closing_a_select_list_becomes_a_spark_hint():
         assert "BROADCAST" not in engines.render("distances", "pair_distances_of", params, "duckdb")
     meetings = engines.render("lca", "lca_pair_meetings", {"max_distance": None}, "spark", pretty=False)
     assert "SELECT /*+ BROADCAST(cx), BROADCAST(cz) */ q.inst" in meetings
-    assert "SELECT /*+ BROADCAST(c) */ x.inst" in meetings  # lca_above (spark), composed in
+    assert "SELECT /*+ BROADCAST(a) */ s.inst" in meetings  # lca_labels (spark), composed in
 
 
 @pytest.mark.spark
