@@ -35,7 +35,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import sqlfiles
 from .options import Options
@@ -574,9 +574,9 @@ def _pg_arrow_type(oid: int):
             701: pa.float64(), 1700: pa.float64(), 25: pa.string(), 1043: pa.string()}.get(oid)
 
 
-# a partitioned step's keyed inputs from which it is solved per partition (Spark); below, the driver reads the
-# stored inputs' files and solves them in less time than the Python workers take to start and receive the
-# shuffled rows (GermEval B's pairings, 1.1 M keyed rows: about 4x less)
+# a partitioned step's keyed inputs from which it is solved per partition (Spark on a cluster); below, the driver
+# reads the stored inputs' files and solves them in less time than the Python workers take to start and receive
+# the shuffled rows (GermEval B's pairings, 1.1 M keyed rows: about 4x less)
 PARTITION_ROWS = 4_000_000
 
 
@@ -608,16 +608,20 @@ class SparkEngine(Engine):
         Renames of the hiersql tables (see :class:`Engine`).
     partition_rows:
         Python steps that declare ``partition_by`` are solved per partition in the executors when their keyed
-        inputs hold at least this many rows (:meth:`solve`); ``0``: always; ``None``: never.
+        inputs hold at least this many rows (:meth:`solve`); ``0``: always; ``None``: never; ``"auto"``
+        (default): :data:`PARTITION_ROWS` on a cluster, never on a ``local`` master, whose Python workers
+        share the driver's cores (the shuffle of the tagged rows and the workers' start made the 450k DAG's
+        pairings 4-6 times slower than on the driver: benchmarks/RESULTS.md).
     """
 
     dialect = "spark"
 
     def __init__(self, spark: Any, tables: Mapping[str, str] | None = None,
-                 partition_rows: int | None = PARTITION_ROWS) -> None:
+                 partition_rows: int | Literal["auto"] | None = "auto") -> None:
         super().__init__(tables)
         self.spark = spark
-        self.partition_rows = partition_rows
+        self.partition_rows = (None if spark.sparkContext.master.startswith("local") else PARTITION_ROWS
+                               ) if partition_rows == "auto" else partition_rows
         self._read_once: set[str] = set()
         self._views: dict[str, Counter[str]] = {}  # plain views: the views each reads (with how often)
         self._files: dict[str, tuple[Path, pa.Schema]] = {}  # views that are the Parquet files of a folder
@@ -771,6 +775,7 @@ class SparkEngine(Engine):
         shuffling the tagged rows cost more than the solver."""
         if not step.partition_by or self.partition_rows is None or (
                 self.partition_rows > 0 and self._rows(step.partition_by) < self.partition_rows):
+            self.partitions_solved.pop(step.name, None)
             super().solve(step, params, options)
             return
         from functools import reduce

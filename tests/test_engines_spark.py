@@ -102,6 +102,15 @@ def test_every_family_on_a_dag_equals_duckdb(spark, graph):
         assert min(engine.partitions_solved.values()) > 1
 
 
+def test_partitioned_steps_on_the_driver_of_a_local_master_by_default(spark):
+    """``partition_rows="auto"``: on the conftest's ``local[2]`` every step is solved on the driver (the
+    Python workers share its cores; ``None``: the per-partition tests pass ``0``); a number given is kept."""
+    assert spark.sparkContext.master.startswith("local")
+    assert SparkEngine(spark).partition_rows is None
+    assert SparkEngine(spark, partition_rows=0).partition_rows == 0
+    assert SparkEngine(spark, partition_rows=10).partition_rows == 10
+
+
 def test_closure_by_recursive_cte_in_spark_on_a_dag(spark):
     """Spark 4 runs ``closure.sql`` with UNION ALL: on a DAG the walk visits each path (D is reached from A
     by two paths of lengths 2 and 3); ``min(distance)`` keeps the shortest, as in DuckDB."""
