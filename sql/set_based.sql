@@ -166,9 +166,7 @@ WHERE NOT $list_counts OR $augment = 'cesa_bianchi'
 -- other exchange (a hash on the instance holds every row of a (system, instance) group), so only the labels
 -- are shuffled, never the arrays. On the 325,000-node benchmark DAG the pair rows are 43 M a side, hashed and
 -- shuffled by (system, instance, label) (figures: benchmarks/RESULTS.md, issue 13 sessions 9 and 12). An
--- empty side collects no array: size 0. The instance is the first grouping key: collect_list's aggregate sorts its
--- rows by the keys beyond 128 of them per task, comparing a prefix of the first key before the whole keys, and
--- the system alone (often one value) would never tell two rows apart. The DuckDB variant's bits for the most shared nodes (here at most
+-- empty side collects no array: size 0. The DuckDB variant's bits for the most shared nodes (here at most
 -- two BIGINTs, 128 nodes, a third of the elements) were tried and showed no gain. The Cesa-Bianchi tolerance
 -- looks at single labels and keeps the pair rows.
 WITH augmented_nodes AS (
@@ -211,7 +209,7 @@ merged AS (
         array_distinct(flatten(list(a.labels) FILTER (WHERE l.side = 1))) AS pred_labels /*+ BROADCAST(a) */
     FROM side_labels AS l
     JOIN augmented_arrays AS a ON a.node = l.label
-    GROUP BY l.instance_id, l.system
+    GROUP BY l.system, l.instance_id
 )
 SELECT
     system,

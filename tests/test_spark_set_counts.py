@@ -46,13 +46,6 @@ def test_only_a_later_union_all_branch_switched_off_is_dropped_with_what_it_alon
         assert "FROM u" in render("set_based", "set_counts", {"p": False}, "spark", text=kept, pretty=False), kept
 
 
-def test_the_arrays_are_merged_grouped_by_the_instance_first():
-    """collect_list's aggregate sorts its rows by the grouping keys beyond 128 keys per task, comparing a prefix
-    of the first key first: the instance tells the rows apart, the system (often one value) does not."""
-    spark = render("set_based", "set_counts", PARAMS, "spark", pretty=False)
-    assert re.search(r"GROUP BY l\.instance_id, l\.system\b", spark), spark
-
-
 @pytest.fixture(scope="module")
 def store():
     return hard_case_store()
