@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from hiersql.engines import DuckDBEngine, SparkEngine
-from hiersql.metrics import Options, compute, lca
-from tests._engine_cases import assert_rows_match, reference
-from tests.test_spark_scale_variants import generated, hard_case_store  # noqa: F401  (a fixture)
+from hiersql.metrics import Options, lca
+from tests.test_spark_scale_variants import (  # noqa: F401  (generated: a fixture)
+    assert_lca_stages_equal,
+    generated,
+    hard_case_store,
+)
 
 OPEN_STAGES = {
     "instances_seen": "SELECT inst, system, instance_id, batch FROM lca_open_instances",
@@ -19,20 +21,6 @@ OPEN_STAGES = {
 }
 CASES = {"greedy": Options(), "greedy_max_distance_2": Options(max_distance=2),
          "optimal_root": Options(lca_graph="optimal", include_root=True)}
-METRICS = ["lca_precision", "lca_recall", "lca_f1"]
-
-
-def open_stages(spark, store, options: Options) -> dict[str, list[tuple]]:
-    """The open stages on Spark equal DuckDB's (the same rows, none twice), and the LCA measures too; DuckDB's
-    rows."""
-    engine = SparkEngine(spark)
-    engine.copy_store(store)
-    want = DuckDBEngine(store).run_queries(lca.PLAN, METRICS, options, OPEN_STAGES)
-    got = engine.run_queries(lca.PLAN, METRICS, options, OPEN_STAGES)
-    for name in OPEN_STAGES:
-        assert sorted(got[name]) == sorted(want[name]), name
-    assert_rows_match(compute(engine, METRICS, options), reference(store, METRICS, options))
-    return want
 
 
 @pytest.mark.spark
@@ -42,7 +30,7 @@ def test_spark_open_stages_on_the_hard_cases_equal_duckdb(spark, case):
     labels meeting only at the root; an empty truth; a system predicting nothing): the rows of every open
     stage equal DuckDB's, and so the measures. Unbounded, one instance has a choice ("roots" on i1: Z meets R
     at the root, through A1 or B1); with max_distance 2 none does (no stage row, nothing to solve)."""
-    want = open_stages(spark, hard_case_store(), CASES[case])
+    want = assert_lca_stages_equal(spark, hard_case_store(), CASES[case], OPEN_STAGES)
     if CASES[case].max_distance is None:
         assert [(system, batch) for _, system, _, batch in want["instances_seen"]] == [("roots", 0)]
         assert len(want["links_seen"]) == 7
@@ -66,7 +54,7 @@ def test_spark_open_stages_on_a_generated_dag_equal_duckdb(spark, generated, mon
     equal DuckDB's (none twice), and so the measures."""
     monkeypatch.setattr(lca, "BATCH", 20)
     monkeypatch.setitem(OPEN_STAGES, "self_ends_seen", SELF_ENDS)
-    want = open_stages(spark, generated, CASES[case])
+    want = assert_lca_stages_equal(spark, generated, CASES[case], OPEN_STAGES)
     unbounded = CASES[case].max_distance is None
     assert len(want["instances_seen"]) == (79 if unbounded else 5)
     assert len({batch for *_, batch in want["instances_seen"]}) == (4 if unbounded else 1)

@@ -225,17 +225,18 @@ LCA_STAGES = {"labels_seen": "SELECT inst, side, label, shared FROM lca_labels",
               "path_nodes_seen": "SELECT node, lca, step, v FROM lca_path_nodes"}
 
 
-def assert_lca_stages_equal(spark, store: Store, options: Options) -> dict[str, list[tuple]]:
-    """The rows of :data:`LCA_STAGES` on Spark equal DuckDB's for ``store``, and so do the LCA measures;
-    DuckDB's rows of the stages."""
+def assert_lca_stages_equal(spark, store: Store, options: Options, stages: dict[str, str] = LCA_STAGES
+                            ) -> dict[str, list[tuple]]:
+    """The rows of ``stages`` (queries of the LCA plan's stages) on Spark equal DuckDB's for ``store``, and so
+    do the LCA measures; DuckDB's rows of the stages."""
     from hiersql.metrics import lca
 
     engine = SparkEngine(spark)
     engine.copy_store(store)
     metrics = ["lca_precision", "lca_recall", "lca_f1"]
-    want = DuckDBEngine(store).run_queries(lca.PLAN, metrics, options, LCA_STAGES)
-    got = engine.run_queries(lca.PLAN, metrics, options, LCA_STAGES)
-    for name in LCA_STAGES:
+    want = DuckDBEngine(store).run_queries(lca.PLAN, metrics, options, stages)
+    got = engine.run_queries(lca.PLAN, metrics, options, stages)
+    for name in stages:
         assert sorted(got[name]) == sorted(want[name]), name
     assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
     return want
