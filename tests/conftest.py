@@ -84,7 +84,9 @@ def spark():
     from hiersql.engines import open_engine
     from hiersql.options import RunOptions
 
+    # the JIT's quick compiler alone: the tests' small inputs never repay C2's compiling (RESULTS.md)
     engine = open_engine(RunOptions(engine="spark", spark_master="local[2]",
-                                    spark_conf={"spark.driver.memory": "1g", "spark.default.parallelism": "2"}))
+                                    spark_conf={"spark.driver.memory": "1g", "spark.default.parallelism": "2",
+                                                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}))
     yield engine.spark
     engine.spark.stop()
