@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from hiersql.engines import DuckDBEngine, SparkEngine
-from hiersql.metrics import Options, compute
+from hiersql.metrics import Options
 from hiersql.metrics.pair_based import PLAN
-from tests._engine_cases import assert_rows_match, reference
+from tests._engine_cases import assert_rows_match, reference, rows_and_stages
 from tests.test_spark_scale_variants import PAIR_CASES, hard_case_store
 
 STAGES = {"sizes_seen": "SELECT * FROM pair_problem_sizes",
@@ -41,7 +41,7 @@ def test_spark_nearest_of_the_reached_classes_gives_duckdb_sizes(spark, store, c
     want = DuckDBEngine(store).run_queries(PLAN, MGIA, options, STAGES)
     engine = SparkEngine(spark, partition_rows=None)
     engine.copy_store(store)
-    got = engine.run_queries(PLAN, MGIA, options, STAGES)
+    rows, got = rows_and_stages(engine, PLAN, MGIA, options, STAGES)
     seen = reached(want)
     unreached = [r for r in want["nearest_seen"] if (r[1], r[2]) not in seen]
     assert unreached and all(r[3] == options.dmax for r in unreached)
@@ -49,7 +49,7 @@ def test_spark_nearest_of_the_reached_classes_gives_duckdb_sizes(spark, store, c
     assert sorted(got["sizes_seen"]) == sorted(want["sizes_seen"])
     assert any(r[6] > 0 for r in want["sizes_seen"]) and want["mutual_seen"]
     assert sorted(got["mutual_seen"]) == sorted(want["mutual_seen"])
-    assert_rows_match(compute(engine, MGIA, options), reference(store, MGIA, options))
+    assert_rows_match(rows, reference(store, MGIA, options))
 
 
 @pytest.mark.spark
@@ -60,8 +60,8 @@ def test_spark_sizes_without_the_nearest_pairing_equal_duckdb(spark, store):
     want = DuckDBEngine(store).run_queries(PLAN, MGIA, options, STAGES)
     engine = SparkEngine(spark, partition_rows=None)
     engine.copy_store(store)
-    got = engine.run_queries(PLAN, MGIA, options, STAGES)
+    rows, got = rows_and_stages(engine, PLAN, MGIA, options, STAGES)
     assert got["nearest_seen"] == want["nearest_seen"] == []
     assert sorted(got["sizes_seen"]) == sorted(want["sizes_seen"])
     assert {r[6] for r in got["sizes_seen"]} == {0}
-    assert_rows_match(compute(engine, MGIA, options), reference(store, MGIA, options))
+    assert_rows_match(rows, reference(store, MGIA, options))
