@@ -675,7 +675,8 @@ class SparkEngine(Engine):
         plain views it reads (with how often). Spark inlines a common table expression or a view at every
         reference (``sides`` of ``lca_labels`` would run six times): a common table expression read twice or
         more becomes a stored stage of its own (``<name>__<cte>``), and so does a plain view that the
-        query would compute twice or more (counting the views that views read)."""
+        query would compute twice or more (counting the views that views read; stored one at a time, so that
+        the views read only through a stored one are not stored too)."""
         import sqlglot
         from sqlglot import exp
 
@@ -699,10 +700,12 @@ class SparkEngine(Engine):
                 parts.append((part, body))
             if not with_.expressions:
                 tree.set("with_", None)
-        reads = [self._view_reads(query) for _, query in parts] + [self._view_reads(tree)]
-        for view, times in sum(reads, Counter()).items():
-            if times > 1:
-                self._register(view, self.spark.table(view))
+        while True:
+            reads = sum((self._view_reads(query) for query in [*(q for _, q in parts), tree]), Counter())
+            twice = next((view for view, times in reads.items() if times > 1), None)
+            if twice is None:
+                break
+            self._register(twice, self.spark.table(twice))
         for part, query in parts:
             self._register(part, self.spark.sql(query.sql(dialect=self.dialect)))
         return tree.sql(dialect=self.dialect), self._view_reads(tree)

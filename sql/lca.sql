@@ -32,6 +32,14 @@ JOIN nodes AS d ON d.label = c.descendant
 SELECT ancestor, descendant, distance
 FROM node_closure
 
+-- name: lca_closure (spark)
+-- The same rows on Spark with the nodes broadcast (a position per name, taxonomy-sized) to the closure rows
+-- where they are read, instead of the closure shuffled twice, by ancestor then by descendant.
+SELECT a.position AS ancestor, d.position AS descendant, c.distance /*+ BROADCAST(a), BROADCAST(d) */
+FROM closure AS c
+JOIN nodes AS a ON a.label = c.ancestor
+JOIN nodes AS d ON d.label = c.descendant
+
 -- name: lca_instances
 -- Every (system, instance) numbered: the joins below carry the number instead of the two names.
 SELECT row_number() OVER (ORDER BY s.system, i.instance_id) AS inst, s.system, i.instance_id
@@ -215,6 +223,43 @@ FROM (
 ) AS x
 JOIN lca_labels AS z
     ON z.inst = x.inst AND z.side <> x.side
+GROUP BY x.inst, x.side, x.label
+
+-- name: lca_meetings (spark)
+-- The same rows on Spark from one read of lca_pair_meetings: each pair meeting listed for both sides
+-- (unnest(['t', 'p'])) rather than a UNION ALL of two reads, so that lca_options (spark) computes the pair
+-- meetings once, within its own job, in the partitions of the instances (no shuffle between the pairs of
+-- labels and the least costs).
+SELECT
+    inst,
+    side,
+    CASE WHEN side = 't' THEN t_label ELSE p_label END AS label,
+    CASE WHEN side = 't' THEN p_label ELSE t_label END AS partner,
+    lca,
+    CASE WHEN side = 't' THEN up_t ELSE up_p END AS up_label,
+    CASE WHEN side = 't' THEN up_p ELSE up_t END AS up_partner,
+    up_t + up_p AS cost
+FROM (SELECT *, unnest(['t', 'p']) AS side FROM lca_pair_meetings) AS m
+WHERE NOT CASE WHEN side = 't' THEN t_shared ELSE p_shared END
+
+-- name: lca_options (spark)
+-- The same rows on Spark reading lca_meetings once: the least cost of a label is a window over its meetings
+-- (the rows of an instance are in one partition already: hashed on it by the pairs of labels), not a grouped
+-- minimum joined back to a second read. The labels with no meeting (only under $max_distance) are a branch
+-- switched off without it, so that lca_meetings stays a view computed within this stage.
+SELECT inst, side, label, lca, partner, up_label, up_partner
+FROM (SELECT *, min(cost) OVER (PARTITION BY inst, side, label) AS dmin FROM lca_meetings) AS m
+WHERE cost = dmin
+UNION ALL
+SELECT x.inst, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label, 1 AS up_partner
+FROM (
+    SELECT inst, side, label FROM lca_labels WHERE NOT shared
+    EXCEPT
+    SELECT inst, side, label FROM lca_meetings
+) AS x
+JOIN lca_labels AS z
+    ON z.inst = x.inst AND z.side <> x.side
+WHERE $max_distance IS NOT NULL
 GROUP BY x.inst, x.side, x.label
 
 -- name: lca_path_ends
