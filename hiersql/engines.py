@@ -578,9 +578,6 @@ def _pg_arrow_type(oid: int):
 # reads the stored inputs' files and solves them in less time than the Python workers take to start and receive
 # the shuffled rows (GermEval B's pairings, 1.1 M keyed rows: about 4x less)
 PARTITION_ROWS = 4_000_000
-# a stage Spark estimates at most this large (the optimizer's size, an upper bound but for exploded arrays) is
-# collected to the driver and written there by pyarrow: no write job, no commit of Spark's output files
-SMALL_STAGE_BYTES = 4 << 20
 
 
 class SparkEngine(Engine):
@@ -643,7 +640,12 @@ class SparkEngine(Engine):
         return [tuple(row) for row in self.spark.sql(sql).collect()]
 
     def arrow(self, sql: str) -> pa.Table:
-        return _frame_arrow(self.spark.sql(sql))
+        frame = self.spark.sql(sql)
+        if hasattr(frame, "toArrow"):  # Spark 4
+            return frame.toArrow()
+        import pyarrow as pa
+
+        return pa.Table.from_pandas(frame.toPandas(), preserve_index=False)
 
     def write(self, name: str, data: pa.Table) -> None:
         """With a :attr:`stage_dir` and a plain ``name``, as a Parquet file there that Spark reads (no Spark
@@ -841,9 +843,7 @@ class SparkEngine(Engine):
             frame.write.mode("overwrite").saveAsTable(name)
         elif self.stage_dir is None:  # computed once, its lineage cut: a later stage does not re-analyse it
             frame.localCheckpoint(eager=True).createOrReplaceTempView(name)
-        elif _small(frame):  # the same, and Spark reads the files' size
-            self.write(name, _frame_arrow(frame))
-        else:  # (a new folder: views made earlier may read the old)
+        else:  # the same, and Spark reads the files' size (a new folder: views made earlier may read the old)
             from pyspark.sql.pandas.types import to_arrow_schema
 
             folder = self._stage_path(name)
@@ -863,22 +863,6 @@ class SparkEngine(Engine):
         """A new folder (not made yet) of :attr:`stage_dir` for the rows of table ``name``."""
         self._stored += 1
         return Path(self.stage_dir) / f"{self._stored}-{name}"
-
-
-def _frame_arrow(frame: Any) -> pa.Table:
-    """The rows of Spark DataFrame ``frame`` as Arrow, on the driver."""
-    if hasattr(frame, "toArrow"):  # Spark 4
-        return frame.toArrow()
-    import pyarrow as pa
-
-    return pa.Table.from_pandas(frame.toPandas(), preserve_index=False)
-
-
-def _small(frame: Any) -> bool:
-    """Whether Spark's optimizer puts ``frame`` at :data:`SMALL_STAGE_BYTES` or less and it explodes no
-    array (a ``Generate``, whose rows the estimate does not multiply)."""
-    plan = frame._jdf.queryExecution().optimizedPlan()
-    return plan.stats().sizeInBytes() <= SMALL_STAGE_BYTES and "Generate " not in plan.toString()
 
 
 def _partition_solver(step: Python, params: dict[str, object], options: Options, keyed: Sequence[str],
