@@ -149,7 +149,7 @@ GROUP BY c.problem, c.node
 -- The same nearest distances on Spark for the classes that some pair of pair_arcs reaches, each a group of the
 -- pairs alone: the portable query joins every class to its pairs (on Spark a shuffle and a sort of both, for
 -- the few classes no pair reaches). Those (an empty other side, or nothing within the bounds) are left out
--- here; pair_problem_sizes (spark) counts them at dmax.
+-- here; pair_problem_sizes counts them at dmax.
 SELECT problem, 'true' AS side, true_node AS node, CAST(min(distance) AS DOUBLE) AS nearest
 FROM pair_arcs
 WHERE $mgia_nearest
@@ -183,31 +183,10 @@ GROUP BY tc.problem
 
 -- name: pair_problem_sizes
 -- (problem, system, instance_id, n_true, n_pred, n_shared, nearest_sum, root_distance) per problem, in problem
--- order; root_distance is pair_root_distances' value (NULL for the other problems).
-SELECT
-    pp.problem,
-    pp.system,
-    pp.instance_id,
-    coalesce(t.n, 0) AS n_true,
-    coalesce(p.n, 0) AS n_pred,
-    coalesce(a.n, 0) AS n_shared,
-    coalesce(n.total, 0) AS nearest_sum,
-    r.distance AS root_distance
-FROM pair_problems AS pp
-LEFT JOIN pair_root_distances AS r ON r.problem = pp.problem
-LEFT JOIN (SELECT problem, count(*) AS n FROM pair_true_classes GROUP BY problem) AS t
-    ON t.problem = pp.problem
-LEFT JOIN (SELECT problem, count(*) AS n FROM pair_pred_classes GROUP BY problem) AS p
-    ON p.problem = pp.problem
-LEFT JOIN (SELECT problem, count(*) AS n FROM pair_arcs WHERE distance = 0 GROUP BY problem) AS a
-    ON a.problem = pp.problem
-LEFT JOIN (SELECT problem, sum(nearest) AS total FROM mgia_nearest GROUP BY problem) AS n
-    ON n.problem = pp.problem
-
--- name: pair_problem_sizes (spark)
--- The same rows on Spark, where mgia_nearest (spark) holds only the classes some pair reaches: with
--- $mgia_nearest, each class of a problem that it does not hold adds dmax to nearest_sum (n_true + n_pred
--- classes, of which `reached` are there).
+-- order; root_distance is pair_root_distances' value (NULL for the other problems). With $mgia_nearest, a class
+-- that mgia_nearest does not hold adds dmax to nearest_sum (n_true + n_pred classes, of which `reached` are
+-- there): none on the portable query, which holds every class; mgia_nearest (spark) holds only those some pair
+-- reaches.
 SELECT
     pp.problem,
     pp.system,

@@ -1,4 +1,4 @@
-"""``mgia_nearest (spark)`` and ``pair_problem_sizes (spark)`` (sql/distances.sql): on Spark the nearest distance
+"""``mgia_nearest (spark)`` and ``pair_problem_sizes`` (sql/distances.sql): on Spark the nearest distance
 of each class is a group of ``pair_arcs`` alone, for the classes some pair reaches; the problem sizes count the
 others (an empty other side, nothing within the bounds) at dmax. On the small DAG of the hard cases the sizes
 and the mutual pairs the pairing step reads equal DuckDB's row for row, and so do MGIA's values."""
