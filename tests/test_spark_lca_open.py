@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from hiersql.engines import SparkEngine
 from hiersql.metrics import Options, lca
-from tests.test_spark_scale_variants import (  # noqa: F401  (generated: a fixture)
-    assert_lca_stages_equal,
-    generated,
-    hard_case_store,
-)
+from tests.test_spark_scale_variants import assert_lca_stages_equal, generated  # noqa: F401  (a fixture)
 
 OPEN_STAGES = {
     "instances_seen": "SELECT inst, system, instance_id, batch FROM lca_open_instances",
@@ -19,24 +16,6 @@ OPEN_STAGES = {
     "nodes_seen": "SELECT batch, node, lca, step, v FROM lca_open_nodes",
     "links_seen": "SELECT batch, node, lca, lower, upper FROM lca_open_links",
 }
-CASES = {"greedy": Options(), "greedy_max_distance_2": Options(max_distance=2),
-         "optimal_root": Options(lca_graph="optimal", include_root=True)}
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("case", CASES)
-def test_spark_open_stages_on_the_hard_cases_equal_duckdb(spark, case):
-    """The small DAG of test_spark_scale_variants (X below A1 and B1: Z reaches A by two shortest paths;
-    labels meeting only at the root; an empty truth; a system predicting nothing): the rows of every open
-    stage equal DuckDB's, and so the measures. Unbounded, one instance has a choice ("roots" on i1: Z meets R
-    at the root, through A1 or B1); with max_distance 2 none does (no stage row, nothing to solve)."""
-    want = assert_lca_stages_equal(spark, hard_case_store(), CASES[case], OPEN_STAGES)
-    if CASES[case].max_distance is None:
-        assert [(system, batch) for _, system, _, batch in want["instances_seen"]] == [("roots", 0)]
-        assert len(want["links_seen"]) == 7
-    else:
-        assert not any(want.values())
-
 
 # (batch, x): a shared label x whose own path {x} an option of its batch asks for too (x the LCA of x and a
 # label below it on the other side): lca_open_nodes holds that row once.
@@ -46,16 +25,16 @@ SELF_ENDS = ("SELECT DISTINCT e.batch, e.node FROM lca_open_ends AS e JOIN lca_o
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["greedy", "greedy_max_distance_2"])
-def test_spark_open_stages_on_a_generated_dag_equal_duckdb(spark, generated, monkeypatch, case):  # noqa: F811
+@pytest.mark.parametrize("options", [Options(), Options(max_distance=2)], ids=["greedy", "greedy_max_distance_2"])
+def test_spark_open_stages_on_a_generated_dag_equal_duckdb(spark, generated, monkeypatch, options):  # noqa: F811
     """A generated DAG (600 nodes, 20 % of them with two parents), 20 instances a batch: unbounded, 79
     instances with a choice in 4 batches, paths with several shortest paths, and shared labels whose own path
     an option of their batch asks for too; with max_distance 2, 5 instances. The rows of every open stage
     equal DuckDB's (none twice), and so the measures."""
     monkeypatch.setattr(lca, "BATCH", 20)
     monkeypatch.setitem(OPEN_STAGES, "self_ends_seen", SELF_ENDS)
-    want = assert_lca_stages_equal(spark, generated, CASES[case], OPEN_STAGES)
-    unbounded = CASES[case].max_distance is None
+    want = assert_lca_stages_equal(SparkEngine(spark), generated, options, OPEN_STAGES)
+    unbounded = options.max_distance is None
     assert len(want["instances_seen"]) == (79 if unbounded else 5)
     assert len({batch for *_, batch in want["instances_seen"]}) == (4 if unbounded else 1)
     assert len(want["links_seen"]) > 10

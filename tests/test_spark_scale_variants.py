@@ -226,13 +226,13 @@ LCA_STAGES = {"labels_seen": "SELECT inst, side, label, shared FROM lca_labels",
               "path_nodes_seen": "SELECT node, lca, step, v FROM lca_path_nodes"}
 
 
-def assert_lca_stages_equal(spark, store: Store, options: Options, stages: dict[str, str] = LCA_STAGES
-                            ) -> dict[str, list[tuple]]:
-    """The rows of ``stages`` (queries of the LCA plan's stages) on Spark equal DuckDB's for ``store``, and so
-    do the LCA measures; DuckDB's rows of the stages."""
+def assert_lca_stages_equal(engine: SparkEngine, store: Store, options: Options,
+                            stages: dict[str, str] = LCA_STAGES) -> dict[str, list[tuple]]:
+    """The rows of ``stages`` (queries of the LCA plan's stages) computed by ``engine`` (a new Spark engine)
+    equal DuckDB's for ``store``, and so do the LCA measures, in one run of the plan; DuckDB's rows of the
+    stages."""
     from hiersql.metrics import lca
 
-    engine = SparkEngine(spark)
     engine.copy_store(store)
     metrics = ["lca_precision", "lca_recall", "lca_f1"]
     want = DuckDBEngine(store).run_queries(lca.PLAN, metrics, options, stages)
@@ -252,21 +252,12 @@ def test_spark_lca_labels_and_meetings_equal_duckdb(spark, generated, case):
     (spark)`` (the same maps, looked up at both ends of each step): the rows of ``lca_labels``, the meetings
     and ``lca_path_nodes`` equal DuckDB's portable ones, and so the LCA measures."""
     options = LCA_CASES[case]
-    want = assert_lca_stages_equal(spark, generated, options)
+    want = assert_lca_stages_equal(SparkEngine(spark), generated, options)
     assert len(want["meetings_seen"]) > 300
     sides = generated.con.sql("SELECT 2 * (SELECT count(*) FROM truth) + (SELECT count(*) FROM predictions)")
     assert len(want["labels_seen"]) < sides.fetchall()[0][0]  # labels with a descendant on their side dropped
     longest = max(step for *_, step, _ in want["path_nodes_seen"])
     assert longest == 1 if options.max_distance == 1 else longest >= 2  # paths that need the closure
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("case", LCA_CASES)
-def test_spark_lca_stages_on_the_hard_cases_equal_duckdb(spark, store, case):
-    """The LCA Spark variants on the small DAG: X below A1 and B1 (two shortest paths from Z to A, so a
-    path node with several paths), labels meeting only at the root, an empty truth, a system predicting
-    nothing and an instance nobody predicts: the stages' rows and the measures equal DuckDB's."""
-    assert assert_lca_stages_equal(spark, store, LCA_CASES[case])["meetings_seen"]
 
 
 def test_a_hint_comment_closing_a_select_list_becomes_a_spark_hint():
