@@ -4,7 +4,7 @@
         --labels 3.3 --seed 1 --out benchmarks/data/big
     /usr/bin/time -v .venv/bin/python benchmarks/bench_spark_scale.py --data benchmarks/data/big \\
         [--master local[2]] [--families set_based,mgia,lca] [--limit 600] [--spark-conf spark.driver.memory=8g] \\
-        [--upload parquet|arrow] [--stages]
+        [--upload parquet|arrow] [--stages] [--partition-rows N]
 
 Loads the data into the in-memory DuckDB store once (timed apart), then for each measure group computes it with
 the embedded DuckDB engine and with Spark (the store's tables uploaded once, timed apart) and prints both times,
@@ -105,6 +105,9 @@ def main() -> None:
     parser.add_argument("--spark-conf", action="append", default=[], metavar="K=V")
     parser.add_argument("--upload", choices=("parquet", "arrow"), default="parquet")
     parser.add_argument("--stages", action="store_true", help="print the time of each Spark stage")
+    parser.add_argument("--partition-rows", type=int, default=None,
+                        help="solve partitioned Python steps per partition from this many keyed rows "
+                             "(default: SparkEngine's)")
     args = parser.parse_args()
     if args.stages:
         time_stages()
@@ -119,6 +122,8 @@ def main() -> None:
     start = time.perf_counter()
     conf = dict(kv.split("=", 1) for kv in args.spark_conf)
     engine = open_engine(RunOptions(engine="spark", spark_master=args.master, spark_conf=conf))
+    if args.partition_rows is not None:
+        engine.partition_rows = args.partition_rows
     print(f"Spark session {time.perf_counter() - start:.1f} s", flush=True)
     start = time.perf_counter()
     scratch = tempfile.TemporaryDirectory(prefix="bench_spark_scale_")

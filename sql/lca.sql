@@ -40,6 +40,14 @@ FROM closure AS c
 JOIN nodes AS a ON a.label = c.ancestor
 JOIN nodes AS d ON d.label = c.descendant
 
+-- name: lca_open_counts
+-- (system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the minimal graphs of the instances
+-- with a choice (lca_open_*): the minimal-graph step of lca.py (greedy or optimal graphs) writes them, batch
+-- by batch; none here, where no such step runs (extended graphs; HEMKit's rewrite lca_graph_counts whole).
+SELECT CAST(NULL AS VARCHAR) AS system, CAST(NULL AS VARCHAR) AS instance_id, CAST(NULL AS BIGINT) AS n_true,
+       CAST(NULL AS BIGINT) AS n_pred, CAST(NULL AS BIGINT) AS n_both
+WHERE false
+
 -- name: lca_instances
 -- Every (system, instance) numbered: the joins below carry the number instead of the two names.
 SELECT row_number() OVER (ORDER BY s.system, i.instance_id) AS inst, s.system, i.instance_id
@@ -345,8 +353,8 @@ JOIN lca_instances AS k ON k.inst = e.inst
 LEFT JOIN nodes AS n ON n.position = e.v
 
 -- name: lca_graph_counts
--- (inst, system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs (inst:
--- lca.py rewrites the counts of the instances with a choice by their number).
+-- (inst, system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs (for the
+-- instances with a choice, lca_instance reads the minimal graphs' counts of lca_open_counts instead).
 SELECT k.inst, k.system, k.instance_id, c.n_true, c.n_pred, c.n_both
 FROM (
     SELECT inst, sum(in_true) AS n_true, sum(in_pred) AS n_pred, sum(in_true * in_pred) AS n_both
@@ -493,7 +501,8 @@ JOIN links AS l ON l.node = o.node AND l.lca = o.lca
 
 -- name: lca_instance
 -- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives
--- $zero_division. Reads lca_graph_counts (the extended counts, or the minimal ones written by lca.py).
+-- $zero_division. Reads lca_graph_counts (the extended or HEMKit's counts) and, for the instances with a
+-- choice, lca_open_counts (the minimal graphs' counts).
 SELECT
     g.system,
     g.instance_id,
@@ -508,4 +517,9 @@ SELECT
          ELSE 2.0 * c.n_both / (c.n_true + c.n_pred) END
         AS lca_f1
 FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
-LEFT JOIN lca_graph_counts AS c ON c.system = g.system AND c.instance_id = g.instance_id
+LEFT JOIN (
+    SELECT e.system, e.instance_id, coalesce(o.n_true, e.n_true) AS n_true, coalesce(o.n_pred, e.n_pred) AS n_pred,
+           coalesce(o.n_both, e.n_both) AS n_both
+    FROM lca_graph_counts AS e
+    LEFT JOIN lca_open_counts AS o ON o.system = e.system AND o.instance_id = e.instance_id
+) AS c ON c.system = g.system AND c.instance_id = g.instance_id

@@ -223,8 +223,7 @@ def test_optimal_equals_brute_force_on_random_dags():
         opts = options(include_root=True)
         params = lca._params(opts, store)
         lca._prepare(store, params, "lca_open_instances", ("lca_open_instances",))
-        n_batches = lca._stage_open(store, params)
-        for inst in (i for b in range(n_batches) for i in lca._open_instances(store, b).values()):
+        for inst in (i for b in lca._stage_open(store, params) for i in lca._open_instances(store, b).values()):
             optimal, fell_back = lca._optimal(inst, set())
             greedy, _ = lca._greedy(inst)
             f = {name: 2 * b / (t + p) for name, (t, p, b) in

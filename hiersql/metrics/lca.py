@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -99,15 +99,16 @@ def _prepare(store: Store, params: dict[str, object], target: str, done: tuple[s
     return names
 
 
-def _batches(con: duckdb.DuckDBPyConnection) -> int:
-    """The number of batches of ``lca_open_instances``."""
-    return con.execute("SELECT coalesce(max(batch) + 1, 0) FROM lca_open_instances").fetchall()[0][0]
+def _batches(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The batches of ``lca_open_instances`` (all of them, or those of one partition of the step), in order."""
+    return [batch for (batch,) in con.execute("SELECT DISTINCT batch FROM lca_open_instances ORDER BY batch"
+                                              ).fetchall()]
 
 
-def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node], n_batches: int,
+def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node], batches: Iterable[int],
             multi_parent: bool = True) -> Iterator[tuple[int, dict[str, set[Node]]]]:
     """Minimal graphs (``options.lca_graph`` greedy or optimal) of the instances where a choice exists (the
-    tables ``lca_open_*`` of connection ``con``, ``n_batches`` batches): ``(inst, {"t": Gt, "p": Gp})``
+    tables ``lca_open_*`` of connection ``con``, the given ``batches``): ``(inst, {"t": Gt, "p": Gp})``
     (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a
     time to bound memory; a warning counts the instances where the exact solver fell back to the greedy
     graphs. ``ignore``: the nodes the exact solver does not count (the root unless ``include_root``);
@@ -117,7 +118,7 @@ def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node],
     solve = _optimal if options.lca_graph == "optimal" else _greedy
     fallbacks = 0
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
-        for batch in range(n_batches):
+        for batch in batches:
             for key, inst in _open_instances(on, batch, multi_parent).items():
                 graphs_, fell_back = solve(inst, ignore)
                 fallbacks += fell_back
@@ -128,9 +129,9 @@ def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node],
                       stacklevel=3)
 
 
-def _stage_open(store: Store, params: dict[str, object]) -> int:
+def _stage_open(store: Store, params: dict[str, object]) -> list[int]:
     """Materialise the options, path nodes and path links of the instances with a choice, by batch; returns
-    the number of batches."""
+    the batches."""
     params = {**params, "batch_size": BATCH}
     for name in ("lca_open_instances", "lca_open_options", "lca_open_ends", "lca_open_nodes", "lca_open_links"):
         _materialise(store, name, params)
@@ -152,9 +153,9 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
             "SELECT inst, system, instance_id FROM lca_instances").fetchall()}
         names = dict(store.con.execute("SELECT position, label FROM nodes").fetchall())
         names[-1] = params["beyond"]
-        n_batches = _stage_open(store, params)
+        batches = _stage_open(store, params)
         root = store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
-        for inst, g in _solved(store.con, options, set() if options.include_root else {root}, n_batches):
+        for inst, g in _solved(store.con, options, set() if options.include_root else {root}, batches):
             out[keys[inst]] = {side: {names[v] for v in nodes} for side, nodes in g.items()}
     return dict(out)
 
@@ -187,17 +188,20 @@ def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = 
 
 
 def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
-    """The minimal-graph step: ``lca_graph_counts`` rewritten with the sizes of the minimal graphs
-    (``options.lca_graph`` greedy or optimal) of the instances with a choice (``lca_open_*``)."""
+    """The minimal-graph step: ``lca_open_counts`` ``(system, instance_id, n_true, n_pred, n_both)``, the sizes
+    of the minimal graphs (``options.lca_graph`` greedy or optimal) of the instances with a choice
+    (``lca_open_*``), which ``lca_instance`` reads in place of their extended counts. Each batch is solved on
+    its own rows: a runner may solve the batches in partitions."""
     ignore = set() if options.include_root else {params["root"]}
     rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in
             _solved(con, options, ignore, _batches(con), bool(params["multi_parent"]))]
-    if rows:  # every instance with a choice has labels that are not the root, hence a row to update
-        con.execute(
-            "UPDATE lca_graph_counts AS c SET n_true = m.t, n_pred = m.p, n_both = m.b FROM (SELECT unnest($i) AS"
-            " inst, unnest($t) AS t, unnest($p) AS p, unnest($b) AS b) AS m WHERE c.inst = m.inst",
-            {name: [r[k] for r in rows] for k, name in enumerate(("i", "t", "p", "b"))},
-        )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE lca_open_counts AS SELECT k.system, k.instance_id, m.t AS n_true,"
+        " m.p AS n_pred, m.b AS n_both FROM (SELECT unnest($i::BIGINT[]) AS inst, unnest($t::BIGINT[]) AS t,"
+        " unnest($p::BIGINT[]) AS p, unnest($b::BIGINT[]) AS b) AS m JOIN lca_open_instances AS k ON k.inst ="
+        " m.inst",
+        {name: [r[k] for r in rows] for k, name in enumerate(("i", "t", "p", "b"))},
+    )
 
 
 def solve_hemkit_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
@@ -205,6 +209,7 @@ def solve_hemkit_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, object
     lca_hemkit.write_graph_counts(con, params["include_root"], params["max_distance"])
 
 
+OPEN_TABLES = ("lca_open_instances", "lca_open_options", "lca_open_nodes", "lca_open_links")  # keyed by batch
 HEMKIT_GRAPHS = Python("hemkit_graphs", solve_hemkit_graphs,
                        reads=("nodes", "edges", "truth", "predictions", "systems", "instances"),
                        writes=("lca_graph_counts",), when=lambda options: options.lca_graph == "hemkit",
@@ -218,11 +223,10 @@ PLAN = FamilyPlan(
         *(Sql(q) for q in ("lca_closure", "lca_instances", "lca_labels", "lca_pairs", "lca_pair_meetings",
                            "lca_meetings", "lca_options", "lca_path_ends", "lca_path_nodes", "lca_extended_nodes",
                            "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_ends",
-                           "lca_open_nodes", "lca_open_links")),
-        Python("minimal_graphs", solve_minimal_graphs,
-               reads=("nodes", "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_nodes",
-                      "lca_open_links"),
-               writes=("lca_graph_counts",), when=lambda options: options.lca_graph in ("greedy", "optimal")),
+                           "lca_open_nodes", "lca_open_links", "lca_open_counts")),
+        Python("minimal_graphs", solve_minimal_graphs, reads=OPEN_TABLES, writes=("lca_open_counts",),
+               when=lambda options: options.lca_graph in ("greedy", "optimal"),
+               partition_by=dict.fromkeys(OPEN_TABLES, "batch")),
         HEMKIT_GRAPHS,
         Sql("lca_instance"),
     ),
