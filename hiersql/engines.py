@@ -31,6 +31,7 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 from __future__ import annotations
 
 import shutil
+import warnings
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import sqlfiles
+from .errors import DataWarning, InputError
 from .options import Options
 from .plan import FamilyPlan, Python, Row, Sql, Step, summary_sql
 
@@ -772,7 +774,8 @@ class SparkEngine(Engine):
         (``mapInArrow``): each keyed table is hashed on its key columns into ``spark.sql.shuffle.partitions``
         partitions, the rows of one key value of every keyed table meet in one partition, the other inputs
         come whole to every partition (collected once through Arrow), and each partition's tables are solved
-        on a DuckDB connection of the Python worker (:func:`solve_arrow`). Other steps run on the driver, and
+        on a DuckDB connection of the Python worker (:func:`solve_arrow`); the data warnings the partitions
+        raise are raised again on the driver (in the order of their text). Other steps run on the driver, and
         so do partitioned ones whose keyed inputs hold fewer than ``partition_rows`` rows (``None``: every step
         on the driver; 0: every partitioned step per partition): on small inputs, starting Python workers and
         shuffling the tagged rows cost more than the solver."""
@@ -791,9 +794,10 @@ class SparkEngine(Engine):
         frames = {name: self.spark.table(self._source(name)) for name in keyed}
         whole = {name: self._input(name) for name in step.reads if name not in step.partition_by}
         inputs = {name: to_arrow_schema(frames[name].schema) for name in keyed}
-        outputs = {name: data.schema for name, data in  # the step on no rows of its keyed tables
-                   solve_arrow(step, params, options, {**whole, **{n: s.empty_table() for n, s in inputs.items()}}
-                               ).items()}
+        with warnings.catch_warnings():  # the step on no rows of its keyed tables: the schemas it writes
+            warnings.simplefilter("ignore")
+            outputs = {name: data.schema for name, data in solve_arrow(
+                step, params, options, {**whole, **{n: s.empty_table() for n, s in inputs.items()}}).items()}
         tagged = [frames[name].select(
             F.hash(*(F.col(k.strip()).cast("string") for k in step.partition_by[name].split(","))).alias("_part"),
             F.lit(i).alias("_table"),
@@ -802,15 +806,18 @@ class SparkEngine(Engine):
         ) for i, name in enumerate(keyed)]
         partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
         solved = self.spark.sparkContext.accumulator(0)
+        raised = self.spark.sparkContext.accumulator([], _Concatenated())
         schema = StructType([StructField("_table", IntegerType()), *(
             StructField(f"w{j}", from_arrow_schema(outputs[name])) for j, name in enumerate(step.writes))])
         result = reduce(lambda a, b: a.unionByName(b), tagged).repartition(partitions, "_part").mapInArrow(
-            _partition_solver(step, params, options, keyed, inputs, whole, outputs, solved), schema)
+            _partition_solver(step, params, options, keyed, inputs, whole, outputs, solved, raised), schema)
         if len(step.writes) > 1:
             result = result.localCheckpoint(eager=True)
         for j, name in enumerate(step.writes):
             self._register(name, result.where(F.col("_table") == j).select(f"w{j}.*"))
         self.partitions_solved[step.name] = solved.value
+        for message in sorted(raised.value):
+            warnings.warn(message, DataWarning, stacklevel=2)
 
     def _rows(self, tables: Iterable[str]) -> int:
         """The number of rows of ``tables`` together: from the footers of their Parquet files when all are
@@ -865,13 +872,25 @@ class SparkEngine(Engine):
         return Path(self.stage_dir) / f"{self._stored}-{name}"
 
 
+class _Concatenated:
+    """A Spark accumulator's parameter: lists, added by concatenation."""
+
+    def zero(self, value: list) -> list:
+        return []
+
+    def addInPlace(self, value: list, other: list) -> list:  # noqa: N802  (the name Spark calls)
+        return [*value, *other]
+
+
 def _partition_solver(step: Python, params: dict[str, object], options: Options, keyed: Sequence[str],
                       inputs: Mapping[str, pa.Schema], whole: Mapping[str, pa.Table],
-                      outputs: Mapping[str, pa.Schema], solved: Any) -> Callable[[Iterable[Any]], Iterable[Any]]:
+                      outputs: Mapping[str, pa.Schema], solved: Any, raised: Any
+                      ) -> Callable[[Iterable[Any]], Iterable[Any]]:
     """The function ``mapInArrow`` runs on each partition of a step's tagged input (:meth:`SparkEngine.solve`):
     column ``_table`` says which keyed table a row belongs to (``keyed[_table]``), ``t<i>`` holds its row;
     it yields the tables the step writes, ``w<j>`` the rows of ``step.writes[j]``. ``solved`` (an
-    accumulator) counts the partitions solved."""
+    accumulator) counts the partitions solved, ``raised`` (an accumulator of lists) collects the text of the
+    data warnings they raise."""
 
     def run(batches: Iterable[Any]) -> Iterable[Any]:
         import pyarrow as pa
@@ -886,8 +905,11 @@ def _partition_solver(step: Python, params: dict[str, object], options: Options,
         if not any(rows.values()):
             return
         tables = {**whole, **{name: pa.Table.from_batches(rows[name], schema=inputs[name]) for name in keyed}}
-        written = solve_arrow(step, params, options, tables)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DataWarning)
+            written = solve_arrow(step, params, options, tables)
         solved.add(1)
+        raised.add([str(w.message) for w in caught if issubclass(w.category, DataWarning)])
         for j, name in enumerate(step.writes):
             for batch in written[name].cast(outputs[name]).to_batches():
                 n = batch.num_rows
@@ -962,8 +984,6 @@ def open_engine(run: Any) -> Engine | None:
     PostgreSQL at ``run.postgres_url``; Spark on ``run.spark_master`` with ``run.spark_conf`` over
     :data:`SPARK_DEFAULTS` (and, unless set, as many shuffle partitions as local cores: small inputs do not pay
     Spark's 200)."""
-    from .errors import InputError
-
     if run.engine == "postgres":
         if not run.postgres_url:
             raise InputError("--engine postgres needs the server", "--postgres-url", value=None)
