@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 import warnings
+from pathlib import Path
 
 from .commands import COMMANDS
 from .errors import InputError
@@ -77,9 +78,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _show_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
-    """A warning as one line on stderr, ``hiersql: warning: FILE: what``, without Python's source line."""
-    print(f"hiersql: warning: {_one_line(str(message))}", file=sys.stderr)
+def _show_warning(message: Warning | str, category: type[Warning], filename: str = "", *_: object,
+                  **__: object) -> None:
+    """A warning as one line on stderr, ``hiersql: warning: FILE: what``, without Python's source line; one
+    that an installed library raises about itself names that library first (``hiersql: warning: pyspark:
+    ...``), so that it does not read as hiersql's."""
+    print(f"hiersql: warning: {_library(filename)}{_one_line(str(message))}", file=sys.stderr)
+
+
+def _library(filename: str) -> str:
+    """``"NAME: "`` for a file of the installed package NAME other than hiersql, else ``""``."""
+    parts = Path(filename).parts
+    for i, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages") and parts[i + 1] != "hiersql":
+            return f"{parts[i + 1].removesuffix('.py')}: "
+    return ""
 
 
 def _step() -> str:

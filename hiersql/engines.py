@@ -972,10 +972,12 @@ SPARK_DEFAULTS = {
     # (generated classes, plans) that C2 would compile for rows processed in a fraction of a second; the
     # loops over many rows still reach C2 (an aggregate of a join of 12 M rows ran faster so than with the
     # defaults or with C1 alone: benchmarks/RESULTS.md). They apply to a JVM that the session starts (not to
-    # one already running); a user's spark.driver.extraJavaOptions come after them and win.
+    # one already running); a user's spark.driver.extraJavaOptions come after them and win. Its logging:
+    # errors only (hiersql/spark-log4j2.properties), not every start-up step.
     "spark.driver.defaultJavaOptions": "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
                                        " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
-                                       " -XX:+UseSerialGC",
+                                       " -XX:+UseSerialGC -Dlog4j2.configurationFile="
+                                       + (Path(__file__).parent / "spark-log4j2.properties").as_uri(),
 }
 
 

@@ -1,0 +1,41 @@
+"""``hiersql evaluate --engine spark`` in a process of its own, whose JVM starts with
+:data:`hiersql.engines.SPARK_DEFAULTS` (hiersql/spark-log4j2.properties): stderr holds no Spark log line (the
+start-up steps, the loopback host name and native Hadoop warnings, the shell's "Setting default log level"),
+only hiersql's one-line warnings (a library's own warning names the library) and the JVM's note on its
+incubator modules; and a warning's library is read from its file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+
+import pytest
+
+from hiersql.cli import _library
+
+
+@pytest.mark.spark
+def test_a_spark_evaluation_prints_its_rows_and_no_spark_log(data_dir, tmp_path):
+    canonical = data_dir / "canonical"
+    result = subprocess.run(
+        [sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"),
+         "--truth", str(canonical / "truth_b.tsv"), "--pred", f"a={canonical / 'pred_b' / 'LT-UHH__baseline.tsv'}",
+         "--metrics", "hp", "--format", "csv", "--engine", "spark", "--spark-master", "local[1]",
+         "--spark-conf", "spark.ui.showConsoleProgress=false"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [(r["system"], r["metric"], r["average"]) for r in rows] == [
+        ("a", "hierarchical_precision", "macro"), ("a", "hierarchical_precision", "micro")]
+    lines = result.stderr.splitlines()
+    assert all(line.startswith(("hiersql: warning: ", "WARNING: Using incubator modules")) for line in lines), lines
+
+
+def test_a_warning_names_the_installed_library_that_raised_it():
+    assert _library("/v/lib/python3.11/site-packages/pyspark/testing/utils.py") == "pyspark: "
+    assert _library("/usr/lib/python3/dist-packages/six.py") == "six: "
+    assert _library("/v/lib/python3.11/site-packages/hiersql/metrics/lca.py") == ""
+    assert _library("/home/me/hiersql/hiersql/metrics/lca.py") == ""  # an editable install: hiersql's own file
+    assert _library("") == ""
