@@ -973,7 +973,7 @@ SPARK_DEFAULTS = {
     # loops over many rows still reach C2 (an aggregate of a join of 12 M rows ran faster so than with the
     # defaults or with C1 alone: benchmarks/RESULTS.md). They apply to a JVM that the session starts (not to
     # one already running); a user's spark.driver.extraJavaOptions come after them and win. Its logging:
-    # errors only (hiersql/spark-log4j2.properties), not every start-up step.
+    # warnings and errors, not every start-up step (hiersql/spark-log4j2.properties).
     "spark.driver.defaultJavaOptions": "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
                                        " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
                                        " -XX:+UseSerialGC -Dlog4j2.configurationFile="
