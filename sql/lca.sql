@@ -325,10 +325,10 @@ SELECT node, lca, 0 AS step, node AS v FROM lca_path_targets WHERE up <= 1
 UNION ALL
 SELECT node, lca, 1 AS step, lca AS v FROM lca_path_targets WHERE up = 1
 
--- name: lca_multi_paths (spark)
+-- name: lca_multi_paths
 -- (node, lca): the paths node -> lca with more than one shortest path (more nodes than steps; none in a
--- tree). Spark only: computed once for lca_open_instances (spark) and lca_open_links (spark), a few rows
--- (about one path end in twenty on the benchmark DAG) that both broadcast.
+-- tree). Read by lca_open_instances (and on Spark by lca_open_links, which then reads the rows stored once):
+-- a few rows (about one path end in twenty on the benchmark DAG) that Spark broadcasts.
 SELECT node, lca
 FROM lca_path_nodes
 WHERE $multi_parent
@@ -374,31 +374,8 @@ JOIN lca_instances AS k ON k.inst = c.inst
 
 -- name: lca_open_instances
 -- (inst, system, instance_id, batch) whose minimal graphs involve a choice: a label with several options, or
--- a path end with several shortest paths (more nodes than steps); numbered into batches of $batch_size
--- (lca.py fetches one at a time).
-SELECT k.inst, k.system, k.instance_id,
-       CAST(floor((row_number() OVER (ORDER BY k.inst) - 1) / $batch_size) AS INTEGER) AS batch
-FROM lca_instances AS k
-WHERE k.inst IN (
-    SELECT inst
-    FROM lca_options
-    GROUP BY inst, side, label
-    HAVING count(*) > 1
-    UNION ALL
-    SELECT e.inst
-    FROM lca_path_ends AS e
-    JOIN (
-        SELECT node, lca
-        FROM lca_path_nodes
-        GROUP BY node, lca
-        HAVING count(*) > max(step) + 1
-    ) AS multi ON multi.node = e.node AND multi.lca = e.lca
-    WHERE $multi_parent  -- in a tree every path is the only one
-)
-
--- name: lca_open_instances (spark)
--- The same rows on Spark: the path ends meet the (broadcast) paths with several shortest paths, instead of
--- every path's nodes grouped in the same query and joined to the path ends by a shuffle of both.
+-- a path end with several shortest paths (lca_multi_paths); numbered into batches of $batch_size (lca.py
+-- fetches one at a time). Spark broadcasts the multi paths to the path ends, instead of shuffling both.
 SELECT k.inst, k.system, k.instance_id,
        CAST(floor((row_number() OVER (ORDER BY k.inst) - 1) / $batch_size) AS INTEGER) AS batch
 FROM lca_instances AS k

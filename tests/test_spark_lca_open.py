@@ -1,5 +1,5 @@
-"""The Spark variants of the stages that feed the LCA minimal-graph step (``lca_multi_paths (spark)``,
-``lca_open_instances (spark)``, ``lca_open_nodes (spark)``, ``lca_open_links (spark)`` in sql/lca.sql): their
+"""The stages that feed the LCA minimal-graph step on Spark (``lca_multi_paths``, read by ``lca_open_instances``
+and ``lca_open_links (spark)``, stored once; ``lca_open_nodes (spark)`` in sql/lca.sql): their
 rows equal DuckDB's portable ones, batch by batch, and so the greedy and optimal LCA measures."""
 
 from __future__ import annotations

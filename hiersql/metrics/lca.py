@@ -133,7 +133,8 @@ def _stage_open(store: Store, params: dict[str, object]) -> list[int]:
     """Materialise the options, path nodes and path links of the instances with a choice, by batch; returns
     the batches."""
     params = {**params, "batch_size": BATCH}
-    for name in ("lca_open_instances", "lca_open_options", "lca_open_ends", "lca_open_nodes", "lca_open_links"):
+    for name in ("lca_multi_paths", "lca_open_instances", "lca_open_options", "lca_open_ends", "lca_open_nodes",
+                 "lca_open_links"):
         _materialise(store, name, params)
     return _batches(store.con)
 
