@@ -41,17 +41,25 @@ def test_the_summary_is_collected_without_storing_it(spark):
         engine.close()
 
 
-def test_hcm_spark_jobs_on_the_hand_example(spark):
-    """The HCM family on the hand example: 81 Spark jobs (85 with the ``hcm_stride`` stage, its cross joins and
-    the summary stored: main before session 12); the same count on a second run; values equal DuckDB's."""
+def test_hcm_stages_on_the_hand_example(spark):
+    """The HCM family on the hand example, twice: the values equal DuckDB's, the summary is collected from its
+    view (not stored), no ``hcm_stride`` stage is made (each system's first set number is in ``hcm_systems``),
+    and both runs store the same stages. (Its number of Spark jobs, 81 since session 12, is not asserted:
+    adaptive execution re-plans a query as its stages finish, and two stages finishing in the other order on
+    two cores can add a broadcast job; CI once counted 82.)"""
     store = hand_store()
     engine = SparkEngine(spark)
     try:
         engine.copy_store(store)
         metrics = list(HCM.metrics)
+        runs = []
         for _ in range(2):
-            rows, jobs = spark_jobs(spark, lambda: compute(engine, metrics))
-            assert_rows_match(rows, reference(store, metrics, Options()))
-            assert jobs <= 81
+            before = {p.name for p in Path(engine.stage_dir).iterdir()}
+            assert_rows_match(compute(engine, metrics), reference(store, metrics, Options()))
+            runs.append(sorted(p.name.split("-", 1)[1] for p in Path(engine.stage_dir).iterdir()
+                               if p.name not in before))
+        assert runs[0] == runs[1]
+        assert "hcm_systems" in runs[0] and "confusion_summary" not in runs[0]
+        assert not [name for name in runs[0] if "stride" in name]
     finally:
         engine.close()
