@@ -345,7 +345,6 @@ class Engine:
     def run_plan(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> list[Row]:
         """The summary rows of ``metrics`` (of ``plan``'s family) with ``options.average``."""
         plan.check(self, metrics, options)
-        wanted, averages = set(metrics), set(options.average) | {""}
         rows: list[Row] = []
         for group, group_options in plan.groups(metrics, options):
             params = self.prepare(plan, group, group_options)
@@ -356,8 +355,7 @@ class Engine:
                 summary = self.result(plan.file, f"{plan.name}_summary", params, done,
                                       text=summary_sql(plan, group, options.average, True, self.weighted,
                                                        options.labels is not None))
-            rows += [Row(str(s), str(m), a or "", _float(v)) for s, m, a, v in summary
-                     if m in wanted and (a or "") in averages]
+            rows += summary_rows(summary, metrics, options)
         order = {m: i for i, m in enumerate(plan.metrics)}
         return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric, r.average))
 
@@ -447,8 +445,12 @@ def solve_arrow(step: Python, params: dict[str, object], options: Options, table
         con.close()
 
 
-def _float(value: Any) -> float:
-    return float("nan") if value is None else float(value)
+def summary_rows(summary: Iterable[tuple], metrics: Sequence[str], options: Options) -> list[Row]:
+    """The rows (:class:`~hiersql.plan.Row`) of a summary query's rows ``(system, metric, average, value)``
+    that ``metrics`` and ``options.average`` ask for (the plain average ``""`` always); a NULL value is NaN."""
+    wanted, averages = set(metrics), set(options.average) | {""}
+    return [Row(str(s), str(m), a or "", float("nan") if v is None else float(v)) for s, m, a, v in summary
+            if m in wanted and (a or "") in averages]
 
 
 class DuckDBEngine(Engine):

@@ -177,16 +177,14 @@ def rows_and_stages(engine, plan, metrics: list[str], options: Options, stages: 
     of ``metrics`` (the query :meth:`~hiersql.engines.Engine.run_plan` runs, its rows shaped as it shapes them)
     and the rows of the ``stages`` queries, which read the plan's stages. A Spark run of a family with a
     Python step costs tens of seconds: a test of a stage and of the measures runs the plan once, not twice."""
+    from hiersql.engines import summary_rows
     from hiersql.plan import summary_sql
 
     assert len(plan.groups(metrics, options)) == 1, "metrics computed in runs of their own: one at a time"
     summary = (f"SELECT * FROM {plan.summary}" if plan.summary is not None else
                summary_sql(plan, metrics, options.average, True, engine.weighted, options.labels is not None))
     tables = engine.run_queries(plan, metrics, options, {**stages, "rows_seen": summary})
-    wanted, averages = set(metrics), set(options.average) | {""}
-    rows = [Row(str(s), str(m), a or "", float("nan") if v is None else float(v))
-            for s, m, a, v in tables.pop("rows_seen") if m in wanted and (a or "") in averages]
-    return rows, tables
+    return summary_rows(tables.pop("rows_seen"), metrics, options), tables
 
 
 def assert_rows_match(got: list[Row], want: list[Row], tol: float = 1e-9) -> None:
