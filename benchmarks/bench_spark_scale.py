@@ -56,8 +56,9 @@ def same(rows, want) -> bool:
 
 
 def upload_parquet(engine: SparkEngine, store: Store, folder: Path) -> None:
-    """The store's tables written by DuckDB as Parquet files in ``folder`` and read by Spark."""
-    for name in STORE_TABLES:
+    """The store's tables (and its closure on node positions, as ``SparkEngine.copy_store`` copies it) written by
+    DuckDB as Parquet files in ``folder`` and read by Spark."""
+    for name in (*STORE_TABLES, "node_closure"):
         path = folder / f"{name}.parquet"
         store.con.table(name).write_parquet(str(path))
         engine.use_frame(name, engine.spark.read.parquet(str(path)))

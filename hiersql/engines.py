@@ -30,6 +30,7 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 
 from __future__ import annotations
 
+import re
 import shutil
 import warnings
 import weakref
@@ -630,6 +631,7 @@ class SparkEngine(Engine):
         self._views: dict[str, Counter[str]] = {}  # plain views: the views each reads (with how often)
         self._files: dict[str, tuple[Path, pa.Schema]] = {}  # views that are the Parquet files of a folder
         self.partitions_solved: dict[str, int] = {}  # step name: partitions it was solved in (last run)
+        self._node_closure = False  # whether node_closure is there (copied, or computed from closure and nodes)
         self.stage_dir = _stage_dir(spark)
         self._stored = 0  # files written in stage_dir: each stage's rows in a folder of their own
         self._cleanup = None if self.stage_dir is None else weakref.finalize(
@@ -639,6 +641,26 @@ class SparkEngine(Engine):
         """Remove :attr:`stage_dir` and the stages stored there (the session stays open: it may be shared)."""
         if self._cleanup is not None:
             self._cleanup()
+
+    # The Spark variants of the set-based, pair-based and LCA queries read the closure on node positions,
+    # node_closure (sql/schema.sql): the store's copy, or computed once from the engine's closure and nodes.
+    def use_tables(self, **renames: str) -> None:
+        super().use_tables(**renames)
+        if renames.keys() & {"closure", "nodes"}:
+            self._node_closure = False
+
+    def copy_store(self, store: Store, tables: Iterable[str] = STORE_TABLES) -> None:
+        """As :meth:`Engine.copy_store`; with ``closure``, the store's ``node_closure`` too."""
+        tables = list(tables)
+        super().copy_store(store, [*tables, "node_closure"] if "closure" in tables else tables)
+        if "closure" in tables:
+            self._node_closure = True
+        elif "nodes" in tables:
+            self._node_closure = False
+
+    def build_closure(self, max_depth: int | None = None) -> None:
+        super().build_closure(max_depth)
+        self._node_closure = False
 
     def execute(self, sql: str) -> list[tuple]:
         return [tuple(row) for row in self.spark.sql(sql).collect()]
@@ -745,9 +767,18 @@ class SparkEngine(Engine):
 
     def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
               text: str | None = None) -> None:
-        for dep in sqlfiles.dependencies(file, query, "spark", text=text, params=params):
-            if dep not in done:
-                super().stage(file, dep, params, done)
+        deps = [dep for dep in sqlfiles.dependencies(file, query, "spark", text=text, params=params)
+                if dep not in done]
+        if not self._node_closure:
+            bodies = sqlfiles.queries(file, self.dialect)
+            if any(re.search(r"\bnode_closure\b", sqlfiles.without_comments(body)) for body in
+                   [*(bodies[dep] for dep in deps), bodies[query] if text is None else text]):
+                self._materialize("node_closure", render(  # closure: the engine's table, not the file's walk
+                    "closure", "node_closure_from_names", {}, self.dialect, self.tables, pretty=False,
+                    skip=frozenset({"closure"})))
+                self._node_closure = True
+        for dep in deps:
+            super().stage(file, dep, params, done)
         super().stage(file, query, params, done, text)
 
     def result(self, file: str, query: str, params: Mapping[str, object], done: set[str],
@@ -765,6 +796,8 @@ class SparkEngine(Engine):
         """Make the Spark DataFrame ``frame`` hiersql table ``name`` (under :meth:`table`), computed once as
         :meth:`write` does for Arrow data, or as it is when ``computed`` (a selection of a local checkpoint):
         the inputs Spark read itself (:mod:`hiersql.spark_sources`)."""
+        if name in ("closure", "nodes", "node_closure"):
+            self._node_closure = name == "node_closure"
         if computed and "." not in self.table(name):
             frame.createOrReplaceTempView(self.table(name))
             self._files.pop(self.table(name), None)

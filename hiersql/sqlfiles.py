@@ -11,9 +11,10 @@ as a common table expression.
 
 A header ``-- name: NAME (VARIANT)`` gives an engine-specific variant of query ``NAME``: the same columns and
 rows, computed with functions only that engine has (``duckdb``: list functions; ``spark``: array functions,
-written in DuckDB's syntax like every query and transpiled by sqlglot). ``queries(file)`` and :func:`render`
-give the portable queries, which every dialect can run; ``queries(file, "duckdb")`` puts the variants in their
-place (:meth:`hiersql.store.Store.run` does; ``render(..., variant="spark")`` for Spark). Tests check that
+written in DuckDB's syntax like every query and transpiled by sqlglot); ``(duckdb, spark)`` gives one for both.
+``queries(file)`` and :func:`render` give the portable queries, which every dialect can run;
+``queries(file, "duckdb")`` puts the variants in their place (:meth:`hiersql.store.Store.run` does;
+``render(..., variant="spark")`` for Spark). Tests check that
 both give the same rows.
 
 A variant may keep the portable computation for some parameters in a branch switched off by a parameter
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-_NAME = re.compile(r"^--\s*name:\s*(\w+)(?:\s*\((\w+)\))?\s*$", re.MULTILINE)
+_NAME = re.compile(r"^--\s*name:\s*(\w+)(?:\s*\((\w+(?:\s*,\s*\w+)*)\))?\s*$", re.MULTILINE)
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 
 
@@ -60,7 +61,7 @@ def queries(file: str, variant: str | None = None) -> dict[str, str]:
         body = text[mark.end() : nxt.start() if nxt else len(text)]
         if mark.group(2) is None:
             out.setdefault(mark.group(1), body.strip().rstrip(";"))
-        elif mark.group(2) == variant:
+        elif variant in _variants(mark):
             out[mark.group(1)] = body.strip().rstrip(";")
     return out
 
@@ -68,7 +69,12 @@ def queries(file: str, variant: str | None = None) -> dict[str, str]:
 def variants(file: str) -> set[str]:
     """The variant names used in ``sql/<file>.sql`` (``duckdb`` for ``-- name: NAME (duckdb)``)."""
     text = (sql_dir() / f"{file}.sql").read_text(encoding="utf-8")
-    return {m.group(2) for m in _NAME.finditer(text) if m.group(2)}
+    return {v for m in _NAME.finditer(text) for v in _variants(m)}
+
+
+def _variants(mark: re.Match) -> list[str]:
+    """The variants a ``-- name: NAME (VARIANT, ...)`` header names (none for a portable query)."""
+    return [v.strip() for v in mark.group(2).split(",")] if mark.group(2) else []
 
 
 def without_comments(sql: str) -> str:

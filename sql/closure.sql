@@ -3,8 +3,9 @@
 -- shortest distance. $max_depth (NULL = unbounded) stops the walk after that many edges: a partial closure is
 -- all that HEMKit mode reads (ancestors up to max_distance + 1 edges), far cheaper on a deep DAG such as MeSH.
 -- The DuckDB store keeps the closure twice: `closure` on node names (the portable tables every query and
--- engine reads) and `node_closure` on node positions (nodes.position), which the DuckDB variants of the
--- set-based and LCA queries join on, integers being much cheaper to join, group and list than names.
+-- engine reads) and `node_closure` on node positions (nodes.position), which the DuckDB and Spark variants of
+-- the set-based, pair-based and LCA queries read, integers being much cheaper to join, group and list than
+-- names.
 -- hiersql.store.Store.load_taxonomy picks one of two walks by the taxonomy's path count: node_closure_walk
 -- (DuckDB only, then closure_from_nodes) or the safe walk `closure` (then node_closure_from_names). Other
 -- engines and `hiersql sql closure` use the safe walk.
@@ -41,8 +42,8 @@ FROM node_closure AS c
 JOIN nodes AS a ON a.position = c.ancestor
 JOIN nodes AS d ON d.position = c.descendant
 
--- name: node_closure_from_names (duckdb)
--- node_closure from the closure on names (after the safe walk).
+-- name: node_closure_from_names
+-- node_closure from the closure on names (after the safe walk; on Spark, where no copy of the store's was given).
 SELECT a.position AS ancestor, d.position AS descendant, c.distance
 FROM closure AS c
 JOIN nodes AS a ON a.label = c.ancestor

@@ -27,18 +27,11 @@ FROM closure AS c
 JOIN nodes AS a ON a.label = c.ancestor
 JOIN nodes AS d ON d.label = c.descendant
 
--- name: lca_closure (duckdb)
--- The DuckDB store keeps the closure on node positions (node_closure): no join needed.
+-- name: lca_closure (duckdb, spark)
+-- The DuckDB store keeps the closure on node positions (node_closure), and Spark receives a copy of it (or
+-- computes it once from closure and nodes, hiersql.engines.SparkEngine): no join needed.
 SELECT ancestor, descendant, distance
 FROM node_closure
-
--- name: lca_closure (spark)
--- The same rows on Spark with the nodes broadcast (a position per name, taxonomy-sized) to the closure rows
--- where they are read, instead of the closure shuffled twice, by ancestor then by descendant.
-SELECT a.position AS ancestor, d.position AS descendant, c.distance /*+ BROADCAST(a), BROADCAST(d) */
-FROM closure AS c
-JOIN nodes AS a ON a.label = c.ancestor
-JOIN nodes AS d ON d.label = c.descendant
 
 -- name: lca_open_counts
 -- (system, instance_id, n_true, n_pred, n_both) = |Gt|, |Gp|, |Gt ∩ Gp| of the minimal graphs of the instances

@@ -25,8 +25,9 @@ CREATE TABLE IF NOT EXISTS closure (
     distance INTEGER NOT NULL     -- length of the shortest directed path ancestor -> descendant; 0 = itself
 );
 
--- The same closure on node positions (nodes.position), for the integer joins of the DuckDB variants of the
--- set-based and LCA queries (sql/closure.sql). Other engines only receive `closure`.
+-- The same closure on node positions (nodes.position), for the integer joins of the DuckDB and Spark variants
+-- of the set-based, pair-based and LCA queries (sql/closure.sql). PostgreSQL receives only `closure`; a Spark
+-- engine that reads a closure of its own computes this table from it (node_closure_from_names).
 CREATE TABLE IF NOT EXISTS node_closure (
     ancestor INTEGER NOT NULL,
     descendant INTEGER NOT NULL,

@@ -160,28 +160,28 @@ WHERE NOT $list_counts OR $augment = 'cesa_bianchi'
 
 -- name: set_counts (spark)
 -- The same counts on Spark without one row per augmented label: each node's augmented set is an array of
--- node positions; an instance's arrays are merged with flatten / array_distinct, and |Ŷaug ∩ Yaug| is the
--- size of array_intersect. Both sides' labels are put together first (the truth once per system), hashed on
--- the instance and joined to the broadcast per-node arrays: the merge per (system, instance) then needs no
--- other exchange (a hash on the instance holds every row of a (system, instance) group), so only the labels
--- are shuffled, never the arrays. On the 325,000-node benchmark DAG the pair rows are 43 M a side, hashed and
+-- node positions (from node_closure: no join of the closure's names); an instance's arrays are merged with
+-- flatten / array_distinct, and |Ŷaug ∩ Yaug| is the size of array_intersect. Both sides' labels are put
+-- together first (the truth once per system), hashed on the instance, and joined to the broadcast nodes (a
+-- label's position) and per-node arrays: the merge per (system, instance) then needs no other exchange (a
+-- hash on the instance holds every row of a (system, instance) group), so only the labels are shuffled,
+-- never the arrays. On the 325,000-node benchmark DAG the pair rows are 43 M a side, hashed and
 -- shuffled by (system, instance, label) (figures: benchmarks/RESULTS.md, issue 13 sessions 9 and 12). An
 -- empty side collects no array: size 0. The DuckDB variant's bits for the most shared nodes (here at most
 -- two BIGINTs, 128 nodes, a third of the elements) were tried and showed no gain. The Cesa-Bianchi tolerance
 -- looks at single labels and keeps the pair rows.
 WITH augmented_nodes AS (
-    -- (node, label position): label in the augmented set of node
-    SELECT c.node, n.position AS label
+    -- (node, label): label in the augmented set of node, both positions
+    SELECT c.node, c.label
     FROM (
         SELECT
             CASE WHEN $augment = 'descendants' THEN ancestor ELSE descendant END AS node,
             CASE WHEN $augment = 'descendants' THEN descendant ELSE ancestor END AS label,
             distance
-        FROM closure
+        FROM node_closure
     ) AS c
-    JOIN nodes AS n ON n.label = c.label
     WHERE $augment <> 'cesa_bianchi'
-      AND ($include_root OR NOT n.is_root)
+      AND ($include_root OR c.label NOT IN (SELECT position FROM nodes WHERE is_root))
       AND ($max_distance IS NULL OR c.distance <= $max_distance)
 ),
 augmented_arrays AS (
@@ -206,9 +206,11 @@ merged AS (
         l.system,
         l.instance_id,
         array_distinct(flatten(list(a.labels) FILTER (WHERE l.side = 0))) AS true_labels,
-        array_distinct(flatten(list(a.labels) FILTER (WHERE l.side = 1))) AS pred_labels /*+ BROADCAST(a) */
+        array_distinct(flatten(list(a.labels) FILTER (WHERE l.side = 1))) AS pred_labels
+            /*+ BROADCAST(n), BROADCAST(a) */
     FROM side_labels AS l
-    JOIN augmented_arrays AS a ON a.node = l.label
+    JOIN nodes AS n ON n.label = l.label
+    JOIN augmented_arrays AS a ON a.node = n.position
     GROUP BY l.system, l.instance_id
 )
 SELECT

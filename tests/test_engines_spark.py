@@ -124,6 +124,23 @@ def test_closure_by_recursive_cte_in_spark_on_a_dag(spark):
     assert ("A", "D", 2) in got
 
 
+def test_node_closure_computed_from_the_engines_own_closure(spark):
+    """The Spark variants of the set-based, pair-based and LCA queries read the closure on node positions: an
+    engine given the store's tables copies the store's ``node_closure``; one whose closure it built itself
+    computes ``node_closure`` from it when a stage first reads it, and the values equal DuckDB's on the DAG
+    example (two parents, a tolerance that makes MGIA's and LCA's choices)."""
+    store = dag_store()
+    options = Options(lca_graph="greedy", max_distance=3)
+    metrics = ["hierarchical_f1", "mgia", "lca_f1"]
+    engine = SparkEngine(spark)
+    engine.copy_store(store, tables=[t for t in STORE_TABLES if t != "closure"])
+    engine.build_closure()
+    assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
+    got = sorted(engine.execute("SELECT ancestor, descendant, distance FROM node_closure"))
+    assert got == sorted(store.con.execute("SELECT ancestor, descendant, distance FROM node_closure").fetchall())
+    engine.close()
+
+
 def test_closure_by_recursive_cte_in_spark_on_germeval(spark, germeval):
     engine = SparkEngine(spark, tables={"edges": "ge_edges", "nodes": "ge_nodes", "closure": "ge_closure"})
     engine.copy_store(germeval, tables=("edges", "nodes"))
