@@ -1,7 +1,7 @@
 """Every family plan on one engine, GermEval 2019 subtask B, timed per family and checked against DuckDB.
 
     .venv/bin/python benchmarks/bench_plans.py --engine spark [--systems 19] [--master local[2]] \
-        [--spark-conf K=V ...] [--partition-rows N]
+        [--spark-conf K=V ...] [--partition-rows N] [--jvm-threads]
     .venv/bin/python benchmarks/bench_plans.py --engine postgres --dsn "host=/tmp/pg user=hiersql dbname=postgres"
     .venv/bin/python benchmarks/bench_plans.py --engine duckdb
 
@@ -9,7 +9,8 @@ Prints the session start (Spark), the upload of the store's tables, then per fam
 of this process and the processes it started: Spark's JVM and Python workers; on a busy machine the CPU
 seconds compare better than the wall seconds) and whether the rows equal the embedded DuckDB run's to 1e-9
 (the tree-induced error is left out: GermEval's sets differ in size; of the scoring trees, PL, the one measure
-that needs no edge weights).
+that needs no edge weights). ``--jvm-threads``: at the end, the CPU seconds of the Spark JVM's threads, summed
+by thread name (task threads, the JIT compilers, the collector, ...; threads that ended count in the total only).
 """
 
 from __future__ import annotations
@@ -31,17 +32,21 @@ from hiersql.store import Store  # noqa: E402
 from hiersql.taxonomy import Taxonomy  # noqa: E402
 
 
-def cpu_seconds() -> float:
-    """User + system CPU seconds of this process and its descendants so far (Linux ``/proc``)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parent, used = {}, {}
+def _stat_seconds(stat: str) -> float:
+    """User + system CPU seconds of a ``/proc/.../stat`` line."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _mine() -> dict[int, str]:
+    """``{pid: stat line}`` of this process and its descendants (Linux ``/proc``)."""
+    stats = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            stats[int(pid)] = Path(f"/proc/{pid}/stat").read_text()
         except OSError:  # ended meanwhile
             continue
-        parent[int(pid)] = int(fields[1])
-        used[int(pid)] = (int(fields[11]) + int(fields[12])) / tick
+    parent = {pid: int(stat.rsplit(")", 1)[1].split()[1]) for pid, stat in stats.items()}
 
     def mine(pid: int) -> bool:
         while pid > 1:
@@ -50,7 +55,33 @@ def cpu_seconds() -> float:
             pid = parent.get(pid, 0)
         return False
 
-    return sum(t for pid, t in used.items() if mine(pid))
+    return {pid: stat for pid, stat in stats.items() if mine(pid)}
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its descendants so far."""
+    return sum(map(_stat_seconds, _mine().values()))
+
+
+def jvm_threads() -> None:
+    """Print the CPU seconds of the threads of the Spark JVM this process started, by thread name (digits
+    dropped: ``C2 CompilerThread0`` and ``1`` together), from ``/proc/PID/task/TID/stat``."""
+    import re
+    from collections import Counter
+
+    for pid, stat in _mine().items():
+        try:
+            if "SparkSubmit" not in Path(f"/proc/{pid}/cmdline").read_text():
+                continue
+            by_name: Counter[str] = Counter()
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                line = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+                by_name[re.sub(r"[-\d]+$", "", line[line.index("(") + 1 : line.rindex(")")])] += _stat_seconds(line)
+        except OSError:  # ended meanwhile
+            continue
+        print(f"JVM {pid}: {_stat_seconds(stat):.1f} s CPU, of which threads alive now {sum(by_name.values()):.1f} s:")
+        for name, cpu in by_name.most_common(8):
+            print(f"  {cpu:7.1f} s  {name}")
 
 
 def main() -> None:
@@ -64,6 +95,8 @@ def main() -> None:
     parser.add_argument("--partition-rows", type=int, default=None,
                         help="Spark: solve partitioned Python steps per partition from this many keyed rows "
                              "(default: SparkEngine's)")
+    parser.add_argument("--jvm-threads", action="store_true",
+                        help="Spark: print the JVM's CPU seconds by thread name at the end")
     args = parser.parse_args()
     canonical = ROOT.parent / "shared" / "data" / "canonical"
     store = Store()
@@ -99,6 +132,8 @@ def main() -> None:
             for a, b in zip(rows, want, strict=True))
         print(f"{fam:12s} {took:7.2f} s  cpu {cpu:7.2f} s  rows {len(rows):4d}  equal to DuckDB: {same}")
     print(f"all families {total:.2f} s  cpu {total_cpu:.2f} s")
+    if args.jvm_threads:
+        jvm_threads()
 
 
 if __name__ == "__main__":
