@@ -32,9 +32,14 @@ from hiersql.store import Store  # noqa: E402
 from hiersql.taxonomy import Taxonomy  # noqa: E402
 
 
+def _fields(stat: str) -> list[str]:
+    """The fields of a ``/proc/.../stat`` line after the command name (the state first)."""
+    return stat.rsplit(")", 1)[1].split()
+
+
 def _stat_seconds(stat: str) -> float:
     """User + system CPU seconds of a ``/proc/.../stat`` line."""
-    fields = stat.rsplit(")", 1)[1].split()
+    fields = _fields(stat)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -46,7 +51,7 @@ def _mine() -> dict[int, str]:
             stats[int(pid)] = Path(f"/proc/{pid}/stat").read_text()
         except OSError:  # ended meanwhile
             continue
-    parent = {pid: int(stat.rsplit(")", 1)[1].split()[1]) for pid, stat in stats.items()}
+    parent = {pid: int(_fields(stat)[1]) for pid, stat in stats.items()}
 
     def mine(pid: int) -> bool:
         while pid > 1:

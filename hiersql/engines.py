@@ -644,23 +644,28 @@ class SparkEngine(Engine):
 
     # The Spark variants of the set-based, pair-based and LCA queries read the closure on node positions,
     # node_closure (sql/schema.sql): the store's copy, or computed once from the engine's closure and nodes.
+    def _bound(self, names: Iterable[str]) -> None:
+        """Hiersql tables ``names`` were given new rows: ``node_closure`` is there if it was among them, and is
+        to be computed again if ``closure`` or ``nodes`` was without it."""
+        names = set(names)
+        if "node_closure" in names or names & {"closure", "nodes"}:
+            self._node_closure = "node_closure" in names
+
     def use_tables(self, **renames: str) -> None:
         super().use_tables(**renames)
-        if renames.keys() & {"closure", "nodes"}:
-            self._node_closure = False
+        self._bound(renames)
 
     def copy_store(self, store: Store, tables: Iterable[str] = STORE_TABLES) -> None:
         """As :meth:`Engine.copy_store`; with ``closure``, the store's ``node_closure`` too."""
         tables = list(tables)
-        super().copy_store(store, [*tables, "node_closure"] if "closure" in tables else tables)
         if "closure" in tables:
-            self._node_closure = True
-        elif "nodes" in tables:
-            self._node_closure = False
+            tables.append("node_closure")
+        super().copy_store(store, tables)
+        self._bound(tables)
 
     def build_closure(self, max_depth: int | None = None) -> None:
         super().build_closure(max_depth)
-        self._node_closure = False
+        self._bound({"closure"})
 
     def execute(self, sql: str) -> list[tuple]:
         return [tuple(row) for row in self.spark.sql(sql).collect()]
@@ -796,8 +801,7 @@ class SparkEngine(Engine):
         """Make the Spark DataFrame ``frame`` hiersql table ``name`` (under :meth:`table`), computed once as
         :meth:`write` does for Arrow data, or as it is when ``computed`` (a selection of a local checkpoint):
         the inputs Spark read itself (:mod:`hiersql.spark_sources`)."""
-        if name in ("closure", "nodes", "node_closure"):
-            self._node_closure = name == "node_closure"
+        self._bound({name})
         if computed and "." not in self.table(name):
             frame.createOrReplaceTempView(self.table(name))
             self._files.pop(self.table(name), None)
