@@ -84,9 +84,12 @@ def spark():
     from hiersql.engines import open_engine
     from hiersql.options import RunOptions
 
-    # the JIT's quick compiler alone: the tests' small inputs never repay C2's compiling (RESULTS.md)
+    # the JIT's quick compiler alone: the tests' small inputs never repay C2's compiling (RESULTS.md); with it
+    # alone the JVM sizes its code cache at 48 MB, which the code of a worker's hundreds of queries filled (the
+    # JVM then stopped): the size it has with both compilers
     engine = open_engine(RunOptions(engine="spark", spark_master="local[2]",
                                     spark_conf={"spark.driver.memory": "1g", "spark.default.parallelism": "2",
-                                                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}))
+                                                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"
+                                                                                 " -XX:ReservedCodeCacheSize=240m"}))
     yield engine.spark
     engine.spark.stop()
