@@ -201,6 +201,22 @@ SELECT inst, 'p' AS side, p_label AS label, t_label AS partner, lca, up_p AS up_
 FROM lca_pair_meetings
 WHERE NOT p_shared
 
+-- name: lca_unmet_options
+-- The options of the labels (not shared) that meet no label of the other side: the virtual ancestor beyond the
+-- threshold (lca -1, one edge up from both) with the least label of the other side. Only under $max_distance:
+-- without it every pair meets at the root (the closure reaches it from every node), and lca_options' branch
+-- that reads this query is switched off (on Spark, lca_meetings then stays a view computed within that stage).
+SELECT x.inst, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label, 1 AS up_partner
+FROM (
+    -- the labels with no meeting first (a set difference, which the planner keeps below the join)
+    SELECT inst, side, label FROM lca_labels WHERE NOT shared AND $max_distance IS NOT NULL
+    EXCEPT
+    SELECT inst, side, label FROM lca_meetings
+) AS x
+JOIN lca_labels AS z
+    ON z.inst = x.inst AND z.side <> x.side
+GROUP BY x.inst, x.side, x.label
+
 -- name: lca_options
 -- (inst, side, label, lca, partner, up_label, up_partner): the options of every label that
 -- is not shared.
@@ -213,18 +229,9 @@ JOIN (
 ) AS b ON b.inst = m.inst AND b.side = m.side AND b.label = m.label
     AND m.cost = b.dmin
 UNION ALL
-SELECT x.inst, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label,
-       1 AS up_partner
-FROM (
-    -- the labels with no meeting first (a set difference, which the planner keeps below the join); without
-    -- $max_distance there are none: every pair meets at the root (the closure reaches it from every node)
-    SELECT inst, side, label FROM lca_labels WHERE NOT shared AND $max_distance IS NOT NULL
-    EXCEPT
-    SELECT inst, side, label FROM lca_meetings
-) AS x
-JOIN lca_labels AS z
-    ON z.inst = x.inst AND z.side <> x.side
-GROUP BY x.inst, x.side, x.label
+SELECT inst, side, label, lca, partner, up_label, up_partner
+FROM lca_unmet_options
+WHERE $max_distance IS NOT NULL
 
 -- name: lca_meetings (spark)
 -- The same rows on Spark from one read of lca_pair_meetings: each pair meeting listed for both sides
@@ -246,22 +253,14 @@ WHERE NOT CASE WHEN side = 't' THEN t_shared ELSE p_shared END
 -- name: lca_options (spark)
 -- The same rows on Spark reading lca_meetings once: the least cost of a label is a window over its meetings
 -- (the rows of an instance are in one partition already: hashed on it by the pairs of labels), not a grouped
--- minimum joined back to a second read. The labels with no meeting (only under $max_distance) are a branch
--- switched off without it, so that lca_meetings stays a view computed within this stage.
+-- minimum joined back to a second read.
 SELECT inst, side, label, lca, partner, up_label, up_partner
 FROM (SELECT *, min(cost) OVER (PARTITION BY inst, side, label) AS dmin FROM lca_meetings) AS m
 WHERE cost = dmin
 UNION ALL
-SELECT x.inst, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label, 1 AS up_partner
-FROM (
-    SELECT inst, side, label FROM lca_labels WHERE NOT shared
-    EXCEPT
-    SELECT inst, side, label FROM lca_meetings
-) AS x
-JOIN lca_labels AS z
-    ON z.inst = x.inst AND z.side <> x.side
+SELECT inst, side, label, lca, partner, up_label, up_partner
+FROM lca_unmet_options
 WHERE $max_distance IS NOT NULL
-GROUP BY x.inst, x.side, x.label
 
 -- name: lca_path_ends
 -- (inst, side, node, lca, up): the paths an option asks for, on the side they belong to.
