@@ -774,6 +774,8 @@ class SparkEngine(Engine):
               text: str | None = None) -> None:
         deps = [dep for dep in sqlfiles.dependencies(file, query, "spark", text=text, params=params)
                 if dep not in done]
+        # any mention counts, also one in a branch a parameter switched off (which sqlfiles.dependencies skips):
+        # the rendered query keeps its first branch, and with it the tables that branch reads
         if not self._node_closure:
             bodies = sqlfiles.queries(file, self.dialect)
             if any(re.search(r"\bnode_closure\b", sqlfiles.without_comments(body)) for body in

@@ -209,7 +209,7 @@ WHERE NOT p_shared
 SELECT x.inst, x.side, x.label, -1 AS lca, min(z.label) AS partner, 1 AS up_label, 1 AS up_partner
 FROM (
     -- the labels with no meeting first (a set difference, which the planner keeps below the join)
-    SELECT inst, side, label FROM lca_labels WHERE NOT shared AND $max_distance IS NOT NULL
+    SELECT inst, side, label FROM lca_labels WHERE NOT shared
     EXCEPT
     SELECT inst, side, label FROM lca_meetings
 ) AS x
