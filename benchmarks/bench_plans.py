@@ -1,7 +1,7 @@
 """Every family plan on one engine, GermEval 2019 subtask B, timed per family and checked against DuckDB.
 
     .venv/bin/python benchmarks/bench_plans.py --engine spark [--systems 19] [--master local[2]] \
-        [--spark-conf K=V ...] [--partition-rows N] [--jvm-threads]
+        [--spark-conf K=V ...] [--partition-rows N] [--together] [--jvm-threads]
     .venv/bin/python benchmarks/bench_plans.py --engine postgres --dsn "host=/tmp/pg user=hiersql dbname=postgres"
     .venv/bin/python benchmarks/bench_plans.py --engine duckdb
 
@@ -100,6 +100,9 @@ def main() -> None:
     parser.add_argument("--partition-rows", type=int, default=None,
                         help="Spark: solve partitioned Python steps per partition from this many keyed rows "
                              "(default: SparkEngine's)")
+    parser.add_argument("--together", action="store_true",
+                        help="every family in one call, as `hiersql evaluate --metrics all` computes them "
+                             "(Spark: SparkEngine.plans_at_once side by side); default one call per family")
     parser.add_argument("--jvm-threads", action="store_true",
                         help="Spark: print the JVM's CPU seconds by thread name at the end")
     args = parser.parse_args()
@@ -123,9 +126,11 @@ def main() -> None:
         start = time.perf_counter()
         engine.copy_store(store)
         print(f"upload {time.perf_counter() - start:.2f} s")
+    measures = {fam: ["pl"] if fam == "scoring" else [m for m in REGISTRY[fam] if m != "tree_induced_error"]
+                for fam in FAMILIES}
     total = total_cpu = 0.0
-    for fam in FAMILIES:
-        metrics = ["pl"] if fam == "scoring" else [m for m in REGISTRY[fam] if m != "tree_induced_error"]
+    for fams in [list(FAMILIES)] if args.together else [[fam] for fam in FAMILIES]:
+        metrics = [m for fam in fams for m in measures[fam]]
         start, cpu_start = time.perf_counter(), cpu_seconds()
         rows = compute(engine, metrics, Options())
         took, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
@@ -135,7 +140,8 @@ def main() -> None:
         same = [r[:3] for r in rows] == [r[:3] for r in want] and all(
             math.isclose(a.value, b.value, rel_tol=0, abs_tol=1e-9) or (math.isnan(a.value) and math.isnan(b.value))
             for a, b in zip(rows, want, strict=True))
-        print(f"{fam:12s} {took:7.2f} s  cpu {cpu:7.2f} s  rows {len(rows):4d}  equal to DuckDB: {same}")
+        name = "together" if args.together else fams[0]
+        print(f"{name:12s} {took:7.2f} s  cpu {cpu:7.2f} s  rows {len(rows):4d}  equal to DuckDB: {same}")
     print(f"all families {total:.2f} s  cpu {total_cpu:.2f} s")
     if args.jvm_threads:
         jvm_threads()

@@ -82,7 +82,7 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
     options = options or Options()
     check_averages(list(metrics), options)
     explicit = "all" not in metrics
-    out: list[Row] = []
+    runs: list[tuple[Any, list[str]]] = []
     for fam, names in resolve(list(metrics)).items():
         plan = plan_of(fam)
         reason = plan.applies(engine)
@@ -92,12 +92,10 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
             continue
         if not explicit:
             names = [m for m in names if plan.metric_applies(engine, m, options)]
-        if not names:
-            continue
-        if on_family is not None:
-            on_family(fam)
-        out += engine.run_plan(plan, names, options)
-    return out
+        if names:
+            runs.append((plan, names))
+    rows = engine.run_plans(runs, options, None if on_family is None else lambda plan: on_family(plan.name))
+    return [row for family_rows in rows for row in family_rows]
 
 
 def check_averages(metrics: list[str], options: Options) -> None:

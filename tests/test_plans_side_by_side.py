@@ -1,0 +1,121 @@
+"""Family plans side by side on Spark (``SparkEngine.run_plans``, docs/engines.md): each plan on a fork of the
+engine in a thread of its own, the same session; the rows equal DuckDB's, an error is the first failing
+family's in the order asked, the threads carry the caller's job group. Running side by side needs that no two
+families make a table of the same name (a temporary view of the one session)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import pytest
+
+from hiersql import sqlfiles
+from hiersql.engines import PLANS_AT_ONCE, SparkEngine
+from hiersql.errors import InputError
+from hiersql.metrics import FAMILIES, Options, compute, plan_of
+from hiersql.plan import Python
+from tests._engine_cases import all_metrics, assert_rows_match, families_of, hand_store, reference
+
+
+def made_by(plan) -> set[str]:
+    """The tables a plan may make in an engine: its file's queries (stages, their ``<stage>__<cte>`` parts
+    carry the stage's name), its summary, its Python steps' outputs and its helper tables."""
+    names = set(sqlfiles.queries(plan.file, "spark")) | {plan.summary or f"{plan.name}_summary"}
+    names |= {name for step in plan.steps if isinstance(step, Python) for name in step.writes}
+    for options in (Options(), Options(labels=("a",))):
+        names |= set(plan.tables(options))
+    return names
+
+
+def test_no_two_families_make_a_table_of_the_same_name():
+    made = {fam: made_by(plan_of(fam)) for fam in FAMILIES}
+    assert all(made.values())
+    for i, fam in enumerate(FAMILIES):
+        for other in FAMILIES[i + 1:]:
+            assert not made[fam] & made[other], (fam, other)
+
+
+@pytest.fixture(scope="module")
+def hand():
+    return hand_store()
+
+
+def engine_of(spark, store, at_once: str | None) -> SparkEngine:
+    if at_once is None:
+        spark.conf.unset(PLANS_AT_ONCE)
+    else:
+        spark.conf.set(PLANS_AT_ONCE, at_once)
+    try:
+        engine = SparkEngine(spark)
+    finally:
+        spark.conf.unset(PLANS_AT_ONCE)
+    engine.copy_store(store)
+    return engine
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("at_once", [None, "1", "3"])
+def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, at_once):
+    """Default 2 at a time (threads of the pool), 3, or one after the other on the caller's thread."""
+    engine = engine_of(spark, hand, at_once)
+    assert engine.plans_at_once == int(at_once or 2)
+    threads: dict[str, str] = {}
+    rows = compute(engine, all_metrics(), Options(),
+                   on_family=lambda fam: threads.__setitem__(fam, threading.current_thread().name))
+    assert set(threads) == families_of(rows) and len(threads) >= 4
+    if at_once == "1":
+        assert set(threads.values()) == {threading.current_thread().name}
+    else:
+        assert all(name.startswith("hiersql-plan") for name in threads.values())
+        assert 1 < len(set(threads.values())) <= engine.plans_at_once
+    assert_rows_match(rows, reference(hand, all_metrics(), Options()), tol=1e-12)
+    engine.close()
+
+
+@pytest.mark.spark
+def test_a_bad_plans_at_once_setting_is_an_input_error(spark):
+    spark.conf.set(PLANS_AT_ONCE, "two")
+    try:
+        with pytest.raises(InputError, match="--spark-conf.*hiersql.plansAtOnce=two"):
+            SparkEngine(spark)
+    finally:
+        spark.conf.unset(PLANS_AT_ONCE)
+
+
+def failing(fam: str, after: float):
+    """The plan of ``fam`` with a last step that raises after ``after`` seconds."""
+    def fail(con, params, options):
+        time.sleep(after)
+        raise InputError(f"{fam} failed", "test")
+
+    plan = plan_of(fam)
+    return dataclasses.replace(plan, steps=(*plan.steps, Python("fail", fail, reads=(), writes=())))
+
+
+@pytest.mark.spark
+def test_the_error_is_the_first_failing_familys_in_the_order_asked(spark, hand):
+    """The first family fails last (it sleeps): its error is raised, not the one that came first in time."""
+    engine = engine_of(spark, hand, None)
+    runs = [(failing("set_based", 2.0), ["hierarchical_f1"]), (failing("flat", 0.0), ["example_f1"])]
+    with pytest.raises(InputError, match="set_based failed"):
+        engine.run_plans(runs, Options())
+    engine.close()
+
+
+@pytest.mark.spark
+def test_the_plans_jobs_carry_the_callers_job_group(spark, hand):
+    """The threads inherit the caller's local properties: every job of the plans is in its job group."""
+    engine = engine_of(spark, hand, None)
+    tracker, context = spark.sparkContext.statusTracker(), spark.sparkContext
+    before = set(tracker.getJobIdsForGroup(None))
+    context.setJobGroup("hiersql-test-group", "plans side by side")
+    try:
+        compute(engine, ["hierarchical_f1", "example_f1", "hcm_f1"], Options())
+    finally:
+        for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            context.setLocalProperty(key, None)
+    assert tracker.getJobIdsForGroup("hiersql-test-group")
+    assert set(tracker.getJobIdsForGroup(None)) - before == set()
+    engine.close()
