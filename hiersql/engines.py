@@ -788,7 +788,8 @@ class SparkEngine(Engine):
         """As :meth:`Engine.run_plans`, :attr:`plans_at_once` plans at a time, each on a fork of this engine
         (its own stages, the same session and tables) in a thread of its own that inherits the session's local
         properties (job group, scheduler pool). The rows, and an error (the first plan's in ``runs`` order),
-        do not depend on which plan ends first; an interrupt cancels the plans' jobs. One plan after the
+        do not depend on which plan ends first; on an interrupt the plans' jobs are cancelled (each job the
+        threads start is, until they end) before it is raised again. One plan after the
         other when a Python step may be solved in partitions (:attr:`partition_rows`): :meth:`solve` then
         silences warnings process-wide while it learns the schemas the step writes."""
         if len(runs) < 2 or self.plans_at_once < 2 or self.partition_rows is not None:
@@ -812,9 +813,12 @@ class SparkEngine(Engine):
         try:
             futures = [pool.submit(run, plan, metrics) for plan, metrics in runs]
             wait(futures)
-        except BaseException:
+        except BaseException:  # an interrupt: the plans' jobs are cancelled until their threads end
             pool.shutdown(wait=False, cancel_futures=True)
-            context.cancelJobsWithTag(tag)
+            while True:
+                context.cancelJobsWithTag(tag)
+                if not wait(futures, timeout=0.2).not_done:
+                    break
             raise
         pool.shutdown()
         return [future.result() for future in futures]

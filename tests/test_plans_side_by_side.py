@@ -6,6 +6,8 @@ families make a table of the same name (a temporary view of the one session)."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import threading
 import time
 
@@ -118,4 +120,28 @@ def test_the_plans_jobs_carry_the_callers_job_group(spark, hand):
             context.setLocalProperty(key, None)
     assert tracker.getJobIdsForGroup("hiersql-test-group")
     assert set(tracker.getJobIdsForGroup(None)) - before == set()
+    engine.close()
+
+
+@pytest.mark.spark
+def test_an_interrupt_ends_the_plans_before_it_is_raised(spark, hand):
+    """A real SIGINT while the first plan sleeps in a step: KeyboardInterrupt, no thread of the plans left (the
+    jobs it starts after waking are cancelled), and the session still computes."""
+    assert threading.current_thread() is threading.main_thread()  # where Python delivers the signal
+
+    def sleep(con, params, options):
+        time.sleep(3.0)
+
+    set_based, flat = plan_of("set_based"), plan_of("flat")
+    slow = dataclasses.replace(set_based, steps=(Python("sleep", sleep, reads=(), writes=()), *set_based.steps))
+    engine = engine_of(spark, hand, None)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.run_plans([(slow, ["hierarchical_f1"]), (flat, ["example_f1"])], Options())
+    finally:
+        timer.cancel()
+    assert not [t for t in threading.enumerate() if t.name.startswith("hiersql-plan")]
+    assert_rows_match(compute(engine, ["hierarchical_f1"], Options()), reference(hand, ["hierarchical_f1"], Options()))
     engine.close()
