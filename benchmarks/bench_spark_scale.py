@@ -16,7 +16,7 @@ their ratio and whether the values agree to 1e-9. A Spark run longer than ``--li
 has one, else sent through ``createDataFrame``); ``--upload parquet`` (default) has DuckDB write them as Parquet
 files in a temporary folder and Spark read those itself (``spark.read.parquet``, each table then stored as a
 stage is), which is how a large input reaches a Spark cluster anyway. ``--stages`` prints the time of each Spark stage
-(``SparkEngine._materialize``; a stage read once is a view, its work falls in the stage that reads it) and of
+(``SparkEngine._materialize_tree``; a stage read once is a view, its work falls in the stage that reads it) and of
 each Python step.
 
 The Spark variants broadcast one array or map of ancestors per node (``sql/distances.sql``, ``sql/lca.sql``,
@@ -68,7 +68,8 @@ def upload_parquet(engine: SparkEngine, store: Store, folder: Path) -> None:
 def time_stages() -> None:
     """Print the time of each Spark stage and Python step as it ends; of a step on the driver, also the time
     spent reading its inputs (``SparkEngine._input``) and writing its outputs (``SparkEngine.write``)."""
-    materialize, solve, read, write = SparkEngine._materialize, SparkEngine.solve, SparkEngine._input, SparkEngine.write
+    materialize, solve = SparkEngine._materialize_tree, SparkEngine.solve
+    read, write = SparkEngine._input, SparkEngine.write
     moved = {"read": 0.0, "write": 0.0}
 
     def timed(method, key):
@@ -80,9 +81,9 @@ def time_stages() -> None:
                 moved[key] += time.perf_counter() - start
         return run
 
-    def timed_materialize(self, name, sql):
+    def timed_materialize(self, name, tree):
         start = time.perf_counter()
-        materialize(self, name, sql)
+        materialize(self, name, tree)
         kind = "view" if name in self._read_once else "checkpoint"
         print(f"    stage {name:28s} {time.perf_counter() - start:7.1f} s ({kind})", flush=True)
 
@@ -93,7 +94,7 @@ def time_stages() -> None:
         print(f"    step  {step.name:28s} {time.perf_counter() - start:7.1f} s (inputs read {moved['read']:.1f} s,"
               f" outputs written {moved['write']:.1f} s)", flush=True)
 
-    SparkEngine._materialize, SparkEngine.solve = timed_materialize, timed_solve
+    SparkEngine._materialize_tree, SparkEngine.solve = timed_materialize, timed_solve
     SparkEngine._input, SparkEngine.write = timed(read, "read"), timed(write, "write")
 
 

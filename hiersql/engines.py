@@ -37,6 +37,7 @@ import warnings
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -209,10 +210,10 @@ def _ordered_folds(tree) -> None:
 
     for agg in list(tree.find_all(exp.Sum, exp.Avg)):
         if isinstance(agg.this, exp.Order):
-            agg.replace(_ordered_fold(agg.this.this.sql(dialect="spark"), isinstance(agg, exp.Avg)))
+            agg.replace(_ordered_fold(agg.this.this, isinstance(agg, exp.Avg)))
 
 
-def _ordered_fold(value: str, mean: bool):
+def _ordered_fold(value, mean: bool):
     """Spark's ``sum`` (``mean``: ``avg``) of ``value`` over the group's rows with the same digits however Spark
     partitions and orders them: each value cast to ``DOUBLE`` is rounded to ``DECIMAL(38, 18)`` (18 digits
     after the point, at most 5e-19 from the double) and the decimals are added exactly by Spark's
@@ -225,10 +226,25 @@ def _ordered_fold(value: str, mean: bool):
     :data:`EXACT_SUM_BOUND` (1e19) or more, or a value is NaN or infinite, the result is Spark's ``DOUBLE``
     ``sum`` (whose last digits may then depend on the partitioning; NaN and infinities as in DuckDB) rather
     than an overflow. Each value is cast only when its magnitude is below the bound, and ``try_sum`` adds
-    them, so that neither raises nor returns NULL in the branch not taken (with or without ANSI mode)."""
+    them, so that neither raises nor returns NULL in the branch not taken (with or without ANSI mode).
+    ``value`` is a sqlglot expression, put into a template parsed once (a stage has dozens of means)."""
+    from sqlglot import exp
+
+    def put(node):
+        return value.copy() if isinstance(node, exp.Column) and node.name == _FOLDED else node
+
+    return _fold_template(mean).transform(put)
+
+
+_FOLDED = "hiersql_folded_value"  # the column of _fold_template that stands for the value
+
+
+@cache
+def _fold_template(mean: bool):
+    """The expression of :func:`_ordered_fold` for the value :data:`_FOLDED` (copy it before changing it)."""
     import sqlglot
 
-    v = f"CAST({value} AS DOUBLE)"
+    v = f"CAST({_FOLDED} AS DOUBLE)"
     exact = (f"CAST(try_sum(CAST(CASE WHEN abs({v}) < {EXACT_SUM_BOUND!r} THEN {v} END AS DECIMAL(38, 18)))"
              " AS DOUBLE)")
     total = f"CASE WHEN sum(abs({v})) < {EXACT_SUM_BOUND!r} THEN {exact} ELSE sum({v}) END"
@@ -284,6 +300,10 @@ class Engine:
         """Create (or replace) table ``name`` as the result of query ``sql``."""
         raise NotImplementedError
 
+    def _materialize_tree(self, name: str, tree: Any) -> None:
+        """:meth:`_materialize` of the sqlglot ``tree`` of a query (rendered by :func:`_tree`)."""
+        self._materialize(name, tree.sql(dialect=self.dialect))
+
     # -- tables
     def use_tables(self, **renames: str) -> None:
         """Read the hiersql table ``key`` from the engine's table ``value`` (``truth="dw.gold_labels"``)."""
@@ -332,8 +352,7 @@ class Engine:
         """Materialise query ``query`` of ``sql/<file>.sql`` (or the query ``text`` reading that file's
         queries) as table ``query``; the queries it reads that are not in ``done`` (tables already made) are
         composed in. Adds ``query`` to ``done``."""
-        tree = _tree(file, query, params, self.dialect, self.tables, skip=done, text=text)
-        self._materialize(query, tree.sql(dialect=self.dialect))
+        self._materialize_tree(query, _tree(file, query, params, self.dialect, self.tables, skip=done, text=text))
         done.add(query)
 
     def result(self, file: str, query: str, params: Mapping[str, object], done: set[str],
@@ -707,7 +726,12 @@ class SparkEngine(Engine):
                                                         schema=None if len(data) else _spark_schema(data)))
 
     def _materialize(self, name: str, sql: str) -> None:
-        sql, reads = self._computed_once(name, sql)
+        import sqlglot
+
+        self._materialize_tree(name, sqlglot.parse_one(sql, read=self.dialect))
+
+    def _materialize_tree(self, name: str, tree: Any) -> None:  # the tree itself: a stage is not parsed again
+        sql, reads = self._computed_once(name, tree)
         frame = self.spark.sql(sql)
         if name in self._read_once:  # a plain view: no Spark job, the one reader computes it within its own
             frame.createOrReplaceTempView(name)
@@ -716,17 +740,16 @@ class SparkEngine(Engine):
         else:
             self._register(name, frame)
 
-    def _computed_once(self, name: str, sql: str) -> tuple[str, Counter[str]]:
-        """Query ``sql`` (of stage ``name``) rewritten so that Spark computes each of its parts once, and the
+    def _computed_once(self, name: str, tree: Any) -> tuple[str, Counter[str]]:
+        """Query ``tree`` (of stage ``name``; changed) as SQL rewritten so that Spark computes each of its parts
+        once, and the
         plain views it reads (with how often). Spark inlines a common table expression or a view at every
         reference (``sides`` of ``lca_labels`` would run six times): a common table expression read twice or
         more becomes a stored stage of its own (``<name>__<cte>``), and so does a plain view that the
         query would compute twice or more (counting the views that views read; stored one at a time, so that
         the views read only through a stored one are not stored too)."""
-        import sqlglot
         from sqlglot import exp
 
-        tree = sqlglot.parse_one(sql, read=self.dialect)
         parts: list[tuple[str, exp.Expression]] = []
         with_ = tree.args.get("with_")
         if with_ is not None and not with_.args.get("recursive"):
@@ -839,9 +862,8 @@ class SparkEngine(Engine):
         query keeps its first branch, and with it the tables that branch reads."""
         if not self._node_closure and any(re.search(r"\bnode_closure\b", sqlfiles.without_comments(body))
                                           for body in bodies):
-            self._materialize("node_closure", render(  # closure: the engine's table, not the file's walk
-                "closure", "node_closure_from_names", {}, self.dialect, self.tables, pretty=False,
-                skip=frozenset({"closure"})))
+            self._materialize_tree("node_closure", _tree(  # closure: the engine's table, not the file's walk
+                "closure", "node_closure_from_names", {}, self.dialect, self.tables, skip=frozenset({"closure"})))
             self._node_closure = True
 
     def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],

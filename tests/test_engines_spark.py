@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 import pytest
+import sqlglot
 
 from hiersql.engines import STAGE_DIR, STORE_TABLES, SparkEngine
 from hiersql.metrics import Options, compute
@@ -175,7 +176,7 @@ def test_a_part_read_twice_is_computed_once(spark):
     engine.write("numbers", pa.table({"x": [1, 2, 3, 4]}))
     query = ("WITH big AS (SELECT x FROM numbers WHERE x > 1) "
              "SELECT a.x AS a, b.x AS b FROM big AS a JOIN big AS b ON b.x = a.x + 1")
-    rewritten, _ = engine._computed_once("pairs", query)
+    rewritten, _ = engine._computed_once("pairs", sqlglot.parse_one(query, read="spark"))
     assert "WITH" not in rewritten.upper() and rewritten.count("pairs__big") == 2
     assert sorted(engine.execute(rewritten)) == sorted(engine.execute(query)) == [(2, 3), (3, 4)]
     assert _filters(spark, "pairs__big") == 0  # its own rows, not the filter over numbers again
