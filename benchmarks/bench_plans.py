@@ -119,7 +119,7 @@ def main() -> None:
         run = RunOptions(engine=args.engine, **({"postgres_url": args.dsn} if args.engine == "postgres" else
                                                 {"spark_master": args.master, "spark_conf": dict(
                                                     kv.split("=", 1) for kv in args.spark_conf)}))
-        engine = open_engine(run)
+        engine = open_engine(run, rows=store.size())  # as `hiersql evaluate` starts it
         if args.partition_rows is not None:
             engine.partition_rows = args.partition_rows
         print(f"session {time.perf_counter() - start:.2f} s")

@@ -123,7 +123,7 @@ def main() -> None:
 
     start = time.perf_counter()
     conf = dict(kv.split("=", 1) for kv in args.spark_conf)
-    engine = open_engine(RunOptions(engine="spark", spark_master=args.master, spark_conf=conf))
+    engine = open_engine(RunOptions(engine="spark", spark_master=args.master, spark_conf=conf), rows=store.size())
     if args.partition_rows is not None:
         engine.partition_rows = args.partition_rows
     print(f"Spark session {time.perf_counter() - start:.1f} s", flush=True)

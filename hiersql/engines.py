@@ -1102,29 +1102,37 @@ def _plans_at_once(spark: Any) -> int:
     if not value.isdigit() or int(value) < 1:
         raise InputError("must be a whole number of plans, 1 or more", "--spark-conf", value=f"{PLANS_AT_ONCE}={value}")
     return int(value)
+# The driver's JVM (on a local master the executors' too), in spark.driver.defaultJavaOptions: C2, the JIT's
+# optimising compiler, only for methods ten times hotter than by default, and the serial collector. Every
+# query brings code of its own (generated classes, plans) that C2 would compile for rows processed in a
+# fraction of a second; the loops over many rows still reach C2 (an aggregate of a join of 12 M rows ran
+# faster so than with the defaults or with C1 alone: benchmarks/RESULTS.md). They apply to a JVM that the
+# session starts (not to one already running); a user's spark.driver.extraJavaOptions come after them and win.
+# Its logging: warnings and errors, not every start-up step (hiersql/spark-log4j2.properties).
+_JVM_COMMON = " -XX:+UseSerialGC -Dlog4j2.configurationFile=" + (
+    Path(__file__).parent / "spark-log4j2.properties").as_uri()
 SPARK_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "2g",
-    # The driver's JVM (on a local master the executors' too): C2, the JIT's optimising compiler, only for
-    # methods ten times hotter than by default, and the serial collector. Every query brings code of its own
-    # (generated classes, plans) that C2 would compile for rows processed in a fraction of a second; the
-    # loops over many rows still reach C2 (an aggregate of a join of 12 M rows ran faster so than with the
-    # defaults or with C1 alone: benchmarks/RESULTS.md). They apply to a JVM that the session starts (not to
-    # one already running); a user's spark.driver.extraJavaOptions come after them and win. Its logging:
-    # warnings and errors, not every start-up step (hiersql/spark-log4j2.properties).
     "spark.driver.defaultJavaOptions": "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
                                        " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
-                                       " -XX:+UseSerialGC -Dlog4j2.configurationFile="
-                                       + (Path(__file__).parent / "spark-log4j2.properties").as_uri(),
+                                       + _JVM_COMMON,
 }
+# A small input's JVM: the quick compiler (C1) alone, whose code the few rows of each query never make worth
+# C2's compiling (GermEval B, every family, local[2]: 18 % faster; the 450k DAG's set-based and MGIA 40-70 %
+# slower: benchmarks/RESULTS.md); with C1 alone the JVM would size its code cache at 48 MB, which the code of
+# hundreds of queries fills (the JVM then stops compiling): the size it has with both compilers.
+SMALL_INPUT_ROWS = 500_000  # rows of truth and predictions together
+SMALL_INPUT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m" + _JVM_COMMON
 
 
-def open_engine(run: Any) -> Engine | None:
+def open_engine(run: Any, rows: int | None = None) -> Engine | None:
     """The engine of a :class:`~hiersql.options.RunOptions` (``None`` for the embedded DuckDB store):
     PostgreSQL at ``run.postgres_url``; Spark on ``run.spark_master`` with ``run.spark_conf`` over
     :data:`SPARK_DEFAULTS` (and, unless set, as many shuffle partitions as local cores: small inputs do not pay
-    Spark's 200)."""
+    Spark's 200). ``rows``, the truth and prediction rows to evaluate when known before Spark starts: under
+    :data:`SMALL_INPUT_ROWS` a JVM the session starts has :data:`SMALL_INPUT_JAVA_OPTIONS`."""
     if run.engine == "postgres":
         if not run.postgres_url:
             raise InputError("--engine postgres needs the server", "--postgres-url", value=None)
@@ -1141,7 +1149,9 @@ def open_engine(run: Any) -> Engine | None:
 
         from pyspark.sql import SparkSession
 
-        settings = {**SPARK_DEFAULTS, "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)),
+        small = {"spark.driver.defaultJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if (
+            rows is not None and rows < SMALL_INPUT_ROWS) else {}
+        settings = {**SPARK_DEFAULTS, "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)), **small,
                     **dict(run.spark_conf)}
         if run.spark_master.startswith("local"):  # the Python workers solve steps: they import hiersql too
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # (pyspark reads it, not a setting)

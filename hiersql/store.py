@@ -264,6 +264,10 @@ class Store:
     def systems(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()]
 
+    def size(self) -> int:
+        """The rows of ``truth`` and ``predictions`` together."""
+        return sum(first_row(self.con, "SELECT (SELECT count(*) FROM truth), (SELECT count(*) FROM predictions)"))
+
     def _load_predictions(self, items: list[tuple[str | None, LabelSource, str | None]], format: str,
                           unknown: str, no_truth: str, columns: Columns) -> None:
         """Stage, check and insert ``(system, source, name)`` items in one transaction."""

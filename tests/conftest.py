@@ -84,12 +84,9 @@ def spark():
     from hiersql.engines import open_engine
     from hiersql.options import RunOptions
 
-    # the JIT's quick compiler alone: the tests' small inputs never repay C2's compiling (RESULTS.md); with it
-    # alone the JVM sizes its code cache at 48 MB, which the code of a worker's hundreds of queries filled (the
-    # JVM then stopped): the size it has with both compilers
+    # rows=0: the tests' inputs are small, their JVM is a small input's (hiersql.engines.SMALL_INPUT_JAVA_OPTIONS)
     engine = open_engine(RunOptions(engine="spark", spark_master="local[2]",
-                                    spark_conf={"spark.driver.memory": "1g", "spark.default.parallelism": "2",
-                                                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"
-                                                                                 " -XX:ReservedCodeCacheSize=240m"}))
+                                    spark_conf={"spark.driver.memory": "1g", "spark.default.parallelism": "2"}),
+                         rows=0)
     yield engine.spark
     engine.spark.stop()

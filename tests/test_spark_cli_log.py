@@ -2,7 +2,8 @@
 :data:`hiersql.engines.SPARK_DEFAULTS` (hiersql/spark-log4j2.properties): stderr holds no Spark log line (the
 start-up steps, the loopback host name and native Hadoop warnings, the shell's "Setting default log level"),
 only hiersql's one-line warnings (a library's own warning names the library) and the JVM's note on its
-incubator modules; and a warning's library is read from its file."""
+incubator modules; the JVM of a small input compiles with C1 alone, a large one's with C2 for the hottest
+methods (:func:`hiersql.engines.open_engine`); and a warning's library is read from its file."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import sys
 import pytest
 
 from hiersql.cli import _library
+from hiersql.engines import SMALL_INPUT_ROWS
 
 
 @pytest.mark.spark
@@ -23,10 +25,14 @@ def test_a_spark_evaluation_prints_its_rows_and_no_spark_log(data_dir, tmp_path)
         [sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"),
          "--truth", str(canonical / "truth_b.tsv"), "--pred", f"a={canonical / 'pred_b' / 'LT-UHH__baseline.tsv'}",
          "--metrics", "hp", "--format", "csv", "--engine", "spark", "--spark-master", "local[1]",
-         "--spark-conf", "spark.ui.showConsoleProgress=false"],
+         "--spark-conf", "spark.ui.showConsoleProgress=false",
+         "--spark-conf", "spark.driver.extraJavaOptions=-XX:+PrintCommandLineFlags"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    flags, table = result.stdout.split("\n", 1)  # the JVM prints its flags on the stdout it shares
+    # 13,052 + 9,389 rows of truth and predictions: started after the store has read them, as a small input's
+    assert "-XX:TieredStopAtLevel=1" in flags.split() and "-XX:+UseSerialGC" in flags.split(), flags
+    rows = list(csv.DictReader(io.StringIO(table)))
     assert [(r["system"], r["metric"], r["average"]) for r in rows] == [
         ("a", "hierarchical_precision", "macro"), ("a", "hierarchical_precision", "micro")]
     lines = result.stderr.splitlines()
@@ -39,3 +45,17 @@ def test_a_warning_names_the_installed_library_that_raised_it():
     assert _library("/v/lib/python3.11/site-packages/hiersql/metrics/lca.py") == ""
     assert _library("/home/me/hiersql/hiersql/metrics/lca.py") == ""  # an editable install: hiersql's own file
     assert _library("") == ""
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("rows", [None, SMALL_INPUT_ROWS])
+def test_the_jvm_of_an_input_of_unknown_or_large_size_keeps_c2(rows, tmp_path):
+    """``open_engine(run, rows)`` in a process of its own (its JVM's flags on the stdout it shares)."""
+    code = ("from hiersql.engines import open_engine; from hiersql.options import RunOptions; "
+            "e = open_engine(RunOptions(engine='spark', spark_master='local[1]', spark_conf={"
+            "'spark.driver.extraJavaOptions': '-XX:+PrintCommandLineFlags'}), rows=" + repr(rows) + "); "
+            "e.spark.stop()")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    flags = result.stdout.split()
+    assert "-XX:Tier4InvocationThreshold=50000" in flags and "-XX:TieredStopAtLevel=1" not in flags, flags

@@ -55,17 +55,22 @@ def run(args: argparse.Namespace) -> int:
     from ..store import LOAD_STEPS
 
     groups = resolve(metrics)  # unknown names fail before any file is read
-    engine = open_engine(run_options)  # a bad server address fails before any file is read
+    in_spark = run_options.engine == "spark" and spark_reads(args)
+    # a bad server address fails before any file is read; Spark, unless it reads the inputs itself, starts
+    # once their size is known (open_engine: a small input's JVM compiles less)
+    later = run_options.engine == "spark" and not in_spark
+    engine = None if later else open_engine(run_options)
     try:
-        in_spark = run_options.engine == "spark" and spark_reads(args)
-        steps = Steps(len(LOAD_STEPS) + len(groups) + (engine is not None and not in_spark), "evaluate")
+        steps = Steps(len(LOAD_STEPS) + len(groups) + (run_options.engine != "duckdb" and not in_spark), "evaluate")
         try:
             store = load_store(args, steps, spark=engine if in_spark else None)
-            if engine is None:
+            if run_options.engine == "duckdb":
                 rows = compute(store, metrics, opts, on_family=steps.start)
             else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)
                 if not in_spark:  # else Spark read them itself, into its own tables
                     steps.start(f"copying the tables to {run_options.engine}")
+                    if later:
+                        engine = open_engine(run_options, rows=store.size())
                     engine.copy_store(store)
                 rows = compute(engine, metrics, opts, on_family=steps.start)
         finally:
