@@ -742,8 +742,7 @@ class SparkEngine(Engine):
 
     def _computed_once(self, name: str, tree: Any) -> tuple[str, Counter[str]]:
         """Query ``tree`` (of stage ``name``; changed) as SQL rewritten so that Spark computes each of its parts
-        once, and the
-        plain views it reads (with how often). Spark inlines a common table expression or a view at every
+        once, and the plain views it reads (with how often). Spark inlines a common table expression or a view at every
         reference (``sides`` of ``lca_labels`` would run six times): a common table expression read twice or
         more becomes a stored stage of its own (``<name>__<cte>``), and so does a plain view that the
         query would compute twice or more (counting the views that views read; stored one at a time, so that
@@ -812,9 +811,9 @@ class SparkEngine(Engine):
         (its own stages, the same session and tables) in a thread of its own that inherits the session's local
         properties (job group, scheduler pool). The rows, and an error (the first plan's in ``runs`` order),
         do not depend on which plan ends first; on an interrupt the plans' jobs are cancelled (each job the
-        threads start is, until they end) before it is raised again. One plan after the
-        other when a Python step may be solved in partitions (:attr:`partition_rows`): :meth:`solve` then
-        silences warnings process-wide while it learns the schemas the step writes."""
+        threads start is, until they end) before it is raised again. One plan after the other when a Python
+        step may be solved in partitions (:attr:`partition_rows`): :meth:`solve` then silences warnings
+        process-wide while it learns the schemas the step writes."""
         if len(runs) < 2 or self.plans_at_once < 2 or self.partition_rows is not None:
             return super().run_plans(runs, options, on_plan)
         from concurrent.futures import ThreadPoolExecutor, wait
@@ -1102,6 +1101,8 @@ def _plans_at_once(spark: Any) -> int:
     if not value.isdigit() or int(value) < 1:
         raise InputError("must be a whole number of plans, 1 or more", "--spark-conf", value=f"{PLANS_AT_ONCE}={value}")
     return int(value)
+
+
 # The driver's JVM (on a local master the executors' too), in spark.driver.defaultJavaOptions: C2, the JIT's
 # optimising compiler, only for methods ten times hotter than by default, and the serial collector. Every
 # query brings code of its own (generated classes, plans) that C2 would compile for rows processed in a

@@ -24,6 +24,7 @@ from ..engines import DuckDBEngine, Engine
 # FAMILIES: declared with the options that the families read; Options: hiersql.metrics.Options
 from ..options import FAMILIES as FAMILIES
 from ..options import Options as Options
+from ..plan import FamilyPlan
 from ..plan import Row as Row
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
     options = options or Options()
     check_averages(list(metrics), options)
     explicit = "all" not in metrics
-    runs: list[tuple[Any, list[str]]] = []
+    runs: list[tuple[FamilyPlan, list[str]]] = []
     for fam, names in resolve(list(metrics)).items():
         plan = plan_of(fam)
         reason = plan.applies(engine)
