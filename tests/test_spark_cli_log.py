@@ -50,12 +50,16 @@ def test_a_warning_names_the_installed_library_that_raised_it():
 @pytest.mark.spark
 @pytest.mark.parametrize("rows", [None, SMALL_INPUT_ROWS])
 def test_the_jvm_of_an_input_of_unknown_or_large_size_keeps_c2(rows, tmp_path):
-    """``open_engine(run, rows)`` in a process of its own (its JVM's flags on the stdout it shares)."""
+    """``open_engine(run, rows)`` in a process of its own (its JVM's final flags on the stdout it shares): C2
+    from ten times the default thresholds, the serial collector; a user's extraJavaOptions come after and win
+    (here one threshold)."""
     code = ("from hiersql.engines import open_engine; from hiersql.options import RunOptions; "
             "e = open_engine(RunOptions(engine='spark', spark_master='local[1]', spark_conf={"
-            "'spark.driver.extraJavaOptions': '-XX:+PrintCommandLineFlags'}), rows=" + repr(rows) + "); "
-            "e.spark.stop()")
+            "'spark.driver.extraJavaOptions': '-XX:+PrintCommandLineFlags -XX:Tier4BackEdgeThreshold=7000'}),"
+            " rows=" + repr(rows) + "); e.spark.stop()")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     flags = result.stdout.split()
-    assert "-XX:Tier4InvocationThreshold=50000" in flags and "-XX:TieredStopAtLevel=1" not in flags, flags
+    assert {"-XX:Tier4InvocationThreshold=50000", "-XX:Tier4MinInvocationThreshold=6000",
+            "-XX:Tier4CompileThreshold=150000", "-XX:Tier4BackEdgeThreshold=7000", "-XX:+UseSerialGC"} <= set(flags)
+    assert "-XX:TieredStopAtLevel=1" not in flags and "-XX:Tier4BackEdgeThreshold=400000" not in flags, flags
