@@ -64,6 +64,29 @@ def reads_any(truth: object, predictions: Iterable[object]) -> bool:
     return spark_source(truth) or any(map(spark_source, predictions))
 
 
+def parquet_rows(items: Iterable[object]) -> int | None:
+    """The rows of the label sources ``items`` when every one is a Parquet file, glob or folder that pyarrow
+    reads, from the files' footers (no Spark: it is not started yet, :func:`hiersql.engines.open_engine`
+    sizes its JVM by them); else (a ``spark:`` table or query, a DataFrame, another format) ``None``."""
+    import glob
+
+    import pyarrow.dataset as ds
+
+    total = 0
+    for item in items:
+        if not (isinstance(item, str | Path) and not sources.is_reference(item)
+                and Path(item).suffix.lower() == ".parquet"):
+            return None
+        text = str(item)
+        paths = sorted(glob.glob(text)) if any(ch in text for ch in "*?[") else [text]
+        try:
+            total += ds.dataset(paths if len(paths) != 1 else paths[0], format="parquet",
+                                partitioning="hive").count_rows()
+        except (OSError, ValueError):  # missing, unreadable: Spark's reading names it
+            return None
+    return total
+
+
 # ---------------------------------------------------------------------- opening
 def _backticked(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"

@@ -9,6 +9,8 @@ row key and the value, as the store's. One SparkSession for the whole test sessi
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -18,7 +20,7 @@ from hiersql.cli import main
 from hiersql.engines import SparkEngine
 from hiersql.errors import DataWarning
 from hiersql.metrics import compute
-from hiersql.spark_sources import load, open_frame, spark_source
+from hiersql.spark_sources import load, open_frame, parquet_rows, spark_source
 from tests._sources_cases import (
     GENRES,
     GOLD,
@@ -63,6 +65,35 @@ def evaluate_cli(capsys, args: list[str]) -> dict:
 def test_which_sources_spark_reads():
     assert spark_source("runs.parquet") and spark_source("runs/*.parquet") and spark_source("spark:db.runs")
     assert not spark_source("runs.tsv") and not spark_source("duckdb:w.parquet::runs")
+
+
+def test_the_rows_of_parquet_sources_from_their_footers(parquet, data_dir):
+    """What ``hiersql evaluate`` sizes Spark's JVM by when Spark reads the inputs: a file, a folder of part
+    files, a glob; any other source makes the size unknown."""
+    tables = germeval_arrow(data_dir)
+    gold, runs = parquet / f"{GOLD}.parquet", parquet / f"{RUNS}.parquet"
+    both = tables[GOLD].num_rows + tables[RUNS].num_rows
+    assert parquet_rows([gold, runs]) == parquet_rows([str(gold), f"{runs}/*.parquet"]) == both
+    assert parquet_rows([gold, "spark:db.runs"]) is None
+    assert parquet_rows([gold, data_dir / "canonical" / "truth_b.tsv"]) is None
+    assert parquet_rows([gold, parquet / "missing.parquet"]) is None
+
+
+def test_a_small_parquet_input_starts_a_small_inputs_jvm(parquet, tmp_path):
+    """``hiersql evaluate`` in a process of its own, Spark reading the Parquet files: the JVM (its flags on the
+    stdout it shares) compiles with C1 alone, as for a small input read by the store."""
+    result = subprocess.run(
+        [sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", str(parquet / f"{GENRES}.parquet"),
+         "--truth", str(parquet / f"{GOLD}.parquet"), "--pred", str(parquet / f"{RUNS}.parquet"),
+         "--instance-col", "doc", "--label-col", "genre", "--system-col", "model", "--parent-col", "parent_genre",
+         "--child-col", "child_genre", "--metrics", "hp", "--format", "csv", "--engine", "spark",
+         "--spark-master", "local[1]", "--spark-conf", "spark.ui.showConsoleProgress=false",
+         "--spark-conf", "spark.driver.extraJavaOptions=-XX:+PrintCommandLineFlags"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    flags, table = result.stdout.split("\n", 1)
+    assert "-XX:TieredStopAtLevel=1" in flags.split(), flags
+    assert len(csv_rows(table)) == 19 * 2  # micro and macro hP of each system
 
 
 def test_germeval_b_parquet_read_by_spark_equals_the_files(spark, parquet, data_dir, capsys):

@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
     from ..engines import open_engine
     from ..errors import InputError
     from ..evaluator import compute
+    from ..inputs import parse_preds
     from ..options import RunOptions, from_args
+    from ..spark_sources import parquet_rows
 
     warn_zero = args.zero_division == "warn"  # scikit-learn's: 0, and a warning per ill-defined value
     if warn_zero:
@@ -56,10 +58,12 @@ def run(args: argparse.Namespace) -> int:
 
     groups = resolve(metrics)  # unknown names fail before any file is read
     in_spark = run_options.engine == "spark" and spark_reads(args)
-    # a bad server address fails before any file is read; Spark, unless it reads the inputs itself, starts
-    # once their size is known (open_engine: a small input's JVM compiles less)
+    # a bad server address fails before any file is read; Spark starts once the inputs' size is known
+    # (open_engine: a small input's JVM compiles less): after the store read them, or, when Spark reads them
+    # itself, from their Parquet footers (unknown for other sources)
     later = run_options.engine == "spark" and not in_spark
-    engine = None if later else open_engine(run_options)
+    engine = None if later else open_engine(run_options, rows=parquet_rows(
+        [args.truth, *(source for _, source in parse_preds(args.pred))]) if in_spark else None)
     try:
         steps = Steps(len(LOAD_STEPS) + len(groups) + (run_options.engine != "duckdb" and not in_spark), "evaluate")
         try:
