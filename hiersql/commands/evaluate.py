@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                 rows = compute(store, metrics, opts, on_family=steps.start)
             else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)
                 if not in_spark:  # else Spark read them itself, into its own tables
-                    steps.start(f"copying the tables to {run_options.engine}")
+                    steps.start(f"{'starting spark, ' if later else ''}copying the tables to {run_options.engine}")
                     if later:
                         engine = open_engine(run_options, rows=store.size())
                     engine.copy_store(store)
