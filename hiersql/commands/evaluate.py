@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluator import compute
     from ..inputs import parse_preds
     from ..options import RunOptions, from_args
-    from ..spark_sources import parquet_rows
+    from ..spark_sources import parquet_rows, reads_any
 
     warn_zero = args.zero_division == "warn"  # scikit-learn's: 0, and a warning per ill-defined value
     if warn_zero:
@@ -57,13 +57,14 @@ def run(args: argparse.Namespace) -> int:
     from ..store import LOAD_STEPS
 
     groups = resolve(metrics)  # unknown names fail before any file is read
-    in_spark = run_options.engine == "spark" and spark_reads(args)
+    # the label sources, for Spark: whether it reads any itself (Parquet, spark: tables), and their size
+    labels = [args.truth, *(source for _, source in parse_preds(args.pred))] if run_options.engine == "spark" else []
+    in_spark = bool(labels) and reads_any(labels[0], labels[1:])
     # a bad server address fails before any file is read; Spark starts once the inputs' size is known
     # (open_engine: a small input's JVM compiles less): after the store read them, or, when Spark reads them
     # itself, from their Parquet footers (unknown for other sources)
     later = run_options.engine == "spark" and not in_spark
-    engine = None if later else open_engine(run_options, rows=parquet_rows(
-        [args.truth, *(source for _, source in parse_preds(args.pred))]) if in_spark else None)
+    engine = None if later else open_engine(run_options, rows=parquet_rows(labels) if in_spark else None)
     try:
         steps = Steps(len(LOAD_STEPS) + len(groups) + (run_options.engine != "duckdb" and not in_spark), "evaluate")
         try:
@@ -94,15 +95,6 @@ def run(args: argparse.Namespace) -> int:
     finally:  # the server connection, the Spark engine's stage folder
         if engine is not None:
             engine.close()
-
-
-def spark_reads(args: argparse.Namespace) -> bool:
-    """Whether, with ``--engine spark``, Spark reads the truth or a ``--pred`` itself
-    (:func:`hiersql.spark_sources.reads_any`: Parquet, ``spark:`` tables)."""
-    from ..inputs import parse_preds
-    from ..spark_sources import reads_any
-
-    return reads_any(args.truth, [source for _, source in parse_preds(args.pred)])
 
 
 def write_per_instance(store, groups: dict[str, list[str]], opts, folder: str, engine=None) -> None:
