@@ -83,6 +83,34 @@ def test_germeval_means_equal_duckdb_and_do_not_depend_on_the_partitions(spark, 
     assert all(math.isclose(a.value, b.value, rel_tol=0, abs_tol=1e-9) for a, b in zip(runs[0], want, strict=True))
 
 
+# Fractions, negative ones among them. Added as doubles 0.1 + 0.2 + 0.3 - 0.6 is 0, 5.6e-17 or 1.1e-16 depending
+# on the order; each value's decimal form (Java's Double.toString: "0.1") rounded to 18 places adds up to 0.
+FRACTIONS = [0.1, 0.2, 0.3, -0.6, 1 / 3, -2.75, 123.456, 2.5e-3, -123.456, 7 / 1024, -1 / 1024]
+
+
+def exact_decimal_sum(values: list[float]) -> float:
+    """By hand, with Python's decimals: the values' shortest decimal forms rounded half up to 18 places (Spark's
+    cast of a DOUBLE to DECIMAL(38, 18)), added exactly, the sum rounded once to a double."""
+    from decimal import ROUND_HALF_UP, Decimal, localcontext
+
+    with localcontext() as context:
+        context.prec = 60
+        return float(sum(Decimal(repr(x)).quantize(Decimal("1e-18"), rounding=ROUND_HALF_UP) for x in values))
+
+
+def test_fractions_add_exactly_under_any_partitioning(spark):
+    """The values' decimals are added exactly before the one rounding of their sum (the mean: that sum divided
+    by the count), whatever the partitions and the order of the rows."""
+    rows = [("f", k, x) for k, x in enumerate(FRACTIONS)]
+    rows += [("g", 1, 0.1), ("g", 2, 0.2), ("g", 3, 0.3), ("g", 4, -0.6)]
+    sql = render("set_based", "set_counts", {}, "spark", text=QUERY)
+    total = exact_decimal_sum(FRACTIONS)
+    want = [("f", total, total / len(FRACTIONS), exact_decimal_sum([2 * x for x in FRACTIONS])), ("g", 0.0, 0.0, 0.0)]
+    for case in partitionings(spark, rows, "g STRING, k INT, x DOUBLE", ("-k", "k", "-x", "x"),
+                              ("true", "false", "true", "false")):
+        assert [tuple(r) for r in spark.sql(sql).collect()] == want, case
+
+
 # k and j order the rows the opposite ways; added as doubles, x in k order is 1.0, in j order 0.0
 SHARED_ROWS = [("a", 1, 4, 1e16, None), ("a", 2, 3, 1.0, 2.0), ("a", 3, 2, -1e16, 3.0), ("a", 4, 1, 1.0, None),
                ("b", 1, 1, None, None)]
