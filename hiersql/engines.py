@@ -1109,11 +1109,13 @@ def _plans_at_once(spark: Any) -> int:
 # fraction of a second; the loops over many rows still reach C2 (an aggregate of a join of 12 M rows ran
 # faster so than with the defaults or with C1 alone: benchmarks/RESULTS.md). They apply to a JVM that the
 # session starts (not to one already running); a user's spark.driver.extraJavaOptions come after them and win.
-# Its logging: warnings and errors, not every start-up step (hiersql/spark-log4j2.properties).
+# Its logging: warnings and errors, not every start-up step (hiersql/spark-log4j2.properties); no console
+# progress bar of Spark's stages (hiersql's commands show their own steps on stderr).
 _JVM_COMMON = " -XX:+UseSerialGC -Dlog4j2.configurationFile=" + (
     Path(__file__).parent / "spark-log4j2.properties").as_uri()
 SPARK_DEFAULTS = {
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "2g",
     "spark.driver.defaultJavaOptions": "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
@@ -1148,6 +1150,9 @@ def open_engine(run: Any, rows: int | None = None) -> Engine | None:
         import os
         import sys
 
+        # pyspark warns of pandas >= 3 as not fully supported; what hiersql asks of it (Arrow in and out,
+        # mapInArrow, an empty table from pandas) runs under pandas 3 in the engine tests
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
         from pyspark.sql import SparkSession
 
         small = {"spark.driver.defaultJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if (
