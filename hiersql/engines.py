@@ -811,10 +811,8 @@ class SparkEngine(Engine):
         (its own stages, the same session and tables) in a thread of its own that inherits the session's local
         properties (job group, scheduler pool). The rows, and an error (the first plan's in ``runs`` order),
         do not depend on which plan ends first; on an interrupt the plans' jobs are cancelled (each job the
-        threads start is, until they end) before it is raised again. One plan after the other when a Python
-        step may be solved in partitions (:attr:`partition_rows`): :meth:`solve` then silences warnings
-        process-wide while it learns the schemas the step writes."""
-        if len(runs) < 2 or self.plans_at_once < 2 or self.partition_rows is not None:
+        threads start is, until they end) before it is raised again."""
+        if len(runs) < 2 or self.plans_at_once < 2:
             return super().run_plans(runs, options, on_plan)
         from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -922,10 +920,10 @@ class SparkEngine(Engine):
         frames = {name: self.spark.table(self._source(name)) for name in keyed}
         whole = {name: self._input(name) for name in step.reads if name not in step.partition_by}
         inputs = {name: to_arrow_schema(frames[name].schema) for name in keyed}
-        with warnings.catch_warnings():  # the step on no rows of its keyed tables: the schemas it writes
-            warnings.simplefilter("ignore")
-            outputs = {name: data.schema for name, data in solve_arrow(
-                step, params, options, {**whole, **{n: s.empty_table() for n, s in inputs.items()}}).items()}
+        # the step on no rows of its keyed tables: the schemas it writes (it warns of nothing there, so nothing
+        # is silenced: warning filters are process-wide, and other plans may run side by side)
+        outputs = {name: data.schema for name, data in solve_arrow(
+            step, params, options, {**whole, **{n: s.empty_table() for n, s in inputs.items()}}).items()}
         tagged = [frames[name].select(
             F.hash(*(F.col(k.strip()).cast("string") for k in step.partition_by[name].split(","))).alias("_part"),
             F.lit(i).alias("_table"),

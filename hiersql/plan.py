@@ -69,7 +69,10 @@ class Python:
     ``partition_by`` (``{table of reads: key columns}``) says that the step solves independent units: run
     on any split of the rows by those keys (the rows of one key value in every table named together, the
     tables not named whole), it writes the union of what it writes on all rows. A runner may then solve it
-    per partition of the data (Spark); an empty ``partition_by`` means the step needs all its rows at once.
+    per partition of the data (Spark), after a run on no rows of the tables named that gives the schemas it
+    writes: on no rows such a step warns of nothing (the runner does not silence it: other plans may run
+    beside it, and warning filters are process-wide). An empty ``partition_by`` means the step needs all its
+    rows at once.
     """
 
     name: str

@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -72,6 +73,29 @@ def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, 
     else:
         assert all(name.startswith("hiersql-plan") for name in threads.values())
         assert 1 < len(set(threads.values())) <= engine.plans_at_once
+    assert_rows_match(rows, reference(hand, all_metrics(), Options()), tol=1e-12)
+    engine.close()
+
+
+@pytest.mark.spark
+def test_side_by_side_with_the_steps_solved_per_partition_nothing_is_silenced(spark, hand):
+    """Where Python steps are solved per partition (a cluster's default; here from 0 rows on) the plans run side
+    by side too: each such step first runs on no rows of its keyed tables to learn the schemas it writes, which
+    warns of nothing (were it silenced instead, the process-wide filter would hide the other plan's warnings)."""
+    import pyspark
+
+    engine = engine_of(spark, hand, None)
+    engine.partition_rows = 0
+    threads: dict[str, str] = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = compute(engine, all_metrics(), Options(),
+                       on_family=lambda fam: threads.__setitem__(fam, threading.current_thread().name))
+    spark_own = os.path.dirname(pyspark.__file__)  # pyspark's own notes (pandas 3) are not the steps'
+    assert [str(w.message) for w in caught if not w.filename.startswith(spark_own)] == []
+    stepped = {f for f in families_of(rows) if any(isinstance(s, Python) and s.partition_by for s in plan_of(f).steps)}
+    assert len(stepped) >= 3 and set(engine.partitions_solved) >= {"pairings", "matching"}
+    assert all(name.startswith("hiersql-plan") for name in threads.values()) and len(set(threads.values())) == 2
     assert_rows_match(rows, reference(hand, all_metrics(), Options()), tol=1e-12)
     engine.close()
 
