@@ -59,9 +59,10 @@ def engine_of(spark, store, at_once: str | None) -> SparkEngine:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("at_once", [None, "1", "3"])
+@pytest.mark.parametrize("at_once", [None, "1"])
 def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, at_once):
-    """Default 2 at a time (threads of the pool), 3, or one after the other on the caller's thread."""
+    """Default 2 at a time (threads of the pool) or one after the other on the caller's thread (3 at a time:
+    below)."""
     engine = engine_of(spark, hand, at_once)
     assert engine.plans_at_once == int(at_once or 2)
     threads: dict[str, str] = {}
@@ -80,11 +81,13 @@ def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, 
 @pytest.mark.spark
 def test_side_by_side_with_the_steps_solved_per_partition_nothing_is_silenced(spark, hand):
     """Where Python steps are solved per partition (a cluster's default; here from 0 rows on) the plans run side
-    by side too: each such step first runs on no rows of its keyed tables to learn the schemas it writes, which
-    warns of nothing (were it silenced instead, the process-wide filter would hide the other plan's warnings)."""
+    by side too, here 3 at a time: each such step first runs on no rows of its keyed tables to learn the schemas
+    it writes, which warns of nothing (were it silenced instead, the process-wide filter would hide the other
+    plans' warnings: tests/test_step_dry_runs.py checks every step)."""
     import pyspark
 
-    engine = engine_of(spark, hand, None)
+    engine = engine_of(spark, hand, "3")
+    assert engine.plans_at_once == 3
     engine.partition_rows = 0
     threads: dict[str, str] = {}
     with warnings.catch_warnings(record=True) as caught:
@@ -95,7 +98,7 @@ def test_side_by_side_with_the_steps_solved_per_partition_nothing_is_silenced(sp
     assert [str(w.message) for w in caught if not w.filename.startswith(spark_own)] == []
     stepped = {f for f in families_of(rows) if any(isinstance(s, Python) and s.partition_by for s in plan_of(f).steps)}
     assert len(stepped) >= 3 and set(engine.partitions_solved) >= {"pairings", "matching"}
-    assert all(name.startswith("hiersql-plan") for name in threads.values()) and len(set(threads.values())) == 2
+    assert all(name.startswith("hiersql-plan") for name in threads.values()) and 1 < len(set(threads.values())) <= 3
     assert_rows_match(rows, reference(hand, all_metrics(), Options()), tol=1e-12)
     engine.close()
 
