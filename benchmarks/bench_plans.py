@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--systems", type=int, default=19)
     parser.add_argument("--dsn", help="PostgreSQL connection string (--engine postgres)")
     parser.add_argument("--master", default="local[2]", help="Spark master (--engine spark)")
-    parser.add_argument("--spark-conf", action="append", default=["spark.ui.showConsoleProgress=false"],
+    parser.add_argument("--spark-conf", action="append", default=[],
                         metavar="K=V", help="Spark settings (--engine spark)")
     parser.add_argument("--partition-rows", type=int, default=None,
                         help="Spark: solve partitioned Python steps per partition from this many keyed rows "

@@ -166,8 +166,7 @@ def bench_spark(runs: int, cases: set[str], big: Path, master: str, driver_memor
     from hiersql.spark_sources import load
 
     engine = open_engine(RunOptions(engine="spark", spark_master=master,
-                                    spark_conf={"spark.ui.showConsoleProgress": "false",
-                                                "spark.driver.memory": driver_memory}))
+                                    spark_conf={"spark.driver.memory": driver_memory}))
 
     def variants(taxonomy: Path, truth: Path, pred: Path, **columns: str) -> dict[str, Callable[[], None]]:
         def upload() -> None:

@@ -87,8 +87,7 @@ def test_a_small_parquet_input_starts_a_small_inputs_jvm(parquet, tmp_path):
          "--truth", str(parquet / f"{GOLD}.parquet"), "--pred", str(parquet / f"{RUNS}.parquet"),
          "--instance-col", "doc", "--label-col", "genre", "--system-col", "model", "--parent-col", "parent_genre",
          "--child-col", "child_genre", "--metrics", "hp", "--format", "csv", "--engine", "spark",
-         "--spark-master", "local[1]", "--spark-conf", "spark.ui.showConsoleProgress=false",
-         "--spark-conf", "spark.driver.extraJavaOptions=-XX:+PrintCommandLineFlags"],
+         "--spark-master", "local[1]", "--spark-conf", "spark.driver.extraJavaOptions=-XX:+PrintCommandLineFlags"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     flags, table = result.stdout.split("\n", 1)
