@@ -1162,10 +1162,31 @@ def open_engine(run: Any, rows: int | None = None) -> Engine | None:
         builder = SparkSession.builder.master(run.spark_master).appName("hiersql")
         for key, value in settings.items():
             builder = builder.config(key, value)
-        session = builder.getOrCreate()
+        try:
+            session = builder.getOrCreate()
+            session.conf.get("spark.app.name")  # the SQL settings are checked when first read: here
+        except Exception as exc:  # a setting or a master Spark refused, a cluster it could not reach
+            raise _not_started(exc, run) from None
         session.sparkContext.setLogLevel("ERROR")
         return SparkEngine(session)
     return None
+
+
+def _not_started(exc: Exception, run: Any) -> InputError:
+    """The error of a Spark session that did not start, in one line naming the setting (``--spark-conf``) its
+    message names; when the JVM itself did not start (its own lines on stderr say why), the settings given;
+    else the master (``--spark-master``). The master's form was checked before (:mod:`hiersql.options`)."""
+    java = getattr(exc, "java_exception", None)  # py4j's error: the Java exception's own message
+    text = str(java if java is not None else exc).split("\n")[0]
+    reason = " ".join(re.split(r" SQLSTATE: | JVM stacktrace:", text)[0].split())
+    named = [f"{key}={value}" for key, value in run.spark_conf if key in text]
+    if named:
+        return InputError(f"Spark did not start: {reason}", "--spark-conf", value=named[0])
+    if "JAVA_GATEWAY_EXITED" in text and run.spark_conf:
+        return InputError("Spark's JVM did not start (its own lines above say why)", "--spark-conf",
+                          value=" ".join(f"{key}={value}" for key, value in run.spark_conf))
+    return InputError(f"Spark did not start (its log above may say why): {reason}", "--spark-master",
+                      value=run.spark_master)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -244,6 +244,19 @@ def _text(value: Any) -> str | None:
     raise _Broken("must be a non-empty text")
 
 
+# The masters Spark starts on (its launcher takes yarn and URLs beginning with spark, k8s or local; SparkContext
+# then reads these local forms), checked before any input is read.
+_SPARK_MASTER = re.compile(r"local(\[(\d+|\*)(\s*,\s*\d+)?\])?|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
+                           r"|(spark|k8s)://\S+|yarn")
+
+
+def _spark_master(value: Any) -> str:
+    if isinstance(value, str) and _SPARK_MASTER.fullmatch(value):
+        return value
+    raise _Broken("must be local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT,"
+                  " k8s://URL or yarn")
+
+
 def _settings(value: Any) -> tuple[tuple[str, str], ...]:
     """``KEY=VALUE`` texts, ``(key, value)`` pairs or a mapping → a tuple of pairs; a key given twice is an
     error."""
@@ -317,7 +330,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     _choice_option("engine", ENGINES, "where the measures are computed", ()),
     Option("postgres_url", None, "PostgreSQL server to compute in (with --engine postgres)", _text,
            annotation="str | None", metavar="URL", engine="postgres"),
-    Option("spark_master", "local[*]", "Spark master (with --engine spark)", _text, metavar="URL",
+    Option("spark_master", "local[*]", "Spark master (with --engine spark)", _spark_master, metavar="URL",
            engine="spark"),
     Option("spark_conf", (), "a Spark setting (with --engine spark); repeatable", _settings,
            annotation="tuple[tuple[str, str], ...]", metavar="KEY=VALUE", flag_kind="append", engine="spark"),

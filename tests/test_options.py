@@ -274,12 +274,24 @@ def _evaluate(tmp_path: Path, capsys, *extra: str, truth: str = "1\tb\n2\td\n", 
     (["--engine", "oracle"], "--engine", "must be one of duckdb, postgres, spark: 'oracle'"),
     (["--postgres-url", "postgresql://h/db"], "--postgres-url", "only read by the postgres engine"),
     (["--engine", "spark", "--spark-conf", "no-equals"], "--spark-conf", "KEY=VALUE settings: 'no-equals'"),
+    # Spark's launcher refuses it (the gateway exits), SparkContext cannot parse it: said before Spark starts
+    (["--engine", "spark", "--spark-master", "lcoal[2]"], "--spark-master", "or yarn: 'lcoal[2]'"),
+    (["--engine", "spark", "--spark-master", "local[two]"], "--spark-master", "local[N,F], "),
+    (["--engine", "spark", "--spark-master", "spark:/host:7077"], "--spark-master", "'spark:/host:7077'"),
 ])
 def test_bad_option_exits_2_with_one_line_naming_flag_and_value(tmp_path, capsys, args, flag, shown):
     code, out, err = _evaluate(tmp_path, capsys, *args)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1, err
     assert err.startswith(f"hiersql: error: {flag}: ") and shown in err
+
+
+@pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[4, 3]", "local[*,2]",
+                                    "local-cluster[2, 1, 1024]", "spark://h1:7077,h2:7077", "k8s://https://k:443",
+                                    "yarn"])
+def test_the_masters_spark_starts_on_are_taken(master):
+    """The forms of SparkContext (local ones) and of Spark's launcher (yarn; spark, k8s URLs)."""
+    assert RunOptions(engine="spark", spark_master=master).spark_master == master
 
 
 def test_zero_division_values_reach_the_measures(tmp_path, capsys):

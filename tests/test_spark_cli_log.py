@@ -40,6 +40,26 @@ def test_a_spark_evaluation_prints_its_rows_and_no_spark_log(data_dir, tmp_path)
     assert "pandas" not in result.stderr  # pyspark's note on pandas 3, which hiersql's use of it does not need
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize(("setting", "said"), [
+    # Spark reads the session's SQL settings when they are first asked for: it started, then refused this one
+    ("spark.sql.shuffle.partitions=abc", "Spark did not start: [INVALID_CONF_VALUE.TYPE_MISMATCH] The value 'abc'"),
+    # the JVM itself refuses its heap size and says so on stderr first
+    ("spark.driver.memory=lots", "Spark's JVM did not start (its own lines above say why)"),
+])
+def test_a_setting_spark_refuses_exits_2_naming_it(data_dir, tmp_path, setting, said):
+    canonical = data_dir / "canonical"
+    result = subprocess.run(
+        [sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"),
+         "--truth", str(canonical / "truth_b.tsv"), "--pred", f"a={canonical / 'pred_b' / 'LT-UHH__baseline.tsv'}",
+         "--metrics", "hp", "--engine", "spark", "--spark-master", "local[1]", "--spark-conf", setting],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith(f"hiersql: error: --spark-conf: {said}") and last.endswith(f": {setting!r}"), last
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+
+
 def test_a_warning_names_the_installed_library_that_raised_it():
     assert _library("/v/lib/python3.11/site-packages/pyspark/testing/utils.py") == "pyspark: "
     assert _library("/usr/lib/python3/dist-packages/six.py") == "six: "
