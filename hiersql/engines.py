@@ -1083,7 +1083,13 @@ def _stage_dir(spark: Any) -> str | None:
     root = spark.conf.get(STAGE_DIR, None)
     if not root and not spark.sparkContext.master.startswith("local"):
         return None
-    return tempfile.mkdtemp(prefix="hiersql-stages-", dir=root or None)
+    try:
+        return tempfile.mkdtemp(prefix="hiersql-stages-", dir=root or None)
+    except OSError as exc:
+        if not root:
+            raise
+        raise InputError(f"no folder for the stages can be made there ({exc.strerror})", "--spark-conf",
+                         value=f"{STAGE_DIR}={root}") from None
 
 
 # ---------------------------------------------------------------------------------------------- sessions
@@ -1161,12 +1167,16 @@ def open_engine(run: Any, rows: int | None = None) -> Engine | None:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # (pyspark reads it, not a setting)
         builder = SparkSession.builder.master(run.spark_master).appName("hiersql")
         for key, value in settings.items():
-            builder = builder.config(key, value)
+            if not key.startswith("hiersql."):  # hiersql's own: set on the session below (spark-submit would
+                builder = builder.config(key, value)  # print that it ignores them, as not Spark's)
         try:
             session = builder.getOrCreate()
             session.conf.get("spark.app.name")  # the SQL settings are checked when first read: here
         except Exception as exc:  # a setting or a master Spark refused, a cluster it could not reach
             raise _not_started(exc, run) from None
+        for key, value in settings.items():
+            if key.startswith("hiersql."):
+                session.conf.set(key, value)
         session.sparkContext.setLogLevel("ERROR")
         return SparkEngine(session)
     return None

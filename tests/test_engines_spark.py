@@ -17,6 +17,7 @@ import pytest
 import sqlglot
 
 from hiersql.engines import STAGE_DIR, STORE_TABLES, SparkEngine
+from hiersql.errors import InputError
 from hiersql.metrics import Options, compute
 from hiersql.store import Store
 from hiersql.taxonomy import Taxonomy
@@ -228,6 +229,17 @@ def test_the_stage_dir_setting_places_the_stages(spark, tmp_path):
     assert all(Path(engine.stage_dir) in _local_path(f).parents for f in spark.table("odd").inputFiles())
     engine.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stage_dir_where_no_folder_can_be_made_is_an_input_error(spark, tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    spark.conf.set(STAGE_DIR, str(tmp_path / "file"))
+    try:
+        with pytest.raises(InputError, match=r"^--spark-conf: no folder for the stages can be made there \(Not a "
+                                             r"directory\): 'hiersql.stageDir=.*file'$"):
+            SparkEngine(spark)
+    finally:
+        spark.conf.unset(STAGE_DIR)
 
 
 def test_a_small_stage_is_broadcast(spark):

@@ -26,7 +26,8 @@ def test_a_spark_evaluation_prints_its_rows_and_no_spark_log(data_dir, tmp_path)
         [sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"),
          "--truth", str(canonical / "truth_b.tsv"), "--pred", f"a={canonical / 'pred_b' / 'LT-UHH__baseline.tsv'}",
          "--metrics", "hp", "--format", "csv", "--engine", "spark", "--spark-master", "local[1]",
-         "--spark-conf", "spark.driver.extraJavaOptions=-XX:+PrintCommandLineFlags"],
+         "--spark-conf", "spark.driver.extraJavaOptions=-XX:+PrintCommandLineFlags",
+         "--spark-conf", "hiersql.plansAtOnce=1"],  # hiersql's own: not a "non-Spark property" spark-submit ignores
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     flags, table = result.stdout.split("\n", 1)  # the JVM prints its flags on the stdout it shares
