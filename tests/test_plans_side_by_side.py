@@ -61,34 +61,17 @@ def engine_of(spark, store, at_once: str | None) -> SparkEngine:
 @pytest.mark.spark
 @pytest.mark.parametrize("at_once", [None, "1"])
 def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, at_once):
-    """Default 2 at a time (threads of the pool) or one after the other on the caller's thread (3 at a time:
-    below)."""
-    engine = engine_of(spark, hand, at_once)
-    assert engine.plans_at_once == int(at_once or 2)
-    threads: dict[str, str] = {}
-    rows = compute(engine, all_metrics(), Options(),
-                   on_family=lambda fam: threads.__setitem__(fam, threading.current_thread().name))
-    assert set(threads) == families_of(rows) and len(threads) >= 4
-    if at_once == "1":
-        assert set(threads.values()) == {threading.current_thread().name}
-    else:
-        assert all(name.startswith("hiersql-plan") for name in threads.values())
-        assert 1 < len(set(threads.values())) <= engine.plans_at_once
-    assert_rows_match(rows, reference(hand, all_metrics(), Options()), tol=1e-12)
-    engine.close()
-
-
-@pytest.mark.spark
-def test_side_by_side_with_the_steps_solved_per_partition_nothing_is_silenced(spark, hand):
-    """Where Python steps are solved per partition (a cluster's default; here from 0 rows on) the plans run side
-    by side too, here 3 at a time: each such step first runs on no rows of its keyed tables to learn the schemas
-    it writes, which warns of nothing (were it silenced instead, the process-wide filter would hide the other
-    plans' warnings: tests/test_step_dry_runs.py checks every step)."""
+    """Default 2 at a time (threads of the pool), here with the Python steps solved per partition (a cluster's
+    default; here from 0 rows on), or one after the other on the caller's thread, the steps on the driver. A
+    step solved per partition first runs on no rows of its keyed tables to learn the schemas it writes, which
+    warns of nothing (were it silenced instead, the process-wide filter would hide the other plan's warnings:
+    tests/test_step_dry_runs.py checks every step)."""
     import pyspark
 
-    engine = engine_of(spark, hand, "3")
-    assert engine.plans_at_once == 3
-    engine.partition_rows = 0
+    engine = engine_of(spark, hand, at_once)
+    assert engine.plans_at_once == int(at_once or 2)
+    if at_once is None:
+        engine.partition_rows = 0
     threads: dict[str, str] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -96,15 +79,27 @@ def test_side_by_side_with_the_steps_solved_per_partition_nothing_is_silenced(sp
                        on_family=lambda fam: threads.__setitem__(fam, threading.current_thread().name))
     spark_own = os.path.dirname(pyspark.__file__)  # pyspark's own notes (pandas 3) are not the steps'
     assert [str(w.message) for w in caught if not w.filename.startswith(spark_own)] == []
-    stepped = {f for f in families_of(rows) if any(isinstance(s, Python) and s.partition_by for s in plan_of(f).steps)}
-    assert len(stepped) >= 3 and set(engine.partitions_solved) >= {"pairings", "matching"}
-    assert all(name.startswith("hiersql-plan") for name in threads.values()) and 1 < len(set(threads.values())) <= 3
+    assert set(threads) == families_of(rows) and len(threads) >= 4
+    if at_once == "1":
+        assert set(threads.values()) == {threading.current_thread().name}
+        assert engine.partitions_solved == {}
+    else:
+        assert all(name.startswith("hiersql-plan") for name in threads.values())
+        assert 1 < len(set(threads.values())) <= engine.plans_at_once
+        assert set(engine.partitions_solved) >= {"pairings", "matching", "path_cover"}
     assert_rows_match(rows, reference(hand, all_metrics(), Options()), tol=1e-12)
     engine.close()
 
 
 @pytest.mark.spark
-def test_a_bad_plans_at_once_setting_is_an_input_error(spark):
+def test_the_plans_at_once_setting(spark):
+    """``hiersql.plansAtOnce``: a whole number of plans; anything else is an input error naming it."""
+    for value, want in (("3", 3), ("1", 1)):
+        spark.conf.set(PLANS_AT_ONCE, value)
+        try:
+            assert SparkEngine(spark).plans_at_once == want
+        finally:
+            spark.conf.unset(PLANS_AT_ONCE)
     spark.conf.set(PLANS_AT_ONCE, "two")
     try:
         with pytest.raises(InputError, match="--spark-conf.*hiersql.plansAtOnce=two"):
