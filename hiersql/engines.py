@@ -1165,18 +1165,19 @@ def open_engine(run: Any, rows: int | None = None) -> Engine | None:
                     **dict(run.spark_conf)}
         if run.spark_master.startswith("local"):  # the Python workers solve steps: they import hiersql too
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # (pyspark reads it, not a setting)
+        # hiersql's own settings are set on the session once it runs: spark-submit would print that it
+        # ignores them, as not Spark's
+        own = {key: settings.pop(key) for key in [key for key in settings if key.startswith("hiersql.")]}
         builder = SparkSession.builder.master(run.spark_master).appName("hiersql")
         for key, value in settings.items():
-            if not key.startswith("hiersql."):  # hiersql's own: set on the session below (spark-submit would
-                builder = builder.config(key, value)  # print that it ignores them, as not Spark's)
+            builder = builder.config(key, value)
         try:
             session = builder.getOrCreate()
             session.conf.get("spark.app.name")  # the SQL settings are checked when first read: here
         except Exception as exc:  # a setting or a master Spark refused, a cluster it could not reach
             raise _not_started(exc, run) from None
-        for key, value in settings.items():
-            if key.startswith("hiersql."):
-                session.conf.set(key, value)
+        for key, value in own.items():
+            session.conf.set(key, value)
         session.sparkContext.setLogLevel("ERROR")
         return SparkEngine(session)
     return None
