@@ -18,6 +18,7 @@ the best". ``rank`` is the competition rank by value (1 + the number of strictly
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -348,24 +349,33 @@ def group_letter(group: object) -> str:
     return out
 
 
+def rank_text(rank: object) -> str:
+    """A rank as text; ``-`` for a value that has none (not defined)."""
+    import pandas as pd
+
+    return "-" if pd.isna(rank) else str(int(rank))
+
+
 def oriented(values: pd.Series, metric: str) -> pd.Series:
     """``values`` so that higher is better (losses negated)."""
     return -values if metric in LOWER_IS_BETTER else values
 
 
 def competition_rank(better: pd.Series) -> pd.Series:
-    """Rank 1 for the highest of ``better``, ties sharing the best rank (1, 2, 2, 4)."""
-    return better.rank(method="min", ascending=False).astype(int)
+    """Rank 1 for the highest of ``better``, ties sharing the best rank (1, 2, 2, 4); a NaN value (not
+    defined: ``zero_division=nan``) has no rank (``<NA>``)."""
+    return better.rank(method="min", ascending=False).astype("Int64")
 
 
 def _groups(systems: pd.Series, better: pd.Series, pair_table: pd.DataFrame | None, alpha: float) -> list:
-    """Group numbers of the grouping rule (module docstring); NaN without tests."""
+    """Group numbers of the grouping rule (module docstring); NaN without tests, and for a system whose
+    value is NaN (not defined)."""
     if pair_table is None:
         return [None] * len(systems)
     p = {}
     for a, b, value in zip(pair_table["system_a"], pair_table["system_b"], pair_table["p_value"], strict=True):
         p[a, b] = p[b, a] = value
-    order = [s for _, s in sorted(zip(-better.to_numpy(), systems, strict=True))]
+    order = [s for v, s in sorted(zip(-better.to_numpy(), systems, strict=True)) if not math.isnan(v)]
     group: dict[str, int] = {}
     current = 0
     for leader in order:
@@ -376,7 +386,7 @@ def _groups(systems: pd.Series, better: pd.Series, pair_table: pd.DataFrame | No
         for other in order:
             if other not in group and p[leader, other] >= alpha:
                 group[other] = current
-    return [group[s] for s in systems]
+    return [group.get(s) for s in systems]
 
 
 def depth_breakdown(evaluator: EvaluatorLike | Store, **options: Any) -> pd.DataFrame:

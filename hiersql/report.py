@@ -169,13 +169,14 @@ def dot_plots(ranking: pd.DataFrame, columns: int = 2) -> Figure:
     fig = _figure(columns * DOT_COLUMN, rows * panel_height + 0.1)
     lower = _lower()
     for k, measure in enumerate(measures):
-        part = ranking[ranking["measure"] == measure].sort_values(["rank", "system"], ascending=[False, False])
+        part = ranking[ranking["measure"] == measure].sort_values(["rank", "system"], ascending=[False, False],
+                                                                  na_position="first")  # unranked at the bottom
         ax = _inches(fig, (k % columns) * DOT_COLUMN + DOT_LABELS, (k // columns) * panel_height + 0.4,
                      DOT_COLUMN - DOT_LABELS - 0.35, plot_height)
         y = list(range(len(part)))
         tested = part["group"].notna().to_numpy()
         colours = [NO_TEST if not t else BEST if r == 1 and g == 1 else SAME_GROUP if g == 1 else OTHER
-                   for t, r, g in zip(tested, part["rank"], part["group"].fillna(0), strict=True)]
+                   for t, r, g in zip(tested, part["rank"].fillna(0), part["group"].fillna(0), strict=True)]
         if tested.any():
             ax.hlines(y, part["ci_low"], part["ci_high"], colors=colours, linewidth=2)
         ax.scatter(part["value"], y, c=colours, s=22, zorder=3)
@@ -316,7 +317,7 @@ def ranking_table(ranking: pd.DataFrame) -> str:
     shaded. ``data-sort`` holds the rank, so that sorting a column orders by that measure."""
     from html import escape
 
-    from .compare import group_letter, ordered_systems
+    from .compare import group_letter, ordered_systems, rank_text
 
     systems = ordered_systems(ranking)
     measures = list(dict.fromkeys(ranking["measure"]))
@@ -330,8 +331,10 @@ def ranking_table(ranking: pd.DataFrame) -> str:
             letter = group_letter(c.group)
             shade = "" if letter != "a" else " class='best'" if c["rank"] == 1 else " class='same'"
             interval = "" if c.ci_low != c.ci_low else f"<span class='ci'>[{c.ci_low:.4f}, {c.ci_high:.4f}]</span>"
-            row.append(f"<td{shade} data-sort='{int(c['rank'])}'>{c.value:.4f}<span class='rank'>"
-                       f"{int(c['rank'])}{letter}</span>{interval}</td>")
+            rank = rank_text(c["rank"])
+            order = len(systems) + 1 if rank == "-" else rank  # unranked last
+            row.append(f"<td{shade} data-sort='{order}'>{c.value:.4f}<span class='rank'>{rank}{letter}</span>"
+                       f"{interval}</td>")
         lines.append("<tr>" + "".join(row) + "</tr>")
     lines.append("</tbody></table>")
     return "\n".join(lines)
@@ -575,12 +578,13 @@ def results_ranking(results: pd.DataFrame) -> pd.DataFrame:
     """Stored results (``system, metric, average, value``) in the shape of a comparison's ranking: value and
     rank, no interval or group."""
     import numpy as np
+    import pandas as pd
 
     from .compare import competition_rank, measure_name, oriented
 
-    frame = results.assign(measure=[measure_name(m, a or "") for m, a in zip(results["metric"],
-                                                                            results["average"], strict=True)])
-    frame["rank"] = 0
+    frame = results.assign(measure=[measure_name(m, "" if pd.isna(a) else a)
+                                    for m, a in zip(results["metric"], results["average"], strict=True)])
+    frame["rank"] = pd.array([None] * len(frame), dtype="Int64")
     for _, part in frame.groupby("measure", sort=False):
         frame.loc[part.index, "rank"] = competition_rank(oriented(part["value"], str(part["metric"].iloc[0])))
     return frame.assign(ci_low=np.nan, ci_high=np.nan, group=np.nan, items="")[

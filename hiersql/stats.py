@@ -41,8 +41,9 @@ WILCOXON_EXACT_UP_TO = 50  # as SciPy: the exact distribution for n <= 50 withou
 
 
 # ------------------------------------------------------------------------------------------------- helpers
-def _matrix(values, name: str = "values") -> tuple[np.ndarray, list]:
-    """``(items x systems float array, system names)`` from an array or a DataFrame."""
+def _matrix(values, name: str = "values", missing: bool = False) -> tuple[np.ndarray, list]:
+    """``(items x systems float array, system names)`` from an array or a DataFrame; NaN (a value that is
+    not defined) only where ``missing``."""
     if hasattr(values, "columns"):
         names = list(values.columns)
         array = values.to_numpy(dtype=float)
@@ -51,7 +52,7 @@ def _matrix(values, name: str = "values") -> tuple[np.ndarray, list]:
         names = list(range(array.shape[1])) if array.ndim == 2 else []
     if array.ndim != 2:
         raise ValueError(f"{name} must be a 2-d matrix (items x systems), got shape {array.shape}")
-    if np.isnan(array).any():
+    if not missing and np.isnan(array).any():
         raise ValueError(f"{name} has missing values; drop the items a system has no value for first")
     return array, names
 
@@ -151,11 +152,11 @@ def sign_test_p(k: np.ndarray, n: np.ndarray, alternative: str = "two-sided",
 
 
 def _sign_test(values, alternative: str, exact_up_to: int) -> pd.DataFrame:
-    x, names = _matrix(values)
+    x, names = _matrix(values, missing=True)
     a, b = pairs(x.shape[1])
     diff = x[:, a] - x[:, b]
     k = (diff > 0).sum(axis=0)
-    n = (diff != 0).sum(axis=0)
+    n = ((diff != 0) & ~np.isnan(diff)).sum(axis=0)  # an item without a value of a or b is left out
     z, p = sign_test_p(k, n, alternative, exact_up_to)
     return _pair_frame(names, a, b, n=n, k=k, z=z, p_value=p)
 
@@ -169,6 +170,7 @@ def micro_sign_test(values, alternative: str = "two-sided",
     number where ``a``'s value is higher; under H0 ``k ~ Bin(n, 1/2)`` (see :func:`sign_test_p` for the exact
     test and the normal approximation). Only which system is higher counts, not by how much. For a loss
     (lower is better) ``k`` counts the instances where ``a`` is worse: read ``"greater"`` as "a higher".
+    An instance where either value is NaN (not defined: ``zero_division=nan``) is left out of that pair.
 
     Parameters
     ----------
@@ -198,7 +200,7 @@ def macro_sign_test(category_values, alternative: str = "two-sided",
     Parameters
     ----------
     category_values:
-        ``categories x systems`` per-category values.
+        ``categories x systems`` per-category values (NaN: not defined, left out of the pairs it is in).
     alternative, exact_up_to:
         As in :func:`micro_sign_test`.
 
@@ -233,6 +235,8 @@ def wilcoxon_test(values, alternative: str = "two-sided") -> pd.DataFrame:
 
     (``t``: sizes of the groups of tied ``|d_i|``). This is SciPy's ``wilcoxon`` with ``zero_method="wilcox"``,
     except that for ``n <= 50`` with ties SciPy runs a permutation test where this uses the approximation.
+    An item where either value is NaN (not defined: ``zero_division=nan``) is left out of that pair, as a
+    zero difference is (SciPy's ``nan_policy="omit"``).
 
     Returns
     -------
@@ -242,9 +246,9 @@ def wilcoxon_test(values, alternative: str = "two-sided") -> pd.DataFrame:
         differences are zero.
     """
     _check_alternative(alternative)
-    x, names = _matrix(values)
+    x, names = _matrix(values, missing=True)
     a, b = pairs(x.shape[1])
-    d = x[:, a] - x[:, b]  # items x pairs
+    d = np.nan_to_num(x[:, a] - x[:, b], nan=0.0)  # items x pairs; without a value: dropped as a zero is
     n_items = d.shape[0]
     count = (d != 0).sum(axis=0)
     # zero differences sort first as one run (|d| = -1); ranks among the others = rank - number of zeros
@@ -490,7 +494,8 @@ def rank_correlations(scores: pd.DataFrame, method: str = "kendall") -> pd.DataF
     Parameters
     ----------
     scores:
-        One row per system, one column per measure, oriented so that higher is better (negate losses).
+        One row per system, one column per measure, oriented so that higher is better (negate losses); a
+        NaN (a value not defined) leaves that system out of the correlations of its measure.
     method:
         ``"kendall"`` (τ-b, :func:`kendall_tau`, as Kosmopoulos et al. Table 12) or ``"spearman"``
         (:func:`spearman_rho`).
@@ -507,8 +512,9 @@ def rank_correlations(scores: pd.DataFrame, method: str = "kendall") -> pd.DataF
         raise ValueError(f"method must be 'kendall' or 'spearman', got {method!r}")
     columns = list(scores.columns)
     values = scores.to_numpy(dtype=float)
-    constant = np.array([np.unique(values[:, k]).size < 2 for k in range(len(columns))], dtype=bool)
+    constant = np.array([np.unique(v[~np.isnan(v)]).size < 2 for v in values.T], dtype=bool)
     out = np.diag(np.where(constant, np.nan, 1.0))
     for i, j in zip(*pairs(len(columns)), strict=True):
-        out[i, j] = out[j, i] = correlation(values[:, i], values[:, j])
+        both = ~np.isnan(values[:, i]) & ~np.isnan(values[:, j])
+        out[i, j] = out[j, i] = correlation(values[both, i], values[both, j])
     return pd.DataFrame(out, index=pd.Index(columns, name="measure"), columns=columns)

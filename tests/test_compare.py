@@ -4,6 +4,7 @@ SciPy on the per-instance values, the grouping rule by hand, the output formats 
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from scipy import stats as sp
 from hiersql import Evaluator, Taxonomy
 from hiersql.cli import main
 from hiersql.compare import compare, depth_breakdown, instance_statistic
+from hiersql.errors import DataWarning
 from hiersql.evaluator import make_options
 
 DEMO_SYSTEMS = ("cautious", "flat_errors", "shallow")
@@ -249,3 +251,40 @@ def test_cli_needs_two_systems(fixtures_dir, capsys):
 def test_compare_function_takes_a_store(demo):
     by_store = compare(demo.store, ["hf"], n_resamples=50)
     pd.testing.assert_frame_equal(by_store.ranking, demo.compare(["hf"], n_resamples=50).ranking)
+
+
+def test_a_system_without_a_value_has_no_rank(data_dir, capsys):
+    # GermEval A: twistbytes__thresholding predicted no label, so with zero_division=nan its hP is not defined
+    # (no predicted node anywhere); its hR is 0. The other two rank and pair as they do without it.
+    canonical = data_dir / "canonical"
+    paths = sorted((canonical / "pred_a").glob("t*.tsv"))
+    assert [p.stem for p in paths][-1] == "twistbytes__thresholding"
+
+    def compared(systems):
+        ev = Evaluator(canonical / "taxonomy.tsv").add_truth(canonical / "truth_a.tsv")
+        for path in systems:
+            with pytest.warns(DataWarning) if path.stem == "twistbytes__thresholding" else nullcontext():
+                ev.add_predictions(path.stem, path)
+        out = compare(ev, ["hp", "hr"], n_resamples=200, average=["micro"], zero_division=float("nan"))
+        ev.close()
+        return out
+
+    three, two = compared(paths), compared(paths[:2])
+    ranking = three.ranking.set_index(["metric", "system"])
+    empty = ranking.loc[("hierarchical_precision", "twistbytes__thresholding")]
+    assert np.isnan(empty["value"]) and pd.isna(empty["rank"]) and pd.isna(empty["group"])
+    hp = ranking.loc["hierarchical_precision"].drop("twistbytes__thresholding")
+    assert sorted(hp["rank"]) == [1, 2] and hp["value"].idxmax() == hp["rank"].idxmin()
+    assert hp["group"].notna().all()
+    assert ranking.loc[("hierarchical_recall", "twistbytes__thresholding"), "value"] == 0.0
+    assert ranking.loc[("hierarchical_recall", "twistbytes__thresholding"), "rank"] == 3
+    pair = ["system_a", "system_b", "sign_n", "sign_k", "sign_p", "wilcoxon_p"]
+    tests = three.tests[three.tests["measure"] == "hp micro"]
+    pd.testing.assert_frame_equal(tests[tests["system_b"] != "twistbytes__thresholding"][pair].reset_index(drop=True),
+                                  two.tests[two.tests["measure"] == "hp micro"][pair].reset_index(drop=True))
+    assert (tests[tests["system_b"] == "twistbytes__thresholding"]["sign_n"] == 0).all()
+    assert main(["compare", "--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_a.tsv"),
+                 "--pred", str(canonical / "pred_a" / "t*.tsv"), "--metrics", "hp", "--average", "micro",
+                 "--zero-division", "nan", "--bootstrap", "50"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("twistbytes__thresholding "))
+    assert line.split()[1:] == ["nan", "-"]

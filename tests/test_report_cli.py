@@ -42,3 +42,18 @@ def test_out_file_or_directory(fixtures_dir, tmp_path, capsys):
     page = (tmp_path / "page.html").read_text(encoding="utf-8")
     # depth 1: animal, vehicle (and nothing else: every label has an ancestor at depth 1)
     assert "Multi-label confusion matrices at depth 1" in page
+
+
+def test_stored_results_with_a_value_not_defined(data_dir, tmp_path, capsys):
+    # GermEval A: twistbytes__thresholding predicted no label, so with --zero-division nan its hP is NaN: no
+    # rank ("-", sorted last); the measures without an average (gie) are named without one
+    canonical, db = data_dir / "canonical", tmp_path / "results.duckdb"
+    assert main(["evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_a.tsv"),
+                 "--pred", str(canonical / "pred_a" / "t*.tsv"), "--metrics", "hp,gie", "--average", "micro",
+                 "--zero-division", "nan", "--db", str(db)]) == 0
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "page.html")]) == 0
+    capsys.readouterr()
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "<th>hp micro</th>" in page and "<th>gie</th>" in page and "nan</th>" not in page
+    row = page[page.index("data-sort='twistbytes__thresholding'"):].split("</tr>")[0]
+    assert "data-sort='4'>nan<span class='rank'>-</span>" in row

@@ -221,7 +221,36 @@ def test_rank_correlations_matrix():
 def test_bad_shapes():
     with pytest.raises(ValueError, match="2-d"):
         stats.micro_sign_test(np.ones(3))
-    with pytest.raises(ValueError, match="missing"):
-        stats.wilcoxon_test(np.array([[1.0, np.nan]]))
+    with pytest.raises(ValueError, match="missing"):  # the bootstrap sums: no value left out
+        stats.paired_bootstrap(np.array([[1.0, np.nan]]))
     with pytest.raises(ValueError, match="alternative"):
         stats.micro_sign_test(np.ones((2, 2)), alternative="both")
+
+
+def test_sign_and_wilcoxon_leave_out_items_without_a_value():
+    # zero_division=nan: an item whose value one system lacks is left out of that pair only
+    values = _matrix(40, 3, 5, levels=6)
+    values[[1, 7, 20], 0] = np.nan
+    values[[7, 33], 2] = np.nan
+    sign, wilcoxon = stats.micro_sign_test(values), stats.wilcoxon_test(values)
+    for row, w in zip(sign.itertuples(), wilcoxon.itertuples(), strict=True):
+        a, b = values[:, row.system_a], values[:, row.system_b]
+        kept = ~np.isnan(a) & ~np.isnan(b)
+        d = a[kept] - b[kept]
+        assert (row.n, row.k) == (int((d != 0).sum()), int((d > 0).sum()))
+        z = (row.k - 0.5 * row.n) / (0.5 * np.sqrt(row.n))  # n > 12: Yang & Liu's approximation
+        assert row.n > 12 and row.p_value == pytest.approx(2 * sp.norm.sf(abs(z)))
+        ref = sp.wilcoxon(a, b, nan_policy="omit", method="asymptotic", zero_method="wilcox")
+        assert w.n == int((d != 0).sum())
+        assert w.statistic == pytest.approx(ref.statistic)
+        assert w.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_rank_correlations_leave_out_systems_without_a_value():
+    scores = pd.DataFrame({"m1": [0.9, 0.5, np.nan, 0.1, 0.7], "m2": [0.8, 0.6, 0.3, 0.2, 0.1],
+                           "m3": [np.nan, 1.0, 1.0, 1.0, np.nan]})
+    out = stats.rank_correlations(scores, "kendall")
+    both = scores["m1"].notna()
+    assert out.loc["m1", "m2"] == pytest.approx(sp.kendalltau(scores["m1"][both], scores["m2"][both]).statistic)
+    assert np.isnan(out.loc["m3", "m3"])  # constant over the systems that have a value
+    assert out.loc["m1", "m1"] == 1.0

@@ -118,7 +118,7 @@ def wide_ranking(ranking):
     ``value [ci_low, ci_high] rank·group``."""
     import pandas as pd
 
-    from ..compare import group_letter, ordered_systems
+    from ..compare import group_letter, ordered_systems, rank_text
 
     systems = ordered_systems(ranking)
     columns: dict[str, list[str]] = {"system": systems}
@@ -128,10 +128,9 @@ def wide_ranking(ranking):
         for system in systems:
             row = part.loc[system]
             cell = f"{row.value:.4f}"
-            if not pd.isna(row.group):
-                cell += f" [{row.ci_low:.4f}, {row.ci_high:.4f}] {int(row['rank'])}{group_letter(row.group)}"
-            else:
-                cell += f" {int(row['rank'])}"
+            if not pd.isna(row.ci_low):
+                cell += f" [{row.ci_low:.4f}, {row.ci_high:.4f}]"
+            cell += f" {rank_text(row['rank'])}{group_letter(row.group)}"
             cells.append(cell)
         columns[str(measure)] = cells
     return pd.DataFrame(columns)
