@@ -57,3 +57,30 @@ def test_stored_results_with_a_value_not_defined(data_dir, tmp_path, capsys):
     assert "<th>hp micro</th>" in page and "<th>gie</th>" in page and "nan</th>" not in page
     row = page[page.index("data-sort='twistbytes__thresholding'"):].split("</tr>")[0]
     assert "data-sort='4'>nan<span class='rank'>-</span>" in row
+
+
+@pytest.mark.parametrize(("out", "message"), [
+    ("notes.txt", "is a file, not a folder for index.html (name the page FILE.html)"),
+    ("folder.html", "is a folder; give FILE.html, or a folder name without .html"),
+    ("notes.txt/sub/page.html", "{tmp}/notes.txt is not a folder"),
+    ("/proc/hiersql/page.html", "cannot write the page (No such file or directory)"),
+])
+def test_out_that_cannot_be_the_page(fixtures_dir, tmp_path, monkeypatch, capsys, out, message):
+    # refused before any work (but the last: /proc takes no folder, which only the write finds)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "folder.html").mkdir()
+    assert main(["report", *_inputs(fixtures_dir), "--metrics", "hf", "--bootstrap", "20", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err == f"hiersql: error: --out: {message.format(tmp=tmp_path)}: '{out}'\n"
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_failed_write_keeps_the_page_that_was_there(tmp_path):
+    from hiersql.report import write_report
+
+    page = tmp_path / "page.html"
+    assert write_report("<p>first</p>", page) == page
+    with pytest.raises(TypeError):
+        write_report(b"not text", page)  # fails while writing
+    assert page.read_text() == "<p>first</p>" and [p.name for p in tmp_path.iterdir()] == ["page.html"]

@@ -75,10 +75,11 @@ def run(args: argparse.Namespace) -> int:
             "calibration": lambda: calibration.calibration_by_level(store, args.bins),
         }[args.by]()
         if args.html:
-            from ..report import calibration_section, html_page, write_report
+            from ..report import calibration_section, html_page
+            from .common import write_page
 
             page = html_page("hiersql calibration", [calibration_section(store, store.systems(), args.bins, frame)])
-            write_report(page, args.html)
+            write_page(page, args.html, "--html")
     finally:
         store.close()
     if args.format == "csv":
@@ -93,6 +94,7 @@ def _check_html(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from ..errors import InputError
+    from .common import check_page_target
 
     out = Path(args.html)
     if args.by != "calibration":
@@ -101,6 +103,7 @@ def _check_html(args: argparse.Namespace) -> None:
         raise InputError("must name a .html file", "--html", value=args.html)
     if not out.resolve().parent.is_dir():
         raise InputError("folder of the page does not exist", "--html", value=args.html)
+    check_page_target(args.html, "--html")
 
 
 def _areas(curves, store):

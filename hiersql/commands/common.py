@@ -91,6 +91,38 @@ def check_plot_file(path: str, flag: str = "--plot") -> None:
                          value=path)
 
 
+def check_page_target(path: str, flag: str) -> None:
+    """Check where an HTML page goes before any work (:func:`hiersql.report.write_report`): ``FILE.html`` not a
+    folder, a folder (for ``index.html``) not a file, under a folder that exists (or can be made) and takes
+    files."""
+    import os
+
+    out = Path(path)
+    page = out.suffix.lower() in (".html", ".htm")
+    if page and out.is_dir():
+        raise InputError("is a folder; give FILE.html, or a folder name without .html", flag, value=path)
+    if not page and out.exists() and not out.is_dir():
+        raise InputError("is a file, not a folder for index.html (name the page FILE.html)", flag, value=path)
+    base = (out.parent if page else out).absolute()
+    while not base.exists():
+        base = base.parent
+    if not base.is_dir():
+        raise InputError(f"{base} is not a folder", flag, value=path)
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write in {base}", flag, value=path)
+
+
+def write_page(html: str, path: str | Path, flag: str) -> Path:
+    """:func:`hiersql.report.write_report`, a failure (a full disk, a read-only file system) as one line naming
+    ``flag``."""
+    from ..report import write_report
+
+    try:
+        return write_report(html, path)
+    except OSError as exc:
+        raise InputError(f"cannot write the page ({exc.strerror or exc})", flag, value=str(path)) from None
+
+
 def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any = None) -> Store:
     """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``) with
     :meth:`~hiersql.store.Store.load` (the taxonomy is validated and loaded with its closure while the label

@@ -46,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     if not metrics:
         raise InputError("no measure given", "--metrics", value=args.metrics)
+    if not args.no_report:
+        from .common import check_page_target
+
+        check_page_target(args.report, "--report")
     con = None
     if args.db:
         from ..dbfile import connect
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         inputs = [("taxonomy", folder / "taxonomy.tsv"), ("truth", folder / "truth.tsv")]
         inputs += [(system, folder / f"{system}.tsv") for system in SYSTEMS]
         out = input_report(ev.store, comparison, inputs, "hiersql " + shlex.join(args.argv), "hiersql demo",
-                           args.report)
+                           args.report, flag="--report")
         print(f"\nreport: {out.resolve()}")
     ev.close()
     return 0

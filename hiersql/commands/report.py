@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from ..errors import InputError
+    from .common import check_page_target
 
     given = [flag for flag in ("taxonomy", "truth", "pred") if getattr(args, flag)]
     if given and len(given) < 3:
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("the inputs need --taxonomy, --truth and --pred", f"--{missing[0]}")
     if not given and not args.db:
         raise InputError("give the inputs (--taxonomy, --truth, --pred) or a results database", "--db")
+    check_page_target(args.out, "--out")
     out = from_inputs(args) if given else from_results(args)
     print(f"hiersql: wrote {out}", file=sys.stderr)
     return 0
@@ -88,13 +90,15 @@ def report_tables(store, set_options: dict, depth: int | None = None) -> tuple:
     return depth_breakdown(store, **set_options), confusion_long(store, depth=depth), depth
 
 
-def input_report(store, comparison, inputs: list, command: str, title: str, out, tables: tuple | None = None):
-    """Write the report of ``comparison`` on the data of ``store``: ``inputs`` are ``(name, path)`` of the
-    files read (hashed), ``tables`` the result of :func:`report_tables` (computed with the default options
-    when ``None``). Returns the path written."""
+def input_report(store, comparison, inputs: list, command: str, title: str, out, tables: tuple | None = None,
+                 flag: str = "--out"):
+    """Write the report of ``comparison`` on the data of ``store`` to ``out`` (given as ``flag``): ``inputs`` are
+    ``(name, path)`` of the files read (hashed), ``tables`` the result of :func:`report_tables` (computed with
+    the default options when ``None``). Returns the path written."""
     from ..compare import ordered_systems
     from ..metrics.multilabel import label_order, pivot
-    from ..report import calibration_section, comparison_sections, file_digest, html_page, provenance, write_report
+    from ..report import calibration_section, comparison_sections, file_digest, html_page, provenance
+    from .common import write_page
 
     breakdown, cells, depth = report_tables(store, {}) if tables is None else tables
     labels = label_order(store, set(cells["true_label"]) | set(cells["pred_label"]))
@@ -108,7 +112,7 @@ def input_report(store, comparison, inputs: list, command: str, title: str, out,
     sections.append(("provenance", "How this page was made", provenance(command, digests)))
     lead = (f"{len(store.systems())} systems, {n_instances:,} instances, "
             f"{comparison.ranking['measure'].nunique()} measures.")
-    return write_report(html_page(title, sections, lead), out)
+    return write_page(html_page(title, sections, lead), out, flag)
 
 
 def _set_options(options: dict) -> dict:
@@ -135,8 +139,9 @@ def from_results(args: argparse.Namespace):
 
     from ..compare import LOWER_IS_BETTER, Comparison
     from ..errors import InputError
-    from ..report import comparison_sections, file_digest, html_page, provenance, results_ranking, write_report
+    from ..report import comparison_sections, file_digest, html_page, provenance, results_ranking
     from ..stats import rank_correlations
+    from .common import write_page
 
     if not Path(args.db).is_file():
         raise InputError("results database not found", args.db)
@@ -168,5 +173,5 @@ def from_results(args: argparse.Namespace):
         sections.append((f"dataset-{k + 1}", str(dataset), html))
     sections.append(("provenance", "How this page was made",
                      provenance(_command(args), [(f"results {args.db}", file_digest(args.db))])))
-    return write_report(html_page(args.title, sections), args.out)
+    return write_page(html_page(args.title, sections), args.out, "--out")
 
