@@ -231,6 +231,31 @@ def test_status_cancel_and_result_formats(fixtures_dir, tmp_path, capsys):
     assert len(table) == 2 + 8
 
 
+@pytest.mark.parametrize("action", [["status"], ["results"], ["cancel", "--all"]])
+def test_a_queue_that_is_not_there_is_not_made(tmp_path, monkeypatch, capsys, action):
+    # a typo in --queue (or the default ./jobs.duckdb in another folder) read as an empty queue would hide jobs
+    monkeypatch.chdir(tmp_path)
+    assert main(["jobs", *action, "--queue", "typo.duckdb"]) == 2
+    assert capsys.readouterr().err == ("hiersql: error: typo.duckdb: queue not found (hiersql jobs submit or jobs"
+                                       " run makes it)\n")
+    assert main(["jobs", *action]) == 2
+    assert "jobs.duckdb: queue not found" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_status_and_results_leave_the_queue_file_as_it_is(fixtures_dir, tmp_path, capsys):
+    # opened read-only: a queue on a read-only file system (an archive, a snapshot) can be read
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec)]) == 0
+    queue = tmp_path / "q.duckdb"
+    before = (queue.read_bytes(), queue.stat().st_mtime_ns)
+    assert main(["jobs", "status", "--queue", str(queue)]) == 0
+    assert main(["jobs", "results", "--queue", str(queue)]) == 0
+    assert "4 done" in capsys.readouterr().out
+    assert (queue.read_bytes(), queue.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.toml", "preds", "q.duckdb", "taxonomy.tsv", "truth.tsv"]
+
+
 def job_text(tmp_path: Path, fixtures_dir: Path, body: str) -> Path:
     demo = fixtures_dir / "demo"
     spec = tmp_path / "bad.toml"

@@ -174,7 +174,8 @@ def _queue(args: argparse.Namespace, spec=None):
     from ..jobs.queue import Queue
 
     return Queue(queue_url(args.queue, spec.queue if spec else None, spec.path if spec else None),
-                 wait=args.wait)
+                 wait=args.wait, create=args.action in ("submit", "run", "schedule"),
+                 write=args.action not in ("status", "results"))
 
 
 def _submit(queue, args: argparse.Namespace, spec) -> int:

@@ -111,18 +111,27 @@ def published_status(url: str, pid: int | None) -> tuple[datetime, list[dict[str
 
 class Queue:
     """A queue database. ``url``: a DuckDB file path or a ``postgresql://`` URL. ``wait``: seconds to wait for
-    a DuckDB file that another process holds (then :class:`~hiersql.errors.InputError` naming that process)."""
+    a DuckDB file that another process holds (then :class:`~hiersql.errors.InputError` naming that process).
+    ``create=False``: a queue that must exist already (reading its status or results, cancelling), an
+    :class:`~hiersql.errors.InputError` if it does not; a DuckDB file is then opened read-only unless
+    ``write`` (it may be on a read-only file system)."""
 
-    def __init__(self, url: str | Path, wait: float = 0.0) -> None:
+    def __init__(self, url: str | Path, wait: float = 0.0, create: bool = True, write: bool = True) -> None:
         self.url = str(url)
         self.postgres = is_postgres(self.url)
         self.wait = wait
+        self.read_only = not create and not write and not self.postgres
+        if not create and not self.postgres and not Path(self.url).is_file():
+            raise InputError("queue not found (hiersql jobs submit or jobs run makes it)", self.url)
         self._duckdb: Any = None
         self._claimed: set[str] = set()  # DuckDB: units and keys claimed by this process's threads
         self._lock = threading.Lock()
         self._published = False
         self._changes = 0  # DuckDB: claims and their ends in this process, to publish the status on a change
         self._published_changes = -1
+        if self.read_only:  # opened here, as a queue to write is: a file another process holds is found now
+            with self.connect():
+                return
         try:
             with self.connect() as con, con.transaction():
                 if self.postgres:  # two workers starting together create the tables once
@@ -172,7 +181,7 @@ class Queue:
         deadline = time.monotonic() + self.wait
         while True:
             try:
-                return duckdb.connect(self.url)
+                return duckdb.connect(self.url, read_only=self.read_only)
             except duckdb.IOException as exc:
                 holder = re.search(r"held in (\S+) \(PID (\d+)\)", str(exc))
                 if holder is None and "lock" not in str(exc).lower():
@@ -208,8 +217,12 @@ class Queue:
                 "jobs": [{**job, "submitted_at": job["submitted_at"].isoformat()} for job in jobs]}
         path = status_file(self.url)
         new = path.with_name(f"{path.name}.{os.getpid()}.new")
-        new.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(new, path)
+        try:
+            new.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(new, path)
+        except BaseException:  # a full disk: no half-written file left behind
+            new.unlink(missing_ok=True)
+            raise
         self._published, self._published_changes = True, changes
 
     def release(self, ids: Iterable[str]) -> None:
