@@ -1147,7 +1147,7 @@ def open_engine(run: Any, rows: int | None = None) -> Engine | None:
 
         try:
             return PostgresEngine(run.postgres_url)
-        except psycopg.OperationalError as exc:
+        except psycopg.Error as exc:  # not reached, refused, or not a connection string at all
             raise InputError(f"cannot connect: {' '.join(str(exc).split())}", "--postgres-url",
                              value=run.postgres_url) from None
     if run.engine == "spark":

@@ -178,3 +178,18 @@ def test_evaluate_command_names_a_bad_server(capsys):
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1
     assert "--postgres-url: cannot connect" in err and "/nonexistent" in err
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("notaurl", 'missing "=" after "notaurl"'),
+    ("postgresql://postgres@host with space/x", 'unexpected spaces found in "host with space"'),
+])
+def test_evaluate_command_names_a_malformed_server_url(capsys, url, says):
+    from hiersql.cli import main
+
+    code = main(["evaluate", "--taxonomy", "t.tsv", "--truth", "y.tsv", "--pred", "p.tsv", "--engine", "postgres",
+                 "--postgres-url", url])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("hiersql: error: --postgres-url: cannot connect: ") and says in err
+    assert err.endswith(f": '{url}'\n")
