@@ -694,10 +694,10 @@ class LabelTable(NamedTuple):
 
 
 def label_table(table: Table, columns: Columns, predictions: bool) -> LabelTable:
-    """The columns of a label table by role; the system column only for ``predictions``."""
-    roles = {"instance": (columns.instance, True), "label": (columns.label, True), "score": (columns.score, False)}
-    if predictions:  # a truth table may hold a system column too: the truth has no systems
-        roles["system"] = (columns.system, False)
+    """The columns of a label table by role; the score and system columns only for ``predictions``."""
+    roles = {"instance": (columns.instance, True), "label": (columns.label, True)}
+    if predictions:  # a truth table may hold such columns too (--score-col names the predictions'): the truth
+        roles |= {"score": (columns.score, False), "system": (columns.system, False)}  # has no scores, no systems
     found = {role: table.column(role, given, required) for role, (given, required) in roles.items()}
     return LabelTable(table, {role: col for role, col in found.items() if col is not None})
 

@@ -423,8 +423,7 @@ def load(
                     store.con.execute(f"INSERT INTO {name} SELECT * FROM _hiersql_spark")
                     store.con.unregister("_hiersql_spark")
     else:
-        store.add_truth(truth, format, unknown=unknown, instance_col=instance_col, label_col=label_col,
-                        score_col=score_col)
+        store.add_truth(truth, format, unknown=unknown, instance_col=instance_col, label_col=label_col)
         engine.copy_store(store, ("truth", "instances"))
     step(LOAD_STEPS[2])
     systems: list[tuple[str, str]] = []

@@ -106,12 +106,12 @@ class Store:
     # ------------------------------------------------------------------ labels
     def add_truth(
         self, source: LabelSource, format: str = "long", *, unknown: str = "error", name: str | None = None,
-        instance_col: str | None = None, label_col: str | None = None, score_col: str | None = None,
+        instance_col: str | None = None, label_col: str | None = None,
     ) -> None:
         """Replace the truth with the labels read from ``source`` (see the module docstring for formats;
-        ``*_col``: the user's column names of a table source)."""
+        ``*_col``: the user's column names of a table source; a score or system column there is not read)."""
         self._require_taxonomy()
-        columns = Columns(instance=instance_col, label=label_col, score=score_col)
+        columns = Columns(instance=instance_col, label=label_col)
         self._commit_truth(readers.stage(self.con, [(None, source, name)], format, columns, predictions=False), unknown)
 
     def _commit_truth(self, staged: Staged, unknown: str) -> None:

@@ -83,6 +83,31 @@ def weird_cols() -> dict[str, str]:
     return {"instance_col": WEIRD["instance"], "label_col": WEIRD["label"]}
 
 
+def test_the_score_column_is_the_predictions_only(tmp_path, capsys):
+    # --score-col names the predictions' score: a truth table without it is read, and a truth column that
+    # happens to be called score (here text) is not read either
+    path = hand_file(tmp_path / "w.duckdb")
+    con = duckdb.connect(str(path))
+    con.execute(f"ALTER TABLE {quote(WEIRD_TABLE)} ADD COLUMN conf DOUBLE DEFAULT 0.25")
+    con.execute("CREATE TABLE gold_scored AS SELECT *, 'x' AS score FROM truth")
+    con.close()
+    common = ["--taxonomy", f"duckdb:{path}::tax", "--pred", f"duckdb:{path}::{WEIRD_TABLE}",
+              "--instance-col", WEIRD["instance"], "--label-col", WEIRD["label"], "--system-col", WEIRD["system"],
+              "--metrics", "hp,hr", "--average", "micro", "--format", "csv"]
+    assert main(["evaluate", "--truth", f"duckdb:{path}::truth", "--score-col", "conf", *common]) == 0
+    with_scores = capsys.readouterr().out
+    assert main(["evaluate", "--truth", f"duckdb:{path}::gold_scored", *common]) == 0
+    assert capsys.readouterr().out == with_scores
+    got = {tuple(line.split(",")[:2]): float(line.split(",")[3]) for line in with_scores.splitlines()[1:]}
+    assert got == pytest.approx(HAND_VALUES)
+    store = Store()
+    store.load(Taxonomy.from_table(f"duckdb:{path}::tax"), f"duckdb:{path}::gold_scored",
+               [(None, f"duckdb:{path}::{WEIRD_TABLE}")], score_col="conf", system_col=WEIRD["system"],
+               **weird_cols())
+    assert store.con.execute("SELECT DISTINCT score FROM predictions").fetchall() == [(0.25,)]
+    store.close()
+
+
 # ---------------------------------------------------------------------- GermEval B from a DuckDB file
 def test_germeval_b_from_a_duckdb_file_equals_the_files_cli(warehouse, data_dir, capsys):
     """The command of docs/warehouse.md: every measure (``all``) equals the file-based run."""
