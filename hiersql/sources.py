@@ -595,6 +595,11 @@ def _pg_copy(pg: Any, dsn: str, source: Any, columns: list[str], pages: int) -> 
     ranges = [page_range(k) for k in range(n)]
 
     def copy(conn: Any, where: sql.Composable) -> bytes:
+        # one process scans from the first page: the rows come in the table's (or the query's) own order,
+        # the same at every read (a label's rank within its instance is its position there), not interleaved
+        # by parallel workers nor started where another scan of the table happens to be
+        conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        conn.execute("SET LOCAL synchronize_seqscans = off")
         statement = sql.SQL("COPY ({}{}) TO STDOUT (FORMAT csv)").format(select, where)
         with conn.cursor() as cur, cur.copy(statement) as out:
             return b"".join(bytes(block) for block in out)

@@ -92,6 +92,32 @@ def test_germeval_b_from_postgres_equals_the_files_cli(warehouse, data_dir, caps
     assert snapshot(params) == before
 
 
+def test_labels_are_ranked_in_the_tables_order_also_where_the_server_would_scan_in_parallel(warehouse, data_dir,
+                                                                                          capsys):
+    # a label's rank within its instance is its position in the table (PL and the HCM depend on it): with a
+    # server that plans parallel scans even for small tables, the workers' rows would come interleaved
+    base, params = warehouse
+    settings = {"parallel_setup_cost": "0", "parallel_tuple_cost": "0", "min_parallel_table_scan_size": "0",
+                "max_parallel_workers_per_gather": "4"}
+    with psycopg.connect(**params, autocommit=True) as con:
+        for key, value in settings.items():
+            con.execute(sql.SQL("ALTER DATABASE {} SET {} = {}").format(sql.Identifier(DATABASE), sql.Identifier(key),
+                                                                        sql.Literal(value)))
+    try:
+        with psycopg.connect(**params) as con:  # the setting is there: a plain scan is a parallel one
+            plan = con.execute(sql.SQL("EXPLAIN SELECT * FROM {}").format(sql.Identifier(RUNS))).fetchall()
+            assert "Gather" in plan[0][0]
+        args = ["evaluate", "--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::public.{GOLD}",
+                "--pred", f"{base}::{RUNS}", *COLUMN_FLAGS, "--metrics", "pl,hcm_f1", "--format", "csv"]
+        assert main(args) == 0
+        got = csv_rows(capsys.readouterr().out)
+    finally:
+        with psycopg.connect(**params, autocommit=True) as con:
+            con.execute(sql.SQL("ALTER DATABASE {} RESET ALL").format(sql.Identifier(DATABASE)))
+    want = file_reference(data_dir)
+    assert_same_values(got, {k: v for k, v in want.items() if k[1] in ("pl", "hcm_f1")})
+
+
 def test_injection_shaped_names_in_postgres(warehouse):
     base, _ = warehouse
     schema = '"Ware House".'
