@@ -90,6 +90,13 @@ def is_reference(source: object) -> bool:
     return isinstance(source, str) and source.startswith(SCHEMES)
 
 
+def duckdb_file(source: object) -> Path | None:
+    """The file of a ``duckdb:PATH::...`` reference (``None`` for any other source)."""
+    if not isinstance(source, str) or not source.startswith("duckdb:") or "::" not in source:
+        return None
+    return Path(source[len("duckdb:"):source.index("::")])
+
+
 def is_table(source: object, format: str = "long") -> bool:
     """Whether ``source`` is read as a table: a reference, a DataFrame, an Arrow table, a DuckDB relation, a
     Parquet path or glob, or (in the ``long`` format) a CSV path or glob."""

@@ -8,6 +8,7 @@ table, the column, the value and the row key; a failed run leaves the user's fil
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -186,6 +187,25 @@ def test_bad_label_in_a_table_names_table_column_value_and_row_and_leaves_the_fi
         ev = Evaluator(Taxonomy.from_table(ref + "tax")).add_truth(ref + "truth", **weird_cols())
         ev.add_predictions(None, ref + WEIRD_TABLE, system_col=WEIRD["system"], unknown="ignore",
                            **weird_cols())
+    assert digest(path) == before
+
+
+@pytest.mark.parametrize("flag", ["--taxonomy", "--pred"])
+def test_db_may_not_be_a_file_a_source_reads(tmp_path, monkeypatch, capsys, flag):
+    # --db receives hiersql's tables and results: the user's warehouse file is refused before it is opened
+    monkeypatch.chdir(tmp_path)
+    path = hand_file(tmp_path / "w.duckdb")
+    before = digest(path)
+    sources = {"--taxonomy": "duckdb:w.duckdb::tax", "--truth": "duckdb:w.duckdb::truth",
+               "--pred": f"duckdb:w.duckdb::{WEIRD_TABLE}"}
+    if flag == "--pred":  # the taxonomy and truth from a copy: the clash is found on the predictions
+        shutil.copy(path, tmp_path / "copy.duckdb")
+        sources |= {"--taxonomy": "duckdb:copy.duckdb::tax", "--truth": "duckdb:copy.duckdb::truth"}
+    args = [x for kv in sources.items() for x in kv]
+    assert main(["evaluate", *args, "--instance-col", WEIRD["instance"], "--label-col", WEIRD["label"],
+                 "--system-col", WEIRD["system"], "--db", str(path)]) == 2
+    assert capsys.readouterr().err == (f"hiersql: error: --db: is the DuckDB file that {flag} reads; give hiersql"
+                                       f" a file of its own: '{path}'\n")
     assert digest(path) == before
 
 

@@ -146,6 +146,8 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
     if args.db:
         from ..dbfile import connect
 
+        _check_db_is_no_source(args.db, {"--taxonomy": [args.taxonomy], "--truth": [args.truth],
+                                         "--pred": [source for _, source in preds]})
         con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
     store = Store(args.db, con=con, memory_limit=from_args(RunOptions, args).memory_limit)
     store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
@@ -168,6 +170,20 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
         _drop_stale_systems(store, [name for name, _ in preds if name is not None], f"--db {args.db}")
     _check_label_universe(store, getattr(args, "labels", None))
     return store
+
+
+def _check_db_is_no_source(db: str, given: dict[str, list[Any]]) -> None:
+    """``--db`` (where hiersql writes its tables and results) is not a DuckDB file a source reads: the user's
+    file would receive hiersql's tables."""
+    from ..sources import duckdb_file
+
+    target = Path(db).resolve()
+    for flag, refs in given.items():
+        for ref in refs:
+            path = duckdb_file(ref)
+            if path is not None and path.resolve() == target:
+                raise InputError(f"is the DuckDB file that {flag} reads; give hiersql a file of its own", "--db",
+                                 value=db)
 
 
 def _warn_truth_in_glob(specs: list[str], truth: Path) -> None:
