@@ -193,3 +193,22 @@ def test_evaluate_command_names_a_malformed_server_url(capsys, url, says):
     assert code == 2 and len(err.splitlines()) == 1
     assert err.startswith("hiersql: error: --postgres-url: cannot connect: ") and says in err
     assert err.endswith(f": '{url}'\n")
+
+
+def test_printed_script_analyses_each_stage(pg, capsys):
+    """``hiersql sql hcm_f1 --dialect postgres``: each stage is analysed after it is made, as the PostgreSQL
+    runner does (without statistics PostgreSQL planned hcm_set_labels over GermEval B for 334 s instead of
+    19 ms); the stages before the first Python step run as printed."""
+    from hiersql.cli import main
+
+    assert main(["sql", "hcm_f1", "--dialect", "postgres"]) == 0
+    script = capsys.readouterr().out
+    blocks = [b for b in script.split("\n\n") if b.startswith("CREATE TEMPORARY TABLE")]
+    assert len(blocks) == script.count("CREATE TEMPORARY TABLE") > 5
+    for block in blocks:
+        name = block.split()[3]
+        assert block.rstrip().endswith(f";\nANALYZE {name};"), name
+    PostgresEngine(pg.conn).copy_store(hand_store())
+    first = script[:script.index("-- Python step")]
+    pg.execute(first)
+    assert pg.execute("SELECT count(*) FROM hcm_set_labels")[0][0] > 0
