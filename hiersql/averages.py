@@ -14,6 +14,7 @@ from .options import OptionError
 
 if TYPE_CHECKING:
     from .plan import FamilyPlan
+    from .taxonomy import Taxonomy
 
 
 class UndefinedMetricWarning(UserWarning):
@@ -62,6 +63,19 @@ def check_average(plan: FamilyPlan, metric: str, average: str | None, fixed_labe
             and measure_of(plan, metric, average).unit != CLASSES:
         raise OptionError("labels", f"restricts the per-class averages of {metric} (label_macro, weighted, None),"
                           " not this one", f"average={average!r}")
+
+
+def check_label_universe(taxonomy: Taxonomy, labels: Iterable[str] | None) -> None:
+    """``labels`` (the fixed class universe, scikit-learn's ``labels=``) must be nodes of the taxonomy (not its
+    virtual root), each once: a class that cannot occur, or one counted twice, would change the averages
+    without a word."""
+    seen: set[str] = set()
+    for name in labels or ():
+        if name not in taxonomy or (taxonomy.virtual_root and name == taxonomy.root):
+            raise OptionError("labels", "holds a label not in the taxonomy", name)
+        if name in seen:
+            raise OptionError("labels", "holds a label twice", name)
+        seen.add(name)
 
 
 def check_labels_meaning(plan: FamilyPlan, metric: str, labels: Any) -> None:

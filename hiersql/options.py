@@ -160,6 +160,8 @@ def _zero_division(value: Any) -> float:
     if value == "warn":
         raise _Broken("must be 0, 1 or nan (scikit-learn's 'warn' is offered by the one-shot functions, "
                       "Evaluator and hiersql evaluate)")
+    if isinstance(value, str) and value.strip().lower() in ("0", "1", "nan"):  # a job file's "nan": TOML's
+        raise _Broken("must be the number 0, 1 or nan, not text (in a job file: zero_division = nan)")  # is nan
     raise _Broken("must be 0, 1 or nan")
 
 
@@ -177,8 +179,9 @@ def _boolean(value: Any) -> bool:
     raise _Broken("must be true or false")
 
 
-def _names(allowed: tuple[str, ...] = (), *, at_least_one: bool = False) -> Callable[[Any], tuple[str, ...]]:
-    """A string (one name) or an iterable of strings → a tuple, each one of ``allowed`` when given."""
+def _names(allowed: tuple[str, ...] = (), *, at_least_one: str | None = None) -> Callable[[Any], tuple[str, ...]]:
+    """A string (one name) or an iterable of strings → a tuple, each one of ``allowed`` when given; not empty
+    when ``at_least_one`` (the noun of the error: an empty list would silently give no value)."""
     rule = f"must be one or more of {', '.join(allowed)}" if allowed else "must be label names (strings)"
 
     def check(value: Any) -> tuple[str, ...]:
@@ -191,14 +194,14 @@ def _names(allowed: tuple[str, ...] = (), *, at_least_one: bool = False) -> Call
             if not isinstance(item, str) or (allowed and item not in allowed):
                 raise _Broken(rule, item)
         if at_least_one and not out:
-            raise _Broken("must name at least one label")
+            raise _Broken(f"must name at least one {at_least_one}")
         return out
 
     return check
 
 
 def _optional_labels(value: Any) -> tuple[str, ...] | None:
-    return None if value is None else _names(at_least_one=True)(value)
+    return None if value is None else _names(at_least_one="label")(value)
 
 
 def _comma_list(noun: str) -> Callable[[str], tuple[str, ...]]:

@@ -179,7 +179,7 @@ def test_sql_table_names_are_refused(capsys, name):
 # ---------------------------------------------------------------------------------------------- other silent cases
 def test_labels_outside_the_taxonomy_refused(tmp_path, capsys):
     code, _, err = evaluate(tmp_path, capsys, "--labels", "b,c,d,helicopter", metrics="hamming_loss")
-    assert code == 2 and err.strip() == "hiersql: error: --labels: label not in the taxonomy: 'helicopter'"
+    assert code == 2 and err.strip() == "hiersql: error: --labels: holds a label not in the taxonomy: 'helicopter'"
 
 
 def test_virtual_root_is_not_a_truth_label(tmp_path, capsys):

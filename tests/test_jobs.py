@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from hiersql import Evaluator, InputError
 from hiersql.cli import main
 from hiersql.jobs import submit
 from hiersql.jobs.queue import Queue
@@ -285,6 +286,10 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
     "not TOML": (DATASET + "metrics = [hp]\n", 6, None),
     "second dataset": (DATASET + DATASET.replace('"d"', '"e"').replace("{tax}", "missing.tsv"), 8,
                        "'missing.tsv'"),
+    # as evaluate refuses them: no average (a unit would be 'done' with no row); labels with hP's micro
+    "no average": ('[options]\naverage = []\n' + DATASET, 2, "[]"),
+    "labels with a micro average": ('[options]\nlabels = ["feline"]\n' + DATASET, 2, "\"average='micro'\""),
+    "zero_division as text": ('[options]\nzero_division = "nan"\n' + DATASET, 2, "'nan'"),
 }
 
 
@@ -300,6 +305,20 @@ def test_check_names_the_job_file_line_and_value(case, fixtures_dir, tmp_path, c
     # a run checks the same before it queues anything
     assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 2
     assert capsys.readouterr().err == err
+
+
+def test_labels_not_in_the_taxonomy_fail_the_units_as_evaluate_refuses_them(fixtures_dir, tmp_path, capsys):
+    # whether a label is a node is known once the dataset's taxonomy is read: the units fail, naming it
+    spec = job_text(tmp_path, fixtures_dir, 'metrics = ["label_f1"]\n[options]\nlabels = ["feline", "Nope"]\n'
+                    'average = ["label_macro"]\n' + DATASET)
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 2
+    out = capsys.readouterr().out
+    assert "failed: d/shallow: labels holds a label not in the taxonomy: 'Nope'" in out
+    with pytest.raises(InputError, match="labels holds a label not in the taxonomy"):
+        Evaluator(fixtures_dir / "demo" / "taxonomy.tsv").add_truth(fixtures_dir / "demo" / "truth.tsv") \
+            .add_predictions("s", fixtures_dir / "demo" / "shallow.tsv") \
+            .evaluate(["label_f1"], average=["label_macro"], labels=["feline", "Nope"])
 
 
 def test_check_accepts_every_measure_with_other_options(fixtures_dir, tmp_path, capsys):

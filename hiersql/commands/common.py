@@ -207,22 +207,20 @@ def _warn_truth_in_glob(specs: list[str], truth: Path) -> None:
 
 
 def _check_label_universe(store: Store, labels: str | None) -> None:
-    """``--labels`` (the class universe of the flat measures): every label a node of the taxonomy, none given
-    twice, at least one (a universe with a label that cannot occur, or counted twice, changes the measures
-    silently)."""
+    """``--labels`` (the class universe of the flat measures) before any measure: at least one label
+    (:func:`hiersql.averages.check_label_universe`: each a node of the taxonomy, none twice)."""
+    from ..averages import check_label_universe
+    from ..options import OptionError
+
     if labels is None:
         return
     names = [x.strip() for x in labels.split(",") if x.strip()]
     if not names:
         raise InputError("no label given", "--labels", value=labels)
-    tax = store.taxonomy
-    seen: set[str] = set()
-    for name in names:
-        if name not in tax or (tax.virtual_root and name == tax.root):
-            raise InputError("label not in the taxonomy", "--labels", value=name)
-        if name in seen:
-            raise InputError("label given twice", "--labels", value=name)
-        seen.add(name)
+    try:
+        check_label_universe(store.taxonomy, names)
+    except OptionError as exc:
+        raise InputError(exc.rule, "--labels", value=exc.value) from None
 
 
 def _spill_folder() -> str:

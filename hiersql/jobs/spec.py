@@ -232,19 +232,24 @@ def _check_options(metrics: list[str], options: dict[str, Any], fail) -> None:
     values each option's check accepts), one at a time to name the key at fault, then together; then the
     families' own checks of the values (a mode that does not exist, a negative distance), by evaluating the
     measures on a two-node example."""
-    from ..options import options_from_mapping
+    from ..options import OptionError, options_from_mapping
 
     for key, value in options.items():
         try:
             options_from_mapping({key: value}, "options")
         except InputError as exc:
             raise fail(exc.message, key, exc.value) from None
+    if options.get("average", True) in ([], ()):  # as --average '': no average, no rows (an empty unit)
+        raise fail("option average must name at least one average", "average", []) from None
     try:
         opts = options_from_mapping(options, "options")
     except InputError as exc:
         raise fail(exc.message, None, exc.value) from None
     try:
         _example(metrics, opts)
+    except OptionError as exc:  # an option that the measures refuse (labels with a micro average)
+        raise fail(f"bad option ({exc.option} {exc.rule})", exc.option if exc.option in options else None,
+                   exc.value) from None
     except InputError as exc:  # a family's check naming the option
         raise fail(f"bad option ({exc.message})", exc.source if exc.source in options else None,
                    exc.value) from None
@@ -258,8 +263,9 @@ def _example(metrics: list[str], options: Any) -> None:
     of option values run before any input is read. Errors that depend on the input (a measure that does not
     apply to it, a taxonomy without edge weights) are judged on the real input, when the unit runs."""
     from ..evaluator import compute
-    from ..metrics import resolve, store_from_sets
+    from ..metrics import check_averages, resolve, store_from_sets
 
+    check_averages(list(metrics), options)  # what does not depend on the input: judged here, with its key
     store = store_from_sets([["a"], ["b"]], [["a"], ["a"]], [("r", "a"), ("r", "b")])
     try:
         for names in resolve(metrics).values():

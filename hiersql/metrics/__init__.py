@@ -77,11 +77,14 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
     :class:`~hiersql.engines.DuckDBEngine`), sorted by (system, metric, average) within each family. A family
     that does not apply to the input is an error when named, skipped under ``all`` (as are its measures that
     do not apply). ``on_family(name)`` is called before each family is evaluated (progress bars)."""
+    from ..averages import check_label_universe
     from ..errors import InputError
 
     engine = source if isinstance(source, Engine) else DuckDBEngine(source)
     options = options or Options()
     check_averages(list(metrics), options)
+    if options.labels is not None:
+        check_label_universe(engine.taxonomy(), options.labels)
     explicit = "all" not in metrics
     runs: list[tuple[FamilyPlan, list[str]]] = []
     for fam, names in resolve(list(metrics)).items():
