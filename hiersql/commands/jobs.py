@@ -139,7 +139,7 @@ def _action(args: argparse.Namespace, kids: list) -> int:
         from ..jobs.spec import load_spec
 
         spec = load_spec(args.spec)
-    from ..jobs.queue import QueueBusy
+    from ..jobs.queue import QueueBusy, out_of_space
 
     try:
         queue = _queue(args, spec)
@@ -164,6 +164,10 @@ def _action(args: argparse.Namespace, kids: list) -> int:
                     raise InputError("name the jobs to cancel (--job ID|NAME) or give --all", "cancel")
                 print(f"cancelled {con.cancel(None if args.all else args.job)} queued unit(s)")
         return 0
+    except Exception as exc:
+        if out_of_space(exc):  # what was committed stays; a batch at hand is claimed again by the next run
+            raise InputError(f"cannot write to the queue ({str(exc).strip().splitlines()[0]})", queue.url) from None
+        raise
     finally:
         queue.close()
 

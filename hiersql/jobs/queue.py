@@ -16,6 +16,7 @@ threads claim distinct units (the queue keeps the claimed ones aside in memory).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -107,6 +108,15 @@ def published_status(url: str, pid: int | None) -> tuple[datetime, list[dict[str
     jobs = [{**job, "submitted_at": datetime.fromisoformat(job["submitted_at"]),
              "errors": [tuple(e) for e in job["errors"]]} for job in data["jobs"]]
     return datetime.fromisoformat(data["written_at"]), jobs
+
+
+def out_of_space(exc: BaseException) -> bool:
+    """Whether ``exc`` says that the queue's storage takes no more writes: a full disk, a quota, a read-only
+    file system (DuckDB says so in the text of its own errors)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+        return True
+    return any(text in str(exc) for text in ("No space left on device", "Disk quota exceeded",
+                                              "Read-only file system"))
 
 
 class Queue:

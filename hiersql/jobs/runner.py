@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from .queue import Claimed, Connection, Queue
+from .queue import Claimed, Connection, Queue, out_of_space
 from .spec import file_hash
 
 MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
@@ -357,9 +357,9 @@ class Worker:
                         while not self.stop.is_set() and self._one_batch(con, log):
                             failures = 0
                     return
-                except self.queue.transient:
+                except self.queue.transient as exc:
                     failures += 1
-                    if failures > RETRIES:
+                    if failures > RETRIES or out_of_space(exc):  # a full disk is not a write conflict
                         raise
                     time.sleep(BACKOFF * 2 ** (failures - 1))
         finally:
@@ -403,7 +403,7 @@ class Worker:
             return True
         except BaseException as exc:
             con.rollback()
-            if isinstance(exc, self.queue.transient):
+            if isinstance(exc, self.queue.transient) and not out_of_space(exc):
                 with contextlib.suppress(Exception):  # the connection may be gone with the queue
                     log.note_attempts(attempts, message(exc))
             raise
@@ -466,8 +466,8 @@ def _threads(team: list[Worker], record: Callable[[Event], None], publish: Calla
                     publish()
                     published = time.monotonic()
             publish()
-        except KeyboardInterrupt:  # the batches at hand are committed, then the threads stop
-            for worker in team:
+        except BaseException:  # Ctrl-C, a status file that cannot be written: the batches at hand are
+            for worker in team:  # committed (if they can be), then the threads stop
                 worker.stop.set()
             raise
         for f in futures:
