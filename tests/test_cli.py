@@ -60,6 +60,23 @@ def test_json_and_table_output(fixtures_dir, capsys):
     assert out[0].split() == ["system", "metric", "average", "value"] and len(out) == 2 + 3 * 2
 
 
+def test_json_output_is_strict_json_with_a_value_not_defined(data_dir, capsys):
+    # GermEval A's twistbytes__thresholding predicted no label: its hP under --zero-division nan is null in
+    # JSON, which has no NaN (jobs results --format json writes its rows the same way)
+    canonical = data_dir / "canonical"
+    args = ["evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_a.tsv"),
+            "--pred", str(canonical / "pred_a" / "twistbytes__thresholding.tsv"), "--metrics", "hp",
+            "--average", "micro", "--zero-division", "nan", "--format", "json"]
+
+    def strict(text: str) -> list:
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"not JSON: {name}"))
+
+    assert main(args) == 0
+    assert strict(capsys.readouterr().out) == [{"system": "twistbytes__thresholding",
+                                                "metric": "hierarchical_precision", "average": "micro",
+                                                "value": None}]
+
+
 def test_db_keeps_tables_and_results(fixtures_dir, tmp_path, capsys):
     db = tmp_path / "r.duckdb"
     assert main(demo_args(fixtures_dir, "--db", str(db), "--dataset", "demo", "--metrics", "hf")) == 0

@@ -224,7 +224,7 @@ def test_status_cancel_and_result_formats(fixtures_dir, tmp_path, capsys):
     assert len(rows) == 4 * 2 and {r["dataset"] for r in rows} == {"demo", "demo-root"}
     assert all(len(r["key"]) == 64 and r["run_id"] for r in rows)
     assert main(["jobs", "results", "--queue", queue, "--format", "json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out, parse_constant=lambda name: pytest.fail(f"not JSON: {name}"))
     assert [(d["system"], d["value"]) for d in data] == [(r["system"], float(r["value"])) for r in rows]
     assert main(["jobs", "results", "--queue", queue]) == 0
     table = capsys.readouterr().out.splitlines()

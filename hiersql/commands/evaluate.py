@@ -121,10 +121,7 @@ def format_rows(rows: list, fmt: str) -> str:
         lines += [f"{_csv(r[0])},{r[1]},{r[2]},{r[3]!r}" for r in rows]
         return "\n".join(lines) + "\n"
     if fmt == "json":
-        import json
-
-        return json.dumps([dict(zip(("system", "metric", "average", "value"), r, strict=True)) for r in rows],
-                          indent=1) + "\n"
+        return json_rows(("system", "metric", "average", "value"), rows) + "\n"
     header = ("system", "metric", "average", "value")
     cells = [header] + [(r[0], r[1], r[2], f"{r[3]:.4f}") for r in rows]
     widths = [max(len(str(c[i])) for c in cells) for i in range(4)]
@@ -135,6 +132,18 @@ def format_rows(rows: list, fmt: str) -> str:
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out) + "\n"
+
+
+def json_rows(columns: tuple[str, ...], rows: list) -> str:
+    """``rows`` as a JSON list of objects; a value that is not defined (NaN) is ``null`` (JSON has no NaN)."""
+    import json
+    import math
+
+    def cell(v: object) -> object:
+        return None if isinstance(v, float) and math.isnan(v) else v
+
+    return json.dumps([{k: cell(v) for k, v in zip(columns, r, strict=True)} for r in rows], indent=1, default=str,
+                      allow_nan=False)
 
 
 def _csv(text: str) -> str:

@@ -313,9 +313,9 @@ def _print_results(rows: list[tuple], fmt: str, csv_cell) -> None:
             print(",".join(csv_cell("" if v is None else v if isinstance(v, str) else
                                     repr(v) if isinstance(v, float) else str(v)) for v in r))
     elif fmt == "json":
-        import json
+        from .evaluate import json_rows
 
-        print(json.dumps([dict(zip(RESULT_COLUMNS, r, strict=True)) for r in rows], indent=1, default=str))
+        print(json_rows(RESULT_COLUMNS, rows))
     else:
         header = ("dataset", "system", "metric", "average", "value", "key", "run_id")
         cells = [header] + [(r[0], r[1], r[2], r[3] or "", f"{r[4]:.4f}", r[5][:12], r[6]) for r in rows]
