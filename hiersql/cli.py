@@ -83,7 +83,9 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     """A warning as one line on stderr, ``hiersql: warning: FILE: what``, without Python's source line; one
     that an installed library raises about itself names that library first (``hiersql: warning: pyspark:
     ...``), so that it does not read as hiersql's."""
-    print(f"hiersql: warning: {_library(filename)}{_one_line(str(message))}", file=sys.stderr)
+    from tqdm import tqdm  # written between the progress bars' redraws, not into a bar's line
+
+    tqdm.write(f"hiersql: warning: {_library(filename)}{_one_line(str(message))}", file=sys.stderr)
 
 
 def _library(filename: str) -> str:

@@ -264,7 +264,8 @@ class _Bars:
         bar = self.bars.get(event.job_id)
         if bar is not None:
             bar.update(1)
-            bar.set_postfix_str(f"{event.dataset}/{event.system}", refresh=False)
+            unit = f"{event.dataset}/{event.system}"  # at most 40 characters: a long name leaves the bar room
+            bar.set_postfix_str(unit if len(unit) <= 40 else unit[:39] + "…", refresh=False)
 
     def close(self) -> None:
         for bar in self.bars.values():
