@@ -204,6 +204,37 @@ def test_a_failing_system_fails_alone(fixtures_dir, tmp_path, capsys):
     assert "6 unit(s), 1 queued, 5 unchanged" in capsys.readouterr().out
 
 
+def test_a_new_submission_of_a_job_file_supersedes_what_earlier_ones_left_queued(fixtures_dir, tmp_path, capsys):
+    # a run killed before it ran its units, started again with its job file: the first submission's queued
+    # units are cancelled (superseded), not left queued for ever; another job file's are untouched
+    spec = make_job(tmp_path, fixtures_dir)
+    other = spec.with_name("other.toml")
+    other.write_text(spec.read_text(encoding="utf-8").replace('name = "demo-job"', 'name = "other"'),
+                     encoding="utf-8")
+    queue = tmp_path / "q.duckdb"
+    for path in (spec, other, spec):
+        assert main(["jobs", "submit", str(path)]) == 0
+    capsys.readouterr()
+    q = Queue(queue)
+    try:
+        with q.connect() as con:
+            jobs = [(j["name"], j["queued"], j["cancelled"]) for j in con.status()]
+            notes = {r[0] for r in con.execute("SELECT error FROM units WHERE status = 'cancelled'")}
+    finally:
+        q.close()
+    assert jobs == [("demo-job", 0, 4), ("other", 4, 0), ("demo-job", 4, 0)]
+    assert len(notes) == 1 and next(iter(notes)).startswith("superseded by job ")
+    assert main(["jobs", "run", str(spec)]) == 0  # submits again: the latest demo-job runs, other waits
+    assert capsys.readouterr().out.splitlines()[-1] == "4 unit(s) processed: 4 done, 0 unchanged, 0 failed"
+    q = Queue(queue)
+    try:
+        with q.connect() as con:
+            assert [(j["name"], j["queued"], j["done"], j["cancelled"]) for j in con.status()] == [
+                ("demo-job", 0, 0, 4), ("other", 4, 0, 0), ("demo-job", 0, 0, 4), ("demo-job", 0, 4, 0)]
+    finally:
+        q.close()
+
+
 def test_status_cancel_and_result_formats(fixtures_dir, tmp_path, capsys):
     spec = make_job(tmp_path, fixtures_dir)
     queue = str(tmp_path / "q.duckdb")

@@ -302,9 +302,16 @@ class Connection:
     # ------------------------------------------------------------------ jobs
     def submit(self, name: str, spec: str, units: list[Any], recompute: bool = False) -> tuple[str, int]:
         """Queue a job of ``units`` (:class:`~hiersql.jobs.spec.Unit`) in one transaction; units whose key has
-        results already are ``skipped`` (unless ``recompute``). Returns the job id and the number queued."""
+        results already are ``skipped`` (unless ``recompute``). The units still queued by earlier submissions
+        of the same job file for a (dataset, system) of this one are ``cancelled`` (superseded): this
+        submission holds them (a run killed, then started again with its job file, would otherwise leave them
+        queued for ever). Returns the job id and the number queued."""
         job_id = f"{now():%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:6]}"
         with self.transaction():
+            self.executemany(
+                "UPDATE units SET status = 'cancelled', error = ? WHERE status = 'queued' AND dataset = ?"
+                " AND system = ? AND job_id IN (SELECT job_id FROM jobs WHERE spec = ?)",
+                [(f"superseded by job {job_id}", u.dataset, u.system, spec) for u in units])
             self.execute("INSERT INTO jobs VALUES (?, ?, ?, ?)", (job_id, name, spec, now()))
             done = set() if recompute else self._keys_with_results([u.key for u in units])
             rows = [(uuid.uuid4().hex, job_id, seq, u.dataset, u.system, u.key, u.group, json.dumps(u.work),
