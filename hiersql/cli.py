@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -52,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     from .commands.common import Steps
 
     Steps.last = None  # the step named if DuckDB runs out of memory: none of an earlier call
+    # SIGTERM (systemd, timeout, kill) stops a command as Ctrl-C does: the batches at hand are committed,
+    # transactions rolled back; only the main thread may set a handler (main() may run in another)
+    handled = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if handled else None
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -59,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"hiersql: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("hiersql: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("hiersql: interrupted", file=sys.stderr)
         return 130
@@ -76,6 +85,17 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"hiersql: internal error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
         return 1
+    finally:
+        if handled:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received: stopped as an interrupt is (what catches ``KeyboardInterrupt`` catches it too)."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str = "", *_: object,

@@ -146,7 +146,9 @@ def test_killed_anywhere_then_resumed(job, tmp_path):
 SLOW_RUN = Path(__file__).with_name("slow_jobs_run.py")
 
 
-def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
+@pytest.mark.parametrize(("stop", "code", "said"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])  # systemd, timeout
+def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path, stop, code, said):
     spec, reference = job
     path = tmp_path / "q.duckdb"
     queue = Queue(path)
@@ -160,11 +162,11 @@ def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
     for line in proc.stdout:  # the first batch is committed
         if line.strip() == "COMMITTED":
             break
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     out, err = proc.communicate(timeout=60)
     assert watchdog.is_alive(), "the driver hung"
     watchdog.cancel()
-    assert proc.returncode == 130 and err == "hiersql: interrupted\n", (proc.returncode, err)
+    assert proc.returncode == code and err == f"hiersql: {said}\n", (proc.returncode, err)
     queue = Queue(path)
     with queue.connect() as con:
         states = dict(con.execute("SELECT status, count(*) FROM units GROUP BY status"))
