@@ -529,6 +529,9 @@ def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Tab
             rows = _pg_query_columns(pg, source)
         else:
             rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
+            if not rows and '"' not in rest and rest != rest.lower():  # unquoted: as PostgreSQL folds it too
+                schema, table = (None if schema is None else schema.lower()), table.lower()
+                rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
     except psycopg.Error as exc:
         pg.close()
         raise InputError(f"query failed ({_first_line(exc)})", where) from None

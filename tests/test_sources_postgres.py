@@ -118,6 +118,22 @@ def test_labels_are_ranked_in_the_tables_order_also_where_the_server_would_scan_
     assert_same_values(got, {k: v for k, v in want.items() if k[1] in ("pl", "hcm_f1")})
 
 
+def test_unquoted_names_fold_to_lower_case_as_in_postgresql(warehouse, data_dir, capsys):
+    # the tables were created unquoted (gold, runs, genres): GOLD, Public.Runs name them, as in psql;
+    # a quoted "GOLD" is that exact name, which does not exist
+    base, _ = warehouse
+    args = ["evaluate", "--taxonomy", f"{base}::{GENRES.upper()}", "--truth", f"{base}::PUBLIC.{GOLD.upper()}",
+            "--pred", f"{base}::Public.{RUNS.capitalize()}", *COLUMN_FLAGS, "--metrics", "hp",
+            "--average", "micro", "--format", "csv"]
+    assert main(args) == 0
+    got = csv_rows(capsys.readouterr().out)
+    want = file_reference(data_dir)
+    assert_same_values(got, {k: v for k, v in want.items() if k[1:] == ("hierarchical_precision", "micro")})
+    quoted = [*args[:4], f'{base}::"{GOLD.upper()}"', *args[5:]]
+    assert main(quoted) == 2
+    assert "no such table or view in the PostgreSQL database" in capsys.readouterr().err
+
+
 def test_injection_shaped_names_in_postgres(warehouse):
     base, _ = warehouse
     schema = '"Ware House".'
