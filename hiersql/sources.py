@@ -776,11 +776,12 @@ def expand(
                              " them", table.where, value=system)
         entries += [Entry(v, Part(labels, v), _part_where(labels, v)) for v in values if system in (None, v)]
     if predictions:
-        seen: set[str] = set()
+        seen: dict[str, str] = {}  # system: where it was first given
         for entry in entries:
             if entry.system in seen:
-                raise InputError("system name given twice", "<predictions>", value=entry.system)
-            seen.add(str(entry.system))
+                raise InputError(f"system name given twice (also by {seen[str(entry.system)]})", entry.where,
+                                 value=entry.system)
+            seen[str(entry.system)] = entry.where
     return entries
 
 

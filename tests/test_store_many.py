@@ -110,8 +110,9 @@ def test_germeval_error_line_is_counted_in_its_own_file(tmp_path: Path) -> None:
 def test_system_named_twice(tmp_path: Path) -> None:
     store = new_store(tmp_path)
     path = write(tmp_path, "p.tsv", "1\ta\n")
-    with pytest.raises(InputError, match="system name given twice: 's'"):
+    with pytest.raises(InputError) as raised:  # the second source, naming the first
         store.add_predictions_many([("s", path), ("t", path), ("s", path)])
+    assert str(raised.value) == f"{path}: system name given twice (also by {path}): 's'"
 
 
 def test_empty_file_among_many(tmp_path: Path) -> None:
