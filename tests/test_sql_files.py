@@ -176,11 +176,12 @@ def test_cli_sql_table_renames_and_dialects(capsys):
     spark = _cli_sql(capsys, "set_based", "--dialect", "spark")
     assert "CAST(1.0 AS DOUBLE)" in spark  # no DECIMAL arithmetic on Spark
     assert "WITH RECURSIVE" in _cli_sql(capsys, "closure", "--dialect", "postgres")
+    assert _cli_sql(capsys, "hf", "--dialect", "postgresql") == _cli_sql(capsys, "hf", "--dialect", "postgres")
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["no_such_metric"], "unknown metric, family or SQL file"),
-    (["hf", "--dialect", "nosql"], "unknown SQL dialect"),
+    (["hf", "--dialect", "nosql"], "unknown SQL dialect (known: athena, bigquery, "),
     (["hf", "--table", "gold=x"], "unknown table"),
     (["hf", "--table", "truth"], "expected NAME=TABLE"),
     (["closure", "--query", "nope"], "no such query"),

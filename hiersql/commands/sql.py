@@ -45,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
     from ..options import Options, from_args
     from .common import parse_tables
 
+    args.dialect = {"postgresql": "postgres"}.get(args.dialect, args.dialect)  # the server's own name too
     if args.dialect not in sqlglot.Dialect.classes:
-        raise InputError("unknown SQL dialect", "--dialect", value=args.dialect)
+        known = ", ".join(sorted(d for d in sqlglot.Dialect.classes if d))
+        raise InputError(f"unknown SQL dialect (known: {known})", "--dialect", value=args.dialect)
     file, query, params, metrics = target(args.metric, args.query, from_args(Options, args))
     tables = parse_tables(args.table)
     params.update(checked_params(args, file, query))
