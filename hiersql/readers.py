@@ -153,11 +153,11 @@ def _stage_long(con: duckdb.DuckDBPyConnection, q: dict[str, str], wheres: list[
 
 def _check_score_text(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
     bad = first_row(
-        con, "SELECT src, line, score_text FROM _incoming WHERE score_text IS NOT NULL AND score_text <> ''"
-        " AND (score IS NULL OR isnan(score)) ORDER BY src, line LIMIT 1"
+        con, "SELECT src, line, score_text, instance_id FROM _incoming WHERE score_text IS NOT NULL"
+        " AND score_text <> '' AND (score IS NULL OR isnan(score)) ORDER BY src, line LIMIT 1"
     )
     if bad:
-        raise InputError("score is not a number", wheres[bad[0]], bad[1], bad[2])
+        raise InputError("score is not a number", *locate(wheres[bad[0]], bad[1], "score", bad[3]), bad[2])
 
 
 def _stage_germeval(con: duckdb.DuckDBPyConnection, subtask: str, q: dict[str, str], wheres: list[str]) -> None:
@@ -338,12 +338,12 @@ def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -
         raise ValueError("unknown must be 'error' or 'ignore'")
     wheres = staged.wheres
     virtual = first_row(
-        con, "SELECT i.src, i.line, i.label FROM _incoming i JOIN nodes n ON n.label = i.label AND n.is_virtual"
-        " ORDER BY i.src, i.line LIMIT 1"
+        con, "SELECT i.src, i.line, i.label, i.instance_id FROM _incoming i JOIN nodes n ON n.label = i.label"
+        " AND n.is_virtual ORDER BY i.src, i.line LIMIT 1"
     )
     if virtual:  # a name hiersql made up, above the taxonomy's parentless nodes: no label can mean it
         raise InputError("label is the virtual root added above the taxonomy's parentless nodes, not one of"
-                         " its nodes", wheres[virtual[0]], virtual[1], virtual[2])
+                         " its nodes", *locate(wheres[virtual[0]], virtual[1], "label", virtual[3]), virtual[2])
     unknowns = con.execute(
         "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*),"
         " first(i.instance_id ORDER BY i.line, i.pos) FROM _incoming i"

@@ -84,6 +84,29 @@ def weird_cols() -> dict[str, str]:
     return {"instance_col": WEIRD["instance"], "label_col": WEIRD["label"]}
 
 
+def test_a_bad_score_and_the_virtual_root_in_a_table_are_named_by_row_key(tmp_path, capsys):
+    # as a label not in the taxonomy is: the table, the column and the row's key, not a row number
+    path = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE forest (parent VARCHAR, child VARCHAR)")
+    con.executemany("INSERT INTO forest VALUES (?, ?)", [("a", "b"), ("c", "d")])  # two roots: a virtual one
+    con.execute("CREATE TABLE gold (instance_id VARCHAR, label VARCHAR)")
+    con.executemany("INSERT INTO gold VALUES (?, ?)", [("i1", "b"), ("i2", "d")])
+    con.execute("CREATE TABLE gold_root AS SELECT * FROM gold UNION ALL SELECT 'i3', '__root__'")
+    con.execute("CREATE TABLE runs (system VARCHAR, instance_id VARCHAR, label VARCHAR, score VARCHAR)")
+    con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?)", [("s1", "i1", "b", "0.5"), ("s1", "i2", "d", "abc")])
+    con.execute("CREATE TABLE runs_ok AS SELECT * FROM runs WHERE score <> 'abc'")
+    con.close()
+    base = ["evaluate", "--taxonomy", f"duckdb:{path}::forest"]
+    assert main([*base, "--truth", f"duckdb:{path}::gold", "--pred", f"duckdb:{path}::runs"]) == 2
+    assert capsys.readouterr().err == (f"hiersql: error: duckdb:{path}::runs, column 'score', instance_id='i2',"
+                                       " system='s1': score is not a number: 'abc'\n")
+    assert main([*base, "--truth", f"duckdb:{path}::gold_root", "--pred", f"duckdb:{path}::runs_ok"]) == 2
+    assert capsys.readouterr().err == (
+        f"hiersql: error: duckdb:{path}::gold_root, column 'label', instance_id='i3': label is the virtual root"
+        " added above the taxonomy's parentless nodes, not one of its nodes: '__root__'\n")
+
+
 def test_the_score_column_is_the_predictions_only(tmp_path, capsys):
     # --score-col names the predictions' score: a truth table without it is read, and a truth column that
     # happens to be called score (here text) is not read either
