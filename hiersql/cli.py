@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hiersql: internal error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
         return 1
     finally:
-        if handled:
+        if previous is not None:  # (None also when the earlier handler was not set from Python)
             signal.signal(signal.SIGTERM, previous)
 
 
