@@ -181,9 +181,10 @@ def split_name(text: str, where: str) -> tuple[str | None, str]:
     return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
 
 
-def _split_reference(ref: str, last: bool) -> tuple[str, str]:
-    """``LOCATION::REST`` of a reference (at the first ``::``, or the ``last`` one)."""
-    where = display(ref)
+def _split_reference(ref: str, last: bool, prefix: str = "") -> tuple[str, str]:
+    """``LOCATION::REST`` of a reference (at the first ``::``, or the ``last`` one) after its ``prefix``
+    (``duckdb:``), which messages show too."""
+    where = display(prefix + ref)
     k = ref.rfind("::") if last else ref.find("::")
     if k < 0 or not ref[k + 2:].strip():
         raise InputError("expected LOCATION::[schema.]table", where)
@@ -429,7 +430,7 @@ def _duckdb_file(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> 
     """``duckdb:PATH::[schema.]table`` or ``duckdb:PATH::SELECT …``, with PATH attached read-only."""
     import duckdb
 
-    path, rest = _split_reference(ref[len("duckdb:"):], last=False)
+    path, rest = _split_reference(ref[len("duckdb:"):], last=False, prefix="duckdb:")
     where = name or ref
     if not Path(path).is_file():
         raise InputError("DuckDB file not found", where)

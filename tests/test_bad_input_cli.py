@@ -155,6 +155,8 @@ CASES = [
     Case("--labels virtual root", ev("--metrics", "hamming_loss", "--labels", "b,__root__"),
          ["--labels", "not in the taxonomy", "'__root__'"], {"tax.tsv": "a\tb\nc\td\n"}),
     Case("--db is a folder", ev("--db", "{d}"), ["--db", "is a folder"]),
+    Case("a duckdb: source without its table", ev(truth="duckdb:{d}/w.duckdb"),
+         ["error: duckdb:{d}/w.duckdb: expected LOCATION::[schema.]table"]),
     Case("--db not a DuckDB file", ev("--db", "{d}/notes.txt"), ["--db", "notes.txt", "not a DuckDB database"],
          {"notes.txt": NOT_DUCKDB}),
     Case("--db empty file", ev("--db", "{d}/empty.duckdb"), ["--db", "empty.duckdb", "not a DuckDB database"],
