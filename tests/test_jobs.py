@@ -321,6 +321,8 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
     "no average": ('[options]\naverage = []\n' + DATASET, 2, "[]"),
     "labels with a micro average": ('[options]\nlabels = ["feline"]\n' + DATASET, 2, "\"average='micro'\""),
     "zero_division as text": ('[options]\nzero_division = "nan"\n' + DATASET, 2, "'nan'"),
+    "truth is a folder": (DATASET.replace("{truth}", "."), 4, "'.'"),
+    "queue in a missing folder": ('queue = "no/such/q.duckdb"\n' + DATASET, 1, "'no/such/q.duckdb'"),
 }
 
 

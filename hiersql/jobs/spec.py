@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs import LABEL_FORMATS
+from .queue import is_postgres
 
 UNKNOWN_LABELS = ("error", "ignore")
 DEFAULT_METRICS = ("hp", "hr", "hf")
@@ -158,6 +159,9 @@ def load_spec(path: str | Path) -> Spec:
     if not isinstance(datasets, list) or not all(isinstance(d, dict) for d in datasets):
         raise fail("'dataset' must be an array of tables ([[dataset]])", None, "dataset")
     base = path.parent
+    queue = doc.get("queue")
+    if isinstance(queue, str) and not is_postgres(queue) and not (base / queue).parent.is_dir():
+        raise fail("the queue's folder does not exist", None, "queue", queue)
     out = []
     names: set[str] = set()
     checked_options: dict[str, Any] = {}
@@ -285,7 +289,7 @@ def _source(text: str, base: Path, fail) -> str:
         raise fail("table sources (SOURCE::table) are not readable by this version; give a file", text)
     path = base / text
     if not path.is_file():
-        raise fail("file not found", text)
+        raise fail("is a folder, not a file" if path.is_dir() else "file not found", text)
     return str(path.resolve())
 
 
