@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     # transactions rolled back; only the main thread may set a handler (main() may run in another)
     handled = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if handled else None
+    _terminated.received = False
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -65,17 +66,15 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"hiersql: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
-    except Terminated:
-        print("hiersql: terminated", file=sys.stderr)
-        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
-        print("hiersql: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         return 0
     except Exception as exc:  # internal error: one line, exit 1; HIERSQL_DEBUG=1 shows the traceback
         import os
 
+        if _query_interrupted(exc):
+            return _interrupted()
         if os.environ.get("HIERSQL_DEBUG"):
             raise
         if type(exc).__name__ == "OutOfMemoryException":  # duckdb's, beyond --memory-limit and the disk
@@ -90,12 +89,30 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM received: stopped as an interrupt is (what catches ``KeyboardInterrupt`` catches it too)."""
+def _interrupted() -> int:
+    """Say that Ctrl-C (130) or SIGTERM (143) stopped the command; its exit status."""
+    if _terminated.received:
+        print("hiersql: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    print("hiersql: interrupted", file=sys.stderr)
+    return 130
+
+
+def _query_interrupted(exc: Exception) -> bool:
+    """Whether ``exc`` is DuckDB's word for a query that Ctrl-C or SIGTERM stopped: it turns the
+    KeyboardInterrupt raised while it runs into its own exception (``InterruptException``, or a RuntimeError
+    'Query interrupted' where it fetched the rows)."""
+    return type(exc).__name__ == "InterruptException" or (
+        isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted")
 
 
 def _terminated(signum: int, frame: object) -> None:
-    raise Terminated
+    """SIGTERM: noted, then handled as Ctrl-C is (a KeyboardInterrupt)."""
+    _terminated.received = True
+    raise KeyboardInterrupt
+
+
+_terminated.received = False
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str = "", *_: object,
