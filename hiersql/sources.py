@@ -36,7 +36,7 @@ creates lives in its own connection.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -777,13 +777,17 @@ def expand(
                              " them", table.where, value=system)
         entries += [Entry(v, Part(labels, v), _part_where(labels, v)) for v in values if system in (None, v)]
     if predictions:
-        seen: dict[str, str] = {}  # system: where it was first given
-        for entry in entries:
-            if entry.system in seen:
-                raise InputError(f"system name given twice (also by {seen[str(entry.system)]})", entry.where,
-                                 value=entry.system)
-            seen[str(entry.system)] = entry.where
+        check_distinct_systems((str(entry.system), entry.where) for entry in entries)
     return entries
+
+
+def check_distinct_systems(systems: Iterable[tuple[str, str]]) -> None:
+    """``(system, where it is given)`` pairs: a system given twice is an error naming both places."""
+    seen: dict[str, str] = {}
+    for system, where in systems:
+        if system in seen:
+            raise InputError(f"system name given twice (also by {seen[system]})", where, value=system)
+        seen[system] = where
 
 
 def _part_where(labels: LabelTable, system: str | None) -> str:

@@ -441,11 +441,7 @@ def load(
                                   True, unknown, no_truth)
         systems += found
         frames.append(kept)
-    seen: dict[str, str] = {}  # system: where it was first given
-    for system, where in systems:
-        if system in seen:
-            raise InputError(f"system name given twice (also by {seen[system]})", where, value=system)
-        seen[system] = where
+    sources.check_distinct_systems(systems)
     names = ("system", "instance_id", "label", "rank", "score")
     if not frames:
         engine.write(engine.table("predictions"), store.con.table("predictions").to_arrow_table())  # empty
