@@ -565,8 +565,7 @@ def comparison_sections(comparison, breakdown: pd.DataFrame | None = None,
 def write_report(html: str, out: str | Path) -> Path:
     """Write the page to ``out``: a ``.html`` file, or ``out/index.html`` for a directory (created). The page is
     written beside and then renamed: a failure (a full disk) leaves the page that was there, whole."""
-    import os
-    import secrets
+    from .files import write_atomically
 
     out = Path(out)
     if out.suffix.lower() not in (".html", ".htm"):
@@ -574,14 +573,7 @@ def write_report(html: str, out: str | Path) -> Path:
         out = out / "index.html"
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
-    try:
-        with open(partial, "x", encoding="utf-8") as page:  # "x": a new file, with the mode a plain write gives
-            page.write(html)
-        os.replace(partial, out)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    write_atomically(out, html)
     return out
 
 

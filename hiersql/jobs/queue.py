@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..files import write_atomically
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, spec VARCHAR NOT NULL,"
@@ -225,14 +226,7 @@ class Queue:
             jobs = con.status()
         data = {"pid": os.getpid(), "written_at": now().isoformat(),
                 "jobs": [{**job, "submitted_at": job["submitted_at"].isoformat()} for job in jobs]}
-        path = status_file(self.url)
-        new = path.with_name(f"{path.name}.{os.getpid()}.new")
-        try:
-            new.write_text(json.dumps(data), encoding="utf-8")
-            os.replace(new, path)
-        except BaseException:  # a full disk: no half-written file left behind
-            new.unlink(missing_ok=True)
-            raise
+        write_atomically(status_file(self.url), json.dumps(data))
         self._published, self._published_changes = True, changes
 
     def release(self, ids: Iterable[str]) -> None:
