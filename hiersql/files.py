@@ -9,13 +9,16 @@ from pathlib import Path
 
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to a new file beside ``path``, then rename it to ``path``: a reader sees the old
-    file or the new one, never a part, and a failure (a full disk) leaves the old file and no partial one. The
-    new file has the mode a plain write would give it."""
+    file or the new one, never a part, and a failure (a full disk) leaves the old file and no partial one, and
+    its :class:`OSError` names ``path``. The new file has the mode a plain write would give it."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
     try:
         with open(partial, "x", encoding="utf-8") as out:
             out.write(text)
         os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc  # not the partial file, nor no file at all
     except BaseException:
         partial.unlink(missing_ok=True)
         raise

@@ -166,6 +166,8 @@ def _action(args: argparse.Namespace, kids: list) -> int:
         return 0
     except Exception as exc:
         if out_of_space(exc):  # what was committed stays; a batch at hand is claimed again by the next run
+            if isinstance(exc, OSError) and exc.filename:  # the status file beside the queue
+                raise InputError(f"cannot write {exc.filename} ({exc.strerror})", queue.url) from None
             raise InputError(f"cannot write to the queue ({str(exc).strip().splitlines()[0]})", queue.url) from None
         raise
     finally:
