@@ -218,16 +218,16 @@ def _measure_values(store: Store, metrics: list[str], opts: Options, systems: li
     """The values ``system, metric, average, value`` of ``metrics``, in the order asked for, and the
     ``(numerator, denominator)`` matrices found on the way. A measure with an :class:`InstanceStatistic` is
     computed from its family's per-instance table (``Σ num / Σ den``, the family's own aggregate), which
-    spares a second pass over the data; the others (and everything under ``all``) by the families'
-    ``evaluate``."""
+    spares a second pass over the data; the others (and everything under ``all`` or a family's name) by the
+    families' ``evaluate``."""
     import pandas as pd
 
-    from .metrics import compute, resolve
+    from .metrics import GROUPS, compute, resolve
 
     matrices: dict[tuple[str, str], tuple] = {}
     parts: list[pd.DataFrame] = []
     direct: list[str] = []
-    explicit = "all" not in metrics
+    explicit = not any(m.strip() == "all" or m.strip() in GROUPS for m in metrics)  # else those that apply
     if explicit:
         wanted = {spec.family for names in resolve(metrics).values() for metric in names
                   for average in (("",) if metric in UNAVERAGED else opts.average)

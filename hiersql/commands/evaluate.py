@@ -25,7 +25,8 @@ def add_metric_arguments(p: argparse.ArgumentParser) -> None:
     from ..options import MEASURE_OPTIONS, RUN_OPTIONS, add_flags
 
     p.add_argument("--metrics", default="hp,hr,hf",
-                   help="comma-separated measures or aliases (SPEC §10), or 'all' (default: hp,hr,hf)")
+                   help="comma-separated measures or aliases (SPEC §10), families (set_based, flat, hcm,"
+                        " pair_based, lca, scoring: their measures that apply), or 'all' (default: hp,hr,hf)")
     add_flags(p.add_argument_group("measure options"), MEASURE_OPTIONS)
     add_flags(p.add_argument_group("run options"), [o for o in RUN_OPTIONS if o.name != "memory_limit"])
 

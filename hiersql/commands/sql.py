@@ -109,13 +109,7 @@ def target(name: str, query: str | None, options) -> tuple[str, str | None, dict
     from ..options import sql_options
 
     cat = catalog()
-    families = {f for f, _ in cat.values()}
-    if name in cat:
-        fam = cat[name][0]
-    elif name in families:
-        fam = name
-    else:
-        fam = GROUPS.get(name)
+    fam = cat[name][0] if name in cat else GROUPS.get(name)
     if fam is not None:
         if not query:
             try:

@@ -45,8 +45,8 @@ REGISTRY: dict[str, dict[str, str]] = {
     "scoring": {m: "" for m in ("pl", "lca_reward", "lpp", "lpptps", "lpppps", "scoring_hp", "scoring_hr",
                                 "scoring_hf")},
 }
-# names that stand for all the measures of a family
-GROUPS = {"hcm": "confusion"}
+# names that stand for the measures of a family (those that apply, as under ``all``): its own, and aliases
+GROUPS = {**{fam: fam for fam in REGISTRY}, "hcm": "confusion"}
 
 
 def family(name: str):
@@ -75,8 +75,9 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
     """Rows of ``metrics`` (names or aliases; ``all``) for every system: each family's plan run by ``source``,
     an :class:`~hiersql.engines.Engine` or a :class:`~hiersql.store.Store` (run by
     :class:`~hiersql.engines.DuckDBEngine`), sorted by (system, metric, average) within each family. A family
-    that does not apply to the input is an error when named, skipped under ``all`` (as are its measures that
-    do not apply). ``on_family(name)`` is called before each family is evaluated (progress bars)."""
+    that does not apply to the input is an error when named (by its name or one of its measures), skipped
+    under ``all``; a measure that does not apply is an error when named, left out when ``all`` or its family's
+    name brings it in. ``on_family(name)`` is called before each family is evaluated (progress bars)."""
     from ..averages import check_label_universe
     from ..errors import InputError
 
@@ -85,17 +86,18 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
     check_averages(list(metrics), options)
     if options.labels is not None:
         check_label_universe(engine.taxonomy(), options.labels)
-    explicit = "all" not in metrics
+    chosen = named(metrics)
+    wanted = resolve([m for m in metrics if m.strip() != "all"])  # the families named
     runs: list[tuple[FamilyPlan, list[str]]] = []
     for fam, names in resolve(list(metrics)).items():
         plan = plan_of(fam)
         reason = plan.applies(engine)
         if reason is not None:
-            if explicit:
-                raise InputError(f"does not apply to this input: {reason}", "--metrics", value=",".join(names))
+            if fam in wanted:
+                raise InputError(f"does not apply to this input: {reason}", "--metrics",
+                                 value=",".join(m.strip() for m in metrics if m.strip() in wanted_by(fam)))
             continue
-        if not explicit:
-            names = [m for m in names if plan.metric_applies(engine, m, options)]
+        names = [m for m in names if m in chosen or plan.metric_applies(engine, m, options)]
         if names:
             runs.append((plan, names))
     rows = engine.run_plans(runs, options, None if on_family is None else lambda plan: on_family(plan.name))
@@ -105,26 +107,42 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
 def check_averages(metrics: list[str], options: Options) -> None:
     """Every average of ``options.average`` must be one that each named measure has, and with ``labels`` a named
     set-based measure takes only its per-class averages (an :class:`~hiersql.options.OptionError` naming the
-    parameter and the value, :func:`hiersql.averages.check_average`); under ``all`` each measure gives the
-    averages it has. Measures without averages (plain means) take any."""
+    parameter and the value, :func:`hiersql.averages.check_average`); under ``all`` or a family's name each
+    measure gives the averages it has, and a named family must have a measure that gives one. Measures without
+    averages (plain means) take any."""
     from ..averages import check_average
+    from ..options import OptionError
     from ..plan import averages_of
 
-    if "all" in metrics:
-        return
-    for fam, names in resolve(metrics).items():
+    chosen = named(metrics)
+    for fam, names in resolve([m for m in metrics if m.strip() != "all"]).items():
         plan = plan_of(fam)
         for metric in names:
-            if averages_of(plan, metric) == ("",):
-                continue
-            for average in options.average:
-                check_average(plan, metric, average, options.labels is not None)
+            if metric in chosen and averages_of(plan, metric) != ("",):
+                for average in options.average:
+                    check_average(plan, metric, average, options.labels is not None)
+        has = {a for metric in REGISTRY[fam] for a in averages_of(plan, metric)}
+        if not has & {"", *options.average}:
+            raise OptionError("average", f"of the {fam} measures must be one of "
+                              f"{', '.join(repr(a) for a in sorted(has))}", ",".join(map(str, options.average)))
+
+
+def named(metrics: list[str] | tuple[str, ...]) -> set[str]:
+    """The measures of ``metrics`` named one by one (by name or alias), not brought in by ``all`` or a family's
+    name (:data:`GROUPS`)."""
+    cat = catalog()
+    return {cat[m.strip()][1] for m in metrics if m.strip() in cat}
+
+
+def wanted_by(fam: str) -> set[str]:
+    """The names that bring in measures of family ``fam``: its measures' names and aliases, its group names."""
+    return {name for name, (f, _) in catalog().items() if f == fam} | {g for g, f in GROUPS.items() if f == fam}
 
 
 def resolve(names: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
     """Group metric names/aliases by family, keeping order. ``all`` means every metric of every family
-    (the caller drops families that do not apply); a group name of :data:`GROUPS` (``hcm``) expands to its
-    family's measures."""
+    (the caller drops families that do not apply); a family's name or a group name of :data:`GROUPS`
+    (``pair_based``, ``hcm``) expands to its family's measures (the caller drops those that do not apply)."""
     from ..errors import InputError
 
     cat = catalog()
