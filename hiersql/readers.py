@@ -1,7 +1,7 @@
 """Reading label sources into the staging tables of a DuckDB connection, and checking them.
 
 Every reader fills the temp tables ``_incoming(src, instance_id, label, line, pos, score[, score_text],
-rank)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`STAGED`), ``src`` being the position of a
+ord, rank)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`STAGED`), ``src`` being the position of a
 source in the list read; :class:`~hiersql.store.Store` then moves the checked rows into ``truth`` or
 ``predictions`` in one transaction. The formats (SPEC §1, §10) are those of :data:`LABEL_FORMATS`, mappings of
 columns, sequences of label sets, and the tables of :mod:`hiersql.sources`; the rules are the module docstring
@@ -243,9 +243,14 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, sources.
     else:
         pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
         params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
-    _incoming(con, "SELECT s.src, r.instance_id, r.label, r.line, 1 AS pos, r.score_text, r.score"
-                   f" FROM {pick}", params)
+    _incoming(con, "SELECT s.src, r.instance_id, r.label, r.line, 1 AS pos, r.score_text, r.score, r.rank_text,"
+                   f" r.ord FROM {pick}", params, ordered=True)
     _check_rows(con, wheres)
+    if "rank" in parts[0][1].labels.columns:
+        bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"
+                             " OR NOT isfinite(ord) ORDER BY src, line LIMIT 1")
+        if bad:
+            raise InputError("rank is not a number", *locate(wheres[bad[0]], bad[1], "rank", bad[3]), bad[2])
 
 
 def _check_rows(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
@@ -320,15 +325,19 @@ def _check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tup
     ).fetchall()
     if dups:
         _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming QUALIFY row_number() OVER (PARTITION BY src,"
-                       " instance_id, label ORDER BY line, pos) = 1")
+                       " instance_id, label ORDER BY ord, line, pos) = 1", ordered=True)
     return dups
 
 
-def _incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, object] | None = None) -> None:
+def _incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, object] | None = None,
+              ordered: bool = False) -> None:
     """The staging table ``_incoming``: the ``rows`` of a reader (``src, instance_id, label, line, pos,
-    score[, score_text]``) and each label's ``rank``, its position within its instance as read."""
-    temp_table(con, "_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY line, pos)"
-               f" AS rank FROM ({rows})", params)
+    score[, score_text]``, and ``ord`` when ``ordered``: the value of a table's rank column) and each label's
+    ``rank``, its position within its instance by ``ord``, then as read."""
+    if not ordered:
+        rows = f"SELECT *, NULL::DOUBLE AS ord FROM ({rows})"
+    temp_table(con, "_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY ord, line,"
+               f" pos) AS rank FROM ({rows})", params)
 
 
 def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:
@@ -354,7 +363,7 @@ def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -
             src, line, label, _, instance = unknowns[0]
             raise InputError("label not in the taxonomy", *locate(wheres[src], line, "label", instance), label)
         con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
-        _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming")  # the ranks renumbered
+        _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming", ordered=True)  # the ranks renumbered
         for src, _, label, count, _ in unknowns:
             warn_data(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
     for src, count in staged.duplicates:

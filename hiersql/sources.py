@@ -22,10 +22,14 @@ a part ends at the first dot. Names are never spliced into SQL text: DuckDB iden
 (:func:`quote`), PostgreSQL's with :class:`psycopg.sql.Identifier`, values and paths are bound as
 parameters or quoted as string literals.
 
-Columns are found by role: ``instance``, ``label``, ``score`` and ``system`` for labels, ``parent`` and
-``child`` (and ``weight``) for a taxonomy, under the user's names (:class:`Columns`) or the default names
-(``instance_id``, ``label``, ``score``, ``system``, ``parent``, ``child``, ``weight``, in any case). Ids,
-labels, systems and node names must be text or integer columns, scores numbers or text.
+Columns are found by role: ``instance``, ``label``, ``score``, ``system`` and ``rank`` for labels,
+``parent`` and ``child`` (and ``weight``) for a taxonomy, under the user's names (:class:`Columns`) or the
+default names (``instance_id``, ``label``, ``score``, ``system``, ``parent``, ``child``, ``weight``, in any
+case; ``rank`` has none: it is read only when named). Ids, labels, systems and node names must be text or
+integer columns, scores and ranks numbers or text.
+
+A label's rank within its instance is its position in the order read (a table's scan order), or, with a rank
+column, the order of that column's values (ties in the order read).
 
 A predictions table with a system column holds one system per distinct value (:func:`expand`); without one,
 its system is the name given, or the stem of its file or the name of its table. Nothing is written where the
@@ -52,7 +56,8 @@ DEFAULT_NAMES = {"instance": "instance_id", "label": "label", "score": "score", 
 # The kinds of column each role takes (see _kind).
 ROLE_KINDS = {"instance": ("text", "integer"), "label": ("text", "integer"), "system": ("text", "integer"),
               "parent": ("text", "integer"), "child": ("text", "integer"),
-              "score": ("number", "integer", "text"), "weight": ("number", "integer")}
+              "score": ("number", "integer", "text"), "rank": ("number", "integer", "text"),
+              "weight": ("number", "integer")}
 _DUCKDB_INTEGERS = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
                     "ubigint", "uhugeint"}
 _QUERY = re.compile(r"\s*(select|with|from|values|table)\b", re.IGNORECASE)
@@ -64,12 +69,13 @@ PG_PARALLEL_MAX = 4  # at most this many parts (and the number of CPUs)
 @dataclass(frozen=True)
 class Columns:
     """The user's column names by role; ``None``: the default name (:data:`DEFAULT_NAMES`), which is
-    optional for ``score``, ``system`` and ``weight``."""
+    optional for ``score``, ``system`` and ``weight``; for ``rank``, no rank column (the order read)."""
 
     instance: str | None = None
     label: str | None = None
     system: str | None = None
     score: str | None = None
+    rank: str | None = None
     parent: str | None = None
     child: str | None = None
 
@@ -220,11 +226,18 @@ class Table:
             self._close()
             self._close = None
 
+    def _matching(self, wanted: str) -> list[str]:
+        """The columns named ``wanted``: exactly, else in any case."""
+        return [n for n in self.names if n == wanted] or [n for n in self.names if n.lower() == wanted.lower()]
+
+    def has_column(self, wanted: str) -> bool:
+        return len(self._matching(wanted)) == 1
+
     def column(self, role: str, given: str | None, required: bool) -> str | None:
         """The column of ``role``: ``given`` (exactly, else in any case if that is unique) or the default
         name in any case; checks its kind. ``None`` when an optional role has no column."""
         wanted = given or DEFAULT_NAMES[role]
-        found = [n for n in self.names if n == wanted] or [n for n in self.names if n.lower() == wanted.lower()]
+        found = self._matching(wanted)
         if len(found) != 1:
             if given is None and not required:
                 return None
@@ -696,24 +709,31 @@ class LabelTable(NamedTuple):
     columns: dict[str, str]
 
     def rows(self) -> str:
-        """SQL of the rows as the store stages them: ``instance_id, label, score_text, score, system, line``
-        (text, but ``score`` as a number; ``line`` is the row's number in the table's scan order)."""
+        """SQL of the rows as the store stages them: ``instance_id, label, score_text, score, system,
+        rank_text, ord, line`` (text, but ``score`` and ``ord``, the rank column's value, as numbers; ``line``
+        is the row's number in the table's scan order)."""
         cols = self.columns
         used = list(dict.fromkeys(cols.values()))
         text = {role: f"CAST({quote(col)} AS VARCHAR)" for role, col in cols.items()}
-        score = f"TRY_CAST({quote(cols['score'])} AS DOUBLE)" if "score" in cols else "NULL::DOUBLE"
+        number = {role: f"TRY_CAST({quote(cols[role])} AS DOUBLE)" if role in cols else "NULL::DOUBLE"
+                  for role in ("score", "rank")}
         return (f"SELECT {text['instance']} AS instance_id, {text['label']} AS label,"
-                f" {text.get('score', 'NULL::VARCHAR')} AS score_text, {score} AS score,"
+                f" {text.get('score', 'NULL::VARCHAR')} AS score_text, {number['score']} AS score,"
                 f" {text.get('system', 'NULL::VARCHAR')} AS system,"
+                f" {text.get('rank', 'NULL::VARCHAR')} AS rank_text, {number['rank']} AS ord,"
                 f" row_number() OVER () + {self.table.first_line - 1:d} AS line"
                 f" FROM {self.table.read(used)}")
 
 
 def label_table(table: Table, columns: Columns, predictions: bool) -> LabelTable:
-    """The columns of a label table by role; the score and system columns only for ``predictions``."""
+    """The columns of a label table by role; the score and system columns only for ``predictions``; the rank
+    column when named (in a truth table only if it has one: a rank column names the predictions' ranks, and
+    true labels are often a set)."""
     roles = {"instance": (columns.instance, True), "label": (columns.label, True)}
     if predictions:  # a truth table may hold such columns too (--score-col names the predictions'): the truth
         roles |= {"score": (columns.score, False), "system": (columns.system, False)}  # has no scores, no systems
+    if columns.rank is not None and (predictions or table.has_column(columns.rank)):
+        roles["rank"] = (columns.rank, True)
     found = {role: table.column(role, given, required) for role, (given, required) in roles.items()}
     return LabelTable(table, {role: col for role, col in found.items() if col is not None})
 

@@ -150,8 +150,9 @@ def _kind(data_type: Any) -> tuple[str, str]:
 
 
 class _Source(NamedTuple):
-    """A label source opened in Spark: its rows as ``_src, instance_id, label, score_text, score, system, _o``
-    (``_src``: its number; ``_o``: the scan order), how messages name it, its columns by role, its system
+    """A label source opened in Spark: its rows as ``_src, instance_id, label, score_text, score, rank_text,
+    ord, _ranked, system, _o`` (``_src``: its number; ``ord``: the rank column's value, ``_ranked`` whether it
+    has one; ``_o``: the scan order), how messages name it, its columns by role, its system
     (``None``: the values of its system column name its systems) and the system name given to a table with a
     system column (an error unless its only value)."""
 
@@ -181,19 +182,21 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
     def text(role: str) -> Any:
         return F.col(col[role]).cast("string") if role in col else F.lit(None).cast("string")
 
-    if "score" not in col:
-        score = F.lit(None).cast("double")
-    elif table.kinds[table.names.index(labels.columns["score"])] == "text":
-        score = F.expr(f"try_cast({col['score']} AS DOUBLE)")
-    else:
-        score = F.col(col["score"]).cast("double")
+    def number(role: str) -> Any:
+        if role not in col:
+            return F.lit(None).cast("double")
+        if table.kinds[table.names.index(labels.columns[role])] == "text":
+            return F.expr(f"try_cast({col[role]} AS DOUBLE)")
+        return F.col(col[role]).cast("double")
+
     by_column = predictions and "system" in col
     named = system if system is not None else (stem if predictions else None)
     if predictions and not by_column and not named:
         raise InputError("a system name is needed (NAME=SOURCE) or a system column", where)
     rows = frame.select(
         F.lit(k).alias("_src"), text("instance").alias("instance_id"), text("label").alias("label"),
-        text("score").alias("score_text"), score.alias("score"),
+        text("score").alias("score_text"), number("score").alias("score"), text("rank").alias("rank_text"),
+        number("rank").alias("ord"), F.lit("rank" in col).alias("_ranked"),
         (text("system") if by_column else F.lit(named).cast("string")).alias("system"),
         F.struct(F.input_file_name().alias("file"), F.monotonically_increasing_id().alias("row")).alias("_o"))
     return _Source(rows, where, labels.columns, None if by_column else named, system if by_column else None)
@@ -203,6 +206,7 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
 _ERRORS = (
     ("_missing", "missing instance_id or label (empty, None or NaN)", None),
     ("_bad_score", "score is not a number", "score"),
+    ("_bad_rank", "rank is not a number", "rank"),
     ("_virtual", "label is the virtual root added above the taxonomy's parentless nodes, not one of its nodes",
      "label"),
     ("_unknown", "label not in the taxonomy", "label"),
@@ -249,8 +253,10 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
          | (F.lower(label) == "nan") | (F.lower(instance) == "nan")).alias("_missing"),
         (F.col("score_text").isNotNull() & (F.col("score_text") != "")
          & (F.col("score").isNull() | F.isnan("score"))).alias("_bad_score"),
+        (F.col("_ranked") & (F.col("ord").isNull() | F.isnan("ord") | (F.abs("ord") == float("inf"))))
+        .alias("_bad_rank"),
         F.coalesce("_is_virtual", F.lit(False)).alias("_virtual"),
-        (F.row_number().over(Window.partitionBy(*unit, "label").orderBy("_o")) > 1).alias("_dup"),
+        (F.row_number().over(Window.partitionBy(*unit, "label").orderBy("ord", "_o")) > 1).alias("_dup"),
     ).withColumn("_unknown", F.col("_known").isNull() & ~F.col("_dup")).withColumn(
         "_no_truth", F.col("_has_truth").isNull())
     keep = ~F.col("_dup")
@@ -258,8 +264,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         keep &= ~F.col("_unknown")
     if no_truth == "ignore":
         keep &= ~F.col("_no_truth")
-    # the rank of a kept row: the kept rows of its instance up to it, in scan order
-    rank = F.sum(F.col("_keep").cast("int")).over(Window.partitionBy(*unit).orderBy("_o").rowsBetween(
+    # the rank of a kept row: the kept rows of its instance up to it, by the rank column, then in scan order
+    rank = F.sum(F.col("_keep").cast("int")).over(Window.partitionBy(*unit).orderBy("ord", "_o").rowsBetween(
         Window.unboundedPreceding, Window.currentRow))
     try:
         rows = rows.withColumn("_keep", keep).withColumn("rank", rank.cast("int")).localCheckpoint(eager=True)
@@ -267,7 +273,7 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
             F.count("*").alias("n"), F.count_if("_keep").alias("kept"), F.count_if("_dup").alias("dups"),
             F.min("_o").alias("_first"), F.min_by("instance_id", "_o").alias("_first_id"),
             *(F.count_if(flag).alias(flag) for flag, _, _ in _ERRORS),
-            *(F.min_by(F.struct("_o", "instance_id", "label", "score_text"),
+            *(F.min_by(F.struct("_o", "instance_id", "label", "score_text", "rank_text"),
                        F.when(F.col(flag), F.col("_o"))).alias(f"{flag}_first") for flag, _, _ in _ERRORS),
         ).collect()
     except Exception as exc:  # a file Spark cannot read, a query that fails when run
@@ -316,7 +322,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
             role = "instance" if row["instance_id"] in (None, "") or row["instance_id"].lower() == "nan" else "label"
         instance_id = None if role == "instance" and flag == "_missing" else row["instance_id"]
         value = {"_missing": f"instance_id={row['instance_id']!r}, label={row['label']!r}",
-                 "_bad_score": row["score_text"], "_no_truth": row["instance_id"]}.get(flag, row["label"])
+                 "_bad_score": row["score_text"], "_bad_rank": row["rank_text"],
+                 "_no_truth": row["instance_id"]}.get(flag, row["label"])
         at = line(key[0], row["_o"]) if instance_id is None else None
         raise InputError(message, *locate(wheres[key], at, role, instance_id), value)
     for key in order:
@@ -378,6 +385,7 @@ def load(
     label_col: str | None = None,
     score_col: str | None = None,
     system_col: str | None = None,
+    rank_col: str | None = None,
     parent_col: str | None = None,
     child_col: str | None = None,
     on_step: Any = None,
@@ -400,7 +408,7 @@ def load(
 
     step = on_step or (lambda _: None)
     spark = engine.spark
-    columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col)
+    columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col, rank=rank_col)
     items = prediction_items(predictions)
     step(LOAD_STEPS[0])
     store.load_taxonomy(_taxonomy(spark, taxonomy, parent_col, child_col))
@@ -423,14 +431,16 @@ def load(
                     store.con.execute(f"INSERT INTO {name} SELECT * FROM _hiersql_spark")
                     store.con.unregister("_hiersql_spark")
     else:
-        store.add_truth(truth, format, unknown=unknown, instance_col=instance_col, label_col=label_col)
+        store.add_truth(truth, format, unknown=unknown, instance_col=instance_col, label_col=label_col,
+                        rank_col=rank_col)
         engine.copy_store(store, ("truth", "instances"))
     step(LOAD_STEPS[2])
     systems: list[tuple[str, str]] = []
     frames = []
     if local:
         store.add_predictions_many(local, format, unknown=unknown, no_truth=no_truth, instance_col=instance_col,
-                                   label_col=label_col, score_col=score_col, system_col=system_col)
+                                   label_col=label_col, score_col=score_col, system_col=system_col,
+                                   rank_col=rank_col)
         systems += store.con.execute("SELECT system, source FROM systems ORDER BY system").fetchall()
         picked = store.con.table("predictions").to_arrow_table()
         frames.append(spark.createDataFrame(picked if len(picked) else picked.to_pandas(),

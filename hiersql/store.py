@@ -12,8 +12,9 @@ label), a mapping of columns (``{"instance_id": [...], "label": [...]}``, option
 needed), or a table (long layout, read by :mod:`hiersql.sources`): a Parquet or CSV file, a DuckDB or
 PostgreSQL table (``duckdb:PATH::table``, ``postgresql://…::schema.table``), a query (``sql:SELECT …``), a
 pandas DataFrame, an Arrow table or a DuckDB relation, with the user's column names (``instance_col=``,
-``label_col=``, ``score_col=``, ``system_col=``). A predictions table with a system column (``system_col``, or a
-column named ``system``) holds one system per distinct value.
+``label_col=``, ``score_col=``, ``system_col=``, ``rank_col=``). A predictions table with a system column
+(``system_col``, or a column named ``system``) holds one system per distinct value. A label's ``rank`` is its
+position within its instance as read, or by the values of the rank column (``rank_col``; ties as read).
 
 Rules: labels are sets (duplicates collapse, with a :class:`~hiersql.errors.DataWarning` giving the count); a
 label not in the taxonomy is an :class:`~hiersql.errors.InputError` naming it, its file and line
@@ -106,12 +107,13 @@ class Store:
     # ------------------------------------------------------------------ labels
     def add_truth(
         self, source: LabelSource, format: str = "long", *, unknown: str = "error", name: str | None = None,
-        instance_col: str | None = None, label_col: str | None = None,
+        instance_col: str | None = None, label_col: str | None = None, rank_col: str | None = None,
     ) -> None:
         """Replace the truth with the labels read from ``source`` (see the module docstring for formats;
-        ``*_col``: the user's column names of a table source; a score or system column there is not read)."""
+        ``*_col``: the user's column names of a table source; a score or system column there is not read, a
+        rank column named ``rank_col`` is when the table has one)."""
         self._require_taxonomy()
-        columns = Columns(instance=instance_col, label=label_col)
+        columns = Columns(instance=instance_col, label=label_col, rank=rank_col)
         self._commit_truth(readers.stage(self.con, [(None, source, name)], format, columns, predictions=False), unknown)
 
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
@@ -140,12 +142,13 @@ class Store:
         label_col: str | None = None,
         score_col: str | None = None,
         system_col: str | None = None,
+        rank_col: str | None = None,
     ) -> None:
         """Replace the predictions of ``system`` with the labels read from ``source`` (the one-system case of
         :meth:`add_predictions_many`; ``name`` names a source that is not a file in messages). A table with a
         system column (``system_col``, or a column named ``system``) gives one system per value: then
         ``system`` is ``None``."""
-        columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col)
+        columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col, rank=rank_col)
         self._load_predictions([(system, source, name)], format, unknown, no_truth, columns)
 
     def add_predictions_many(
@@ -159,6 +162,7 @@ class Store:
         label_col: str | None = None,
         score_col: str | None = None,
         system_col: str | None = None,
+        rank_col: str | None = None,
     ) -> None:
         """Replace the predictions of many systems at once: ``{system: source}`` (or ``(system, source)``
         pairs), every source in ``format``. A table with a system column holds one system per value (give it
@@ -176,7 +180,7 @@ class Store:
         InputError
             A system named twice, or any bad input of :meth:`add_predictions`.
         """
-        columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col)
+        columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col, rank=rank_col)
         self._load_predictions(prediction_items(predictions), format, unknown, no_truth, columns)
 
     def load(
@@ -195,11 +199,13 @@ class Store:
         label_col: str | None = None,
         score_col: str | None = None,
         system_col: str | None = None,
+        rank_col: str | None = None,
     ) -> None:
         """:meth:`load_taxonomy`, :meth:`add_truth` and :meth:`add_predictions_many` in one call, with the same
         result and the same errors; the taxonomy may be a file (:meth:`Taxonomy.from_file`), a table
         reference (:meth:`Taxonomy.from_table`) or a function returning one (called once). The ``*_col``
-        column names apply to the truth and the predictions (``system_col`` to the predictions).
+        column names apply to the truth and the predictions (``score_col`` and ``system_col`` to the predictions,
+``rank_col`` to the truth when its table has that column).
 
         The taxonomy is read, validated and loaded with its closure on a second thread and a second
         connection (a cursor) while DuckDB reads the label sources on this one, which needs no taxonomy (its
@@ -212,7 +218,7 @@ class Store:
 
         step = on_step or (lambda _: None)
         items = prediction_items(predictions)
-        columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col)
+        columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col, rank=rank_col)
         staged: InputError | None = None
         labels_read: queue.Queue[bool] = queue.Queue(1)  # whether the label sources were read: commit the taxonomy
 

@@ -32,6 +32,10 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                           ("score", "score"), ("parent", "parent"), ("child", "child")):
         parser.add_argument(f"--{role}-col", metavar="COLUMN",
                             help=f"column of the {role} in table sources (default: {default})")
+    parser.add_argument("--rank-col", metavar="COLUMN",
+                        help="column whose values order the labels of an instance in table sources (the"
+                             " predictions'; the truth's if it has one), for the ranks that PL and the HCM read"
+                             " (default: none, the order read)")
     parser.add_argument("--labels-format", default="long", choices=LABEL_FORMATS,
                         help="format of the truth and prediction files (default: long)")
     parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
@@ -159,13 +163,14 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
         inputs = Store(memory_limit=from_args(RunOptions, args).memory_limit)  # this run's own, never --db
         load(spark, inputs, args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown,
              instance_col=args.instance_col, label_col=args.label_col, score_col=args.score_col,
-             system_col=args.system_col, parent_col=args.parent_col, child_col=args.child_col, on_step=steps.start)
+             system_col=args.system_col, rank_col=args.rank_col, parent_col=args.parent_col,
+             child_col=args.child_col, on_step=steps.start)
         _check_label_universe(inputs, getattr(args, "labels", None))
         return store
     earlier = _keep_earlier_inputs(store) if args.db else False
     store.load(taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start,
                instance_col=args.instance_col, label_col=args.label_col, score_col=args.score_col,
-               system_col=args.system_col)
+               system_col=args.system_col, rank_col=args.rank_col)
     if earlier:
         _drop_stale_systems(store, [name for name, _ in preds if name is not None], f"--db {args.db}")
     _check_label_universe(store, getattr(args, "labels", None))

@@ -141,7 +141,8 @@ def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | No
 def _label_columns(work: dict[str, Any]) -> dict[str, str]:
     """The column keywords of a unit's label tables, as :meth:`hiersql.store.Store.load` takes them."""
     columns = work.get("columns", {})
-    return {key: columns[key] for key in ("instance_col", "label_col", "score_col", "system_col") if key in columns}
+    return {key: columns[key] for key in ("instance_col", "label_col", "score_col", "system_col", "rank_col")
+            if key in columns}
 
 
 def _check_unchanged(path: str, expected: str) -> None:

@@ -31,7 +31,7 @@ DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
                 "metrics": "a list of strings", "options": "a table"}
 # The column names of table sources (a CSV or Parquet file) by keyword, as the flags of ``hiersql evaluate``
 # name them; a predictions table with a system column is one unit per system.
-COLUMN_KEYS = ("instance_col", "label_col", "score_col", "system_col", "parent_col", "child_col")
+COLUMN_KEYS = ("instance_col", "label_col", "score_col", "system_col", "rank_col", "parent_col", "child_col")
 TOP_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 DATASET_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 # A source naming a table rather than a file: ``duckdb:PATH::table``, ``postgresql://...::schema.table``.
@@ -334,7 +334,8 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
                    ) -> list[tuple[str, str]] | None:
     """The systems of a predictions table with a system column (``system_col``, or a column named
     ``system``), read as the store reads it (:func:`hiersql.sources.expand`): ``(system, SHA-256 of its rows
-    sorted)`` (the order of a table's rows is no part of its content), only ``system`` when it is given
+    by instance, each instance's in rank order)`` (the order of the instances is no part of a system's
+    content; that of an instance's labels is, as their ranks), only ``system`` when it is given
     (``NAME=FILE``). ``None`` when the table has no system column, or cannot be read while no ``system_col``
     is given: then it is one unit, whose run says what is wrong."""
     import duckdb
@@ -342,7 +343,7 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
     from ..sources import Columns, expand
 
     wanted = Columns(instance=columns.get("instance_col"), label=columns.get("label_col"),
-                     score=columns.get("score_col"), system=columns.get("system_col"))
+                     score=columns.get("score_col"), system=columns.get("system_col"), rank=columns.get("rank_col"))
     con = duckdb.connect()
     tables: list[Any] = []
     try:
@@ -356,8 +357,8 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
         if "system" not in labels.columns:
             return None
         row = "concat_ws(chr(31), coalesce(instance_id, chr(0)), coalesce(label, chr(0)), coalesce(score_text, chr(0)))"
-        digests = dict(con.execute(f"SELECT system, sha256(string_agg({row}, chr(30) ORDER BY {row}))"
-                                   f" FROM ({labels.rows()}) GROUP BY system").fetchall())
+        digests = dict(con.execute(f"SELECT system, sha256(string_agg({row}, chr(30) ORDER BY instance_id, ord,"
+                                   f" line)) FROM ({labels.rows()}) GROUP BY system").fetchall())
         return [(e.system, digests[e.system]) for e in entries]
     finally:
         for table in tables:
