@@ -191,3 +191,35 @@ def test_a_signal_while_duckdb_runs_a_query_is_an_interrupt(data_dir, stop, afte
     proc.send_signal(stop)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (code, f"hiersql: {said}\n")
+
+
+def test_sigterm_to_the_process_group_stops_the_run_as_sigterm_to_it(job, tmp_path):
+    # systemd, a container's stop, `kill -- -PGID`: the signal reaches the workers' child processes too; they
+    # leave it to the run (as Ctrl-C), which commits the batches at hand: no attempt ends with a lost worker
+    spec, reference = job
+    path = tmp_path / "q.duckdb"
+    queue = Queue(path)
+    submit(queue, spec)
+    queue.close()
+    proc = subprocess.Popen([sys.executable, str(SLOW_RUN), str(path), "0.3", "finish",
+                             "--workers", "2", "--batch", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    for line in proc.stdout:
+        if line.strip() == "COMMITTED":
+            break
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert watchdog.is_alive(), "the driver hung"
+    watchdog.cancel()
+    assert (proc.returncode, err) == (143, "hiersql: terminated\n")
+    queue = Queue(path)
+    with queue.connect() as con:
+        states = dict(con.execute("SELECT status, count(*) FROM units GROUP BY status"))
+        lost = con.execute("SELECT count(*) FROM attempts WHERE error IS NOT NULL")[0][0]
+    assert set(states) <= {"done", "queued"} and 0 < states.get("done", 0) < 9, states
+    assert lost == 0
+    run(queue)
+    queue.close()
+    check_queue(path, reference)

@@ -315,7 +315,8 @@ def serve(fd: int, threads: int) -> None:
     (``("done", outcome)`` of :func:`evaluate`, or ``("raise", message)``), until the socket closes."""
     from multiprocessing.connection import Connection as Pipe
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it commits the batch at hand
+    for stop in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or SIGTERM to the process group, is the parent's: it
+        signal.signal(stop, signal.SIG_IGN)  # commits the batch at hand, then closes the socket (EOF ends this)
     pipe = Pipe(fd)
     stores = Stores(threads or None)
     try:
