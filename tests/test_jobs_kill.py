@@ -170,6 +170,8 @@ def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
         states = dict(con.execute("SELECT status, count(*) FROM units GROUP BY status"))
         rows = con.execute("SELECT count(*), count(DISTINCT unit_id) FROM results")[0]
     assert set(states) <= {"done", "queued"} and 0 < states.get("done", 0) < 9, states
+    done = states["done"]  # said before it stops: the units committed, the batches at hand too
+    assert out.splitlines()[-1] == f"{done} unit(s) processed: {done} done, 0 unchanged, 0 failed", out
     assert rows == (2 * states["done"], states["done"])  # the done units' rows, nothing of the others
     run(queue)
     queue.close()

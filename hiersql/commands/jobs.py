@@ -195,7 +195,7 @@ def _submit(queue, args: argparse.Namespace, spec) -> int:
 def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -> int:
     from ..errors import InputError
     from ..jobs import submit
-    from ..jobs.runner import run
+    from ..jobs.runner import Summary, run
 
     jobs = args.job
     if spec is not None:
@@ -203,20 +203,30 @@ def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -
         print(f"job {job_id}: {total} unit(s), {queued} queued, {total - queued} unchanged")
         jobs = [job_id]
     bars = _Bars(queue, jobs)
+    summary = Summary()
     try:
-        summary = run(queue, jobs, args.workers, args.batch, on_unit=bars.update, max_attempts=args.max_attempts,
-                      processes=kids)
+        run(queue, jobs, args.workers, args.batch, on_unit=bars.update, max_attempts=args.max_attempts,
+            processes=kids, summary=summary)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: what was committed before the run stopped
+        bars.close()
+        _print_summary(summary)
+        raise
     finally:
         bars.close()
+    _print_summary(summary)
+    if summary.failures:
+        raise InputError(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
+                         " (`hiersql jobs status` lists the errors)", args.spec or queue.url)
+    return 0
+
+
+def _print_summary(summary) -> None:
+    """The failures of a run, then its counts (also after an interrupt: what was committed)."""
     counts = summary.counts
     for dataset, system, error in summary.failures:
         print(f"failed: {dataset}/{system}: {error}")
     print(f"{sum(counts.values())} unit(s) processed: {counts['done']} done, {counts['skipped']} unchanged,"
           f" {counts['failed']} failed")
-    if summary.failures:
-        raise InputError(f"{len(summary.failures)} of {sum(counts.values())} unit(s) failed"
-                         " (`hiersql jobs status` lists the errors)", args.spec or queue.url)
-    return 0
 
 
 def _schedule(args: argparse.Namespace) -> int:

@@ -421,13 +421,14 @@ def new_run_id() -> str:
 
 def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch: int = MAX_BATCH,
         on_unit: Callable[[Event], None] | None = None, max_attempts: int = MAX_ATTEMPTS,
-        processes: list[Child] | None = None) -> Summary:
+        processes: list[Child] | None = None, summary: Summary | None = None) -> Summary:
     """Process the queued units of ``jobs`` (all when ``None``) with ``workers`` workers: on a DuckDB queue,
     threads of this process (the file's one writer), each evaluating in a child process when there are several
     (``processes``: from :func:`children`, else started here); processes on a PostgreSQL queue. A unit claimed
-    ``max_attempts`` times without a commit fails. Returns what was done; ``on_unit(event)`` is called in this
-    process after each unit is committed."""
-    summary = Summary()
+    ``max_attempts`` times without a commit fails. Returns what was done, in ``summary`` when given (filled as
+    units are committed: what was done before an interrupt too); ``on_unit(event)`` is called in this process
+    after each unit is committed."""
+    summary = summary if summary is not None else Summary()
     run_id = new_run_id()
     host = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -469,8 +470,11 @@ def _threads(team: list[Worker], record: Callable[[Event], None], publish: Calla
                     published = time.monotonic()
             publish()
         except BaseException:  # Ctrl-C, a status file that cannot be written: the batches at hand are
-            for worker in team:  # committed (if they can be), then the threads stop
+            for worker in team:  # committed (if they can be), then the threads stop, and their units are recorded
                 worker.stop.set()
+            pool.shutdown()
+            while not events.empty():
+                record(events.get_nowait())
             raise
         for f in futures:
             f.result()
