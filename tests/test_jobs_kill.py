@@ -144,6 +144,19 @@ def test_killed_anywhere_then_resumed(job, tmp_path):
 
 
 SLOW_RUN = Path(__file__).with_name("slow_jobs_run.py")
+# faulthandler: on SIGABRT a run prints every thread's stack (stopped)
+RUN_ENV = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"}
+
+
+def stopped(proc: subprocess.Popen, timeout: float = 60) -> tuple[str, str]:
+    """The output of a run told to stop; one that has not ended within ``timeout`` seconds fails the test with
+    its threads' stacks."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"the run did not stop within {timeout} s; its threads:\n{err}")
 
 
 def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
@@ -154,14 +167,14 @@ def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
     queue.close()
     proc = subprocess.Popen([sys.executable, str(SLOW_RUN), str(path), "0.3", "finish",
                              "--workers", "2", "--batch", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            text=True, env=RUN_ENV)
     watchdog = threading.Timer(120, proc.kill)
     watchdog.start()
     for line in proc.stdout:  # the first batch is committed
         if line.strip() == "COMMITTED":
             break
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = stopped(proc)
     assert watchdog.is_alive(), "the driver hung"
     watchdog.cancel()
     assert proc.returncode == 130 and err == "hiersql: interrupted\n", (proc.returncode, err)
@@ -205,14 +218,14 @@ def test_sigterm_to_the_process_group_stops_the_run_as_sigterm_to_it(job, tmp_pa
     queue.close()
     proc = subprocess.Popen([sys.executable, str(SLOW_RUN), str(path), "0.3", "finish",
                              "--workers", "2", "--batch", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+                            text=True, env=RUN_ENV, start_new_session=True)
     watchdog = threading.Timer(120, proc.kill)
     watchdog.start()
     for line in proc.stdout:
         if line.strip() == "COMMITTED":
             break
     os.killpg(proc.pid, signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = stopped(proc)
     assert watchdog.is_alive(), "the driver hung"
     watchdog.cancel()
     assert (proc.returncode, err) == (143, "hiersql: terminated\n")
