@@ -231,6 +231,7 @@ class Table:
         return [n for n in self.names if n == wanted] or [n for n in self.names if n.lower() == wanted.lower()]
 
     def has_column(self, wanted: str) -> bool:
+        """Whether one column is named ``wanted`` (as :meth:`column` finds it)."""
         return len(self._matching(wanted)) == 1
 
     def column(self, role: str, given: str | None, required: bool) -> str | None:
