@@ -132,6 +132,29 @@ def test_the_score_column_is_the_predictions_only(tmp_path, capsys):
     store.close()
 
 
+@pytest.mark.parametrize(("flag", "truth_table", "fails"), [
+    ("--system-col", False, True), ("--rank-col", False, True), ("--score-col", True, True),
+    ("--instance-col", False, True), ("--instance-col", True, False), ("--label-col", True, False)])
+def test_a_column_flag_without_a_table_it_applies_to_is_an_error(tmp_path, capsys, flag, truth_table, fails):
+    # text files have no column names: the flag would be left unused without a word (the instance and label
+    # columns are the truth's too; the score, system and rank columns the predictions' only)
+    (tmp_path / "tax.tsv").write_text("r\ta\n", encoding="utf-8")
+    (tmp_path / "truth.tsv").write_text("i1\ta\n", encoding="utf-8")
+    (tmp_path / "truth.csv").write_text("id,label\ni1,a\n", encoding="utf-8")
+    (tmp_path / "m.tsv").write_text("i1\ta\n", encoding="utf-8")
+    truth = tmp_path / ("truth.csv" if truth_table else "truth.tsv")
+    code = main(["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(truth),
+                 "--pred", str(tmp_path / "m.tsv"), flag, "id", "--metrics", "hp"])
+    err = capsys.readouterr().err
+    if fails:
+        assert (code, err) == (2, f"hiersql: error: {flag}: names a column of table sources (Parquet, CSV with a"
+                                  " header, duckdb:, postgresql://, sql:, spark:), and no source it applies to is"
+                                  " one: 'id'\n")
+    else:  # the truth's table has such columns (its label column "id" then holds no label of the taxonomy)
+        assert "names a column of table sources" not in err
+        assert code == (0 if flag == "--instance-col" else 2), err
+
+
 # ---------------------------------------------------------------------- GermEval B from a DuckDB file
 def test_germeval_b_from_a_duckdb_file_equals_the_files_cli(warehouse, data_dir, capsys):
     """The command of docs/warehouse.md: every measure (``all``) equals the file-based run."""

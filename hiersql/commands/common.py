@@ -142,6 +142,7 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
 
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
+    _check_column_flags(args, [source for _, source in preds])
     _warn_truth_in_glob(args.pred, Path(args.truth))
     taxonomy: Any = args.taxonomy  # a file or a reference (Store.load reads both), or a table's columns named:
     if args.parent_col or args.child_col:
@@ -175,6 +176,21 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
         _drop_stale_systems(store, [name for name, _ in preds if name is not None], f"--db {args.db}")
     _check_label_universe(store, getattr(args, "labels", None))
     return store
+
+
+def _check_column_flags(args: argparse.Namespace, preds: list[Any]) -> None:
+    """A label column named where no source it applies to is a table (text files have no column names): an
+    error naming the flag, not a flag silently left unused. The instance and label columns are the truth's and
+    the predictions', the others the predictions'."""
+    from ..sources import is_table
+
+    truth = is_table(args.truth, args.labels_format)
+    tables = any(is_table(source, args.labels_format) for source in preds)
+    for role in ("instance", "label", "score", "system", "rank"):
+        value = getattr(args, f"{role}_col")
+        if value is not None and not (tables or truth and role in ("instance", "label")):
+            raise InputError("names a column of table sources (Parquet, CSV with a header, duckdb:, postgresql://,"
+                             " sql:, spark:), and no source it applies to is one", f"--{role}-col", value=value)
 
 
 def _check_db_is_no_source(db: str, given: dict[str, list[Any]]) -> None:
