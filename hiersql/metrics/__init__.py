@@ -115,6 +115,7 @@ def check_averages(metrics: list[str], options: Options) -> None:
     from ..plan import averages_of
 
     chosen = named(metrics)
+    grouped = {GROUPS[m.strip()] for m in metrics if m.strip() in GROUPS}  # the families named as such
     for fam, names in resolve([m for m in metrics if m.strip() != "all"]).items():
         plan = plan_of(fam)
         for metric in names:
@@ -122,7 +123,7 @@ def check_averages(metrics: list[str], options: Options) -> None:
                 for average in options.average:
                     check_average(plan, metric, average, options.labels is not None)
         has = {a for metric in REGISTRY[fam] for a in averages_of(plan, metric)}
-        if not has & {"", *options.average}:
+        if fam in grouped and not has & {"", *options.average}:
             raise OptionError("average", f"of the {fam} measures must be one of "
                               f"{', '.join(repr(a) for a in sorted(has))}", ",".join(map(str, options.average)))
 
