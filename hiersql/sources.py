@@ -97,10 +97,14 @@ def is_reference(source: object) -> bool:
 
 
 def duckdb_file(source: object) -> Path | None:
-    """The file of a ``duckdb:PATH::...`` reference (``None`` for any other source)."""
-    if not isinstance(source, str) or not source.startswith("duckdb:") or "::" not in source:
+    """The file of a ``duckdb:PATH::...`` reference (``None`` for any other source, and for a malformed
+    reference, which reading it reports)."""
+    if not isinstance(source, str) or not source.startswith("duckdb:"):
         return None
-    return Path(source[len("duckdb:"):source.index("::")])
+    try:
+        return Path(_split_reference(source[len("duckdb:"):], last=False, prefix="duckdb:")[0])
+    except InputError:
+        return None
 
 
 def is_table(source: object, format: str = "long") -> bool:

@@ -323,6 +323,8 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
     "zero_division as text": ('[options]\nzero_division = "nan"\n' + DATASET, 2, "'nan'"),
     "truth is a folder": (DATASET.replace("{truth}", "."), 4, "'.'"),
     "queue in a missing folder": ('queue = "no/such/q.duckdb"\n' + DATASET, 1, "'no/such/q.duckdb'"),
+    # text files have no column names: a dataset's column key would be left unused
+    "column key of text files": (DATASET + 'system_col = "model"\n', 6, "'model'"),
 }
 
 

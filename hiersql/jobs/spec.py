@@ -200,9 +200,23 @@ def load_spec(path: str | Path) -> Spec:
         columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
         predictions, row_digests = _predictions(preds, base, fmt, columns,
                                                 lambda m, v, n=n: fail(m, n, "predictions", v))
+        _check_column_keys(ds, truth, [source for _, source in predictions], fmt,
+                           lambda m, k, v, n=n: fail(m, n, k, v))
         out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns,
                            row_digests))
     return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out))
+
+
+def _check_column_keys(ds: dict[str, Any], truth: str, predictions: list[str], fmt: str, fail) -> None:
+    """A label column key of a dataset whose sources it applies to are text files (no column names): an error,
+    not a key left unused (at the top of the file such keys serve the datasets that have tables)."""
+    from ..sources import is_table
+
+    tables = any(is_table(source, fmt) for source in predictions)
+    for key in ("instance_col", "label_col", "score_col", "system_col", "rank_col"):
+        if key in ds and not (tables or key in ("instance_col", "label_col") and is_table(truth, fmt)):
+            raise fail("names a column of table sources (Parquet, CSV with a header, duckdb:, postgresql://,"
+                       " sql:), and no source of the dataset it applies to is one", key, ds[key])
 
 
 def _check_keys(table: dict[str, Any], allowed: dict[str, str], dataset: int | None, fail) -> None:
