@@ -159,7 +159,12 @@ def stopped(proc: subprocess.Popen, timeout: float = 60) -> tuple[str, str]:
         pytest.fail(f"the run did not stop within {timeout} s; its threads:\n{err}")
 
 
-def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
+@pytest.mark.parametrize(("group", "stop", "code", "said"), [
+    (False, signal.SIGINT, 130, "interrupted"),  # Ctrl-C, to the run's process
+    # systemd, a container's stop, `kill -- -PGID`: the workers' child processes get it too, and leave it to
+    # the run (as they leave Ctrl-C): no attempt ends with a lost worker
+    (True, signal.SIGTERM, 143, "terminated")])
+def test_a_stopped_run_commits_the_batches_at_hand_then_stops(job, tmp_path, group, stop, code, said):
     spec, reference = job
     path = tmp_path / "q.duckdb"
     queue = Queue(path)
@@ -167,25 +172,30 @@ def test_ctrl_c_commits_the_batches_at_hand_then_stops(job, tmp_path):
     queue.close()
     proc = subprocess.Popen([sys.executable, str(SLOW_RUN), str(path), "0.3", "finish",
                              "--workers", "2", "--batch", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=RUN_ENV)
+                            text=True, env=RUN_ENV, start_new_session=True)
     watchdog = threading.Timer(120, proc.kill)
     watchdog.start()
     for line in proc.stdout:  # the first batch is committed
         if line.strip() == "COMMITTED":
             break
-    proc.send_signal(signal.SIGINT)
+    if group:
+        os.killpg(proc.pid, stop)
+    else:
+        proc.send_signal(stop)
     out, err = stopped(proc)
     assert watchdog.is_alive(), "the driver hung"
     watchdog.cancel()
-    assert proc.returncode == 130 and err == "hiersql: interrupted\n", (proc.returncode, err)
+    assert (proc.returncode, err) == (code, f"hiersql: {said}\n")
     queue = Queue(path)
     with queue.connect() as con:
         states = dict(con.execute("SELECT status, count(*) FROM units GROUP BY status"))
         rows = con.execute("SELECT count(*), count(DISTINCT unit_id) FROM results")[0]
+        lost = con.execute("SELECT count(*) FROM attempts WHERE error IS NOT NULL")[0][0]
     assert set(states) <= {"done", "queued"} and 0 < states.get("done", 0) < 9, states
     done = states["done"]  # said before it stops: the units committed, the batches at hand too
     assert out.splitlines()[-1] == f"{done} unit(s) processed: {done} done, 0 unchanged, 0 failed", out
-    assert rows == (2 * states["done"], states["done"])  # the done units' rows, nothing of the others
+    assert rows == (2 * done, done)  # the done units' rows, nothing of the others
+    assert lost == 0
     run(queue)
     queue.close()
     check_queue(path, reference)
@@ -206,35 +216,3 @@ def test_a_signal_while_duckdb_runs_a_query_is_an_interrupt(data_dir, stop, afte
     proc.send_signal(stop)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (code, f"hiersql: {said}\n")
-
-
-def test_sigterm_to_the_process_group_stops_the_run_as_sigterm_to_it(job, tmp_path):
-    # systemd, a container's stop, `kill -- -PGID`: the signal reaches the workers' child processes too; they
-    # leave it to the run (as Ctrl-C), which commits the batches at hand: no attempt ends with a lost worker
-    spec, reference = job
-    path = tmp_path / "q.duckdb"
-    queue = Queue(path)
-    submit(queue, spec)
-    queue.close()
-    proc = subprocess.Popen([sys.executable, str(SLOW_RUN), str(path), "0.3", "finish",
-                             "--workers", "2", "--batch", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=RUN_ENV, start_new_session=True)
-    watchdog = threading.Timer(120, proc.kill)
-    watchdog.start()
-    for line in proc.stdout:
-        if line.strip() == "COMMITTED":
-            break
-    os.killpg(proc.pid, signal.SIGTERM)
-    out, err = stopped(proc)
-    assert watchdog.is_alive(), "the driver hung"
-    watchdog.cancel()
-    assert (proc.returncode, err) == (143, "hiersql: terminated\n")
-    queue = Queue(path)
-    with queue.connect() as con:
-        states = dict(con.execute("SELECT status, count(*) FROM units GROUP BY status"))
-        lost = con.execute("SELECT count(*) FROM attempts WHERE error IS NOT NULL")[0][0]
-    assert set(states) <= {"done", "queued"} and 0 < states.get("done", 0) < 9, states
-    assert lost == 0
-    run(queue)
-    queue.close()
-    check_queue(path, reference)

@@ -207,12 +207,11 @@ def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -
     try:
         run(queue, jobs, args.workers, args.batch, on_unit=bars.update, max_attempts=args.max_attempts,
             processes=kids, summary=summary)
-    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: what was committed before the run stopped
-        bars.close()
+    except BaseException:  # Ctrl-C, SIGTERM (maybe as DuckDB's interrupted query), a full disk: what was
+        bars.close()  # committed before the run stopped
         _print_summary(summary)
         raise
-    finally:
-        bars.close()
+    bars.close()
     _print_summary(summary)
     if summary.failures:
         raise InputError(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
