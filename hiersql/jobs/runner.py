@@ -38,7 +38,7 @@ from typing import Any
 
 from ..errors import InputError
 from .queue import Claimed, Connection, Queue, out_of_space
-from .spec import file_hash
+from .spec import LABEL_COLUMN_KEYS, file_hash
 
 MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
 RETRIES = 5  # transient errors in a row before a worker gives up
@@ -141,8 +141,7 @@ def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | No
 def _label_columns(work: dict[str, Any]) -> dict[str, str]:
     """The column keywords of a unit's label tables, as :meth:`hiersql.store.Store.load` takes them."""
     columns = work.get("columns", {})
-    return {key: columns[key] for key in ("instance_col", "label_col", "score_col", "system_col", "rank_col")
-            if key in columns}
+    return {key: columns[key] for key in LABEL_COLUMN_KEYS if key in columns}
 
 
 def _check_unchanged(path: str, expected: str) -> None:

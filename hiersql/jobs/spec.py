@@ -31,7 +31,8 @@ DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
                 "metrics": "a list of strings", "options": "a table"}
 # The column names of table sources (a CSV or Parquet file) by keyword, as the flags of ``hiersql evaluate``
 # name them; a predictions table with a system column is one unit per system.
-COLUMN_KEYS = ("instance_col", "label_col", "score_col", "system_col", "rank_col", "parent_col", "child_col")
+LABEL_COLUMN_KEYS = ("instance_col", "label_col", "score_col", "system_col", "rank_col")  # Store.load's keywords
+COLUMN_KEYS = (*LABEL_COLUMN_KEYS, "parent_col", "child_col")
 TOP_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 DATASET_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 # A source naming a table rather than a file: ``duckdb:PATH::table``, ``postgresql://...::schema.table``.
@@ -213,7 +214,7 @@ def _check_column_keys(ds: dict[str, Any], truth: str, predictions: list[str], f
     from ..sources import is_table
 
     tables = any(is_table(source, fmt) for source in predictions)
-    for key in ("instance_col", "label_col", "score_col", "system_col", "rank_col"):
+    for key in LABEL_COLUMN_KEYS:
         if key in ds and not (tables or key in ("instance_col", "label_col") and is_table(truth, fmt)):
             raise fail("names a column of table sources (Parquet, CSV with a header, duckdb:, postgresql://,"
                        " sql:), and no source of the dataset it applies to is one", key, ds[key])
