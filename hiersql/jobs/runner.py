@@ -60,15 +60,18 @@ class Event:
 
 @dataclass
 class Summary:
-    """The units a run processed, by status, and the failures ``(dataset, system, error)``."""
+    """The units a run processed, by status, and the failures ``(dataset, system, error)``; :meth:`add` may be
+    called from several threads."""
 
     counts: Counter = field(default_factory=Counter)
     failures: list[tuple[str, str, str]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, event: Event) -> None:
-        self.counts[event.status] += 1
-        if event.status == "failed":
-            self.failures.append((event.dataset, event.system, event.error or ""))
+        with self._lock:
+            self.counts[event.status] += 1
+            if event.status == "failed":
+                self.failures.append((event.dataset, event.system, event.error or ""))
 
 
 def message(exc: BaseException) -> str:
@@ -426,7 +429,7 @@ def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch
     (``processes``: from :func:`children`, else started here); processes on a PostgreSQL queue. A unit claimed
     ``max_attempts`` times without a commit fails. Returns what was done, in ``summary`` when given (filled as
     units are committed: what was done before an interrupt too); ``on_unit(event)`` is called in this process
-    after each unit is committed."""
+    after each unit is committed (until an interrupt)."""
     summary = summary if summary is not None else Summary()
     run_id = new_run_id()
     host = f"{socket.gethostname()}:{os.getpid()}"
@@ -444,18 +447,25 @@ def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch
         kids = (processes if processes is not None else children(workers)) if workers > 1 else [None]
         team = [Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, None, max_attempts, child)
                 for i, child in enumerate(kids)]
-        _threads(team, record, queue.publish_status)
+        _threads(team, summary.add, on_unit or (lambda _: None), queue.publish_status)
     return summary
 
 
-def _threads(team: list[Worker], record: Callable[[Event], None], publish: Callable[[], None]) -> None:
-    """Run ``team`` in threads; in this one, ``record`` their events and ``publish`` the queue's status every
-    :data:`PUBLISH_EVERY` seconds and at the end."""
+def _threads(team: list[Worker], add: Callable[[Event], None], on_unit: Callable[[Event], None],
+             publish: Callable[[], None]) -> None:
+    """Run ``team`` in threads, which ``add`` each unit they commit as they commit it (so that nothing is
+    missing when a signal stops this thread); in this one, pass their events to ``on_unit`` (progress bars) and
+    ``publish`` the queue's status every :data:`PUBLISH_EVERY` seconds and at the end."""
     from concurrent.futures import ThreadPoolExecutor
 
     events: threading_queue.Queue[Event] = threading_queue.Queue()
+
+    def committed(event: Event) -> None:
+        add(event)
+        events.put(event)
+
     for worker in team:
-        worker.on_unit = events.put
+        worker.on_unit = committed
     with ThreadPoolExecutor(len(team)) as pool:
         futures = [pool.submit(worker.run) for worker in team]
         try:
@@ -463,17 +473,14 @@ def _threads(team: list[Worker], record: Callable[[Event], None], publish: Calla
             publish()
             while not all(f.done() for f in futures) or not events.empty():
                 with contextlib.suppress(threading_queue.Empty):
-                    record(events.get(timeout=0.1))
+                    on_unit(events.get(timeout=0.1))
                 if time.monotonic() - published >= PUBLISH_EVERY:
                     publish()
                     published = time.monotonic()
             publish()
         except BaseException:  # Ctrl-C, a status file that cannot be written: the batches at hand are
-            for worker in team:  # committed (if they can be), then the threads stop, and their units are recorded
+            for worker in team:  # committed (if they can be), then the threads stop
                 worker.stop.set()
-            pool.shutdown()
-            while not events.empty():
-                record(events.get_nowait())
             raise
         for f in futures:
             f.result()
