@@ -16,9 +16,8 @@ def write_atomically(path: Path, text: str) -> None:
         with open(partial, "x", encoding="utf-8") as out:
             out.write(text)
         os.replace(partial, path)
-    except OSError as exc:
+    except BaseException as exc:
         partial.unlink(missing_ok=True)
-        raise OSError(exc.errno, exc.strerror, str(path)) from exc  # not the partial file, nor no file at all
-    except BaseException:
-        partial.unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # named by the page, not by the partial file, nor by no file at all
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise

@@ -107,6 +107,19 @@ def duckdb_file(source: object) -> Path | None:
         return None
 
 
+def unused_label_column(columns: Columns, truth: Any, predictions: Iterable[Any], format: str) -> str | None:
+    """The first label role of ``columns`` that is named where no source it applies to is a table (text files
+    have no column names: the name would be left unused), else ``None``. The instance and label columns are
+    the truth's and the predictions', the others the predictions'."""
+    tables = any(is_table(source, format) for source in predictions)
+    for role in ("instance", "label", "score", "system", "rank"):
+        if getattr(columns, role) is not None and not (
+                tables or role in ("instance", "label") and is_table(truth, format)):
+            return role
+    return None
+
+
+
 def is_table(source: object, format: str = "long") -> bool:
     """Whether ``source`` is read as a table: a reference, a DataFrame, an Arrow table, a DuckDB relation, a
     Parquet path or glob, or (in the ``long`` format) a CSV path or glob."""

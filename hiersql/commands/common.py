@@ -179,18 +179,17 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
 
 
 def _check_column_flags(args: argparse.Namespace, preds: list[Any]) -> None:
-    """A label column named where no source it applies to is a table (text files have no column names): an
-    error naming the flag, not a flag silently left unused. The instance and label columns are the truth's and
-    the predictions', the others the predictions'."""
-    from ..sources import is_table
+    """A label column flag with no table source it applies to (:func:`hiersql.sources.unused_label_column`):
+    an error naming the flag, not a flag silently left unused."""
+    from ..sources import Columns, unused_label_column
 
-    truth = is_table(args.truth, args.labels_format)
-    tables = any(is_table(source, args.labels_format) for source in preds)
-    for role in ("instance", "label", "score", "system", "rank"):
-        value = getattr(args, f"{role}_col")
-        if value is not None and not (tables or truth and role in ("instance", "label")):
-            raise InputError("names a column of table sources (Parquet, CSV with a header, duckdb:, postgresql://,"
-                             " sql:, spark:), and no source it applies to is one", f"--{role}-col", value=value)
+    columns = Columns(instance=args.instance_col, label=args.label_col, score=args.score_col,
+                      system=args.system_col, rank=args.rank_col)
+    role = unused_label_column(columns, args.truth, preds, args.labels_format)
+    if role is not None:
+        raise InputError("names a column of table sources (Parquet, CSV with a header, duckdb:, postgresql://,"
+                         " sql:, spark:), and no source it applies to is one", f"--{role}-col",
+                         value=getattr(columns, role))
 
 
 def _check_db_is_no_source(db: str, given: dict[str, list[Any]]) -> None:

@@ -15,11 +15,14 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..inputs import LABEL_FORMATS
 from .queue import is_postgres
+
+if TYPE_CHECKING:
+    from ..sources import Columns
 
 UNKNOWN_LABELS = ("error", "ignore")
 DEFAULT_METRICS = ("hp", "hr", "hf")
@@ -209,15 +212,22 @@ def load_spec(path: str | Path) -> Spec:
 
 
 def _check_column_keys(ds: dict[str, Any], truth: str, predictions: list[str], fmt: str, fail) -> None:
-    """A label column key of a dataset whose sources it applies to are text files (no column names): an error,
-    not a key left unused (at the top of the file such keys serve the datasets that have tables)."""
-    from ..sources import is_table
+    """A label column key of a dataset with no table source it applies to
+    (:func:`hiersql.sources.unused_label_column`): an error, not a key left unused (at the top of the file such
+    keys serve the datasets that have tables)."""
+    from ..sources import unused_label_column
 
-    tables = any(is_table(source, fmt) for source in predictions)
-    for key in LABEL_COLUMN_KEYS:
-        if key in ds and not (tables or key in ("instance_col", "label_col") and is_table(truth, fmt)):
-            raise fail("names a column of table sources (Parquet, CSV with a header, duckdb:, postgresql://,"
-                       " sql:), and no source of the dataset it applies to is one", key, ds[key])
+    role = unused_label_column(label_columns(ds), truth, predictions, fmt)
+    if role is not None:
+        raise fail("names a column of table sources (Parquet, CSV with a header, duckdb:, postgresql://, sql:), and"
+                   " no source of the dataset it applies to is one", f"{role}_col", ds[f"{role}_col"])
+
+
+def label_columns(keys: dict[str, Any]) -> Columns:
+    """The :class:`hiersql.sources.Columns` of the label column keys among ``keys`` (:data:`LABEL_COLUMN_KEYS`)."""
+    from ..sources import Columns
+
+    return Columns(**{key[:-len("_col")]: keys[key] for key in LABEL_COLUMN_KEYS if key in keys})
 
 
 def _check_keys(table: dict[str, Any], allowed: dict[str, str], dataset: int | None, fail) -> None:
@@ -355,10 +365,9 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
     is given: then it is one unit, whose run says what is wrong."""
     import duckdb
 
-    from ..sources import Columns, expand
+    from ..sources import expand
 
-    wanted = Columns(instance=columns.get("instance_col"), label=columns.get("label_col"),
-                     score=columns.get("score_col"), system=columns.get("system_col"), rank=columns.get("rank_col"))
+    wanted = label_columns(columns)
     con = duckdb.connect()
     tables: list[Any] = []
     try:
