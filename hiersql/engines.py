@@ -739,6 +739,10 @@ class SparkEngine(Engine):
         self._materialize_tree(name, sqlglot.parse_one(sql, read=self.dialect))
 
     def _materialize_tree(self, name: str, tree: Any) -> None:  # the tree itself: a stage is not parsed again
+        stored = self._stored_whole(tree)
+        if stored is not None:  # the rows of a stored table as they are: its files under a second name
+            self._view_of_files(name, *stored)
+            return
         sql, reads = self._computed_once(name, tree)
         frame = self.spark.sql(sql)
         if name in self._read_once:  # a plain view: no Spark job, the one reader computes it within its own
@@ -747,6 +751,22 @@ class SparkEngine(Engine):
             self._files.pop(name, None)
         else:
             self._register(name, frame)
+
+    def _stored_whole(self, tree: Any) -> tuple[Path, pa.Schema] | None:
+        """The folder and schema of the table stored as Parquet files that query ``tree`` selects whole (each
+        of its columns, in order, every row: ``lca_closure`` of ``node_closure``, ``pair_flow_arcs`` of
+        ``pair_arcs`` when the flows are solved), else ``None``."""
+        from sqlglot import exp
+
+        if not isinstance(tree, exp.Select) or {key for key, value in tree.args.items() if value} != {
+                "expressions", "from_"}:
+            return None
+        source = tree.args["from_"].this
+        stored = self._files.get(source.name) if isinstance(source, exp.Table) and not source.db else None
+        if stored is None or [c.name if isinstance(c, exp.Column) else None for c in tree.expressions] != list(
+                stored[1].names):
+            return None
+        return stored
 
     def _computed_once(self, name: str, tree: Any) -> tuple[str, Counter[str]]:
         """Query ``tree`` (of stage ``name``; changed) as SQL rewritten so that Spark computes each of its parts

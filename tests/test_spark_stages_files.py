@@ -69,3 +69,19 @@ def test_a_name_made_a_view_again_is_read_through_spark(engine, spark):
     assert engine._input("truth").column("x").to_pylist() == [7]
     engine.use_frame("truth", spark.range(2).withColumnRenamed("id", "x"), computed=True)
     assert sorted(engine._input("truth").column("x").to_pylist()) == [0, 1]
+
+
+def test_a_stage_that_selects_a_stored_table_whole_is_its_files_under_a_second_name(engine, spark):
+    """A stage whose query is every column of a stored table in order, every row, runs no Spark job and
+    reads the table's files; a subset, a reordering, a renaming or a filter of its columns is stored anew."""
+    engine.write("pairs", pa.table({"a": [1, 2, 3], "b": ["x", "y", "z"]}))
+    whole, jobs = spark_jobs(spark, lambda: engine._materialize("copy", "SELECT a, b FROM pairs"))
+    assert jobs == 0 and engine._files["copy"] == engine._files["pairs"]
+    assert sorted(engine.execute("SELECT a, b FROM copy")) == [(1, "x"), (2, "y"), (3, "z")]
+    for name, query, rows in (("some", "SELECT a FROM pairs", [(1,), (2,), (3,)]),
+                              ("swapped", "SELECT b, a FROM pairs", [("x", 1), ("y", 2), ("z", 3)]),
+                              ("renamed", "SELECT a AS b, b AS a FROM pairs", [(1, "x"), (2, "y"), (3, "z")]),
+                              ("filtered", "SELECT a, b FROM pairs WHERE a > 1", [(2, "y"), (3, "z")])):
+        _, jobs = spark_jobs(spark, lambda name=name, query=query: engine._materialize(name, query))
+        assert jobs > 0 and engine._files[name][0] != engine._files["pairs"][0]
+        assert sorted(engine.execute(f"SELECT * FROM {name}")) == rows
