@@ -23,6 +23,7 @@ Job file (TOML; paths relative to it; details in docs/jobs.md):
   taxonomy = "data/taxonomy.tsv"
   truth = "data/truth_b.tsv"
   predictions = ["data/pred_b/*.tsv", "baseline=data/baseline.tsv"]   # globs or NAME=FILE
+                                     # or tables: "duckdb:dw.duckdb::runs", "postgresql://...::schema.runs"
   format = "long"                    # long, lines, germeval-a, germeval-b, wide
   unknown = "error"                  # or "ignore"
   metrics = ["hp", "sdl"]            # per-dataset overrides of metrics and options

@@ -38,7 +38,7 @@ from typing import Any
 
 from ..errors import InputError
 from .queue import Claimed, Connection, Queue, out_of_space
-from .spec import LABEL_COLUMN_KEYS, file_hash
+from .spec import LABEL_COLUMN_KEYS, content_hash
 
 MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
 RETRIES = 5  # transient errors in a row before a worker gives up
@@ -99,7 +99,7 @@ class Stores:
 
         work = unit.work
         for name in ("taxonomy", "truth"):
-            _check_unchanged(work[name], work["hashes"][name])
+            _check_unchanged(work, name)
         store = Store()
         try:
             store.con.execute("SET enable_progress_bar = false")
@@ -129,6 +129,7 @@ _taxonomies_lock = threading.Lock()
 def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | None = None) -> Any:
     """The taxonomy of ``path`` (whose content hashes to ``digest``; a table's ``parent`` and ``child``
     columns when named), parsed once for all worker threads."""
+    from ..sources import is_reference
     from ..taxonomy import Taxonomy
 
     key = (path, digest, parent, child)
@@ -136,8 +137,8 @@ def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | No
         if key not in _taxonomies:
             if len(_taxonomies) >= 4:
                 _taxonomies.pop(next(iter(_taxonomies)))
-            _taxonomies[key] = Taxonomy.from_table(path, parent=parent, child=child) if parent or child \
-                else Taxonomy.from_file(path)
+            _taxonomies[key] = Taxonomy.from_table(path, parent=parent, child=child) if (
+                parent or child or is_reference(path)) else Taxonomy.from_file(path)
         return _taxonomies[key]
 
 
@@ -147,13 +148,20 @@ def _label_columns(work: dict[str, Any]) -> dict[str, str]:
     return {key: columns[key] for key in LABEL_COLUMN_KEYS if key in columns}
 
 
-def _check_unchanged(path: str, expected: str) -> None:
+def _check_unchanged(work: dict[str, Any], name: str, cache: dict[str, str] | None = None) -> None:
+    """The unit's source ``name`` (``taxonomy``, ``truth``, ``prediction``) has the content it had when the
+    job was submitted (:func:`~hiersql.jobs.spec.content_hash`; ``cache`` shared by a batch's units)."""
+    from ..sources import display, is_reference
+
+    source = work[name]
+    role = "predictions" if name == "prediction" else name
     try:
-        changed = file_hash(path) != expected
+        changed = content_hash(source, role, work["format"], work.get("columns", {}), cache) != work["hashes"][name]
     except OSError as exc:
-        raise InputError(f"cannot read file ({exc.strerror})", path) from None
+        raise InputError(f"cannot read file ({exc.strerror})", source) from None
     if changed:
-        raise InputError("file changed since the job was submitted: submit it again", path)
+        raise InputError(f"{'table' if is_reference(source) else 'file'} changed since the job was submitted:"
+                         " submit it again", display(source))
 
 
 def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, list[Any] | str]]:
@@ -165,9 +173,10 @@ def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, list[
         return {u.unit_id: ("failed", message(exc)) for u in units}
     out: dict[str, tuple[str, list[Any] | str]] = {}
     ready = []
+    read: dict[str, str] = {}  # a table of many systems is read once for the batch
     for unit in units:
         try:
-            _check_unchanged(unit.work["prediction"], unit.work["hashes"]["prediction"])
+            _check_unchanged(unit.work, "prediction", read)
             ready.append(unit)
         except InputError as exc:
             out[unit.unit_id] = ("failed", message(exc))

@@ -38,14 +38,15 @@ LABEL_COLUMN_KEYS = ("instance_col", "label_col", "score_col", "system_col", "ra
 COLUMN_KEYS = (*LABEL_COLUMN_KEYS, "parent_col", "child_col")
 TOP_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 DATASET_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
-# A source naming a table rather than a file: ``duckdb:PATH::table``, ``postgresql://...::schema.table``.
-TABLE_SOURCE = "::"
+# The table sources a job reads where they are: ``duckdb:PATH::table`` (PATH relative to the job file) and
+# ``postgresql://...::schema.table``. A ``sql:`` query or a ``spark:`` table has no place outside one run.
+TABLE_SCHEMES = ("duckdb:", "postgresql://", "postgres://")
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """One dataset of a job: its sources (absolute paths, or table sources as written), the systems'
-    prediction sources ``(system, source)``, the label format and what to compute."""
+    """One dataset of a job: its sources (absolute paths, or table sources with their DuckDB files' absolute
+    paths), the systems' prediction sources ``(system, source)``, the label format and what to compute."""
 
     name: str
     taxonomy: str
@@ -198,8 +199,8 @@ def load_spec(path: str | Path) -> Spec:
             _check_options(metrics, options, lambda m, k, v, n=n, ds=ds: fail(
                 m, n if k in ds.get("options", {}) else None, k, v))
             checked_options[signature] = True
-        taxonomy = _source(ds["taxonomy"], base, lambda m, v, n=n: fail(m, n, "taxonomy", v))
-        truth = _source(ds["truth"], base, lambda m, v, n=n: fail(m, n, "truth", v))
+        taxonomy = _source(ds["taxonomy"], base, lambda m, v, n=n: fail(m, n, "taxonomy", v), "taxonomy")
+        truth = _source(ds["truth"], base, lambda m, v, n=n: fail(m, n, "truth", v), "label")
         preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
         columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
         predictions, row_digests = _predictions(preds, base, fmt, columns,
@@ -307,30 +308,52 @@ def _example(metrics: list[str], options: Any) -> None:
         store.close()
 
 
-def _source(text: str, base: Path, fail) -> str:
-    """A taxonomy or truth source: a file (relative to ``base``), which must exist. Table sources
-    (``...::table``) are kept as written for the readers that take them; this version reads files only."""
-    if TABLE_SOURCE in text:
-        raise fail("table sources (SOURCE::table) are not readable by this version; give a file", text)
+def _source(text: str, base: Path, fail, role: str) -> str:
+    """A taxonomy or truth source: a file (relative to ``base``), which must exist, or a table
+    (:func:`_table_source`)."""
+    from ..sources import is_reference
+
+    if is_reference(text):
+        return _table_source(text, base, fail, role)
     path = base / text
     if not path.is_file():
         raise fail("is a folder, not a file" if path.is_dir() else "file not found", text)
     return str(path.resolve())
 
 
+def _table_source(text: str, base: Path, fail, role: str) -> str:
+    """A table source of :data:`TABLE_SCHEMES` that can be read now (the DuckDB file and its table there, the
+    server reachable and the table on it), a DuckDB file's path made absolute (relative to ``base``)."""
+    import duckdb
+
+    from ..sources import duckdb_file, open_table
+
+    if not text.startswith(TABLE_SCHEMES):
+        raise fail("a job reads files and duckdb:PATH::table or postgresql://...::schema.table sources", text)
+    source = text
+    if duckdb_file(text) is not None:  # a well-formed reference to a DuckDB file: the file's path made absolute
+        location, _, table = text[len("duckdb:"):].partition("::")
+        source = f"duckdb:{(base / location).resolve()}::{table}"
+    con = duckdb.connect()
+    try:
+        open_table(con, source, role=role).close()
+    except InputError as exc:
+        raise fail(exc.message if exc.value is None else f"{exc.message}: {exc.value!r}", text) from None
+    finally:
+        con.close()
+    return source
+
+
 def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str], fail
                  ) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
-    """The ``(system, file)`` of each unit, and the rows' digest of the systems of tables with a system column
-    (:func:`_table_systems`)."""
+    """The ``(system, source)`` of each unit, and the rows' digest of the systems of tables with a system
+    column (:func:`_table_systems`)."""
     from ..inputs import parse_preds
-    from ..sources import is_table
+    from ..sources import is_reference, is_table
 
-    for spec in preds:
-        if TABLE_SOURCE in spec:
-            raise fail("table sources (SOURCE::table) are not readable by this version; give a file", spec)
     try:
         for spec in preds:  # one by one, to name the entry of a missing file as written
-            if not all(file.is_file() for _, file in parse_preds([spec], "predictions", base)):
+            if not all(is_reference(file) or file.is_file() for _, file in parse_preds([spec], "predictions", base)):
                 raise fail("file not found", spec)
         pairs = parse_preds(preds, "predictions", base)
     except InputError as exc:
@@ -340,7 +363,7 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
     named: list[tuple[str, str]] = []
     row_digests: dict[str, str] = {}
     for system, file in pairs:
-        path = str(Path(file).resolve())
+        path = _table_source(file, base, fail, "label") if is_reference(file) else str(Path(file).resolve())
         found = _table_systems(path, fmt, columns, system, fail) if is_table(path, fmt) else None
         if found is None:  # a unit is one file
             named.append((system if system is not None else Path(file).stem, path))
@@ -362,10 +385,11 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
     by instance, each instance's in rank order)`` (the order of the instances is no part of a system's
     content; that of an instance's labels is, as their ranks), only ``system`` when it is given
     (``NAME=FILE``). ``None`` when the table has no system column, or cannot be read while no ``system_col``
-    is given: then it is one unit, whose run says what is wrong."""
+    is given: then it is one unit, whose run says what is wrong (a file's; a table source's is an error now, as
+    the system name of its one unit is its table's)."""
     import duckdb
 
-    from ..sources import expand
+    from ..sources import expand, is_reference
 
     wanted = label_columns(columns)
     con = duckdb.connect()
@@ -374,20 +398,61 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
         try:
             entries = expand(con, [(system, path, None)], fmt, wanted, True, tables)
         except InputError as exc:
-            if columns.get("system_col"):  # the units cannot be known
-                raise fail(f"cannot read the systems of a predictions table ({exc})", str(Path(path).name)) from None
+            if columns.get("system_col") or is_reference(path):  # the units cannot be known
+                raise fail(f"cannot read the systems of a predictions table ({exc})",
+                           path if is_reference(path) else str(Path(path).name)) from None
             return None
         labels = entries[0].source.labels
         if "system" not in labels.columns:
             return None
-        row = "concat_ws(chr(31), coalesce(instance_id, chr(0)), coalesce(label, chr(0)), coalesce(score_text, chr(0)))"
-        digests = dict(con.execute(f"SELECT system, sha256(string_agg({row}, chr(30) ORDER BY instance_id, ord,"
-                                   f" line)) FROM ({labels.rows()}) GROUP BY system").fetchall())
+        digests = dict(con.execute(f"SELECT system, {_ROWS_DIGEST} FROM ({labels.rows()}) GROUP BY system"
+                                   ).fetchall())
         return [(e.system, digests[e.system]) for e in entries]
     finally:
         for table in tables:
             table.close()
         con.close()
+
+
+# SHA-256 of label rows (LabelTable.rows) by instance, each instance's in rank order: the order of the
+# instances is no part of the content, that of an instance's labels is (their ranks)
+_ROWS_DIGEST = ("sha256(coalesce(string_agg(concat_ws(chr(31), coalesce(system, chr(0)), coalesce(instance_id,"
+                " chr(0)), coalesce(label, chr(0)), coalesce(score_text, chr(0))), chr(30) ORDER BY system,"
+                " instance_id, ord, line), ''))")
+
+
+def content_hash(source: str, role: str, fmt: str, columns: dict[str, str], cache: dict[str, str] | None = None
+                 ) -> str:
+    """SHA-256 of what a unit reads from ``source`` as its ``role`` (``taxonomy``, ``truth`` or
+    ``predictions``): a file's bytes (:func:`file_hash`); a table source's rows as the readers read them with
+    the job's ``columns``: a taxonomy's edges (sorted), labels as :data:`_ROWS_DIGEST` (``cache``: source →
+    hash, for sources shared by many units)."""
+    import duckdb
+
+    from ..sources import edge_rows, is_reference, label_table, open_table
+
+    if not is_reference(source):
+        return file_hash(source, cache)
+    key = f"{role}\x00{source}"
+    if cache is not None and key in cache:
+        return cache[key]
+    if role == "taxonomy":
+        rows, _, _ = edge_rows(source, columns.get("parent_col"), columns.get("child_col"))
+        digest = _digest(sorted(rows, key=repr))
+    else:
+        con = duckdb.connect()
+        try:
+            table = open_table(con, source)
+            try:
+                labels = label_table(table, label_columns(columns), role == "predictions")
+                digest = con.execute(f"SELECT {_ROWS_DIGEST} FROM ({labels.rows()})").fetchall()[0][0]
+            finally:
+                table.close()
+        finally:
+            con.close()
+    if cache is not None:
+        cache[key] = digest
+    return digest
 
 
 def file_hash(path: str, cache: dict[str, str] | None = None) -> str:
@@ -418,14 +483,17 @@ def units(spec: Spec) -> list[Unit]:
     for ds in spec.datasets:
         options = dataclasses.asdict(options_from_mapping(ds.options, str(spec.path)))
         metrics = [[family, names] for family, names in resolve(list(ds.metrics)).items()]
-        shared = {"version": __version__, "dataset": ds.name, "taxonomy": file_hash(ds.taxonomy, hashes),
-                  "truth": file_hash(ds.truth, hashes), "format": ds.format, "unknown": ds.unknown,
+        shared = {"version": __version__, "dataset": ds.name,
+                  "taxonomy": content_hash(ds.taxonomy, "taxonomy", ds.format, ds.columns, hashes),
+                  "truth": content_hash(ds.truth, "truth", ds.format, ds.columns, hashes),
+                  "format": ds.format, "unknown": ds.unknown,
                   "metrics": metrics, "options": options}
         if ds.columns:  # the column names decide what is read (absent when none: the keys of plain files stay)
             shared["columns"] = ds.columns
         group = _digest(shared)
         for system, source in ds.predictions:
-            prediction = file_hash(source, hashes)  # checked again before the unit runs
+            prediction = content_hash(source, "predictions", ds.format, ds.columns, hashes)  # checked again
+            # before the unit runs
             work = {"dataset": ds.name, "system": system, "taxonomy": ds.taxonomy, "truth": ds.truth,
                     "prediction": source, "format": ds.format, "unknown": ds.unknown,
                     "metrics": list(ds.metrics), "options": ds.options, "columns": ds.columns,

@@ -1,0 +1,143 @@
+"""Batch jobs over table sources read where they are: a DuckDB file's tables (``duckdb:PATH::table``, PATH
+relative to the job file) and a PostgreSQL server's (``postgresql://...::schema.table``), with the users' own
+column names and one long table of many systems (one unit per system). GermEval 2019 subtask B: the values
+equal those of the file-based run; a unit whose rows are unchanged is skipped, a changed system is computed
+again alone, a changed truth table recomputes every unit, and a table changed between the submission and the
+run fails its units naming the table."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from hiersql.cli import main
+from tests._sources_cases import GENRES, GOLD, RUNS, TABLE_COLUMNS, assert_same_values, csv_rows, germeval_rows
+from tests.test_jobs import stored
+
+COLUMN_KEYS = ('instance_col = "doc"\nlabel_col = "genre"\nsystem_col = "model"\nparent_col = "parent_genre"\n'
+               'child_col = "child_genre"\n')
+
+
+def job(folder, taxonomy: str, truth: str, predictions: str, queue: str = "q.duckdb"):
+    spec = folder / "warehouse.toml"
+    spec.write_text(f'name = "warehouse"\nqueue = "{queue}"\nmetrics = ["hp", "hr", "hf", "pl"]\n{COLUMN_KEYS}'
+                    f'[options]\naverage = ["micro", "macro"]\n[[dataset]]\nname = "germeval-b"\n'
+                    f'taxonomy = "{taxonomy}"\ntruth = "{truth}"\npredictions = "{predictions}"\n', encoding="utf-8")
+    return spec
+
+
+def results(queue) -> dict[tuple[str, str, str], float]:
+    return {tuple(row[1:4]): row[4] for row in stored(queue)}
+
+
+def expected(data_dir, capsys) -> dict[tuple[str, str, str], float]:
+    """``hiersql evaluate`` of the job's measures on the canonical files (``pl`` reads the ranks: the tables
+    hold each instance's rows in the files' order)."""
+    folder = data_dir / "canonical"
+    assert main(["evaluate", "--taxonomy", str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth_b.tsv"),
+                 "--pred", str(folder / "pred_b" / "*.tsv"), "--metrics", "hp,hr,hf,pl", "--average", "micro,macro",
+                 "--format", "csv"]) == 0
+    return csv_rows(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def rows(data_dir):
+    return germeval_rows(data_dir)
+
+
+def duckdb_tables(path, rows) -> None:
+    """The three tables in DuckDB file ``path``, their rows in the files' order."""
+    with duckdb.connect(str(path)) as con:
+        for table, columns in TABLE_COLUMNS.items():
+            data = pa.table({c: [row[i] for row in rows[table]] for i, c in enumerate(columns)})  # noqa: F841
+            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM data")
+
+
+def test_a_duckdb_files_tables_are_units_skipped_while_their_rows_are_unchanged(rows, data_dir, tmp_path, capsys):
+    duckdb_tables(tmp_path / "dw.duckdb", rows)
+    spec = job(tmp_path, f"duckdb:dw.duckdb::{GENRES}", f"duckdb:./dw.duckdb::{GOLD}", f"duckdb:dw.duckdb::{RUNS}")
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: 1 dataset(s), 19 unit(s)\n"
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "19 unit(s) processed: 19 done, 0 unchanged, 0 failed" in capsys.readouterr().out
+    want = expected(data_dir, capsys)
+    assert len(want) == 19 * 4 * 2
+    assert_same_values(results(tmp_path / "q.duckdb"), want)
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "19 unit(s), 0 queued, 19 unchanged" in capsys.readouterr().out
+    # one system's rows change (one label of one instance removed): its unit alone is computed again
+    system = rows[RUNS][0][0]
+    with duckdb.connect(str(tmp_path / "dw.duckdb")) as con:
+        doc, genre = con.execute("SELECT doc, genre FROM runs WHERE model = ? LIMIT 1", [system]).fetchone()
+        con.execute("DELETE FROM runs WHERE model = ? AND doc = ? AND genre = ?", [system, doc, genre])
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "19 unit(s), 1 queued, 18 unchanged" in capsys.readouterr().out
+    got = results(tmp_path / "q.duckdb")
+    assert {k: v for k, v in got.items() if k[0] != system} == {k: v for k, v in want.items() if k[0] != system}
+    assert got[(system, "hierarchical_recall", "micro")] < want[(system, "hierarchical_recall", "micro")]
+    # the truth table changes (one label of an instance with more): every unit is computed again
+    with duckdb.connect(str(tmp_path / "dw.duckdb")) as con:
+        con.execute("DELETE FROM gold WHERE rowid = (SELECT min(rowid) FROM gold WHERE doc IN"
+                    " (SELECT doc FROM gold GROUP BY doc HAVING count(*) > 1))")
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "19 unit(s), 19 queued, 0 unchanged" in capsys.readouterr().out
+
+
+def test_a_table_changed_after_the_submission_fails_its_units_naming_it(rows, tmp_path, capsys):
+    duckdb_tables(tmp_path / "dw.duckdb", rows)
+    spec = job(tmp_path, f"duckdb:dw.duckdb::{GENRES}", f"duckdb:dw.duckdb::{GOLD}", f"duckdb:dw.duckdb::{RUNS}")
+    assert main(["jobs", "submit", str(spec)]) == 0
+    capsys.readouterr()
+    system = rows[RUNS][0][0]
+    with duckdb.connect(str(tmp_path / "dw.duckdb")) as con:
+        con.execute("UPDATE runs SET genre = 'Kinderbuch & Jugendbuch' WHERE model = ? AND doc = "
+                    "(SELECT min(doc) FROM runs WHERE model = ?)", [system, system])
+    assert main(["jobs", "run", "--queue", str(tmp_path / "q.duckdb")]) == 2
+    out = capsys.readouterr().out
+    # the table holds every system: each unit reads it, so each fails (and a new submission computes them)
+    assert out.count(f": duckdb:{tmp_path / 'dw.duckdb'}::{RUNS}: table changed since the job was submitted:"
+                     " submit it again\n") == 19, out
+
+
+@pytest.mark.parametrize("source, message", [
+    ("duckdb:dw.duckdb::gold_b", "no such table in the DuckDB file"),
+    ("duckdb:missing.duckdb::gold", "DuckDB file not found"),
+    ("sql:SELECT * FROM gold", "a job reads files and duckdb:PATH::table or postgresql://...::schema.table sources"),
+])
+def test_a_truth_table_that_cannot_be_read_is_a_fault_of_the_job_file(rows, tmp_path, capsys, source, message):
+    duckdb_tables(tmp_path / "dw.duckdb", rows)
+    spec = job(tmp_path, f"duckdb:dw.duckdb::{GENRES}", source, f"duckdb:dw.duckdb::{RUNS}")
+    assert main(["jobs", "check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hiersql: error: {spec}:14: {message}") and err.endswith(f": {source!r}\n"), err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.postgres
+def test_postgres_tables_equal_the_file_based_run(rows, data_dir, pg_dsn, tmp_path, capsys):
+    psycopg = pytest.importorskip("psycopg")
+    from tests.test_sources_postgres import create
+
+    database = "hiersql_jobs_tables"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {database}")
+        admin.execute(f"CREATE DATABASE {database}")
+    params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": database}
+    with psycopg.connect(**params) as con:
+        con.execute("CREATE SCHEMA ware")
+        for table, columns in TABLE_COLUMNS.items():
+            create(con, table, list(columns), rows[table], "ware")
+    from urllib.parse import quote
+
+    base = (f"postgresql://{params.get('user', 'postgres')}@{quote(params.get('host', 'localhost'), safe='')}:"
+            f"{params.get('port', 5432)}/{database}")
+    spec = job(tmp_path, f"{base}::ware.{GENRES}", f"{base}::ware.{GOLD}", f"{base}::ware.{RUNS}")
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "19 unit(s) processed: 19 done, 0 unchanged, 0 failed" in capsys.readouterr().out
+    assert_same_values(results(tmp_path / "q.duckdb"), expected(data_dir, capsys))
+    with psycopg.connect(**params) as con:
+        con.execute("DELETE FROM ware.runs WHERE model = %s AND doc = (SELECT min(doc) FROM ware.runs WHERE model"
+                    " = %s)", [rows[RUNS][-1][0], rows[RUNS][-1][0]])
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "19 unit(s), 1 queued, 18 unchanged" in capsys.readouterr().out
