@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 PATHS_PER_CLOSURE_ROW = 8
 
 
+TAXONOMY_TABLES = frozenset({"edges", "nodes", "closure", "node_closure"})  # what fill_taxonomy fills
+
+
 def fill_taxonomy(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, max_depth: int | None = None,
                   closure_view: bool = False) -> None:
     """Replace the taxonomy tables (edges, nodes, closure, node_closure) of ``con`` with ``taxonomy``'s, in the

@@ -38,7 +38,7 @@ from .averages import (
     check_sample_weight,
     check_zero_division,
 )
-from .closure import fill_taxonomy
+from .closure import TAXONOMY_TABLES, fill_taxonomy
 from .engines import DuckDBEngine, render
 from .errors import DataWarning, InputError
 from .options import OptionError
@@ -329,7 +329,6 @@ class FoldedEngine(DuckDBEngine):
                               options)
 
 
-TAXONOMY_TABLES = frozenset({"edges", "nodes", "closure", "node_closure"})  # filled per taxonomy schema
 _TAXONOMY_STAGES: dict[tuple[str, str], str] = {}  # (schema, stage) -> the folded text of the table made there
 _TAXONOMY_ROWS: dict[tuple[str, str], list[tuple]] = {}  # (schema, query) -> its rows
 

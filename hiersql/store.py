@@ -26,6 +26,7 @@ predicted set.
 from __future__ import annotations
 
 import copy
+import functools
 import queue
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -60,16 +61,22 @@ class Store:
         An existing DuckDB connection to use instead (``db`` is then ignored).
     memory_limit:
         DuckDB's memory limit (``"3GB"``); larger intermediate results spill to disk.
+    writes:
+        The tables of hiersql's schema the caller will write (default: all). A table of the file or connection
+        with one of those names and other columns is the user's: :class:`~hiersql.errors.InputError` naming it,
+        before anything is made or written.
     """
 
     def __init__(
         self, db: str | Path | None = None, con: duckdb.DuckDBPyConnection | None = None,
-        memory_limit: str | None = None,
+        memory_limit: str | None = None, writes: Iterable[str] | None = None,
     ) -> None:
         import duckdb
 
         self.db = str(db) if db is not None else None
         self.con = con if con is not None else duckdb.connect(self.db or ":memory:")
+        if con is not None or self.db is not None:  # a database that may hold tables of its own
+            _check_no_foreign_tables(self.con, self.db or "con", writes)
         # the empty tables first: the limit is for reading and computing (a tiny one fails in a named step)
         self.con.execute(sqlfiles.queries("schema")["schema"])
         if memory_limit:  # DuckDB spills to its temp directory beyond it
@@ -333,6 +340,34 @@ class Store:
 
     def close(self) -> None:
         self.con.close()
+
+
+@functools.cache
+def _schema_columns() -> dict[str, list[str]]:
+    """The columns of each table of ``sql/schema.sql``, in order (from the schema made in a scratch database)."""
+    import duckdb
+
+    with duckdb.connect() as scratch:
+        scratch.execute(sqlfiles.queries("schema")["schema"])
+        return dict(scratch.execute(_COLUMNS_OF_TABLES).fetchall())
+
+
+_COLUMNS_OF_TABLES = ("SELECT table_name, list(column_name ORDER BY ordinal_position) FROM information_schema.columns"
+                      " WHERE table_catalog = current_database() AND table_schema = current_schema()"
+                      " GROUP BY table_name")
+
+
+def _check_no_foreign_tables(con: duckdb.DuckDBPyConnection, where: str, writes: Iterable[str] | None) -> None:
+    """A table of the database that has the name of one of hiersql's tables to be written (``writes``, default
+    all: ``truth``, ``predictions``, ``results``, ...) but other columns is the user's: an error naming it, before
+    hiersql makes or writes any table (its rows would be deleted and replaced)."""
+    expected = _schema_columns()
+    wanted = set(expected if writes is None else writes)
+    for table, columns in con.execute(_COLUMNS_OF_TABLES).fetchall():
+        if table in wanted and table in expected and columns != expected[table]:
+            raise InputError(f"has a table {table!r} that is not hiersql's (its columns {', '.join(columns)};"
+                             f" hiersql's {', '.join(expected[table])}): give hiersql a database of its own", where,
+                             value=table)
 
 
 class _Transaction:

@@ -255,6 +255,49 @@ def test_db_may_not_be_a_file_a_source_reads(tmp_path, monkeypatch, capsys, flag
     assert digest(path) == before
 
 
+@pytest.mark.parametrize("kind", ["parquet", "csv", "sql"])
+def test_db_with_a_truth_table_read_by_duckdb(tmp_path, capsys, kind):
+    """--db (a new file) with the truth from a Parquet file, a CSV file with a header or a query: the hand
+    example's values, as without --db (the store's first query on the file was left unfinished, and reading
+    the CSV or Parquet truth then failed)."""
+    (tmp_path / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
+    (tmp_path / "runs.csv").write_text("model,doc,genre\n" + "".join(f"{m},{i},{lab}\n" for m, i, lab in HAND_PREDS))
+    pd.DataFrame(HAND_TRUTH, columns=["doc", "genre"]).to_parquet(tmp_path / "gold.parquet", index=False)
+    (tmp_path / "gold.csv").write_text("doc,genre\n" + "".join(f"{i},{lab}\n" for i, lab in HAND_TRUTH))
+    truth = {"parquet": str(tmp_path / "gold.parquet"), "csv": str(tmp_path / "gold.csv"),
+             "sql": f"sql:SELECT doc, genre FROM read_parquet('{tmp_path / 'gold.parquet'}')"}[kind]
+    assert main(["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", truth, "--pred",
+                 str(tmp_path / "runs.csv"), "--instance-col", "doc", "--label-col", "genre", "--system-col",
+                 "model", "--metrics", "hp,hr", "--average", "micro", "--format", "csv", "--db",
+                 str(tmp_path / "r.duckdb")]) == 0
+    got = csv_rows(capsys.readouterr().out)
+    assert {(k[0], k[1]): v for k, v in got.items()} == HAND_VALUES
+
+
+def test_db_with_a_table_of_hiersqls_name_that_is_the_users_is_refused(tmp_path, capsys):
+    """A database given to hiersql that holds a table named as one of hiersql's (``truth``) with other columns:
+    exit 2 naming the file and the table, the user's rows as they were (they were deleted and replaced);
+    in Python, an InputError from ``Evaluator(con=...)``."""
+    path = hand_file(tmp_path / "user.duckdb")
+    before = digest(path)
+    (tmp_path / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
+    (tmp_path / "truth.tsv").write_text("".join(f"{i}\t{lab}\n" for i, lab in HAND_TRUTH))
+    (tmp_path / "m.tsv").write_text("i1\ta1\n")
+    assert main(["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"),
+                 "--pred", str(tmp_path / "m.tsv"), "--db", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"hiersql: error: {path}: has a table 'truth' that is not hiersql's (its columns {WEIRD['instance']},"
+        f" {WEIRD['label']}; hiersql's instance_id, label, rank): give hiersql a database of its own: 'truth'\n")
+    assert digest(path) == before
+    con = duckdb.connect(str(path))
+    try:
+        with pytest.raises(InputError, match="con: has a table 'truth' that is not hiersql's"):
+            Evaluator(Taxonomy.from_edges(HAND_EDGES), con=con)
+        assert sorted(con.execute("SELECT * FROM truth").fetchall()) == sorted(HAND_TRUTH)
+    finally:
+        con.close()
+
+
 def test_a_failed_run_creates_nothing_in_the_users_file(tmp_path):
     """The user's file already has a table named ``truth``; a failed and a good run leave it as it was."""
     path = hand_file(tmp_path / "user.duckdb")

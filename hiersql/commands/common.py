@@ -258,7 +258,7 @@ def _spill_folder() -> str:
 def _keep_earlier_inputs(store: Store) -> bool:
     """Before a load into a reused ``--db`` file that holds systems: keep its truth and taxonomy edges aside
     (temp tables) for :func:`_drop_stale_systems`. Returns whether there was anything to keep."""
-    if not store.con.execute("SELECT count(*) FROM systems").fetchone()[0]:
+    if not store.con.execute("SELECT count(*) FROM systems").fetchall()[0][0]:
         return False
     store.con.execute("CREATE OR REPLACE TEMP TABLE _earlier_truth AS SELECT instance_id, label FROM truth")
     store.con.execute("CREATE OR REPLACE TEMP TABLE _earlier_edges AS SELECT parent, child FROM edges")
@@ -276,7 +276,7 @@ def _drop_stale_systems(store: Store, systems: list[str], where: str) -> None:
         " UNION ALL (SELECT instance_id, label FROM truth EXCEPT SELECT * FROM _earlier_truth))"
         " OR EXISTS (SELECT * FROM (SELECT * FROM _earlier_edges EXCEPT SELECT parent, child FROM edges)"
         " UNION ALL (SELECT parent, child FROM edges EXCEPT SELECT * FROM _earlier_edges))"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     store.con.execute("DROP TABLE _earlier_truth")
     store.con.execute("DROP TABLE _earlier_edges")
     if not changed:

@@ -42,10 +42,11 @@ def run(args: argparse.Namespace) -> int:
     con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
     try:
         if args.taxonomy:
+            from ..closure import TAXONOMY_TABLES
             from ..store import Store
             from ..taxonomy import Taxonomy
 
-            Store(args.db, con=con).load_taxonomy(Taxonomy.from_file(args.taxonomy))
+            Store(args.db, con=con, writes=TAXONOMY_TABLES).load_taxonomy(Taxonomy.from_file(args.taxonomy))
         try:
             names = install_macros(con, tables)
         except duckdb.CatalogException as exc:  # a table the macros read is missing from the file

@@ -104,7 +104,7 @@ def input_report(store, comparison, inputs: list, command: str, title: str, out,
     labels = label_order(store, set(cells["true_label"]) | set(cells["pred_label"]))
     confusion = {system: pivot(cells[cells["system"] == system], "recall", labels)
                  for system in store.systems()}
-    n_instances = store.con.execute("SELECT count(*) FROM instances").fetchone()[0]
+    n_instances = store.con.execute("SELECT count(*) FROM instances").fetchall()[0][0]
     sections = comparison_sections(comparison, breakdown, confusion, depth)
     calibration = calibration_section(store, ordered_systems(comparison.ranking))  # when predictions are scored
     sections += [calibration] if calibration else []

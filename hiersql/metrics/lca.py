@@ -78,7 +78,7 @@ def sql_params(options: Options) -> dict[str, object]:
 def beyond_name(store: Store) -> str:
     """A node name for the virtual common ancestor beyond ``max_distance`` that is not a taxonomy node."""
     name = "__beyond__"
-    while store.con.execute("SELECT count(*) FROM nodes WHERE label = $n", {"n": name}).fetchone()[0]:
+    while store.con.execute("SELECT count(*) FROM nodes WHERE label = $n", {"n": name}).fetchall()[0][0]:
         name = f"_{name}_"
     return name
 

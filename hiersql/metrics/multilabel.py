@@ -35,7 +35,7 @@ KINDS = ("raw", "recall", "precision")
 def _params(store: Store, depth: int | None, zero_division: float) -> dict[str, object]:
     if depth is not None and depth < 0:
         raise ValueError("depth must be >= 0")
-    if store.con.execute("SELECT count(*) FROM nodes WHERE label = $e", {"e": EMPTY}).fetchone()[0]:
+    if store.con.execute("SELECT count(*) FROM nodes WHERE label = $e", {"e": EMPTY}).fetchall()[0][0]:
         raise ValueError(f"the taxonomy has a node named {EMPTY!r}, the name of the empty-set row/column")
     return {"empty": EMPTY, "depth": depth, "zero_division": float(zero_division)}
 

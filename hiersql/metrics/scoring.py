@@ -208,7 +208,7 @@ def add_confusion(
     else:
         where = name or "<DataFrame>"
         rows = _long_rows(source, where, taxonomy)
-    if store.con.execute("SELECT count(*) FROM systems WHERE system = $s", {"s": system}).fetchone()[0]:
+    if store.con.execute("SELECT count(*) FROM systems WHERE system = $s", {"s": system}).fetchall()[0][0]:
         raise InputError("system already has label predictions; give the confusion matrix another name",
                          where, value=system)
     with store.transaction():
