@@ -195,6 +195,23 @@ def test_spark_dataframes_with_the_users_names_in_python(spark):
     assert got == pytest.approx(HAND_VALUES)
 
 
+def test_the_python_example_of_docs_warehouse_runs(spark, tmp_path, monkeypatch):
+    """The Python block of docs/warehouse.md's Spark section, run as written on the hand example (its
+    ``gold_df`` and ``runs_df`` with the block's column names, ``taxonomy.tsv`` in the working folder)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "warehouse.md").read_text(encoding="utf-8")
+    block = text.split("into a `SparkEngine`:\n\n```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "taxonomy.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
+    scope = {"spark": spark, "gold_df": spark.createDataFrame(pd.DataFrame(HAND_TRUTH, columns=["doc", "genre"])),
+             "runs_df": spark.createDataFrame(pd.DataFrame(HAND_PREDS, columns=["model", "doc", "genre"]))}
+    exec(compile(block, "docs/warehouse.md", "exec"), scope)  # noqa: S102  (the project's own documentation)
+    rows = scope["rows"]
+    assert {(r.system, r.metric): r.value for r in rows if r.average == "micro" and r.metric != "hierarchical_f1"
+            } == pytest.approx(HAND_VALUES)
+
+
 def hand_load(spark, preds: pd.DataFrame, **kwargs) -> SparkEngine:
     engine = SparkEngine(spark)
     truth = spark.createDataFrame(pd.DataFrame(HAND_TRUTH, columns=["doc", "genre"]))
