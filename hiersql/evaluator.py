@@ -168,8 +168,9 @@ def warn_undefined(source: Store | Engine, rows: list[Row], options: Options) ->
         found = engine.run_queries(plan, [metric], options, queries)
         for name, table in found.items():
             average = wanted[int(name.rsplit("_", 1)[1])]
-            for system, units in table:
+            for system, units, total in table:
                 if units:
                     warnings.warn(f"{metric} ({average or 'mean'}) of system {system!r} is ill-defined and being"
-                                  f" set to 0.0 in {units} unit(s) with a zero denominator; use the zero_division"
+                                  f" set to 0.0 in {units} of {total} unit(s) with a zero denominator; use the"
+                                  " zero_division"
                                   " parameter to control this behavior", UndefinedMetricWarning, stacklevel=3)

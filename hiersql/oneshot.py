@@ -471,10 +471,11 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
         rows = engine.run_queries(plan, [metric], opts, queries)
     if "_undefined" in rows and rows["_undefined"][0][1]:
         unit = measure_of(plan, metric, average).unit
-        what = "the pooled counts" if average == "micro" else "classes" if unit == CLASSES else "instances"
-        warnings.warn(f"{metric} is ill-defined and being set to 0.0 in {rows['_undefined'][0][1]} of {what} with"
-                      " a zero denominator; use the zero_division parameter to control this behavior",
-                      UndefinedMetricWarning, stacklevel=3)
+        _, units, total = rows["_undefined"][0]
+        what = "the pooled counts" if average == "micro" else (
+            f"{units} of {total} {'classes' if unit == CLASSES else 'instances'}")
+        warnings.warn(f"{metric} is ill-defined and being set to 0.0 in {what} with a zero denominator; use the"
+                      " zero_division parameter to control this behavior", UndefinedMetricWarning, stacklevel=3)
     if average is None:
         return _per_class(rows["_class_values"], metric, opts.labels)
     found = [v for _, m, a, v in rows["_summary"] if m == metric and (a or "") == average]

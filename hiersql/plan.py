@@ -269,9 +269,10 @@ def measure_of(plan: FamilyPlan, metric: str, average: str | None) -> Measure:
 
 def undefined_sql(plan: FamilyPlan, metric: str, average: str | None, weighted: bool = False,
                   fixed_classes: bool = False) -> str | None:
-    """The query ``(system, units)``: how many units of ``metric``'s ``average`` (``None``: its classes) have a
-    zero denominator (or meet ``undefined``) and take ``zero``, for scikit-learn's ``zero_division="warn"``;
-    ``micro`` counts 1 when the pooled denominator is 0. ``None`` when the measure is not a ratio."""
+    """The query ``(system, units, total)``: how many units of ``metric``'s ``average`` (``None``: its classes)
+    have a zero denominator (or meet ``undefined``) and take ``zero``, of how many, for scikit-learn's
+    ``zero_division="warn"``; ``micro`` counts 1 of 1 when the pooled denominator is 0. ``None`` when the
+    measure is not a ratio."""
     m = measure_of(plan, metric, average)
     if m.denominator is None:
         return None
@@ -281,11 +282,12 @@ def undefined_sql(plan: FamilyPlan, metric: str, average: str | None, weighted: 
     if average == "micro":
         summed = _summed(weight)
         guard = f"({summed(m.denominator)}) = 0" + (f" OR ({summed(m.undefined)})" if m.undefined else "")
-        count = f"CASE WHEN {guard} THEN 1 ELSE 0 END"
+        count, total = f"CASE WHEN {guard} THEN 1 ELSE 0 END", "1"
     else:
         guard = f"({m.denominator}) = 0" + (f" OR ({m.undefined})" if m.undefined else "")
-        count = f"count(*) FILTER (WHERE {guard})"
-    return _with_classes(plan, f"SELECT _s.system, {count} AS units FROM systems AS _s LEFT JOIN {unit} AS _u"
+        count, total = f"count(*) FILTER (WHERE {guard})", "count(_u.system)"
+    return _with_classes(plan, f"SELECT _s.system, {count} AS units, {total} AS total FROM systems AS _s"
+                               f" LEFT JOIN {unit} AS _u"
                                f" ON _u.system = _s.system{join} GROUP BY _s.system", weighted, fixed_classes)
 
 
