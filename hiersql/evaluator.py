@@ -78,8 +78,9 @@ class Evaluator:
     def systems(self) -> list[str]:
         return self.store.systems()
 
-    def rows(self, metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS, **options: Any) -> list[Row]:
-        """Values as :class:`~hiersql.metrics.Row` tuples (no pandas needed). ``options`` are the fields of
+    def rows(self, metrics: str | list[str] | tuple[str, ...] = DEFAULT_METRICS, **options: Any) -> list[Row]:
+        """Values as :class:`~hiersql.metrics.Row` tuples (no pandas needed). ``metrics``: names or aliases, as a
+        list or one string (``"hp"``, ``"hp,hr"``). ``options`` are the fields of
         :class:`~hiersql.metrics.Options` (``average``, ``include_root``, ``max_distance``, ``dmax``, ...).
 
         ``average`` takes scikit-learn's names (``docs/sklearn.md``): ``micro``, ``macro``, ``samples``,
@@ -91,6 +92,8 @@ class Evaluator:
 
         zero_division, warn = check_zero_division(options.pop("zero_division", 0.0))
         opts = make_options(zero_division=zero_division, **options)
+        if isinstance(metrics, str):  # as average="micro" is one average
+            metrics = [name.strip() for name in metrics.split(",") if name.strip()]
         rows = compute(self.store, metrics, opts)
         if warn:
             warn_undefined(self.store, rows, opts)
@@ -114,8 +117,10 @@ class Evaluator:
         rows = DuckDBEngine(self.store).run_queries(plan, [name], opts, {"_class_values": sql})["_class_values"]
         return pd.DataFrame(rows, columns=["system", "label", "value"])
 
-    def evaluate(self, metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS, **options: Any) -> pd.DataFrame:
-        """A DataFrame ``system, metric, average, value`` for every system and requested measure."""
+    def evaluate(self, metrics: str | list[str] | tuple[str, ...] = DEFAULT_METRICS, **options: Any
+                 ) -> pd.DataFrame:
+        """A DataFrame ``system, metric, average, value`` for every system and requested measure (as
+        :meth:`rows`)."""
         import pandas as pd
 
         return pd.DataFrame(self.rows(metrics, **options), columns=list(Row._fields))

@@ -189,8 +189,7 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) ->
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    members = [[labelset] if isinstance(labelset, str) else labelset if isinstance(labelset, list)
-               else list(labelset) for labelset in sets]
+    members = [_members(labelset, where, i) for i, labelset in enumerate(sets)]
     if all(type(label) is str for labelset in members for label in labelset):
         lists = pa.array(members, pa.list_(pa.string()))
         labels = lists.flatten()
@@ -205,6 +204,24 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) ->
                      "rank": pa.array(ranks, pa.int32())})
 
 
+def _members(labelset: Any, where: str, i: int) -> list[Any]:
+    """The labels of instance ``i``'s ``labelset``: a string is one label, as is a value that is not a
+    collection (a number); a missing set (``None``, NaN, ``pd.NA``: a gap in a column of label sets) is an
+    :class:`~hiersql.errors.InputError`, not an empty set taken for granted."""
+    if isinstance(labelset, str):
+        return [labelset]
+    if isinstance(labelset, list):
+        return labelset
+    if labelset is None or type(labelset).__name__ == "NAType" or (
+            isinstance(labelset, float) and math.isnan(labelset)):
+        raise InputError("missing label set (None or NaN; an instance with no label is an empty list)", where, i + 1,
+                         labelset)
+    try:
+        return list(labelset)
+    except TypeError:  # one label that is not text
+        return [labelset]
+
+
 def _checked_rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
     """:func:`_rows` label by label: the first bad label is an :class:`~hiersql.errors.InputError`."""
     ids: list[str] = []
@@ -213,7 +230,7 @@ def _checked_rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[
     duplicates = 0
     virtual = taxonomy.root if taxonomy.virtual_root else None
     for i, labelset in enumerate(sets):
-        members = [labelset] if isinstance(labelset, str) else list(labelset)
+        members = _members(labelset, where, i)
         seen: set[str] = set()
         for label in members:
             if label is None or (isinstance(label, float) and math.isnan(label)) or label == "":

@@ -255,6 +255,12 @@ def test_an_average_a_measure_lacks_is_an_error(tax):
         hiersql.mgia(Y_TRUE, Y_PRED, tax, None)
     with pytest.raises(OptionError, match="average of pl must be one of 'micro', 'macro': 'samples'"):
         hiersql.path_length_score(["a1"], ["a2"], tax, "samples")
+    # the plain means take average "" alone, as a parameter of their own (it collided with score's)
+    for measure in (hiersql.graph_induced_error, hiersql.tree_induced_error, hiersql.all_pairs_error,
+                    hiersql.symmetric_difference_loss):
+        with pytest.raises(OptionError, match=f"average of {measure.__name__} must be one of none .*: 'micro'"):
+            measure(["a1"], ["a2"], tax, average="micro")
+        assert measure(["a1"], ["a2"], tax, average="") == measure(["a1"], ["a2"], tax)
 
 
 @pytest.mark.parametrize(("weights", "message"), [
@@ -279,6 +285,10 @@ def test_evaluator_averages_equal_the_one_shot_functions(tax):
     ev = hiersql.Evaluator(tax).add_truth(Y_TRUE).add_predictions("s", Y_PRED)
     averages = ["micro", "macro", "samples", "weighted", "label_macro"]
     frame = ev.evaluate(["hp", "hr", "hf"], average=averages).set_index(["metric", "average"])["value"]
+    # one string names the measures as a list does (it was read letter by letter)
+    pd.testing.assert_frame_equal(ev.evaluate("hp,hr,hf", average=averages), ev.evaluate(["hp", "hr", "hf"],
+                                                                                         average=averages))
+    assert ev.rows("hp") == ev.rows(["hp"])
     for name, function in FUNCTIONS.items():
         for average in averages:
             assert frame[(f"hierarchical_{name}", average)] == function(Y_TRUE, Y_PRED, tax, average)

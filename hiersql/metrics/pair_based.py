@@ -376,7 +376,7 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     return frame
 
 
-def graph_induced_error(y_true, y_pred, taxonomy, *, sample_weight=None, **options) -> float:
+def graph_induced_error(y_true, y_pred, taxonomy, average: str = "", *, sample_weight=None, **options) -> float:
     """Graph induced error (Kosmopoulos et al. 2015 §2.3.2, Fig. 5): per instance, the cost of the best
     one-to-one pairing of predicted and true classes, a class without partner paired with the default class
     at ``dmax``; the mean over instances.
@@ -388,13 +388,15 @@ def graph_induced_error(y_true, y_pred, taxonomy, *, sample_weight=None, **optio
     taxonomy:
         A :class:`~hiersql.taxonomy.Taxonomy` (passed again, its tables are reused), a path, a networkx
         DiGraph or ``(parent, child)`` pairs.
+    average:
+        ``""``, the only one: the mean over instances (another is an error naming the averages it has).
     sample_weight:
         One weight per instance: the weighted mean.
     **options:
         ``dmax`` (5), ``max_distance`` (None: pairs at any distance may be paired), ``shared`` (``"strict"``
         or ``"reuse"``).
     """
-    return score(PLAN, "graph_induced_error", y_true, y_pred, taxonomy, "", sample_weight=sample_weight, **options)
+    return score(PLAN, "graph_induced_error", y_true, y_pred, taxonomy, average, sample_weight=sample_weight, **options)
 
 
 def mgia(y_true, y_pred, taxonomy, average: str = "macro", *, sample_weight=None, **options) -> float:
@@ -415,12 +417,12 @@ def mgia(y_true, y_pred, taxonomy, average: str = "macro", *, sample_weight=None
     return score(PLAN, "mgia", y_true, y_pred, taxonomy, average, sample_weight=sample_weight, **options)
 
 
-def tree_induced_error(y_true, y_pred, taxonomy, *, sample_weight=None, **options) -> float:
+def tree_induced_error(y_true, y_pred, taxonomy, average: str = "", *, sample_weight=None, **options) -> float:
     """Tree-induced error (Dekel et al. 2004): the mean over instances of d(y, ŷ), with several labels the
     cost of the best one-to-one pairing; every instance needs as many predicted as true labels."""
-    return score(PLAN, "tree_induced_error", y_true, y_pred, taxonomy, "", sample_weight=sample_weight, **options)
+    return score(PLAN, "tree_induced_error", y_true, y_pred, taxonomy, average, sample_weight=sample_weight, **options)
 
 
-def all_pairs_error(y_true, y_pred, taxonomy, *, sample_weight=None, **options) -> float:
+def all_pairs_error(y_true, y_pred, taxonomy, average: str = "", *, sample_weight=None, **options) -> float:
     """All-pairs error (Sun & Lim 2001): the mean over instances of Σ d(t, p) over all pairs of T × P."""
-    return score(PLAN, "all_pairs_error", y_true, y_pred, taxonomy, "", sample_weight=sample_weight, **options)
+    return score(PLAN, "all_pairs_error", y_true, y_pred, taxonomy, average, sample_weight=sample_weight, **options)

@@ -165,8 +165,8 @@ def hierarchical_f1(y_true, y_pred, taxonomy, average: str | None = "micro", bet
                  zero_division=zero_division, beta=beta, **options)
 
 
-def symmetric_difference_loss(y_true, y_pred, taxonomy, *, sample_weight=None, **options) -> float:
+def symmetric_difference_loss(y_true, y_pred, taxonomy, average: str = "", *, sample_weight=None, **options) -> float:
     """Mean over instances of ``|Ŷaug Δ Yaug|`` (Kosmopoulos et al. 2015 §2.4), weighted by
     ``sample_weight`` when given."""
-    return score(PLAN, "symmetric_difference_loss", y_true, y_pred, taxonomy, "", sample_weight=sample_weight,
+    return score(PLAN, "symmetric_difference_loss", y_true, y_pred, taxonomy, average, sample_weight=sample_weight,
                  **options)
