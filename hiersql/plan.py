@@ -381,12 +381,13 @@ def _value(m: Measure, average: str, order_by: str | None, weight: str | None = 
 
 
 def _mean(value: str, order: str, weight: str | None, zero: str) -> str:
-    """The mean of ``value`` over the units (missing values left out), weighted by ``weight`` when given;
-    ``zero`` when no unit has a value (or their weights sum to 0)."""
+    """The mean of ``value`` over the units (missing values left out), weighted by ``weight`` when given (the
+    plain mean when the weights of the units with a value sum to 0, as scikit-learn's ``_nanaverage``);
+    ``zero`` when no unit has a value."""
     if weight is None:
         return f"coalesce(avg({value}{order}), {zero})"
     return (f"coalesce(sum({weight} * ({value}){order}) / nullif(sum(CASE WHEN ({value}) IS NOT NULL THEN {weight}"
-            f" ELSE 0 END{order}), 0), {zero})")
+            f" ELSE 0 END{order}), 0), avg({value}{order}), {zero})")
 
 
 def _ratio(numerator: str, denominator: str, undefined: str | None, zero: str) -> str:

@@ -11,8 +11,8 @@ A *table source* is one of
   columns used) into an Arrow table; ``postgresql://…::SELECT …``: a query read the same way (as a subquery);
 - ``sql:SELECT …``: one ``SELECT`` statement run in hiersql's own DuckDB connection (``read_parquet(...)``,
   ``read_csv(...)``, ...);
-- a Parquet file, glob (``*.parquet``) or folder of part files (``runs.parquet/``, as Spark writes it, with
-  ``key=value`` folders read as columns), a CSV file or glob with a header (``*.csv``, read as text);
+- a Parquet file, glob (``*.parquet``) or folder of part files (``runs.parquet/``, or ``runs/`` as Spark writes
+  it, with ``key=value`` folders read as columns), a CSV file or glob with a header (``*.csv``, read as text);
 - a pandas DataFrame, a pyarrow Table, a DuckDB relation, a Spark DataFrame (collected through Arrow);
 - ``spark:[db.]table`` and ``spark:SELECT …`` only with the Spark engine, which reads them (and Parquet, and
   Spark DataFrames) itself: :mod:`hiersql.spark_sources`.
@@ -122,13 +122,21 @@ def unused_label_column(columns: Columns, truth: Any, predictions: Iterable[Any]
 
 def is_table(source: object, format: str = "long") -> bool:
     """Whether ``source`` is read as a table: a reference, a DataFrame, an Arrow table, a DuckDB relation, a
-    Parquet path or glob, or (in the ``long`` format) a CSV path or glob."""
+    Parquet path, glob or folder (:func:`is_parquet`), or (in the ``long`` format) a CSV path or glob."""
     if is_reference(source):
         return True
     if isinstance(source, str | Path):
-        suffix = Path(source).suffix.lower()
-        return suffix == ".parquet" or (suffix == ".csv" and format == "long")
+        return is_parquet(source) or (Path(source).suffix.lower() == ".csv" and format == "long")
     return hasattr(source, "columns") or _is_arrow(source)
+
+
+def is_parquet(source: object) -> bool:
+    """Whether path ``source`` names Parquet: a ``.parquet`` file, glob or folder, or a folder of ``.parquet``
+    part files under any name (Spark's ``df.write.parquet("runs")``; ``key=value`` partition folders too)."""
+    if not isinstance(source, str | Path) or is_reference(source):
+        return False
+    path = Path(source)
+    return path.suffix.lower() == ".parquet" or (path.is_dir() and next(path.rglob("*.parquet"), None) is not None)
 
 
 def _is_arrow(source: object) -> bool:
@@ -294,7 +302,7 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
     if isinstance(source, str | Path):
         where = name or str(source)
         path = str(source)
-        parquet = path.lower().endswith(".parquet")
+        parquet = is_parquet(path)
         glob = any(ch in path for ch in "*?[")
         if parquet and Path(path).is_dir():  # a folder of part files, as Spark writes them
             path = str(Path(path) / "**" / "*.parquet")

@@ -49,16 +49,13 @@ def is_spark_frame(source: object) -> bool:
     return hasattr(source, "sparkSession") and hasattr(source, "createOrReplaceTempView")
 
 
-def _parquet(source: object) -> bool:
-    """Whether label source ``source`` names a Parquet file, glob or folder (by its ``.parquet`` ending)."""
-    return (isinstance(source, str | Path) and not sources.is_reference(source)
-            and Path(source).suffix.lower() == ".parquet")
 
 
 def spark_source(source: object) -> bool:
     """Whether the Spark engine reads label source ``source`` itself: a ``spark:`` reference, a Spark
     DataFrame, or a Parquet file, glob or folder."""
-    return (isinstance(source, str) and source.startswith(SCHEME)) or _parquet(source) or is_spark_frame(source)
+    return (isinstance(source, str) and source.startswith(SCHEME)) or sources.is_parquet(source) or \
+        is_spark_frame(source)
 
 
 def reads_any(truth: object, predictions: Iterable[object]) -> bool:
@@ -76,7 +73,7 @@ def parquet_rows(items: Iterable[object]) -> int | None:
 
     total = 0
     for item in items:
-        if not _parquet(item):
+        if not sources.is_parquet(item):
             return None
         text = str(item)
         paths = sorted(glob.glob(text)) if any(ch in text for ch in "*?[") else [text]

@@ -7,6 +7,7 @@ import io
 import json
 
 import duckdb
+import pandas as pd
 import pytest
 
 from hiersql.cli import main
@@ -93,6 +94,25 @@ def test_demo_prints_every_system(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "cautious" in out and "flat_errors" in out and "shallow" in out
     assert "hierarchical_recall (micro)" in out
+
+
+def test_per_instance_under_all_skips_the_families_that_do_not_apply(tmp_path, capsys):
+    """A DAG (C under A and B): ``all`` leaves out the scoring trees (trees only), and so does
+    ``--per-instance`` (it failed on them, after writing the other families' files, with no result). By hand,
+    instance 2 (T = {A}, P = {C}; Paug = {C, A, B}, the root left out): hP = 1/3, hR = 1, SDL = 2."""
+    (tmp_path / "dag.tsv").write_text("R\tA\nR\tB\nA\tC\nB\tC\n")
+    (tmp_path / "t.tsv").write_text("1\tC\n2\tA\n")
+    (tmp_path / "p.tsv").write_text("1\tC\n2\tC\n")
+    args = ["evaluate", "--taxonomy", str(tmp_path / "dag.tsv"), "--truth", str(tmp_path / "t.tsv"), "--pred",
+            f"p={tmp_path / 'p.tsv'}", "--metrics", "all", "--format", "csv"]
+    assert main(args) == 0
+    every = capsys.readouterr().out
+    assert main([*args, "--per-instance", str(tmp_path / "per")]) == 0
+    assert capsys.readouterr().out == every and "scoring" not in every and ",pl," not in every
+    assert sorted(p.name for p in (tmp_path / "per").iterdir()) == [
+        "confusion.csv", "flat.csv", "lca.csv", "pair_based.csv", "set_based.csv"]
+    row = pd.read_csv(tmp_path / "per" / "set_based.csv", dtype={"instance_id": str}).set_index("instance_id").loc["2"]
+    assert (row.hierarchical_precision, row.hierarchical_recall, row.symmetric_difference_loss) == (1 / 3, 1.0, 2)
 
 
 def test_per_instance_csv(fixtures_dir, tmp_path, capsys):

@@ -436,3 +436,19 @@ def test_evaluate_command_zero_division_warn_is_zero_and_one_warning_line_per_va
                       " control this behavior"]
     assert main(["sql", "hp", "--zero-division", "warn"]) == 2
     assert "--zero-division" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("zero_division, labels", [(1.0, ["x", "a2"]), (math.nan, None), (0.0, ["x", "a2"])])
+def test_weighted_with_no_support_is_the_plain_mean_as_sklearn(zero_division, labels):
+    """``weighted`` where the classes with a value have no support at all (Σ support = 0): scikit-learn's
+    ``_nanaverage`` falls back to the plain mean of the classes' values. Truth {b}, {b}; predictions {x}, {}:
+    with labels x, a2 the supports are 0, 0 (P: x = 0/1, a2 = 0/0); without labels b's P is 0/0 (NaN, left out
+    with nan) and x's 0 with support 0. Found by a test user's random inputs."""
+    y_true, y_pred = [["b"], ["b"]], [["x"], []]
+    true, pred, classes = binarized(y_true, y_pred, labels)
+    kwargs = {} if labels is None else {"labels": labels}
+    for i, name in enumerate(("precision", "recall", "f1")):
+        want = prfs(true, pred, average="weighted", zero_division=zero_division)[i]
+        got = getattr(hiersql, f"label_{name}")(y_true, y_pred, average="weighted", zero_division=zero_division,
+                                                 **kwargs)
+        assert got == pytest.approx(want, nan_ok=True), (name, classes)

@@ -206,6 +206,10 @@ def test_parquet_with_a_system_column_is_one_system_per_value(warehouse, data_di
     want = {k: v for k, v in file_reference(data_dir).items() if k[1] in (
         "hierarchical_precision", "hierarchical_recall", "hierarchical_f1", "hamming_loss")}
     assert_same_values(got, want)
+    # the folder under a name without the suffix (Spark's df.write.parquet("runs")): the same table
+    folder.rename(tmp_path / "runs")
+    assert main([*args[:6], str(tmp_path / "runs"), *args[7:]]) == 0
+    assert_same_values(csv_rows(capsys.readouterr().out), want)
 
 
 # ---------------------------------------------------------------------- bad input, no side effects

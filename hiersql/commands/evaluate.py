@@ -85,8 +85,12 @@ def run(args: argparse.Namespace) -> int:
             from ..evaluator import warn_undefined
 
             warn_undefined(store if engine is None else engine, rows, opts)
-        if args.per_instance:
-            write_per_instance(store, groups, opts, args.per_instance, engine if in_spark else None)
+        if args.per_instance:  # the families computed (under all, those that apply)
+            from ..metrics import catalog
+
+            computed = {catalog()[row.metric][0] for row in rows}
+            write_per_instance(store, {f: m for f, m in groups.items() if f in computed}, opts, args.per_instance,
+                               engine if in_spark else None)
         if args.db:
             from ..jobs import save_rows
 
