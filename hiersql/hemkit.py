@@ -226,15 +226,15 @@ def hemkit(hierarchy: str | Path, gold: str | Path, pred: str | Path, max_distan
     hierarchy, gold, pred:
         HEMKit's files: ``parent child`` lines; one line of whitespace-separated labels per instance.
     max_distance:
-        HEMKit's maximum distance (>= 1): ancestors reach ``max_distance + 1`` edges, LCA paths
+        HEMKit's maximum distance (>= 0): ancestors reach ``max_distance + 1`` edges, LCA paths
         ``max_distance``.
     max_error:
         HEMKit's maximum error (>= 0); it only enters MGIA, which HEMKit's six numbers do not include.
     unknown:
         ``"error"`` (default) or ``"ignore"`` for labels that are not in the hierarchy.
     """
-    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or max_distance < 1:
-        raise InputError("MAX_DISTANCE must be an integer >= 1", "MAX_DISTANCE", value=max_distance)
+    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or max_distance < 0:
+        raise InputError("MAX_DISTANCE must be an integer >= 0", "MAX_DISTANCE", value=max_distance)
     if not max_error >= 0:
         raise InputError("MAX_ERROR must be a number >= 0", "MAX_ERROR", value=max_error)
     from concurrent.futures import ThreadPoolExecutor

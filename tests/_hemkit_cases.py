@@ -22,11 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HAND = ROOT / "fixtures" / "hemkit"
-DISTANCES = (1, 2, 4, 100000)
+DISTANCES = (0, 1, 2, 4, 100000)
 MESH_DISTANCES = (2, 4, 100000)
 MESH_SEED, MESH_INSTANCES = 16, 2000
 RANDOM_SEEDS = tuple(range(40))
-RANDOM_DISTANCES = (1, 2, 3, 100)
+RANDOM_DISTANCES = (0, 1, 2, 3, 100)
 
 
 def random_dag(seed: int) -> tuple[list[tuple[int, int]], list[tuple[list[int], list[int]]]]:

@@ -42,6 +42,13 @@ EXAMPLE = (F(20, 21), F(79, 108), (F(8, 13) + F(4, 5) + 1) / 3, F(11, 12), F(7, 
 #       (3), both 3: P 1, R 1/2, F 2/3 (the paper's ⊥ joined without the paths' nodes would give R 3/5).
 #       I2 as above. I3: 1. HEMKit (g++ -O2, std::setprecision(17)) prints the same six numbers.
 EXAMPLE_MD1 = (F(17, 18), F(39, 56), F(331, 429), F(11, 12), F(7, 10), F(7, 9))
+# MAX_DISTANCE = 0 (ancestors up to 1 edge; every LCA path is its label and the marker -1):
+#   I1: Yaug = {1,2,3,20,70,30} (6), Ŷaug = {1,20} (2): hP 1, hR 1/3, hF 1/2
+#   I2: Yaug = {1,4,5,20,30} (5), Ŷaug = {2,4,20,30} (4), both 3: hP 3/4, hR 3/5, hF 2/3
+#   LCA I1: 2 and 3 meet 1 at -1: Gt = {1, 2, 3, -1}, Gp = {1, -1}: P 1, R 1/2, F 2/3
+#   LCA I2: 1 and 5 meet the predicted paths at -1, and 2 the gold ones: Gt = {1, 4, 5, -1}, Gp = {2, 4, -1},
+#       both {4, -1}: P 2/3, R 1/2, F 4/7. I3: 1. HEMKit (g++ -O2, std::setprecision(17)) prints the same.
+EXAMPLE_MD0 = (F(11, 12), F(29, 45), F(13, 18), F(8, 9), F(2, 3), F(47, 63))
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +67,7 @@ def run(capsys, *args) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize(("max_distance", "expected"), [(100000, EXAMPLE), (4, EXAMPLE), (2, EXAMPLE),
-                                                        (1, EXAMPLE_MD1)])
+                                                        (1, EXAMPLE_MD1), (0, EXAMPLE_MD0)])
 def test_example_files(example, capsys, max_distance, expected):
     code, out, err = run(capsys, *files(example), max_distance, 5)
     assert code == 0 and err == ""
@@ -158,7 +165,7 @@ def test_extra_prediction_lines_are_reported(example, tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("max_distance", "max_error", "message"), [
-    ("x", "5", "MAX_DISTANCE must be an integer"), ("0", "5", "MAX_DISTANCE must be an integer >= 1"),
+    ("x", "5", "MAX_DISTANCE must be an integer"), ("-1", "5", "MAX_DISTANCE must be an integer >= 0"),
     ("4", "-1", "MAX_ERROR must be a number >= 0"), ("4", "five", "MAX_ERROR must be a number"),
 ])
 def test_bad_numbers(example, capsys, max_distance, max_error, message):

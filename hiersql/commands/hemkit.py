@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("hierarchy", metavar="HIERARCHY", help="'parent child' lines (whitespace-separated)")
     p.add_argument("gold", metavar="GOLD", help="one line of whitespace-separated true labels per instance")
     p.add_argument("pred", metavar="PRED", help="one line of predicted labels per instance, as GOLD")
-    p.add_argument("max_distance", metavar="MAX_DISTANCE", help="HEMKit's maximum distance (integer >= 1)")
+    p.add_argument("max_distance", metavar="MAX_DISTANCE", help="HEMKit's maximum distance (integer >= 0)")
     p.add_argument("max_error", metavar="MAX_ERROR", help="HEMKit's maximum error (number >= 0; MGIA only)")
     p.add_argument("--unknown", default="error", choices=("error", "ignore"),
                    help="a label not in the hierarchy: error (default) or drop it with a warning")
