@@ -326,7 +326,7 @@ def _table_source(text: str, base: Path, fail, role: str) -> str:
     server reachable and the table on it), a DuckDB file's path made absolute (relative to ``base``)."""
     import duckdb
 
-    from ..sources import duckdb_file, open_table
+    from ..sources import display, duckdb_file, open_table
 
     if not text.startswith(TABLE_SCHEMES):
         raise fail("a job reads files and duckdb:PATH::table or postgresql://...::schema.table sources", text)
@@ -338,7 +338,7 @@ def _table_source(text: str, base: Path, fail, role: str) -> str:
     try:
         open_table(con, source, role=role).close()
     except InputError as exc:
-        raise fail(exc.message if exc.value is None else f"{exc.message}: {exc.value!r}", text) from None
+        raise fail(exc.message if exc.value is None else f"{exc.message}: {exc.value!r}", display(text)) from None
     finally:
         con.close()
     return source
