@@ -177,5 +177,5 @@ def warn_undefined(source: Store | Engine, rows: list[Row], options: Options) ->
                 if units:
                     warnings.warn(f"{metric} ({average or 'mean'}) of system {system!r} is ill-defined and being"
                                   f" set to 0.0 in {units} of {total} unit(s) with a zero denominator; use the"
-                                  " zero_division"
-                                  " parameter to control this behavior", UndefinedMetricWarning, stacklevel=3)
+                                  " zero_division parameter to control this behavior", UndefinedMetricWarning,
+                                  stacklevel=3)

@@ -492,8 +492,8 @@ def units(spec: Spec) -> list[Unit]:
             shared["columns"] = ds.columns
         group = _digest(shared)
         for system, source in ds.predictions:
-            prediction = content_hash(source, "predictions", ds.format, ds.columns, hashes)  # checked again
-            # before the unit runs
+            # checked again before the unit runs
+            prediction = content_hash(source, "predictions", ds.format, ds.columns, hashes)
             work = {"dataset": ds.name, "system": system, "taxonomy": ds.taxonomy, "truth": ds.truth,
                     "prediction": source, "format": ds.format, "unknown": ds.unknown,
                     "metrics": list(ds.metrics), "options": ds.options, "columns": ds.columns,
