@@ -202,7 +202,7 @@ CASES = [
     Case("scoring system twice", scoring("--confusion", f"{LANUS}/model1.tsv"), ["--confusion", "'model1'"]),
     # --- hemkit
     Case("hemkit MAX_DISTANCE not an integer", hemkit("x", "0"), ["MAX_DISTANCE", "'x'"], HEMKIT_FILES),
-    Case("hemkit MAX_DISTANCE zero", hemkit("0", "0"), ["MAX_DISTANCE", ">= 1", "0"], HEMKIT_FILES),
+    Case("hemkit MAX_DISTANCE negative", hemkit("-1", "0"), ["MAX_DISTANCE", ">= 0", "-1"], HEMKIT_FILES),
     Case("hemkit MAX_ERROR negative", hemkit("1", "-1"), ["MAX_ERROR", ">= 0", "-1"], HEMKIT_FILES),
     Case("hemkit MAX_ERROR NaN", hemkit("1", "nan"), ["MAX_ERROR", "nan"], HEMKIT_FILES),
     Case("hemkit gold not UTF-8", hemkit("1", "0"), ["g.txt", "not UTF-8"], {**HEMKIT_FILES, "g.txt": b"b\n\xff\n"}),
