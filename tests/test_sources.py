@@ -278,6 +278,27 @@ def test_db_with_a_truth_table_read_by_duckdb(tmp_path, capsys, kind):
     assert {(k[0], k[1]): v for k, v in got.items()} == HAND_VALUES
 
 
+def test_a_label_format_no_source_is_read_in_is_refused(tmp_path, capsys):
+    """--labels-format names the format of text files (and of a wide CSV file): with Parquet files only it was
+    silently unused; with a text truth in that format beside Parquet predictions it applies (the hand
+    example's values)."""
+    (tmp_path / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
+    pd.DataFrame(HAND_TRUTH, columns=["instance_id", "label"]).to_parquet(tmp_path / "gold.parquet", index=False)
+    lines = [(system, instance.lstrip("i"), label) for system, instance, label in HAND_PREDS]  # i1 is line 1
+    pd.DataFrame(lines, columns=["system", "instance_id", "label"]).to_parquet(tmp_path / "runs.parquet", index=False)
+    args = ["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--pred", str(tmp_path / "runs.parquet"),
+            "--metrics", "hp,hr", "--average", "micro", "--format", "csv", "--labels-format", "lines"]
+    assert main([*args, "--truth", str(tmp_path / "gold.parquet")]) == 2
+    assert capsys.readouterr().err == (
+        "hiersql: error: --labels-format: names the format of label text files (and of a wide CSV file), and every"
+        " label source is a table, read by its columns: 'lines'\n")
+    assert HAND_TRUTH == [("i1", "a1"), ("i2", "b")]
+    (tmp_path / "gold.txt").write_text("a1\nb\n")  # lines: instance i is line i
+    assert main([*args, "--truth", str(tmp_path / "gold.txt")]) == 0
+    got = csv_rows(capsys.readouterr().out)
+    assert {(k[0], k[1]): v for k, v in got.items()} == HAND_VALUES
+
+
 def test_db_with_a_table_of_hiersqls_name_that_is_the_users_is_refused(tmp_path, capsys):
     """A database given to hiersql that holds a table named as one of hiersql's (``truth``) with other columns:
     exit 2 naming the file and the table, the user's rows as they were (they were deleted and replaced);

@@ -179,9 +179,10 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
 
 
 def _check_column_flags(args: argparse.Namespace, preds: list[Any]) -> None:
-    """A label column flag with no table source it applies to (:func:`hiersql.sources.unused_label_column`):
-    an error naming the flag, not a flag silently left unused."""
-    from ..sources import Columns, unused_label_column
+    """A label column flag with no table source it applies to (:func:`hiersql.sources.unused_label_column`), or
+    a label format other than ``long`` with no source that is not a table: an error naming the flag, not a flag
+    silently left unused."""
+    from ..sources import Columns, is_table, unused_label_column
 
     columns = Columns(instance=args.instance_col, label=args.label_col, score=args.score_col,
                       system=args.system_col, rank=args.rank_col)
@@ -190,6 +191,9 @@ def _check_column_flags(args: argparse.Namespace, preds: list[Any]) -> None:
         raise InputError("names a column of table sources (Parquet, CSV with a header, duckdb:, postgresql://,"
                          " sql:, spark:), and no source it applies to is one", f"--{role}-col",
                          value=getattr(columns, role))
+    if args.labels_format != "long" and all(is_table(source, args.labels_format) for source in [args.truth, *preds]):
+        raise InputError("names the format of label text files (and of a wide CSV file), and every label source"
+                         " is a table, read by its columns", "--labels-format", value=args.labels_format)
 
 
 def _check_db_is_no_source(db: str, given: dict[str, list[Any]]) -> None:
