@@ -119,7 +119,6 @@ def unused_label_column(columns: Columns, truth: Any, predictions: Iterable[Any]
     return None
 
 
-
 def is_table(source: object, format: str = "long") -> bool:
     """Whether ``source`` is read as a table: a reference, a DataFrame, an Arrow table, a DuckDB relation, a
     Parquet path, glob or folder (:func:`is_parquet`), or (in the ``long`` format) a CSV path or glob."""

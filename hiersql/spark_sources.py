@@ -49,8 +49,6 @@ def is_spark_frame(source: object) -> bool:
     return hasattr(source, "sparkSession") and hasattr(source, "createOrReplaceTempView")
 
 
-
-
 def spark_source(source: object) -> bool:
     """Whether the Spark engine reads label source ``source`` itself: a ``spark:`` reference, a Spark
     DataFrame, or a Parquet file, glob or folder."""
