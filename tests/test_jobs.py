@@ -682,3 +682,32 @@ def test_system_col_faults_are_the_job_files(fixtures_dir, tmp_path, capsys):
     spec.write_text(spec.read_text().replace('"model"', '"run"'))
     assert main(["jobs", "check", str(spec)]) == 2
     assert "no column 'run' for the system; the table has ['doc', 'genre', 'model']" in capsys.readouterr().err
+
+
+def test_a_label_format_no_source_reads_is_the_job_files_fault(fixtures_dir, tmp_path, capsys):
+    # as evaluate's --labels-format: a format of text files where every label source is a table would be unused
+    import pandas as pd
+
+    demo = fixtures_dir / "demo"
+    for name in ("truth", "shallow"):
+        pd.read_csv(demo / f"{name}.tsv", sep="\t", header=None, names=["instance_id", "label"], dtype=str) \
+            .to_parquet(tmp_path / f"{name}.parquet", index=False)
+    tables = f'[[dataset]]\nname = "t"\ntaxonomy = "{demo / "taxonomy.tsv"}"\ntruth = "truth.parquet"\n' \
+             'predictions = "shallow.parquet"\n'
+    texts = DATASET.format(tax=demo / "taxonomy.tsv", truth=demo / "truth.tsv", pred=demo / "shallow.tsv")
+    spec = tmp_path / "f.toml"
+    cases = {  # job file: (exit code, line at fault)
+        tables + 'format = "lines"\n': (2, 6),  # the dataset's own key
+        'format = "lines"\n' + tables: (2, 1),  # the file's key, and no dataset it serves reads text
+        'format = "lines"\n' + tables + texts: (0, None),  # the file's key serves the text dataset
+        tables + 'format = "long"\n': (0, None),
+    }
+    for body, (code, line) in cases.items():
+        spec.write_text(body, encoding="utf-8")
+        assert main(["jobs", "check", str(spec)]) == code, body
+        err = capsys.readouterr().err
+        if code:
+            assert err == f"hiersql: error: {spec}:{line}: names the format of label text files (and of a wide" \
+                " CSV file), and every label source it applies to is a table, read by its columns: 'lines'\n"
+        else:
+            assert err == ""

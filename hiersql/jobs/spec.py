@@ -152,6 +152,8 @@ def load_spec(path: str | Path) -> Spec:
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc).splitlines()[0])
         raise InputError(f"job file is not valid TOML ({message})", path,
                          int(found.group(1)) if found else None) from None
+    from ..sources import is_table
+
     lines = _Lines(text)
 
     def fail(message: str, dataset: int | None, key: str | None = None, value: object = None) -> InputError:
@@ -170,6 +172,7 @@ def load_spec(path: str | Path) -> Spec:
     out = []
     names: set[str] = set()
     checked_options: dict[str, Any] = {}
+    top_format_read = False
     for n, ds in enumerate(datasets):
         _check_keys(ds, DATASET_KEYS, n, fail)
         for key in ("name", "taxonomy", "truth", "predictions"):
@@ -207,9 +210,20 @@ def load_spec(path: str | Path) -> Spec:
                                                 lambda m, v, n=n: fail(m, n, "predictions", v))
         _check_column_keys(ds, truth, [source for _, source in predictions], fmt,
                            lambda m, k, v, n=n: fail(m, n, k, v))
+        if fmt != "long" and all(is_table(source, fmt) for source in [truth, *(p for _, p in predictions)]):
+            if "format" in ds:
+                raise fail(_FORMAT_UNUSED, n, "format", fmt)
+        elif "format" not in ds:
+            top_format_read = True
         out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns,
                            row_digests))
+    if doc.get("format", "long") != "long" and not top_format_read:
+        raise fail(_FORMAT_UNUSED, None, "format", doc["format"])
     return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out))
+
+
+_FORMAT_UNUSED = ("names the format of label text files (and of a wide CSV file), and every label source it applies"
+                  " to is a table, read by its columns")
 
 
 def _check_column_keys(ds: dict[str, Any], truth: str, predictions: list[str], fmt: str, fail) -> None:
