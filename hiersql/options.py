@@ -8,10 +8,10 @@ a ``$parameter`` of the ``sql/`` files (then ``hiersql sql`` has its flag). From
 - the frozen dataclasses :class:`Options` (what to compute) and :class:`RunOptions` (where to compute it),
   which check and normalise every value when built, and nowhere else: a bad value raises
   :class:`OptionError`, a ``ValueError`` that is also an :class:`~hiersql.errors.InputError`, whose message
-  names the keyword and the value (``beta must be a finite number > 0: nan``);
+  names the keyword and the value (``beta must be a finite number >= 0: nan``);
 - the flags of ``hiersql evaluate`` and ``hiersql sql`` (:func:`add_flags`, with the default and choices in
   their help) and the reading of them (:func:`from_args`), whose errors name the flag and the text given
-  (``--beta: must be a finite number > 0: 'nan'``);
+  (``--beta: must be a finite number >= 0: 'nan'``);
 - :func:`options_from_mapping`, the ``options`` table of a job file, whose errors name the file and the key.
 
 This module imports only the standard library and :mod:`hiersql.errors`: the command line builds its parsers
@@ -293,7 +293,7 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
     Option("max_distance", None, "ancestors, paths and pairings only up to K edges", _distance, _number_text(int),
            "int | None", families=("set_based", "pair_based", "lca"), sql=True, metavar="K",
            default_text="no limit"),
-    Option("beta", 1.0, "beta of the hierarchical F-measure", _number("a finite number > 0", lambda x: x > 0),
+    Option("beta", 1.0, "beta of the hierarchical F-measure", _number("a finite number >= 0", lambda x: x >= 0),
            _number_text(float), "float", families=("set_based",), sql=True, metavar="X"),
     Option("zero_division", 0.0, "value of a ratio whose denominator is 0: 0, 1 or nan; hiersql evaluate also "
            "takes warn (0 and a warning per ill-defined value)", _zero_division,

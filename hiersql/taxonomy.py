@@ -2,8 +2,9 @@
 
 A taxonomy is a set of directed edges ``parent -> child`` forming a tree or a DAG. Readers accept TSV
 (``parent<TAB>child``, names may contain spaces), whitespace-separated pairs (HEMKit/BioASQ files), CSV with a
-header, Parquet, a pandas DataFrame, a networkx DiGraph and a DuckDB table. Duplicate edges collapse; a
-self-loop or a cycle is an :class:`~hiersql.errors.InputError` naming the nodes at fault.
+header, Parquet, a pandas DataFrame, a networkx DiGraph and a DuckDB table. Duplicate edges collapse (a
+:class:`~hiersql.errors.DataWarning` gives their count); a self-loop or a cycle is an
+:class:`~hiersql.errors.InputError` naming the nodes at fault.
 
 Root (SPEC §1): if exactly one node has no parent it is the root; otherwise a virtual root is added above every
 parentless node. The closure ``(ancestor, descendant, distance)`` is computed inside DuckDB by the recursive
@@ -13,6 +14,7 @@ query ``sql/closure.sql`` (:meth:`hiersql.store.Store.load_taxonomy`).
 from __future__ import annotations
 
 import gc
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from itertools import count, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import InputError
+from .errors import DataWarning, InputError
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -376,7 +378,10 @@ def _read_csv_edges(path: Path) -> Iterator[tuple]:
 
 
 def _dedupe(edges: list[Edge], source: str) -> list[Edge]:
+    """The edges, each ``(parent, child)`` once (a :class:`~hiersql.errors.DataWarning` gives the count and
+    the first repeat); a self-loop, or an edge repeated with another weight, is an error."""
     seen: dict[tuple[str, str], Edge] = {}
+    repeats: list[Edge] = []
     for e in edges:
         if e.parent == e.child:
             raise InputError("self-loop: a node cannot be its own parent", source, e.line, e.parent)
@@ -387,8 +392,14 @@ def _dedupe(edges: list[Edge], source: str) -> list[Edge]:
                     f"edge given twice with different weights ({seen[key].weight} and {e.weight})",
                     source, e.line, f"{e.parent} -> {e.child}",
                 )
+            repeats.append(e)
             continue
         seen[key] = e
+    if repeats:
+        first = repeats[0]
+        at = f"line {first.line}, " if first.line else ""
+        warnings.warn(f"{source}: {len(repeats)} repeated edge(s) counted once (first: {at}"
+                      f"{first.parent!r} -> {first.child!r})", DataWarning, stacklevel=4)
     return list(seen.values())
 
 

@@ -8,7 +8,8 @@
 -- them first, with the set-based options), and truth, predictions, systems, instances, nodes.
 -- A ratio with a zero denominator is $zero_division; F is F-beta with $beta.
 -- Means and sums of floats add DECIMAL(38, 24) casts (exact, so independent of the order in which the engine
--- adds rows: the same input gives the same digits).
+-- adds rows: the same input gives the same digits). A mean leaves out the values that are NaN (zero_division
+-- nan), as scikit-learn's, and is $zero_division when none is left.
 
 -- name: level_instance
 -- Per (system, instance, level k): |Yaug ∩ Lk|, |Ŷaug ∩ Lk| and |Ŷaug ∩ Yaug ∩ Lk|, Lk = the nodes at depth k
@@ -58,7 +59,7 @@ SELECT
     b.n_both,
     CASE WHEN b.n_pred = 0 THEN $zero_division ELSE 1.0 * b.n_both / b.n_pred END AS p,
     CASE WHEN b.n_true = 0 THEN $zero_division ELSE 1.0 * b.n_both / b.n_true END AS r,
-    CASE WHEN b.n_true + b.n_pred = 0 THEN $zero_division
+    CASE WHEN $beta * $beta * b.n_true + b.n_pred = 0 THEN $zero_division
          ELSE (1 + $beta * $beta) * b.n_both / ($beta * $beta * b.n_true + b.n_pred) END AS f
 FROM (
     SELECT 'level' AS breakdown, system, instance_id, level AS grp, n_true, n_pred, n_both FROM level_instance
@@ -76,24 +77,29 @@ WITH totals AS (
         breakdown, system, grp,
         CAST(sum(n_true) AS BIGINT) AS n_true, CAST(sum(n_pred) AS BIGINT) AS n_pred,
         CAST(sum(n_both) AS BIGINT) AS n_both, count(*) AS n_instances,
-        CAST(sum(CAST(p AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS macro_p,
-        CAST(sum(CAST(r AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS macro_r,
-        CAST(sum(CAST(f AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS macro_f,
+        coalesce(CAST(sum(CAST(p_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(p_known), 0),
+                 $zero_division) AS macro_p,
+        coalesce(CAST(sum(CAST(r_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(r_known), 0),
+                 $zero_division) AS macro_r,
+        coalesce(CAST(sum(CAST(f_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(f_known), 0),
+                 $zero_division) AS macro_f,
         avg(1.0 * (n_true + n_pred - 2 * n_both)) AS sdl
-    FROM grouped_values
+    FROM (SELECT *, nullif(p, CAST('NaN' AS DOUBLE)) AS p_known, nullif(r, CAST('NaN' AS DOUBLE)) AS r_known,
+                 nullif(f, CAST('NaN' AS DOUBLE)) AS f_known
+          FROM grouped_values) AS v
     GROUP BY breakdown, system, grp
 ),
 micro AS (
     SELECT
         breakdown, system, grp, n_true, n_instances, sdl,
         CASE WHEN n_pred = 0 THEN $zero_division ELSE 1.0 * n_both / n_pred END AS p,
-        CASE WHEN n_true = 0 THEN $zero_division ELSE 1.0 * n_both / n_true END AS r
+        CASE WHEN n_true = 0 THEN $zero_division ELSE 1.0 * n_both / n_true END AS r,
+        CASE WHEN $beta * $beta * n_true + n_pred = 0 THEN $zero_division
+             ELSE (1 + $beta * $beta) * n_both / ($beta * $beta * n_true + n_pred) END AS f
     FROM totals
 )
 SELECT breakdown, system, grp, 'micro' AS average, n_true AS support, n_instances,
-       p AS hierarchical_precision, r AS hierarchical_recall,
-       CASE WHEN $beta * $beta * p + r = 0 THEN 0 ELSE (1 + $beta * $beta) * p * r / ($beta * $beta * p + r) END
-           AS hierarchical_f1,
+       p AS hierarchical_precision, r AS hierarchical_recall, f AS hierarchical_f1,
        sdl AS symmetric_difference_loss
 FROM micro
 UNION ALL
@@ -123,7 +129,7 @@ WITH per_class AS (
         c.system, n.depth AS level, c.tp, c.fp, c.fn,
         CASE WHEN c.tp + c.fp = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fp) END AS p,
         CASE WHEN c.tp + c.fn = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fn) END AS r,
-        CASE WHEN c.tp + c.fp + c.fn = 0 THEN $zero_division
+        CASE WHEN (1 + $beta * $beta) * c.tp + $beta * $beta * c.fn + c.fp = 0 THEN $zero_division
              ELSE (1 + $beta * $beta) * c.tp / ((1 + $beta * $beta) * c.tp + $beta * $beta * c.fn + c.fp) END AS f
     FROM flat_level_counts AS c
     JOIN nodes AS n ON n.label = c.label
@@ -137,12 +143,17 @@ pooled AS (
 SELECT system, level, 'micro' AS average, CAST(tp + fn AS BIGINT) AS support,
        CASE WHEN tp + fp = 0 THEN $zero_division ELSE 1.0 * tp / (tp + fp) END AS precision,
        CASE WHEN tp + fn = 0 THEN $zero_division ELSE 1.0 * tp / (tp + fn) END AS recall,
-       CASE WHEN tp + fp + fn = 0 THEN $zero_division
+       CASE WHEN (1 + $beta * $beta) * tp + $beta * $beta * fn + fp = 0 THEN $zero_division
             ELSE (1 + $beta * $beta) * tp / ((1 + $beta * $beta) * tp + $beta * $beta * fn + fp) END AS f1
 FROM pooled
 UNION ALL
 SELECT system, level, 'macro', CAST(sum(tp + fn) AS BIGINT),
-       CAST(sum(CAST(p AS DECIMAL(38, 24))) AS DOUBLE) / count(*), CAST(sum(CAST(r AS DECIMAL(38, 24))) AS DOUBLE) / count(*),
-       CAST(sum(CAST(f AS DECIMAL(38, 24))) AS DOUBLE) / count(*)
-FROM per_class
+       coalesce(CAST(sum(CAST(p_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(p_known), 0),
+                 $zero_division), coalesce(CAST(sum(CAST(r_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(r_known), 0),
+                 $zero_division),
+       coalesce(CAST(sum(CAST(f_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(f_known), 0),
+                 $zero_division)
+FROM (SELECT *, nullif(p, CAST('NaN' AS DOUBLE)) AS p_known, nullif(r, CAST('NaN' AS DOUBLE)) AS r_known,
+             nullif(f, CAST('NaN' AS DOUBLE)) AS f_known
+      FROM per_class) AS c
 GROUP BY system, level

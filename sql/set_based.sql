@@ -236,7 +236,7 @@ SELECT
         AS hierarchical_precision,
     CASE WHEN coalesce(c.n_true, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_true END
         AS hierarchical_recall,
-    CASE WHEN coalesce(c.n_true, 0) + coalesce(c.n_pred, 0) = 0 THEN $zero_division
+    CASE WHEN $beta * $beta * coalesce(c.n_true, 0) + coalesce(c.n_pred, 0) = 0 THEN $zero_division
          ELSE (1 + $beta * $beta) * c.n_both / ($beta * $beta * c.n_true + c.n_pred) END
         AS hierarchical_f1,
     coalesce(c.n_true + c.n_pred - 2 * c.n_both, 0) AS symmetric_difference_loss

@@ -361,3 +361,22 @@ def test_pred_glob_matching_the_truth_file_is_said(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 0 and {r["system"] for r in csv.DictReader(io.StringIO(out))} == {"sys", "truth"}
     assert err == f"hiersql: warning: --pred: system 'truth' is the truth file {truth}; it is evaluated as a system\n"
+
+
+def test_a_repeated_edge_is_counted_once_and_said(tmp_path, capsys, data_dir):
+    # as a repeated label: the same values, and one warning line with the count and the first repeat's line
+    code, got, err = evaluate(tmp_path, capsys, tax=TAX + "a\tb\nb\td\n")
+    assert code == 0
+    assert err == f"hiersql: warning: {tmp_path / 'tax.tsv'}: 2 repeated edge(s) counted once (first: line 4," \
+        " 'a' -> 'b')\n"
+    assert got == evaluate(tmp_path, capsys)[1]
+    # HEMKit's example hierarchy repeats 10 -> 20 on its lines 1 and 2: evaluate says so, `hiersql hemkit` (which
+    # prints what HEMKit prints) does not
+    example = data_dir / "hemkit-example"
+    files = [str(example / name) for name in ("cat_hier.txt", "Golden.txt", "result.txt")]
+    assert main(["evaluate", "--taxonomy", files[0], "--truth", files[1], "--pred", "s=" + files[2],
+                 "--labels-format", "lines", "--metrics", "hp", "--format", "csv"]) == 0
+    assert capsys.readouterr().err == f"hiersql: warning: {files[0]}: 1 repeated edge(s) counted once (first: line" \
+        " 2, '10' -> '20')\n"
+    assert main(["hemkit", *files, "4", "5"]) == 0
+    assert capsys.readouterr().err == ""

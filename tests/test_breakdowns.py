@@ -102,6 +102,20 @@ def test_flat_by_level_by_hand():
     assert frame.loc[(2, "macro"), "recall"] == pytest.approx(1 / 3)
 
 
+@pytest.mark.parametrize("zero_division", [0.0, 1.0, float("nan")])
+def test_f_beta_0_is_precision_in_every_breakdown(zero_division):
+    # (1+β²)·TP / (β²·(TP+FN) + TP+FP) at β = 0 is TP / (TP+FP), undefined (zero_division) where nothing was
+    # predicted, as scikit-learn's fbeta_score(beta=0); level 2 of i2 predicts nothing (0/0), level 1 of flat
+    # predicts a (i2) only
+    store, options = _hand_store(), Options(beta=0.0, zero_division=zero_division)
+    frames = [(breakdowns.by_level(store, options), "hierarchical_precision", "hierarchical_f1"),
+              (breakdowns.by_depth(store, options), "hierarchical_precision", "hierarchical_f1"),
+              (breakdowns.flat_by_level(store, options), "precision", "f1")]
+    for frame, precision, f in frames:
+        pd.testing.assert_series_equal(frame[f], frame[precision], check_names=False)
+    assert pd.isna(breakdowns.per_instance(store, options)["hierarchical_f1"]).any() == (zero_division != zero_division)
+
+
 def _augment(sets: list[list[str]], graph: nx.DiGraph) -> list[set[str]]:
     return [set().union(*[{u} | (nx.ancestors(graph, u) - {"r"}) for u in labels]) for labels in sets]
 

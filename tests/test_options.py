@@ -60,12 +60,11 @@ def test_values_are_normalised_and_options_stay_immutable():
 
 
 @pytest.mark.parametrize(("keyword", "value", "message"), [
-    ("beta", NAN, "beta must be a finite number > 0: nan"),
-    ("beta", math.inf, "beta must be a finite number > 0: inf"),
-    ("beta", 0, "beta must be a finite number > 0: 0"),
-    ("beta", -1.0, "beta must be a finite number > 0: -1.0"),
-    ("beta", "2", "beta must be a finite number > 0: '2'"),
-    ("beta", True, "beta must be a finite number > 0: True"),
+    ("beta", NAN, "beta must be a finite number >= 0: nan"),
+    ("beta", math.inf, "beta must be a finite number >= 0: inf"),
+    ("beta", -1.0, "beta must be a finite number >= 0: -1.0"),
+    ("beta", "2", "beta must be a finite number >= 0: '2'"),
+    ("beta", True, "beta must be a finite number >= 0: True"),
     ("dmax", 0.0, "dmax must be a finite number > 0: 0.0"),
     ("dmax", NAN, "dmax must be a finite number > 0: nan"),
     ("offset", 1, "offset must be <= 0 (a finite number): 1"),
@@ -110,7 +109,7 @@ def test_the_evaluator_and_the_one_shot_functions_check_through_options():
 
     tax = [("r", "a"), ("r", "b")]
     ev = Evaluator(Taxonomy.from_edges(tax)).add_truth([["a"]]).add_predictions("s", [["b"]])
-    with pytest.raises(OptionError, match="beta must be a finite number > 0: nan"):
+    with pytest.raises(OptionError, match="beta must be a finite number >= 0: nan"):
         ev.rows(["hf"], beta=NAN)
     with pytest.raises(OptionError, match="average of hierarchical_precision must be one of .*: 'binary'"):
         hierarchical_precision([["a"]], [["a"]], tax, average="binary")
@@ -145,7 +144,7 @@ def test_job_file_options_name_the_file_and_the_key():
     assert str(caught.value).endswith(": 'colour'")
     with pytest.raises(InputError) as caught:
         options_from_mapping({"beta": "2"}, "job.toml")
-    assert str(caught.value) == "job.toml: option beta must be a finite number > 0: '2'"
+    assert str(caught.value) == "job.toml: option beta must be a finite number >= 0: '2'"
     with pytest.raises(InputError) as caught:
         options_from_mapping({"average": ["micro", "binary"]}, "job.toml")
     assert str(caught.value) == ("job.toml: option average must be one or more of micro, macro, samples, weighted,"
@@ -252,7 +251,6 @@ def _evaluate(tmp_path: Path, capsys, *extra: str, truth: str = "1\tb\n2\td\n", 
 @pytest.mark.parametrize(("args", "flag", "shown"), [
     (["--beta", "nan"], "--beta", "'nan'"),
     (["--beta", "inf"], "--beta", "'inf'"),
-    (["--beta", "0"], "--beta", "'0'"),
     (["--beta", "-1"], "--beta", "'-1'"),
     (["--average", ","], "--average", "gives no average: ','"),
     (["--metrics", ","], "--metrics", "no metric given: ','"),
@@ -316,9 +314,9 @@ def test_sql_rejects_parameters_the_query_does_not_take(capsys):
     err = capsys.readouterr().err
     assert err.startswith("hiersql: error: --dmax: sets no parameter of the query") and "'3'" in err
     assert main(["sql", "hp", "--param", "beta=nan"]) == 2
-    assert capsys.readouterr().err == "hiersql: error: --param: beta must be a finite number > 0: 'beta=nan'\n"
+    assert capsys.readouterr().err == "hiersql: error: --param: beta must be a finite number >= 0: 'beta=nan'\n"
     assert main(["sql", "hp", "--beta", "-2"]) == 2
-    assert capsys.readouterr().err == "hiersql: error: --beta: must be a finite number > 0: '-2'\n"
+    assert capsys.readouterr().err == "hiersql: error: --beta: must be a finite number >= 0: '-2'\n"
 
 
 def test_sql_param_named_after_an_option_equals_its_flag(capsys):

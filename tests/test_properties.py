@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hiersql import Evaluator, Taxonomy
+from hiersql import DataWarning, Evaluator, Taxonomy
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 METRICS = ["hp", "hr", "hf", "sdl"]
@@ -85,7 +85,13 @@ def test_renaming_nodes_changes_nothing_for_greedy_lca_graphs(problem):
 @given(problems())
 def test_duplicate_edges_change_nothing(problem):
     edges, y_true, y_pred, include_root = problem
-    doubled = values(edges + edges[::-1], y_true, y_pred, include_root)
+    with pytest.warns(DataWarning) as caught:  # each repeat counted, the first named by its position
+        doubled = values(edges + edges[::-1], y_true, y_pred, include_root)
+    given = edges + edges[::-1]
+    line = next(i for i, edge in enumerate(given, start=1) if edge in given[:i - 1])
+    a, b = given[line - 1]
+    assert [str(w.message) for w in caught if "repeated" in str(w.message)] == [
+        f"<edges>: {len(given) - len(set(edges))} repeated edge(s) counted once (first: line {line}, {a!r} -> {b!r})"]
     assert doubled == pytest.approx(values(edges, y_true, y_pred, include_root))
 
 

@@ -118,10 +118,17 @@ def test_hierarchical_measures_equal_sklearn_on_augmented_sets(tax, average, mea
 
 
 @pytest.mark.parametrize("average", ["micro", "samples", "label_macro", "weighted"])
-def test_f_beta_equals_sklearn(tax, average):
+@pytest.mark.parametrize("beta", [2.0, 0.0])  # beta 0 is precision (instance 2 predicts nothing: 0/0)
+@pytest.mark.parametrize("zero_division", [0, 1, math.nan])
+def test_f_beta_equals_sklearn(tax, average, beta, zero_division):
     true, pred, _ = binarized(augmented(Y_TRUE, GRAPH), augmented(Y_PRED, GRAPH))
-    want = prfs(true, pred, beta=2.0, average=SK[average], zero_division=0)[2]
-    assert hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, average, beta=2.0) == pytest.approx(want, abs=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SkUndefinedMetricWarning)
+        want = prfs(true, pred, beta=beta, average=SK[average], zero_division=zero_division)[2]
+    got = hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, average, beta=beta, zero_division=zero_division)
+    assert got == pytest.approx(want, abs=1e-12)
+    if beta == 0:
+        assert got == hiersql.hierarchical_precision(Y_TRUE, Y_PRED, tax, average, zero_division=zero_division)
 
 
 @pytest.mark.parametrize("average", ["label_macro", "weighted", None])

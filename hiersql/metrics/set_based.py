@@ -160,7 +160,9 @@ def hierarchical_f1(y_true, y_pred, taxonomy, average: str | None = "micro", bet
                     sample_weight=None, labels=None, zero_division=0.0, **options) -> float | pd.Series:
     """Hierarchical F-beta ``hF = (1+β²)·hP·hR / (β²·hP + hR)``; micro combines the micro hP and hR, samples
     (and its alias macro) averages the per-instance ``(1+β²)|Ŷaug ∩ Yaug| / (β²|Yaug| + |Ŷaug|)``, the
-    per-class averages the per-class F-beta. Arguments as :func:`hierarchical_precision`."""
+    per-class averages the per-class F-beta; each as ``(1+β²)·n_both / (β²·n_true + n_pred)`` on the counts, so
+    ``beta=0`` is hP, zero_division included, as scikit-learn's ``fbeta_score``. Arguments as
+    :func:`hierarchical_precision`."""
     return score(PLAN, "hierarchical_f1", y_true, y_pred, taxonomy, average, sample_weight=sample_weight, labels=labels,
                  zero_division=zero_division, beta=beta, **options)
 
