@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                   f" ({_one_line(str(exc)).split(' / ')[0]}): give it more memory or free disk space for"
                   " DuckDB's temp_directory", file=sys.stderr)
             return 2
-        print(f"hiersql: internal error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"hiersql: internal error: {type(exc).__name__}: {_one_line(str(exc))}{_spark_log()}", file=sys.stderr)
         return 1
     finally:
         if previous is not None:  # (None also when the earlier handler was not set from Python)
@@ -132,6 +132,13 @@ def _library(filename: str) -> str:
         if part in ("site-packages", "dist-packages") and parts[i + 1] != "hiersql":
             return f"{parts[i + 1].removesuffix('.py')}: "
     return ""
+
+
+def _spark_log() -> str:
+    """`` (Spark's log: FILE)`` when the command started a Spark JVM (its log is then kept), else ``""``."""
+    engines = sys.modules.get("hiersql.engines")  # not imported: no Spark was started
+    log = engines.spark_log() if engines is not None else None
+    return f" (Spark's log: {log})" if log is not None else ""
 
 
 def _step() -> str:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import sqlfiles
-from .errors import DataWarning, InputError
+from .errors import DataWarning, InputError, is_spark_error, spark_message
 from .options import Options
 from .plan import FamilyPlan, Python, Row, Sql, Step, summary_sql
 
@@ -1185,8 +1185,6 @@ def open_engine(run: Any, rows: int | None = None) -> Engine | None:
         # pyspark warns of pandas >= 3 as not fully supported; what hiersql asks of it (Arrow in and out,
         # mapInArrow, an empty table from pandas) runs under pandas 3 in the engine tests
         warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
-        from pyspark.sql import SparkSession
-
         small = {"spark.driver.defaultJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if (
             rows is not None and rows < SMALL_INPUT_ROWS) else {}
         settings = {**SPARK_DEFAULTS, "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)), **small,
@@ -1196,14 +1194,7 @@ def open_engine(run: Any, rows: int | None = None) -> Engine | None:
         # hiersql's own settings are set on the session once it runs: spark-submit would print that it
         # ignores them, as not Spark's
         own = {key: settings.pop(key) for key in [key for key in settings if key.startswith("hiersql.")]}
-        builder = SparkSession.builder.master(run.spark_master).appName("hiersql")
-        for key, value in settings.items():
-            builder = builder.config(key, value)
-        try:
-            session = builder.getOrCreate()
-            session.conf.get("spark.app.name")  # the SQL settings are checked when first read: here
-        except Exception as exc:  # a setting or a master Spark refused, a cluster it could not reach
-            raise _not_started(exc, run) from None
+        session = _spark_session(run, settings)
         for key, value in own.items():
             session.conf.set(key, value)
         session.sparkContext.setLogLevel("ERROR")
@@ -1211,21 +1202,129 @@ def open_engine(run: Any, rows: int | None = None) -> Engine | None:
     return None
 
 
+def _spark_session(run: Any, settings: Mapping[str, str]) -> Any:
+    """The Spark session of ``run`` with ``settings``: the running one when there is one; else a new JVM whose
+    stdout and stderr go to a log file (:func:`spark_log`), not to the command's: its start-up notes (the
+    incubator modules) and logs stay off the terminal, and nothing it prints mixes with the results on stdout.
+    A JVM that did not start, or a session Spark refused, is an :class:`InputError` in one line
+    (:func:`_not_started`); a ``spark://`` master that does not answer is one before the JVM starts (Spark
+    itself retries for a minute)."""
+    import os
+    import tempfile
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(run.spark_master).appName("hiersql")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    if SparkContext._gateway is not None:  # this process runs a JVM already: its session, these SQL settings
+        return _checked(builder, run)
+    _check_master(run.spark_master)
+    conf = SparkConf(loadDefaults=False).setMaster(run.spark_master).setAppName("hiersql").setAll(settings.items())
+    fd, path = tempfile.mkstemp(prefix="hiersql-spark-", suffix=".log")
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": fd, "stderr": fd})
+    except Exception as exc:  # the JVM ended before it opened the gateway: its reason is in the log
+        reason = _jvm_reason(Path(path).read_text(errors="replace"))
+        Path(path).unlink()
+        if not is_spark_error(exc):
+            raise
+        if run.spark_conf:
+            raise InputError(f"Spark's JVM did not start: {reason}", "--spark-conf",
+                             value=" ".join(f"{key}={value}" for key, value in run.spark_conf)) from None
+        raise InputError(f"Spark's JVM did not start: {reason}", "--spark-master", value=run.spark_master) from None
+    finally:
+        os.close(fd)
+    _log.path = Path(path)
+    weakref.finalize(_log, _log.remove)
+    try:
+        SparkContext(conf=conf, gateway=gateway)
+    except Exception as exc:
+        if not is_spark_error(exc):
+            raise
+        raise _not_started(exc, run) from None
+    return _checked(builder, run)
+
+
+def _checked(builder: Any, run: Any) -> Any:
+    """``builder``'s session, whose SQL settings Spark checks when first read (here); a refusal is
+    :func:`_not_started`'s error."""
+    try:
+        session = builder.getOrCreate()
+        session.conf.get("spark.app.name")
+    except Exception as exc:  # a setting or a master Spark refused, a cluster it could not reach
+        if not is_spark_error(exc):
+            raise
+        raise _not_started(exc, run) from None
+    return session
+
+
+def _check_master(master: str) -> None:
+    """A ``spark://HOST:PORT[,HOST:PORT...]`` master none of whose hosts accepts a connection is an
+    :class:`InputError` naming it (the JVM would start, then retry for a minute, logging every try)."""
+    import socket
+
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+            return
+        except OSError as exc:
+            reasons.append(exc.strerror or str(exc))
+    raise InputError(f"no master answers there ({reasons[0]})", "--spark-master", value=master)
+
+
+# Lines a JVM prints whatever went wrong (and its note on the incubator modules Spark 4 loads), which say
+# nothing of why it did not start.
+_JVM_NOISE = re.compile(r"WARNING: Using incubator modules|Error: Could not create the Java Virtual Machine"
+                        r"|Error: A fatal exception has occurred")
+
+
+def _jvm_reason(text: str) -> str:
+    """The JVM's own words on why it did not start, from its output: its first two other lines, on one."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not _JVM_NOISE.match(line.strip())]
+    return " / ".join(lines[:2]) or "no reason given"
+
+
+class _Log:
+    """The log file of the Spark JVM that :func:`_spark_session` started (``path``), removed when the process
+    ends unless :func:`spark_log` was asked for it."""
+
+    path: Path | None = None
+    kept = False
+
+    def remove(self) -> None:
+        if self.path is not None and not self.kept:
+            self.path.unlink(missing_ok=True)
+
+
+_log = _Log()
+
+
+def spark_log() -> Path | None:
+    """The log file (stdout and stderr) of the Spark JVM this process started, kept when the process ends
+    (a command that failed names it); ``None`` when it started none."""
+    _log.kept = _log.path is not None
+    return _log.path
+
+
 def _not_started(exc: Exception, run: Any) -> InputError:
     """The error of a Spark session that did not start, in one line naming the setting (``--spark-conf``) its
-    message names; when the JVM itself did not start (its own lines on stderr say why), the settings given;
-    else the master (``--spark-master``). The master's form was checked before (:mod:`hiersql.options`)."""
-    java = getattr(exc, "java_exception", None)  # py4j's error: the Java exception's own message
-    text = str(java if java is not None else exc).split("\n")[0]
+    message names; else the master (``--spark-master``). The master's form was checked before
+    (:mod:`hiersql.options`); the JVM's log, where there is one, is named and kept."""
+    text = spark_message(exc)
     reason = " ".join(re.split(r" SQLSTATE: | JVM stacktrace:", text)[0].split())
     named = [f"{key}={value}" for key, value in run.spark_conf if key in text]
     if named:
         return InputError(f"Spark did not start: {reason}", "--spark-conf", value=named[0])
-    if "JAVA_GATEWAY_EXITED" in text and run.spark_conf:
-        return InputError("Spark's JVM did not start (its own lines above say why)", "--spark-conf",
-                          value=" ".join(f"{key}={value}" for key, value in run.spark_conf))
-    return InputError(f"Spark did not start (its log above may say why): {reason}", "--spark-master",
-                      value=run.spark_master)
+    log = spark_log()
+    seen = f" (Spark's log: {log})" if log is not None else ""
+    return InputError(f"Spark did not start{seen}: {reason}", "--spark-master", value=run.spark_master)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

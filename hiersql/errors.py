@@ -48,3 +48,18 @@ class InputError(ValueError):
 
 class DataWarning(UserWarning):
     """Input that was accepted but changed: duplicates collapsed, unknown labels ignored, zero divisions."""
+
+
+def is_spark_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an error pyspark or py4j raised (an analysis, a parse, a failed job, a JVM that did
+    not start), not a bug of hiersql's."""
+    return type(exc).__module__.startswith(("pyspark", "py4j"))
+
+
+def spark_message(exc: BaseException) -> str:
+    """The first line of what a pyspark or py4j error says; for a Java exception, its own message
+    (``org.apache...Exception: No FileSystem for scheme "s3a"``), not py4j's ``An error occurred while
+    calling o97.parquet.``"""
+    java = getattr(exc, "java_exception", None)
+    text = str(java if java is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -96,6 +96,12 @@ def is_reference(source: object) -> bool:
     return isinstance(source, str) and source.startswith(SCHEMES)
 
 
+def is_uri(source: object) -> bool:
+    """Whether ``source`` is a string naming a file of another file system by its URI (``hdfs://...``,
+    ``s3a://...``, ``file:///...``): a path for Spark to read, not one of this machine's."""
+    return isinstance(source, str) and re.match(r"[A-Za-z][A-Za-z0-9+.-]+://", source) is not None
+
+
 def duckdb_file(source: object) -> Path | None:
     """The file of a ``duckdb:PATH::...`` reference (``None`` for any other source, and for a malformed
     reference, which reading it reports)."""

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import sources
-from .errors import InputError
+from .errors import InputError, is_spark_error, spark_message
 from .readers import warn_data
 from .sources import Columns, TableWhere, locate
 
@@ -83,6 +83,22 @@ def parquet_rows(items: Iterable[object]) -> int | None:
     return total
 
 
+def check_path(source: object, where: str | None = None) -> None:
+    """An :class:`InputError` (naming ``where``, default the path) if the Parquet path ``source`` is on the
+    local file system and names no file: a path or a glob matching none. Run before Spark starts, so that a
+    mistyped path costs no JVM; a URI of another file system (``hdfs://``, ``s3a://``) is Spark's to read."""
+    import glob
+
+    if not sources.is_parquet(source) or sources.is_uri(source):
+        return
+    text = str(source)
+    if any(ch in text for ch in "*?["):
+        if not glob.glob(text):
+            raise InputError("glob matches no file", where or text)
+    elif not Path(text).exists():
+        raise InputError("file not found", where or text)
+
+
 # ---------------------------------------------------------------------- opening
 def _backticked(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
@@ -103,11 +119,6 @@ def _one_select(query: str, where: str) -> str:
     return query
 
 
-def _spark_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is an error Spark raised (analysis, parse, a failed job), not a bug of hiersql's."""
-    return type(exc).__module__.startswith(("pyspark", "py4j"))
-
-
 def open_frame(spark: Any, source: Any, name: str | None = None) -> tuple[Any, str, str | None]:
     """``(frame, where, stem)``: the Spark DataFrame of a source of :func:`spark_source`, how messages name
     it, and its default system name (the table's or file's stem)."""
@@ -122,17 +133,15 @@ def open_frame(spark: Any, source: Any, name: str | None = None) -> tuple[Any, s
                 return spark.sql(_one_select(rest, where)), where, None
             schema, table = sources.split_name(rest.strip(), where)
             return spark.table(".".join(_backticked(p) for p in (schema, table) if p is not None)), where, table
-        path = text
-        if not any(ch in path for ch in "*?[") and not Path(path).exists():
-            raise InputError("file not found", where)
-        return spark.read.parquet(path), where, Path(text).stem
+        check_path(text, where)
+        return spark.read.parquet(text), where, Path(text).stem
     except InputError:
         raise
     except Exception as exc:
-        if not _spark_error(exc):
+        if not is_spark_error(exc):
             raise
         what = "cannot read the table" if text.startswith(SCHEME) else "cannot read file"
-        raise InputError(f"{what} ({sources._first_line(exc)})", where) from None
+        raise InputError(f"{what} ({spark_message(exc)})", where) from None
 
 
 def _kind(data_type: Any) -> tuple[str, str]:
@@ -272,9 +281,9 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
                        F.when(F.col(flag), F.col("_o"))).alias(f"{flag}_first") for flag, _, _ in _ERRORS),
         ).collect()
     except Exception as exc:  # a file Spark cannot read, a query that fails when run
-        if not _spark_error(exc):
+        if not is_spark_error(exc):
             raise
-        raise InputError(f"cannot read ({sources._first_line(exc)})", opened[0].where) from None
+        raise InputError(f"cannot read ({spark_message(exc)})", opened[0].where) from None
 
     def line(k: int, o: Any) -> int:
         """The number of the row at ``o`` in the scan order of source ``k`` (for messages, on errors only)."""

@@ -508,3 +508,16 @@ def test_taxonomy_from_a_table_with_integer_names_and_bad_types():
         Taxonomy.from_table(df.astype({"up": float}), parent="up", child="down")
     with pytest.raises(InputError, match="no column 'parent' for the parent"):
         Taxonomy.from_table(df)
+
+
+def test_a_uri_of_another_file_system_is_kept_as_given(tmp_path):
+    """``--pred`` (and job files) keep a URI (``s3a://``, ``hdfs://``, ``file://``) as text for Spark to read: a
+    path would turn ``s3a://b/x`` into ``s3a:/b/x``, and a job file's folder would be put before it."""
+    from hiersql.inputs import parse_preds
+    from hiersql.sources import is_uri
+
+    assert parse_preds(["a=s3a://b/runs.parquet", "hdfs://nn:8020/runs/*.parquet", "c=file:///r.parquet"],
+                       base=tmp_path) == [("a", "s3a://b/runs.parquet"), (None, "hdfs://nn:8020/runs/*.parquet"),
+                                          ("c", "file:///r.parquet")]
+    assert parse_preds(["d=runs.parquet"], base=tmp_path) == [("d", tmp_path / "runs.parquet")]
+    assert is_uri("s3a://b/x") and not is_uri("runs/x.parquet") and not is_uri("a=s3a://b") and not is_uri(Path("x"))

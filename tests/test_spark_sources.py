@@ -9,8 +9,6 @@ row key and the value, as the store's. One SparkSession for the whole test sessi
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -21,6 +19,7 @@ from hiersql.engines import SparkEngine
 from hiersql.errors import DataWarning
 from hiersql.metrics import compute
 from hiersql.spark_sources import load, open_frame, parquet_rows, spark_source
+from tests._jvm import run_with_jvm_log
 from tests._sources_cases import (
     GENRES,
     GOLD,
@@ -80,19 +79,37 @@ def test_the_rows_of_parquet_sources_from_their_footers(parquet, data_dir):
 
 
 def test_a_small_parquet_input_starts_a_small_inputs_jvm(parquet, tmp_path):
-    """``hiersql evaluate`` in a process of its own, Spark reading the Parquet files: the JVM (its flags on the
-    stdout it shares) compiles with C1 alone, as for a small input read by the store."""
-    result = subprocess.run(
-        [sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", str(parquet / f"{GENRES}.parquet"),
+    """``hiersql evaluate`` in a process of its own, Spark reading the Parquet files: the JVM (its flags in its
+    log) compiles with C1 alone, as for a small input read by the store."""
+    code, out, err, log = run_with_jvm_log(
+        ["evaluate", "--taxonomy", str(parquet / f"{GENRES}.parquet"),
          "--truth", str(parquet / f"{GOLD}.parquet"), "--pred", str(parquet / f"{RUNS}.parquet"),
          "--instance-col", "doc", "--label-col", "genre", "--system-col", "model", "--parent-col", "parent_genre",
          "--child-col", "child_genre", "--metrics", "hp", "--format", "csv", "--engine", "spark",
          "--spark-master", "local[1]", "--spark-conf", "spark.driver.extraJavaOptions=-XX:+PrintCommandLineFlags"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    flags, table = result.stdout.split("\n", 1)
-    assert "-XX:TieredStopAtLevel=1" in flags.split(), flags
-    assert len(csv_rows(table)) == 19 * 2  # micro and macro hP of each system
+        tmp_path)
+    assert code == 0, err
+    flags = next(line for line in log.splitlines() if "-XX:+PrintCommandLineFlags" in line).split()
+    assert "-XX:TieredStopAtLevel=1" in flags, flags
+    assert len(csv_rows(out)) == 19 * 2  # micro and macro hP of each system
+
+
+def test_a_uri_is_spark_s_to_read(spark, parquet, data_dir, capsys):
+    """A Parquet source named by a URI (``file://``, ``hdfs://``, ``s3a://``) is read by Spark as it is (it was
+    a local path, "not found"); a file system Spark cannot read is one line with Spark's own reason."""
+    taxonomy = ["--taxonomy", str(parquet / f"{GENRES}.parquet"), "--parent-col", "parent_genre",
+                "--child-col", "child_genre", "--instance-col", "doc", "--label-col", "genre", "--system-col", "model",
+                "--metrics", "hp,hr", *SPARK]
+    by_path = evaluate_cli(capsys, [*taxonomy, "--truth", str(parquet / f"{GOLD}.parquet"),
+                                    "--pred", str(parquet / f"{RUNS}.parquet")])
+    by_uri = evaluate_cli(capsys, [*taxonomy, "--truth", (parquet / f"{GOLD}.parquet").as_uri(),
+                                   "--pred", (parquet / f"{RUNS}.parquet").as_uri()])
+    assert by_uri == by_path and len(by_path) == 19 * 4
+    assert main(["evaluate", *taxonomy, "--truth", str(parquet / f"{GOLD}.parquet"),
+                 "--pred", "s3a://bucket/runs.parquet"]) == 2
+    assert capsys.readouterr().err == ("hiersql: error: s3a://bucket/runs.parquet: cannot read file (java.lang."
+                                       "RuntimeException: java.lang.ClassNotFoundException: Class org.apache.hadoop"
+                                       ".fs.s3a.S3AFileSystem not found)\n")
 
 
 def test_germeval_b_parquet_read_by_spark_equals_the_files(spark, parquet, data_dir, capsys):

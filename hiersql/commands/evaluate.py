@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluator import compute
     from ..inputs import parse_preds
     from ..options import RunOptions, from_args
-    from ..spark_sources import parquet_rows, reads_any
+    from ..spark_sources import check_path, parquet_rows, reads_any
 
     warn_zero = args.zero_division == "warn"  # scikit-learn's: 0, and a warning per ill-defined value
     if warn_zero:
@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     # the label sources, for Spark: whether it reads any itself (Parquet, spark: tables), and their size
     labels = [args.truth, *(source for _, source in parse_preds(args.pred))] if run_options.engine == "spark" else []
     in_spark = bool(labels) and reads_any(labels[0], labels[1:])
+    for source in labels:  # a mistyped path costs no JVM
+        check_path(source)
     # a bad server address fails before any file is read; Spark starts once the inputs' size is known
     # (open_engine: a small input's JVM compiles less): after the store read them, or, when Spark reads them
     # itself, from their Parquet footers (unknown for other sources)
