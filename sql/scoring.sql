@@ -77,14 +77,16 @@ WHERE NOT s.is_root
 
 -- name: scoring_constants
 -- l: longest path between two labels = the largest sum of the two highest branches below a node (a node
--- other than the root may also end the path itself); m = min of raw / W(t) over all label pairs.
+-- other than the root may also end the path itself); m = min of raw / W(t) over all label pairs; weighted:
+-- whether every edge has a weight (else the weighted scores are NULL: PL alone is defined).
 SELECT
     (SELECT max(CASE WHEN n.is_root THEN b.h1 + b.h2 ELSE b.h1 + coalesce(b.h2, 0) END)
      FROM scoring_branches AS b
      JOIN scoring_nodes AS n ON n.label = b.parent) AS l,
     (SELECT min((3.0 * w_a - w_t - w_p) / nullif(w_t, 0))
      FROM scoring_lca_options
-     WHERE w_p IS NOT NULL) AS m
+     WHERE w_p IS NOT NULL) AS m,
+    (SELECT count(weight) = count(*) FROM edges) AS weighted
 
 -- name: scoring_pairs
 -- (system, instance_id, truth, prediction, n): the pairs to score. From the label tables: within an instance a
@@ -151,7 +153,8 @@ JOIN scoring_nodes AS nt ON nt.label = q.truth
 JOIN scoring_nodes AS np ON np.label = q.prediction
 
 -- name: scoring_instance
--- One row per pair with its five scores (0 for a detection error).
+-- One row per pair with its five scores (0 for a detection error; the weighted four NULL on a tree without
+-- weights).
 SELECT
     p.system,
     p.instance_id,
@@ -159,11 +162,13 @@ SELECT
     p.prediction,
     p.n,
     CASE WHEN s.d IS NULL THEN 0.0 WHEN s.d = 0 THEN 1.0 ELSE 1 - 1.0 * s.d / (c.l - $offset) END AS pl,
-    CASE WHEN s.d IS NULL THEN 0.0 ELSE (s.r - $offset) / (1 - $offset) END AS lca_reward,
-    CASE WHEN s.d IS NULL THEN 0.0 ELSE (s.raw + 2 - $offset) / (3 - $offset) END AS lpp,
-    CASE WHEN s.d IS NULL THEN 0.0
+    CASE WHEN NOT c.weighted THEN NULL WHEN s.d IS NULL THEN 0.0 ELSE (s.r - $offset) / (1 - $offset) END
+        AS lca_reward,
+    CASE WHEN NOT c.weighted THEN NULL WHEN s.d IS NULL THEN 0.0 ELSE (s.raw + 2 - $offset) / (3 - $offset) END
+        AS lpp,
+    CASE WHEN NOT c.weighted THEN NULL WHEN s.d IS NULL THEN 0.0
          ELSE (s.raw / nullif(s.w_t, 0) - c.m - $offset) / nullif(1 - c.m - $offset, 0) END AS lpptps,
-    CASE WHEN s.d IS NULL THEN 0.0
+    CASE WHEN NOT c.weighted THEN NULL WHEN s.d IS NULL THEN 0.0
          ELSE (s.raw / nullif(s.w_p, 0) - c.m - $offset) / nullif(1 - c.m - $offset, 0) END AS lpppps
 FROM scoring_pairs AS p
 LEFT JOIN (

@@ -128,8 +128,8 @@ def test_unknown_strategy_and_bad_level_weights(fig1) -> None:
 def test_tree_constants_of_fig1(fig1, strategy, m) -> None:
     store = Store()
     store.load_taxonomy(st.strategy(fig1, strategy))
-    (l_, m_), = store.run("scoring", "scoring_constants").fetchall()
-    assert l_ == 5
+    (l_, m_, weighted), = store.run("scoring", "scoring_constants").fetchall()
+    assert (l_, weighted) == (5, True)
     assert m_ == pytest.approx(m)
 
 
@@ -158,9 +158,9 @@ def test_tree_constants_match_all_pairs_on_random_trees(seed: int) -> None:
     tree = builder(Taxonomy.from_edges(edges))
     store = Store()
     store.load_taxonomy(tree)
-    (l_, m_), = store.run("scoring", "scoring_constants").fetchall()
+    (l_, m_, weighted), = store.run("scoring", "scoring_constants").fetchall()
     longest, smallest = _brute_force_constants(tree)
-    assert l_ == longest
+    assert (l_, weighted) == (longest, True)
     assert m_ == pytest.approx(smallest)
 
 
@@ -304,6 +304,22 @@ def test_pl_needs_no_weights_the_others_do(fig1) -> None:
     assert _values(scoring.evaluate(store, ["pl"], Options()))[("s", "pl")] == pytest.approx(1 - 2 / 5)
     with pytest.raises(InputError, match="have no weight"):
         scoring.evaluate(store, ["lpp"], Options())
+
+
+def test_per_instance_on_an_unweighted_tree_fills_pl_alone(fig1) -> None:
+    """PL by hand (H and I meet at F, 2 edges; the longest path between labels, D-B-A-C-G-J, 5 edges); the
+    weighted scores are undefined without weights: empty, not 0 (a ghost detection too), and numbers once the
+    tree has weights (the decreasing strategy)."""
+    store = _store(fig1, {"instance_id": ["1"], "label": ["H"]},
+                   {"s": {"instance_id": ["1", "1"], "label": ["I", "J"]}})
+    table = scoring.per_instance(store, Options())
+    assert list(table["prediction"]) == ["I", "J"] and list(table["truth"].isna()) == [False, True]
+    assert list(table["pl"]) == pytest.approx([1 - 2 / 5, 0.0])
+    assert table[["lca_reward", "lpp", "lpptps", "lpppps"]].isna().all().all()
+    weighted = scoring.per_instance(_store(st.decreasing(fig1), {"instance_id": ["1"], "label": ["H"]},
+                                           {"s": {"instance_id": ["1", "1"], "label": ["I", "J"]}}), Options())
+    assert weighted[["lca_reward", "lpp", "lpptps", "lpppps"]].notna().all().all()
+    assert list(weighted["lca_reward"])[1] == 0.0  # the ghost detection
 
 
 def test_evaluator_runs_pl_on_an_unweighted_tree_and_skips_it_on_a_dag(fig1) -> None:
