@@ -33,7 +33,7 @@ def check_zero_division(value: Any) -> tuple[float, bool]:
 
 
 def check_sample_weight(sample_weight: Any, n: int) -> list[float] | None:
-    """One finite weight ≥ 0 per instance, or ``None``."""
+    """One finite weight ≥ 0 per instance, not all 0, or ``None``."""
     if sample_weight is None:
         return None
     if isinstance(sample_weight, str | bytes) or not isinstance(sample_weight, Iterable):
@@ -45,6 +45,8 @@ def check_sample_weight(sample_weight: Any, n: int) -> list[float] | None:
         if not (isinstance(weight, numbers.Real) and not isinstance(weight, bool) and math.isfinite(weight)
                 and weight >= 0):
             raise OptionError("sample_weight", "must hold finite numbers >= 0", weight)
+    if n and not any(weights):  # as scikit-learn: every mean and ratio would be 0/0
+        raise OptionError("sample_weight", "must hold at least one weight > 0", f"{n} zeros")
     return [float(w) for w in weights]
 
 

@@ -376,18 +376,20 @@ def _value(m: Measure, average: str, order_by: str | None, weight: str | None = 
     # in a mean, an undefined ratio that is NaN is left out (NULL), as scikit-learn's zero_division=np.nan
     ratio = _ratio(m.numerator, m.denominator, m.undefined, f"nullif({m.zero}, CAST('NaN' AS DOUBLE))")
     if average == "weighted":
-        return _mean(ratio, order, "support", m.zero)
+        return _mean(ratio, order, "support", m.zero, plain=True)
     return _mean(ratio, order, weight, m.zero)
 
 
-def _mean(value: str, order: str, weight: str | None, zero: str) -> str:
-    """The mean of ``value`` over the units (missing values left out), weighted by ``weight`` when given (the
-    plain mean when the weights of the units with a value sum to 0, as scikit-learn's ``_nanaverage``);
-    ``zero`` when no unit has a value."""
+def _mean(value: str, order: str, weight: str | None, zero: str, plain: bool = False) -> str:
+    """The mean of ``value`` over the units (missing values left out), weighted by ``weight`` when given;
+    ``zero`` when no unit has a value. Where the weights of the units with a value sum to 0: ``zero`` too for
+    sample weights (an instance of weight 0 counts for nothing, as in scikit-learn, whose counts it zeroes),
+    the plain mean with ``plain`` (the classes' supports of ``weighted``, as scikit-learn's ``_nanaverage``)."""
     if weight is None:
         return f"coalesce(avg({value}{order}), {zero})"
+    fallback = f"avg({value}{order}), " if plain else ""
     return (f"coalesce(sum({weight} * ({value}){order}) / nullif(sum(CASE WHEN ({value}) IS NOT NULL THEN {weight}"
-            f" ELSE 0 END{order}), 0), avg({value}{order}), {zero})")
+            f" ELSE 0 END{order}), 0), {fallback}{zero})")
 
 
 def _ratio(numerator: str, denominator: str, undefined: str | None, zero: str) -> str:

@@ -166,6 +166,32 @@ def test_zero_division_nan_leaves_undefined_units_out_as_sklearn(tax):
     assert math.isnan(hiersql.hierarchical_precision([["a"]], [[]], tax, "micro", zero_division=math.nan))
 
 
+@pytest.mark.parametrize("measure", list(FUNCTIONS))
+@pytest.mark.parametrize("zero_division", [0, 1, math.nan])
+def test_instances_of_weight_0_never_decide_the_mean_as_sklearn(tax, measure, zero_division):
+    """Weights 1 on the instances that predicted nothing (Y_PRED[2]: precision 0/0) and 0 elsewhere: with
+    zero_division nan no instance of weight > 0 has a precision, so the samples mean is NaN, as scikit-learn's
+    (which zeroes the counts of weight-0 instances); it was the plain mean of the weight-0 instances' values."""
+    weights = [0, 0, 1, 0, 0, 0]
+    for average in ("micro", "samples", "label_macro", "weighted"):
+        got = FUNCTIONS[measure](Y_TRUE, Y_PRED, tax, average, sample_weight=weights, zero_division=zero_division)
+        want = sklearn_value(measure, Y_TRUE, Y_PRED, average, GRAPH, sample_weight=weights,
+                             zero_division=zero_division)
+        assert got == pytest.approx(want, abs=1e-12, nan_ok=True), average
+    if measure == "precision":
+        assert math.isnan(hiersql.hierarchical_precision(Y_TRUE, Y_PRED, tax, "samples", sample_weight=weights,
+                                                         zero_division=math.nan))
+
+
+def test_sample_weights_all_zero_are_refused_as_sklearn(tax):
+    with pytest.raises(ValueError, match="at least one non-zero"):
+        prfs(*binarized(augmented(Y_TRUE, GRAPH), augmented(Y_PRED, GRAPH))[:2], average="samples",
+             sample_weight=[0] * 6)
+    for function in (hiersql.hierarchical_f1, hiersql.lca_f1, hiersql.mgia, hiersql.graph_induced_error):
+        with pytest.raises(OptionError, match=r"sample_weight must hold at least one weight > 0: '6 zeros'"):
+            function(Y_TRUE, Y_PRED, tax, sample_weight=[0] * 6)
+
+
 def test_zero_division_warn_is_zero_with_a_warning_as_sklearn(tax):
     true, pred, _ = binarized(augmented(Y_TRUE, GRAPH), augmented(Y_PRED, GRAPH))
     with pytest.warns(SkUndefinedMetricWarning):
