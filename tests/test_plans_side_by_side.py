@@ -151,19 +151,22 @@ def test_an_interrupt_ends_the_plans_before_it_is_raised(spark, hand):
     jobs it starts after waking are cancelled), and the session still computes."""
     assert threading.current_thread() is threading.main_thread()  # where Python delivers the signal
 
-    def sleep(con, params, options):
+    timers = []
+
+    def sleep(con, params, options):  # the signal is sent once the plans run (not earlier on a slow machine)
+        timers.append(threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)))
+        timers[0].start()
         time.sleep(3.0)
 
     set_based, flat = plan_of("set_based"), plan_of("flat")
     slow = dataclasses.replace(set_based, steps=(Python("sleep", sleep, reads=(), writes=()), *set_based.steps))
     engine = engine_of(spark, hand, None)
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             engine.run_plans([(slow, ["hierarchical_f1"]), (flat, ["example_f1"])], Options())
     finally:
-        timer.cancel()
+        for timer in timers:
+            timer.cancel()
     assert not [t for t in threading.enumerate() if t.name.startswith("hiersql-plan")]
     assert_rows_match(compute(engine, ["hierarchical_f1"], Options()), reference(hand, ["hierarchical_f1"], Options()))
     engine.close()
