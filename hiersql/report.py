@@ -112,10 +112,20 @@ def _log_norm(values):
     return LogNorm(vmin=max(min(flat), 1), vmax=max(max(flat), 2))
 
 
-def save(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` to ``path`` (format from the suffix) at :data:`DPI`; returns the path."""
+# What a format writes of the time and of chance, left out (the same figure, the same bytes): the date of
+# SVG, PDF and PostScript files; SVG's element ids are drawn from a salted hash.
+_NO_DATE = {".svg": {"Date": None}, ".pdf": {"CreationDate": None}, ".ps": {"CreationDate": None},
+            ".eps": {"CreationDate": None}}
+
+
+def save(fig: Figure, path: str | Path, dpi: int = DPI) -> Path:
+    """Write ``fig`` to ``path`` (format from the suffix) at ``dpi``, with no date and fixed SVG ids; returns the
+    path."""
+    from matplotlib import rc_context
+
     path = Path(path)
-    fig.savefig(path, dpi=DPI)
+    with rc_context({"svg.hashsalt": "hiersql"}):
+        fig.savefig(path, dpi=dpi, metadata=_NO_DATE.get(path.suffix.lower()))
     return path
 
 

@@ -67,7 +67,7 @@ GROUP BY system, instance_id
 -- (system, true_label, pred_label, value): the raw confusion matrix M (non-zero cells, all systems), the sum of
 -- the instances' contributions C: the diagonal cells of Y ∩ Z, then the off-diagonal cells, whose rows are
 -- Y \ Z (all of Y in scenario (ii)) and columns Z \ Y (all of Z in scenario (iii)).
-SELECT system, true_label, pred_label, sum(value) AS value
+SELECT system, true_label, pred_label, CAST(sum(CAST(value AS DECIMAL(38, 24))) AS DOUBLE) AS value
 FROM (
     SELECT
         d.system,
@@ -109,9 +109,9 @@ SELECT
     CASE WHEN r.total = 0 THEN $zero_division ELSE m.value / r.total END AS recall,
     CASE WHEN c.total = 0 THEN $zero_division ELSE m.value / c.total END AS precision
 FROM ml_matrix AS m
-JOIN (SELECT system, true_label, sum(value) AS total FROM ml_matrix GROUP BY system, true_label) AS r
+JOIN (SELECT system, true_label, CAST(sum(CAST(value AS DECIMAL(38, 24))) AS DOUBLE) AS total FROM ml_matrix GROUP BY system, true_label) AS r
     ON r.system = m.system AND r.true_label = m.true_label
-JOIN (SELECT system, pred_label, sum(value) AS total FROM ml_matrix GROUP BY system, pred_label) AS c
+JOIN (SELECT system, pred_label, CAST(sum(CAST(value AS DECIMAL(38, 24))) AS DOUBLE) AS total FROM ml_matrix GROUP BY system, pred_label) AS c
     ON c.system = m.system AND c.pred_label = m.pred_label
 
 -- name: ml_class
@@ -129,9 +129,9 @@ FROM (
     UNION
     SELECT system, pred_label FROM ml_matrix
 ) AS l
-LEFT JOIN (SELECT system, true_label, sum(value) AS total FROM ml_matrix GROUP BY system, true_label) AS r
+LEFT JOIN (SELECT system, true_label, CAST(sum(CAST(value AS DECIMAL(38, 24))) AS DOUBLE) AS total FROM ml_matrix GROUP BY system, true_label) AS r
     ON r.system = l.system AND r.true_label = l.label
-LEFT JOIN (SELECT system, pred_label, sum(value) AS total FROM ml_matrix GROUP BY system, pred_label) AS c
+LEFT JOIN (SELECT system, pred_label, CAST(sum(CAST(value AS DECIMAL(38, 24))) AS DOUBLE) AS total FROM ml_matrix GROUP BY system, pred_label) AS c
     ON c.system = l.system AND c.pred_label = l.label
 LEFT JOIN (SELECT system, true_label, value FROM ml_matrix WHERE true_label = pred_label) AS d
     ON d.system = l.system AND d.true_label = l.label

@@ -85,6 +85,18 @@ def test_plot_pixel_size_one_and_several_systems(table4, capsys):
     assert capsys.readouterr().err.splitlines()[-2:] == [f"hiersql: wrote {table4 / n}" for n in ("m_a.png", "m_b.png")]
 
 
+@pytest.mark.parametrize("suffix", ["svg", "pdf", "png"])
+def test_the_same_plot_twice_is_the_same_bytes(table4, capsys, suffix):
+    """No date in the file, fixed SVG element ids: the same command writes the same file (SVG had its date and
+    random ids, PDF its date)."""
+    written = []
+    for name in ("a", "b"):
+        path = table4 / f"{name}.{suffix}"
+        assert main(_args(table4, "--plot", str(path))) == 0
+        written.append(path.read_bytes())
+    assert written[0] == written[1]
+
+
 def test_germeval_depth_one_plot(data_dir, tmp_path, capsys):
     canon = data_dir / "canonical"
     png = tmp_path / "genres.png"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -27,22 +28,24 @@ Z = _sets("1100 1110 1001 0111 0100 1100 1010")
 
 
 def _reference(y_true, y_pred) -> dict[tuple[str, str], float]:
-    """Algorithm 1 written directly from eq. (11), (13), (15), (17), with {∅} for an empty set."""
-    m: dict[tuple[str, str], float] = defaultdict(float)
+    """Algorithm 1 written directly from eq. (11), (13), (15), (17), with {∅} for an empty set; each cell the
+    exact sum of its shares (fractions), rounded once to a float."""
+    m: dict[tuple[str, str], Fraction] = defaultdict(Fraction)
     for y, z in zip(y_true, y_pred, strict=True):
         y, z = set(y) or {EMPTY}, set(z) or {EMPTY}
         y_only, z_only, both = y - z, z - y, y & z
+        one = Fraction(1)
         if not y_only and not z_only:
-            cells = [(a, a, 1.0) for a in y]
+            cells = [(a, a, one) for a in y]
         elif not y_only:
-            cells = [(a, b, 1 / len(z)) for a in y for b in z_only] + [(a, a, len(y) / len(z)) for a in y]
+            cells = [(a, b, one / len(z)) for a in y for b in z_only] + [(a, a, one * len(y) / len(z)) for a in y]
         elif not z_only:
-            cells = [(a, b, 1 / len(z)) for a in y_only for b in z] + [(b, b, 1.0) for b in z]
+            cells = [(a, b, one / len(z)) for a in y_only for b in z] + [(b, b, one) for b in z]
         else:
-            cells = [(a, b, 1 / len(z_only)) for a in y_only for b in z_only] + [(a, a, 1.0) for a in both]
+            cells = [(a, b, one / len(z_only)) for a in y_only for b in z_only] + [(a, a, one) for a in both]
         for a, b, v in cells:
             m[a, b] += v
-    return dict(m)
+    return {cell: float(value) for cell, value in m.items()}
 
 
 def test_table5_raw_matrix():
@@ -169,6 +172,37 @@ def test_multilabel_sql_transpiles(dialect):
     for name in sqlfiles.queries("multilabel"):
         params = {"empty": EMPTY, "depth": None, "zero_division": 0.0}
         assert "$" not in sqlfiles.render("multilabel", name, params, dialect=dialect)
+
+
+def test_germeval_cells_are_the_exact_sums_of_their_shares(data_dir):
+    """The cells sum many shares of 1/|Z| (depth 1: GermEval's eight genres): exactly (DECIMAL sums), so the
+    digits are those of the exact sum, whatever the order in which the engine's threads add them (as DOUBLE,
+    runs of the same command differed in the last digits, and in the rounded table)."""
+    canon = data_dir / "canonical"
+    taxonomy = Taxonomy.from_file(canon / "taxonomy.tsv")
+    store = Store()
+    store.load_taxonomy(taxonomy)
+    store.add_truth(canon / "truth_b.tsv")
+    store.add_predictions("s", canon / "pred_b" / "Averbis__BOHB_CNN.tsv")
+    cells = ml.confusion_long(store, depth=1)
+
+    def genre(node: str) -> str:  # its ancestor at depth 1 (GermEval's taxonomy is a tree)
+        while taxonomy.parents(node)[0] != taxonomy.root:
+            node = taxonomy.parents(node)[0]
+        return node
+
+    def read(path):
+        sets = defaultdict(set)
+        for line in path.read_text(encoding="utf-8").splitlines():
+            iid, label = line.split("\t")
+            sets[iid].add(genre(label))
+        return sets
+
+    truth, pred = read(canon / "truth_b.tsv"), read(canon / "pred_b" / "Averbis__BOHB_CNN.tsv")
+    ids = sorted(truth)
+    want = _reference([truth[i] for i in ids], [pred.get(i, set()) for i in ids])
+    got = dict(zip(zip(cells["true_label"], cells["pred_label"], strict=True), cells["value"], strict=True))
+    assert got == want  # exactly
 
 
 def test_germeval_subtask_b_matches_reference(data_dir):

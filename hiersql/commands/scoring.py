@@ -131,6 +131,8 @@ def plot(rows: list, systems: list[str], strategies: list[str], offset: float, p
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ..report import save
+
     average = "micro" if any(r.average == "micro" for r in rows) else "macro"
     values = {(r.strategy, r.metric, r.system): r.value for r in rows if r.average == average}
     metrics = list(dict.fromkeys(r.metric for r in rows if r.strategy and r.average == average))
@@ -152,7 +154,7 @@ def plot(rows: list, systems: list[str], strategies: list[str], offset: float, p
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     try:
-        fig.savefig(path, dpi=110)
+        save(fig, path, dpi=110)
     except (OSError, RuntimeError, ValueError) as exc:  # e.g. .pgf without LaTeX
         from ..errors import InputError
 
