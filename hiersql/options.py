@@ -204,11 +204,22 @@ def _optional_labels(value: Any) -> tuple[str, ...] | None:
     return None if value is None else _names(at_least_one="label")(value)
 
 
-def _comma_list(noun: str) -> Callable[[str], tuple[str, ...]]:
-    """``a,b`` → ``("a", "b")``; a text that names nothing (``","``) is an error."""
+def _comma_list(noun: str, quoted: bool = False) -> Callable[[str], tuple[str, ...]]:
+    """``a,b`` → ``("a", "b")``; a text that names nothing (``","``) is an error. With ``quoted``, an item
+    in double quotes is taken whole, as a CSV field (``a,"b, c"`` → ``("a", "b, c")``): names may hold commas."""
 
     def parse(text: str) -> tuple[str, ...]:
-        items = tuple(x.strip() for x in text.split(",") if x.strip())
+        if quoted:
+            import csv
+
+            try:
+                fields = next(csv.reader([text], skipinitialspace=True, strict=True), [])
+            except csv.Error:
+                raise _Broken(f"is a comma-separated list of {noun}s, a {noun} with a comma in double quotes"
+                              ) from None
+        else:
+            fields = text.split(",")
+        items = tuple(x.strip() for x in fields if x.strip())
         if not items:
             raise _Broken(f"gives no {noun}")
         return items
@@ -302,7 +313,8 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
     _choice_option("augment", ("ancestors", "descendants", "cesa_bianchi"),
                    "set augmentation of the hierarchical precision, recall and F", ("set_based",), sql=True),
     Option("labels", None, "the classes of the flat label-based measures and of the per-class averages of the "
-           "set-based ones, comma-separated", _optional_labels, _comma_list("label"), "tuple[str, ...] | None",
+           "set-based ones, comma-separated (a label with a comma in double quotes: 'a,\"b, c\"')", _optional_labels,
+           _comma_list("label", quoted=True), "tuple[str, ...] | None",
            families=("flat", "set_based"), metavar="LIST",
            default_text="the classes seen"),
     Option("dmax", 5.0, "cost of pairing a class with a default class (GIE, MGIA)",
@@ -454,6 +466,15 @@ def given(args: argparse.Namespace, declaration: Iterable[Option]) -> list[Optio
     return [o for o in declaration if getattr(args, o.name, None) is not None]
 
 
+def parse_flag(option: Option, text: str) -> Any:
+    """The value of ``option``'s flag given as ``text``; a text it cannot read is an
+    :class:`~hiersql.errors.InputError` naming the flag and the text."""
+    try:
+        return option.parse(text)
+    except _Broken as broken:
+        raise InputError(broken.rule, option.flag, value=text) from None
+
+
 def from_args(cls: type, args: argparse.Namespace) -> Any:
     """``cls`` (:class:`Options` or :class:`RunOptions`) from the flags :func:`add_flags` declared; an option
     whose flag the command lacks or that was not given keeps its default. A bad value is an
@@ -461,10 +482,7 @@ def from_args(cls: type, args: argparse.Namespace) -> Any:
     values = {}
     for option in given(args, cls.declaration):
         text = getattr(args, option.name)
-        try:
-            values[option.name] = option.parse(text) if option.flag_kind == "value" else text
-        except _Broken as broken:
-            raise InputError(broken.rule, option.flag, value=text) from None
+        values[option.name] = parse_flag(option, text) if option.flag_kind == "value" else text
     try:
         return cls(**values)
     except OptionError as exc:

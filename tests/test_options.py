@@ -267,6 +267,7 @@ def _evaluate(tmp_path: Path, capsys, *extra: str, truth: str = "1\tb\n2\td\n", 
     (["--zero-division", "always"], "--zero-division", "'always'"),
     (["--offset", "1"], "--offset", "must be <= 0 (a finite number): '1'"),
     (["--labels", ","], "--labels", "gives no label: ','"),
+    (["--labels", '"b, c'], "--labels", "is a comma-separated list of labels, a label with a comma in double quotes"),
     (["--lca-graph", "fastest"], "--lca-graph", "must be one of greedy, optimal, extended, hemkit: 'fastest'"),
     (["--augment", "parents"], "--augment", "'parents'"),
     (["--engine", "oracle"], "--engine", "must be one of duckdb, postgres, spark: 'oracle'"),
@@ -326,3 +327,22 @@ def test_sql_param_named_after_an_option_equals_its_flag(capsys):
     assert capsys.readouterr().out == by_param
     assert main(["sql", "hp", "--compact"]) == 0
     assert capsys.readouterr().out != by_param
+
+
+def test_a_label_with_a_comma_is_given_in_double_quotes(tmp_path, capsys):
+    """GermEval B has 30 classes such as 'Echtes Leben, Realistischer Roman': ``--labels`` reads its text as a
+    CSV row, so such a class is one label in double quotes (it was cut at the comma: 'not in the taxonomy')."""
+    from hiersql import Taxonomy, hierarchical_f1
+
+    tax = Taxonomy.from_edges([("r", "a"), ("r", "b, c"), ("a", "d")])
+    (tmp_path / "tax.tsv").write_text("r\ta\nr\tb, c\na\td\n", encoding="utf-8")
+    (tmp_path / "truth.tsv").write_text("1\tb, c\n2\td\n", encoding="utf-8")
+    (tmp_path / "pred.tsv").write_text("1\tb, c\n2\ta\n", encoding="utf-8")
+    assert main(["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"),
+                 "--pred", f"s={tmp_path / 'pred.tsv'}", "--format", "csv", "--metrics", "hf",
+                 "--average", "label_macro", "--labels", 'd, "b, c"']) == 0
+    value = float(capsys.readouterr().out.splitlines()[1].rsplit(",", 1)[1])
+    # class "b, c": F 1; class d: 0 (not predicted)
+    assert value == hierarchical_f1([["b, c"], ["d"]], [["b, c"], ["a"]], tax, "label_macro",
+                                    labels=["d", "b, c"]) == 0.5
+

@@ -234,15 +234,13 @@ def _check_label_universe(store: Store, labels: str | None) -> None:
     """``--labels`` (the class universe of the flat measures) before any measure: at least one label
     (:func:`hiersql.averages.check_label_universe`: each a node of the taxonomy, none twice)."""
     from ..averages import check_label_universe
-    from ..options import OptionError
+    from ..options import OptionError, declared, parse_flag
 
     if labels is None:
         return
-    names = [x.strip() for x in labels.split(",") if x.strip()]
-    if not names:
-        raise InputError("no label given", "--labels", value=labels)
+    option, = declared("labels")
     try:
-        check_label_universe(store.taxonomy, names)
+        check_label_universe(store.taxonomy, parse_flag(option, labels))
     except OptionError as exc:
         raise InputError(exc.rule, "--labels", value=exc.value) from None
 
