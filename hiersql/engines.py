@@ -592,7 +592,7 @@ class PostgresEngine(Engine):
         rel = duckdb.connect().from_arrow(data)
         cols = ", ".join(_quoted(c, self.dialect) for c in data.column_names)
         with self.conn.transaction(), self.conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {target}")
+            cur.execute(f"DROP TABLE IF EXISTS {self._own(name)}")
             cur.execute(_create_table(name, rel, self.dialect, temporary="." not in name))
             with cur.copy(f"COPY {target} ({cols}) FROM STDIN") as copy:
                 for row in rel.fetchall():
@@ -603,9 +603,15 @@ class PostgresEngine(Engine):
         target = _quoted(name, self.dialect)
         temporary = "" if "." in name else "TEMPORARY "
         with self.conn.transaction(), self.conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {target}")
+            cur.execute(f"DROP TABLE IF EXISTS {self._own(name)}")
             cur.execute(f"CREATE {temporary}TABLE {target} AS {sql}")
             cur.execute(f"ANALYZE {target}")
+
+    def _own(self, name: str) -> str:
+        """Table ``name`` as this engine replaces it: a plain name is its temporary table, ``pg_temp.name``
+        (unqualified, ``DROP TABLE`` would find a table of the user's of that name on the search path, a
+        ``public.truth``, and drop it); a qualified name is that table."""
+        return _quoted(name if "." in name else f"pg_temp.{name}", self.dialect)
 
     def close(self) -> None:
         self.conn.close()

@@ -170,6 +170,27 @@ def test_evaluate_command_computes_in_postgres(pg_dsn, data_dir, capsys):
         check.close()
 
 
+def test_the_users_tables_of_hiersql_s_names_are_left_alone(pg, pg_dsn, data_dir, capsys):
+    """Tables of the user's named as hiersql's inputs and stages (``public.truth``, ``public.systems``,
+    ``public.label_pairs``, ...) keep their rows through an ``--engine postgres`` run: the engine replaces its
+    own temporary tables only (an unqualified ``DROP TABLE IF EXISTS truth`` found the user's table on the
+    search path and dropped it), and its values are those of the embedded run."""
+    from tests._engine_cases import cli_rows
+
+    names = ["truth", "predictions", "systems", "nodes", "closure", "pair_counts", "flat_labels", "label_pairs",
+             "set_based_instance", "lca_instance", "hcm_instance"]
+    for name in names:
+        pg.execute(f"CREATE TABLE public.{name} (mine text)")
+        pg.execute(f"INSERT INTO public.{name} VALUES ('keep me')")
+    canonical = data_dir / "canonical"
+    args = ["--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
+            "--pred", str(canonical / "pred_b" / "LT-UHH__baseline.tsv"), "--metrics", "hf,example_f1,gie,lca_f,hcm_f1"]
+    want = cli_rows(capsys, args)
+    assert_rows_match(cli_rows(capsys, [*args, "--engine", "postgres", "--postgres-url", pg_dsn]), want)
+    for name in names:
+        assert pg.execute(f"SELECT * FROM public.{name}") == [("keep me",)], name
+
+
 def test_evaluate_command_names_a_bad_server(capsys):
     from hiersql.cli import main
 
