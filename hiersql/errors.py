@@ -6,6 +6,7 @@ line and exits with status 2.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -63,3 +64,14 @@ def spark_message(exc: BaseException) -> str:
     java = getattr(exc, "java_exception", None)
     text = str(java if java is not None else exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def display(source: object) -> str:
+    """A reference, path or connection string as messages show it: without a password, whether in a URI's
+    user part (``postgresql://me:pw@h/db``: left out), in its query (``?password=pw``) or as a keyword of a
+    libpq string (``host=h password='p w'``), both shown as ``password=***``."""
+    text = str(source)
+    if text.startswith(("postgresql://", "postgres://")):
+        text = re.sub(r"^(\w+://[^:@/]*):[^@/]*@", r"\1@", text)
+        return re.sub(r"([?&]password=)[^&:]*", r"\1***", text)
+    return re.sub(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']\S*)", r"\1***", text)

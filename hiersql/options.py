@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import InputError
+from .errors import InputError, display
 
 if TYPE_CHECKING:  # made on first use by the module's __getattr__; to a type checker they are Any
     Options = RunOptions = Any
@@ -472,7 +472,7 @@ def parse_flag(option: Option, text: str) -> Any:
     try:
         return option.parse(text)
     except _Broken as broken:
-        raise InputError(broken.rule, option.flag, value=text) from None
+        raise InputError(broken.rule, option.flag, value=display(text)) from None
 
 
 def from_args(cls: type, args: argparse.Namespace) -> Any:
@@ -489,4 +489,4 @@ def from_args(cls: type, args: argparse.Namespace) -> Any:
         option = next(o for o in cls.declaration if o.name == exc.option)
         text = getattr(args, option.name)
         shown = exc.value if isinstance(exc.value, str) or text is None else text
-        raise InputError(exc.rule, option.flag, value=shown) from None
+        raise InputError(exc.rule, option.flag, value=display(shown)) from None

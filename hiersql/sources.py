@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import InputError
+from .errors import InputError, display
 
 if TYPE_CHECKING:
     import duckdb
@@ -171,14 +171,6 @@ def default_name(source: object) -> str:
     if isinstance(source, Mapping):
         return "<columns>"
     return "<DataFrame>" if _is_frame(source) else "<label sets>"
-
-
-def display(source: object) -> str:
-    """A reference or path as messages show it: a PostgreSQL URI without its password."""
-    text = str(source)
-    if text.startswith(("postgresql://", "postgres://")):
-        return re.sub(r"^(\w+://[^:@/]*):[^@/]*@", r"\1@", text)
-    return text
 
 
 # ---------------------------------------------------------------------- names

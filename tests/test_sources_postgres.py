@@ -237,3 +237,22 @@ def test_a_query_source_equals_the_table_and_is_read_only(warehouse, data_dir, c
         assert code == 2, err
         assert err.count("\n") == 1 and err.startswith(f"hiersql: error: {bad}: ") and message in err, err
     assert snapshot(params) == before
+
+
+def test_a_password_is_never_shown(warehouse, pg_dsn, capsys):
+    """A password in a source's URI query (``?password=``), in ``--postgres-url`` as a URI or as a libpq
+    keyword, is ``***`` in the one-line error (the server trusts the socket: the password is not checked)."""
+    base, params = warehouse
+    ref = f'{base}?password=s3cr3t::"Ware House".'
+    code = main(["evaluate", "--taxonomy", ref + "tax", "--truth", ref + "truth", "--pred", ref + '"bad runs"',
+                 "--instance-col", WEIRD["instance"], "--label-col", WEIRD["label"], "--system-col", "model",
+                 "--unknown", "error"])
+    err = capsys.readouterr().err
+    assert code == 2 and "s3cr3t" not in err and "?password=***::" in err, err
+    closed = psycopg.conninfo.make_conninfo(pg_dsn, port="1", password="s3cr3t")  # nothing listens on port 1
+    for url in (closed, "postgresql://me:s3cr3t@localhost:1/db", "postgresql://me@localhost:1/db?password=s3cr3t"):
+        assert main(["evaluate", "--taxonomy", ref + "tax", "--truth", ref + "truth", "--pred", ref + "truth",
+                     "--engine", "postgres", "--postgres-url", url]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("hiersql: error: --postgres-url: cannot connect") and "s3cr3t" not in err, err
+        assert err.count("\n") == 1
