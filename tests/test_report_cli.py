@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hiersql.cli import main
+from hiersql.cli import build_parser, main
 
 
 def _inputs(fixtures_dir):
@@ -84,3 +84,46 @@ def test_a_failed_write_keeps_the_page_that_was_there(tmp_path):
     with pytest.raises(TypeError):
         write_report(b"not text", page)  # fails while writing
     assert page.read_text() == "<p>first</p>" and [p.name for p in tmp_path.iterdir()] == ["page.html"]
+
+
+
+def test_table_sources_are_reported_with_the_sha_256_of_their_rows(fixtures_dir, tmp_path, capsys):
+    """A report from a DuckDB file's tables and a folder of Parquet part files (an internal error before: the
+    page hashed every source as a file): the digest of a table is that of its rows as read (batch jobs' unit
+    keys), of a folder that of its files (paths and bytes); the values are those of the files."""
+    import duckdb
+    import pandas as pd
+
+    from hiersql.commands.report import source_digest
+    from hiersql.jobs.spec import content_hash
+
+    demo = fixtures_dir / "demo"
+
+    def read(name, columns):
+        return pd.read_csv(demo / name, sep="\t", header=None, names=columns, dtype=str)
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for k, system in enumerate(("cautious", "shallow")):
+        read(f"{system}.tsv", ["doc", "genre"]).assign(model=system).to_parquet(runs / f"part-{k}.parquet")
+    db = tmp_path / "dw.duckdb"
+    with duckdb.connect(str(db)) as con:
+        for name, frame in (("tax", read("taxonomy.tsv", ["parent", "child"])),
+                            ("gold", read("truth.tsv", ["doc", "genre"]))):
+            con.from_df(frame).create(name)
+    tables = ["--taxonomy", f"duckdb:{db}::tax", "--truth", f"duckdb:{db}::gold", "--pred", str(runs),
+              "--instance-col", "doc", "--label-col", "genre", "--system-col", "model"]
+    common = ["--metrics", "hf", "--bootstrap", "20", "--seed", "1"]
+    assert main(["report", *tables, *common, "--out", str(tmp_path / "t.html")]) == 0
+    assert main(["report", "--taxonomy", str(demo / "taxonomy.tsv"), "--truth", str(demo / "truth.tsv"),
+                 "--pred", f"cautious={demo / 'cautious.tsv'}", "--pred", f"shallow={demo / 'shallow.tsv'}",
+                 *common, "--out", str(tmp_path / "f.html")]) == 0
+    capsys.readouterr()
+    by_tables, by_files = ((tmp_path / n).read_text(encoding="utf-8") for n in ("t.html", "f.html"))
+    assert by_tables.split("<h2")[1] == by_files.split("<h2")[1]  # the ranking: the same values
+    gold_rows = content_hash(f"duckdb:{db}::gold", "truth", "long", {"instance_col": "doc", "label_col": "genre"})
+    assert f"<code>{gold_rows}</code>" in by_tables
+    args = build_parser().parse_args(["report", *tables, "--out", "x"])
+    folder = source_digest(runs, "predictions", args)
+    assert f"<code>{folder}</code>" in by_tables and folder != source_digest(runs / "part-0.parquet", "", args)
+

@@ -75,12 +75,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_report:
         import shlex
 
+        from ..report import file_digest
         from .report import input_report
 
-        inputs = [("taxonomy", folder / "taxonomy.tsv"), ("truth", folder / "truth.tsv")]
-        inputs += [(system, folder / f"{system}.tsv") for system in SYSTEMS]
-        out = input_report(ev.store, comparison, inputs, "hiersql " + shlex.join(args.argv), "hiersql demo",
-                           args.report, flag="--report")
+        files = [("taxonomy", folder / "taxonomy.tsv"), ("truth", folder / "truth.tsv")]
+        files += [(system, folder / f"{system}.tsv") for system in SYSTEMS]
+        out = input_report(ev.store, comparison, [(f"{name} {path}", file_digest(path)) for name, path in files],
+                           "hiersql " + shlex.join(args.argv), "hiersql demo", args.report, flag="--report")
         print(f"\nreport: {out.resolve()}")
     ev.close()
     return 0

@@ -59,10 +59,42 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _command(args: argparse.Namespace) -> str:
-    """The command line that ran (as :func:`hiersql.cli.main` received it)."""
+    """The command line that ran (as :func:`hiersql.cli.main` received it), passwords left out."""
     import shlex
 
-    return "hiersql " + shlex.join(args.argv)
+    from ..errors import display
+
+    return "hiersql " + shlex.join(display(arg) for arg in args.argv)
+
+
+def source_digest(source: object, role: str, args: argparse.Namespace) -> str:
+    """The SHA-256 of what was read from ``source`` as its ``role`` (taxonomy, truth, predictions): a file's
+    bytes; a folder's or glob's files (their paths within it and bytes, in path order: Parquet part files); a
+    table or query's rows as the readers read them with the command's column flags (as batch jobs key their
+    units: :func:`hiersql.jobs.spec.content_hash`); a Spark source is not read here."""
+    import glob
+    import hashlib
+    from pathlib import Path
+
+    from ..jobs.spec import COLUMN_KEYS, content_hash
+    from ..report import file_digest
+    from ..sources import is_reference
+
+    text = str(source)
+    if is_reference(text):
+        if text.startswith("spark:"):
+            return "(read by Spark: not hashed)"
+        columns = {key: getattr(args, key) for key in COLUMN_KEYS if getattr(args, key, None) is not None}
+        return content_hash(text, role, args.labels_format, columns)
+    path = Path(text)
+    if path.is_file():
+        return file_digest(path)
+    files = sorted(p for p in (path.rglob("*") if path.is_dir() else map(Path, glob.glob(text))) if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        name = str(file.relative_to(path) if path.is_dir() else file).encode()
+        digest.update(len(name).to_bytes(8, "big") + name + bytes.fromhex(file_digest(file)))
+    return digest.hexdigest()
 
 
 def from_inputs(args: argparse.Namespace):
@@ -74,9 +106,12 @@ def from_inputs(args: argparse.Namespace):
         raise InputError("must be >= 0", "--confusion-depth", value=args.confusion_depth)
     store, comparison, _, extras = comparison_from_args(
         args, beside=lambda side, options: report_tables(side, _set_options(options), args.confusion_depth))
-    return input_report(store, comparison, [("taxonomy", args.taxonomy), ("truth", args.truth),
-                                            *parse_preds(args.pred)],
-                        _command(args), args.title, args.out, extras)
+    from ..errors import display
+
+    inputs = [("taxonomy", args.taxonomy, "taxonomy"), ("truth", args.truth, "truth"),
+              *((name or "predictions", source, "predictions") for name, source in parse_preds(args.pred))]
+    digests = [(f"{name} {display(source)}", source_digest(source, role, args)) for name, source, role in inputs]
+    return input_report(store, comparison, digests, _command(args), args.title, args.out, extras)
 
 
 def report_tables(store, set_options: dict, depth: int | None = None) -> tuple:
@@ -93,11 +128,11 @@ def report_tables(store, set_options: dict, depth: int | None = None) -> tuple:
 def input_report(store, comparison, inputs: list, command: str, title: str, out, tables: tuple | None = None,
                  flag: str = "--out"):
     """Write the report of ``comparison`` on the data of ``store`` to ``out`` (given as ``flag``): ``inputs`` are
-    ``(name, path)`` of the files read (hashed), ``tables`` the result of :func:`report_tables` (computed with
-    the default options when ``None``). Returns the path written."""
+    ``(name, SHA-256)`` of what was read (:func:`source_digest`), ``tables`` the result of :func:`report_tables`
+    (computed with the default options when ``None``). Returns the path written."""
     from ..compare import ordered_systems
     from ..metrics.multilabel import label_order, pivot
-    from ..report import calibration_section, comparison_sections, file_digest, html_page, provenance
+    from ..report import calibration_section, comparison_sections, html_page, provenance
     from .common import write_page
 
     breakdown, cells, depth = report_tables(store, {}) if tables is None else tables
@@ -108,8 +143,7 @@ def input_report(store, comparison, inputs: list, command: str, title: str, out,
     sections = comparison_sections(comparison, breakdown, confusion, depth)
     calibration = calibration_section(store, ordered_systems(comparison.ranking))  # when predictions are scored
     sections += [calibration] if calibration else []
-    digests = [(f"{name} {path}", file_digest(path)) for name, path in inputs]
-    sections.append(("provenance", "How this page was made", provenance(command, digests)))
+    sections.append(("provenance", "How this page was made", provenance(command, inputs)))
     lead = (f"{len(store.systems())} systems, {n_instances:,} instances, "
             f"{comparison.ranking['measure'].nunique()} measures.")
     return write_page(html_page(title, sections, lead), out, flag)
