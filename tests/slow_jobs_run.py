@@ -1,9 +1,11 @@
 """``hiersql jobs run`` whose units take a while and which prints COMMITTED after each committed batch, for the
 tests that look at or stop a run part-way:
 
-    python tests/slow_jobs_run.py QUEUE SECONDS_PER_UNIT hang|finish [jobs run flags...]
+    python tests/slow_jobs_run.py QUEUE SECONDS_PER_UNIT hang|finish|marked [jobs run flags...]
 
-``hang``: after the first committed batch the run sleeps for an hour (the test kills it)."""
+``hang``: after the first committed batch the run sleeps for an hour (the test kills it). ``marked``: as
+``finish``, and EVALUATING is printed when a batch's evaluation starts (after its claim), so that a test can
+stop the run while a batch is at hand."""
 import sys
 import time
 
@@ -16,6 +18,8 @@ evaluate, commit = runner.evaluate, Connection.commit
 
 
 def slow_evaluate(units, stores):
+    if after == "marked":
+        print("EVALUATING", flush=True)
     time.sleep(float(delay))
     return evaluate(units, stores)
 

@@ -216,3 +216,38 @@ def test_a_signal_while_duckdb_runs_a_query_is_an_interrupt(data_dir, stop, afte
     proc.send_signal(stop)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (code, f"hiersql: {said}\n")
+
+
+def test_more_stop_signals_while_the_batch_at_hand_commits_change_nothing(job, tmp_path):
+    """Ctrl-C pressed again (and again) while the one worker evaluates its batch at hand: ignored until that
+    batch is committed, then exit 130. Leaving at the second one closed the queue under the batch (lost), and
+    the interpreter's exit under a running DuckDB query aborted in C++ (exit 134)."""
+    spec, reference = job
+    path = tmp_path / "q.duckdb"
+    queue = Queue(path)
+    submit(queue, spec)
+    queue.close()
+    proc = subprocess.Popen([sys.executable, str(SLOW_RUN), str(path), "1.5", "marked", "--batch", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=RUN_ENV)
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    marks = []
+    for line in proc.stdout:  # the first batch committed, the second claimed and being evaluated
+        marks.append(line.strip())
+        if marks[-2:] == ["COMMITTED", "EVALUATING"]:
+            break
+    for _ in range(3):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+    out, err = stopped(proc)
+    assert watchdog.is_alive(), "the driver hung"
+    watchdog.cancel()
+    assert (proc.returncode, err) == (130, "hiersql: interrupted\n")
+    assert out.splitlines()[-1] == "4 unit(s) processed: 4 done, 0 unchanged, 0 failed", out
+    queue = Queue(path)
+    with queue.connect() as con:
+        assert dict(con.execute("SELECT status, count(*) FROM units GROUP BY status")) == {"done": 4, "queued": 5}
+        assert con.execute("SELECT count(*) FROM attempts")[0][0] == 4  # each claim committed
+    run(queue)
+    queue.close()
+    check_queue(path, reference)

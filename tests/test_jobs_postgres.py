@@ -4,6 +4,7 @@ units to the next; ``--workers N`` processes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ from hiersql.cli import main
 from hiersql.jobs import runner, submit
 from hiersql.jobs.queue import Queue
 from tests.test_jobs import make_job
+from tests.test_jobs_attempts import hook_env
 
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +137,7 @@ def test_a_lost_connection_is_retried(queue_url, spec, tmp_path, monkeypatch):
     assert got == reference(spec, tmp_path)
 
 
-def test_workers_are_processes_on_postgres(queue_url, spec, capsys):
+def test_parallel_workers_on_postgres(queue_url, spec, capsys):
     assert main(["jobs", "run", str(spec), "--queue", queue_url, "--workers", "2", "--batch", "3"]) == 0
     assert "12 unit(s) processed: 12 done, 0 unchanged, 0 failed" in capsys.readouterr().out
     assert main(["jobs", "status", "--queue", queue_url]) == 0
@@ -144,7 +146,7 @@ def test_workers_are_processes_on_postgres(queue_url, spec, capsys):
     with queue.connect() as con:
         workers = {w for (w,) in con.execute("SELECT DISTINCT worker FROM units")}
     queue.close()
-    assert len({w.rsplit(":", 2)[1] for w in workers}) == 2  # two process ids
+    assert len(workers) == 2  # both took units
 
 
 def test_a_worker_killed_inside_the_write_leaves_its_units_to_the_next(queue_url, spec, tmp_path):
@@ -179,6 +181,117 @@ def test_a_worker_killed_inside_the_write_leaves_its_units_to_the_next(queue_url
     with queue.connect() as con:
         assert con.execute("SELECT count(*), count(DISTINCT unit_id) FROM results")[0] == (24, 12)
         assert con.execute("SELECT count(DISTINCT key || run_id) FROM results")[0][0] == 12
+        got = {(r[0], r[1], r[2], r[3]): r[4] for r in con.results()}
+    queue.close()
+    assert got == reference(spec, tmp_path)
+
+
+def slow_run(spec: Path, queue_url: str, seconds: float, batch: int = 2) -> subprocess.Popen:
+    """``hiersql jobs run SPEC --workers 2 --batch BATCH`` on the queue, each batch first sleeping ``seconds`` in
+    the process that evaluates it (tests/jobs_hook)."""
+    return subprocess.Popen([sys.executable, "-m", "hiersql", "jobs", "run", str(spec), "--queue", queue_url,
+                             "--workers", "2", "--batch", str(batch)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=hook_env(HIERSQL_TEST_SLOW=str(seconds)))
+
+
+def until(condition, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (it exists and is not a zombie that its parent has not reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def done_units(con) -> int:
+    return con.execute("SELECT count(*) FROM units WHERE status = 'done'")[0][0]
+
+
+@pytest.mark.parametrize(("stop", "code", "said"), [(signal.SIGINT, 130, "interrupted"),
+                                                    (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_to_the_run_stops_its_parallel_workers(queue_url, spec, stop, code, said):
+    """Ctrl-C, or SIGTERM to the run's process alone (timeout, kill, a scheduler): the workers commit their
+    batches at hand and stop, the rest stays queued, the summary counts what was committed, and no worker
+    process is left (worker processes that went on draining the queue ignored both)."""
+    proc = slow_run(spec, queue_url, 1.0)
+    queue = Queue(queue_url)
+    with queue.connect() as con:
+        until(lambda: done_units(con) > 0)
+        workers = children_of(proc.pid)
+        proc.send_signal(stop)
+        out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, err) == (code, f"hiersql: {said}\n")
+        states = dict(con.execute("SELECT status, count(*) FROM units GROUP BY status"))
+        assert set(states) == {"done", "queued"} and states["done"] < 12, states
+        done = states["done"]
+        assert out.splitlines()[-1] == f"{done} unit(s) processed: {done} done, 0 unchanged, 0 failed", out
+        assert con.execute("SELECT count(*) FROM attempts")[0][0] == done  # every claim was committed
+        assert con.execute("SELECT count(*), count(DISTINCT unit_id) FROM results")[0] == (2 * done, done)
+    queue.close()
+    assert len(workers) == 2 and not any(alive(pid) for pid in workers)
+
+
+def test_a_killed_run_leaves_no_worker_behind(queue_url, spec):
+    """SIGKILL of the run: its worker processes see their sockets close and exit at once; the run's sessions
+    end with it, so their batches roll back and stay queued, and nothing is claimed or committed after (12
+    batches of 1 s: worker processes left behind would go on for seconds)."""
+    proc = slow_run(spec, queue_url, 1.0, batch=1)
+    queue = Queue(queue_url)
+    with queue.connect() as con:
+        until(lambda: done_units(con) > 0)
+        workers = children_of(proc.pid)
+        proc.kill()
+        proc.wait(timeout=60)
+        until(lambda: not any(alive(pid) for pid in workers), timeout=2)
+        proc.communicate(timeout=60)  # the workers held its stdout and stderr too
+        until(lambda: not con.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                                      " AND pid <> pg_backend_pid()")[0][0])
+        done = done_units(con)
+        claims = con.execute("SELECT count(*) FROM attempts")[0][0]
+        time.sleep(2)  # two batches' time: a worker left behind would claim and commit meanwhile
+        assert (done_units(con), con.execute("SELECT count(*) FROM attempts")[0][0]) == (done, claims)
+        status = con.status()[0]
+        assert (status["queued"], status["running"], status["done"]) == (12 - done, 0, done)
+    assert len(workers) == 2
+    assert runner.run(queue).counts["done"] == 12 - done
+    queue.close()
+
+
+def test_a_worker_process_that_dies_is_started_again(queue_url, spec, tmp_path):
+    """Both evaluating processes SIGKILLed (as the OOM killer would) while they evaluate a batch each: the
+    claims of their units say why, they are started again, every unit is done in the same run, exit 0 (was:
+    no reason, no restart, an internal error)."""
+    proc = slow_run(spec, queue_url, 0.6)
+    queue = Queue(queue_url)
+    with queue.connect() as con:
+        until(lambda: con.execute("SELECT count(DISTINCT worker) FROM attempts")[0][0] == 2)
+        workers = children_of(proc.pid)
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+        assert (proc.returncode, err) == (0, "")
+        assert len(workers) == 2
+        assert out.splitlines()[-1] == "12 unit(s) processed: 12 done, 0 unchanged, 0 failed", out
+        # both batches at hand (2 units each) lost once, then claimed again
+        assert con.execute("SELECT error, count(*) FROM attempts WHERE error IS NOT NULL GROUP BY error") == [
+            ("its worker process was killed by SIGKILL", 4)]
+        assert con.execute("SELECT count(*) FROM attempts")[0][0] == 12 + 4
         got = {(r[0], r[1], r[2], r[3]): r[4] for r in con.results()}
     queue.close()
     assert got == reference(spec, tmp_path)

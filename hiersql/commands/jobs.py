@@ -29,10 +29,10 @@ Job file (TOML; paths relative to it; details in docs/jobs.md):
   metrics = ["hp", "sdl"]            # per-dataset overrides of metrics and options
   options = { include_root = true }
 
-Queue: a DuckDB file (one process holds it and writes; --workers N are threads of it, each evaluating in a
-child process; `jobs status` reads the status that a run publishes beside the file), or PostgreSQL
-(--workers N are processes; start `hiersql jobs run --queue postgresql://...` on as many machines as you
-like). A unit claimed --max-attempts times without a commit (its worker killed or crashed) fails.
+Queue: a DuckDB file (one process holds it and writes; `jobs status` reads the status that a run publishes
+beside the file), or PostgreSQL (start `hiersql jobs run --queue postgresql://...` on as many machines as you
+like). --workers N are threads of the run, each evaluating in a child process. A unit claimed --max-attempts
+times without a commit (its worker killed or crashed) fails.
 Exit status: 0 all done, 2 bad input or some units failed (one line on stderr; `jobs status` lists them).
 """
 
@@ -78,8 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     queue_args(a)
     job_arg(a)
     a.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="parallel workers: on a DuckDB queue threads of this process (the file's one writer),"
-                   " each evaluating in a child process; processes on PostgreSQL (default 1)")
+                   help="parallel workers: threads of this process (on a DuckDB queue, the file's one"
+                   " writer), each evaluating in a child process (default 1)")
     a.add_argument("--recompute", action="store_true", help="with SPEC: compute every unit, even unchanged ones")
     batch_arg(a)
     attempts_arg(a)
@@ -120,11 +120,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("must be at least 1", f"--{flag.replace('_', '-')}", value=getattr(args, flag))
     if args.action == "schedule":
         return _schedule(args)
-    from ..jobs.queue import is_postgres
     from ..jobs.runner import children
 
-    # the processes of parallel workers on a DuckDB queue, forked before any database is open
-    kids = children(args.workers) if args.action == "run" and not is_postgres(args.queue or "") else []
+    # the processes that parallel workers evaluate in, forked before any database is open
+    kids = children(args.workers) if args.action == "run" else []
     try:
         return _action(args, kids)
     finally:

@@ -6,12 +6,14 @@ first), read from their own files only, and evaluated together. A bad file fails
 loading or evaluation fails is evaluated again unit by unit, each in a store of its own system only. An
 empty prediction file is a system that predicted nothing, not a failure.
 
-Parallel workers on a DuckDB queue are threads of the one process that holds the file (the only writer),
-each evaluating in a child process of its own (:class:`Child`): DuckDB's Python client takes the GIL back
-between the tasks of a query, so two stores queried by threads of one process wait for each other. A child
-sends its batch's rows back, and the thread writes them and the statuses in the transaction of its claim.
-On a PostgreSQL queue the workers are processes (each its own session; as many processes, on as many
-machines, as you start).
+Parallel workers are threads of the run's process, each evaluating in a child process of its own
+(:class:`Child`): DuckDB's Python client takes the GIL back between the tasks of a query, so two stores
+queried by threads of one process wait for each other. A child sends its batch's rows back, and the thread
+writes them and the statuses in the transaction of its claim. So on either queue the run's process holds
+every claim: a signal to it stops every worker (each commits its batch at hand), a child that dies is
+started again (its batch is claimed again), and a child whose run died sees its socket close and exits. On
+a DuckDB queue that process is the file's only writer; on PostgreSQL each thread has its own session, and
+any number of runs, on as many machines, share the queue.
 
 Every claim of a unit is counted (:meth:`~hiersql.jobs.queue.Connection.record_attempts`, committed before
 the unit is evaluated). A batch whose worker stops (a child process killed or crashed, the run killed, a
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue as threading_queue
+import select
 import signal
 import socket
 import sys
@@ -32,7 +35,7 @@ import time
 import uuid
 import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -328,6 +331,7 @@ def serve(fd: int, threads: int) -> None:
 
     for stop in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or SIGTERM to the process group, is the parent's: it
         signal.signal(stop, signal.SIG_IGN)  # commits the batch at hand, then closes the socket (EOF ends this)
+    threading.Thread(target=_exit_on_hangup, args=(fd,), daemon=True).start()
     pipe = Pipe(fd)
     stores = Stores(threads or None)
     try:
@@ -345,6 +349,16 @@ def serve(fd: int, threads: int) -> None:
             pipe.send((*reply, [(str(w.message), w.category) for w in caught]))
     finally:
         stores.close()
+
+
+def _exit_on_hangup(fd: int) -> None:
+    """End this child process as soon as the other end of its socket ``fd`` is closed: its parent ended or was
+    killed (SIGKILL, a crash), and the rows of a batch evaluated now would have no one to commit them. The
+    loop of :func:`serve` sees that only when it reads the next batch; this thread sees it at once."""
+    watch = select.poll()
+    watch.register(fd, 0)  # no events asked: a hang-up is always reported
+    watch.poll()
+    os._exit(0)
 
 
 class Worker:
@@ -433,30 +447,20 @@ def new_run_id() -> str:
 def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch: int = MAX_BATCH,
         on_unit: Callable[[Event], None] | None = None, max_attempts: int = MAX_ATTEMPTS,
         processes: list[Child] | None = None, summary: Summary | None = None) -> Summary:
-    """Process the queued units of ``jobs`` (all when ``None``) with ``workers`` workers: on a DuckDB queue,
-    threads of this process (the file's one writer), each evaluating in a child process when there are several
-    (``processes``: from :func:`children`, else started here); processes on a PostgreSQL queue. A unit claimed
-    ``max_attempts`` times without a commit fails. Returns what was done, in ``summary`` when given (filled as
-    units are committed: what was done before an interrupt too); ``on_unit(event)`` is called in this process
-    after each unit is committed (until an interrupt)."""
+    """Process the queued units of ``jobs`` (all when ``None``) with ``workers`` workers: threads of this
+    process (on a DuckDB queue, the file's one writer), each evaluating in a child process when there are
+    several (``processes``: from :func:`children`, else started here). A unit claimed ``max_attempts`` times
+    without a commit fails. Returns what was done, in ``summary`` when given (filled as units are committed:
+    what was done before an interrupt too); ``on_unit(event)`` is called in this process after each unit is
+    committed (until an interrupt)."""
     summary = summary if summary is not None else Summary()
     run_id = new_run_id()
     host = f"{socket.gethostname()}:{os.getpid()}"
-
-    def record(event: Event) -> None:
-        summary.add(event)
-        if on_unit is not None:
-            on_unit(event)
-
-    if queue.postgres and workers > 1:
-        for child in processes or []:
-            child.close()
-        _processes(queue.url, jobs, run_id, workers, max_batch, max_attempts, record)
-    else:  # one worker too runs in a thread: Ctrl-C lets it commit its batch
-        kids = (processes if processes is not None else children(workers)) if workers > 1 else [None]
-        team = [Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, None, max_attempts, child)
-                for i, child in enumerate(kids)]
-        _threads(team, summary.add, on_unit or (lambda _: None), queue.publish_status)
+    # one worker too runs in a thread: Ctrl-C lets it commit its batch
+    kids = (processes if processes is not None else children(workers)) if workers > 1 else [None]
+    team = [Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, None, max_attempts, child)
+            for i, child in enumerate(kids)]
+    _threads(team, summary.add, on_unit or (lambda _: None), queue.publish_status)
     return summary
 
 
@@ -464,7 +468,9 @@ def _threads(team: list[Worker], add: Callable[[Event], None], on_unit: Callable
              publish: Callable[[], None]) -> None:
     """Run ``team`` in threads, which ``add`` each unit they commit as they commit it (so that nothing is
     missing when a signal stops this thread); in this one, pass their events to ``on_unit`` (progress bars) and
-    ``publish`` the queue's status every :data:`PUBLISH_EVERY` seconds and at the end."""
+    ``publish`` the queue's status every :data:`PUBLISH_EVERY` seconds and at the end. A stop signal
+    (:func:`_stop_signals`) or an error here (a status file that cannot be written) stops the workers after
+    their batches at hand, and is raised once their threads have ended."""
     from concurrent.futures import ThreadPoolExecutor
 
     events: threading_queue.Queue[Event] = threading_queue.Queue()
@@ -475,7 +481,7 @@ def _threads(team: list[Worker], add: Callable[[Event], None], on_unit: Callable
 
     for worker in team:
         worker.on_unit = committed
-    with ThreadPoolExecutor(len(team)) as pool:
+    with _stop_signals(team), ThreadPoolExecutor(len(team)) as pool:
         futures = [pool.submit(worker.run) for worker in team]
         try:
             published = time.monotonic()
@@ -487,38 +493,47 @@ def _threads(team: list[Worker], add: Callable[[Event], None], on_unit: Callable
                     publish()
                     published = time.monotonic()
             publish()
-        except BaseException:  # Ctrl-C, a status file that cannot be written: the batches at hand are
-            for worker in team:  # committed (if they can be), then the threads stop
+        except BaseException:
+            for worker in team:
                 worker.stop.set()
             raise
         for f in futures:
             f.result()
 
 
-def _process_main(url: str, jobs: list[str] | None, run_id: str, index: int, workers: int, max_batch: int,
-                  max_attempts: int, events: Any) -> None:
-    """A worker process on a PostgreSQL queue."""
-    queue = Queue(url)
-    name = f"{socket.gethostname()}:{os.getpid()}:{index}"
-    Worker(queue, jobs, run_id, name, workers, max_batch, events.put, max_attempts).run()
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _processes(url: str, jobs: list[str] | None, run_id: str, workers: int, max_batch: int, max_attempts: int,
-               record: Callable[[Event], None]) -> None:
-    import multiprocessing
+@contextlib.contextmanager
+def _stop_signals(team: list[Worker]) -> Iterator[None]:
+    """Within, the first SIGINT or SIGTERM tells every worker of ``team`` to stop after its batch at hand, and
+    the next ones are ignored; at the end (the workers' threads have ended), the handler that was set for
+    it is called: Ctrl-C's KeyboardInterrupt, the command line's SIGTERM (exit 143). Raised at once, as the
+    handler would, the KeyboardInterrupt could land while this thread holds a lock that a worker needs (a
+    future's: the run hung), and a second one left while the workers still committed: the queue was closed
+    under their batch, and the process could abort in C++ as it exited (exit 134). Only the main thread sets
+    handlers; a signal whose handler is not Python's (SIGTERM's default ends the process) is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {stop: signal.getsignal(stop) for stop in STOP_SIGNALS}
+    handled = [stop for stop, handler in previous.items() if callable(handler)]
+    received: list[tuple[int, Any]] = []
 
-    context = multiprocessing.get_context("spawn")  # no fork of a process with DuckDB's threads
-    events = context.Queue()
-    procs = [context.Process(target=_process_main,
-                             args=(url, jobs, run_id, i, workers, max_batch, max_attempts, events))
-             for i in range(workers)]
-    for p in procs:
-        p.start()
-    while any(p.is_alive() for p in procs) or not events.empty():
-        with contextlib.suppress(threading_queue.Empty):
-            record(events.get(timeout=0.1))
-    for p in procs:
-        p.join()
-    bad = [p.exitcode for p in procs if p.exitcode]
-    if bad:
-        raise RuntimeError(f"{len(bad)} worker process(es) failed (exit {bad[0]})")
+    def stop(signum: int, frame: Any) -> None:
+        for other in handled:
+            signal.signal(other, signal.SIG_IGN)
+        received.append((signum, frame))
+        for worker in team:
+            worker.stop.set()
+
+    for signum in handled:
+        signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum in handled:
+            signal.signal(signum, previous[signum])
+    if received:
+        signum, frame = received[0]
+        previous[signum](signum, frame)
