@@ -275,6 +275,25 @@ def test_a_queue_that_is_not_there_is_not_made(tmp_path, monkeypatch, capsys, ac
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("action", [["status"], ["results"], ["cancel", "--all"]])
+def test_a_duckdb_file_that_is_not_a_queue_is_one_line_and_left_as_it_is(fixtures_dir, tmp_path, capsys, action):
+    # a results file of `hiersql evaluate --db` (read as an internal error, or given the queue's tables by
+    # cancel), and an empty DuckDB file
+    demo = fixtures_dir / "demo"
+    results, empty = tmp_path / "ev.duckdb", tmp_path / "empty.duckdb"
+    assert main(["evaluate", "--taxonomy", str(demo / "taxonomy.tsv"), "--truth", str(demo / "truth.tsv"),
+                 "--pred", str(demo / "shallow.tsv"), "--metrics", "hp", "--db", str(results)]) == 0
+    duckdb.connect(str(empty)).close()
+    capsys.readouterr()
+    for path in (results, empty):
+        with duckdb.connect(str(path), read_only=True) as con:
+            tables = con.execute("SHOW TABLES").fetchall()
+        assert main(["jobs", *action, "--queue", str(path)]) == 2
+        assert capsys.readouterr() == ("", f"hiersql: error: {path}: not a job queue (no jobs table)\n")
+        with duckdb.connect(str(path), read_only=True) as con:
+            assert con.execute("SHOW TABLES").fetchall() == tables
+
+
 def test_status_and_results_leave_the_queue_file_as_it_is(fixtures_dir, tmp_path, capsys):
     # opened read-only: a queue on a read-only file system (an archive, a snapshot) can be read
     spec = make_job(tmp_path, fixtures_dir)

@@ -295,3 +295,30 @@ def test_a_worker_process_that_dies_is_started_again(queue_url, spec, tmp_path):
         got = {(r[0], r[1], r[2], r[3]): r[4] for r in con.results()}
     queue.close()
     assert got == reference(spec, tmp_path)
+
+
+def test_cancel_leaves_the_units_a_worker_holds_and_does_not_wait_for_them(queue_url, spec):
+    queue = Queue(queue_url)
+    submit(queue, spec)
+    with queue.connect() as worker:
+        assert len(worker.claim(None, 1, 3)) == 3  # a worker's claim: 3 rows locked until its batch commits
+        done = subprocess.run([sys.executable, "-m", "hiersql", "jobs", "cancel", "--queue", queue_url, "--job",
+                               "demo-job"], capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert (done.returncode, done.stdout, done.stderr) == (0, "cancelled 9 queued unit(s)\n", "")
+        worker.rollback()  # the claimed units stay queued (committed, they would be done)
+    with queue.connect() as con:
+        assert dict(con.execute("SELECT status, count(*) FROM units GROUP BY status")) == {"queued": 3,
+                                                                                          "cancelled": 9}
+    queue.close()
+
+
+@pytest.mark.parametrize("action", [["status"], ["results"], ["cancel", "--all"]])
+def test_a_database_that_is_not_a_queue_is_one_line_and_left_as_it_is(queue_url, action, capsys):
+    database = psycopg.conninfo.conninfo_to_dict(queue_url)["dbname"]
+    assert main(["jobs", *action, "--queue", queue_url]) == 2
+    assert capsys.readouterr().err == (f"hiersql: error: --queue: not a job queue (no jobs table in database"
+                                       f" '{database}')\n")
+    with psycopg.connect(queue_url) as con:
+        assert con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
+                           ).fetchone()[0] == 0

@@ -140,18 +140,23 @@ class Queue:
         self._published = False
         self._changes = 0  # DuckDB: claims and their ends in this process, to publish the status on a change
         self._published_changes = -1
-        if self.read_only:  # opened here, as a queue to write is: a file another process holds is found now
-            with self.connect():
-                return
         try:
-            with self.connect() as con, con.transaction():
-                if self.postgres:  # two workers starting together create the tables once
-                    con.execute("SELECT pg_advisory_xact_lock(1751)")
-                for statement in SCHEMA:
-                    con.execute(statement)
+            with self.connect() as con:  # opened here: a file another process holds is found now
+                if not create:
+                    con.check_queue()
+                if self.read_only:
+                    return
+                with con.transaction():
+                    if self.postgres:  # two workers starting together create the tables once
+                        con.execute("SELECT pg_advisory_xact_lock(1751)")
+                    for statement in SCHEMA:  # (on an existing queue: the columns and tables added since)
+                        con.execute(statement)
         except self.transient as exc:  # later, the same errors are retried
             raise InputError(f"cannot reach the queue ({str(exc).splitlines()[0]})",
                              "--queue" if self.postgres else self.url) from None
+        except InputError:  # not a queue: the file is not held on
+            self.close()
+            raise
 
     @property
     def transient(self) -> tuple[type[BaseException], ...]:
@@ -292,6 +297,18 @@ class Connection:
     def close(self) -> None:
         with suppress(Exception):
             self.raw.close()
+
+    def check_queue(self) -> None:
+        """An :class:`~hiersql.errors.InputError` unless the database holds a queue (its ``jobs`` table): a
+        results file of ``hiersql evaluate --db``, or another database, is not read as an empty queue, nor
+        given the queue's tables by a command that only reads or cancels."""
+        if self.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+                        " AND table_name = 'jobs'")[0][0]:
+            return
+        if self.queue.postgres:
+            database = self.execute("SELECT current_database()")[0][0]
+            raise InputError(f"not a job queue (no jobs table in database {database!r})", "--queue")
+        raise InputError("not a job queue (no jobs table)", self.queue.url)
 
     # ------------------------------------------------------------------ jobs
     def submit(self, name: str, spec: str, units: list[Any], recompute: bool = False) -> tuple[str, int]:
@@ -465,13 +482,13 @@ class Connection:
         ids = self.job_ids(jobs)
         if not ids:
             return 0
-        marks = ", ".join("?" * len(ids))
+        # on PostgreSQL the units a worker claimed are rows it locked: skipped, not waited for (and counted as
+        # running by status); a DuckDB file is held by one process, whose claims end with it
+        locked = " FOR UPDATE SKIP LOCKED" if self.queue.postgres else ""
         with self.transaction():
-            count = self.execute(f"SELECT count(*) FROM units WHERE status = 'queued' AND job_id IN ({marks})",
-                                 ids)[0][0]
-            self.execute(f"UPDATE units SET status = 'cancelled' WHERE status = 'queued' AND job_id IN ({marks})",
-                         ids)
-        return count
+            return len(self.execute(
+                "UPDATE units SET status = 'cancelled' WHERE unit_id IN (SELECT unit_id FROM units WHERE"
+                f" status = 'queued' AND job_id IN ({', '.join('?' * len(ids))}){locked}) RETURNING unit_id", ids))
 
     # ------------------------------------------------------------------ reading
     def status(self, jobs: list[str] | None = None) -> list[dict[str, Any]]:
