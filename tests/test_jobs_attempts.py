@@ -4,6 +4,8 @@ tests/jobs_hook/sitecustomize.py (a real SIGKILL of the evaluating process)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import shutil
 import signal
@@ -127,3 +129,32 @@ def test_a_killed_run_leaves_no_child_evaluating_and_resumes(fixtures_dir, tmp_p
     assert run(queue, workers=2).counts["done"] == 4
     queue.close()
     assert values(stored(path)) == reference(tmp_path, fixtures_dir)
+
+
+def test_results_keep_the_keys_whose_recompute_failed_or_waits(fixtures_dir, tmp_path):
+    """A `--recompute` whose unit failed (its worker process killed, --max-attempts 1), then one only
+    submitted: the latest submission's keys are those of the run before (same inputs), and `jobs results`
+    shows their stored rows (it left out the failed unit, then every unit)."""
+    spec = killer_job(tmp_path, fixtures_dir)
+    queue = ["--queue", str(tmp_path / "q.duckdb")]
+
+    def results() -> list[dict[str, str]]:
+        done = hiersql("results", *queue, "--format", "csv")
+        assert done.returncode == 0, done.stderr
+        return list(csv.DictReader(io.StringIO(done.stdout)))
+
+    def values(rows: list[dict[str, str]]) -> set[tuple[str, ...]]:
+        return {(r["dataset"], r["system"], r["metric"], r["average"], r["value"], r["key"]) for r in rows}
+
+    assert hiersql("run", str(spec), killer="nobody").returncode == 0
+    before = results()
+    assert len(before) == 5 * 2
+    failed = hiersql("run", str(spec), "--recompute", "--workers", "2", "--max-attempts", "1", "--batch", "1")
+    assert failed.returncode == 2 and "4 done, 0 unchanged, 1 failed" in failed.stdout, failed.stdout
+    after = results()
+    assert values(after) == values(before)
+    # the killer's rows are those of the first run; the others' of the recompute
+    assert [r for r in after if r["system"] == "killer"] == [r for r in before if r["system"] == "killer"]
+    assert {r["run_id"] for r in after if r["system"] != "killer"}.isdisjoint(r["run_id"] for r in before)
+    assert hiersql("submit", str(spec), "--recompute").returncode == 0  # every unit queued, none computed
+    assert results() == after

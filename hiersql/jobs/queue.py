@@ -540,9 +540,11 @@ class Connection:
 
     def results(self, jobs: list[str] | None = None, history: bool = False) -> list[tuple]:
         """Result rows (:data:`RESULT_COLUMNS`). By default the latest submission of each job name: for each
-        of its units (computed or skipped as unchanged), the latest run of the unit's key. ``jobs`` picks
-        submissions (ids or names); ``history``: every stored row of those jobs' keys, oldest first (all rows
-        when ``jobs`` is ``None``)."""
+        of its units, the latest run of the unit's key, whether that unit computed it, found it unchanged, or
+        did not (yet) compute it again (a ``--recompute`` that failed, was interrupted or is queued: the key
+        hashes the inputs, so the stored rows of the key are those inputs' values); a key without results has
+        no rows. ``jobs`` picks submissions (ids or names); ``history``: every stored row of those jobs' keys,
+        oldest first (all rows when ``jobs`` is ``None``)."""
         if history and jobs is None:
             return self.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results"
                                 " ORDER BY created_at, run_id, dataset, system, metric, average")
@@ -554,7 +556,7 @@ class Connection:
         if not ids:
             return []
         marks = ", ".join("?" * len(ids))
-        keys = f"SELECT DISTINCT key FROM units WHERE job_id IN ({marks}) AND status IN ('done', 'skipped')"
+        keys = f"SELECT DISTINCT key FROM units WHERE job_id IN ({marks})"
         columns = ", ".join(f"r.{c}" for c in RESULT_COLUMNS)
         if history:
             return self.execute(f"SELECT {columns} FROM results r WHERE r.key IN ({keys})"
