@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -108,7 +109,7 @@ def test_two_workers_do_every_unit_exactly_once(queue_url, spec, tmp_path):
     assert got == reference(spec, tmp_path)
 
 
-def test_a_lost_connection_is_retried(queue_url, spec, tmp_path, monkeypatch):
+def test_a_lost_connection_is_retried(queue_url, spec, tmp_path, monkeypatch, caplog):
     queue = Queue(queue_url)
     submit(queue, spec)
     evaluate = runner.evaluate
@@ -125,8 +126,13 @@ def test_a_lost_connection_is_retried(queue_url, spec, tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "evaluate", evaluate_and_cut)
     monkeypatch.setattr(runner, "BACKOFF", 0.05)
-    summary = runner.run(queue, max_batch=4)
+    with pytest.warns(RuntimeWarning) as said:
+        summary = runner.run(queue, max_batch=4)
     assert cut == [2]
+    # the retry is said (one line); psycopg's own line about the broken pipeline of the same error is not
+    assert len(said) == 1 and re.fullmatch(r"worker \S+: its batch was rolled back \(OperationalError: .+\); it"
+                                           r" goes on in 0\.05 s \(retry 1 of 5\)", str(said[0].message)), said
+    assert not [r for r in caplog.records if r.name.startswith("psycopg")]
     assert summary.counts["done"] == 12 and not summary.failures
     with queue.connect() as con:
         assert con.execute("SELECT count(*), count(DISTINCT unit_id) FROM results")[0] == (24, 12)

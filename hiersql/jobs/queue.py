@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import re
 import threading
@@ -140,6 +141,8 @@ class Queue:
         self._published = False
         self._changes = 0  # DuckDB: claims and their ends in this process, to publish the status on a change
         self._published_changes = -1
+        if self.postgres:
+            _quiet_pipeline_errors()
         try:
             with self.connect() as con:  # opened here: a file another process holds is found now
                 if not create:
@@ -566,6 +569,21 @@ class Connection:
             " ORDER BY max(created_at) DESC, run_id DESC) AS n FROM results"
             f" WHERE key IN ({keys}) GROUP BY key, run_id) l ON l.key = r.key AND l.run_id = r.run_id AND l.n = 1"
             " ORDER BY r.dataset, r.system, r.metric, r.average", ids)
+
+
+def _quiet_pipeline_errors() -> None:
+    """psycopg logs the error of a pipeline (its ``executemany``'s) that ends while an error of the same
+    connection is raised through it (``error ignored terminating <psycopg.Pipeline [BAD] at 0x...>: the
+    connection is lost``, on stderr unless logging is set up): that raised error is the one the worker handles
+    (a lost connection: retried, with a warning), so the line is dropped (a filter on psycopg's logger,
+    added once)."""
+    log = logging.getLogger("psycopg")
+    if _not_pipeline_noise not in log.filters:
+        log.addFilter(_not_pipeline_noise)
+
+
+def _not_pipeline_noise(record: logging.LogRecord) -> bool:
+    return record.msg != "error ignored terminating %r: %s"
 
 
 def _share(queued: int, groups: int, workers: int, max_batch: int) -> int:

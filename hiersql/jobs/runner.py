@@ -81,8 +81,12 @@ def message(exc: BaseException) -> str:
     """The one line the command line prints for an error (without its ``hiersql: error:`` prefix)."""
     if isinstance(exc, InputError):
         return str(exc)
-    first = str(exc).splitlines()[0] if str(exc) else ""
-    return f"internal error: {type(exc).__name__}: {first}"
+    return f"internal error: {_named(exc)}"
+
+
+def _named(exc: BaseException) -> str:
+    """``Type: first line of the message``."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
 class Stores:
@@ -388,7 +392,10 @@ class Worker:
                     failures += 1
                     if failures > RETRIES or out_of_space(exc):  # a full disk is not a write conflict
                         raise
-                    time.sleep(BACKOFF * 2 ** (failures - 1))
+                    delay = BACKOFF * 2 ** (failures - 1)
+                    warnings.warn(f"worker {self.name}: its batch was rolled back ({_named(exc)}); it goes on"
+                                  f" in {delay:g} s (retry {failures} of {RETRIES})", RuntimeWarning, stacklevel=1)
+                    time.sleep(delay)
         finally:
             self.stores.close()
             if self.child is not None:
