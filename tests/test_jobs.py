@@ -344,6 +344,14 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
     "queue in a missing folder": ('queue = "no/such/q.duckdb"\n' + DATASET, 1, "'no/such/q.duckdb'"),
     # text files have no column names: a dataset's column key would be left unused
     "column key of text files": (DATASET + 'system_col = "model"\n', 6, "'model'"),
+    # the table's header, its line; an empty string is not of the wrong type; NAME=FILE names FILE; a glob's
+    # match that is a folder (p/sub.tsv) is named (was: file not found: 'p/*.tsv')
+    "dataset as a table": ('metrics = ["hp"]\n[dataset]\nname = "d"\n', 2,
+                           "'dataset' must be an array of tables ([[dataset]]): '[dataset]'"),
+    "empty name": (DATASET.replace('name = "d"', 'name = ""'), 2, "'name' is empty: ''"),
+    "named file not found": (DATASET.replace('["{pred}"]', '["x=missing.tsv"]'), 5, "file not found: 'missing.tsv'"),
+    "glob matches a folder": (DATASET.replace('["{pred}"]', '["p/*.tsv"]'), 5,
+                              "is a folder, not a file: 'p/sub.tsv'"),
 }
 
 
@@ -351,6 +359,8 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
 def test_check_names_the_job_file_line_and_value(case, fixtures_dir, tmp_path, capsys):
     body, line, value = BAD_SPECS[case]
     spec = job_text(tmp_path, fixtures_dir, body)
+    (tmp_path / "p" / "sub.tsv").mkdir(parents=True)  # beside a file that p/*.tsv matches too
+    shutil.copy(fixtures_dir / "demo" / "shallow.tsv", tmp_path / "p")
     assert main(["jobs", "check", str(spec)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"hiersql: error: {spec}:{line}: "), err

@@ -164,7 +164,11 @@ def load_spec(path: str | Path) -> Spec:
     if not datasets:
         raise fail("job file lists no [[dataset]]", None)
     if not isinstance(datasets, list) or not all(isinstance(d, dict) for d in datasets):
-        raise fail("'dataset' must be an array of tables ([[dataset]])", None, "dataset")
+        header = re.search(r"^\s*\[\s*dataset\s*\]", text, re.MULTILINE)  # [dataset]: a table, not an array
+        if header:
+            raise InputError("'dataset' must be an array of tables ([[dataset]])", path,
+                             text[:header.start()].count("\n") + 1, header.group().strip())
+        raise fail("'dataset' must be an array of tables ([[dataset]])", None, "dataset", datasets)
     base = path.parent
     queue = doc.get("queue")
     if isinstance(queue, str) and not is_postgres(queue) and not (base / queue).parent.is_dir():
@@ -251,7 +255,9 @@ def _check_keys(table: dict[str, Any], allowed: dict[str, str], dataset: int | N
         if key not in allowed:
             raise fail(f"unknown key (known: {', '.join(allowed)})", dataset, key, key)
         expected = allowed[key]
-        ok = {"a string": isinstance(value, str) and bool(value),
+        if value == "":
+            raise fail(f"'{key}' is empty", dataset, key, value)
+        ok = {"a string": isinstance(value, str),
               "a table": isinstance(value, dict),
               "a list of strings": isinstance(value, str) or (
                   isinstance(value, list) and all(isinstance(v, str) for v in value)),
@@ -366,9 +372,15 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
     from ..sources import is_reference, is_table
 
     try:
-        for spec in preds:  # one by one, to name the entry of a missing file as written
-            if not all(is_reference(file) or file.is_file() for _, file in parse_preds([spec], "predictions", base)):
-                raise fail("file not found", spec)
+        for spec in preds:  # one by one, to name the file of an entry as written (a glob's match: from base)
+            for name, file in parse_preds([spec], "predictions", base):
+                if is_reference(file) or file.is_file():
+                    continue
+                written = spec.partition("=")[2] if name is not None and spec.startswith(f"{name}=") else spec
+                if file.is_dir():
+                    raise fail("is a folder, not a file",
+                               str(file.relative_to(base)) if file.is_relative_to(base) else str(file))
+                raise fail("file not found", written)
         pairs = parse_preds(preds, "predictions", base)
     except InputError as exc:
         if exc.source != "predictions":
