@@ -235,6 +235,25 @@ def test_a_new_submission_of_a_job_file_supersedes_what_earlier_ones_left_queued
         q.close()
 
 
+def test_a_system_taken_out_of_the_job_file_is_superseded_too(fixtures_dir, tmp_path, capsys):
+    # its unit of the first submission was left queued for ever, and a later run without the job file
+    # picked it up and failed on the missing file
+    spec = make_job(tmp_path, fixtures_dir)
+    queue = str(tmp_path / "q.duckdb")
+    assert main(["jobs", "submit", str(spec)]) == 0
+    (tmp_path / "preds" / "flat_errors.tsv").unlink()
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "3 unit(s) processed: 3 done, 0 unchanged, 0 failed"
+    assert main(["jobs", "run", "--queue", queue]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "0 unit(s) processed: 0 done, 0 unchanged, 0 failed"
+    q = Queue(queue)
+    try:
+        with q.connect() as con:
+            assert [(j["queued"], j["done"], j["cancelled"]) for j in con.status()] == [(0, 0, 4), (0, 3, 0)]
+    finally:
+        q.close()
+
+
 def test_status_cancel_and_result_formats(fixtures_dir, tmp_path, capsys):
     spec = make_job(tmp_path, fixtures_dir)
     queue = str(tmp_path / "q.duckdb")

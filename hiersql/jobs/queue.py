@@ -317,15 +317,13 @@ class Connection:
     def submit(self, name: str, spec: str, units: list[Any], recompute: bool = False) -> tuple[str, int]:
         """Queue a job of ``units`` (:class:`~hiersql.jobs.spec.Unit`) in one transaction; units whose key has
         results already are ``skipped`` (unless ``recompute``). The units still queued by earlier submissions
-        of the same job file for a (dataset, system) of this one are ``cancelled`` (superseded): this
-        submission holds them (a run killed, then started again with its job file, would otherwise leave them
-        queued for ever). Returns the job id and the number queued."""
+        of the same job file are ``cancelled`` (superseded): this submission is what the file asks for now (a
+        run killed, then started again with its job file, would otherwise leave them queued for ever, and so
+        would a system or dataset taken out of the file). Returns the job id and the number queued."""
         job_id = f"{now():%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:6]}"
         with self.transaction():
-            self.executemany(
-                "UPDATE units SET status = 'cancelled', error = ? WHERE status = 'queued' AND dataset = ?"
-                " AND system = ? AND job_id IN (SELECT job_id FROM jobs WHERE spec = ?)",
-                [(f"superseded by job {job_id}", u.dataset, u.system, spec) for u in units])
+            self._cancel_queued("job_id IN (SELECT job_id FROM jobs WHERE spec = ?)", [spec],
+                                f"superseded by job {job_id}")
             self.execute("INSERT INTO jobs VALUES (?, ?, ?, ?)", (job_id, name, spec, now()))
             done = set() if recompute else self._keys_with_results([u.key for u in units])
             rows = [(uuid.uuid4().hex, job_id, seq, u.dataset, u.system, u.key, u.group, json.dumps(u.work),
@@ -485,13 +483,18 @@ class Connection:
         ids = self.job_ids(jobs)
         if not ids:
             return 0
-        # on PostgreSQL the units a worker claimed are rows it locked: skipped, not waited for (and counted as
-        # running by status); a DuckDB file is held by one process, whose claims end with it
-        locked = " FOR UPDATE SKIP LOCKED" if self.queue.postgres else ""
         with self.transaction():
-            return len(self.execute(
-                "UPDATE units SET status = 'cancelled' WHERE unit_id IN (SELECT unit_id FROM units WHERE"
-                f" status = 'queued' AND job_id IN ({', '.join('?' * len(ids))}){locked}) RETURNING unit_id", ids))
+            return self._cancel_queued(f"job_id IN ({', '.join('?' * len(ids))})", ids)
+
+    def _cancel_queued(self, where: str, params: list[Any], error: str | None = None) -> int:
+        """Cancel the queued units that match ``where`` (with ``error`` as the reason), in the transaction at
+        hand; how many. On PostgreSQL the units a worker has claimed are rows it locked: skipped, not waited
+        for (being computed, they finish; status counts them as running); a DuckDB file is held by one
+        process, whose claims end with it."""
+        locked = " FOR UPDATE SKIP LOCKED" if self.queue.postgres else ""
+        return len(self.execute(
+            "UPDATE units SET status = 'cancelled', error = ? WHERE unit_id IN (SELECT unit_id FROM units WHERE"
+            f" status = 'queued' AND {where}{locked}) RETURNING unit_id", [error, *params]))
 
     # ------------------------------------------------------------------ reading
     def status(self, jobs: list[str] | None = None) -> list[dict[str, Any]]:
