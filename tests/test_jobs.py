@@ -447,6 +447,30 @@ def test_schedule_fires_every_second(fixtures_dir, tmp_path, capsys):
     assert len(fired) == 2 and fired[1] - fired[0] >= timedelta(seconds=0.5)
 
 
+def test_schedule_says_how_many_runs_failed(fixtures_dir, tmp_path, capsys):
+    # a unit that fails each time: each run fails (exit 2 of `jobs run`), and so does the schedule's end
+    (tmp_path / "bad.tsv").write_text("i1\tNope\n", encoding="utf-8")
+    spec = job_text(tmp_path, fixtures_dir, DATASET.replace("{pred}", str(tmp_path / "bad.tsv")))
+    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * * *", "--runs", "2",
+                 "--queue", str(tmp_path / "q.duckdb")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"hiersql: error: {spec}: 1 of 1 unit(s) failed (`hiersql jobs status` lists the errors)"] * 2 + [
+        f"hiersql: error: {spec}: 2 of 2 scheduled run(s) failed (their errors are above)"]
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["run", "{spec}", "--job", "nosuch"], "--job: picks jobs of the queue to run, not with a job file (SPEC runs"
+                                           " its own submission): 'nosuch'"),
+    (["run", "{spec}", "--wait", "-1"], "--wait: must be at least 0: -1.0"),
+    (["status", "--wait", "nan"], "--wait: must be at least 0: nan"),
+    (["schedule", "{spec}", "--cron", "* * * * *", "--runs", "0"], "--runs: must be at least 1: 0")])
+def test_flags_that_would_be_ignored_or_wait_for_ever(fixtures_dir, tmp_path, capsys, flags, said):
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", *(f.replace("{spec}", str(spec)) for f in flags)]) == 2
+    assert capsys.readouterr() == ("", f"hiersql: error: {said}\n")
+    assert not (tmp_path / "q.duckdb").exists()
+
+
 def test_schedule_follows_the_cron_times():
     """``0 2 * * *`` on a fake clock: at 02:00 on three days in a row, whatever a run costs."""
     clock = [datetime(2026, 3, 1, 13, 37)]

@@ -100,7 +100,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     queue_args(a)
     a.add_argument("--cron", required=True, help='cron expression, e.g. "0 2 * * *" (a sixth field: seconds)')
     a.add_argument("--workers", type=int, default=1, metavar="N")
-    a.add_argument("--runs", type=int, metavar="N", help="stop after N runs (default: never)")
+    a.add_argument("--runs", type=int, metavar="N", help="stop after N runs, failed ones included (default: never);"
+                   " exit status 2 when any failed")
     batch_arg(a)
     attempts_arg(a)
 
@@ -118,6 +119,13 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("workers", "batch", "max_attempts"):
         if getattr(args, flag, 1) < 1:
             raise InputError("must be at least 1", f"--{flag.replace('_', '-')}", value=getattr(args, flag))
+    if getattr(args, "runs", None) is not None and args.runs < 1:
+        raise InputError("must be at least 1", "--runs", value=args.runs)
+    if not args.wait >= 0:  # (NaN too)
+        raise InputError("must be at least 0", "--wait", value=args.wait)
+    if getattr(args, "spec", None) and getattr(args, "job", None):  # run SPEC works on SPEC's submission
+        raise InputError("picks jobs of the queue to run, not with a job file (SPEC runs its own submission)",
+                         "--job", value=args.job[0])
     if args.action == "schedule":
         return _schedule(args)
     from ..jobs.runner import children
@@ -231,14 +239,17 @@ def _print_summary(summary) -> None:
 def _schedule(args: argparse.Namespace) -> int:
     import sys
 
+    from ..errors import InputError
     from ..jobs.runner import message
     from ..jobs.schedule import check_cron, schedule
     from ..jobs.spec import load_spec
 
     check_cron(args.cron)
     load_spec(args.spec)  # a bad job file stops here; later it is reported at each fire
+    failed = 0
 
     def fire() -> None:
+        nonlocal failed
         try:
             spec = load_spec(args.spec)  # read again: it may have changed since the last run
             queue = _queue(args, spec)  # opened per run: between runs the queue file is free
@@ -247,11 +258,14 @@ def _schedule(args: argparse.Namespace) -> int:
             finally:
                 queue.close()
         except Exception as exc:  # a bad job file, failed units, a queue out of reach: said; the next run comes
+            failed += 1
             print(f"hiersql: error: {message(exc)}", file=sys.stderr)
         sys.stdout.flush()
 
     print(f"scheduled {args.spec} at '{args.cron}'", flush=True)
-    schedule(args.cron, fire, args.runs)
+    runs = schedule(args.cron, fire, args.runs)
+    if failed:  # (--runs: each time counts, a failed run too) said, not only in the lines above
+        raise InputError(f"{failed} of {runs} scheduled run(s) failed (their errors are above)", args.spec)
     return 0
 
 
