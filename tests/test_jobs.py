@@ -404,6 +404,13 @@ def test_labels_not_in_the_taxonomy_fail_the_units_as_evaluate_refuses_them(fixt
             .evaluate(["label_f1"], average=["label_macro"], labels=["feline", "Nope"])
 
 
+def test_a_measure_that_does_not_apply_fails_its_units_naming_the_job_files_key(fixtures_dir, tmp_path, capsys):
+    spec = job_text(tmp_path, fixtures_dir, 'metrics = ["tree_induced_error", "hp"]\n' + DATASET)
+    assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 2
+    assert "failed: d/shallow: metrics: tree_induced_error needs as many predicted as true labels per instance" \
+        in capsys.readouterr().out  # was --metrics: evaluate's flag
+
+
 def test_check_accepts_every_measure_with_other_options(fixtures_dir, tmp_path, capsys):
     """Errors that depend on the input (the weighted scoring measures need edge weights) are not the job
     file's: they are judged when a unit runs."""

@@ -84,6 +84,14 @@ def message(exc: BaseException) -> str:
     return f"internal error: {_named(exc)}"
 
 
+def _unit_message(exc: BaseException) -> str:
+    """:func:`message` for a unit's failure: an error of the measures naming ``hiersql evaluate``'s flag
+    ``--metrics`` names the job file's key ``metrics`` instead (a job file has no flags)."""
+    if isinstance(exc, InputError) and exc.source == "--metrics":
+        return str(InputError(exc.message, "metrics", exc.line, exc.value))
+    return message(exc)
+
+
 def _named(exc: BaseException) -> str:
     """``Type: first line of the message``."""
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -177,7 +185,7 @@ def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, list[
         store = stores.get(units[0])
     except Exception as exc:  # the dataset's taxonomy or truth: every unit fails with its message
         stores.close()
-        return {u.unit_id: ("failed", message(exc)) for u in units}
+        return {u.unit_id: ("failed", _unit_message(exc)) for u in units}
     out: dict[str, tuple[str, list[Any] | str]] = {}
     ready = []
     read: dict[str, str] = {}  # a table of many systems is read once for the batch
@@ -186,14 +194,14 @@ def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, list[
             _check_unchanged(unit.work, "prediction", read)
             ready.append(unit)
         except InputError as exc:
-            out[unit.unit_id] = ("failed", message(exc))
+            out[unit.unit_id] = ("failed", _unit_message(exc))
     if not ready:
         return out
     try:
         rows = _compute(store, ready)
     except Exception as exc:
         if len(ready) == 1:
-            out[ready[0].unit_id] = ("failed", message(exc))
+            out[ready[0].unit_id] = ("failed", _unit_message(exc))
             return out
         for unit in ready:  # find the one at fault: each unit alone
             out.update(evaluate([unit], stores))
