@@ -1,4 +1,4 @@
-"""The process a worker thread of a DuckDB queue evaluates in: ``python -m hiersql.jobs.child FD THREADS``
+"""The process a parallel worker thread evaluates in: ``python -m hiersql.jobs.child FD THREADS``
 (started by :class:`hiersql.jobs.runner.Child`; FD is its end of a socket pair, THREADS DuckDB's threads)."""
 
 from __future__ import annotations

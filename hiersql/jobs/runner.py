@@ -315,7 +315,7 @@ _running: list[Child] = []  # the children of this process with an open socket
 
 
 def children(workers: int) -> list[Child]:
-    """The child processes that the workers of a run with ``workers`` workers on a DuckDB queue evaluate in
+    """The child processes that the workers of a run with ``workers`` workers evaluate in, on either queue
     (one each; none for one worker, which evaluates in its thread), started now: forked when this process has
     one thread (the modules they need imported first: the imports are shared), else new interpreters.
     Start them before any database is opened (``hiersql jobs run`` does, before it reads the job file), and
@@ -375,7 +375,7 @@ def _exit_on_hangup(fd: int) -> None:
 
 class Worker:
     """Claims and evaluates units until none of ``jobs`` (all when ``None``) is queued; in this thread, or in
-    ``child`` (a :class:`Child`: the parallel workers of a DuckDB queue)."""
+    ``child`` (a :class:`Child`: parallel workers)."""
 
     def __init__(self, queue: Queue, jobs: list[str] | None, run_id: str, name: str, workers: int = 1,
                  max_batch: int = MAX_BATCH, on_unit: Callable[[Event], None] | None = None,
@@ -524,10 +524,11 @@ def _stop_signals(team: list[Worker]) -> Iterator[None]:
     """Within, the first SIGINT or SIGTERM tells every worker of ``team`` to stop after its batch at hand, and
     the next ones are ignored; at the end (the workers' threads have ended), the handler that was set for
     it is called: Ctrl-C's KeyboardInterrupt, the command line's SIGTERM (exit 143). Raised at once, as the
-    handler would, the KeyboardInterrupt could land while this thread holds a lock that a worker needs (a
-    future's: the run hung), and a second one left while the workers still committed: the queue was closed
-    under their batch, and the process could abort in C++ as it exited (exit 134). Only the main thread sets
-    handlers; a signal whose handler is not Python's (SIGTERM's default ends the process) is left alone."""
+    handler would, the KeyboardInterrupt can land while this thread holds a lock that a worker thread then
+    waits for (a run was seen hanging so), and a second one left while the workers still committed: the
+    queue was closed under their batch, and the process could abort in C++ as it exited (exit 134). Only the
+    main thread sets handlers; a signal whose handler is not Python's (SIGTERM's default ends the process) is
+    left alone."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
