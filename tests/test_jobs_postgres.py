@@ -294,10 +294,12 @@ def test_a_worker_process_that_dies_is_started_again(queue_url, spec, tmp_path):
         assert (proc.returncode, err) == (0, "")
         assert len(workers) == 2
         assert out.splitlines()[-1] == "12 unit(s) processed: 12 done, 0 unchanged, 0 failed", out
-        # both batches at hand (2 units each) lost once, then claimed again
-        assert con.execute("SELECT error, count(*) FROM attempts WHERE error IS NOT NULL GROUP BY error") == [
-            ("its worker process was killed by SIGKILL", 4)]
-        assert con.execute("SELECT count(*) FROM attempts")[0][0] == 12 + 4
+        # each worker's batch at hand (2 units, unless a worker was between batches) lost once, then claimed
+        # again: every claim either has that reason or was committed
+        (reason, lost, workers_lost), = con.execute(
+            "SELECT error, count(*), count(DISTINCT worker) FROM attempts WHERE error IS NOT NULL GROUP BY error")
+        assert (reason, workers_lost) == ("its worker process was killed by SIGKILL", 2) and lost >= 2
+        assert con.execute("SELECT count(*) FROM attempts")[0][0] == 12 + lost
         got = {(r[0], r[1], r[2], r[3]): r[4] for r in con.results()}
     queue.close()
     assert got == reference(spec, tmp_path)
