@@ -61,35 +61,54 @@ STORE_TABLES = ("edges", "nodes", "closure", "instances", "truth", "predictions"
 # statistics of a new table until it is analysed, and plans some stages (NOT IN over a stage, joins of stages)
 # as if it were empty (the HCM's hcm_set_labels on GermEval B: 334 s without, 19 ms with).
 _ANALYZE_STAGES = {"postgres": "ANALYZE {}"}
+# How a printed script makes a stage, where not as a temporary table: Spark has none (a temporary view is
+# computed again at every reference; a cached one once, as the Spark runner stores its stages).
+_STAGE_STATEMENTS = {"spark": "CACHE TABLE {} AS", "spark2": "CACHE TABLE {} AS", "databricks": "CACHE TABLE {} AS"}
 
 
 def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str = "duckdb",
                   tables: Mapping[str, str] | None = None, metrics: Sequence[str] | None = None,
-                  averages: Sequence[str] = ("micro", "macro"), pretty: bool = True) -> str:
+                  averages: Sequence[str] = ("micro", "macro"), pretty: bool = True,
+                  options: Options | None = None) -> str:
     """The SQL of a family's ``plan`` in ``dialect``, its ``$parameters`` set to ``params``.
 
     A family computed by SQL alone is one query: its generated summary (of ``metrics``, default all) with the
     queries it reads as common table expressions. A family with Python steps is a script: each stage as a
-    ``CREATE TEMPORARY TABLE`` (in PostgreSQL followed by ``ANALYZE``), each Python step as a comment naming the
-    tables it reads and writes (the runners solve them between the stages), then the summary query.
+    ``CREATE TEMPORARY TABLE`` (in PostgreSQL followed by ``ANALYZE``; for Spark, which inlines a common table
+    expression at every reference, a ``CACHE TABLE``, and every family a script), each Python step that runs with
+    ``options`` (default :class:`Options`) as a comment naming the tables it reads and writes (the runners
+    solve them between the stages), then the summary query. A stage that such a step writes is left to the
+    step (its query is the empty default of the selections without the step): the script fails at the first
+    statement that reads it unless the step was run, rather than giving another selection's values. A family
+    with its own summary query keeps the rows of ``metrics`` only.
     """
+    options = options or Options()
     metrics = list(metrics or plan.metrics)
-    ordered = dialect in ("duckdb", "postgres", *_FIXES)  # dialects that add a mean's values in unit order
+    ordered = dialect in ORDERED_DIALECTS
 
     def query(query_name: str, text: str | None = None, skip: frozenset[str] = frozenset()) -> str:
         return _tree(plan.file, query_name, params, dialect, tables, skip=skip, text=text).sql(
             dialect=dialect, pretty=pretty)
 
-    summary = None if plan.summary else summary_sql(plan, metrics, averages, ordered)
-    if not any(isinstance(step, Python) for step in plan.steps):
-        return query(plan.summary or f"{plan.name}_summary", summary)
+    if not plan.summary:
+        summary, last = summary_sql(plan, metrics, averages, ordered), f"{plan.name}_summary"
+    elif set(metrics) == set(plan.metrics):
+        summary, last = None, plan.summary
+    else:  # the family's own summary query, filtered
+        summary = f"SELECT * FROM {plan.summary} WHERE metric IN ({', '.join(repr(m) for m in metrics)})"
+        last = f"{plan.summary}_of_metrics"
+    steps = [step for step in plan.steps if isinstance(step, Sql) or step.when(options)]
+    if not any(isinstance(step, Python) for step in steps) and dialect not in _FIXES:
+        return query(last, summary)
+    solved = {name for step in steps if isinstance(step, Python) for name in step.writes}
+    create = _STAGE_STATEMENTS.get(dialect, "CREATE TEMPORARY TABLE {} AS")
     out: list[str] = []
     done: set[str] = set()
-    for step in plan.steps:
+    for step in steps:
         if isinstance(step, Sql):
             for dep in [*sqlfiles.dependencies(plan.file, step.query), step.query]:
-                if dep not in done:
-                    out.append(f"CREATE TEMPORARY TABLE {dep} AS\n{query(dep, skip=frozenset(done))};")
+                if dep not in done and dep not in solved:
+                    out.append(f"{create.format(dep)}\n{query(dep, skip=frozenset(done | solved))};")
                     if dialect in _ANALYZE_STAGES:
                         out[-1] += "\n" + _ANALYZE_STAGES[dialect].format(dep) + ";"
                     done.add(dep)
@@ -97,7 +116,7 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
             out.append(f"-- Python step {step.name} ({step.solve.__module__}.{step.solve.__name__}): reads "
                        f"{', '.join(step.reads)}; writes {', '.join(step.writes)}")
             done.update(step.writes)
-    out.append(query(plan.summary or f"{plan.name}_summary", summary, frozenset(done)) + ";")
+    out.append(query(last, summary, frozenset(done)) + ";")
     return "\n\n".join(out).rstrip(";")
 
 
@@ -130,8 +149,23 @@ def _tree(file, name, params, dialect, tables, skip=frozenset(), text=None):
 
     sql = sqlfiles.render(file, name, dict(params or {}), "duckdb", dict(tables or {}), pretty=False, skip=skip,
                           text=text, variant=_VARIANTS.get(dialect))
-    tree = simplify(sqlglot.parse_one(sql + "\n", read="duckdb"))  # newline: see sqlfiles._parse
-    return _FIXES[dialect](tree) if dialect in _FIXES else tree
+    tree = _dead_branches_pruned(simplify(sqlglot.parse_one(sql + "\n", read="duckdb")))  # newline: sqlfiles._parse
+    if dialect in _FIXES:
+        return _FIXES[dialect](tree)
+    if dialect not in ORDERED_DIALECTS:
+        _unordered(tree)
+    return tree
+
+
+def _unordered(tree) -> None:
+    """Drop the ``ORDER BY`` of every aggregate of ``tree`` (``sum(x ORDER BY k)``): the dialects outside
+    :data:`ORDERED_DIALECTS` (Snowflake, BigQuery, ...) have no ordered aggregates; there the last digits of a
+    float sum may depend on the order in which the engine adds the rows."""
+    from sqlglot import exp
+
+    for agg in list(tree.find_all(exp.AggFunc)):
+        if isinstance(agg.this, exp.Order):
+            agg.set("this", agg.this.this)
 
 
 def _fix_spark(tree):
@@ -143,7 +177,6 @@ def _fix_spark(tree):
         return node
 
     tree = tree.transform(decimal_to_double)
-    tree = _dead_branches_pruned(tree)
     _ordered_folds(tree)
     _spark_hints(tree)
     with_ = tree.args.get("with_")
@@ -156,16 +189,20 @@ def _fix_spark(tree):
 
 
 def _dead_branches_pruned(tree):
-    """Remove from ``tree`` the branches of a ``UNION ALL`` after its first whose ``WHERE`` a parameter made
-    ``FALSE`` (no rows: the first branch, which names the columns, stays), then the common table expressions
-    no longer read. A query composes every query its text reads, also those read only in such a branch (the
-    pair rows a Spark variant keeps for the Cesa-Bianchi tolerance): Spark would not compute them, but the
-    Spark runner stores a common table expression read twice before Spark sees the query."""
+    """Remove from ``tree`` the branches of a ``UNION`` after its first whose ``WHERE`` a parameter made
+    ``FALSE`` (no rows: the first branch, which names the columns, stays; of a ``UNION`` that removes
+    duplicates, only where the branches before it remove them too), then the common table expressions no
+    longer read. A query composes every query its text reads, also those read only in such a branch (the pair
+    rows a Spark variant keeps for the Cesa-Bianchi tolerance, ``flat_labels`` of the fixed class universe):
+    the printed SQL then needs no table the query does not read, and Spark no stage that it would not
+    compute (its runner stores a common table expression read twice before Spark sees the query)."""
     from sqlglot import exp
 
     for union in list(tree.find_all(exp.Union)):
-        if union.args.get("distinct") or not isinstance(union.expression, exp.Select) or any(
+        if not isinstance(union.expression, exp.Select) or any(
                 union.args.get(arg) for arg in ("order", "limit", "offset")):  # those apply to every branch
+            continue
+        if union.args.get("distinct") and not (isinstance(union.this, exp.Union) and union.this.args.get("distinct")):
             continue
         where = union.expression.args.get("where")
         if where is not None and isinstance(where.this, exp.Boolean) and not where.this.this:
@@ -260,6 +297,7 @@ def _fold_template(mean: bool):
 
 
 _FIXES = {"spark": _fix_spark, "spark2": _fix_spark, "databricks": _fix_spark}
+ORDERED_DIALECTS = ("duckdb", "postgres", *_FIXES)  # a mean's values added in unit order (Spark: exactly)
 _VARIANTS = {"spark": "spark", "spark2": "spark", "databricks": "spark"}  # -- name: NAME (spark) (sqlfiles)
 
 

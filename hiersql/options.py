@@ -82,6 +82,9 @@ class Option(NamedTuple):
         The measure families that read the option.
     sql:
         A ``$parameter`` of the ``sql/`` files: ``hiersql sql`` has its flag.
+    plan:
+        Shapes the plans of its families (their derived ``$parameters``, which Python steps run):
+        ``hiersql sql FAMILY`` has its flag.
     metavar:
         The value's name in ``--help``.
     default_text:
@@ -101,6 +104,7 @@ class Option(NamedTuple):
     choices: tuple[str, ...] = ()
     families: tuple[str, ...] = ()
     sql: bool = False
+    plan: bool = False
     metavar: str | None = None
     default_text: str | None = None
     flag_kind: str = "value"
@@ -322,15 +326,17 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
            families=("pair_based",), sql=True, metavar="X"),
     _choice_option("lca_graph", ("greedy", "optimal", "extended", "hemkit"),
                    "LCA graphs: the greedy Algorithm 1, the exact minimum, every option, or HEMKit's rules",
-                   ("lca",)),
-    _choice_option("pairing", ("nearest", "flow"), "MGIA pairing", ("pair_based",)),
+                   ("lca",), plan=True),
+    _choice_option("pairing", ("nearest", "flow"), "MGIA pairing", ("pair_based",), plan=True),
     _choice_option("shared", ("strict", "reuse"),
                    "GIE: a class in both sets is matched strictly once, or may be reused (the paper's Table 2)",
-                   ("pair_based",)),
+                   ("pair_based",), plan=True),
     _choice_option("denominator", ("union", "symmetric_difference"),
-                   "MGIA denominator: |P ∪ T|·dmax, or the text's symmetric-difference formula", ("pair_based",)),
+                   "MGIA denominator: |P ∪ T|·dmax, or the text's symmetric-difference formula", ("pair_based",),
+                   plan=True),
     _choice_option("distance_limit", ("side", "pair"),
-                   "pair-based: --max-distance bounds each side's climb to the LCA, or d(u, v)", ("pair_based",)),
+                   "pair-based: --max-distance bounds each side's climb to the LCA, or d(u, v)", ("pair_based",),
+                   plan=True),
     _choice_option("empty_prediction", ("error", "root"),
                    "pair-based: an empty prediction is undefined for the tree-induced error (an error; all-pairs"
                    " error 0), or scored as the root (d of each true label to the root)", ("pair_based",), sql=True),
@@ -445,8 +451,9 @@ def declared(*names: str) -> tuple[Option, ...]:
 
 
 def sql_options() -> tuple[Option, ...]:
-    """The options that are ``$parameters`` of the ``sql/`` files: the flags of ``hiersql sql``."""
-    return tuple(o for o in MEASURE_OPTIONS if o.sql)
+    """The options that are ``$parameters`` of the ``sql/`` files or shape a family's plan: the flags of
+    ``hiersql sql``."""
+    return tuple(o for o in MEASURE_OPTIONS if o.sql or o.plan)
 
 
 def add_flags(parser: argparse.ArgumentParser | Any, declaration: Iterable[Option]) -> None:

@@ -15,11 +15,6 @@
 
 -- name: flat_universe
 -- (system, label): the classes L of each system.
-SELECT s.system, u.label
-FROM systems AS s
-CROSS JOIN flat_labels AS u
-WHERE $fixed_universe
-UNION
 SELECT s.system, t.label
 FROM systems AS s
 CROSS JOIN truth AS t
@@ -28,6 +23,11 @@ UNION
 SELECT p.system, p.label
 FROM predictions AS p
 WHERE NOT $fixed_universe
+UNION
+SELECT s.system, u.label
+FROM systems AS s
+CROSS JOIN flat_labels AS u
+WHERE $fixed_universe
 
 -- name: flat_sides
 -- One row per (system, instance, label of L) on either side, with the side(s) it is on.

@@ -181,9 +181,12 @@ def test_sql_has_a_flag_for_each_option_that_is_a_parameter_of_the_sql_files():
         for text in sqlfiles.queries(file).values():
             in_files |= sqlfiles.parameters(text)
     names = {o.name for o in MEASURE_OPTIONS}
-    assert {o.name for o in sql_options()} == names & in_files == {
+    assert {o.name for o in sql_options() if o.sql} == names & in_files == {
         "include_root", "max_distance", "beta", "zero_division", "augment", "dmax", "empty_prediction", "tn",
         "offset"}
+    # and those that shape a family's plan (its derived parameters, its Python steps)
+    assert {o.name for o in sql_options() if not o.sql} == {"lca_graph", "pairing", "shared", "denominator",
+                                                             "distance_limit"}
     flags = _flags(_subparser("sql"))
     assert names & flags.keys() == {o.name for o in sql_options()}
     for option in sql_options():

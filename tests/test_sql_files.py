@@ -175,7 +175,7 @@ def test_cli_sql_table_renames_and_dialects(capsys):
     assert "'hierarchical_precision'" in sql.split("AS summary")[-1]  # the filter on the metric
     spark = _cli_sql(capsys, "set_based", "--dialect", "spark")
     assert "CAST(1.0 AS DOUBLE)" in spark  # no DECIMAL arithmetic on Spark
-    assert "WITH RECURSIVE" in _cli_sql(capsys, "closure", "--dialect", "postgres")
+    assert "WITH RECURSIVE" in _cli_sql(capsys, "closure", "--dialect", "postgres", "--param", "max_depth=null")
     assert _cli_sql(capsys, "hf", "--dialect", "postgresql") == _cli_sql(capsys, "hf", "--dialect", "postgres")
 
 
@@ -185,6 +185,10 @@ def test_cli_sql_table_renames_and_dialects(capsys):
     (["hf", "--table", "gold=x"], "unknown table"),
     (["hf", "--table", "truth"], "expected NAME=TABLE"),
     (["closure", "--query", "nope"], "no such query"),
+    # a parameter without a value would be printed as a driver's placeholder (%(max_depth)s), which psql refuses
+    (["closure", "--dialect", "postgres"], "--query: query closure of sql/closure.sql takes parameters without a"
+     " value here: give them with --param max_depth=VALUE: 'closure'"),
+    (["hf", "--lca-graph", "greedy"], "--lca-graph: shapes the plan of the lca family: 'greedy'"),
 ])
 def test_cli_sql_bad_input_exits_2(capsys, args, message):
     from hiersql.cli import main
@@ -192,6 +196,27 @@ def test_cli_sql_bad_input_exits_2(capsys, args, message):
     assert main(["sql", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_sql_of_one_scoring_measure_keeps_its_rows(capsys):
+    """The scoring family's own summary query, filtered to the metric asked for as the other families' are
+    (it printed every scoring measure for ``pl``)."""
+    from tests._engine_cases import hand_store
+
+    rows = hand_store().con.execute(_cli_sql(capsys, "pl")).fetchall()
+    assert rows and {r[1] for r in rows} == {"pl"}
+
+
+def test_cli_sql_for_dialects_without_ordered_aggregates_and_without_unread_tables(capsys):
+    """Snowflake and BigQuery have no ``sum(x ORDER BY k)``: left out (it was printed for the scoring sums);
+    the flat queries name ``flat_labels`` only with a fixed class universe (its branch, switched off, needed
+    the table all the same)."""
+    for dialect in ("snowflake", "bigquery"):
+        sql = _cli_sql(capsys, "pl", "--dialect", dialect)
+        tree = sqlglot.parse_one(sql.rstrip().rstrip(";"), read=dialect)
+        assert not [agg for agg in tree.find_all(exp.AggFunc) if isinstance(agg.this, exp.Order)], dialect
+    assert "flat_labels" not in _cli_sql(capsys, "flat", "--dialect", "postgres")
+    assert "dw.fl" in _cli_sql(capsys, "flat", "--param", "fixed_universe=true", "--table", "flat_labels=dw.fl")
 
 
 def test_spark_union_all_only_where_a_cte_reads_itself():

@@ -65,13 +65,14 @@ def parse_tables(specs: list[str], flag: str = "--table") -> dict[str, str]:
     from ..engines import STORE_TABLES
     from ..sqlfiles import table_name
 
+    known = (*STORE_TABLES, "flat_labels")  # and the class universe the flat queries read with fixed_universe
     out: dict[str, str] = {}
     for spec in specs:
         key, sep, value = (part.strip() for part in spec.partition("="))
         if not sep or not key or not value:
             raise InputError("expected NAME=TABLE", flag, value=spec)
-        if key not in STORE_TABLES:
-            raise InputError(f"unknown table (one of {', '.join(STORE_TABLES)})", flag, value=key)
+        if key not in known:
+            raise InputError(f"unknown table (one of {', '.join(known)})", flag, value=key)
         if key in out:
             raise InputError("table given twice", flag, value=key)
         out[key] = table_name(value, flag)

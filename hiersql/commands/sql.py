@@ -26,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("metric", metavar="METRIC", help="metric name or alias, family, or sql/ file name")
     parser.add_argument("--dialect", default="duckdb", metavar="NAME",
                         help=f"SQL dialect to write (sqlglot's names: {', '.join(DIALECTS)}; default duckdb)")
-    add_flags(parser.add_argument_group("measure options (the $parameters of sql/ they set)"), sql_options())
+    add_flags(parser.add_argument_group("measure options (the $parameters of sql/ they set, or the family's plan)"),
+              sql_options())
     parser.add_argument("--table", action="append", default=[], metavar="NAME=TABLE",
                         help="read hiersql table NAME (truth, predictions, closure, ...) from TABLE; repeatable")
     parser.add_argument("--query", metavar="NAME", help="another named query of the file (e.g. per instance)")
@@ -39,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sqlglot
 
+    from .. import sqlfiles
     from ..engines import render, render_family
     from ..errors import InputError
     from ..metrics import plan_of
@@ -49,15 +51,27 @@ def run(args: argparse.Namespace) -> int:
     if args.dialect not in sqlglot.Dialect.classes:
         known = ", ".join(sorted(d for d in sqlglot.Dialect.classes if d))
         raise InputError(f"unknown SQL dialect (known: {known})", "--dialect", value=args.dialect)
-    file, query, params, metrics = target(args.metric, args.query, from_args(Options, args))
+    options = from_args(Options, args)
+    file, query, params, metrics = target(args.metric, args.query, options)
     tables = parse_tables(args.table)
     params.update(checked_params(args, file, query))
     if query is None:  # a family: its plan's SQL
         print(render_family(plan_of(file), params, args.dialect, tables, metrics or None,
-                            pretty=not args.compact) + ";")
+                            pretty=not args.compact, options=options) + ";")
     else:
+        missing = sorted(sqlfiles.parameters(_texts(file, query)) - params.keys())
+        if missing:  # printed, they would be placeholders of a database driver, which no SQL shell binds
+            raise InputError(f"query {query} of sql/{file}.sql takes parameters without a value here: give them"
+                             f" with --param {'=VALUE --param '.join(missing)}=VALUE", "--query", value=query)
         print(render(file, query, params, args.dialect, tables, pretty=not args.compact) + ";")
     return 0
+
+
+def _texts(file: str, query: str) -> str:
+    """The text of query ``query`` of ``sql/<file>.sql`` and of the queries it reads."""
+    from .. import sqlfiles
+
+    return " ".join(sqlfiles.queries(file)[q] for q in (*sqlfiles.dependencies(file, query), query))
 
 
 def checked_params(args: argparse.Namespace, file: str, query: str | None) -> dict[str, object]:
@@ -72,18 +86,21 @@ def checked_params(args: argparse.Namespace, file: str, query: str | None) -> di
 
     if query is None:
         plan = plan_of(file)
-        texts_of = [*sqlfiles.queries(plan.file, "duckdb").values(), *sqlfiles.queries(plan.file).values(),
-                    summary_sql(plan, list(plan.metrics), ("micro", "macro"), True)]
+        texts = " ".join([*sqlfiles.queries(plan.file, "duckdb").values(), *sqlfiles.queries(plan.file).values(),
+                          summary_sql(plan, list(plan.metrics), ("micro", "macro"), True)])
         where = f"the {file} family takes"
     else:
-        texts_of = [sqlfiles.queries(file)[q] for q in (*sqlfiles.dependencies(file, query), query)]
+        texts = _texts(file, query)
         where = f"query {query} of sql/{file}.sql takes"
     # the engine's own tuning parameters, set by the family's params(), not by the user
-    takes = sqlfiles.parameters(" ".join(texts_of)) - {"list_counts", "list_bits", "batch_size", "beyond"}
+    takes = sqlfiles.parameters(texts) - {"list_counts", "list_bits", "batch_size", "beyond"}
     where = f"{where} {', '.join(sorted(takes)) or 'no parameter'}"
     for option in given(args, sql_options()):
-        if option.name not in takes:
-            raise InputError(f"sets no parameter of the query ({where})", option.flag,
+        shaped = option.plan and query is None and file in option.families  # the family's plan reads it
+        if option.name not in takes and not shaped:
+            what = f"shapes the plan of the {', '.join(option.families)} family" if option.plan else \
+                f"sets no parameter of the query ({where})"
+            raise InputError(what, option.flag,
                              value=None if option.flag_kind == "switch" else getattr(args, option.name))
     texts = parse_pairs(args.param, "--param")
     for name in texts:
@@ -105,7 +122,7 @@ def target(name: str, query: str | None, options) -> tuple[str, str | None, dict
     from .. import sqlfiles
     from ..engines import family_params
     from ..errors import InputError
-    from ..metrics import GROUPS, catalog, plan_of, resolve
+    from ..metrics import FAMILIES, GROUPS, catalog, plan_of, resolve
     from ..options import sql_options
 
     cat = catalog()
@@ -125,7 +142,9 @@ def target(name: str, query: str | None, options) -> tuple[str, str | None, dict
     query = query or list(sqlfiles.queries(name))[-1]
     if query not in sqlfiles.queries(name):
         raise InputError(f"no such query in sql/{name}.sql", "--query", value=query)
-    return name, query, {o.name: getattr(options, o.name) for o in sql_options()}, []
+    params = {o.name: getattr(options, o.name) for o in sql_options() if o.sql}
+    family = next((f for f in FAMILIES if plan_of(f).file == name), None)  # its plan's derived parameters
+    return name, query, {**params, **(family_params(plan_of(family), options) if family else {})}, []
 
 
 def parse_pairs(specs: list[str], flag: str) -> dict[str, str]:
