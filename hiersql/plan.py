@@ -281,10 +281,10 @@ def undefined_sql(plan: FamilyPlan, metric: str, average: str | None, weighted: 
     join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
     if average == "micro":
         summed = _summed(weight)
-        guard = f"({summed(m.denominator)}) = 0" + (f" OR ({summed(m.undefined)})" if m.undefined else "")
+        guard = _undefined(summed(m.denominator), summed(m.undefined) if m.undefined else None)
         count, total = f"CASE WHEN {guard} THEN 1 ELSE 0 END", "1"
     else:
-        guard = f"({m.denominator}) = 0" + (f" OR ({m.undefined})" if m.undefined else "")
+        guard = _undefined(m.denominator, m.undefined)
         count, total = f"count(*) FILTER (WHERE {guard})", "count(_u.system)"
     return _with_classes(plan, f"SELECT _s.system, {count} AS units, {total} AS total FROM systems AS _s"
                                f" LEFT JOIN {unit} AS _u"
@@ -393,5 +393,12 @@ def _mean(value: str, order: str, weight: str | None, zero: str, plain: bool = F
 
 
 def _ratio(numerator: str, denominator: str, undefined: str | None, zero: str) -> str:
-    guard = f"({denominator}) = 0" + (f" OR ({undefined})" if undefined else "")
-    return f"CASE WHEN {guard} THEN {zero} ELSE 1.0 * ({numerator}) / ({denominator}) END"
+    return f"CASE WHEN {_undefined(denominator, undefined)} THEN {zero} ELSE 1.0 * ({numerator}) / ({denominator}) END"
+
+
+def _undefined(denominator: str, undefined: str | None) -> str:
+    """The condition under which a ratio takes its zero-division value: ``undefined`` is tested first, in a
+    ``CASE`` of its own (a denominator may divide by what ``undefined`` tests: ``hcm_pt``'s TPR + TNR − 1, where
+    ``OR`` lets PostgreSQL evaluate the division first and fail)."""
+    zero = f"({denominator}) = 0"
+    return f"(CASE WHEN ({undefined}) THEN TRUE ELSE {zero} END)" if undefined else zero

@@ -233,3 +233,44 @@ def test_printed_script_analyses_each_stage(pg, capsys):
     first = script[:script.index("-- Python step")]
     pg.execute(first)
     assert pg.execute("SELECT count(*) FROM hcm_set_labels")[0][0] > 0
+
+
+def test_printed_lca_script_needs_its_step_and_extended_graphs_run_whole(pg, capsys):
+    """``hiersql sql lca_f1``: with the default greedy graphs the script leaves ``lca_open_counts`` to the
+    Python step, so PostgreSQL stops at the statement that reads it (it gave the extended graphs' values,
+    labelled lca_f1, when run without the step); ``--lca-graph extended`` prints one query with no step, whose
+    rows are the extended graphs' values of the DuckDB runner."""
+    import psycopg
+
+    from hiersql.cli import main
+
+    store = hand_store()
+    PostgresEngine(pg.conn).copy_store(store)
+    assert main(["sql", "lca_f1", "--dialect", "postgres"]) == 0
+    script = capsys.readouterr().out
+    assert "-- Python step minimal_graphs" in script and "CREATE TEMPORARY TABLE lca_open_counts" not in script
+    with pytest.raises(psycopg.errors.UndefinedTable, match="lca_open_counts"):
+        pg.execute(script)
+    assert main(["sql", "lca_f1", "--dialect", "postgres", "--lca-graph", "extended"]) == 0
+    script = capsys.readouterr().out
+    assert "Python step" not in script and script.count(";") == 1
+    rows = pg.execute(script)
+    want = reference(store, ["lca_f1"], Options(lca_graph="extended"))
+    assert {(s, m, a): pytest.approx(v, abs=1e-12) for s, m, a, v in rows} == {r[:3]: r[3] for r in want}
+
+
+
+def test_hcm_with_an_instance_without_truth_equals_duckdb(pg_dsn, tmp_path, capsys):
+    """An instance whose true set is empty (a blank line): ``hcm_pt``'s TPR is undefined there, and its
+    denominator divides by TP + FN; the undefined case is tested before it, so PostgreSQL does not divide by
+    zero (it evaluated ``OR``'s other side first: an internal error)."""
+    from tests._engine_cases import cli_rows
+
+    (tmp_path / "tax.tsv").write_text("root\ta\nroot\tb\na\ta1\nb\tb1\n")
+    (tmp_path / "truth.txt").write_text("a1\n\nb1\n")
+    (tmp_path / "pred.txt").write_text("a1\nb\nb1\n")
+    args = ["--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.txt"),
+            "--pred", f"S={tmp_path / 'pred.txt'}", "--labels-format", "lines", "--metrics", "hcm"]
+    want = cli_rows(capsys, args)
+    assert len(want) == 22
+    assert_rows_match(cli_rows(capsys, [*args, "--engine", "postgres", "--postgres-url", pg_dsn]), want)
