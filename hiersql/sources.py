@@ -174,9 +174,9 @@ def default_name(source: object) -> str:
 
 
 # ---------------------------------------------------------------------- names
-def split_name(text: str, where: str) -> tuple[str | None, str]:
+def split_name(text: str, where: str, fold: bool = False) -> tuple[str | None, str]:
     """``[schema.]table`` → ``(schema or None, table)``; a part in double quotes is literal (``""`` is a
-    quote), an unquoted part ends at the first dot."""
+    quote), an unquoted part ends at the first dot (``fold``: in lower case, as PostgreSQL folds it)."""
     parts: list[str] = []
     i = 0
     while True:
@@ -197,7 +197,7 @@ def split_name(text: str, where: str) -> tuple[str | None, str]:
         else:
             k = text.find(".", i)
             k = len(text) if k < 0 else k
-            parts.append(text[i:k])
+            parts.append(text[i:k].lower() if fold else text[i:k])
             i = k
         if i >= len(text):
             break
@@ -554,7 +554,7 @@ def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Tab
         from psycopg import sql
     except ModuleNotFoundError:
         raise InputError("reading PostgreSQL needs psycopg (pip install 'hiersql[postgres]')", where) from None
-    schema, table = (None, None) if is_query else split_name(rest.strip(), where)
+    schema, table = (None, None) if is_query else split_name(rest.strip(), where, fold=True)
     try:
         pg = psycopg.connect(dsn, connect_timeout=30)
     except psycopg.Error as exc:
@@ -566,9 +566,6 @@ def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Tab
             rows = _pg_query_columns(pg, source)
         else:
             rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
-            if not rows and '"' not in rest and rest != rest.lower():  # unquoted: as PostgreSQL folds it too
-                schema, table = (None if schema is None else schema.lower()), table.lower()
-                rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
     except psycopg.Error as exc:
         pg.close()
         raise InputError(f"query failed ({_first_line(exc)})", where) from None
@@ -585,12 +582,13 @@ def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Tab
     views: list[str] = []
 
     pages = (rows[0][4] or 0) if rows else 0
+    blank_padded = {r[1] for r in rows if r[2] == "bpchar"}  # character(n): its padding is no part of the value
 
     def read(columns: list[str]) -> str:
         import pyarrow as pa
 
         try:
-            parts = _pg_copy(pg, dsn, source, columns, pages)
+            parts = _pg_copy(pg, dsn, source, columns, pages, blank_padded)
         except psycopg.Error as exc:
             raise InputError(f"cannot read the table ({_first_line(exc)})", where) from None
         view = f"_hiersql_source_{next(_attached)}"
@@ -620,17 +618,21 @@ def _pg_query_columns(pg: Any, source: Any) -> list[tuple]:
     return [(None, column, *types[oid], 0) for column, oid in described]
 
 
-def _pg_copy(pg: Any, dsn: str, source: Any, columns: list[str], pages: int) -> list[bytes]:
+def _pg_copy(pg: Any, dsn: str, source: Any, columns: list[str], pages: int,
+             blank_padded: set[str] = frozenset()) -> list[bytes]:
     """The CSV of ``COPY (SELECT columns FROM source) TO STDOUT`` on ``pg`` (in its transaction; ``source``:
     a table's identifier or a query as a subquery), in page ranges on parallel connections for a table of
-    :data:`PG_PARALLEL_PAGES` pages or more."""
+    :data:`PG_PARALLEL_PAGES` pages or more. The columns of ``blank_padded`` (``character(n)``) are cast to
+    ``text``, which drops their padding, as PostgreSQL compares them."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
     import psycopg
     from psycopg import sql
 
-    select = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(map(sql.Identifier, columns)), source)
+    picked = [sql.SQL("{}::text").format(sql.Identifier(c)) if c in blank_padded else sql.Identifier(c)
+              for c in columns]
+    select = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(picked), source)
     n = min(PG_PARALLEL_MAX, os.cpu_count() or 1) if pages >= PG_PARALLEL_PAGES else 1
     bounds = [pages * k // n for k in range(n + 1)]
 

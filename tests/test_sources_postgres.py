@@ -132,6 +132,18 @@ def test_unquoted_names_fold_to_lower_case_as_in_postgresql(warehouse, data_dir,
     quoted = [*args[:4], f'{base}::"{GOLD.upper()}"', *args[5:]]
     assert main(quoted) == 2
     assert "no such table or view in the PostgreSQL database" in capsys.readouterr().err
+    # with a table "GOLD" there too (other rows), GOLD still names gold, as in psql; "GOLD" names "GOLD"
+    with psycopg.connect(**warehouse[1]) as con:
+        con.execute(f'CREATE TABLE public."{GOLD.upper()}" AS SELECT * FROM public.{GOLD} LIMIT 10')
+    try:
+        assert main(args) == 0
+        assert_same_values(csv_rows(capsys.readouterr().out),
+                           {k: v for k, v in want.items() if k[1:] == ("hierarchical_precision", "micro")})
+        assert main(quoted) == 2  # its 10 rows miss instances the predictions have
+        assert "predicted instance has no truth" in capsys.readouterr().err
+    finally:
+        with psycopg.connect(**warehouse[1]) as con:
+            con.execute(f'DROP TABLE public."{GOLD.upper()}"')
 
 
 def test_injection_shaped_names_in_postgres(warehouse):
@@ -256,3 +268,21 @@ def test_a_password_is_never_shown(warehouse, pg_dsn, capsys):
         err = capsys.readouterr().err
         assert err.startswith("hiersql: error: --postgres-url: cannot connect") and "s3cr3t" not in err, err
         assert err.count("\n") == 1
+
+
+def test_character_n_columns_are_read_without_their_padding(warehouse):
+    """``character(n)`` pads its values with blanks, which PostgreSQL ignores when it compares them: read as
+    ``text`` (no padding), the hand example gives its values (the padded labels were unknown to the taxonomy)."""
+    base, params = warehouse
+    with psycopg.connect(**params) as con:
+        create(con, "gold_char", ["doc", "genre"], HAND_TRUTH, "Ware House")
+        create(con, "runs_char", ["model", "doc", "genre"], HAND_PREDS, "Ware House")
+        for table, columns in (("gold_char", ("doc", "genre")), ("runs_char", ("model", "doc", "genre"))):
+            for column in columns:
+                con.execute(f'ALTER TABLE "Ware House".{table} ALTER COLUMN {column} TYPE character(12)')
+    ref = f'{base}::"Ware House".'
+    ev = Evaluator(Taxonomy.from_edges(HAND_EDGES))
+    ev.add_truth(ref + "gold_char", instance_col="doc", label_col="genre")
+    ev.add_predictions(None, ref + "runs_char", instance_col="doc", label_col="genre", system_col="model")
+    got = {(r.system, r.metric): r.value for r in ev.rows(["hp", "hr"], average="micro")}
+    assert got == pytest.approx(HAND_VALUES)
