@@ -164,3 +164,24 @@ def test_memory_limit_option(fixtures_dir, capsys):
     assert main(demo_args(fixtures_dir, "--metrics", "hp", "--memory-limit", "lots")) == 2
     err = capsys.readouterr().err
     assert "--memory-limit" in err and "'lots'" in err
+
+
+def test_a_control_character_in_a_system_name_keeps_each_table_row_one_line(tmp_path, capsys):
+    """A newline or a tab in a system's name (a database value) is shown escaped in the aligned table, which it
+    broke over two lines; CSV quotes the name as it is."""
+    import duckdb
+
+    (tmp_path / "tax.tsv").write_text("r\ta\nr\tb\n")
+    (tmp_path / "truth.tsv").write_text("1\ta\n2\tb\n")
+    db = tmp_path / "w.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE runs AS SELECT * FROM (VALUES ('M' || chr(10) || 'X' || chr(9) || 'Z', '1', 'a'))"
+                    " AS t(model, doc, genre)")
+    args = ["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"),
+            "--pred", f"duckdb:{db}::runs", "--instance-col", "doc", "--label-col", "genre", "--system-col", "model",
+            "--metrics", "hp", "--average", "micro"]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[2].startswith("M\\nX\\tZ  hierarchical_precision  micro"), lines
+    assert main([*args, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ['"M', 'X\tZ",hierarchical_precision,micro,1.0']

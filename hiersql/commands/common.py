@@ -79,6 +79,29 @@ def parse_tables(specs: list[str], flag: str = "--table") -> dict[str, str]:
     return out
 
 
+def aligned(rows: list[tuple[object, ...]], left: int) -> str:
+    """``rows`` (the header first) as a text table: the first ``left`` columns aligned left, the others right,
+    a rule under the header. A control character in a cell (a newline or a tab in a system's name) is shown
+    escaped (``\\n``), so that every row stays one line of the table; CSV and JSON keep the names as they are."""
+    import unicodedata
+
+    def cell(value: object) -> str:
+        text = str(value)
+        if not any(unicodedata.category(ch) == "Cc" for ch in text):
+            return text
+        return "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" else ch for ch in text)
+
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
+    lines = []
+    for k, row in enumerate(cells):
+        lines.append("  ".join(v.ljust(w) if i < left else v.rjust(w) for i, (v, w) in enumerate(
+            zip(row, widths, strict=True))).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"
+
+
 def check_plot_file(path: str, flag: str = "--plot") -> None:
     """Check an image file to write before any work: not a folder, in a folder that exists, with a suffix
     matplotlib writes (``.png``, ``.svg``, ``.pdf``, ...; without one matplotlib would write another file than

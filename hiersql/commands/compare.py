@@ -155,15 +155,9 @@ def _records(frame) -> list[dict]:
 
 
 def _aligned(frame) -> str:
-    cells = [list(map(str, frame.columns))] + [[str(v) for v in row] for row in frame.itertuples(index=False)]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
-    lines = []
-    for k, row in enumerate(cells):
-        lines.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths,
-                                                                                               strict=True))))
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"
+    from .common import aligned
+
+    return aligned([tuple(frame.columns), *frame.itertuples(index=False)], left=1)
 
 
 def _markdown(frame) -> str:

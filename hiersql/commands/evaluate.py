@@ -129,16 +129,10 @@ def format_rows(rows: list, fmt: str) -> str:
         return "\n".join(lines) + "\n"
     if fmt == "json":
         return json_rows(("system", "metric", "average", "value"), rows) + "\n"
+    from .common import aligned
+
     header = ("system", "metric", "average", "value")
-    cells = [header] + [(r[0], r[1], r[2], f"{r[3]:.4f}") for r in rows]
-    widths = [max(len(str(c[i])) for c in cells) for i in range(4)]
-    out = []
-    for i, c in enumerate(cells):
-        out.append("  ".join(str(v).ljust(w) if j < 3 else str(v).rjust(w)
-                             for j, (v, w) in enumerate(zip(c, widths, strict=True))))
-        if i == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return "\n".join(out) + "\n"
+    return aligned([header] + [(r[0], r[1], r[2], f"{r[3]:.4f}") for r in rows], left=3)
 
 
 def json_rows(columns: tuple[str, ...], rows: list) -> str:

@@ -98,20 +98,15 @@ def _check_utf8(path: Path) -> None:
 
 def format_table(rows: list, systems: list[str]) -> str:
     """The paper's layout: one line per (metric, average, strategy), one column per system, 4 decimals."""
+    from .common import aligned
+
     values = {(r.metric, r.average, r.strategy, r.system): r.value for r in rows}
     keys = list(dict.fromkeys((r.metric, r.average, r.strategy) for r in rows))
     header = ("metric", "average", "strategy", *systems)
     cells = [header] + [
         (*key, *(_fmt(values.get((*key, s))) for s in systems)) for key in keys
     ]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
-    lines = []
-    for i, c in enumerate(cells):
-        lines.append("  ".join(v.ljust(w) if j < 3 else v.rjust(w)
-                               for j, (v, w) in enumerate(zip(c, widths, strict=True))).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"
+    return aligned(cells, left=3)
 
 
 def format_csv(rows: list) -> str:
