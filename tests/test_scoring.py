@@ -257,6 +257,18 @@ def test_confusion_matrix_equals_its_expanded_pairs(fig1, tmp_path: Path) -> Non
     assert [r.value for r in from_matrix] == pytest.approx([r.value for r in from_labels])
 
 
+def test_a_confusion_matrix_of_zeros_is_said(fig1, tmp_path: Path, capsys) -> None:
+    """No pair counted: no measure has a value; one warning line names the file and the system (the command
+    printed an empty table without a word)."""
+    path = tmp_path / "zero.tsv"
+    path.write_text("truth\tD\tH\nD\t0\t0\nH\t0\t0\n")
+    tree = tmp_path / "tree.tsv"
+    tree.write_text("".join(f"{e.parent}\t{e.child}\t{e.weight}\n" for e in st.decreasing(fig1).edges))
+    assert main(["scoring", "--tree", str(tree), "--confusion", f"z={path}", "--format", "csv"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"hiersql: warning: {path}: the confusion matrix counts no pair: system 'z' has no value\n"
+
+
 def test_confusion_from_a_dataframe(fig1) -> None:
     import pandas as pd
 

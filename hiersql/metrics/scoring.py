@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..engines import DuckDBEngine
-from ..errors import InputError
+from ..errors import DataWarning, InputError
 from ..plan import FamilyPlan, Sql
 from . import REGISTRY, Options, Row
 
@@ -211,6 +212,9 @@ def add_confusion(
     if store.con.execute("SELECT count(*) FROM systems WHERE system = $s", {"s": system}).fetchall()[0][0]:
         raise InputError("system already has label predictions; give the confusion matrix another name",
                          where, value=system)
+    if not rows:  # every measure is a mean over the counted pairs: none has a value
+        warnings.warn(f"{where}: the confusion matrix counts no pair: system {system!r} has no value",
+                      DataWarning, stacklevel=2)
     with store.transaction():
         store.con.execute("DELETE FROM pair_counts WHERE system = $s", {"s": system})
         if rows:
