@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 import functools
 import queue
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -363,10 +363,23 @@ def _check_no_foreign_tables(con: duckdb.DuckDBPyConnection, where: str, writes:
     hiersql makes or writes any table (its rows would be deleted and replaced)."""
     expected = _schema_columns()
     wanted = set(expected if writes is None else writes)
-    for table, columns in con.execute(_COLUMNS_OF_TABLES).fetchall():
-        if table in wanted and table in expected and columns != expected[table]:
-            raise InputError(f"has a table {table!r} that is not hiersql's (its columns {', '.join(columns)};"
-                             f" hiersql's {', '.join(expected[table])}): give hiersql a database of its own", where,
+    check_own_tables(con.execute(_COLUMNS_OF_TABLES).fetchall(),
+                     {table: [columns] for table, columns in expected.items() if table in wanted}, where)
+
+
+def check_own_tables(found: Iterable[tuple[str, Sequence[str]]], forms: Mapping[str, Sequence[Sequence[str]]],
+                     where: str) -> None:
+    """Refuse a table of the user's in a database given to hiersql: one of ``found`` (a database's ``(name,
+    columns)``) that has the name of one of hiersql's tables (``forms``: the lists of columns hiersql takes for
+    it, its own first) but other columns. An :class:`~hiersql.errors.InputError` naming ``where`` (the
+    database) and the table, for the caller to raise before it makes or writes any table: hiersql would
+    otherwise replace, add to or alter the user's rows, or fail half way. The store's check and the job
+    queue's (:mod:`hiersql.jobs.queue`)."""
+    for table, columns in found:
+        accepted = forms.get(table)
+        if accepted is not None and list(columns) not in [list(c) for c in accepted]:
+            raise InputError(f"has a table {table!r} that is not hiersql's (its columns {', '.join(columns) or 'none'};"
+                             f" hiersql's {', '.join(accepted[0])}): give hiersql a database of its own", where,
                              value=table)
 
 

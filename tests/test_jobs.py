@@ -313,6 +313,81 @@ def test_a_duckdb_file_that_is_not_a_queue_is_one_line_and_left_as_it_is(fixture
             assert con.execute("SHOW TABLES").fetchall() == tables
 
 
+# The columns of the queue's tables, in order, as hiersql names them when it refuses a table of the user's.
+QUEUE_COLUMNS = {
+    "jobs": "job_id, name, spec, submitted_at",
+    "units": "unit_id, job_id, seq, dataset, system, key, grp, work, recompute, status, error, worker, run_id,"
+             " finished_at",
+    "results": "run_id, dataset, system, metric, average, value, created_at, key, job_id, unit_id",
+    "attempts": "attempt_id, unit_id, run_id, worker, started_at, error",
+}
+# A table of the user's named as one of the queue's, with other columns: its definition and a row.
+USERS_TABLES = {
+    "results": ("x INTEGER", (42,)),
+    "jobs": ("id INTEGER, descr VARCHAR", (1, "nightly backup")),
+    "units": ("id INTEGER", (7,)),
+    "attempts": ("unit_id VARCHAR, n INTEGER", ("u1", 3)),
+}
+
+
+def duckdb_tables(path: Path) -> dict[str, tuple[list, list]]:
+    """Every table of a DuckDB file: its columns (name, type) and its rows."""
+    with duckdb.connect(str(path), read_only=True) as con:
+        return {t: (con.execute(f'DESCRIBE "{t}"').fetchall(), sorted(con.execute(f'SELECT * FROM "{t}"').fetchall()))
+                for (t,) in con.execute("SHOW TABLES").fetchall()}
+
+
+@pytest.mark.parametrize(("table", "action"), [("results", "run"), ("jobs", "run"), ("units", "submit"),
+                                               ("attempts", "schedule"), ("Results", "run"), ("jobs", "status")])
+def test_a_queue_file_with_a_table_of_the_users_is_refused_and_left_as_it_is(fixtures_dir, tmp_path, capsys,
+                                                                              table, action):
+    # tuA finding 14: the user's table was given the columns of the queue's (and the other tables made, units
+    # queued), then an internal error; now, as `evaluate --db` does, one line and nothing made or changed.
+    # DuckDB's names ignore case: the user's "Results" is the queue's results
+    spec = make_job(tmp_path, fixtures_dir)
+    path = tmp_path / "q.duckdb"
+    columns, row = USERS_TABLES[table.lower()]
+    with duckdb.connect(str(path)) as con:
+        con.execute(f'CREATE TABLE "{table}" ({columns})')
+        con.execute(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(row))})', row)
+    before = duckdb_tables(path)
+    args = {"run": ["run", str(spec)], "submit": ["submit", str(spec)], "status": ["status", "--queue", str(path)],
+            "schedule": ["schedule", str(spec), "--cron", "* * * * * *", "--runs", "1"]}[action]
+    assert main(["jobs", *args]) == 2
+    name = table.lower()
+    said = (f"hiersql: error: {path}: has a table {name!r} that is not hiersql's (its columns"
+            f" {', '.join(c.split()[0] for c in columns.split(', '))}; hiersql's {QUEUE_COLUMNS[name]}): give"
+            f" hiersql a database of its own: {name!r}")
+    err = capsys.readouterr().err.splitlines()
+    assert err == [said] + ([f"hiersql: error: {spec}: 1 of 1 scheduled run(s) failed (their errors are above)"]
+                            if action == "schedule" else [])
+    assert duckdb_tables(path) == before and list(before) == [table]
+
+
+def test_a_results_file_of_evaluate_becomes_a_queue_that_keeps_its_rows(fixtures_dir, tmp_path, capsys):
+    # the results table of `hiersql evaluate --db` is hiersql's: `jobs run` adds the queue's tables beside it
+    # and its columns (key, job_id, unit_id) to it, as it always did; its rows stay, `report --db` reads them
+    demo = fixtures_dir / "demo"
+    path = tmp_path / "q.duckdb"
+    assert main(["evaluate", "--taxonomy", str(demo / "taxonomy.tsv"), "--truth", str(demo / "truth.tsv"),
+                 "--pred", str(demo / "shallow.tsv"), "--metrics", "hp", "--db", str(path)]) == 0
+    with duckdb.connect(str(path), read_only=True) as con:
+        evaluated = con.execute("SELECT run_id, system, metric, average, value FROM results").fetchall()
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert main(["jobs", "run", str(spec)]) == 0  # the queue made of it is one
+    assert "4 unit(s), 0 queued, 4 unchanged" in capsys.readouterr().out
+    tables = duckdb_tables(path)
+    assert ", ".join(c[0] for c in tables["results"][0]) == QUEUE_COLUMNS["results"]
+    assert {t: ", ".join(c[0] for c in tables[t][0]) for t in ("jobs", "units", "attempts")} == {
+        t: QUEUE_COLUMNS[t] for t in ("jobs", "units", "attempts")}
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT run_id, system, metric, average, value FROM results WHERE key IS NULL"
+                           ).fetchall() == evaluated
+        assert con.execute("SELECT count(*) FROM results WHERE key IS NOT NULL").fetchone()[0] == 8
+    assert main(["report", "--db", str(path), "--out", str(tmp_path / "r.html")]) == 0
+
+
 def test_status_and_results_leave_the_queue_file_as_it_is(fixtures_dir, tmp_path, capsys):
     # opened read-only: a queue on a read-only file system (an archive, a snapshot) can be read
     spec = make_job(tmp_path, fixtures_dir)

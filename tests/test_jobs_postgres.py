@@ -22,7 +22,7 @@ import pytest
 from hiersql.cli import main
 from hiersql.jobs import runner, submit
 from hiersql.jobs.queue import Queue
-from tests.test_jobs import make_job
+from tests.test_jobs import QUEUE_COLUMNS, make_job
 from tests.test_jobs_attempts import hook_env
 
 pytestmark = pytest.mark.postgres
@@ -330,3 +330,57 @@ def test_a_database_that_is_not_a_queue_is_one_line_and_left_as_it_is(queue_url,
     with psycopg.connect(queue_url) as con:
         assert con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
                            ).fetchone()[0] == 0
+
+
+def postgres_tables(url: str) -> dict[str, tuple[list, list]]:
+    """Every relation of the public schema (tables, their indexes, ...): its columns (name, type) and, for a
+    table, its rows."""
+    with psycopg.connect(url) as con:
+        relations = con.execute("SELECT relname, relkind FROM pg_class WHERE relnamespace = 'public'::regnamespace"
+                                " ORDER BY relname").fetchall()
+        return {name: (con.execute("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid"
+                                   " = %s::regclass AND attnum > 0 ORDER BY attnum", [f'public."{name}"']).fetchall(),
+                       sorted(con.execute(f'SELECT * FROM public."{name}"').fetchall()) if kind == "r" else [])
+                for name, kind in relations}
+
+
+@pytest.mark.parametrize(("tables", "action", "named", "columns"), [
+    ("CREATE TABLE results (x int); INSERT INTO results VALUES (42)", "run", "results", "x"),
+    ("CREATE TABLE units (id int); CREATE TABLE jobs (id int, descr text); INSERT INTO jobs VALUES (1, 'backup')",
+     "submit", "jobs", "id, descr"),
+    ("CREATE TABLE attempts (unit_id text, n int); INSERT INTO attempts VALUES ('u1', 3)", "run", "attempts",
+     "unit_id, n"),
+    ("CREATE TABLE jobs (id int); CREATE TABLE units (unit_id text)", "status", "jobs", "id"),
+], ids=["results", "jobs-units", "attempts", "status"])
+def test_a_database_with_a_table_of_the_users_is_refused_and_left_as_it_is(queue_url, spec, capsys, tables, action,
+                                                                           named, columns):
+    # tuA finding 14: the user's table was given the queue's columns (and the other tables made, units queued),
+    # then an internal error; now one line naming the database (without its password) and the table, and
+    # nothing made or changed (the check and the tables made are one transaction)
+    with psycopg.connect(queue_url, autocommit=True) as con:
+        con.execute(tables)
+    before = postgres_tables(queue_url)
+    url = queue_url.replace("postgresql://hiersql@", "postgresql://hiersql:s3cret@")  # (trust: no password read)
+    assert url != queue_url
+    assert main(["jobs", action, *([str(spec)] if action != "status" else []), "--queue", url]) == 2
+    assert capsys.readouterr().err == (
+        f"hiersql: error: {queue_url}: has a table {named!r} that is not hiersql's (its columns {columns}; hiersql's"
+        f" {QUEUE_COLUMNS[named]}): give hiersql a database of its own: {named!r}\n")
+    assert postgres_tables(queue_url) == before
+
+
+def test_a_results_table_of_hiersqls_form_becomes_the_queues(queue_url, spec, capsys):
+    # a results table of `hiersql evaluate --db`'s columns is hiersql's: the queue adds its columns to it and
+    # keeps its rows; a table "Results" is another table of PostgreSQL's, not the queue's, and is left alone
+    with psycopg.connect(queue_url, autocommit=True) as con:
+        con.execute("CREATE TABLE results (run_id text NOT NULL, dataset text, system text NOT NULL, metric text"
+                    " NOT NULL, average text, value double precision, created_at timestamp);"
+                    " INSERT INTO results VALUES ('r0', 'd', 's', 'hp', 'micro', 0.5, now());"
+                    ' CREATE TABLE "Results" (x int); INSERT INTO "Results" VALUES (42)')
+    users = postgres_tables(queue_url)["Results"]
+    assert main(["jobs", "submit", str(spec), "--queue", queue_url]) == 0
+    assert "12 unit(s), 12 queued" in capsys.readouterr().out
+    tables = postgres_tables(queue_url)
+    assert tables["Results"] == users
+    assert ", ".join(c[0] for c in tables["results"][0]) == QUEUE_COLUMNS["results"]
+    assert [r[:6] for r in tables["results"][1]] == [("r0", "d", "s", "hp", "micro", 0.5)]

@@ -4,7 +4,9 @@ PostgreSQL (``postgresql://...``; several worker processes or machines share it)
 Tables: ``jobs`` (one row per submission), ``units`` (one row per (dataset, system) of a job, its content
 key, the work as JSON and its status: ``queued``, ``done``, ``skipped`` (unchanged: its key has results
 already), ``failed`` (with the error) or ``cancelled``) and ``results`` (the table ``hiersql evaluate --db``
-writes, with the unit's key, job and unit added; ``hiersql report --db`` reads it).
+writes, with the unit's key, job and unit added; ``hiersql report --db`` reads it). A database whose table of
+one of these names has other columns is the user's: refused before anything is made or written
+(:meth:`Connection.check_tables`).
 
 A worker claims units, evaluates them and writes their rows and status in ONE transaction
 (:meth:`Connection.claim` opens it, :meth:`Connection.finish` writes, :meth:`Connection.commit` ends it): a
@@ -17,6 +19,7 @@ threads claim distinct units (the queue keeps the claimed ones aside in memory).
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import logging
 import os
@@ -31,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, display
 from ..files import write_atomically
 
 SCHEMA = (
@@ -148,10 +151,12 @@ class Queue:
                 if not create:
                     con.check_queue()
                 if self.read_only:
+                    con.check_tables()
                     return
                 with con.transaction():
                     if self.postgres:  # two workers starting together create the tables once
                         con.execute("SELECT pg_advisory_xact_lock(1751)")
+                    con.check_tables()  # before any table is made or altered, in the same transaction
                     for statement in SCHEMA:  # (on an existing queue: the columns and tables added since)
                         con.execute(statement)
         except self.transient as exc:  # later, the same errors are retried
@@ -312,6 +317,27 @@ class Connection:
             database = self.execute("SELECT current_database()")[0][0]
             raise InputError(f"not a job queue (no jobs table in database {database!r})", "--queue")
         raise InputError("not a job queue (no jobs table)", self.queue.url)
+
+    def check_tables(self) -> None:
+        """An :class:`~hiersql.errors.InputError` naming the database (a URL without its password) and the
+        table, if a table of the queue's names (:func:`table_forms`) has other columns: it is the user's, which
+        :data:`SCHEMA` would alter (``results``) or leave for the queue's statements to fail on, half way
+        through a submission. The check ``hiersql evaluate --db`` makes of its file
+        (:func:`hiersql.store.check_own_tables`). On PostgreSQL every relation of the schema counts (a view,
+        an index), as ``CREATE TABLE IF NOT EXISTS`` counts them; DuckDB's names ignore case, as DuckDB does."""
+        from ..store import check_own_tables
+
+        forms = table_forms()
+        if self.queue.postgres:
+            found = self.execute(
+                "SELECT c.relname, coalesce(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attnum IS"
+                " NOT NULL), '{}') FROM pg_class c LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0"
+                " AND NOT a.attisdropped WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname ="
+                f" current_schema()) AND c.relname IN ({', '.join('?' * len(forms))}) GROUP BY c.relname"
+                " ORDER BY c.relname", list(forms))
+            check_own_tables(found, forms, display(self.queue.url))
+        else:
+            check_own_tables(_duckdb_columns(self.raw), forms, self.queue.url)
 
     # ------------------------------------------------------------------ jobs
     def submit(self, name: str, spec: str, units: list[Any], recompute: bool = False) -> tuple[str, int]:
@@ -572,6 +598,40 @@ class Connection:
             " ORDER BY max(created_at) DESC, run_id DESC) AS n FROM results"
             f" WHERE key IN ({keys}) GROUP BY key, run_id) l ON l.key = r.key AND l.run_id = r.run_id AND l.n = 1"
             " ORDER BY r.dataset, r.system, r.metric, r.average", ids)
+
+
+def _duckdb_columns(con: Any) -> list[tuple[str, list[str]]]:
+    """The tables of a DuckDB database (its current schema) with their columns in order, by name in lower case
+    (DuckDB's names ignore case)."""
+    return con.execute(
+        "SELECT lower(table_name) AS name, list(column_name ORDER BY ordinal_position) FROM information_schema.columns"
+        " WHERE table_catalog = current_database() AND table_schema = current_schema() GROUP BY name ORDER BY name"
+    ).fetchall()
+
+
+@functools.cache
+def table_forms() -> dict[str, list[list[str]]]:
+    """The columns each table of the queue may have, in order: those :data:`SCHEMA` makes (first: what messages
+    show) and, for ``results``, those of a results file of ``hiersql evaluate --db`` (the store's schema),
+    before and after :data:`SCHEMA` added the queue's columns to it: such a file becomes a queue, whose
+    results ``hiersql report --db`` reads. Made in scratch databases, so that they follow both schemas."""
+    import duckdb
+
+    from ..sqlfiles import queries
+
+    with duckdb.connect() as scratch:
+        for statement in SCHEMA:
+            scratch.execute(statement)
+        forms = {table: [columns] for table, columns in _duckdb_columns(scratch)}
+    with duckdb.connect() as scratch:
+        scratch.execute(queries("schema")["schema"])
+        evaluated = [(t, c) for t, c in _duckdb_columns(scratch) if t == "results"]
+        for statement in SCHEMA:
+            scratch.execute(statement)
+        for table, columns in [*evaluated, *_duckdb_columns(scratch)]:
+            if table in forms and columns not in forms[table]:
+                forms[table].append(columns)
+    return forms
 
 
 def _quiet_pipeline_errors() -> None:
