@@ -11,6 +11,7 @@ import pytest
 import sqlglot
 
 from hiersql import sqlfiles
+from hiersql.cli import main
 from hiersql.errors import DataWarning
 from hiersql.evaluator import make_options
 from hiersql.metrics import compute, lca, store_from_sets
@@ -223,7 +224,9 @@ def test_optimal_equals_brute_force_on_random_dags():
         opts = options(include_root=True)
         params = lca._params(opts, store)
         lca._prepare(store, params, "lca_open_instances", ("lca_open_instances",))
-        for inst in (i for b in lca._stage_open(store, params) for i in lca._open_instances(store, b).values()):
+        same = {v: v for (v,) in store.con.execute("SELECT position FROM nodes").fetchall()} | {lca.BEYOND: lca.BEYOND}
+        for inst in (i for b in lca._stage_open(store, params)
+                     for i in lca._open_instances(store, b, True, same).values()):
             optimal, fell_back = lca._optimal(inst, set())
             greedy, _ = lca._greedy(inst)
             f = {name: 2 * b / (t + p) for name, (t, p, b) in
@@ -332,3 +335,23 @@ def test_without_a_maximum_distance_every_label_meets_the_other_side():
         counts = {d: engine.per_instance(lca.PLAN, options(max_distance=d)).to_pylist() for d in (None, 1000)}
         assert counts[None] == counts[1000]
         store.close()
+
+
+def test_greedy_ties_are_broken_by_name_not_by_the_order_of_the_edges(tmp_path, capsys):
+    """r → A, B; A → a1, a2; B → b1, b2; b1 → x; a1 → y. T = {B, y}, P = {b1, a2, y}. B meets b1 at B, y meets
+    y; a2's options tie at distance 3: LCA r (partner B) or LCA A (partner y). GetBestLCAs takes B and y
+    (two labels each), then of A and r (one each) the first by name, A ('A' < 'r'): Gt = {B, y, a1, A},
+    Gp = {b1, B, a2, A, y}, |Gt ∩ Gp| = 3: P = 3/5, R = 3/4, F = 2/3, the optimum here. Before, the tie went
+    by the order of first appearance: the file gave r (P 0.4, R 1, F 4/7), the same edges reversed A."""
+    edges = "r\tA\nr\tB\nA\ta1\nA\ta2\nB\tb1\nB\tb2\nb1\tx\na1\ty\n"
+    (tmp_path / "t1.tsv").write_text(edges)
+    (tmp_path / "t2.tsv").write_text("".join(reversed(edges.splitlines(keepends=True))))
+    (tmp_path / "truth.tsv").write_text("i1\tB\ni1\ty\n")
+    (tmp_path / "pred.tsv").write_text("i1\tb1\ni1\ta2\ni1\ty\n")
+    for tax in ("t1.tsv", "t2.tsv"):
+        assert main(["evaluate", "--taxonomy", str(tmp_path / tax), "--truth", str(tmp_path / "truth.tsv"),
+                     "--pred", f"S={tmp_path / 'pred.tsv'}", "--metrics", "lca_p,lca_r,lca_f1",
+                     "--average", "micro", "--format", "csv"]) == 0
+        values = [float(line.rsplit(",", 1)[1]) for line in capsys.readouterr().out.splitlines()[1:]]
+        assert values == pytest.approx([3 / 5, 3 / 4, 2 / 3]), tax
+

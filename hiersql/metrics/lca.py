@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -58,7 +58,8 @@ MAX_PATHS = 64  # shortest paths enumerated per (label, LCA) before the exact so
 BATCH = 20_000  # instances with a choice fetched into Python at a time
 OTHER = {"t": "p", "p": "t"}
 
-Node = int  # a node's position (nodes.position); -1 is the virtual ancestor beyond max_distance
+Node = int  # a node's position (nodes.position), or its rank in name order while the solvers run
+BEYOND: Node = -1  # the virtual ancestor beyond max_distance, in the stages and the solvers
 Path = frozenset[Node]
 
 
@@ -116,13 +117,19 @@ def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node],
     the taxonomy is a tree, every path is the only one (no links to read)."""
     on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
     solve = _optimal if options.lca_graph == "optimal" else _greedy
+    # the solvers break ties by node: by name (a node's rank in name order stands for it while they run), so
+    # that the graphs do not depend on the order of the taxonomy's rows (a database table has none)
+    rank = dict(con.execute("SELECT position, row_number() OVER (ORDER BY label) FROM nodes").fetchall())
+    rank[BEYOND] = BEYOND
+    position = {r: v for v, r in rank.items()}
+    ranked_ignore = {rank[v] for v in ignore}
     fallbacks = 0
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
         for batch in batches:
-            for key, inst in _open_instances(on, batch, multi_parent).items():
-                graphs_, fell_back = solve(inst, ignore)
+            for key, inst in _open_instances(on, batch, multi_parent, rank).items():
+                graphs_, fell_back = solve(inst, ranked_ignore)
                 fallbacks += fell_back
-                yield key, graphs_
+                yield key, {side: {position[v] for v in nodes} for side, nodes in graphs_.items()}
     if fallbacks:
         warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
                       f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
@@ -153,7 +160,7 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
         keys = {inst: (system, instance) for inst, system, instance in store.con.execute(
             "SELECT inst, system, instance_id FROM lca_instances").fetchall()}
         names = dict(store.con.execute("SELECT position, label FROM nodes").fetchall())
-        names[-1] = params["beyond"]
+        names[BEYOND] = params["beyond"]
         batches = _stage_open(store, params)
         root = store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
         for inst, g in _solved(store.con, options, set() if options.include_root else {root}, batches):
@@ -225,7 +232,7 @@ PLAN = FamilyPlan(
                            "lca_meetings", "lca_options", "lca_path_ends", "lca_path_nodes", "lca_extended_nodes",
                            "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_ends",
                            "lca_open_nodes", "lca_open_links", "lca_open_counts")),
-        Python("minimal_graphs", solve_minimal_graphs, reads=OPEN_TABLES, writes=("lca_open_counts",),
+        Python("minimal_graphs", solve_minimal_graphs, reads=(*OPEN_TABLES, "nodes"), writes=("lca_open_counts",),
                when=lambda options: options.lca_graph in ("greedy", "optimal"),
                partition_by=dict.fromkeys(OPEN_TABLES, "batch")),
         HEMKIT_GRAPHS,
@@ -267,30 +274,36 @@ class Instance:
 
 
 
-def _open_instances(store: Store, batch: int, multi_parent: bool = True) -> dict[int, Instance]:
+def _open_instances(store: Store, batch: int, multi_parent: bool, rank: Mapping[Node, Node]
+                    ) -> dict[int, Instance]:
     """The labels, options and shortest paths of the instances of one batch (see :func:`_stage_open`), by
-    instance number. Every label of such an instance has options (the other set is not empty), so the
-    options give the labels."""
+    instance number, each node given as ``rank[node]``; options in (LCA, partner) order. Every label of such
+    an instance has options (the other set is not empty), so the options give the labels."""
     out: dict[int, Instance] = defaultdict(Instance)
-    for i, side, label, lca, partner in store.con.execute(
-        "SELECT inst, side, label, lca, partner FROM lca_open_options WHERE batch = $b ORDER BY lca, partner",
-        {"b": batch},
-    ).fetchall():
+    r = rank
+    rows = store.con.execute("SELECT inst, side, label, lca, partner FROM lca_open_options WHERE batch = $b",
+                             {"b": batch}).fetchall()
+    for i, side, label, lca, partner in sorted((i, side, r[label], r[lca], r[partner])
+                                               for i, side, label, lca, partner in rows):
         inst = out[i]
         inst.labels[side].add(label)
         inst.options.setdefault((side, label), []).append((lca, partner))
-    paths = _paths(store, batch, multi_parent)
+    for inst in out.values():
+        for opts in inst.options.values():
+            opts.sort()
+    paths = _paths(store, batch, multi_parent, r)
     for inst in out.values():
         inst.paths = paths
     return dict(out)
 
 
-def _paths(store: Store, batch: int, multi_parent: bool = True) -> dict[tuple[Node, Node], list[Path]]:
-    """The shortest paths of every (node, LCA) the instances of one batch need: one path when every step
-    holds one node, else enumerated from the links between consecutive steps (one row of lists per pair;
-    none in a tree, ``multi_parent`` false)."""
+def _paths(store: Store, batch: int, multi_parent: bool, rank: Mapping[Node, Node]
+           ) -> dict[tuple[Node, Node], list[Path]]:
+    """The shortest paths of every (node, LCA) the instances of one batch need, nodes given as ``rank[node]``:
+    one path when every step holds one node, else enumerated from the links between consecutive steps (one
+    row of lists per pair; none in a tree, ``multi_parent`` false)."""
     paths: dict[tuple[Node, Node], list[Path]] = {
-        (node, lca): [frozenset(nodes)] for node, lca, nodes in store.con.execute(
+        (rank[node], rank[lca]): [frozenset(rank[v] for v in nodes)] for node, lca, nodes in store.con.execute(
             "SELECT node, lca, list(v) FROM lca_open_nodes WHERE batch = $b GROUP BY node, lca"
             " HAVING count(*) = max(step) + 1", {"b": batch}
         ).fetchall()
@@ -298,19 +311,20 @@ def _paths(store: Store, batch: int, multi_parent: bool = True) -> dict[tuple[No
     if not multi_parent:
         return paths
     for node, lca, lowers, uppers in store.con.execute(
-        "SELECT node, lca, list(lower ORDER BY lower, upper), list(upper ORDER BY lower, upper)"
-        " FROM lca_open_links WHERE batch = $b GROUP BY node, lca", {"b": batch}
+        "SELECT node, lca, list(lower), list(upper) FROM lca_open_links WHERE batch = $b GROUP BY node, lca",
+        {"b": batch}
     ).fetchall():
         links: dict[Node, list[Node]] = defaultdict(list)
-        for lower, upper in zip(lowers, uppers, strict=True):
+        for lower, upper in sorted(zip(map(rank.__getitem__, lowers), map(rank.__getitem__, uppers),
+                                       strict=True)):
             links[lower].append(upper)
-        paths[(node, lca)] = _enumerate_paths(node, lca, links)
+        paths[(rank[node], rank[lca])] = _enumerate_paths(rank[node], rank[lca], links)
     return paths
 
 
 def _enumerate_paths(node: Node, lca: Node, links: dict[Node, list[Node]]) -> list[Path]:
     """The shortest paths from ``node`` up to ``lca`` along ``links`` (each node on such a path links to the
-    nodes of the next step it has an edge to), in the order of their node positions step by step; at most
+    nodes of the next step it has an edge to), in the order of their nodes step by step; at most
     ``MAX_PATHS + 1``."""
     found: list[Path] = []
     stack: list[tuple[Node, tuple[Node, ...]]] = [(node, (node,))]
@@ -334,8 +348,8 @@ def _covered(lca_sets: list[set[Node]], lcas: set[Node]) -> bool:
 
 # ---------------------------------------------------------------------------------------------- greedy
 def _greedy_lcas(inst: Instance) -> set[Node]:
-    """Algorithm 1, GetBestLCAs: LCAs sorted by the number of labels they connect (descending, then by node
-    position: order of first appearance in the taxonomy), added until every label has an option among them,
+    """Algorithm 1, GetBestLCAs: LCAs sorted by the number of labels they connect (descending, then by node:
+    :func:`_solved` numbers them in name order), added until every label has an option among them,
     then each removed in turn when the others still cover every label. (The paper's second, bottom-up removal
     pass cannot remove anything more: the set only shrinks, so an LCA needed once stays needed.) When every
     label has a single LCA, all of them are needed and that is the answer."""
