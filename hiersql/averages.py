@@ -56,8 +56,7 @@ def check_average(plan: FamilyPlan, metric: str, average: str | None, fixed_labe
     (its micro and samples are over the whole augmented sets; the flat family's universe restricts all)."""
     from .plan import CLASSES, averages_of, measure_of
 
-    per_class = any(m.metric == metric and m.unit == CLASSES for m in plan.measures)
-    allowed = list(averages_of(plan, metric)) + ([None] if per_class else [])
+    allowed = list(averages_of(plan, metric)) + ([None] if has_classes(plan, metric) else [])
     if average not in allowed:
         shown = ", ".join(repr(a) for a in allowed if a != "") or "none (the measure is a mean over instances)"
         raise OptionError("average", f"of {metric} must be one of {shown}", "None" if average is None else average)
@@ -80,12 +79,16 @@ def check_label_universe(taxonomy: Taxonomy, labels: Iterable[str] | None) -> No
         seen.add(name)
 
 
-def check_labels_meaning(plan: FamilyPlan, metric: str, labels: Any) -> None:
-    """``labels`` is an error for a measure without classes (never ignored)."""
+def has_classes(plan: FamilyPlan, metric: str) -> bool:
+    """Whether ``metric`` has per-class values (scikit-learn's ``average=None``)."""
     from .plan import CLASSES
 
-    if labels is not None and not any(m.metric == metric and m.unit == CLASSES for m in plan.measures) \
-            and plan.class_universe is None:
+    return any(m.metric == metric and m.unit == CLASSES for m in plan.measures)
+
+
+def check_labels_meaning(plan: FamilyPlan, metric: str, labels: Any) -> None:
+    """``labels`` is an error for a measure without classes (never ignored)."""
+    if labels is not None and not has_classes(plan, metric) and plan.class_universe is None:
         raise OptionError("labels", f"has no meaning for {metric} (it has no per-class values)", labels)
 
 

@@ -257,11 +257,15 @@ def classification_report(y_true: Any, y_pred: Any, taxonomy: Any, *, labels: li
         ``.frame`` (``system, label, depth, precision, recall, f1, support``) and ``.text``.
     """
     from .evaluator import make_options
+    from .inputs import check_integer, label_names
     from .metrics import store_from_sets
 
+    digits = check_integer(digits, "digits")
+    names = label_names(labels)
+    opts = make_options(**options)
     store = store_from_sets(y_true, y_pred, taxonomy)
     try:
-        out = report(store, make_options(**options), labels, digits)
+        out = report(store, opts, None if names is None else list(names), digits)
     finally:
         store.close()
     return ClassificationReport(out.frame.drop(columns="system"), out.text)

@@ -159,12 +159,14 @@ def threshold_sweep(scores: np.ndarray, columns: Sequence[str], taxonomy: Taxono
 
 
 def _scored_store(y_true: Any, y_score: np.ndarray, columns: Sequence[str], taxonomy: Any) -> Store:
+    from .inputs import label_sets
     from .store import Store
     from .taxonomy import as_taxonomy
 
+    truth, tax = label_sets(y_true, "y_true"), as_taxonomy(taxonomy)
     store = Store()
-    store.load_taxonomy(as_taxonomy(taxonomy))
-    store.add_truth(list(y_true), name="y_true")
+    store.load_taxonomy(tax)
+    store.add_truth(truth, name="y_true")
     store.add_predictions("y_score", score_columns(y_score, columns, start=0), name="y_score")
     return store
 

@@ -10,15 +10,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import metrics as _metrics
 from .engines import DuckDBEngine, Engine
+from .errors import InputError
+from .inputs import argument_error, is_sequence
 from .metrics import Options, Row, compute  # compute: kept importable from here
 from .options import make_options  # checks the options once; kept importable from here
+from .readers import check_label_keywords, prediction_items
+from .sources import Columns
 from .store import LabelSource, Store
-from .taxonomy import Taxonomy
+from .taxonomy import Taxonomy, as_taxonomy
 
 if TYPE_CHECKING:
     import duckdb
@@ -30,10 +35,15 @@ DEFAULT_METRICS = ("hierarchical_precision", "hierarchical_recall", "hierarchica
 class Evaluator:
     """Evaluate any number of systems against one truth over one taxonomy, inside DuckDB.
 
+    Every argument is checked when given (:mod:`hiersql.inputs`): a value of the wrong kind is an
+    :class:`~hiersql.options.OptionError` (a ``ValueError`` and an :class:`~hiersql.errors.InputError`) naming
+    the parameter and the value.
+
     Parameters
     ----------
     taxonomy:
-        A :class:`~hiersql.taxonomy.Taxonomy` (or a path to a taxonomy file).
+        A :class:`~hiersql.taxonomy.Taxonomy`, or what the one-shot functions take: a path to a taxonomy file,
+        ``(parent, child)`` edges, a DataFrame with ``parent``/``child`` columns or a networkx DiGraph.
     db:
         A DuckDB file to keep the tables and results in; ``None`` (default) keeps them in memory.
     con:
@@ -41,11 +51,16 @@ class Evaluator:
     """
 
     def __init__(
-        self, taxonomy: Taxonomy | str | Path, db: str | Path | None = None,
+        self, taxonomy: Taxonomy | str | Path | Any, db: str | Path | None = None,
         con: duckdb.DuckDBPyConnection | None = None,
     ) -> None:
-        if isinstance(taxonomy, str | Path):
-            taxonomy = Taxonomy.from_file(taxonomy)
+        import duckdb
+
+        taxonomy = as_taxonomy(taxonomy)
+        if db is not None and not isinstance(db, str | PathLike):
+            raise argument_error("db", "must be the path of a DuckDB file, or None (in memory)", db)
+        if con is not None and not isinstance(con, duckdb.DuckDBPyConnection):
+            raise argument_error("con", "must be a DuckDB connection or None", con)
         self.taxonomy = taxonomy
         self.store = Store(db, con=con)
         self.store.load_taxonomy(taxonomy)
@@ -55,12 +70,19 @@ class Evaluator:
         return self.store.con
 
     def add_truth(self, source: LabelSource, format: str = "long", **kwargs: Any) -> Evaluator:
-        """Set the true labels (file path, DataFrame, DuckDB relation or a list of label sets)."""
+        """Set the true labels (file path, DataFrame, DuckDB relation or a list of label sets). ``format`` is
+        that of a label file; ``kwargs`` are those of :meth:`~hiersql.store.Store.add_truth`
+        (``instance_col``, ... name a table's columns). A keyword that does not apply to ``source`` is an
+        error, not left unused (:func:`~hiersql.readers.check_label_keywords`)."""
+        _check_keywords([source], format, kwargs)
         self.store.add_truth(source, format, **kwargs)
         return self
 
-    def add_predictions(self, system: str, source: LabelSource, format: str = "long", **kwargs: Any) -> Evaluator:
-        """Add (or replace) the predictions of ``system``."""
+    def add_predictions(self, system: str | None, source: LabelSource, format: str = "long", **kwargs: Any
+                        ) -> Evaluator:
+        """Add (or replace) the predictions of ``system`` (a non-empty string; ``None`` for a table with a
+        system column); ``source``, ``format`` and ``kwargs`` as :meth:`add_truth`'s."""
+        _check_keywords([source], format, kwargs)
         self.store.add_predictions(system, source, format, **kwargs)
         return self
 
@@ -71,7 +93,9 @@ class Evaluator:
         """Add (or replace) many systems at once, ``{system: source}``: text files are read together, which is
         much faster than one :meth:`add_predictions` per file (see
         :meth:`~hiersql.store.Store.add_predictions_many`)."""
-        self.store.add_predictions_many(predictions, format, **kwargs)
+        items = prediction_items(predictions)
+        _check_keywords([source for _, source, _ in items], format, kwargs)
+        self.store.add_predictions_many([(system, source) for system, source, _ in items], format, **kwargs)
         return self
 
     @property
@@ -87,14 +111,15 @@ class Evaluator:
         ``weighted`` and ``label_macro``; one that a named measure does not have is an error (per-class values,
         scikit-learn's ``None``: :meth:`per_class`). ``zero_division="warn"`` is 0 with an
         :class:`~hiersql.averages.UndefinedMetricWarning` naming each measure and average that divided by zero
-        (counting them runs the measures' plans a second time)."""
+        (counting them runs the measures' plans a second time). An evaluator without predictions is an
+        error (there is nothing to evaluate)."""
         from .averages import check_zero_division
 
+        names = _metric_names(metrics)
         zero_division, warn = check_zero_division(options.pop("zero_division", 0.0))
         opts = make_options(zero_division=zero_division, **options)
-        if isinstance(metrics, str):  # as average="micro" is one average
-            metrics = [name.strip() for name in metrics.split(",") if name.strip()]
-        rows = compute(self.store, metrics, opts)
+        self._require_systems()
+        rows = compute(self.store, names, opts, where="metrics")
         if warn:
             warn_undefined(self.store, rows, opts)
         return rows
@@ -105,13 +130,16 @@ class Evaluator:
         measures, of L for the flat label-based ones; ``labels=`` fixes them), ordered by system and label."""
         import pandas as pd
 
-        from .averages import check_average
-        from .metrics import catalog, plan_of
+        from .averages import check_average, has_classes
         from .plan import class_values_sql
 
+        family, name = _metrics.lookup(metric, "metric")
+        plan = _metrics.plan_of(family)
+        if not has_classes(plan, name):
+            raise argument_error("metric", "must be a measure with per-class values (the set-based hierarchical_*"
+                                 " and the flat label_* measures)", metric)
         opts = make_options(**options)
-        plan = plan_of(catalog()[metric][0])
-        name = catalog()[metric][1]
+        self._require_systems()
         check_average(plan, name, None, opts.labels is not None)
         sql = class_values_sql(plan, name, fixed_classes=opts.labels is not None)
         rows = DuckDBEngine(self.store).run_queries(plan, [name], opts, {"_class_values": sql})["_class_values"]
@@ -127,25 +155,83 @@ class Evaluator:
 
     def per_instance(self, family: str, **options: Any) -> pd.DataFrame:
         """Per-instance values of a family (``"set_based"``, ``"flat"``, ...) or of the family of a metric."""
-        name = family if family in _metrics.FAMILIES else _metrics.catalog()[family][0]
-        return _metrics.family(name).per_instance(self.store, make_options(**options))
+        name, _ = _metrics.lookup(family, "family", groups=True)
+        opts = make_options(**options)
+        self._require_systems()
+        return _metrics.family(name).per_instance(self.store, opts)
 
-    def compare(self, metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS, **kwargs: Any):
+    def compare(self, metrics: str | list[str] | tuple[str, ...] = DEFAULT_METRICS, **kwargs: Any):
         """Values with bootstrap confidence intervals, paired tests of every pair of systems, ranks, groups
         and rank correlations between the measures: a :class:`~hiersql.compare.Comparison` of DataFrames
-        (see :func:`hiersql.compare.compare` for the arguments)."""
+        (see :func:`hiersql.compare.compare` for the arguments; ``metrics`` as :meth:`rows`)."""
         from .compare import compare
 
-        return compare(self, metrics, **kwargs)
+        names = _metric_names(metrics)
+        self._require_systems()
+        return compare(self, names, **kwargs)
 
-    def save(self, rows: list[Row], dataset: str | None = None, run_id: str | None = None) -> str:
-        """Write ``rows`` into the ``results`` table in one transaction; returns the run id."""
+    def save(self, rows: list[Row] | pd.DataFrame, dataset: str | None = None, run_id: str | None = None) -> str:
+        """Write ``rows`` (of :meth:`rows`, or the DataFrame of :meth:`evaluate`) into the ``results`` table in
+        one transaction; returns the run id. ``dataset`` and ``run_id``: non-empty strings or ``None``."""
+        from .inputs import check_text
         from .results import save_rows
 
+        rows = _result_rows(rows)
+        dataset = None if dataset is None else check_text(dataset, "dataset")
+        run_id = None if run_id is None else check_text(run_id, "run_id")
         return save_rows(self.store, rows, dataset, run_id)
+
+    def _require_systems(self) -> None:
+        """An evaluator without predictions has nothing to evaluate: an error, not an empty result."""
+        if not self.store.systems():
+            raise InputError("nothing to evaluate: no system's predictions were added (Evaluator.add_predictions)")
 
     def close(self) -> None:
         self.store.close()
+
+
+def _metric_names(metrics: Any) -> list[str]:
+    """``metrics`` of :meth:`Evaluator.rows`, :meth:`~Evaluator.evaluate` and :meth:`~Evaluator.compare` as a
+    list of names: one string (``"hp"``, ``"hp,hr"``, as ``average="micro"`` is one average) or a sequence of
+    names, at least one, each a name or alias of :func:`hiersql.metrics.resolve` (errors name ``metrics``,
+    the Python argument, not the command line's ``--metrics``)."""
+    if isinstance(metrics, str):
+        names = metrics.split(",")
+    elif is_sequence(metrics):
+        names = list(metrics)
+    else:
+        raise argument_error("metrics", "must be a measure's name or alias, or a list of them", metrics)
+    names = [name.strip() if isinstance(name, str) else name for name in names]
+    names = [name for name in names if name != ""]
+    if not names:
+        raise argument_error("metrics", "must name at least one measure", metrics)
+    _metrics.resolve(names, "metrics")
+    return names
+
+
+def _check_keywords(sources: list[Any], format: Any, kwargs: dict[str, Any]) -> None:
+    """The ``format`` and column keywords of a call reading ``sources``
+    (:func:`~hiersql.readers.check_label_keywords`)."""
+    check_label_keywords(sources, format, Columns(**{role: kwargs.get(f"{role}_col") for role in
+                                                     ("instance", "label", "score", "system", "rank")}))
+
+
+def _result_rows(rows: Any) -> list[Row]:
+    """The rows :meth:`Evaluator.save` writes: :meth:`Evaluator.rows`'s, any ``(system, metric, average,
+    value)`` tuples, or a DataFrame with those columns (:meth:`Evaluator.evaluate`'s)."""
+    rule = "must be Evaluator.rows() or the DataFrame of Evaluator.evaluate() (system, metric, average, value)"
+    if hasattr(rows, "columns"):
+        if not set(Row._fields) <= set(rows.columns):
+            raise argument_error("rows", rule, rows)
+        rows = rows[list(Row._fields)].itertuples(index=False, name=None)
+    elif not is_sequence(rows):
+        raise argument_error("rows", rule, rows)
+    out = []
+    for row in rows:
+        if not isinstance(row, tuple) or len(row) != len(Row._fields):
+            raise argument_error("rows", rule, row)
+        out.append(Row(*row))
+    return out
 
 
 def warn_undefined(source: Store | Engine, rows: list[Row], options: Options) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 import re
 import threading
 import warnings
@@ -41,6 +40,7 @@ from .averages import (
 from .closure import TAXONOMY_TABLES, fill_taxonomy
 from .engines import DuckDBEngine, render
 from .errors import DataWarning, InputError
+from .inputs import label_names, label_set_members, label_text, paired_label_sets, shown
 from .options import OptionError
 from .plan import Python, Sql
 
@@ -189,7 +189,7 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) ->
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    members = [_members(labelset, where, i) for i, labelset in enumerate(sets)]
+    members = [label_set_members(labelset, where, i) for i, labelset in enumerate(sets)]
     if all(type(label) is str for labelset in members for label in labelset):
         lists = pa.array(members, pa.list_(pa.string()))
         labels = lists.flatten()
@@ -204,38 +204,22 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) ->
                      "rank": pa.array(ranks, pa.int32())})
 
 
-def _members(labelset: Any, where: str, i: int) -> list[Any]:
-    """The labels of instance ``i``'s ``labelset``: a string is one label, as is a value that is not a
-    collection (a number); a missing set (``None``, NaN, ``pd.NA``: a gap in a column of label sets) is an
-    :class:`~hiersql.errors.InputError`, not an empty set taken for granted."""
-    if isinstance(labelset, str):
-        return [labelset]
-    if isinstance(labelset, list):
-        return labelset
-    if labelset is None or type(labelset).__name__ == "NAType" or (
-            isinstance(labelset, float) and math.isnan(labelset)):
-        raise InputError("missing label set (None or NaN; an instance with no label is an empty list)", where, i + 1,
-                         labelset)
-    try:
-        return list(labelset)
-    except TypeError:  # one label that is not text
-        return [labelset]
-
-
 def _checked_rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
-    """:func:`_rows` label by label: the first bad label is an :class:`~hiersql.errors.InputError`."""
+    """:func:`_rows` label by label (:func:`~hiersql.inputs.label_text`): the first bad label is an
+    :class:`~hiersql.errors.InputError`."""
     ids: list[str] = []
     labels: list[str] = []
     ranks: list[int] = []
     duplicates = 0
     virtual = taxonomy.root if taxonomy.virtual_root else None
     for i, labelset in enumerate(sets):
-        members = _members(labelset, where, i)
+        members = label_set_members(labelset, where, i)
         seen: set[str] = set()
         for label in members:
-            if label is None or (isinstance(label, float) and math.isnan(label)) or label == "":
-                raise InputError("missing label (empty, None or NaN)", where, i + 1, label)
-            label = label if isinstance(label, str) else str(label)
+            text = label_text(label)
+            if not text:
+                raise InputError("missing label (empty, None or NaN)", where, i + 1, shown(label))
+            label = text
             if label not in taxonomy:
                 raise InputError("label not in the taxonomy", where, i + 1, label)
             if label == virtual:
@@ -465,11 +449,9 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
     fixed = labels is not None
     check_average(plan, metric, average, fixed)
     value, warn = check_zero_division(zero_division)
-    opts = make_options(zero_division=value, labels=None if labels is None else _label_names(labels),
-                        average=(average,) if average else (), **options)
-    y_true, y_pred = list(y_true), list(y_pred)
-    if len(y_true) != len(y_pred):
-        raise ValueError(f"y_true has {len(y_true)} instances but y_pred has {len(y_pred)}")
+    opts = make_options(zero_division=value, labels=label_names(labels), average=(average,) if average else (),
+                        **options)
+    y_true, y_pred = paired_label_sets(y_true, y_pred)
     weights = check_sample_weight(sample_weight, len(y_true))
     if weights is not None and plan.summary is not None:
         raise OptionError("sample_weight", f"is not offered for {metric} (its summary is over label pairs)", "given")
@@ -520,12 +502,6 @@ def _queries(plan: FamilyPlan, metric: str, average: str | None, weighted: bool,
         out = (first, ("_undefined", undefined)) if undefined is not None else (first,)
     _QUERIES[key] = out
     return out
-
-
-def _label_names(labels: Iterable[str]) -> tuple[str, ...]:
-    if isinstance(labels, str):
-        return (labels,)
-    return tuple(label if isinstance(label, str) else str(label) for label in labels)
 
 
 def _per_class(rows: list[tuple], metric: str, labels: tuple[str, ...] | None) -> pd.Series:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import sources, sqlfiles
 from .errors import DataWarning, InputError
-from .inputs import LABEL_FORMATS
+from .inputs import LABEL_FORMATS, argument_error, check_label_source, label_set_members
 from .sources import Columns, locate
 
 if TYPE_CHECKING:
@@ -49,7 +49,16 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
     (:func:`_stage_text`), and so are the mappings of columns and label sets (:func:`_stage_columns`)
     and the systems of one table (:func:`_stage_table`). Then the checks that need no taxonomy
     (:func:`_check_labels`). Returns the name of each source used in messages (its path, or ``name``, or
-    ``<DataFrame>`` and the like), the duplicates collapsed and the system of each source."""
+    ``<DataFrame>`` and the like), the duplicates collapsed and the system of each source. A ``format`` that
+    is not one of :data:`LABEL_FORMATS`, a source of no kind the readers know or a system that is not a
+    non-empty string (or ``None``) is an :class:`~hiersql.options.OptionError` naming ``format``, ``source``
+    or ``system``, before anything is read."""
+    check_format(format)
+    for system, source, _ in items:
+        check_label_source(source)
+        if predictions and system is not None and not (isinstance(system, str) and system.strip()):
+            raise argument_error("system", "must be a non-empty string (or None for a table with a system column)",
+                                 system)
     tables: list[sources.Table] = []
     try:
         entries = sources.expand(con, items, format, columns, predictions, tables)
@@ -87,6 +96,31 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
             for k in range(len(steps)):
                 con.execute(f"DROP TABLE {table}_{k}")
     return Staged(wheres, _check_labels(con, wheres), [e.system for e in entries])
+
+
+def check_format(format: Any) -> None:
+    """``format`` must be one of :data:`LABEL_FORMATS`."""
+    if not isinstance(format, str) or format not in LABEL_FORMATS:
+        raise argument_error("format", f"must be one of {', '.join(LABEL_FORMATS)}", format)
+
+
+def check_label_keywords(label_sources: list[Any], format: Any, columns: Columns) -> None:
+    """The keywords of a Python call that reads ``label_sources`` (:class:`~hiersql.evaluator.Evaluator`'s
+    ``add_truth``, ``add_predictions`` and ``add_predictions_many``), as the command line checks its flags: a
+    column keyword (``instance_col``, ...) with no table source it applies to
+    (:func:`~hiersql.sources.unused_label_column`), or a ``format`` other than ``long`` when no source is a
+    file it applies to (tables are read by their columns, label sets and mappings as they are), is an
+    :class:`~hiersql.options.OptionError` naming the keyword, not a keyword silently left unused."""
+    check_format(format)
+    role = sources.unused_label_column(columns, None, label_sources, format)
+    if role is not None:
+        raise argument_error(f"{role}_col", "names a column of table sources (a DataFrame, an Arrow table, a DuckDB"
+                             " relation, Parquet, CSV with a header, duckdb:, postgresql://, sql:), and no source it"
+                             " applies to is one", getattr(columns, role))
+    if format != "long" and all(sources.is_table(source, format) or not isinstance(source, str | Path)
+                                for source in label_sources):
+        raise argument_error("format", "names the format of label text files (and of a wide CSV file), and no"
+                             " source is one (a table is read by its columns, label sets as they are)", format)
 
 
 def set_aside(con: duckdb.DuckDBPyConnection, suffix: str, back: bool = False) -> None:
@@ -271,8 +305,9 @@ def _check_rows(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
 
 def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]], wheres: list[str]) -> None:
     """Mappings of columns (``{"instance_id": [...], "label": [...], "score": [...]}``) and sequences of
-    label sets (the instance id is the position, from 0; a string is a one-label set; an empty set is an
-    instance), all sent to DuckDB as list parameters of one statement."""
+    label sets (the instance id is the position, from 0; a label set as :func:`~hiersql.inputs.
+    label_set_members` reads it; an empty set is an instance), all sent to DuckDB as list parameters of one
+    statement."""
     src: list[int] = []
     table: dict[str, list[Any]] = {"instance_id": [], "label": [], "score": [], "line": [], "pos": []}
     set_sizes: dict[int, int] = {}  # src -> number of label sets
@@ -280,7 +315,7 @@ def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]],
         if isinstance(source, Mapping):
             rows = _mapping_rows(source, wheres[i])
         else:
-            rows = _label_set_rows(source)
+            rows = _label_set_rows(source, wheres[i])
             set_sizes[i] = rows.pop("n_sets")
         src += [i] * len(rows["label"])
         for name in table:
@@ -344,7 +379,7 @@ def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -
     """Unknown labels (an error, or dropped and the ranks renumbered); warns of the duplicates collapsed.
     Warnings are per source."""
     if unknown not in ("error", "ignore"):
-        raise ValueError("unknown must be 'error' or 'ignore'")
+        raise argument_error("unknown", "must be 'error' or 'ignore'", unknown)
     wheres = staged.wheres
     virtual = first_row(
         con, "SELECT i.src, i.line, i.label, i.instance_id FROM _incoming i JOIN nodes n ON n.label = i.label"
@@ -372,7 +407,7 @@ def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -
 
 def check_no_truth(con: duckdb.DuckDBPyConnection, wheres: list[str], no_truth: str) -> None:
     if no_truth not in ("error", "ignore"):
-        raise ValueError("no_truth must be 'error' or 'ignore'")
+        raise argument_error("no_truth", "must be 'error' or 'ignore'", no_truth)
     missing = con.execute(
         "SELECT s.src, min(s.line), first(s.instance_id ORDER BY s.line), count(*) FROM _incoming_instances s"
         " ANTI JOIN instances i ON i.instance_id = s.instance_id GROUP BY s.src ORDER BY s.src"
@@ -409,10 +444,8 @@ def temp_table(con: duckdb.DuckDBPyConnection, table: str, sql: str, params: dic
 
 
 def _is_text(path: Path, format: str) -> bool:
-    """Check a label file (known format, present, not empty); true when it is read as raw text lines
+    """Check a label file (present, not empty); true when it is read as raw text lines
     (``long`` TSV, ``lines``, ``germeval-*``), false for Parquet, ``wide`` and ``long`` CSV files."""
-    if format not in LABEL_FORMATS:
-        raise InputError(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", path, value=format)
     if not path.is_file():
         raise InputError("label source is a folder, not a file" if path.is_dir() else "label file not found", path)
     suffix = path.suffix.lower()
@@ -441,16 +474,16 @@ def _mapping_rows(columns: Mapping[str, Any], where: str) -> dict[str, list[Any]
             "score": _texts(named.get("score", [None] * n)), "line": list(range(1, n + 1)), "pos": [1] * n}
 
 
-def _label_set_rows(sets: Iterable[Iterable[str]]) -> dict[str, Any]:
+def _label_set_rows(sets: Iterable[Any], where: str) -> dict[str, Any]:
     """The rows of a sequence of label sets (instance id = position from 0, line = position from 1, pos =
-    position in the set from 1) and ``n_sets``, their number."""
+    position in the set from 1) and ``n_sets``, their number; ``where`` names the source in errors."""
     ids: list[str] = []
     labels: list[Any] = []
     lines: list[int] = []
     positions: list[int] = []
     n = 0
     for n, labelset in enumerate(sets, start=1):
-        members = [labelset] if isinstance(labelset, str) else list(labelset)
+        members = label_set_members(labelset, where, n - 1)
         ids += [str(n - 1)] * len(members)
         labels += members
         lines += [n] * len(members)
@@ -472,7 +505,14 @@ def prediction_items(
     """``(system, source, name)`` for every system (``name``: how messages call a source that is not a file
     or a reference: ``SYSTEM=<DataFrame>`` and the like). A system named twice is an error, raised by
     :func:`hiersql.sources.expand` once the systems of tables with a system column are known."""
+    if not isinstance(predictions, Mapping | Iterable) or isinstance(predictions, str | bytes):
+        raise argument_error("predictions", "must be a mapping {system: source} or (system, source) pairs",
+                             predictions)
     items = list(predictions.items() if isinstance(predictions, Mapping) else predictions)
+    for item in items:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise argument_error("predictions", "must be a mapping {system: source} or (system, source) pairs",
+                                 item)
     return [(system, source, None if isinstance(source, str | Path) or system is None
              else f"{system}={sources.default_name(source)}") for system, source in items]
 

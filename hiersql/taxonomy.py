@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import gc
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import count, repeat
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import DataWarning, InputError
+from .inputs import argument_error
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -106,9 +108,11 @@ class Taxonomy:
     @gc_paused()
     def from_edges(cls, pairs: Iterable[Any], source: str = "<edges>") -> Taxonomy:
         """From ``(parent, child)`` or ``(parent, child, weight)`` tuples; names are read as strings."""
+        if not _is_edges(pairs):
+            raise argument_error("pairs", "must be (parent, child) or (parent, child, weight) tuples", pairs)
         edges = []
         for i, pair in enumerate(pairs, start=1):
-            if len(pair) not in (2, 3):
+            if isinstance(pair, str | bytes) or not hasattr(pair, "__len__") or len(pair) not in (2, 3):
                 raise InputError("an edge needs a parent and a child", source, i, pair)
             weight = _weight(pair[2], source, i) if len(pair) == 3 and pair[2] is not None else None
             edges.append(Edge(_name(pair[0], source, i), _name(pair[1], source, i), weight, i))
@@ -123,6 +127,8 @@ class Taxonomy:
         Without ``format`` the suffix decides (``.csv``, ``.parquet``); a text file whose first line has a tab
         is TSV, otherwise whitespace pairs. Blank lines are skipped.
         """
+        if not isinstance(path, str | PathLike):
+            raise argument_error("path", "must be a path (a str or a pathlib.Path)", path)
         path = Path(path)
         if not path.is_file():
             raise InputError("taxonomy is a folder, not a file" if path.is_dir() else "taxonomy file not found", path)
@@ -150,6 +156,8 @@ class Taxonomy:
         source: str = "<DataFrame>",
     ) -> Taxonomy:
         """From a DataFrame with a parent and a child column (and optionally a weight column)."""
+        if not hasattr(df, "columns"):
+            raise argument_error("df", "must be a pandas DataFrame", df)
         wanted = [parent, child] + ([weight] if weight else [])
         missing = [c for c in wanted if c not in df.columns]
         if missing:
@@ -192,6 +200,8 @@ class Taxonomy:
     @classmethod
     def from_networkx(cls, graph: nx.DiGraph, weight: str | None = None) -> Taxonomy:
         """From a networkx DiGraph; edge attribute ``weight`` (if named) becomes the edge weight."""
+        if not hasattr(graph, "is_directed"):
+            raise argument_error("graph", "must be a networkx DiGraph", graph)
         if not graph.is_directed():
             raise InputError("taxonomy graph must be a directed graph (networkx.DiGraph)", "<networkx>")
         if graph.number_of_edges() == 0:
@@ -444,15 +454,27 @@ def _check_acyclic(tax: Taxonomy, tops: list[str], top_depth: int) -> tuple[int,
     )
 
 
-def as_taxonomy(taxonomy: Any) -> Taxonomy:
+TAXONOMY_FORMS = "a Taxonomy, a path, edges (parent, child), a DataFrame or a networkx DiGraph"
+
+
+def as_taxonomy(taxonomy: Any, parameter: str = "taxonomy") -> Taxonomy:
     """A :class:`~hiersql.taxonomy.Taxonomy` from a Taxonomy, a path, a networkx DiGraph, a DataFrame with
-    ``parent``/``child`` columns, or an iterable of ``(parent, child)`` pairs."""
+    ``parent``/``child`` columns, or an iterable of ``(parent, child)`` pairs (the forms the one-shot functions
+    and :class:`~hiersql.evaluator.Evaluator` take); anything else is an
+    :class:`~hiersql.options.OptionError` naming ``parameter`` and the value."""
     if isinstance(taxonomy, Taxonomy):
         return taxonomy
-    if isinstance(taxonomy, str | Path):
+    if isinstance(taxonomy, str | PathLike):
         return Taxonomy.from_file(taxonomy)
     if hasattr(taxonomy, "is_directed"):
         return Taxonomy.from_networkx(taxonomy)
     if hasattr(taxonomy, "columns"):
         return Taxonomy.from_dataframe(taxonomy)
-    return Taxonomy.from_edges(taxonomy)
+    if _is_edges(taxonomy):
+        return Taxonomy.from_edges(taxonomy)
+    raise argument_error(parameter, f"must be {TAXONOMY_FORMS}", taxonomy)
+
+
+def _is_edges(pairs: Any) -> bool:
+    """Whether ``pairs`` may be a collection of edges (each then checked by :meth:`Taxonomy.from_edges`)."""
+    return isinstance(pairs, Iterable) and not isinstance(pairs, str | bytes | Mapping)

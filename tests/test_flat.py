@@ -88,9 +88,9 @@ def test_label_universe():
     assert flat.hamming_loss(y_true, y_pred) == pytest.approx(2 / (2 * 3))
     # a fixed universe with an unseen class d: its F1 is 0/0 -> zero_division
     assert flat.label_f1(y_true, y_pred, average="macro", labels=["a", "b", "c", "d"]) == pytest.approx(1 / 4)
-    macro_1 = flat.label_f1(y_true, y_pred, average="macro", labels="abcd", zero_division=1)
+    macro_1 = flat.label_f1(y_true, y_pred, average="macro", labels=list("abcd"), zero_division=1)
     assert macro_1 == pytest.approx(2 / 4)
-    assert flat.hamming_loss(y_true, y_pred, labels="abcd") == pytest.approx(2 / (2 * 4))
+    assert flat.hamming_loss(y_true, y_pred, labels=list("abcd")) == pytest.approx(2 / (2 * 4))
     # classes outside the universe are left out of every measure (scikit-learn's labels=)
     assert flat.label_f1(y_true, y_pred, average="micro", labels=["a", "b"]) == pytest.approx(2 / 3)
     assert flat.example_recall(y_true, y_pred, labels=["a", "b"]) == pytest.approx(1 / 2)

@@ -71,13 +71,15 @@ def catalog() -> dict[str, tuple[str, str]]:
 
 
 def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], options: Options | None = None,
-            on_family: Callable[[str], None] | None = None) -> list[Row]:
+            on_family: Callable[[str], None] | None = None, where: str = "--metrics") -> list[Row]:
     """Rows of ``metrics`` (names or aliases; ``all``) for every system: each family's plan run by ``source``,
     an :class:`~hiersql.engines.Engine` or a :class:`~hiersql.store.Store` (run by
     :class:`~hiersql.engines.DuckDBEngine`), sorted by (system, metric, average) within each family. A family
     that does not apply to the input is an error when named (by its name or one of its measures), skipped
     under ``all``; a measure that does not apply is an error when named, left out when ``all`` or its family's
-    name brings it in. ``on_family(name)`` is called before each family is evaluated (progress bars)."""
+    name brings it in. ``on_family(name)`` is called before each family is evaluated (progress bars).
+    ``where`` names ``metrics`` in errors: the command line's flag by default, ``metrics`` for the Python
+    API (:func:`resolve`)."""
     from ..averages import check_label_universe
     from ..errors import InputError
 
@@ -87,14 +89,14 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
     if options.labels is not None:
         check_label_universe(engine.taxonomy(), options.labels)
     chosen = named(metrics)
-    wanted = resolve([m for m in metrics if m.strip() != "all"])  # the families named
+    wanted = resolve([m for m in metrics if m.strip() != "all"], where)  # the families named
     runs: list[tuple[FamilyPlan, list[str]]] = []
-    for fam, names in resolve(list(metrics)).items():
+    for fam, names in resolve(list(metrics), where).items():
         plan = plan_of(fam)
         reason = plan.applies(engine)
         if reason is not None:
             if fam in wanted:
-                raise InputError(f"does not apply to this input: {reason}", "--metrics",
+                raise InputError(f"does not apply to this input: {reason}", where,
                                  value=",".join(m.strip() for m in metrics if m.strip() in wanted_by(fam)))
             continue
         names = [m for m in names if m in chosen or plan.metric_applies(engine, m, options)]
@@ -140,12 +142,12 @@ def wanted_by(fam: str) -> set[str]:
     return {name for name, (f, _) in catalog().items() if f == fam} | {g for g, f in GROUPS.items() if f == fam}
 
 
-def resolve(names: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
+def resolve(names: list[str] | tuple[str, ...], where: str = "--metrics") -> dict[str, list[str]]:
     """Group metric names/aliases by family, keeping order. ``all`` means every metric of every family
     (the caller drops families that do not apply); a family's name or a group name of :data:`GROUPS`
-    (``pair_based``, ``hcm``) expands to its family's measures (the caller drops those that do not apply)."""
-    from ..errors import InputError
-
+    (``pair_based``, ``hcm``) expands to its family's measures (the caller drops those that do not apply).
+    An unknown name is an :class:`~hiersql.errors.InputError` naming ``where``: ``--metrics`` (the command
+    line's flag, the default), ``metrics`` (the Python argument) or a job file's key."""
     cat = catalog()
     out: dict[str, list[str]] = {}
 
@@ -154,6 +156,8 @@ def resolve(names: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
         out[fam] += [m for m in metrics if m not in out[fam]]
 
     for raw in names:
+        if not isinstance(raw, str):
+            raise unknown_metric(raw, where, [])
         name = raw.strip()
         if not name:
             continue
@@ -165,24 +169,45 @@ def resolve(names: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
         elif name in cat:
             add(*((cat[name][0]), [cat[name][1]]))
         else:
-            known = ", ".join(sorted([*cat, *GROUPS, "all"]))
-            raise InputError(f"unknown metric (known: {known})", "--metrics", value=name)
+            raise unknown_metric(name, where, [*cat, *GROUPS, "all"])
     return out
+
+
+def unknown_metric(name: Any, where: str, known: list[str]) -> Exception:
+    """The error of a name that is not one of ``known`` (an :class:`~hiersql.errors.InputError` naming
+    ``where``), or of a value that is no name at all (an :class:`~hiersql.options.OptionError`)."""
+    from ..errors import InputError
+    from ..inputs import argument_error
+
+    if not isinstance(name, str):
+        return argument_error(where, "must hold names of measures (strings)", name)
+    return InputError(f"unknown metric (known: {', '.join(sorted(known))})", where, value=name)
+
+
+def lookup(name: Any, where: str, groups: bool = False) -> tuple[str, str | None]:
+    """``(family, metric)`` of one measure's name or alias (:func:`catalog`); with ``groups``, ``(family,
+    None)`` of a family's name or a group's (:data:`GROUPS`) too. Anything else is an error naming ``where``
+    (:func:`unknown_metric`)."""
+    if groups and isinstance(name, str) and name in GROUPS:
+        return GROUPS[name], None
+    found = catalog().get(name) if isinstance(name, str) else None
+    if found is None:
+        raise unknown_metric(name, where, [*catalog(), *(GROUPS if groups else ())])
+    return found
 
 
 def store_from_sets(y_true: Any, y_pred: Any, taxonomy: Any, system: str = "y_pred"):
     """An in-memory :class:`~hiersql.store.Store` of label sets (the classification report; the one-shot
     functions use :mod:`hiersql.oneshot` instead): ``y_true`` and ``y_pred`` are equally long sequences of
-    label sets (a string counts as a one-label set)."""
+    label sets (:func:`~hiersql.inputs.paired_label_sets`)."""
+    from ..inputs import paired_label_sets
     from ..store import Store
-
-    y_true, y_pred = list(y_true), list(y_pred)
-    if len(y_true) != len(y_pred):
-        raise ValueError(f"y_true has {len(y_true)} instances but y_pred has {len(y_pred)}")
-    store = Store()
     from ..taxonomy import as_taxonomy
 
-    store.load_taxonomy(as_taxonomy(taxonomy))
+    y_true, y_pred = paired_label_sets(y_true, y_pred)
+    tax = as_taxonomy(taxonomy)
+    store = Store()
+    store.load_taxonomy(tax)
     store.add_truth(y_true, name="y_true")
     store.add_predictions(system, y_pred, name="y_pred")
     return store

@@ -92,7 +92,7 @@ def hierarchical_confusion_matrix(store: Store, tn: str = "published", zero_divi
 def hierarchical_confusion(
     y_true: Sequence[Iterable[str]],
     y_pred: Sequence[Iterable[str]],
-    taxonomy: Taxonomy | Iterable[tuple[str, str]],
+    taxonomy: Taxonomy | Iterable[tuple[str, str]] | Any,
     *,
     tn: str = "published",
     zero_division: float = 0.0,
@@ -100,23 +100,17 @@ def hierarchical_confusion(
     """scikit-learn style one-shot: the hierarchical confusion matrix of label sets.
 
     ``y_true[i]`` and ``y_pred[i]`` are the labels of instance ``i`` in their given order (the order breaks
-    ties of the greedy path cover and matching). Returns ``{"tp", "fp", "fn", "tn"}`` (ints) and the measures
-    of :data:`MEASURES` from the summed counts.
+    ties of the greedy path cover and matching; a string is one label); ``taxonomy`` in any form the other
+    one-shot functions take. Returns ``{"tp", "fp", "fn", "tn"}`` (ints) and the measures of
+    :data:`MEASURES` from the summed counts.
 
     >>> hierarchical_confusion([["a1"]], [["a2"]], [("a", "a1"), ("a", "a2")])["fp"]
     1
     """
-    from ..store import Store
-    from ..taxonomy import Taxonomy
+    from . import store_from_sets
 
-    if len(y_true) != len(y_pred):
-        raise ValueError(f"y_true has {len(y_true)} instances, y_pred {len(y_pred)}")
-    tax = taxonomy if isinstance(taxonomy, Taxonomy) else Taxonomy.from_edges(taxonomy)
-    store = Store()
+    store = store_from_sets(y_true, y_pred, taxonomy)
     try:
-        store.load_taxonomy(tax)
-        store.add_truth([list(s) for s in y_true])
-        store.add_predictions("y_pred", [list(s) for s in y_pred])
         row = hierarchical_confusion_matrix(store, tn=tn, zero_division=zero_division).iloc[0]
     finally:
         store.close()

@@ -112,13 +112,11 @@ def per_label(store: Store, options: Options) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- label sets (scikit-learn style)
-def star_taxonomy(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] | None = None) -> Taxonomy:
-    """The taxonomy of label sets without one: a root above every label of ``y_true``, ``y_pred`` and
-    ``labels`` (labels read as strings)."""
+def star_taxonomy(labels: Iterable[str]) -> Taxonomy:
+    """The taxonomy of label sets without one: a root above every label of ``labels`` (strings)."""
     from ..taxonomy import Taxonomy
 
-    seen = {label for sets in (y_true, y_pred) for labelset in _as_sets(sets) for label in labelset}
-    seen |= {str(label) for label in labels or ()}
+    seen = set(labels)
     root = "__labels__"
     while root in seen:
         root = f"_{root}_"
@@ -129,21 +127,34 @@ def star_taxonomy(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] | 
 def _star(labels: frozenset[str]) -> Taxonomy:
     """:func:`star_taxonomy` of these labels, kept for the next calls with the same labels (the one-shot
     functions reuse a kept taxonomy's tables, :mod:`hiersql.oneshot`)."""
-    return star_taxonomy([], [], labels)
+    return star_taxonomy(labels)
 
 
 def label_set_store(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] | None = None) -> Store:
     """An in-memory :class:`~hiersql.store.Store` for label sets without a taxonomy: ``y_true[i]`` and
-    ``y_pred[i]`` are the label sets of instance ``i`` (a string is a one-label set; labels are read as
-    strings), over :func:`star_taxonomy`."""
+    ``y_pred[i]`` are the label sets of instance ``i`` (read by :func:`_as_sets`), over
+    :func:`star_taxonomy` of their labels and ``labels``."""
+    from ..inputs import label_names
     from . import store_from_sets
 
-    truth, pred = _as_sets(y_true), _as_sets(y_pred)
-    return store_from_sets(truth, pred, star_taxonomy(truth, pred, labels))
+    truth, pred = _as_sets(y_true, y_pred)
+    return store_from_sets(truth, pred, star_taxonomy(_seen(truth, pred) | set(label_names(labels) or ())))
 
 
-def _as_sets(sets: LabelSets) -> list[list[str]]:
-    return [[labels] if isinstance(labels, str) else [str(label) for label in labels] for labels in sets]
+def _as_sets(y_true: LabelSets, y_pred: LabelSets) -> tuple[list[list[str | None]], list[list[str | None]]]:
+    """``y_true`` and ``y_pred`` (:func:`~hiersql.inputs.paired_label_sets`) as lists of labels, each read as
+    a string (:func:`~hiersql.inputs.label_text`; a missing one stays ``None``, for the reader to report)."""
+    from ..inputs import label_set_members, label_text, paired_label_sets
+
+    pairs = zip(paired_label_sets(y_true, y_pred), ("y_true", "y_pred"), strict=True)
+    truth, pred = ([[label_text(label) for label in label_set_members(labelset, where, i)]
+                    for i, labelset in enumerate(sets)] for sets, where in pairs)
+    return truth, pred
+
+
+def _seen(*sets: list[list[str | None]]) -> set[str]:
+    """The labels of the label sets ``sets`` (not the missing or empty ones)."""
+    return {label for labelsets in sets for labelset in labelsets for label in labelset if label}
 
 
 def _score(metric: str, average: str | None, y_true: LabelSets, y_pred: LabelSets, taxonomy: Any,
@@ -151,14 +162,14 @@ def _score(metric: str, average: str | None, y_true: LabelSets, y_pred: LabelSet
     """The value of one measure for label sets taken as given; ``taxonomy`` (when given) only checks that
     every label is one of its nodes. For a label-based measure with ``average=None``, the per-class values as
     a Series indexed by label."""
+    from ..inputs import label_names
     from ..oneshot import score
 
-    truth, pred = _as_sets(y_true), _as_sets(y_pred)
-    labels = None if labels is None else [str(label) for label in labels]
+    truth, pred = _as_sets(y_true, y_pred)
+    names = label_names(labels)
     if taxonomy is None:
-        seen = {label for sets in (truth, pred) for labelset in sets for label in labelset}
-        taxonomy = _star(frozenset(seen | set(labels or ())))
-    return score(PLAN, metric, truth, pred, taxonomy, average, sample_weight=sample_weight, labels=labels,
+        taxonomy = _star(frozenset(_seen(truth, pred) | set(names or ())))
+    return score(PLAN, metric, truth, pred, taxonomy, average, sample_weight=sample_weight, labels=names,
                  zero_division=zero_division)
 
 

@@ -107,8 +107,7 @@ def matrix(store: Store, system: str, *, kind: str = "raw", depth: int | None = 
 
     Rows and columns are ``labels`` or every label of a row or column, in taxonomy order, ``∅`` last.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    _check_kind(kind)
     cells = confusion_long(store, depth=depth, zero_division=zero_division)
     cells = cells[cells["system"] == system]
     if cells.empty and system not in store.systems():
@@ -123,13 +122,20 @@ def multilabel_confusion_matrix(y_true: LabelSets, y_pred: LabelSets, labels: It
     ``y_true[i]``, ``y_pred[i]``: the label sets of instance ``i``. ``labels`` fixes the rows and columns (and
     their order); by default every label that occurs, sorted, then ``∅`` if an empty set occurs.
     """
-    store = label_set_store(y_true, y_pred, labels)
+    from ..inputs import label_names
+
+    _check_kind(kind)
+    names = label_names(labels)
+    store = label_set_store(y_true, y_pred, names)
     try:
         cells = confusion_long(store, zero_division=zero_division)
     finally:
         store.close()
+    return pivot(cells, "value" if kind == "raw" else kind, None if names is None else list(names))
+
+
+def _check_kind(kind: object) -> None:
+    from ..inputs import argument_error
+
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    if labels is not None:
-        labels = [str(label) for label in labels]
-    return pivot(cells, "value" if kind == "raw" else kind, labels)
+        raise argument_error("kind", f"must be one of {', '.join(KINDS)}", kind)

@@ -420,8 +420,12 @@ def _label_sets(items: Iterable[Any]) -> list[list[str]]:
 
 def _scoring_tree(taxonomy: Any, weights: Weights) -> Taxonomy:
     from .. import scoring_trees
+    from ..inputs import argument_error
     from ..taxonomy import as_taxonomy
 
+    if weights is not None and not isinstance(weights, str | Mapping):
+        raise argument_error("weights", "must be None, a strategy name or a mapping {child: weight of the edge into"
+                             " it}", weights)
     tree = as_taxonomy(taxonomy)
     if weights is None:
         return tree
@@ -431,7 +435,9 @@ def _scoring_tree(taxonomy: Any, weights: Weights) -> Taxonomy:
 
 
 def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, offset: float, weights) -> float:
+    from ..inputs import paired_label_sets
     from ..oneshot import score
 
+    y_true, y_pred = paired_label_sets(y_true, y_pred)
     tree = taxonomy if weights is None else _scoring_tree(taxonomy, weights)
     return score(PLAN, metric, _label_sets(y_true), _label_sets(y_pred), tree, average, offset=offset)

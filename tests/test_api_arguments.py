@@ -1,0 +1,254 @@
+"""The Python API's arguments (tuB finding 5): a value of the wrong kind is an ``InputError`` (an
+``OptionError``, also a ``ValueError``) whose one line names the parameter as the caller wrote it and the value,
+never a bare ``TypeError``/``AttributeError``/``KeyError`` or a DuckDB error from deep inside; what a careful
+user would pass and is unambiguous (edges for ``Evaluator``, a numpy array or a pandas Series of label sets,
+the DataFrame ``evaluate`` returns for ``save``) is accepted."""
+
+from __future__ import annotations
+
+import re
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+import hiersql
+from hiersql import Evaluator, InputError, Taxonomy
+from hiersql.options import OptionError
+
+EDGES = [("r", "a"), ("r", "b"), ("a", "a1")]
+TAX = Taxonomy.from_edges(EDGES)
+TAXONOMY_RULE = "taxonomy must be a Taxonomy, a path, edges (parent, child), a DataFrame or a networkx DiGraph"
+
+
+def raises(call, message: str, kind: type[Exception] = OptionError) -> InputError:
+    """``call()`` raises ``kind`` (an InputError) whose one line is ``message`` (``...`` matches anything)."""
+    with pytest.raises(kind) as caught:
+        call()
+    text = str(caught.value)
+    assert isinstance(caught.value, InputError) and isinstance(caught.value, ValueError)
+    assert "\n" not in text, text
+    pattern = ".*".join(re.escape(part) for part in message.split("..."))
+    assert re.fullmatch(pattern, text), text
+    return caught.value
+
+
+def evaluator() -> Evaluator:
+    return Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions("s", [["a"], ["b"]])
+
+
+# ---------------------------------------------------------------------------------------------- taxonomy
+@pytest.mark.parametrize("value, shown", [(None, "None"), (5, "5"), ({"r": ["a"]}, "{'r': ['a']}"),
+                                          (b"r\ta", "b'r\\ta'")])
+def test_a_taxonomy_of_no_known_form_is_named_with_its_value(value, shown):
+    raises(lambda: hiersql.hierarchical_f1([["a1"]], [["a"]], value), f"{TAXONOMY_RULE}: {shown}")
+    raises(lambda: Evaluator(value), f"{TAXONOMY_RULE}: {shown}")
+
+
+def test_evaluator_takes_every_taxonomy_form_of_the_one_shot_functions(fixtures_dir):
+    forms = [EDGES, pd.DataFrame(EDGES, columns=["parent", "child"]), nx.DiGraph(EDGES)]
+    for form in forms:
+        ev = Evaluator(form).add_truth([["a1"], ["b"]]).add_predictions("s", [["a"], ["b"]])
+        assert ev.evaluate("hf", average="micro")["value"].tolist() == evaluator().evaluate(
+            "hf", average="micro")["value"].tolist()
+    path = fixtures_dir / "demo" / "taxonomy.tsv"
+    assert Evaluator(str(path)).taxonomy.nodes == Evaluator(path).taxonomy.nodes == Taxonomy.from_file(path).nodes
+
+
+def test_the_taxonomy_constructors_name_their_argument():
+    raises(lambda: Taxonomy.from_networkx([("r", "a")]), "graph must be a networkx DiGraph: [('r', 'a')]")
+    raises(lambda: Taxonomy.from_edges(None), "pairs must be (parent, child) or (parent, child, weight) tuples: None")
+    raises(lambda: Taxonomy.from_file(None), "path must be a path (a str or a pathlib.Path): None")
+    raises(lambda: Taxonomy.from_dataframe(EDGES), f"df must be a pandas DataFrame: {EDGES!r}")
+    # a string is no edge (it was read as a parent and a child of one character each)
+    raises(lambda: Taxonomy.from_edges(["ra"]), "<edges>:1: an edge needs a parent and a child: 'ra'", InputError)
+    raises(lambda: Taxonomy.from_edges([1, 2]), "<edges>:1: an edge needs a parent and a child: 1", InputError)
+
+
+def test_evaluator_db_and_con_must_be_what_they_say(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    raises(lambda: Evaluator(TAX, db=5), "db must be the path of a DuckDB file, or None (in memory): 5")
+    raises(lambda: Evaluator(TAX, con="x.duckdb"), "con must be a DuckDB connection or None: 'x.duckdb'")
+    assert list(tmp_path.iterdir()) == []  # no file "5" made
+
+
+# --------------------------------------------------------------------------------- label sets (one-shot)
+@pytest.mark.parametrize("value, message", [
+    (None, "y_true must be a sequence of label sets, one per instance (a list, a tuple, a 1-D array or a pandas"
+           " Series of lists of labels): None"),
+    (5, "y_true must be a sequence of label sets, one per instance (...): 5"),
+    ({"a1"}, "y_true must be a sequence of label sets, one per instance (...): {'a1'}"),
+    ({0: ["a1"]}, "y_true must be a sequence of label sets, one per instance (...): {0: ['a1']}"),
+    (np.array("a1"), "y_true must be a sequence of label sets, one per instance (...): <ndarray>"),
+    ("a1", "y_true must be a sequence of label sets, one per instance (a list of lists), not one string: 'a1'"),
+    (pd.DataFrame({"instance_id": [1], "label": ["a1"]}),
+     "y_true must be a sequence of label sets, one per instance; a table of instance_id, label rows is read by"
+     " Evaluator(taxonomy).add_truth(table) and add_predictions(system, table): <DataFrame>"),
+])
+def test_y_true_that_is_no_sequence_of_label_sets_is_named(value, message):
+    raises(lambda: hiersql.hierarchical_f1(value, [["a"]], TAX), message)
+    raises(lambda: hiersql.label_f1(value, [["a"]]), message)
+    raises(lambda: hiersql.classification_report(value, [["a"]], TAX), message)
+    raises(lambda: hiersql.hierarchical_confusion(value, [["a"]], TAX), message)
+    raises(lambda: hiersql.multilabel_confusion_matrix(value, [["a"]]), message)
+    raises(lambda: hiersql.path_length_score(value, ["a"], TAX), message)
+    raises(lambda: hiersql.hierarchical_average_precision(value, np.zeros((1, 1)), ["a"], TAX), message)
+
+
+def test_y_pred_is_named_too_and_as_many_sets_as_y_true():
+    raises(lambda: hiersql.hierarchical_f1([["a1"]], None, TAX), "y_pred must be a sequence of label sets, ...: None")
+    message = "y_pred must have as many label sets as y_true has instances (1): 2"
+    raises(lambda: hiersql.hierarchical_f1([["a1"]], [["a"], ["b"]], TAX), message)
+    raises(lambda: hiersql.hierarchical_confusion([["a1"]], [["a"], ["b"]], TAX), message)
+    raises(lambda: hiersql.example_f1([["a1"]], [["a"], ["b"]]), message)
+
+
+def test_ordered_sequences_of_label_sets_give_the_value_of_the_list():
+    y_true, y_pred = [["a1"], ["b"]], [["a"], ["b"]]
+    expected = hiersql.hierarchical_f1(y_true, y_pred, TAX)
+    assert hiersql.hierarchical_f1(pd.Series(y_true), np.array(y_pred, dtype=object), TAX) == expected
+    assert hiersql.hierarchical_f1(tuple(y_true), (s for s in y_pred), TAX) == expected
+    assert hiersql.hierarchical_f1(np.array(["a1", "b"]), np.array(["a", "b"]), TAX) == expected  # one label each
+    assert evaluator().evaluate("hf")["value"].tolist() == Evaluator(TAX).add_truth(pd.Series(y_true)).add_predictions(
+        "s", np.array(["a", "b"])).evaluate("hf")["value"].tolist()
+
+
+def test_a_label_set_that_is_missing_or_a_number_is_read_by_the_store_as_by_the_one_shot_functions():
+    raises(lambda: Evaluator(TAX).add_truth([None]),
+           "<label sets>:1: missing label set (None or NaN; an instance with no label is an empty list): None",
+           InputError)
+    raises(lambda: hiersql.hierarchical_f1([None], [["a"]], TAX),
+           "y_true:1: missing label set (None or NaN; an instance with no label is an empty list): None", InputError)
+    raises(lambda: Evaluator(TAX).add_truth([5]), "<label sets>:1: label not in the taxonomy: '5'", InputError)
+    tax = Taxonomy.from_edges([(0, 1), (0, 2)])
+    assert Evaluator(tax).add_truth([1, 2]).add_predictions("s", [[1], 1]).evaluate("hp", average="micro")[
+        "value"].tolist() == [hiersql.hierarchical_precision([1, 2], [[1], 1], tax)]
+
+
+def test_labels_must_be_labels():
+    raises(lambda: hiersql.hierarchical_f1([["a1"]], [["a"]], TAX, average="label_macro", labels=5),
+           "labels must be a list of labels or None: 5")
+    raises(lambda: hiersql.label_f1([["a"]], [["a"]], labels=5), "labels must be a list of labels or None: 5")
+    raises(lambda: hiersql.multilabel_confusion_matrix([["a"]], [["a"]], labels=5),
+           "labels must be a list of labels or None: 5")
+    raises(lambda: hiersql.classification_report([["a1"]], [["a"]], TAX, labels=5),
+           "labels must be a list of labels or None: 5")
+    # one string is one label, as everywhere (Options, the one-shot hierarchical functions)
+    assert hiersql.label_f1([["ab"]], [["ab"]], average="macro", labels="ab") == 1.0
+    assert list(hiersql.classification_report([["a1"]], [["a"]], TAX, labels="a").frame["label"])[0] == "a"
+
+
+def test_other_one_shot_arguments_are_named():
+    raises(lambda: hiersql.classification_report([["a1"]], [["a"]], TAX, digits="x"),
+           "digits must be an integer >= 0: 'x'")
+    raises(lambda: hiersql.classification_report([["a1"]], [["a"]], TAX, digits=True),
+           "digits must be an integer >= 0: True")
+    assert "0.500" in hiersql.classification_report([["a1"]], [["a"]], TAX, digits=np.int64(3)).text
+    raises(lambda: hiersql.path_length_score(["a1"], ["a"], TAX, weights=5),
+           "weights must be None, a strategy name or a mapping {child: weight of the edge into it}: 5")
+    raises(lambda: hiersql.multilabel_confusion_matrix([["a"]], [["a"]], kind="f1"),
+           "kind must be one of raw, recall, precision: 'f1'")
+
+
+def test_hierarchical_confusion_takes_what_the_other_one_shot_functions_take(fixtures_dir):
+    expected = hiersql.hierarchical_confusion([["a1"], ["b"]], [["a"], ["b"]], TAX)
+    assert hiersql.hierarchical_confusion(["a1", "b"], (s for s in [["a"], ["b"]]), EDGES) == expected
+    path = fixtures_dir / "demo" / "taxonomy.tsv"
+    assert hiersql.hierarchical_confusion([["jaguar"]], [["feline"]], path) == hiersql.hierarchical_confusion(
+        [["jaguar"]], [["feline"]], Taxonomy.from_file(path))
+
+
+# ---------------------------------------------------------------------------------------------- Evaluator
+@pytest.mark.parametrize("source", [None, 5, 2.5, True, {"a1", "b"}])
+def test_a_label_source_of_no_known_kind_is_named(source):
+    rule = ("source must be a path, a table reference, a DataFrame, an Arrow table, a DuckDB relation, a mapping"
+            " of columns or a sequence of label sets")
+    raises(lambda: Evaluator(TAX).add_truth(source), f"{rule}: {source!r}")
+    raises(lambda: Evaluator(TAX).add_truth([["a1"]]).add_predictions("s", source), f"{rule}: {source!r}")
+
+
+@pytest.mark.parametrize("system", [3, "", "  ", ("s",)])
+def test_a_system_that_is_no_name_is_named(system):
+    rule = "system must be a non-empty string (or None for a table with a system column)"
+    ev = Evaluator(TAX).add_truth([["a1"]])
+    raises(lambda: ev.add_predictions(system, [["a1"]]), f"{rule}: {system!r}")
+    raises(lambda: ev.add_predictions_many([(system, [["a1"]])]), f"{rule}: {system!r}")
+    assert ev.systems == []
+
+
+def test_add_predictions_many_wants_systems_and_sources():
+    rule = "predictions must be a mapping {system: source} or (system, source) pairs"
+    ev = Evaluator(TAX).add_truth([["a1"]])
+    raises(lambda: ev.add_predictions_many(5), f"{rule}: 5")
+    raises(lambda: ev.add_predictions_many([("s",)]), f"{rule}: ('s',)")
+    ev.add_predictions_many((name, [["a"]]) for name in ("s", "t"))  # an iterator of pairs, read once
+    assert ev.systems == ["s", "t"]
+
+
+def test_format_and_column_keywords_that_do_not_apply_are_errors(fixtures_dir):
+    formats = "format must be one of long, lines, germeval-a, germeval-b, wide"
+    raises(lambda: Evaluator(TAX).add_truth([["a1"]], format="xml"), f"{formats}: 'xml'")
+    raises(lambda: Evaluator(TAX).add_truth(fixtures_dir / "demo" / "truth.tsv", format=None), f"{formats}: None")
+    frame = pd.DataFrame({"instance_id": ["1"], "label": ["a1"]})
+    for source in ([["a1"]], frame):
+        raises(lambda source=source: Evaluator(TAX).add_truth(source, format="wide"),
+               "format names the format of label text files (and of a wide CSV file), and no source is one (a table"
+               " is read by its columns, label sets as they are): 'wide'")
+    raises(lambda: Evaluator(TAX).add_truth([["a1"]], instance_col="foo"),
+           "instance_col names a column of table sources (...), and no source it applies to is one: 'foo'")
+    ev = Evaluator(TAX).add_truth([["a1"]])
+    raises(lambda: ev.add_predictions("s", [["a"]], score_col="p"),
+           "score_col names a column of table sources ...: 'p'")
+    raises(lambda: ev.add_predictions_many({"s": [["a"]]}, system_col="sys"),
+           "system_col names a column of table sources ...: 'sys'")
+    renamed = pd.DataFrame({"id": ["0"], "lab": ["a1"]})  # where they apply, they are read
+    Evaluator(TAX).add_truth(renamed, instance_col="id", label_col="lab")
+    raises(lambda: ev.add_predictions("s", [["a"]], unknown="x"), "unknown must be 'error' or 'ignore': 'x'")
+    raises(lambda: ev.add_predictions("s", [["a"]], no_truth=None), "no_truth must be 'error' or 'ignore': None")
+
+
+def test_an_unknown_measure_names_the_python_argument():
+    ev = evaluator()
+    raises(lambda: ev.per_instance("nonsense"), "family: unknown metric (known: ...): 'nonsense'", InputError)
+    raises(lambda: ev.per_class("nonsense"), "metric: unknown metric (known: ...): 'nonsense'", InputError)
+    raises(lambda: ev.evaluate(["hp", "hpx"]), "metrics: unknown metric (known: ...): 'hpx'", InputError)
+    raises(lambda: ev.compare(["nonsense"]), "metrics: unknown metric (known: ...): 'nonsense'", InputError)
+    raises(lambda: ev.per_class(5), "metric must hold names of measures (strings): 5")
+    raises(lambda: ev.per_class("lca_f1"), "metric must be a measure with per-class values (...): 'lca_f1'")
+    assert ev.per_instance("hcm").shape[0] == ev.per_instance("hf").shape[0] == 2  # a group, a measure
+
+
+@pytest.mark.parametrize("metrics, message", [
+    (None, "metrics must be a measure's name or alias, or a list of them: None"),
+    (5, "metrics must be a measure's name or alias, or a list of them: 5"),
+    ([], "metrics must name at least one measure: []"),
+    (",", "metrics must name at least one measure: ','"),
+    (["hp", 5], "metrics must hold names of measures (strings): 5"),
+])
+def test_metrics_must_name_measures(metrics, message):
+    ev = evaluator()
+    raises(lambda: ev.evaluate(metrics), message)
+    raises(lambda: ev.rows(metrics), message)
+    raises(lambda: ev.compare(metrics), message)
+
+
+def test_nothing_to_evaluate_is_an_error_not_an_empty_frame():
+    ev = Evaluator(TAX).add_truth([["a1"]])
+    message = "nothing to evaluate: no system's predictions were added (Evaluator.add_predictions)"
+    for call in (ev.evaluate, lambda: ev.per_class("hp"), lambda: ev.per_instance("hp")):
+        raises(call, message, InputError)
+
+
+def test_save_takes_the_frame_evaluate_returns(tmp_path):
+    ev = Evaluator(TAX, db=tmp_path / "r.duckdb").add_truth([["a1"], ["b"]]).add_predictions("s", [["a"], ["b"]])
+    by_frame = ev.save(ev.evaluate(["hp", "sdl"]), dataset="d")
+    by_rows = ev.save(ev.rows(["hp", "sdl"]), dataset="d")
+    stored = ev.con.execute("SELECT run_id, system, metric, average, value FROM results ORDER BY ALL").fetchall()
+    assert [row[1:] for row in stored if row[0] == by_frame] == [row[1:] for row in stored if row[0] == by_rows]
+    assert len(stored) == 6
+    rule = "rows must be Evaluator.rows() or the DataFrame of Evaluator.evaluate() (system, metric, average, value)"
+    raises(lambda: ev.save(5), f"{rule}: 5")
+    raises(lambda: ev.save(["s"]), f"{rule}: 's'")
+    raises(lambda: ev.save(pd.DataFrame({"value": [1.0]})), f"{rule}: <DataFrame>")
+    raises(lambda: ev.save(ev.rows("hp"), dataset=5), "dataset must be a non-empty string: 5")
