@@ -24,6 +24,10 @@ from typing import Any
 from .errors import InputError
 from .options import OptionError
 
+# The characters stripped from both ends of a label and of an instance id, whatever the source: the Unicode
+# space separators (category Zs), which DuckDB's trim() strips in the file readers (sql/readers.sql); not tabs
+# or line breaks (docs/conventions.md, Labels).
+SPACES = " \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
 LABEL_SETS = "a sequence of label sets, one per instance"
 LABEL_SOURCE = ("a path, a table reference, a DataFrame, an Arrow table, a DuckDB relation, a mapping of columns"
                 " or a sequence of label sets")
@@ -165,11 +169,11 @@ def label_set_members(labelset: Any, where: str, i: int) -> list[Any]:
 
 
 def label_text(label: Any) -> str | None:
-    """One label as a string (a number read as text); ``None`` for a missing one (``None``, NaN), which the
-    reader reports where it is."""
+    """One label as a string without the :data:`SPACES` around it (a number read as text); ``None`` for a
+    missing one (``None``, NaN), which the reader reports where it is."""
     if label is None or (isinstance(label, float) and math.isnan(label)):
         return None
-    return label if isinstance(label, str) else str(label)
+    return (label if isinstance(label, str) else str(label)).strip(SPACES)
 
 
 def label_names(labels: Any, parameter: str = "labels") -> tuple[str, ...] | None:

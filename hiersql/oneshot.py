@@ -184,7 +184,9 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) ->
     """``(instance_id, label, rank)`` of the label sets ``sets`` (instance ``i`` is ``ids[i]``), checked
     (:func:`load_sets`): in Arrow when every label is a ``str``, each distinct label checked once; else, or
     when a check fails or a set repeats a label, label by label (:func:`_checked_rows`), which names the first
-    bad label, converts other values to strings and counts the repeated labels."""
+    bad label, converts other values to strings, strips the spaces around labels and counts the repeated
+    labels. (A taxonomy's node names have no spaces around them: a label that has them is never found in
+    Arrow.)"""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -205,8 +207,8 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) ->
 
 
 def _checked_rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
-    """:func:`_rows` label by label (:func:`~hiersql.inputs.label_text`): the first bad label is an
-    :class:`~hiersql.errors.InputError`."""
+    """:func:`_rows` label by label: each label as a string without the spaces around it (:func:`~hiersql.
+    inputs.label_text`, as the store reads labels); the first bad label is an :class:`~hiersql.errors.InputError`."""
     ids: list[str] = []
     labels: list[str] = []
     ranks: list[int] = []

@@ -5,7 +5,8 @@ ord, rank)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`STAGED`
 source in the list read; :class:`~hiersql.store.Store` then moves the checked rows into ``truth`` or
 ``predictions`` in one transaction. The formats (SPEC §1, §10) are those of :data:`LABEL_FORMATS`, mappings of
 columns, sequences of label sets, and the tables of :mod:`hiersql.sources`; the rules are the module docstring
-of :mod:`hiersql.store`.
+of :mod:`hiersql.store`. Every reader strips the spaces around instance ids and labels (DuckDB's ``trim``:
+:data:`~hiersql.inputs.SPACES`), whatever the source, as the text readers of ``sql/readers.sql`` do.
 """
 
 from __future__ import annotations
@@ -249,9 +250,9 @@ def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: li
     finally:
         con.execute("DROP VIEW IF EXISTS _wide_src")
     cells = ", ".join(f"c{i}" for i in range(1, len(header)))
-    temp_table(con, "_wide_cells", f"SELECT line, c0 AS instance_id, unnest([{cells}]) AS v,"
+    temp_table(con, "_wide_cells", f"SELECT line, trim(c0) AS instance_id, unnest([{cells}]) AS v,"
                f" generate_subscripts([{cells}], 1) AS pos FROM _wide")
-    dup = first_row(con, "SELECT c0, min(line), max(line) FROM _wide GROUP BY c0 HAVING count(*) > 1"
+    dup = first_row(con, "SELECT trim(c0), min(line), max(line) FROM _wide GROUP BY trim(c0) HAVING count(*) > 1"
                     " ORDER BY 2 LIMIT 1")
     if dup:  # one row per instance: two would be merged silently
         raise InputError(f"instance listed twice (first on line {dup[1]})", wheres[src], dup[2], dup[0])
@@ -264,7 +265,8 @@ def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: li
         con, "SELECT $src AS src, instance_id, list_extract($labels, pos) AS label, line, pos, NULL::DOUBLE AS score"
         " FROM _wide_cells WHERE trim(v) IN ('1', '1.0')", {"src": src, "labels": labels},
     )
-    temp_table(con, "_incoming_instances", "SELECT $src AS src, c0 AS instance_id, line FROM _wide", {"src": src})
+    temp_table(con, "_incoming_instances", "SELECT $src AS src, trim(c0) AS instance_id, line FROM _wide",
+               {"src": src})
     con.execute("DROP TABLE _wide_cells")
 
 
@@ -277,8 +279,8 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, sources.
     else:
         pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
         params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
-    _incoming(con, "SELECT s.src, r.instance_id, r.label, r.line, 1 AS pos, r.score_text, r.score, r.rank_text,"
-                   f" r.ord FROM {pick}", params, ordered=True)
+    _incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, 1 AS pos,"
+                   f" r.score_text, r.score, r.rank_text, r.ord FROM {pick}", params, ordered=True)
     _check_rows(con, wheres)
     if "rank" in parts[0][1].labels.columns:
         bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"
@@ -321,7 +323,7 @@ def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]],
         for name in table:
             table[name] += rows[name]
     _incoming(
-        con, "SELECT unnest($src) AS src, unnest($instance_id) AS instance_id, unnest($label) AS label,"
+        con, "SELECT unnest($src) AS src, trim(unnest($instance_id)) AS instance_id, trim(unnest($label)) AS label,"
         " unnest($line) AS line, unnest($pos) AS pos, unnest($score) AS score_text,"
         " TRY_CAST(unnest($score) AS DOUBLE) AS score",
         {"src": src} | table,

@@ -1,12 +1,14 @@
-"""The Python API's arguments (tuB finding 5): a value of the wrong kind is an ``InputError`` (an
+"""The Python API's arguments (tuB finding 5, 12): a value of the wrong kind is an ``InputError`` (an
 ``OptionError``, also a ``ValueError``) whose one line names the parameter as the caller wrote it and the value,
 never a bare ``TypeError``/``AttributeError``/``KeyError`` or a DuckDB error from deep inside; what a careful
 user would pass and is unambiguous (edges for ``Evaluator``, a numpy array or a pandas Series of label sets,
-the DataFrame ``evaluate`` returns for ``save``) is accepted."""
+the DataFrame ``evaluate`` returns for ``save``) is accepted; spaces around labels and instance ids are
+stripped from every source, as the file readers strip them."""
 
 from __future__ import annotations
 
 import re
+import warnings
 
 import networkx as nx
 import numpy as np
@@ -14,7 +16,7 @@ import pandas as pd
 import pytest
 
 import hiersql
-from hiersql import Evaluator, InputError, Taxonomy
+from hiersql import DataWarning, Evaluator, InputError, Taxonomy
 from hiersql.options import OptionError
 
 EDGES = [("r", "a"), ("r", "b"), ("a", "a1")]
@@ -252,3 +254,39 @@ def test_save_takes_the_frame_evaluate_returns(tmp_path):
     raises(lambda: ev.save(["s"]), f"{rule}: 's'")
     raises(lambda: ev.save(pd.DataFrame({"value": [1.0]})), f"{rule}: <DataFrame>")
     raises(lambda: ev.save(ev.rows("hp"), dataset=5), "dataset must be a non-empty string: 5")
+
+
+# -------------------------------------------------------------------------- spaces around labels and ids
+def test_spaces_around_labels_and_ids_are_stripped_from_every_source(tmp_path):
+    (tmp_path / "truth.tsv").write_text("i1\ta1\ni2\tb\n")
+    (tmp_path / "pred.tsv").write_text("i1 \t a1\ni2\tb \n")
+    files = Evaluator(TAX).add_truth(tmp_path / "truth.tsv").add_predictions("s", tmp_path / "pred.tsv")
+    expected = files.evaluate("hp,hr")
+    frame = pd.DataFrame({"instance_id": ["i1 ", " i2"], "label": [" a1", "b\u00a0"]})  # a no-break space too
+    from_frame = Evaluator(TAX).add_truth(tmp_path / "truth.tsv").add_predictions("s", frame)
+    pd.testing.assert_frame_equal(from_frame.evaluate("hp,hr"), expected)
+    columns = {"instance_id": ["i1", "i2 "], "label": ["a1 ", " b"]}
+    from_columns = Evaluator(TAX).add_truth(columns).add_predictions("s", tmp_path / "pred.tsv")
+    pd.testing.assert_frame_equal(from_columns.evaluate("hp,hr"), expected)
+    (tmp_path / "wide.csv").write_text("instance_id,a1,b\n i1 ,1,0\ni2,0,1\n")
+    wide = Evaluator(TAX).add_truth(tmp_path / "wide.csv", format="wide").add_predictions("s", tmp_path / "pred.tsv")
+    pd.testing.assert_frame_equal(wide.evaluate("hp,hr"), expected)
+    label_sets = Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions("s", [[" a1"], ["b "]])
+    assert label_sets.evaluate("hp,hr")["value"].tolist() == expected["value"].tolist()
+
+
+def test_spaces_around_labels_are_stripped_by_the_one_shot_functions():
+    y_true = [["a1"], ["b"]]
+    assert hiersql.hierarchical_precision(y_true, [["a1 "], ["\u3000b"]], TAX) == 1.0
+    assert hiersql.label_f1([[" x"]], [["x "]], average="micro") == 1.0  # no taxonomy: the labels' own
+    assert hiersql.label_f1([[" a1"]], [["a1"]], TAX, average="micro") == 1.0
+    assert hiersql.hierarchical_confusion([[" a1"]], [["a1 "]], TAX)["fn"] == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert hiersql.hierarchical_recall([["a1", " a1"]], [["a1"]], TAX) == 1.0  # one label, counted once
+    assert any(issubclass(w.category, DataWarning) and "duplicate" in str(w.message) for w in caught)
+    # a tab is no space: not stripped, and so not a node
+    raises(lambda: hiersql.hierarchical_precision(y_true, [["a1\t"], ["b"]], TAX),
+           "y_pred:1: label not in the taxonomy: 'a1\\t'", InputError)
+    raises(lambda: hiersql.hierarchical_precision(y_true, [["  "], ["b"]], TAX),
+           "y_pred:1: missing label (empty, None or NaN): '  '", InputError)

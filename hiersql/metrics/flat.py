@@ -143,7 +143,8 @@ def label_set_store(y_true: LabelSets, y_pred: LabelSets, labels: Iterable[str] 
 
 def _as_sets(y_true: LabelSets, y_pred: LabelSets) -> tuple[list[list[str | None]], list[list[str | None]]]:
     """``y_true`` and ``y_pred`` (:func:`~hiersql.inputs.paired_label_sets`) as lists of labels, each read as
-    a string (:func:`~hiersql.inputs.label_text`; a missing one stays ``None``, for the reader to report)."""
+    a string without the spaces around it (:func:`~hiersql.inputs.label_text`; a missing one stays
+    ``None``, for the reader to report)."""
     from ..inputs import label_set_members, label_text, paired_label_sets
 
     pairs = zip(paired_label_sets(y_true, y_pred), ("y_true", "y_pred"), strict=True)
