@@ -224,9 +224,9 @@ def test_optimal_equals_brute_force_on_random_dags():
         opts = options(include_root=True)
         params = lca._params(opts, store)
         lca._prepare(store, params, "lca_open_instances", ("lca_open_instances",))
-        same = {v: v for (v,) in store.con.execute("SELECT position FROM nodes").fetchall()} | {lca.BEYOND: lca.BEYOND}
-        for inst in (i for b in lca._stage_open(store, params)
-                     for i in lca._open_instances(store, b, True, same).values()):
+        batches = lca._stage_open(store, params)
+        lca._rank_nodes(store.con, store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0])
+        for inst in (i for b in batches for i in lca._open_instances(store, b).values()):
             optimal, fell_back = lca._optimal(inst, set())
             greedy, _ = lca._greedy(inst)
             f = {name: 2 * b / (t + p) for name, (t, p, b) in

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -110,30 +110,33 @@ def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node],
             multi_parent: bool = True) -> Iterator[tuple[int, dict[str, set[Node]]]]:
     """Minimal graphs (``options.lca_graph`` greedy or optimal) of the instances where a choice exists (the
     tables ``lca_open_*`` of connection ``con``, the given ``batches``): ``(inst, {"t": Gt, "p": Gp})``
-    (``inst`` the number of ``lca_instances``, nodes by position), fetched and solved ``BATCH`` instances at a
-    time to bound memory; a warning counts the instances where the exact solver fell back to the greedy
-    graphs. ``ignore``: the nodes the exact solver does not count (the root unless ``include_root``);
-    ``multi_parent`` false:
-    the taxonomy is a tree, every path is the only one (no links to read)."""
+    (``inst`` the number of ``lca_instances``, nodes by their rank in name order, :func:`_rank_nodes`, which
+    must have made ``lca_node_rank``), fetched and solved ``BATCH`` instances at a time to bound memory; a
+    warning counts the instances where the exact solver fell back to the greedy graphs. ``ignore``: the nodes
+    (ranks) the exact solver does not count (the root unless ``include_root``); ``multi_parent`` false: the
+    taxonomy is a tree, every path is the only one (no links to read)."""
     on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
     solve = _optimal if options.lca_graph == "optimal" else _greedy
-    # the solvers break ties by node: by name (a node's rank in name order stands for it while they run), so
-    # that the graphs do not depend on the order of the taxonomy's rows (a database table has none)
-    rank = dict(con.execute("SELECT position, row_number() OVER (ORDER BY label) FROM nodes").fetchall())
-    rank[BEYOND] = BEYOND
-    position = {r: v for v, r in rank.items()}
-    ranked_ignore = {rank[v] for v in ignore}
     fallbacks = 0
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
         for batch in batches:
-            for key, inst in _open_instances(on, batch, multi_parent, rank).items():
-                graphs_, fell_back = solve(inst, ranked_ignore)
+            for key, inst in _open_instances(on, batch, multi_parent).items():
+                graphs_, fell_back = solve(inst, ignore)
                 fallbacks += fell_back
-                yield key, {side: {position[v] for v in nodes} for side, nodes in graphs_.items()}
+                yield key, graphs_
     if fallbacks:
         warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
                       f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
                       stacklevel=3)
+
+
+def _rank_nodes(con: duckdb.DuckDBPyConnection, root: Node) -> Node:
+    """Make ``lca_node_rank(position, rank)``, each node's rank in name order (:data:`BEYOND` its own), by
+    which the solvers number the nodes: they break ties by node, so by name, and the graphs do not depend on
+    the order of the taxonomy's rows (a database table has none). Returns the rank of position ``root``."""
+    con.execute("CREATE OR REPLACE TEMP TABLE lca_node_rank AS SELECT position, row_number() OVER (ORDER BY label)"
+                " AS rank FROM nodes UNION ALL SELECT $b, $b", {"b": BEYOND})
+    return con.execute("SELECT rank FROM lca_node_rank WHERE position = $r", {"r": root}).fetchall()[0][0]
 
 
 def _stage_open(store: Store, params: dict[str, object]) -> list[int]:
@@ -159,10 +162,11 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
     if options.lca_graph != "extended":
         keys = {inst: (system, instance) for inst, system, instance in store.con.execute(
             "SELECT inst, system, instance_id FROM lca_instances").fetchall()}
-        names = dict(store.con.execute("SELECT position, label FROM nodes").fetchall())
-        names[BEYOND] = params["beyond"]
         batches = _stage_open(store, params)
-        root = store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0]
+        root = _rank_nodes(store.con, store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0])
+        names = dict(store.con.execute("SELECT r.rank, n.label FROM lca_node_rank AS r JOIN nodes AS n"
+                                       " USING (position)").fetchall())
+        names[BEYOND] = params["beyond"]
         for inst, g in _solved(store.con, options, set() if options.include_root else {root}, batches):
             out[keys[inst]] = {side: {names[v] for v in nodes} for side, nodes in g.items()}
     return dict(out)
@@ -200,7 +204,8 @@ def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, objec
     of the minimal graphs (``options.lca_graph`` greedy or optimal) of the instances with a choice
     (``lca_open_*``), which ``lca_instance`` reads in place of their extended counts. Each batch is solved on
     its own rows: a runner may solve the batches in partitions."""
-    ignore = set() if options.include_root else {params["root"]}
+    root = _rank_nodes(con, params["root"])
+    ignore = set() if options.include_root else {root}
     rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in
             _solved(con, options, ignore, _batches(con), bool(params["multi_parent"]))]
     con.execute(
@@ -274,51 +279,51 @@ class Instance:
 
 
 
-def _open_instances(store: Store, batch: int, multi_parent: bool, rank: Mapping[Node, Node]
-                    ) -> dict[int, Instance]:
+def _open_instances(store: Store, batch: int, multi_parent: bool = True) -> dict[int, Instance]:
     """The labels, options and shortest paths of the instances of one batch (see :func:`_stage_open`), by
-    instance number, each node given as ``rank[node]``; options in (LCA, partner) order. Every label of such
+    instance number, nodes by rank (``lca_node_rank``); options in (LCA, partner) order. Every label of such
     an instance has options (the other set is not empty), so the options give the labels."""
     out: dict[int, Instance] = defaultdict(Instance)
-    r = rank
-    rows = store.con.execute("SELECT inst, side, label, lca, partner FROM lca_open_options WHERE batch = $b",
-                             {"b": batch}).fetchall()
-    for i, side, label, lca, partner in sorted((i, side, r[label], r[lca], r[partner])
-                                               for i, side, label, lca, partner in rows):
+    for i, side, label, lca, partner in store.con.execute(
+        "SELECT o.inst, o.side, l.rank, a.rank, q.rank FROM lca_open_options AS o"
+        " JOIN lca_node_rank AS l ON l.position = o.label JOIN lca_node_rank AS a ON a.position = o.lca"
+        " JOIN lca_node_rank AS q ON q.position = o.partner WHERE o.batch = $b ORDER BY a.rank, q.rank",
+        {"b": batch},
+    ).fetchall():
         inst = out[i]
         inst.labels[side].add(label)
         inst.options.setdefault((side, label), []).append((lca, partner))
-    for inst in out.values():
-        for opts in inst.options.values():
-            opts.sort()
-    paths = _paths(store, batch, multi_parent, r)
+    paths = _paths(store, batch, multi_parent)
     for inst in out.values():
         inst.paths = paths
     return dict(out)
 
 
-def _paths(store: Store, batch: int, multi_parent: bool, rank: Mapping[Node, Node]
-           ) -> dict[tuple[Node, Node], list[Path]]:
-    """The shortest paths of every (node, LCA) the instances of one batch need, nodes given as ``rank[node]``:
-    one path when every step holds one node, else enumerated from the links between consecutive steps (one
-    row of lists per pair; none in a tree, ``multi_parent`` false)."""
+def _paths(store: Store, batch: int, multi_parent: bool = True) -> dict[tuple[Node, Node], list[Path]]:
+    """The shortest paths of every (node, LCA) the instances of one batch need, nodes by rank: one path when
+    every step holds one node, else enumerated from the links between consecutive steps (one row of lists per
+    pair; none in a tree, ``multi_parent`` false)."""
     paths: dict[tuple[Node, Node], list[Path]] = {
-        (rank[node], rank[lca]): [frozenset(rank[v] for v in nodes)] for node, lca, nodes in store.con.execute(
-            "SELECT node, lca, list(v) FROM lca_open_nodes WHERE batch = $b GROUP BY node, lca"
-            " HAVING count(*) = max(step) + 1", {"b": batch}
+        (node, lca): [frozenset(nodes)] for node, lca, nodes in store.con.execute(
+            "SELECT n.rank, a.rank, list(v.rank) FROM lca_open_nodes AS t"
+            " JOIN lca_node_rank AS n ON n.position = t.node JOIN lca_node_rank AS a ON a.position = t.lca"
+            " JOIN lca_node_rank AS v ON v.position = t.v"
+            " WHERE t.batch = $b GROUP BY n.rank, a.rank HAVING count(*) = max(t.step) + 1", {"b": batch}
         ).fetchall()
     }
     if not multi_parent:
         return paths
     for node, lca, lowers, uppers in store.con.execute(
-        "SELECT node, lca, list(lower), list(upper) FROM lca_open_links WHERE batch = $b GROUP BY node, lca",
-        {"b": batch}
+        "SELECT n.rank, a.rank, list(lo.rank ORDER BY lo.rank, up.rank), list(up.rank ORDER BY lo.rank, up.rank)"
+        " FROM lca_open_links AS t"
+        " JOIN lca_node_rank AS n ON n.position = t.node JOIN lca_node_rank AS a ON a.position = t.lca"
+        " JOIN lca_node_rank AS lo ON lo.position = t.lower JOIN lca_node_rank AS up ON up.position = t.upper"
+        " WHERE t.batch = $b GROUP BY n.rank, a.rank", {"b": batch}
     ).fetchall():
         links: dict[Node, list[Node]] = defaultdict(list)
-        for lower, upper in sorted(zip(map(rank.__getitem__, lowers), map(rank.__getitem__, uppers),
-                                       strict=True)):
+        for lower, upper in zip(lowers, uppers, strict=True):
             links[lower].append(upper)
-        paths[(rank[node], rank[lca])] = _enumerate_paths(rank[node], rank[lca], links)
+        paths[(node, lca)] = _enumerate_paths(node, lca, links)
     return paths
 
 
