@@ -22,12 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .options import OptionError
+from .options import SPACES, OptionError
 
-# The characters stripped from both ends of a label and of an instance id, whatever the source: the Unicode
-# space separators (category Zs), which DuckDB's trim() strips in the file readers (sql/readers.sql); not tabs
-# or line breaks (docs/conventions.md, Labels).
-SPACES = " \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
 LABEL_SETS = "a sequence of label sets, one per instance"
 LABEL_SOURCE = ("a path, a table reference, a DataFrame, an Arrow table, a DuckDB relation, a mapping of columns"
                 " or a sequence of label sets")
@@ -169,8 +165,8 @@ def label_set_members(labelset: Any, where: str, i: int) -> list[Any]:
 
 
 def label_text(label: Any) -> str | None:
-    """One label as a string without the :data:`SPACES` around it (a number read as text); ``None`` for a
-    missing one (``None``, NaN), which the reader reports where it is."""
+    """One label as a string without the :data:`~hiersql.options.SPACES` around it (a number read as text);
+    ``None`` for a missing one (``None``, NaN), which the reader reports where it is."""
     if label is None or (isinstance(label, float) and math.isnan(label)):
         return None
     return (label if isinstance(label, str) else str(label)).strip(SPACES)
@@ -178,14 +174,20 @@ def label_text(label: Any) -> str | None:
 
 def label_names(labels: Any, parameter: str = "labels") -> tuple[str, ...] | None:
     """``labels`` (classes given by name): ``None``, one label, or a sequence of labels, each read as a
-    string."""
+    string without the :data:`~hiersql.options.SPACES` around it, as the data's labels are read."""
     if labels is None:
         return None
     if isinstance(labels, str):
-        return (labels,)
+        labels = (labels,)
     if not is_sequence(labels) and not isinstance(labels, Set):
         raise argument_error(parameter, "must be a list of labels or None", labels)
-    return tuple(label if isinstance(label, str) else str(label) for label in labels)
+    names = []
+    for label in labels:
+        name = (label if isinstance(label, str) else str(label)).strip(SPACES)
+        if not name:
+            raise argument_error(parameter, "must be label names (strings)", label)
+        names.append(name)
+    return tuple(names)
 
 
 def check_label_source(source: Any, parameter: str = "source") -> None:

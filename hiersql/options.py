@@ -29,6 +29,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InputError, display
 
+# The characters stripped from both ends of a label and of an instance id, whatever the source, and of the
+# labels an option names: the Unicode space separators (category Zs), which DuckDB's trim() strips in the file
+# readers (sql/readers.sql); not tabs or line breaks (docs/conventions.md, Labels).
+SPACES = " \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+
 if TYPE_CHECKING:  # made on first use by the module's __getattr__; to a type checker they are Any
     Options = RunOptions = Any
 
@@ -205,7 +210,14 @@ def _names(allowed: tuple[str, ...] = (), *, at_least_one: str | None = None) ->
 
 
 def _optional_labels(value: Any) -> tuple[str, ...] | None:
-    return None if value is None else _names(at_least_one="label")(value)
+    """Label names without the :data:`SPACES` around them, as every reader strips the labels of the data."""
+    if value is None:
+        return None
+    names = _names(at_least_one="label")(value)
+    stripped = tuple(name.strip(SPACES) for name in names)
+    if "" in stripped:
+        raise _Broken("must be label names (strings)", names[stripped.index("")])
+    return stripped
 
 
 def _comma_list(noun: str, quoted: bool = False) -> Callable[[str], tuple[str, ...]]:

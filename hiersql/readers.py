@@ -6,7 +6,7 @@ source in the list read; :class:`~hiersql.store.Store` then moves the checked ro
 ``predictions`` in one transaction. The formats (SPEC §1, §10) are those of :data:`LABEL_FORMATS`, mappings of
 columns, sequences of label sets, and the tables of :mod:`hiersql.sources`; the rules are the module docstring
 of :mod:`hiersql.store`. Every reader strips the spaces around instance ids and labels (DuckDB's ``trim``:
-:data:`~hiersql.inputs.SPACES`), whatever the source, as the text readers of ``sql/readers.sql`` do.
+:data:`~hiersql.options.SPACES`), whatever the source, as the text readers of ``sql/readers.sql`` do.
 """
 
 from __future__ import annotations
@@ -118,8 +118,7 @@ def check_label_keywords(label_sources: list[Any], format: Any, columns: Columns
         raise argument_error(f"{role}_col", "names a column of table sources (a DataFrame, an Arrow table, a DuckDB"
                              " relation, Parquet, CSV with a header, duckdb:, postgresql://, sql:), and no source it"
                              " applies to is one", getattr(columns, role))
-    if format != "long" and all(sources.is_table(source, format) or not isinstance(source, str | Path)
-                                for source in label_sources):
+    if sources.format_unused(format, label_sources):
         raise argument_error("format", "names the format of label text files (and of a wide CSV file), and no"
                              " source is one (a table is read by its columns, label sets as they are)", format)
 

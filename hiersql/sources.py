@@ -125,6 +125,13 @@ def unused_label_column(columns: Columns, truth: Any, predictions: Iterable[Any]
     return None
 
 
+def format_unused(format: str, label_sources: Iterable[Any]) -> bool:
+    """Whether a label ``format`` other than ``long`` applies to none of ``label_sources``: every one is read by
+    its columns (:func:`is_table`) or as it is (label sets, mappings of columns), none is a text file."""
+    return format != "long" and all(is_table(source, format) or not isinstance(source, str | Path)
+                                    for source in label_sources)
+
+
 def is_table(source: object, format: str = "long") -> bool:
     """Whether ``source`` is read as a table: a reference, a DataFrame, an Arrow table, a DuckDB relation, a
     Parquet path, glob or folder (:func:`is_parquet`), or (in the ``long`` format) a CSV path or glob."""

@@ -19,7 +19,9 @@ Spark DataFrame is collected through Arrow first. Any other label source (a TSV 
 The checks are those of the store (:mod:`hiersql.store`), run as Spark jobs: a column's role and type, NULL or
 empty ids, labels and systems, scores that are not numbers, the virtual root, labels not in the taxonomy (an
 error, or dropped with a warning giving the count with ``unknown="ignore"``), duplicate ``(instance, label)``
-rows (collapsed with a warning), predicted instances without truth (an error, or dropped with a count). A row
+rows (collapsed with a warning), predicted instances without truth (an error, or dropped with a count); the
+spaces around ids and labels are stripped (:data:`hiersql.options.SPACES`), as every reader of the store strips
+them. A row
 is named by its key (the instance and the system), and the first bad row is the first in Spark's scan order
 (the file, then the row within it). Ranks (the position of a label within its instance) follow that order.
 """
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import sources
 from .errors import InputError, is_spark_error, spark_message
+from .options import SPACES
 from .readers import warn_data
 from .sources import Columns, TableWhere, locate
 
@@ -193,12 +196,15 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
             return F.expr(f"try_cast({col[role]} AS DOUBLE)")
         return F.col(col[role]).cast("double")
 
+    def trimmed(role: str) -> Any:  # the spaces around ids and labels, as every reader strips them
+        return F.trim(text(role), F.lit(SPACES))
+
     by_column = predictions and "system" in col
     named = system if system is not None else (stem if predictions else None)
     if predictions and not by_column and not named:
         raise InputError("a system name is needed (NAME=SOURCE) or a system column", where)
     rows = frame.select(
-        F.lit(k).alias("_src"), text("instance").alias("instance_id"), text("label").alias("label"),
+        F.lit(k).alias("_src"), trimmed("instance").alias("instance_id"), trimmed("label").alias("label"),
         text("score").alias("score_text"), number("score").alias("score"), text("rank").alias("rank_text"),
         number("rank").alias("ord"), F.lit("rank" in col).alias("_ranked"),
         (text("system") if by_column else F.lit(named).cast("string")).alias("system"),

@@ -275,6 +275,18 @@ def test_spaces_around_labels_and_ids_are_stripped_from_every_source(tmp_path):
     assert label_sets.evaluate("hp,hr")["value"].tolist() == expected["value"].tolist()
 
 
+def test_spaces_around_the_labels_an_option_names_are_stripped():
+    """``labels=`` names labels as the data does: the spaces around each stripped (with them, " a" would be
+    a class of its own, never predicted); a label that is nothing but spaces is refused."""
+    assert hiersql.label_f1([["a"]], [["a"]], labels=[" a"], average="macro") == 1.0
+    got = evaluator().evaluate(["label_f1"], average=["macro"], labels=["\u3000b "])
+    assert list(got["value"]) == [1.0]  # class b: its one instance predicted
+    raises(lambda: hiersql.label_f1([["a"]], [["a"]], labels=["  "], average="macro"),
+           "labels must be label names (strings): '  '")
+    raises(lambda: evaluator().evaluate(["label_f1"], average=["macro"], labels="\u3000"),
+           "labels must be label names (strings): '\\u3000'")
+
+
 def test_spaces_around_labels_are_stripped_by_the_one_shot_functions():
     y_true = [["a1"], ["b"]]
     assert hiersql.hierarchical_precision(y_true, [["a1 "], ["\u3000b"]], TAX) == 1.0

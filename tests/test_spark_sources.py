@@ -281,6 +281,18 @@ def test_ignored_rows_and_duplicates_are_counted(spark):
     assert got == pytest.approx(HAND_VALUES)
 
 
+def test_spaces_around_ids_and_labels_are_stripped_as_the_store_strips_them(spark):
+    """Ids and labels with spaces around them (ASCII, no-break, ideographic) are the hand example's, read by
+    Spark as by the store; a tab is not a space (an unknown label there, as in the store)."""
+    spaced = [(m, f" {i}\u00a0", f"\u3000{label} ") for m, i, label in HAND_PREDS]
+    engine = hand_load(spark, pd.DataFrame(spaced, columns=["model", "doc", "genre"]))
+    got = {(r.system, r.metric): r.value for r in compute(engine, ["hp", "hr"]) if r.average == "micro"}
+    assert got == pytest.approx(HAND_VALUES)
+    with pytest.raises(InputError) as info:
+        hand_load(spark, pd.DataFrame([("M1", "i1", "a1\t")], columns=["model", "doc", "genre"]))
+    assert str(info.value).endswith("label not in the taxonomy: 'a1\\t'")
+
+
 @pytest.mark.parametrize(("query", "message"), [
     ("spark:SELECT 1 AS x; DROP TABLE gold", "a query source must be one SELECT statement"),
     ("spark:WITH t AS (SELECT 'i9', 'a') INSERT INTO gold SELECT * FROM t", "a query source must be one SELECT"),

@@ -206,7 +206,7 @@ def _check_column_flags(args: argparse.Namespace, preds: list[Any]) -> None:
     """A label column flag with no table source it applies to (:func:`hiersql.sources.unused_label_column`), or
     a label format other than ``long`` with no source that is not a table: an error naming the flag, not a flag
     silently left unused."""
-    from ..sources import Columns, is_table, unused_label_column
+    from ..sources import Columns, format_unused, unused_label_column
 
     columns = Columns(instance=args.instance_col, label=args.label_col, score=args.score_col,
                       system=args.system_col, rank=args.rank_col)
@@ -215,7 +215,7 @@ def _check_column_flags(args: argparse.Namespace, preds: list[Any]) -> None:
         raise InputError("names a column of table sources (Parquet, CSV with a header, duckdb:, postgresql://,"
                          " sql:, spark:), and no source it applies to is one", f"--{role}-col",
                          value=getattr(columns, role))
-    if args.labels_format != "long" and all(is_table(source, args.labels_format) for source in [args.truth, *preds]):
+    if format_unused(args.labels_format, [args.truth, *preds]):
         raise InputError("names the format of label text files (and of a wide CSV file), and every label source"
                          " is a table, read by its columns", "--labels-format", value=args.labels_format)
 

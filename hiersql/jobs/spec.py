@@ -152,7 +152,7 @@ def load_spec(path: str | Path) -> Spec:
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc).splitlines()[0])
         raise InputError(f"job file is not valid TOML ({message})", path,
                          int(found.group(1)) if found else None) from None
-    from ..sources import is_table
+    from ..sources import format_unused
 
     lines = _Lines(text)
 
@@ -214,7 +214,7 @@ def load_spec(path: str | Path) -> Spec:
                                                 lambda m, v, n=n: fail(m, n, "predictions", v))
         _check_column_keys(ds, truth, [source for _, source in predictions], fmt,
                            lambda m, k, v, n=n: fail(m, n, k, v))
-        if fmt != "long" and all(is_table(source, fmt) for source in [truth, *(p for _, p in predictions)]):
+        if format_unused(fmt, [truth, *(p for _, p in predictions)]):
             if "format" in ds:
                 raise fail(_FORMAT_UNUSED, n, "format", fmt)
         elif "format" not in ds:
