@@ -119,7 +119,7 @@ class Evaluator:
         zero_division, warn = check_zero_division(options.pop("zero_division", 0.0))
         opts = make_options(zero_division=zero_division, **options)
         self._require_systems()
-        rows = compute(self.store, names, opts, where="metrics")
+        rows = compute(self.store, names, opts)
         if warn:
             warn_undefined(self.store, rows, opts)
         return rows
@@ -205,7 +205,7 @@ def _metric_names(metrics: Any) -> list[str]:
     names = [name for name in names if name != ""]
     if not names:
         raise argument_error("metrics", "must name at least one measure", metrics)
-    _metrics.resolve(names, "metrics")
+    _metrics.resolve(names)
     return names
 
 

@@ -349,22 +349,30 @@ def _schema_columns() -> dict[str, list[str]]:
 
     with duckdb.connect() as scratch:
         scratch.execute(sqlfiles.queries("schema")["schema"])
-        return dict(scratch.execute(_COLUMNS_OF_TABLES).fetchall())
+        return dict(duckdb_tables(scratch))
 
 
-_COLUMNS_OF_TABLES = ("SELECT table_name, list(column_name ORDER BY ordinal_position) FROM information_schema.columns"
-                      " WHERE table_catalog = current_database() AND table_schema = current_schema()"
-                      " GROUP BY table_name")
+def duckdb_tables(con: Any) -> list[tuple[str, list[str]]]:
+    """The tables of a DuckDB database (its current schema) with their columns in order."""
+    return con.execute(
+        "SELECT table_name, list(column_name ORDER BY ordinal_position) FROM information_schema.columns"
+        " WHERE table_catalog = current_database() AND table_schema = current_schema()"
+        " GROUP BY table_name ORDER BY table_name"
+    ).fetchall()
 
 
 def _check_no_foreign_tables(con: duckdb.DuckDBPyConnection, where: str, writes: Iterable[str] | None) -> None:
     """A table of the database that has the name of one of hiersql's tables to be written (``writes``, default
     all: ``truth``, ``predictions``, ``results``, ...) but other columns is the user's: an error naming it, before
-    hiersql makes or writes any table (its rows would be deleted and replaced)."""
+    hiersql makes or writes any table (its rows would be deleted and replaced). A job queue of ``hiersql jobs``
+    (a ``jobs`` table beside ``results``) is refused as such: its results are the queue's."""
     expected = _schema_columns()
     wanted = set(expected if writes is None else writes)
-    check_own_tables(con.execute(_COLUMNS_OF_TABLES).fetchall(),
-                     {table: [columns] for table, columns in expected.items() if table in wanted}, where)
+    found = duckdb_tables(con)
+    if "results" in wanted and {"jobs", "results"} <= {table.lower() for table, _ in found}:
+        raise InputError("is a job queue of hiersql jobs (its results are written by its units): give hiersql a"
+                         " database of its own", where, value="jobs")
+    check_own_tables(found, {table: [columns] for table, columns in expected.items() if table in wanted}, where)
 
 
 def check_own_tables(found: Iterable[tuple[str, Sequence[str]]], forms: Mapping[str, Sequence[Sequence[str]]],
@@ -374,9 +382,11 @@ def check_own_tables(found: Iterable[tuple[str, Sequence[str]]], forms: Mapping[
     it, its own first) but other columns. An :class:`~hiersql.errors.InputError` naming ``where`` (the
     database) and the table, for the caller to raise before it makes or writes any table: hiersql would
     otherwise replace, add to or alter the user's rows, or fail half way. The store's check and the job
-    queue's (:mod:`hiersql.jobs.queue`)."""
+    queue's (:mod:`hiersql.jobs.queue`). A name is compared in lower case, as DuckDB compares names (a table
+    ``Results`` is the one ``CREATE TABLE IF NOT EXISTS results`` finds; PostgreSQL's ``found`` are the exact
+    names of ``forms``)."""
     for table, columns in found:
-        accepted = forms.get(table)
+        accepted = forms.get(table.lower())
         if accepted is not None and list(columns) not in [list(c) for c in accepted]:
             raise InputError(f"has a table {table!r} that is not hiersql's (its columns {', '.join(columns) or 'none'};"
                              f" hiersql's {', '.join(accepted[0])}): give hiersql a database of its own", where,

@@ -343,7 +343,7 @@ def test_a_queue_file_with_a_table_of_the_users_is_refused_and_left_as_it_is(fix
                                                                               table, action):
     # tuA finding 14: the user's table was given the columns of the queue's (and the other tables made, units
     # queued), then an internal error; now, as `evaluate --db` does, one line and nothing made or changed.
-    # DuckDB's names ignore case: the user's "Results" is the queue's results
+    # DuckDB's names ignore case: the user's "Results" is the queue's results (named as the user wrote it)
     spec = make_job(tmp_path, fixtures_dir)
     path = tmp_path / "q.duckdb"
     columns, row = USERS_TABLES[table.lower()]
@@ -354,10 +354,9 @@ def test_a_queue_file_with_a_table_of_the_users_is_refused_and_left_as_it_is(fix
     args = {"run": ["run", str(spec)], "submit": ["submit", str(spec)], "status": ["status", "--queue", str(path)],
             "schedule": ["schedule", str(spec), "--cron", "* * * * * *", "--runs", "1"]}[action]
     assert main(["jobs", *args]) == 2
-    name = table.lower()
-    said = (f"hiersql: error: {path}: has a table {name!r} that is not hiersql's (its columns"
-            f" {', '.join(c.split()[0] for c in columns.split(', '))}; hiersql's {QUEUE_COLUMNS[name]}): give"
-            f" hiersql a database of its own: {name!r}")
+    said = (f"hiersql: error: {path}: has a table {table!r} that is not hiersql's (its columns"
+            f" {', '.join(c.split()[0] for c in columns.split(', '))}; hiersql's {QUEUE_COLUMNS[table.lower()]}):"
+            f" give hiersql a database of its own: {table!r}")
     err = capsys.readouterr().err.splitlines()
     assert err == [said] + ([f"hiersql: error: {spec}: 1 of 1 scheduled run(s) failed (their errors are above)"]
                             if action == "schedule" else [])
@@ -386,6 +385,14 @@ def test_a_results_file_of_evaluate_becomes_a_queue_that_keeps_its_rows(fixtures
                            ).fetchall() == evaluated
         assert con.execute("SELECT count(*) FROM results WHERE key IS NOT NULL").fetchone()[0] == 8
     assert main(["report", "--db", str(path), "--out", str(tmp_path / "r.html")]) == 0
+    # the way back is refused, as a queue (it said "a table 'results' that is not hiersql's"), the file as it was
+    capsys.readouterr()
+    before = duckdb_tables(path)
+    assert main(["evaluate", "--taxonomy", str(demo / "taxonomy.tsv"), "--truth", str(demo / "truth.tsv"),
+                 "--pred", str(demo / "shallow.tsv"), "--metrics", "hp", "--db", str(path)]) == 2
+    assert capsys.readouterr().err == (f"hiersql: error: {path}: is a job queue of hiersql jobs (its results are"
+                                       " written by its units): give hiersql a database of its own: 'jobs'\n")
+    assert duckdb_tables(path) == before
 
 
 def test_status_and_results_leave_the_queue_file_as_it_is(fixtures_dir, tmp_path, capsys):

@@ -369,6 +369,18 @@ def test_a_database_with_a_table_of_the_users_is_refused_and_left_as_it_is(queue
     assert postgres_tables(queue_url) == before
 
 
+def test_a_database_with_a_type_of_a_queue_tables_name_is_refused(queue_url, spec, capsys):
+    # an enum named `units`: no relation, so not a table of the user's, but CREATE TABLE units fails on it
+    # ("type units already exists": an internal error before); now one line, nothing made
+    with psycopg.connect(queue_url, autocommit=True) as con:
+        con.execute("CREATE TYPE units AS ENUM ('small', 'large')")
+    before = postgres_tables(queue_url)
+    assert main(["jobs", "submit", str(spec), "--queue", queue_url]) == 2
+    assert capsys.readouterr().err == (f"hiersql: error: {queue_url}: has a type 'units' named as a table of"
+                                       " hiersql's job queue: give hiersql a database of its own: 'units'\n")
+    assert postgres_tables(queue_url) == before == {}
+
+
 def test_a_results_table_of_hiersqls_form_becomes_the_queues(queue_url, spec, capsys):
     # a results table of `hiersql evaluate --db`'s columns is hiersql's: the queue adds its columns to it and
     # keeps its rows; a table "Results" is another table of PostgreSQL's, not the queue's, and is left alone

@@ -323,6 +323,25 @@ def test_db_with_a_table_of_hiersqls_name_that_is_the_users_is_refused(tmp_path,
         con.close()
 
 
+def test_db_with_a_users_table_named_as_hiersqls_but_for_case_is_refused(tmp_path, capsys):
+    """DuckDB's names ignore case: the user's ``Results`` is the table hiersql's ``results`` would be written
+    into (CREATE TABLE IF NOT EXISTS finds it): exit 2 naming it as the user wrote it, the file as it was."""
+    path = tmp_path / "user.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute('CREATE TABLE "Results" (score DOUBLE)')
+        con.execute('INSERT INTO "Results" VALUES (0.5)')
+    before = digest(path)
+    (tmp_path / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
+    (tmp_path / "truth.tsv").write_text("".join(f"{i}\t{lab}\n" for i, lab in HAND_TRUTH))
+    (tmp_path / "m.tsv").write_text("i1\ta1\n")
+    assert main(["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"),
+                 "--pred", str(tmp_path / "m.tsv"), "--metrics", "hp", "--db", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hiersql: error: {path}: has a table 'Results' that is not hiersql's (its columns score;")
+    assert err.endswith(": give hiersql a database of its own: 'Results'\n") and err.count("\n") == 1
+    assert digest(path) == before
+
+
 def test_a_failed_run_creates_nothing_in_the_users_file(tmp_path):
     """The user's file already has a table named ``truth``; a failed and a good run leave it as it was."""
     path = hand_file(tmp_path / "user.duckdb")

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from ..metrics import resolve
     from ..store import LOAD_STEPS
 
-    groups = resolve(metrics)  # unknown names fail before any file is read
+    groups = resolve(metrics, "--metrics")  # unknown names fail before any file is read
     # the label sources, for Spark: whether it reads any itself (Parquet, spark: tables), and their size
     labels = [args.truth, *(source for _, source in parse_preds(args.pred))] if run_options.engine == "spark" else []
     in_spark = bool(labels) and reads_any(labels[0], labels[1:])
@@ -73,14 +73,14 @@ def run(args: argparse.Namespace) -> int:
         try:
             store = load_store(args, steps, spark=engine if in_spark else None)
             if run_options.engine == "duckdb":
-                rows = compute(store, metrics, opts, on_family=steps.start)
+                rows = compute(store, metrics, opts, on_family=steps.start, where="--metrics")
             else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)
                 if not in_spark:  # else Spark read them itself, into its own tables
                     steps.start(f"{'starting spark, ' if later else ''}copying the tables to {run_options.engine}")
                     if later:
                         engine = open_engine(run_options, rows=store.size())
                     engine.copy_store(store)
-                rows = compute(engine, metrics, opts, on_family=steps.start)
+                rows = compute(engine, metrics, opts, on_family=steps.start, where="--metrics")
         finally:
             steps.close()
         if warn_zero:

@@ -324,8 +324,9 @@ class Connection:
         :data:`SCHEMA` would alter (``results``) or leave for the queue's statements to fail on, half way
         through a submission. The check ``hiersql evaluate --db`` makes of its file
         (:func:`hiersql.store.check_own_tables`). On PostgreSQL every relation of the schema counts (a view,
-        an index), as ``CREATE TABLE IF NOT EXISTS`` counts them; DuckDB's names ignore case, as DuckDB does."""
-        from ..store import check_own_tables
+        an index), as ``CREATE TABLE IF NOT EXISTS`` counts them, and so does a type of one of the names (an
+        enum: ``CREATE TABLE`` would fail on it); DuckDB's names ignore case, as DuckDB does."""
+        from ..store import check_own_tables, duckdb_tables
 
         forms = table_forms()
         if self.queue.postgres:
@@ -336,8 +337,16 @@ class Connection:
                 f" current_schema()) AND c.relname IN ({', '.join('?' * len(forms))}) GROUP BY c.relname"
                 " ORDER BY c.relname", list(forms))
             check_own_tables(found, forms, display(self.queue.url))
+            # a type of a table's name that is no relation's row type (an enum, a domain) makes CREATE TABLE fail
+            types = self.execute(
+                "SELECT t.typname FROM pg_type t WHERE t.typnamespace = (SELECT oid FROM pg_namespace WHERE nspname"
+                f" = current_schema()) AND t.typname IN ({', '.join('?' * len(forms))}) AND t.typrelid = 0"
+                " ORDER BY t.typname", list(forms))
+            if types:
+                raise InputError(f"has a type {types[0][0]!r} named as a table of hiersql's job queue: give hiersql"
+                                 " a database of its own", display(self.queue.url), value=types[0][0])
         else:
-            check_own_tables(_duckdb_columns(self.raw), forms, self.queue.url)
+            check_own_tables(duckdb_tables(self.raw), forms, self.queue.url)
 
     # ------------------------------------------------------------------ jobs
     def submit(self, name: str, spec: str, units: list[Any], recompute: bool = False) -> tuple[str, int]:
@@ -600,15 +609,6 @@ class Connection:
             " ORDER BY r.dataset, r.system, r.metric, r.average", ids)
 
 
-def _duckdb_columns(con: Any) -> list[tuple[str, list[str]]]:
-    """The tables of a DuckDB database (its current schema) with their columns in order, by name in lower case
-    (DuckDB's names ignore case)."""
-    return con.execute(
-        "SELECT lower(table_name) AS name, list(column_name ORDER BY ordinal_position) FROM information_schema.columns"
-        " WHERE table_catalog = current_database() AND table_schema = current_schema() GROUP BY name ORDER BY name"
-    ).fetchall()
-
-
 @functools.cache
 def table_forms() -> dict[str, list[list[str]]]:
     """The columns each table of the queue may have, in order: those :data:`SCHEMA` makes (first: what messages
@@ -618,17 +618,18 @@ def table_forms() -> dict[str, list[list[str]]]:
     import duckdb
 
     from ..sqlfiles import queries
+    from ..store import duckdb_tables
 
     with duckdb.connect() as scratch:
         for statement in SCHEMA:
             scratch.execute(statement)
-        forms = {table: [columns] for table, columns in _duckdb_columns(scratch)}
+        forms = {table: [columns] for table, columns in duckdb_tables(scratch)}
     with duckdb.connect() as scratch:
         scratch.execute(queries("schema")["schema"])
-        evaluated = [(t, c) for t, c in _duckdb_columns(scratch) if t == "results"]
+        evaluated = [(t, c) for t, c in duckdb_tables(scratch) if t == "results"]
         for statement in SCHEMA:
             scratch.execute(statement)
-        for table, columns in [*evaluated, *_duckdb_columns(scratch)]:
+        for table, columns in [*evaluated, *duckdb_tables(scratch)]:
             if table in forms and columns not in forms[table]:
                 forms[table].append(columns)
     return forms

@@ -71,15 +71,15 @@ def catalog() -> dict[str, tuple[str, str]]:
 
 
 def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], options: Options | None = None,
-            on_family: Callable[[str], None] | None = None, where: str = "--metrics") -> list[Row]:
+            on_family: Callable[[str], None] | None = None, where: str = "metrics") -> list[Row]:
     """Rows of ``metrics`` (names or aliases; ``all``) for every system: each family's plan run by ``source``,
     an :class:`~hiersql.engines.Engine` or a :class:`~hiersql.store.Store` (run by
     :class:`~hiersql.engines.DuckDBEngine`), sorted by (system, metric, average) within each family. A family
     that does not apply to the input is an error when named (by its name or one of its measures), skipped
     under ``all``; a measure that does not apply is an error when named, left out when ``all`` or its family's
     name brings it in. ``on_family(name)`` is called before each family is evaluated (progress bars).
-    ``where`` names ``metrics`` in errors: the command line's flag by default, ``metrics`` for the Python
-    API (:func:`resolve`)."""
+    ``where`` names ``metrics`` in errors: the Python argument by default, the command line's flag for the
+    command line (:func:`resolve`)."""
     from ..averages import check_label_universe
     from ..errors import InputError
 
@@ -142,12 +142,12 @@ def wanted_by(fam: str) -> set[str]:
     return {name for name, (f, _) in catalog().items() if f == fam} | {g for g, f in GROUPS.items() if f == fam}
 
 
-def resolve(names: list[str] | tuple[str, ...], where: str = "--metrics") -> dict[str, list[str]]:
+def resolve(names: list[str] | tuple[str, ...], where: str = "metrics") -> dict[str, list[str]]:
     """Group metric names/aliases by family, keeping order. ``all`` means every metric of every family
     (the caller drops families that do not apply); a family's name or a group name of :data:`GROUPS`
     (``pair_based``, ``hcm``) expands to its family's measures (the caller drops those that do not apply).
-    An unknown name is an :class:`~hiersql.errors.InputError` naming ``where``: ``--metrics`` (the command
-    line's flag, the default), ``metrics`` (the Python argument) or a job file's key."""
+    An unknown name is an :class:`~hiersql.errors.InputError` naming ``where``: ``metrics`` (the Python
+    argument, the default), ``--metrics`` (the command line's flag) or a job file's key."""
     cat = catalog()
     out: dict[str, list[str]] = {}
 
