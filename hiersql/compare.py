@@ -6,8 +6,10 @@ A measure gets intervals and tests when its value is a function of per-instance 
 ``per_instance`` table gives (:func:`instance_statistic`): a mean of per-instance values (macro-averaged
 and example-based measures, GIE, ...) or a ratio of sums (micro-averaged hP, hR, hF, LCA-F, label-based F,
 MGIA). The label-based macro measures are means over labels: their items are the labels (``flat.per_label``)
-and their sign test is the macro sign test. Other measures (the hierarchical confusion matrix, the scoring
-trees, the tree-induced error where it is undefined for some instance) are reported with value and rank only.
+and their sign test is the macro sign test. The hierarchical confusion matrix's micro measures that are ratios
+of its summed counts (accuracy, precision, recall, F1, FNR, FPR, TNR) are ratios of sums of the per-instance
+counts too. Other measures (the HCM's MCC, prevalence threshold, counts and macro averages, the scoring trees,
+the tree-induced error where it is undefined for some instance) are reported with value and rank only.
 
 Grouping rule: per measure, systems are sorted best first. Group 1 is the best system and every system whose
 paired test against it is not significant (``p >= alpha``; with ``holm=True`` the p-values are Holm-adjusted
@@ -92,7 +94,40 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
         return InstanceStatistic("pair_based", (*size, (-1.0, "mgia_fn")), size)
     if metric in means.get(family, ()) and average == ("" if metric in UNAVERAGED else "macro"):
         return InstanceStatistic(family, metric)
+    if family == "confusion" and average == "micro":  # the summed counts' measures that are ratios of sums
+        from .metrics import plan_of
+
+        measure = next(m for m in plan_of(family).measures if m.metric == metric)
+        num, den = _linear(measure.numerator), _linear(measure.denominator)
+        if num is not None and den is not None and measure.undefined is None:
+            return InstanceStatistic(family, num, den)
     return None
+
+
+def _linear(expression: str | None) -> tuple[tuple[float, str], ...] | None:
+    """The terms ``((weight, column), ...)`` of a sum of columns with constant weights (``2 * tp + fp + fn``),
+    or ``None`` for any other expression (a product of columns, a square root): ``Σ_i`` of such an expression
+    is the expression of the sums, so its micro average is a ratio of sums of per-instance values."""
+    import sqlglot
+    from sqlglot import exp
+
+    def terms(node: exp.Expression) -> list[tuple[float, str]] | None:
+        if isinstance(node, exp.Paren):
+            return terms(node.this)
+        if isinstance(node, exp.Column):
+            return [(1.0, node.name)]
+        if isinstance(node, exp.Add):
+            left, right = terms(node.left), terms(node.right)
+            return None if left is None or right is None else left + right
+        if isinstance(node, exp.Mul) and isinstance(node.left, exp.Literal) and node.left.is_number:
+            inner = terms(node.right)
+            return None if inner is None else [(float(node.left.this) * w, c) for w, c in inner]
+        return None
+
+    if expression is None:
+        return None
+    found = terms(sqlglot.parse_one(expression))
+    return None if found is None else tuple(found)
 
 
 def _combine(frame: pd.DataFrame, terms: str | tuple) -> pd.Series:

@@ -541,7 +541,8 @@ def comparison_sections(comparison, breakdown: pd.DataFrame | None = None,
             f"<b>a</b> are not significantly different from the best ({escape(s['test'])} test, α = {s['alpha']}"
             f"{holm}); the best is shaded orange, its group blue. Click a column to sort by it.")
     if without:
-        note += " No per-instance values, so no interval or test for: " + escape(", ".join(without)) + "."
+        note += (" No interval or test (the value is not a mean or a ratio of sums over instances) for: "
+                 + escape(", ".join(without)) + ".")
     if len(without) == ranking["measure"].nunique():
         note = ("Each cell: the value and its rank (1 = best). No per-instance values (stored results), so no "
                 "intervals or tests. Click a column to sort by it.")

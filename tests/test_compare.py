@@ -13,7 +13,7 @@ from scipy import stats as sp
 
 from hiersql import Evaluator, Taxonomy
 from hiersql.cli import main
-from hiersql.compare import compare, depth_breakdown, instance_statistic
+from hiersql.compare import InstanceStatistic, compare, depth_breakdown, instance_statistic
 from hiersql.errors import DataWarning
 from hiersql.evaluator import make_options
 
@@ -48,8 +48,8 @@ def test_values_are_evaluate_values_on_the_demo(demo):
     merged = _joined(comparison, demo.evaluate(metrics))
     np.testing.assert_allclose(merged["value"], merged["value_eval"], rtol=1e-12)
     with_ci = set(merged.loc[merged["items"] != "", "metric"])
-    assert {"hierarchical_f1", "lca_f1", "graph_induced_error", "mgia", "example_f1", "label_f1"} <= with_ci
-    assert not {"hcm_f1", "pl"} & with_ci  # no per-instance values: value and rank only
+    assert {"hierarchical_f1", "lca_f1", "graph_induced_error", "mgia", "example_f1", "label_f1", "hcm_f1"} <= with_ci
+    assert not {"hcm_mcc", "hcm_tp", "pl"} & with_ci  # not a ratio of sums: value and rank only
     assert merged.loc[merged["items"] == "", "ci_low"].isna().all()
 
 
@@ -57,8 +57,9 @@ def test_values_from_per_instance_tables_are_evaluate_values(demo):
     """Measures named explicitly are computed from the per-instance tables (no evaluate pass): same values,
     also with beta, dmax and the MGIA micro average."""
     metrics = ["hp", "hr", "hf", "sdl", "lca_p", "lca_r", "lca_f", "gie", "mgia", "mgia_fn", "all_pairs_error",
-               "example_f1", "hamming_loss", "subset_accuracy", "label_precision", "label_recall", "label_f1"]
-    for options in ({}, {"beta": 2.0, "dmax": 3.0}):
+               "example_f1", "hamming_loss", "subset_accuracy", "label_precision", "label_recall", "label_f1",
+               "hcm_accuracy", "hcm_precision", "hcm_recall", "hcm_f1", "hcm_fnr", "hcm_fpr", "hcm_tnr", "hcm_mcc"]
+    for options in ({}, {"beta": 2.0, "dmax": 3.0, "tn": "descendants"}):
         merged = _joined(demo.compare(metrics, n_resamples=20, **options), demo.evaluate(metrics, **options))
         np.testing.assert_allclose(merged["value"], merged["value_eval"], rtol=1e-12)
 
@@ -89,6 +90,25 @@ def test_interval_matches_scipy_bootstrap_of_per_instance_values(demo):
         row = comparison.ranking.set_index("system").loc[system]
         assert row.ci_low == pytest.approx(ref.confidence_interval.low)
         assert row.ci_high == pytest.approx(ref.confidence_interval.high)
+
+
+def test_hcm_micro_interval_is_the_bootstrap_of_the_summed_counts(demo):
+    """hcm_f1 micro = 2ΣTP / (2ΣTP + ΣFP + ΣFN): its interval is the paired bootstrap of that ratio over the
+    instances, from the per-instance counts of ``per_instance("hcm_f1")``."""
+    from hiersql import stats
+
+    comparison = demo.compare(["hcm_f1"], n_resamples=300, seed=3, average="micro")
+    counts = demo.per_instance("hcm_f1").sort_values(["system", "instance_id"])
+    wide = {c: counts.pivot(index="instance_id", columns="system", values=c).astype(float)
+            for c in ("tp", "fp", "fn")}
+    num, den = 2 * wide["tp"], 2 * wide["tp"] + wide["fp"] + wide["fn"]
+    ref = stats.paired_bootstrap(num, den, n_resamples=300, seed=3).intervals.set_index("system")
+    got = comparison.ranking.set_index("system")
+    for system in DEMO_SYSTEMS:
+        assert got.loc[system, "value"] == pytest.approx(num[system].sum() / den[system].sum(), rel=1e-12)
+        assert got.loc[system, ["ci_low", "ci_high"]].tolist() == pytest.approx(
+            ref.loc[system, ["ci_low", "ci_high"]].tolist(), rel=1e-12)
+    assert set(got["items"]) == {"instances"}
 
 
 def test_pair_tests_match_scipy_on_per_instance_values(demo):
@@ -178,7 +198,11 @@ def test_instance_statistic_covers_what_it_claims():
     assert instance_statistic("hierarchical_f1", "micro", opts).denominator is not None
     assert instance_statistic("hierarchical_f1", "macro", opts).denominator is None
     assert instance_statistic("hierarchical_f1", "", opts) is None
-    assert instance_statistic("hcm_f1", "micro", opts) is None
+    assert instance_statistic("hcm_f1", "micro", opts) == InstanceStatistic(
+        "confusion", ((2.0, "tp"),), ((2.0, "tp"), (1.0, "fp"), (1.0, "fn")))
+    assert instance_statistic("hcm_fpr", "micro", opts).denominator == ((1.0, "fp"), (1.0, "tn"))
+    for metric, average in (("hcm_f1", "macro"), ("hcm_mcc", "micro"), ("hcm_pt", "micro"), ("hcm_tp", "")):
+        assert instance_statistic(metric, average, opts) is None, metric
     assert instance_statistic("mgia", "micro", make_options(denominator="symmetric_difference")) is None
 
 
@@ -198,12 +222,13 @@ def test_depth_breakdown_by_hand():
 
 # -------------------------------------------------------------------------------------------------- the CLI
 def test_cli_formats(fixtures_dir, capsys):
-    assert main(demo_args(fixtures_dir, "--metrics", "hf,gie,hcm_f1", "--bootstrap", "100")) == 0
+    assert main(demo_args(fixtures_dir, "--metrics", "hf,gie,hcm_mcc", "--bootstrap", "100")) == 0
     table = capsys.readouterr().out
     lines = table.splitlines()
     assert lines[0].split()[:4] == ["system", "hf", "micro", "gie"]
     assert lines[2].startswith("flat_errors")  # best on hF micro: first row
-    assert "Kendall's tau" in table and "No per-instance values, so no interval or test: hcm_f1" in table
+    assert "Kendall's tau" in table
+    assert "No interval or test (the value is not a mean or a ratio of sums over instances): hcm_mcc" in table
     assert main(demo_args(fixtures_dir, "--metrics", "hf", "--bootstrap", "100", "--format", "csv")) == 0
     frame = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
     assert list(frame.columns) == ["measure", "metric", "average", "system", "value", "ci_low", "ci_high",

@@ -144,7 +144,8 @@ def _notes(comparison) -> list[str]:
              f"significantly different from it ({s['test']} test, alpha {s['alpha']}"
              f"{', Holm-corrected' if s['holm'] else ''})."]
     if without:
-        notes.append("No per-instance values, so no interval or test: " + ", ".join(without) + ".")
+        notes.append("No interval or test (the value is not a mean or a ratio of sums over instances): "
+                     + ", ".join(without) + ".")
     return notes
 
 
