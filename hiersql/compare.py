@@ -8,8 +8,9 @@ and example-based measures, GIE, ...) or a ratio of sums (micro-averaged hP, hR,
 MGIA). The label-based macro measures are means over labels: their items are the labels (``flat.per_label``)
 and their sign test is the macro sign test. The hierarchical confusion matrix's micro measures that are ratios
 of its summed counts (accuracy, precision, recall, F1, FNR, FPR, TNR) are ratios of sums of the per-instance
-counts too. Other measures (the HCM's MCC, prevalence threshold, counts and macro averages, the scoring trees,
-the tree-induced error where it is undefined for some instance) are reported with value and rank only.
+counts too, and their macro averages are means of the per-instance ratios. Other measures (the HCM's MCC,
+prevalence threshold and counts, the scoring trees, the tree-induced error where it is undefined for some
+instance) are reported with value and rank only.
 
 Grouping rule: per measure, systems are sorted best first. Group 1 is the best system and every system whose
 paired test against it is not significant (``p >= alpha``; with ``holm=True`` the p-values are Holm-adjusted
@@ -57,12 +58,14 @@ class EvaluatorLike(Protocol):
 @dataclass(frozen=True)
 class InstanceStatistic:
     """How a measure's value follows from its family's per-instance table: ``Σ num / Σ den`` over the items,
-    ``num`` and ``den`` computed from the table's columns (``den`` ``None``: the mean of ``num``)."""
+    ``num`` and ``den`` computed from the table's columns (``den`` ``None``: the mean of ``num``); with
+    ``per_item``, the mean of the items' own ratios ``num / den`` (``zero_division`` where ``den`` is 0)."""
 
     family: str
     numerator: str | tuple[float, str, ...]
     denominator: tuple[float, str, ...] | None = None
     items: str = "instances"  # or "labels" (flat.per_label)
+    per_item: bool = False
 
 
 def instance_statistic(metric: str, average: str, options: Options) -> InstanceStatistic | None:
@@ -94,13 +97,13 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
         return InstanceStatistic("pair_based", (*size, (-1.0, "mgia_fn")), size)
     if metric in means.get(family, ()) and average == ("" if metric in UNAVERAGED else "macro"):
         return InstanceStatistic(family, metric)
-    if family == "confusion" and average == "micro":  # the summed counts' measures that are ratios of sums
+    if family == "confusion" and average in ("micro", "macro"):  # ratios of sums of the per-instance counts
         from .metrics import plan_of
 
         measure = next(m for m in plan_of(family).measures if m.metric == metric)
         num, den = _linear(measure.numerator), _linear(measure.denominator)
         if num is not None and den is not None and measure.undefined is None:
-            return InstanceStatistic(family, num, den)
+            return InstanceStatistic(family, num, den, per_item=average == "macro")
     return None
 
 
@@ -345,6 +348,11 @@ def _matrices(store: Store, spec: InstanceStatistic, opts: Options, systems: lis
     den = wide(spec.denominator) if spec.denominator is not None else None
     if num.isna().to_numpy().any() or (den is not None and den.isna().to_numpy().any()):
         return None
+    if spec.per_item:  # a mean of the items' ratios
+        import pandas as pd
+
+        return pd.DataFrame(stats.ratio(num.to_numpy(), den.to_numpy(), opts.zero_division), index=num.index,
+                            columns=num.columns), None
     return num, den
 
 

@@ -109,6 +109,14 @@ def test_hcm_micro_interval_is_the_bootstrap_of_the_summed_counts(demo):
         assert got.loc[system, ["ci_low", "ci_high"]].tolist() == pytest.approx(
             ref.loc[system, ["ci_low", "ci_high"]].tolist(), rel=1e-12)
     assert set(got["items"]) == {"instances"}
+    # macro: the mean of the instances' own 2TP / (2TP + FP + FN), 0 where an instance has no count
+    macro = demo.compare(["hcm_f1"], n_resamples=300, seed=3, average="macro").ranking.set_index("system")
+    per_item = (num / den.where(den != 0)).fillna(0.0)
+    ref = stats.paired_bootstrap(per_item, n_resamples=300, seed=3).intervals.set_index("system")
+    for system in DEMO_SYSTEMS:
+        assert macro.loc[system, "value"] == pytest.approx(per_item[system].mean(), rel=1e-12)
+        assert macro.loc[system, ["ci_low", "ci_high"]].tolist() == pytest.approx(
+            ref.loc[system, ["ci_low", "ci_high"]].tolist(), rel=1e-12)
 
 
 def test_pair_tests_match_scipy_on_per_instance_values(demo):
@@ -201,7 +209,8 @@ def test_instance_statistic_covers_what_it_claims():
     assert instance_statistic("hcm_f1", "micro", opts) == InstanceStatistic(
         "confusion", ((2.0, "tp"),), ((2.0, "tp"), (1.0, "fp"), (1.0, "fn")))
     assert instance_statistic("hcm_fpr", "micro", opts).denominator == ((1.0, "fp"), (1.0, "tn"))
-    for metric, average in (("hcm_f1", "macro"), ("hcm_mcc", "micro"), ("hcm_pt", "micro"), ("hcm_tp", "")):
+    assert instance_statistic("hcm_f1", "macro", opts).per_item
+    for metric, average in (("hcm_mcc", "micro"), ("hcm_mcc", "macro"), ("hcm_pt", "micro"), ("hcm_tp", "")):
         assert instance_statistic(metric, average, opts) is None, metric
     assert instance_statistic("mgia", "micro", make_options(denominator="symmetric_difference")) is None
 
