@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 from .commands import COMMANDS
-from .errors import InputError
+from .errors import InputError, masked
 
 
 class Parser(argparse.ArgumentParser):
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = _show_warning
             return int(args.func(args) or 0)
     except InputError as exc:
-        print(f"hiersql: error: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"hiersql: error: {masked(_one_line(str(exc)), *args.argv)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return _interrupted()
@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                   f" ({_one_line(str(exc)).split(' / ')[0]}): give it more memory or free disk space for"
                   " DuckDB's temp_directory", file=sys.stderr)
             return 2
-        print(f"hiersql: internal error: {type(exc).__name__}: {_one_line(str(exc))}{_spark_log()}", file=sys.stderr)
+        print(f"hiersql: internal error: {type(exc).__name__}: {masked(_one_line(str(exc)), *args.argv)}"
+              f"{_spark_log()}", file=sys.stderr)
         return 1
     finally:
         if previous is not None:  # (None also when the earlier handler was not set from Python)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import sqlfiles
-from .errors import DataWarning, InputError, display, is_spark_error, spark_message
+from .errors import DataWarning, InputError, display, is_spark_error, masked, spark_message
 from .options import Options
 from .plan import FamilyPlan, Python, Row, Sql, Step, summary_sql
 
@@ -1220,8 +1220,8 @@ def open_engine(run: Any, rows: int | None = None) -> Engine | None:
         try:
             return PostgresEngine(run.postgres_url)
         except psycopg.Error as exc:  # not reached, refused, or not a connection string at all
-            raise InputError(f"cannot connect: {' '.join(str(exc).split())}", "--postgres-url",
-                             value=display(run.postgres_url)) from None
+            raise InputError(f"cannot connect: {masked(' '.join(str(exc).split()), run.postgres_url)}",
+                             "--postgres-url", value=display(run.postgres_url)) from None
     if run.engine == "spark":
         import os
         import sys

@@ -66,12 +66,45 @@ def spark_message(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def secrets(source: object) -> list[str]:
+    """The passwords a connection string holds, as written and percent-decoded: a URI's user part
+    (``postgresql://me:pw@h/db``; up to the last ``@`` before the path, and each part of it between ``@``: a
+    password written with an ``@`` in it, which a driver splits at the first), its ``?password=`` and a libpq
+    keyword string's ``password=``. Also of a text that is not well formed: a library's error may quote the URI,
+    or the password, of one it could not parse (:func:`masked`)."""
+    from urllib.parse import unquote
+
+    text = str(source)
+    found = []
+    user = re.match(r"^\w+://[^:@/]*:([^/]*)@", text)  # greedy: to the last @ before the path
+    if user:
+        found += [user.group(1), *user.group(1).split("@")]
+    found += re.findall(r"[?&]password=([^&]*)", text)
+    found += [v.strip("'") for v in re.findall(r"\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|[^\s']\S*)", text)]
+    out = []
+    for secret in found:
+        for form in (secret, unquote(secret)):
+            if form and form not in out:
+                out.append(form)
+    return sorted(out, key=len, reverse=True)  # the longer first: one password may contain another
+
+
+def masked(message: str, *sources: object) -> str:
+    """``message`` with every password of ``sources`` (:func:`secrets`) replaced by ``***`` where it stands
+    between characters that are not letters or digits (a driver's error may quote a connection string, or the
+    password itself, that it could not parse; a short password inside a word is left: "p" in "percent")."""
+    for source in sources:
+        for secret in secrets(source):
+            message = re.sub(f"(?<![^\\W_]){re.escape(secret)}(?![^\\W_])", "***", message)
+    return message
+
+
 def display(source: object) -> str:
     """A reference, path or connection string as messages show it: without a password, whether in a URI's
     user part (``postgresql://me:pw@h/db``: left out), in its query (``?password=pw``) or as a keyword of a
     libpq string (``host=h password='p w'``), both shown as ``password=***``."""
     text = str(source)
     if text.startswith(("postgresql://", "postgres://")):
-        text = re.sub(r"^(\w+://[^:@/]*):[^@/]*@", r"\1@", text)
+        text = re.sub(r"^(\w+://[^:@/]*):[^/]*@", r"\1@", text)  # to the last @ before the path
         return re.sub(r"([?&]password=)[^&:]*", r"\1***", text)
     return re.sub(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']\S*)", r"\1***", text)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import InputError, display
+from .errors import InputError, display, masked
 
 if TYPE_CHECKING:
     import duckdb
@@ -565,7 +565,7 @@ def _postgres(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Tab
     try:
         pg = psycopg.connect(dsn, connect_timeout=30)
     except psycopg.Error as exc:
-        raise InputError(f"cannot connect to PostgreSQL ({_first_line(exc)})", where) from None
+        raise InputError(f"cannot connect to PostgreSQL ({masked(_first_line(exc), dsn)})", where) from None
     try:
         pg.read_only, pg.isolation_level = True, psycopg.IsolationLevel.REPEATABLE_READ
         if is_query:

@@ -309,3 +309,43 @@ def test_argument_error_through_python_m_hiersql(tmp_path: Path) -> None:
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == "hiersql evaluate: error: argument --wait: not a number of seconds >= 0: 'x'\n"
+
+
+@pytest.mark.parametrize("url", ["postgresql://me:s3cretX@[::1:5432/db", "postgres://me:s3cret%X@/db?host=/tmp",
+                                 "postgresql://me:p@ss%zz@h/db"])
+def test_a_password_libpq_quotes_in_its_own_error_is_masked(tmp_path, capsys, url):
+    """libpq quotes a URI it cannot parse, or the bad token of it, which may be the password: masked in the one
+    line of a label source, of --postgres-url and of a job queue, and in the Python API's message (was shown)."""
+    from hiersql import Evaluator, InputError, Taxonomy
+
+    (tmp_path / "tax.tsv").write_text(TAX)
+    (tmp_path / "truth.tsv").write_text(TRUTH)
+    password = url.split("://me:", 1)[1].rsplit("@", 1)[0]
+    runs = [ev(pred=f"{url}::runs", tax=str(tmp_path / "tax.tsv"), truth=str(tmp_path / "truth.tsv")),
+            ev("--engine", "postgres", "--postgres-url", url, tax=str(tmp_path / "tax.tsv"),
+               truth=str(tmp_path / "truth.tsv"), pred=str(tmp_path / "truth.tsv")),
+            ["jobs", "status", "--queue", url]]
+    for argv in runs:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("hiersql: error: ") and err.count("\n") == 1, err
+        assert not shown(password, err) and "***" in err, err
+    with pytest.raises(InputError) as caught:
+        Evaluator(Taxonomy.from_edges([("a", "b")])).add_truth(f"{url}::gold")
+    assert not shown(password, str(caught.value)), str(caught.value)
+
+
+def shown(password: str, text: str) -> bool:
+    """Whether ``password``, or a part of it between ``@`` of three characters or more (a driver splits it
+    there), is in ``text``."""
+    return any(part in text for part in [password, *password.split("@")] if len(part) >= 3)
+
+
+def test_secrets_of_connection_strings_by_hand():
+    from hiersql.errors import masked, secrets
+
+    assert secrets("postgresql://me:p%40ss@h/db") == ["p%40ss", "p@ss"]
+    assert secrets("host=h user=me password='p w'") == ["p w"]
+    assert secrets("postgresql://me@h/db?sslmode=require&password=abc") == ["abc"]
+    assert secrets("postgresql://me@h/db") == secrets("duckdb:f.duckdb::t") == []
+    assert masked('in URI: "postgresql://me:s3@[h"', "postgresql://me:s3@[h") == 'in URI: "postgresql://me:***@[h"'

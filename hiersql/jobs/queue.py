@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, display
+from ..errors import InputError, display, masked
 from ..files import write_atomically
 
 SCHEMA = (
@@ -187,7 +187,7 @@ class Queue:
             try:
                 raw = psycopg.connect(self.url, autocommit=True)
             except psycopg.ProgrammingError as exc:  # a malformed URL
-                raise InputError(f"bad queue URL ({str(exc).splitlines()[0]})", "--queue") from None
+                raise InputError(f"bad queue URL ({masked(str(exc).splitlines()[0], self.url)})", "--queue") from None
         else:
             with self._lock:
                 if self._duckdb is None:
