@@ -364,15 +364,24 @@ def duckdb_tables(con: Any) -> list[tuple[str, list[str]]]:
 def _check_no_foreign_tables(con: duckdb.DuckDBPyConnection, where: str, writes: Iterable[str] | None) -> None:
     """A table of the database that has the name of one of hiersql's tables to be written (``writes``, default
     all: ``truth``, ``predictions``, ``results``, ...) but other columns is the user's: an error naming it, before
-    hiersql makes or writes any table (its rows would be deleted and replaced). A job queue of ``hiersql jobs``
-    (a ``jobs`` table beside ``results``) is refused as such: its results are the queue's."""
+    hiersql makes or writes any table (its rows would be deleted and replaced). So is one with hiersql's name
+    and columns in a database that lacks some of hiersql's tables: hiersql makes all of them at once (a user's
+    ``instances(instance_id)`` or ``edges(parent, child, weight)`` has hiersql's columns by chance). A job queue
+    of ``hiersql jobs`` (a ``jobs`` table beside ``results``) is refused as such: its results are the queue's."""
     expected = _schema_columns()
     wanted = set(expected if writes is None else writes)
     found = duckdb_tables(con)
-    if "results" in wanted and {"jobs", "results"} <= {table.lower() for table, _ in found}:
+    names = {table.lower(): table for table, _ in found}
+    if "results" in wanted and {"jobs", "results"} <= set(names):
         raise InputError("is a job queue of hiersql jobs (its results are written by its units): give hiersql a"
                          " database of its own", where, value="jobs")
     check_own_tables(found, {table: [columns] for table, columns in expected.items() if table in wanted}, where)
+    missing = [table for table in expected if table not in names]
+    mine = [names[table] for table in expected if table in wanted and table in names]
+    if mine and missing:
+        raise InputError(f"has a table {mine[0]!r} of one of hiersql's names but not hiersql's other tables (no"
+                         f" {missing[0]!r}), so not made by hiersql: give hiersql a database of its own", where,
+                         value=mine[0])
 
 
 def check_own_tables(found: Iterable[tuple[str, Sequence[str]]], forms: Mapping[str, Sequence[Sequence[str]]],
