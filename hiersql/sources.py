@@ -743,7 +743,8 @@ class LabelTable(NamedTuple):
     def rows(self) -> str:
         """SQL of the rows as the store stages them: ``instance_id, label, score_text, score, system,
         rank_text, ord, line`` (text, but ``score`` and ``ord``, the rank column's value, as numbers; ``line``
-        is the row's number in the table's scan order)."""
+        is the row's number in the table's scan order; the system without the spaces around it, as ids and
+        labels are read: ``'shallow '`` is the system ``shallow``)."""
         cols = self.columns
         used = list(dict.fromkeys(cols.values()))
         text = {role: f"CAST({quote(col)} AS VARCHAR)" for role, col in cols.items()}
@@ -751,7 +752,7 @@ class LabelTable(NamedTuple):
                   for role in ("score", "rank")}
         return (f"SELECT {text['instance']} AS instance_id, {text['label']} AS label,"
                 f" {text.get('score', 'NULL::VARCHAR')} AS score_text, {number['score']} AS score,"
-                f" {text.get('system', 'NULL::VARCHAR')} AS system,"
+                f" trim({text.get('system', 'NULL::VARCHAR')}) AS system,"
                 f" {text.get('rank', 'NULL::VARCHAR')} AS rank_text, {number['rank']} AS ord,"
                 f" row_number() OVER () + {self.table.first_line - 1:d} AS line"
                 f" FROM {self.table.read(used)}")

@@ -196,7 +196,7 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
             return F.expr(f"try_cast({col[role]} AS DOUBLE)")
         return F.col(col[role]).cast("double")
 
-    def trimmed(role: str) -> Any:  # the spaces around ids and labels, as every reader strips them
+    def trimmed(role: str) -> Any:  # the spaces around ids, labels and systems, as every reader strips them
         return F.trim(text(role), F.lit(SPACES))
 
     by_column = predictions and "system" in col
@@ -207,7 +207,7 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
         F.lit(k).alias("_src"), trimmed("instance").alias("instance_id"), trimmed("label").alias("label"),
         text("score").alias("score_text"), number("score").alias("score"), text("rank").alias("rank_text"),
         number("rank").alias("ord"), F.lit("rank" in col).alias("_ranked"),
-        (text("system") if by_column else F.lit(named).cast("string")).alias("system"),
+        (trimmed("system") if by_column else F.lit(named).cast("string")).alias("system"),
         F.struct(F.input_file_name().alias("file"), F.monotonically_increasing_id().alias("row")).alias("_o"))
     return _Source(rows, where, labels.columns, None if by_column else named, system if by_column else None)
 

@@ -275,6 +275,25 @@ def test_spaces_around_labels_and_ids_are_stripped_from_every_source(tmp_path):
     assert label_sets.evaluate("hp,hr")["value"].tolist() == expected["value"].tolist()
 
 
+def test_spaces_around_a_system_column_s_values_are_stripped(tmp_path):
+    """A system column's values are read as ids and labels are: 'M1' and 'M1 ' (no-break space too) are one
+    system, not two that each predicted half the instances and print alike (tu s24-warehouse finding 3); a
+    value that is nothing but spaces is a missing system."""
+    long = pd.DataFrame({"model": ["M1", "M1\u00a0", "M2 ", " M2"], "instance_id": ["i1", "i2", "i1", "i2"],
+                         "label": ["a1", "a", "a", "b"]})
+    ev = Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions(None, long.assign(
+        instance_id=["0", "1", "0", "1"]), system_col="model")
+    got = ev.evaluate("hp,hr", average=["micro"])
+    assert got["system"].tolist() == ["M1", "M1", "M2", "M2"]
+    # the same predictions read one system at a time
+    one = Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions("M1", [["a1"], ["a"]]).add_predictions(
+        "M2", [["a"], ["b"]])
+    pd.testing.assert_frame_equal(got, one.evaluate("hp,hr", average=["micro"]))
+    blank = long.assign(model=["M1", "\u3000", "M2", "M2"], instance_id=["0", "1", "0", "1"])
+    raises(lambda: Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions(None, blank, system_col="model"),
+           "<DataFrame>:2: missing system (NULL or empty): ''", InputError)
+
+
 def test_spaces_around_the_labels_an_option_names_are_stripped():
     """``labels=`` names labels as the data does: the spaces around each stripped (with them, " a" would be
     a class of its own, never predicted); a label that is nothing but spaces is refused."""
