@@ -299,7 +299,7 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
     if isinstance(source, str) and source.startswith("sql:"):
         where = name or source
         try:
-            rel = con.sql(_one_select(con, source[4:], where))
+            rel = con.sql(_in_order(_one_select(con, source[4:], where)))
         except duckdb.Error as exc:
             raise InputError(f"query failed ({_first_line(exc)})", where) from None
         return _relation(con, rel, where)
@@ -469,6 +469,29 @@ def _one_select(con: duckdb.DuckDBPyConnection, query: str, where: str) -> str:
     return query
 
 
+def _in_order(query: str) -> str:
+    """A DuckDB ``query`` whose rows come in an order that is the same at every run (a label's rank within its
+    instance is its row's position): as it is when it has its own ``ORDER BY``, or when it only selects from
+    one table or file (``WHERE`` and expressions keep the scan order, which DuckDB preserves); else (``DISTINCT``,
+    ``GROUP BY``, joins, set operations, windows, subqueries: their rows come in the order the threads happen to
+    finish) sorted by all its columns, ``ORDER BY ALL``. A query sqlglot cannot parse is left as it is."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(query, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return query
+    if tree.args.get("order"):
+        return query
+    source = tree.args.get("from_") if isinstance(tree, exp.Select) else None
+    simple = (source is not None and not any(tree.args.get(k) for k in ("distinct", "group", "joins", "with_",
+                                                                         "having", "qualify", "limit"))
+              and isinstance(source.this, exp.Table | exp.Anonymous | exp.Func)
+              and not any(tree.find_all(exp.Window, exp.Subquery, exp.AggFunc)))
+    return query if simple else f"SELECT * FROM ({query}) ORDER BY ALL"
+
+
 def _duckdb_file(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Table:
     """``duckdb:PATH::[schema.]table`` or ``duckdb:PATH::SELECT …``, with PATH attached read-only."""
     import duckdb
@@ -491,7 +514,7 @@ def _duckdb_file(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> 
             before = con.execute("SELECT current_database()").fetchall()[0][0]
             con.execute(f"USE {quote(alias)}")
             try:  # materialised while the file is the current database
-                data = con.sql(_one_select(con, rest, where)).to_arrow_table()
+                data = con.sql(_in_order(_one_select(con, rest, where))).to_arrow_table()
             except duckdb.Error as exc:
                 raise InputError(f"query failed ({_first_line(exc)})", where) from None
             finally:
