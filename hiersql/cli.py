@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 from .commands import COMMANDS
-from .errors import InputError, masked
+from .errors import InputError, masked, query_interrupted
 
 
 class Parser(argparse.ArgumentParser):
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # internal error: one line, exit 1; HIERSQL_DEBUG=1 shows the traceback
         import os
 
-        if _query_interrupted(exc):
+        if query_interrupted(exc):
             return _interrupted()
         if os.environ.get("HIERSQL_DEBUG"):
             raise
@@ -97,14 +97,6 @@ def _interrupted() -> int:
         return 128 + signal.SIGTERM
     print("hiersql: interrupted", file=sys.stderr)
     return 130
-
-
-def _query_interrupted(exc: Exception) -> bool:
-    """Whether ``exc`` is DuckDB's word for a query that Ctrl-C or SIGTERM stopped: it turns the
-    KeyboardInterrupt raised while it runs into its own exception (``InterruptException``, or a RuntimeError
-    'Query interrupted' where it fetched the rows)."""
-    return type(exc).__name__ == "InterruptException" or (
-        isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted")
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -66,6 +66,14 @@ def spark_message(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def query_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is DuckDB's word for a query that Ctrl-C or SIGTERM stopped: it turns the
+    KeyboardInterrupt raised while it runs into its own exception (``InterruptException``, or a RuntimeError
+    'Query interrupted' where it fetched the rows): the command stops as on Ctrl-C, not as on an error."""
+    return type(exc).__name__ == "InterruptException" or (
+        isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted")
+
+
 def secrets(source: object) -> list[str]:
     """The passwords a connection string holds, as written and percent-decoded: a URI's user part
     (``postgresql://me:pw@h/db``; up to the last ``@`` before the path, and each part of it between ``@``: a

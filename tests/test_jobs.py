@@ -547,6 +547,31 @@ def test_schedule_says_how_many_runs_failed(fixtures_dir, tmp_path, capsys):
         f"hiersql: error: {spec}: 2 of 2 scheduled run(s) failed (their errors are above)"]
 
 
+def test_schedule_stops_on_a_sigterm_that_lands_in_a_duckdb_query(fixtures_dir, tmp_path, capsys, monkeypatch):
+    """SIGTERM while a run's submission is in a DuckDB query: DuckDB turns it into its own error ("Query
+    interrupted"), which the scheduler took for a failed run, and went on (tu s24-jobs finding 2: only SIGKILL
+    stopped it); now it stops as jobs run does. The signal is real, sent while a real query runs."""
+    import signal
+    import threading
+
+    spec = make_job(tmp_path, fixtures_dir)
+    from hiersql.jobs.queue import Connection
+
+    submit_units = Connection.submit
+
+    def slow_submit(self, *args, **kwargs):
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        with duckdb.connect() as con:  # a query of many seconds, stopped by the signal
+            con.execute("SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b").fetchall()
+        return submit_units(self, *args, **kwargs)
+
+    monkeypatch.setattr(Connection, "submit", slow_submit)
+    start = time.monotonic()
+    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * * *", "--runs", "3"]) == 143
+    assert time.monotonic() - start < 20
+    assert capsys.readouterr().err == "hiersql: terminated\n"
+
+
 @pytest.mark.parametrize(("flags", "said"), [
     (["run", "{spec}", "--job", "nosuch"], "--job: picks jobs of the queue to run, not with a job file (SPEC runs"
                                            " its own submission): 'nosuch'"),

@@ -239,7 +239,7 @@ def _print_summary(summary) -> None:
 def _schedule(args: argparse.Namespace) -> int:
     import sys
 
-    from ..errors import InputError
+    from ..errors import InputError, query_interrupted
     from ..jobs.runner import message
     from ..jobs.schedule import check_cron, schedule
     from ..jobs.spec import load_spec
@@ -258,6 +258,8 @@ def _schedule(args: argparse.Namespace) -> int:
             finally:
                 queue.close()
         except Exception as exc:  # a bad job file, failed units, a queue out of reach: said; the next run comes
+            if query_interrupted(exc):  # Ctrl-C or SIGTERM landed in a DuckDB query: stop, as jobs run does
+                raise KeyboardInterrupt from None
             failed += 1
             print(f"hiersql: error: {message(exc)}", file=sys.stderr)
         sys.stdout.flush()
