@@ -21,6 +21,25 @@ MAGIC_OFFSET = 8
 LOCK_POLL_SECONDS = 0.2
 
 
+def check_file(path: str | Path, where: str, read_only: bool = False) -> None:
+    """An :class:`~hiersql.errors.InputError` naming ``where`` unless ``path`` can be a DuckDB database file: a
+    folder, a file in a folder that does not exist, a file that is not a DuckDB database (DuckDB 2 opens a CSV,
+    text or Parquet file as an in-memory database with a view of it: what is written there is lost), or, when
+    ``read_only``, a missing file."""
+    file = Path(path)
+    if file.is_dir():
+        raise InputError("is a folder, not a DuckDB file", where)
+    if not file.parent.is_dir():
+        raise InputError("folder of the DuckDB file does not exist", where, value=str(file.parent))
+    if file.exists():
+        with file.open("rb") as fh:
+            head = fh.read(MAGIC_OFFSET + len(MAGIC))
+        if head[MAGIC_OFFSET:] != MAGIC:
+            raise InputError("not a DuckDB database file", where)
+    elif read_only:
+        raise InputError("DuckDB file not found", where)
+
+
 def connect(path: str | Path, *, read_only: bool = False, wait: float = 0.0, source: str | None = None
             ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection to the database file ``path`` (created if missing, unless ``read_only``).
@@ -45,24 +64,13 @@ def connect(path: str | Path, *, read_only: bool = False, wait: float = 0.0, sou
     """
     import duckdb
 
-    file = Path(path)
     where = source or str(path)
-    if file.is_dir():
-        raise InputError("is a folder, not a DuckDB file", where)
-    if not file.parent.is_dir():
-        raise InputError("folder of the DuckDB file does not exist", where, value=str(file.parent))
-    if file.exists():
-        with file.open("rb") as fh:
-            head = fh.read(MAGIC_OFFSET + len(MAGIC))
-        if head[MAGIC_OFFSET:] != MAGIC:
-            raise InputError("not a DuckDB database file", where)
-    elif read_only:
-        raise InputError("DuckDB file not found", where)
+    check_file(path, where, read_only)
     wait = wait if 0 < wait < float("inf") else 0.0  # NaN too: never wait for ever
     deadline = time.monotonic() + wait
     while True:
         try:
-            return duckdb.connect(str(file), read_only=read_only)
+            return duckdb.connect(str(path), read_only=read_only)
         except duckdb.IOException as exc:
             text = str(exc)
             holder = re.search(r"lock is held in (.+?) \(PID (\d+)\)", text)

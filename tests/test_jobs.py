@@ -547,29 +547,29 @@ def test_schedule_says_how_many_runs_failed(fixtures_dir, tmp_path, capsys):
         f"hiersql: error: {spec}: 2 of 2 scheduled run(s) failed (their errors are above)"]
 
 
-def test_schedule_stops_on_a_sigterm_that_lands_in_a_duckdb_query(fixtures_dir, tmp_path, capsys, monkeypatch):
-    """SIGTERM while a run's submission is in a DuckDB query: DuckDB turns it into its own error ("Query
-    interrupted"), which the scheduler took for a failed run, and went on (tu s24-jobs finding 2: only SIGKILL
-    stopped it); now it stops as jobs run does. The signal is real, sent while a real query runs."""
-    import signal
+def test_schedule_stops_when_a_duckdb_query_of_a_run_is_interrupted(fixtures_dir, tmp_path, capsys, monkeypatch):
+    """Ctrl-C or SIGTERM while a run's submission is in a DuckDB query: DuckDB stops the query and raises its
+    own error ("Query interrupted"), which the scheduler took for a failed run, and went on (tu s24-jobs finding
+    2: only SIGKILL stopped it); now it stops as jobs run does. The query is a real one, stopped as DuckDB stops
+    it on a signal (``interrupt()``, from another thread: no race with the signal's delivery)."""
     import threading
 
-    spec = make_job(tmp_path, fixtures_dir)
     from hiersql.jobs.queue import Connection
 
+    spec = make_job(tmp_path, fixtures_dir)
     submit_units = Connection.submit
 
     def slow_submit(self, *args, **kwargs):
-        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
-        with duckdb.connect() as con:  # a query of many seconds, stopped by the signal
+        with duckdb.connect() as con:  # a query of many seconds, stopped
+            threading.Timer(0.3, con.interrupt).start()
             con.execute("SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b").fetchall()
         return submit_units(self, *args, **kwargs)
 
     monkeypatch.setattr(Connection, "submit", slow_submit)
     start = time.monotonic()
-    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * * *", "--runs", "3"]) == 143
+    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * * *", "--runs", "3"]) == 130
     assert time.monotonic() - start < 20
-    assert capsys.readouterr().err == "hiersql: terminated\n"
+    assert capsys.readouterr().err == "hiersql: interrupted\n"
 
 
 @pytest.mark.parametrize(("flags", "said"), [
@@ -737,6 +737,54 @@ def test_column_keywords_read_csv_files_with_the_users_names(fixtures_dir, tmp_p
 
 
 SLOW_RUN = Path(__file__).with_name("slow_jobs_run.py")
+
+
+@pytest.mark.parametrize("name", ["ex.tsv", "runs.parquet"])
+def test_a_queue_that_is_a_data_file_is_refused_and_left_as_it_is(fixtures_dir, tmp_path, capsys, name):
+    """DuckDB opens a CSV, TSV or Parquet file as an in-memory database with a view of it: a queue there took
+    every result into memory and lost it, exit 0 (tu s24-jobs finding 1); now exit 2 naming the file, from
+    --queue and from the job file's queue, as evaluate --db does; report --db says the same."""
+    spec = make_job(tmp_path, fixtures_dir)
+    path = tmp_path / name
+    with duckdb.connect() as con:
+        con.execute(f"COPY (SELECT 'i1' AS doc, 'a' AS genre) TO '{path}'")
+    before = path.read_bytes()
+    said = f"hiersql: error: {path}: not a DuckDB database file\n"
+    for argv in (["jobs", "run", str(spec), "--queue", str(path)], ["jobs", "submit", str(spec), "--queue", str(path)],
+                 ["jobs", "status", "--queue", str(path)], ["report", "--db", str(path), "--out",
+                                                               str(tmp_path / "r.html")]):
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err == said
+    spec.write_text(spec.read_text().replace('queue = "q.duckdb"', f'queue = "{name}"'))
+    assert main(["jobs", "run", str(spec)]) == 2
+    assert capsys.readouterr().err == said
+    assert path.read_bytes() == before and not (tmp_path / "r.html").exists()
+
+
+def test_report_of_a_queue_file_a_run_holds_waits_for_it(fixtures_dir, tmp_path, capsys):
+    """report --db on a file another process holds: one line naming the process (was an internal error);
+    with --wait, the report once the file is free."""
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec)]) == 0
+    path = tmp_path / "q.duckdb"
+    hold = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('HELD', flush=True);"
+            " time.sleep(float(sys.argv[2]))")
+    out = tmp_path / "r.html"
+    for seconds, argv, code in (("30", [], 2), ("2", ["--wait", "30"], 0)):
+        holder = subprocess.Popen([sys.executable, "-c", hold, str(path), seconds], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline() == "HELD\n"
+            capsys.readouterr()
+            assert main(["report", "--db", str(path), "--out", str(out), *argv]) == code
+            err = capsys.readouterr().err
+        finally:
+            holder.kill()
+            holder.wait()
+        if code:
+            assert err.startswith(f"hiersql: error: {path}: DuckDB file is locked by process {holder.pid}")
+            assert err.count("\n") == 1 and not out.exists()
+        else:
+            assert out.exists() and err == f"hiersql: wrote {out}\n"
 
 
 def test_status_while_a_run_holds_the_queue_file(fixtures_dir, tmp_path):

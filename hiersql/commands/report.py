@@ -169,17 +169,19 @@ def from_results(args: argparse.Namespace):
     from html import escape
     from pathlib import Path
 
-    import duckdb
-
     from ..compare import LOWER_IS_BETTER, Comparison
-    from ..errors import InputError
+    from ..dbfile import connect
+    from ..errors import InputError, display
     from ..report import comparison_sections, file_digest, html_page, provenance, results_ranking
     from ..stats import rank_correlations
     from .common import write_page
 
+    if args.db.startswith(("postgresql://", "postgres://")):
+        raise InputError("report --db reads a DuckDB file; the results of a PostgreSQL queue: hiersql jobs results"
+                         " --queue URL", "--db", value=display(args.db))
     if not Path(args.db).is_file():
         raise InputError("results database not found", args.db)
-    with duckdb.connect(args.db, read_only=True) as con:
+    with connect(args.db, read_only=True, wait=args.wait) as con:  # a DuckDB file, waited for when locked
         has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'results'").fetchall()
         if not has[0][0]:
             raise InputError("no results table (run hiersql evaluate --db or hiersql jobs run first)", args.db)

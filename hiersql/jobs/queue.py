@@ -202,6 +202,9 @@ class Queue:
     def _open_duckdb(self) -> Any:
         import duckdb
 
+        from ..dbfile import check_file
+
+        check_file(self.url, self.url, self.read_only)  # a CSV or Parquet file would be an in-memory queue
         deadline = time.monotonic() + self.wait
         while True:
             try:
