@@ -282,6 +282,51 @@ def test_status_cancel_and_result_formats(fixtures_dir, tmp_path, capsys):
     assert len(table) == 2 + 8
 
 
+def test_results_of_a_job_name_are_those_of_its_latest_submission(fixtures_dir, tmp_path, capsys):
+    """``jobs results --job NAME`` is the default's rows of that name: a system whose predictions changed shows
+    its new value only (it showed the old one beside it: tu s24-jobs finding 3), a system taken out of the job
+    file is gone; --history keeps every run of every submission of the name."""
+    spec = make_job(tmp_path, fixtures_dir)
+    queue = str(tmp_path / "q.duckdb")
+    assert main(["jobs", "run", str(spec)]) == 0
+    shallow = tmp_path / "preds" / "shallow.tsv"
+    shallow.write_text("".join(shallow.read_text().splitlines(keepends=True)[1:]))  # one instance less
+    (tmp_path / "preds" / "cautious.tsv").unlink()
+    assert main(["jobs", "run", str(spec)]) == 0
+    capsys.readouterr()
+
+    def results(*flags: str) -> list[tuple]:
+        assert main(["jobs", "results", "--queue", queue, "--format", "csv", *flags]) == 0
+        return [(r["dataset"], r["system"], r["metric"], r["value"])
+                for r in csv.DictReader(io.StringIO(capsys.readouterr().out))]
+
+    latest = results()
+    assert results("--job", "demo-job") == latest
+    assert {(d, s) for d, s, _, _ in latest} == {("demo", "flat_errors"), ("demo", "shallow"), ("demo-root", "shallow")}
+    assert len({(d, s, m) for d, s, m, _ in latest}) == len(latest)  # one value per dataset, system, measure
+    history = results("--job", "demo-job", "--history")
+    assert len(history) == 8 + 4  # the first run's 8 rows, the changed shallow's 2 x 2 rows
+    assert set(latest) < set(history)
+
+
+def test_two_job_files_of_one_name_on_one_queue_are_warned_of(fixtures_dir, tmp_path, capsys):
+    """Two teams' nightly.toml (the name is the file's stem) on one queue are one job to jobs results, which
+    shows the one submitted last (tu s24-jobs finding 5): the second submission says so."""
+    for team in ("a", "b"):
+        (tmp_path / team).mkdir()
+        spec = make_job(tmp_path / team, fixtures_dir)
+        text = spec.read_text().replace('name = "demo-job"\n', "")
+        text = text.replace('queue = "q.duckdb"', 'queue = "../q.duckdb"')
+        (tmp_path / team / "nightly.toml").write_text(text)
+    assert main(["jobs", "submit", str(tmp_path / "a" / "nightly.toml")]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["jobs", "submit", str(tmp_path / "b" / "nightly.toml")]) == 0
+    assert capsys.readouterr().err == (
+        f"hiersql: warning: {tmp_path / 'b' / 'nightly.toml'}: the job name 'nightly' is also the name of"
+        f" {tmp_path / 'a' / 'nightly.toml'} on this queue: jobs results shows the one submitted last; give each"
+        " job file a name of its own (name =)\n")
+
+
 @pytest.mark.parametrize("action", [["status"], ["results"], ["cancel", "--all"]])
 def test_a_queue_that_is_not_there_is_not_made(tmp_path, monkeypatch, capsys, action):
     # a typo in --queue (or the default ./jobs.duckdb in another folder) read as an empty queue would hide jobs

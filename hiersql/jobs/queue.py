@@ -359,6 +359,16 @@ class Connection:
         run killed, then started again with its job file, would otherwise leave them queued for ever, and so
         would a system or dataset taken out of the file). Returns the job id and the number queued."""
         job_id = f"{now():%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:6]}"
+        other = self.execute("SELECT spec FROM jobs WHERE name = ? AND spec <> ? ORDER BY job_id DESC LIMIT 1",
+                             (name, spec))
+        if other:  # one name, one job: jobs results would show only the file submitted last
+            import warnings
+
+            from ..errors import DataWarning
+
+            warnings.warn(f"{spec}: the job name {name!r} is also the name of {other[0][0]} on this queue: jobs"
+                          " results shows the one submitted last; give each job file a name of its own (name =)",
+                          DataWarning, stacklevel=2)
         with self.transaction():
             self._cancel_queued("job_id IN (SELECT job_id FROM jobs WHERE spec = ?)", [spec],
                                 f"superseded by job {job_id}")
@@ -379,16 +389,19 @@ class Connection:
                 f"SELECT DISTINCT key FROM results WHERE key IN ({', '.join('?' * len(part))})", part)}
         return found
 
-    def job_ids(self, jobs: list[str] | None) -> list[str]:
-        """The ids of ``jobs`` (ids or names; a name means its jobs), every job when ``None``."""
+    def job_ids(self, jobs: list[str] | None, latest: bool = False) -> list[str]:
+        """The ids of ``jobs`` (ids or names; a name means its jobs, or with ``latest`` its latest submission),
+        every job when ``None``."""
         rows = self.execute("SELECT job_id, name FROM jobs ORDER BY job_id")
         if jobs is None:
             return [r[0] for r in rows]
-        out = [r[0] for r in rows if r[0] in jobs or r[1] in jobs]
         missing = [j for j in jobs if not any(j in r for r in rows)]
         if missing:
             raise InputError("no such job in the queue", self.queue.url, value=missing[0])
-        return out
+        if latest:  # job ids sort by submission time
+            last = {name: job_id for job_id, name in rows}
+            return sorted({r[0] for r in rows if r[0] in jobs} | {last[j] for j in jobs if j in last})
+        return [r[0] for r in rows if r[0] in jobs or r[1] in jobs]
 
     # ------------------------------------------------------------------ work
     def claim(self, jobs: list[str] | None, workers: int, max_batch: int) -> list[Claimed]:
@@ -587,8 +600,9 @@ class Connection:
         of its units, the latest run of the unit's key, whether that unit computed it, found it unchanged, or
         did not (yet) compute it again (a ``--recompute`` that failed, was interrupted or is queued: the key
         hashes the inputs, so the stored rows of the key are those inputs' values); a key without results has
-        no rows. ``jobs`` picks submissions (ids or names); ``history``: every stored row of those jobs' keys,
-        oldest first (all rows when ``jobs`` is ``None``)."""
+        no rows. ``jobs`` picks submissions (ids, or names: the latest submission of each, and with ``history``
+        all of them); ``history``: every stored row of those jobs' keys, oldest first (all rows when ``jobs``
+        is ``None``)."""
         if history and jobs is None:
             return self.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results"
                                 " ORDER BY created_at, run_id, dataset, system, metric, average")
@@ -596,7 +610,7 @@ class Connection:
             ids = [r[0] for r in self.execute(
                 "SELECT max(job_id) FROM jobs GROUP BY name ORDER BY max(job_id)")]
         else:
-            ids = self.job_ids(jobs)
+            ids = self.job_ids(jobs, latest=not history)
         if not ids:
             return []
         marks = ", ".join("?" * len(ids))
