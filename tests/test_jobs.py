@@ -327,6 +327,22 @@ def test_two_job_files_of_one_name_on_one_queue_are_warned_of(fixtures_dir, tmp_
         " job file a name of its own (name =)\n")
 
 
+def test_an_unreachable_queue_is_named_where_it_was_given(fixtures_dir, tmp_path, capsys):
+    """A PostgreSQL queue that does not answer: named by the job file and the line of its queue key when it
+    came from there (it said --queue, which was not given), by --queue otherwise; the URL without its
+    password."""
+    url = f"postgresql://me:s3cret@/db?host={tmp_path / 'nosuch'}&port=5999"
+    spec = make_job(tmp_path, fixtures_dir)
+    spec.write_text(spec.read_text().replace('queue = "q.duckdb"', f'queue = "{url}"'))
+    shown = f"'postgresql://me@/db?host={tmp_path / 'nosuch'}&port=5999'"
+    for argv, where in ((["jobs", "run", str(spec)], f"{spec}:2"),
+                        (["jobs", "status", "--queue", url], "--queue")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"hiersql: error: {where}: cannot reach the queue (") and err.endswith(f": {shown}\n")
+        assert "s3cret" not in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("action", [["status"], ["results"], ["cancel", "--all"]])
 def test_a_queue_that_is_not_there_is_not_made(tmp_path, monkeypatch, capsys, action):
     # a typo in --queue (or the default ./jobs.duckdb in another folder) read as an empty queue would hide jobs

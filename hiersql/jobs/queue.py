@@ -129,9 +129,11 @@ class Queue:
     a DuckDB file that another process holds (then :class:`~hiersql.errors.InputError` naming that process).
     ``create=False``: a queue that must exist already (reading its status or results, cancelling), an
     :class:`~hiersql.errors.InputError` if it does not; a DuckDB file is then opened read-only unless
-    ``write`` (it may be on a read-only file system)."""
+    ``write`` (it may be on a read-only file system). ``named``: where the queue was given, for messages
+    (``("--queue", None)``, or the job file and the line of its ``queue`` key); default ``--queue``."""
 
-    def __init__(self, url: str | Path, wait: float = 0.0, create: bool = True, write: bool = True) -> None:
+    def __init__(self, url: str | Path, wait: float = 0.0, create: bool = True, write: bool = True,
+                 named: tuple[str, int | None] = ("--queue", None)) -> None:
         self.url = str(url)
         self.postgres = is_postgres(self.url)
         self.wait = wait
@@ -160,8 +162,10 @@ class Queue:
                     for statement in SCHEMA:  # (on an existing queue: the columns and tables added since)
                         con.execute(statement)
         except self.transient as exc:  # later, the same errors are retried
-            raise InputError(f"cannot reach the queue ({str(exc).splitlines()[0]})",
-                             "--queue" if self.postgres else self.url) from None
+            if not self.postgres:
+                named = (self.url, None)
+            raise InputError(f"cannot reach the queue ({masked(str(exc).splitlines()[0], self.url)})", *named,
+                             value=display(self.url) if self.postgres else None) from None
         except InputError:  # not a queue: the file is not held on
             self.close()
             raise
