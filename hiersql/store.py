@@ -156,7 +156,8 @@ class Store:
         system column (``system_col``, or a column named ``system``) gives one system per value: then
         ``system`` is ``None``."""
         columns = Columns(instance=instance_col, label=label_col, score=score_col, system=system_col, rank=rank_col)
-        self._load_predictions([(system, source, name)], format, unknown, no_truth, columns)
+        (_, _, named), = prediction_items([(system, source)])  # SYSTEM=<DataFrame>, as add_predictions_many says
+        self._load_predictions([(system, source, name or named)], format, unknown, no_truth, columns)
 
     def add_predictions_many(
         self,

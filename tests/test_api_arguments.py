@@ -294,6 +294,15 @@ def test_spaces_around_a_system_column_s_values_are_stripped(tmp_path):
            "<DataFrame>:2: missing system (NULL or empty): ''", InputError)
 
 
+def test_a_bad_row_of_one_systems_dataframe_is_named_by_its_system():
+    """add_predictions("s", frame) is the one-system case of add_predictions_many: the same message, which
+    names the system's source (it said <DataFrame>:2, as a bad truth does: tu s24-warehouse finding 5)."""
+    bad = pd.DataFrame({"instance_id": ["0", "1"], "label": ["a", "zebra"]})
+    said = "s=<DataFrame>:2: label not in the taxonomy: 'zebra'"
+    raises(lambda: Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions("s", bad), said, InputError)
+    raises(lambda: Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions_many({"s": bad}), said, InputError)
+
+
 def test_spaces_around_the_labels_an_option_names_are_stripped():
     """``labels=`` names labels as the data does: the spaces around each stripped (with them, " a" would be
     a class of its own, never predicted); a label that is nothing but spaces is refused."""
