@@ -37,7 +37,7 @@ from .closure import fill_taxonomy
 from .errors import InputError
 from .readers import LabelSource, Staged, first_row, prediction_items, temp_table, warn_data
 from .sources import Columns
-from .taxonomy import Taxonomy
+from .taxonomy import Taxonomy, as_taxonomy
 
 if TYPE_CHECKING:
     import duckdb
@@ -95,13 +95,16 @@ class Store:
         return other
 
     # ------------------------------------------------------------------ taxonomy
-    def load_taxonomy(self, taxonomy: Taxonomy, max_depth: int | None = None, closure_view: bool = False) -> None:
-        """Replace the taxonomy tables (edges, nodes, closure) with ``taxonomy``; the closure is computed by
+    def load_taxonomy(self, taxonomy: Taxonomy | Any, max_depth: int | None = None, closure_view: bool = False
+                      ) -> None:
+        """Replace the taxonomy tables (edges, nodes, closure) with ``taxonomy`` (a :class:`Taxonomy`, or what
+        :func:`~hiersql.taxonomy.as_taxonomy` reads: a path, a table reference, edges, ...); the closure is computed by
         ``sql/closure.sql`` inside DuckDB, only up to ``max_depth`` edges when given (a partial closure, for
         measures that never look further, such as HEMKit mode). With ``closure_view``, ``closure`` (on names)
         is a view of ``node_closure`` (on positions) that joins the names when it is read, instead of a table
         filled now: cheaper for a caller that reads only ``node_closure`` (the DuckDB variants of the set-based
         lists and of the LCA queries, as HEMKit mode does); every query still reads the same rows."""
+        taxonomy = as_taxonomy(taxonomy)
         with self.transaction():
             fill_taxonomy(self.con, taxonomy, max_depth, closure_view)
         self.taxonomy = taxonomy

@@ -454,16 +454,22 @@ def _check_acyclic(tax: Taxonomy, tops: list[str], top_depth: int) -> tuple[int,
     )
 
 
-TAXONOMY_FORMS = "a Taxonomy, a path, edges (parent, child), a DataFrame or a networkx DiGraph"
+TAXONOMY_FORMS = ("a Taxonomy, a path, a table reference, edges (parent, child), a DataFrame or a networkx"
+                  " DiGraph")
 
 
 def as_taxonomy(taxonomy: Any, parameter: str = "taxonomy") -> Taxonomy:
-    """A :class:`~hiersql.taxonomy.Taxonomy` from a Taxonomy, a path, a networkx DiGraph, a DataFrame with
+    """A :class:`~hiersql.taxonomy.Taxonomy` from a Taxonomy, a path, a table reference
+    (:meth:`Taxonomy.from_table`: ``duckdb:PATH::table``, ...), a networkx DiGraph, a DataFrame with
     ``parent``/``child`` columns, or an iterable of ``(parent, child)`` pairs (the forms the one-shot functions
     and :class:`~hiersql.evaluator.Evaluator` take); anything else is an
     :class:`~hiersql.options.OptionError` naming ``parameter`` and the value."""
+    from .sources import is_reference
+
     if isinstance(taxonomy, Taxonomy):
         return taxonomy
+    if is_reference(taxonomy):  # duckdb:PATH::table, postgresql://...::table, sql:SELECT ...
+        return Taxonomy.from_table(taxonomy)
     if isinstance(taxonomy, str | PathLike):
         return Taxonomy.from_file(taxonomy)
     if hasattr(taxonomy, "is_directed"):

@@ -21,7 +21,8 @@ from hiersql.options import OptionError
 
 EDGES = [("r", "a"), ("r", "b"), ("a", "a1")]
 TAX = Taxonomy.from_edges(EDGES)
-TAXONOMY_RULE = "taxonomy must be a Taxonomy, a path, edges (parent, child), a DataFrame or a networkx DiGraph"
+TAXONOMY_RULE = ("taxonomy must be a Taxonomy, a path, a table reference, edges (parent, child), a DataFrame or a"
+                 " networkx DiGraph")
 
 
 def raises(call, message: str, kind: type[Exception] = OptionError) -> InputError:
@@ -301,6 +302,28 @@ def test_a_bad_row_of_one_systems_dataframe_is_named_by_its_system():
     said = "s=<DataFrame>:2: label not in the taxonomy: 'zebra'"
     raises(lambda: Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions("s", bad), said, InputError)
     raises(lambda: Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions_many({"s": bad}), said, InputError)
+
+
+def test_a_taxonomy_table_reference_is_read_by_every_taxonomy_parameter(tmp_path):
+    """Evaluator, the one-shot functions and Store.load_taxonomy take ``duckdb:PATH::table`` as Store.load and
+    --taxonomy do (they said "taxonomy file not found", and load_taxonomy raised AttributeError: tu
+    s24-warehouse finding 6)."""
+    import duckdb
+
+    from hiersql import Store
+
+    path = tmp_path / "w.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE tax AS SELECT * FROM (VALUES ('r', 'a'), ('r', 'b'), ('a', 'a1')) t(parent, child)")
+    ref = f"duckdb:{path}::tax"
+    y_true, y_pred = [["a1"], ["b"]], [["a"], ["b"]]
+    assert hiersql.hierarchical_f1(y_true, y_pred, ref) == hiersql.hierarchical_f1(y_true, y_pred, TAX)
+    got = Evaluator(ref).add_truth(y_true).add_predictions("s", y_pred).evaluate("hf")
+    pd.testing.assert_frame_equal(got, evaluator().evaluate("hf"))
+    store = Store()
+    store.load_taxonomy(ref)
+    assert sorted(store.taxonomy.nodes) == sorted(TAX.nodes)
+    raises(lambda: Store().load_taxonomy(5), f"{TAXONOMY_RULE}: 5")
 
 
 def test_spaces_around_the_labels_an_option_names_are_stripped():
