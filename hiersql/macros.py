@@ -45,7 +45,7 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
             ref.replace(composed.subquery(ref.alias_or_name))
             used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
             params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
-        tree = tree.transform(_macro_parameter)
+        tree = tree.transform(_checked_parameter)
         args = [p for p, v in params.items() if v is _REQUIRED]
         args += [f"{p} := {sqlfiles._literal(v).sql(dialect='duckdb')}" for p, v in params.items()
                  if v is not _REQUIRED]
@@ -56,14 +56,45 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
 _REQUIRED = object()
 
 
-def _macro_parameter(node):
-    """``$name`` -> ``(SELECT name)``: the macro's parameter. DuckDB binds a bare parameter like a column, which
-    an aggregate query then rejects ("must appear in the GROUP BY clause"); a scalar subquery is a constant."""
+def _checked_parameter(node):
+    """``$name`` -> ``(SELECT CASE WHEN <its rule> THEN name ELSE error(...) END)``: the macro's parameter,
+    checked as the command line checks the option of that name (:data:`_RULES`: a value the flag refuses, such
+    as ``augment := 'Descendants'``, would silently give another measure). DuckDB binds a bare parameter like a
+    column, which an aggregate query then rejects ("must appear in the GROUP BY clause"); a scalar subquery is
+    a constant."""
+    import sqlglot
     from sqlglot import exp
 
-    if isinstance(node, exp.Placeholder):
-        return exp.select(exp.column(node.name)).subquery()
-    return node
+    if not isinstance(node, exp.Placeholder):
+        return node
+    name = node.name
+    condition, rule = _RULES.get(name, ("{p} IS NOT NULL", "must not be NULL"))
+    text = condition.format(p=name, choices=", ".join(f"'{c}'" for c in _choices(name)))
+    message = f"hiersql: {name} {rule.format(choices=', '.join(_choices(name)))}: "
+    check = sqlglot.parse_one(f"CASE WHEN {text} THEN {name} ELSE error({exp.Literal.string(message).sql()}"
+                              f" || coalesce(CAST({name} AS VARCHAR), 'NULL')) END", read="duckdb")
+    return exp.select(check).subquery()
+
+
+# The rules of the options that are macro parameters, as the command line states them (hiersql.options).
+_RULES = {
+    "augment": ("{p} IN ({choices})", "must be one of {choices}"),
+    "beta": ("isfinite(CAST({p} AS DOUBLE)) AND {p} >= 0", "must be a finite number >= 0"),
+    "max_distance": ("{p} IS NULL OR ({p} >= 0 AND {p} = floor({p}))", "must be an integer >= 0 or NULL"),
+    "max_depth": ("{p} IS NULL OR ({p} >= 0 AND {p} = floor({p}))", "must be an integer >= 0 or NULL"),
+    "zero_division": ("CAST({p} AS DOUBLE) IN (0, 1) OR isnan(CAST({p} AS DOUBLE))", "must be 0, 1 or nan"),
+}
+
+
+def _choices(name: str) -> tuple[str, ...]:
+    """The allowed values of option ``name`` when they are a list (``()`` otherwise, or for no option)."""
+    from .options import declared
+
+    try:
+        option, = declared(name)
+    except KeyError:  # a parameter of the SQL that is no option (fixed_universe, max_depth)
+        return ()
+    return tuple(option.choices or ())
 
 
 def _family_defaults() -> dict[str, dict[str, object]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import duckdb
 import pytest
@@ -66,6 +67,25 @@ def test_named_parameters_equal_the_python_api(hand_db, options):
     con.close()
     store = Store(hand_db)
     assert_rows_match(got, reference(store, SET_BASED, options), tol=1e-12)
+
+
+@pytest.mark.parametrize(("call", "said"), [
+    ("hiersql_set_based(augment := 'Descendants')",
+     "hiersql: augment must be one of ancestors, descendants, cesa_bianchi: Descendants"),
+    ("hiersql_set_based(max_distance := -1)", "hiersql: max_distance must be an integer >= 0 or NULL: -1"),
+    ("hiersql_set_based_instance(zero_division := 2)", "hiersql: zero_division must be 0, 1 or nan: 2"),
+    ("hiersql_set_based(beta := -1)", "hiersql: beta must be a finite number >= 0: -1"),
+    ("hiersql_flat(fixed_universe := NULL)", "hiersql: fixed_universe must not be NULL: NULL"),
+    ("hiersql_closure(max_depth := 1.5)", "hiersql: max_depth must be an integer >= 0 or NULL: 1.5"),
+])
+def test_a_parameter_the_flag_would_refuse_is_an_error(hand_db, call, said):
+    """The macros check their parameters as the command line checks the options: ``augment := 'Descendants'``
+    gave the ancestors' values, ``max_distance := -1`` zeros (tu s24-sql finding F4)."""
+    con = duckdb.connect(str(hand_db))
+    with pytest.raises(duckdb.Error, match=re.escape(said)):
+        con.execute(f"SELECT * FROM {call}").fetchall()
+    assert con.execute("SELECT count(*) FROM hiersql_set_based(max_distance := 2, zero_division := 'nan'::DOUBLE)"
+                       ).fetchall()[0][0] > 0  # allowed values pass
 
 
 def test_per_instance_macro(hand_db):
