@@ -8,6 +8,7 @@ become macro parameters, with the family's defaults (:func:`hiersql.engines.fami
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,8 @@ from .plan import summary_sql
 
 if TYPE_CHECKING:
     import duckdb
+
+    from .taxonomy import Taxonomy
 
 def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{macro name: CREATE OR REPLACE MACRO ... AS TABLE ...}`` for every query of ``sql/macros.sql`` whose
@@ -109,17 +112,38 @@ def _family_defaults() -> dict[str, dict[str, object]]:
     return out
 
 
-def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | None = None) -> list[str]:
-    """Create the table macros of ``sql/macros.sql`` in DuckDB connection ``con`` (one transaction) and the
-    empty helper tables they read if missing (``flat_labels``); returns the macro names."""
+def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | None = None,
+                   taxonomy: Taxonomy | None = None, where: str = "con") -> list[str]:
+    """Create the table macros of ``sql/macros.sql`` in DuckDB connection ``con`` and the empty helper tables
+    they read if missing (``flat_labels``), with ``taxonomy`` loaded first when given (hiersql's tables made,
+    :class:`~hiersql.store.Store`, and the taxonomy's filled), all in one transaction: a failure leaves the
+    database as it was. Returns the macro names. A table the macros read that is missing or lacks a column
+    they read is an :class:`~hiersql.errors.InputError` naming ``where`` (the database)."""
+    import duckdb
+
+    from .closure import TAXONOMY_TABLES, fill_taxonomy
+    from .errors import InputError
+    from .store import Store
+
     statements = macro_statements(tables)
     con.execute("BEGIN TRANSACTION")
     try:
+        if taxonomy is not None:
+            Store(where, con=con, writes=TAXONOMY_TABLES)  # checks the user's tables, makes hiersql's
+            fill_taxonomy(con, taxonomy)
         con.execute("CREATE TABLE IF NOT EXISTS flat_labels (label VARCHAR)")
         for sql in statements.values():
             con.execute(sql)
-    except Exception:
+    except BaseException as exc:
         con.execute("ROLLBACK")
+        if isinstance(exc, duckdb.CatalogException | duckdb.BinderException):
+            missing = re.search(r"Table with name (\S+) does not exist", str(exc))
+            if missing:
+                raise InputError(f"no table {missing[1]} for the macros to read (load a taxonomy with"
+                                 " --taxonomy, or name your table with --table NAME=TABLE)", where) from None
+            raise InputError(f"a table the macros read lacks a column they read ({str(exc).splitlines()[0]}):"
+                             " give tables with hiersql's columns (docs/sql.md), e.g. a view that renames"
+                             " yours", where) from None
         raise
     con.execute("COMMIT")
     return list(statements)

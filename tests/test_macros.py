@@ -154,6 +154,31 @@ def test_bad_table_name_is_an_input_error(tmp_path, capsys):
     assert "unknown table" in capsys.readouterr().err
 
 
+def test_a_table_without_hiersqls_columns_fails_in_one_line_and_changes_nothing(tmp_path, capsys):
+    """--table truth=gold where gold(doc, genre): one line naming the file and the missing column (it was an
+    internal error), and the file as it was, the taxonomy of --taxonomy not loaded (it was, with 8 empty
+    tables: tu s24-sql finding F1); a bad --taxonomy on a new file creates no file."""
+    import hashlib
+
+    edges = tmp_path / "tax.tsv"
+    edges.write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
+    path = tmp_path / "gold.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE gold AS SELECT * FROM (VALUES ('0', 'D')) t(doc, genre)")
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert main(["install-macros", "--db", str(path), "--taxonomy", str(edges), "--table", "truth=gold"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hiersql: error: --db {path}: a table the macros read lacks a column they read (")
+    assert "instance_id" in err and err.count("\n") == 1, err
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    with duckdb.connect(str(path)) as con:
+        assert con.execute("SELECT table_name FROM information_schema.tables").fetchall() == [("gold",)]
+    (tmp_path / "cycle.tsv").write_text("a\tb\nb\ta\n")
+    new = tmp_path / "new.duckdb"
+    assert main(["install-macros", "--db", str(new), "--taxonomy", str(tmp_path / "cycle.tsv")]) == 2
+    assert "cycle" in capsys.readouterr().err and not new.exists()
+
+
 @pytest.mark.parametrize("case", ["defaults", "root_k1_beta2"])
 def test_duckdb_engine_equals_the_python_api(data_dir, case):
     """The engine path (one composed, constant-folded statement) against the store's own (temp tables)."""

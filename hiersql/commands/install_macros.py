@@ -29,31 +29,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import re
-
-    import duckdb
-
     from ..dbfile import connect
-    from ..errors import InputError
     from ..macros import install_macros
+    from ..taxonomy import Taxonomy
     from .common import parse_tables
 
     tables = parse_tables(args.table, "--table")
+    taxonomy = Taxonomy.from_file(args.taxonomy) if args.taxonomy else None  # a bad file: nothing opened
     con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
     try:
-        if args.taxonomy:
-            from ..closure import TAXONOMY_TABLES
-            from ..store import Store
-            from ..taxonomy import Taxonomy
-
-            Store(args.db, con=con, writes=TAXONOMY_TABLES).load_taxonomy(Taxonomy.from_file(args.taxonomy))
-        try:
-            names = install_macros(con, tables)
-        except duckdb.CatalogException as exc:  # a table the macros read is missing from the file
-            missing = re.search(r"Table with name (\S+) does not exist", str(exc))
-            raise InputError(f"no table {missing[1] if missing else ''} for the macros to read (load a taxonomy"
-                             " with --taxonomy, or name your table with --table NAME=TABLE)", f"--db {args.db}"
-                             ) from None
+        names = install_macros(con, tables, taxonomy, where=f"--db {args.db}")
     finally:
         con.close()
     print(f"{args.db}: installed {', '.join(names)}")
