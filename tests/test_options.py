@@ -332,6 +332,21 @@ def test_sql_param_named_after_an_option_equals_its_flag(capsys):
     assert capsys.readouterr().out != by_param
 
 
+@pytest.mark.parametrize(("argv", "said"), [
+    (["flat", "--param", "fixed_universe=maybe"], "fixed_universe must be true or false: 'fixed_universe=maybe'"),
+    (["closure", "--param", "max_depth=abc"], "max_depth must be an integer >= 0 or null: 'max_depth=abc'"),
+    (["closure", "--param", "max_depth=2.5"], "max_depth must be an integer >= 0 or null: 'max_depth=2.5'"),
+    (["hf", "--param", "beta=2", "--beta", "3"], "sets beta, which --beta sets too: give one: 'beta=2'"),
+])
+def test_sql_checks_the_parameters_that_are_no_option_and_one_given_twice(capsys, argv, said):
+    """``NOT 'maybe'`` and ``distance < 'abc'`` were printed (exit 0) to fail in the database; ``--param beta=2
+    --beta 3`` used 2 without a word (tu s24-sql findings F2, F3)."""
+    assert main(["sql", *argv]) == 2
+    assert capsys.readouterr() == ("", f"hiersql: error: --param: {said}\n")
+    assert main(["sql", "closure", "--param", "max_depth=null"]) == main(["sql", "flat", "--param",
+                                                                         "fixed_universe=true"]) == 0
+
+
 def test_a_label_with_a_comma_is_given_in_double_quotes(tmp_path, capsys):
     """GermEval B has 30 classes such as 'Echtes Leben, Realistischer Roman': ``--labels`` reads its text as a
     CSV row, so such a class is one label in double quotes (it was cut at the comma: 'not in the taxonomy')."""

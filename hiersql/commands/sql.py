@@ -108,6 +108,13 @@ def checked_params(args: argparse.Namespace, file: str, query: str | None) -> di
             raise InputError(f"unknown parameter ({where})", "--param", value=name)
     values = {name: _value(text) for name, text in texts.items()}
     named = {o.name for o in sql_options()} & values.keys()
+    for option in given(args, sql_options()):
+        if option.name in named:  # which of the two would be meant?
+            raise InputError(f"sets {option.name}, which {option.flag} sets too: give one", "--param",
+                             value=f"{option.name}={texts[option.name]}")
+    for name, (ok, rule) in _PARAMETER_RULES.items():
+        if name in values and not ok(values[name]):
+            raise InputError(f"{name} {rule}", "--param", value=f"{name}={texts[name]}")
     try:
         options = Options(**{name: values[name] for name in named})
     except OptionError as exc:
@@ -157,6 +164,13 @@ def parse_pairs(specs: list[str], flag: str) -> dict[str, str]:
             raise InputError("expected NAME=VALUE", flag, value=spec)
         out[key.strip()] = value.strip()
     return out
+
+
+# The $parameters that are no option (the options' values are checked as the options): their rules.
+_PARAMETER_RULES = {
+    "fixed_universe": (lambda v: isinstance(v, bool), "must be true or false"),
+    "max_depth": (lambda v: v is None or (type(v) is int and v >= 0), "must be an integer >= 0 or null"),
+}
 
 
 def _value(text: str) -> object:
