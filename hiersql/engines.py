@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import sqlfiles
 from .errors import DataWarning, InputError, display, is_spark_error, masked, spark_message
-from .options import Options
+from .options import Options, sql_options
 from .plan import FamilyPlan, Python, Row, Sql, Step, summary_sql
 
 if TYPE_CHECKING:
@@ -104,6 +104,9 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     create = _STAGE_STATEMENTS.get(dialect, "CREATE TEMPORARY TABLE {} AS")
     out: list[str] = []
     done: set[str] = set()
+    # the options that shape the plan and reach its Python steps only: the printed script names their values
+    shaping = ", ".join(f"{o.name}={getattr(options, o.name)!r}" for o in sql_options()
+                        if o.plan and plan.name in o.families)
     for step in steps:
         if isinstance(step, Sql):
             for dep in [*sqlfiles.dependencies(plan.file, step.query), step.query]:
@@ -114,7 +117,8 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
                     done.add(dep)
         else:
             out.append(f"-- Python step {step.name} ({step.solve.__module__}.{step.solve.__name__}): reads "
-                       f"{', '.join(step.reads)}; writes {', '.join(step.writes)}")
+                       f"{', '.join(step.reads)}; writes {', '.join(step.writes)}"
+                       + (f"; the family's plan options: {shaping}" if shaping else ""))
             done.update(step.writes)
     out.append(query(last, summary, frozenset(done)) + ";")
     return "\n\n".join(out).rstrip(";")

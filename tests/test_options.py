@@ -193,6 +193,22 @@ def test_sql_has_a_flag_for_each_option_that_is_a_parameter_of_the_sql_files():
         assert flags[option.name][0][1].help == option.help_text()
 
 
+@pytest.mark.parametrize(("metric", "flags", "shown"), [
+    ("gie", ["--shared", "reuse"], "shared='reuse'"),
+    ("mgia", ["--denominator", "symmetric_difference"], "denominator='symmetric_difference'"),
+    ("lca", ["--lca-graph", "optimal"], "lca_graph='optimal'"),
+])
+def test_a_printed_script_names_the_plan_options_its_python_steps_read(capsys, metric, flags, shown):
+    """An option that only a Python step reads printed the same script as its default (tu s24-sql finding F7):
+    the step's comment names the family's plan options, so a kept script says which selection it was."""
+    assert main(["sql", metric, *flags]) == 0
+    script = capsys.readouterr().out
+    assert main(["sql", metric]) == 0
+    assert script != capsys.readouterr().out
+    steps = [line for line in script.splitlines() if line.startswith("-- Python step")]
+    assert steps and all(shown in line for line in steps), steps
+
+
 def test_declared_families_are_the_modules_that_read_the_option():
     folder = Path(hiersql.__file__).parent / "metrics"
     sources = {fam: (folder / f"{fam}.py").read_text(encoding="utf-8") for fam in FAMILIES}
