@@ -62,8 +62,8 @@ def check_average(plan: FamilyPlan, metric: str, average: str | None, fixed_labe
         raise OptionError("average", f"of {metric} must be one of {shown}", "None" if average is None else average)
     if fixed_labels and plan.classes is not None and plan.class_universe is None \
             and measure_of(plan, metric, average).unit != CLASSES:
-        raise OptionError("labels", f"restricts the per-class averages of {metric} (label_macro, weighted, None),"
-                          " not this one", f"average={average!r}")
+        raise OptionError("labels", f"restricts only the per-class averages of {metric} (label_macro, weighted,"
+                          " or the per-class values), not the average", average)
 
 
 def check_label_universe(taxonomy: Taxonomy, labels: Iterable[str] | None) -> None:

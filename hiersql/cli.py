@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = _show_warning
             return int(args.func(args) or 0)
     except InputError as exc:
-        print(f"hiersql: error: {masked(_one_line(str(exc)), *args.argv)}", file=sys.stderr)
+        print(f"hiersql: error: {masked(_one_line(str(_as_flag(exc))), *args.argv)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return _interrupted()
@@ -88,6 +88,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:  # (None also when the earlier handler was not set from Python)
             signal.signal(signal.SIGTERM, previous)
+
+
+def _as_flag(exc: InputError) -> InputError:
+    """An option's error raised by the library (:class:`~hiersql.options.OptionError`, named by its Python
+    keyword: ``labels ...``) as the command line names it: by its flag (``--labels: ...``)."""
+    from .options import OptionError, declared
+
+    if not isinstance(exc, OptionError):
+        return exc
+    try:
+        option, = declared(exc.option)
+    except KeyError:  # (sample_weight, ...: no flag)
+        return exc
+    return InputError(exc.rule, option.flag, value=exc.value)
 
 
 def _interrupted() -> int:

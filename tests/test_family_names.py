@@ -75,7 +75,7 @@ def test_the_cli_takes_family_names(demo, capsys):
     out = capsys.readouterr().out.splitlines()
     assert {line.split(",")[1] for line in out[1:]} == set(REGISTRY["lca"])
     assert main([*args, "--metrics", "lca", "--average", "weighted"]) == 2
-    assert capsys.readouterr().err == ("hiersql: error: average of the lca measures must be one of"
+    assert capsys.readouterr().err == ("hiersql: error: --average: of the lca measures must be one of"
                                        " 'macro', 'micro', 'samples': 'weighted'\n")
 
 

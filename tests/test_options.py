@@ -209,6 +209,19 @@ def test_a_printed_script_names_the_plan_options_its_python_steps_read(capsys, m
     assert steps and all(shown in line for line in steps), steps
 
 
+def test_an_options_error_from_the_library_names_its_flag(tmp_path, capsys):
+    """The library's OptionError names the Python keyword (labels, average); the command line names the flag
+    (it said 'labels restricts ... (label_macro, weighted, None), not this one: "average=\'micro\'"': tu
+    s24-sql finding F8)."""
+    demo = Path(hiersql.__file__).resolve().parents[1] / "fixtures" / "demo"
+    args = ["evaluate", "--taxonomy", str(demo / "taxonomy.tsv"), "--truth", str(demo / "truth.tsv"), "--pred",
+            str(demo / "shallow.tsv"), "--metrics", "hf"]
+    assert main([*args, "--labels", "jaguar,wolf"]) == 2
+    assert capsys.readouterr().err == (
+        "hiersql: error: --labels: restricts only the per-class averages of hierarchical_f1 (label_macro,"
+        " weighted, or the per-class values), not the average: 'micro'\n")
+
+
 def test_declared_families_are_the_modules_that_read_the_option():
     folder = Path(hiersql.__file__).parent / "metrics"
     sources = {fam: (folder / f"{fam}.py").read_text(encoding="utf-8") for fam in FAMILIES}

@@ -147,7 +147,8 @@ def test_labels_restrict_the_classes_as_sklearn(tax, average):
 
 def test_labels_errors(tax):
     for average in ("micro", "samples", "macro"):  # over the whole augmented sets: labels would be ignored
-        with pytest.raises(OptionError, match=f"labels restricts the per-class averages .*: \"average='{average}'\""):
+        said = f"labels restricts only the per-class averages .*, not the average: '{average}'"
+        with pytest.raises(OptionError, match=said):
             hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, average, labels=["a"])
     with pytest.raises(InputError, match="labels: label is not a taxonomy node: 'zebra'"):
         hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, "weighted", labels=["a", "zebra"])
