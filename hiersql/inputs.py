@@ -52,6 +52,8 @@ def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = Non
             out.append((name, path if kept else base / path if base is not None else Path(path)))
             continue
         pattern = str(base / spec) if base is not None else spec
+        if sep and not name and not Path(pattern).exists():  # "=runs.tsv": NAME= without the name
+            raise InputError("empty system name (NAME=SOURCE)", where, value=spec)
         matches = sorted(glob.glob(pattern))
         if not matches:
             if any(ch in spec for ch in "*?["):

@@ -500,7 +500,7 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
                        "'missing.tsv'"),
     # as evaluate refuses them: no average (a unit would be 'done' with no row); labels with hP's micro
     "no average": ('[options]\naverage = []\n' + DATASET, 2, "[]"),
-    "labels with a micro average": ('[options]\nlabels = ["feline"]\n' + DATASET, 2, "\"average='micro'\""),
+    "labels with a micro average": ('[options]\nlabels = ["feline"]\n' + DATASET, 2, "not the average): 'micro'"),
     "zero_division as text": ('[options]\nzero_division = "nan"\n' + DATASET, 2, "'nan'"),
     "truth is a folder": (DATASET.replace("{truth}", "."), 4, "'.'"),
     "queue in a missing folder": ('queue = "no/such/q.duckdb"\n' + DATASET, 1, "'no/such/q.duckdb'"),
@@ -511,10 +511,24 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
     "dataset as a table": ('metrics = ["hp"]\n[dataset]\nname = "d"\n', 2,
                            "'dataset' must be an array of tables ([[dataset]]): '[dataset]'"),
     "empty name": (DATASET.replace('name = "d"', 'name = ""'), 2, "'name' is empty: ''"),
+    # (tu s24-jobs finding 7: no line and no value; "file not found")
+    "dataset as a number": ('metrics = ["hp"]\ndataset = 3\n', 2,
+                            "'dataset' must be an array of tables ([[dataset]]): 3"),
+    "empty system name": (DATASET.replace('["{pred}"]', '["=shallow.tsv"]'), 5,
+                          "empty system name (NAME=SOURCE): '=shallow.tsv'"),
     "named file not found": (DATASET.replace('["{pred}"]', '["x=missing.tsv"]'), 5, "file not found: 'missing.tsv'"),
     "glob matches a folder": (DATASET.replace('["{pred}"]', '["p/*.tsv"]'), 5,
                               "is a folder, not a file: 'p/sub.tsv'"),
 }
+
+
+def test_a_job_file_with_a_byte_order_mark_is_read(fixtures_dir, tmp_path, capsys):
+    """A UTF-8 byte order mark (saved by a Windows editor) is no part of the TOML (it was 'Invalid statement'
+    on line 1: tu s24-jobs finding 7), as in every other file hiersql reads."""
+    spec = make_job(tmp_path, fixtures_dir)
+    spec.write_bytes(b"\xef\xbb\xbf" + spec.read_bytes())
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "4 unit(s), 4 queued" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("case", BAD_SPECS)

@@ -605,6 +605,19 @@ def test_taxonomy_from_a_table_with_integer_names_and_bad_types():
         Taxonomy.from_table(df)
 
 
+def test_an_empty_system_name_is_said_as_such(tmp_path, capsys):
+    """``--pred =runs.tsv`` (and ``predictions = "=runs.tsv"`` in a job file) said "file not found" of
+    '=runs.tsv' (tu s24-jobs finding 7); a file whose name starts with '=' is still read."""
+    from hiersql.inputs import parse_preds
+
+    (tmp_path / "runs.tsv").write_text("i1\ta1\n")
+    with pytest.raises(InputError) as caught:
+        parse_preds(["=runs.tsv"], base=tmp_path)
+    assert str(caught.value) == "--pred: empty system name (NAME=SOURCE): '=runs.tsv'"
+    (tmp_path / "=odd.tsv").write_text("i1\ta1\n")
+    assert parse_preds(["=odd.tsv"], base=tmp_path) == [("=odd", tmp_path / "=odd.tsv")]
+
+
 def test_a_uri_of_another_file_system_is_kept_as_given(tmp_path):
     """``--pred`` (and job files) keep a URI (``s3a://``, ``hdfs://``, ``file://``) as text for Spark to read: a
     path would turn ``s3a://b/x`` into ``s3a:/b/x``, and a job file's folder would be put before it."""

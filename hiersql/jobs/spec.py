@@ -141,7 +141,7 @@ def load_spec(path: str | Path) -> Spec:
         raise InputError("job file not found", path)
     raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # a byte order mark (Windows editors) is no TOML
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError("job file is not UTF-8", path, line, raw[exc.start:exc.end]) from None
@@ -161,7 +161,7 @@ def load_spec(path: str | Path) -> Spec:
 
     _check_keys(doc, TOP_KEYS, None, fail)
     datasets = doc.get("dataset")
-    if not datasets:
+    if datasets is None or (isinstance(datasets, list | dict) and not datasets):  # (dataset = 3: below)
         raise fail("job file lists no [[dataset]]", None)
     if not isinstance(datasets, list) or not all(isinstance(d, dict) for d in datasets):
         header = re.search(r"^\s*\[\s*dataset\s*\]", text, re.MULTILINE)  # [dataset]: a table, not an array
