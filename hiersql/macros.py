@@ -146,4 +146,26 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
                              " yours", where) from None
         raise
     con.execute("COMMIT")
+    _warn_empty_lists(con, dict(tables or {}), where)
     return list(statements)
+
+
+def _warn_empty_lists(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where: str) -> None:
+    """A :class:`~hiersql.errors.DataWarning` when ``instances`` (or ``systems``) is empty while the truth (or
+    the predictions) it lists has rows: every macro would return no rows, without a word (the truth renamed
+    with ``--table``, hiersql's own ``instances`` left empty)."""
+    import warnings
+
+    from .errors import DataWarning
+
+    def rows(name: str) -> int:  # (a renamed table: a plain table name, sqlfiles.table_name)
+        table = sqlfiles.table_name(tables.get(name, name), "--table")
+        return con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+
+    for listing, listed, view in (("instances", "truth", "SELECT DISTINCT instance_id FROM <truth>"),
+                                  ("systems", "predictions", "SELECT DISTINCT system, NULL AS source FROM"
+                                                             " <predictions>")):
+        if not rows(listing) and rows(listed):
+            warnings.warn(f"{where}: {tables.get(listing, listing)} is empty while {tables.get(listed, listed)}"
+                          f" has rows: the macros will return no rows; give --table {listing}=VIEW, e.g."
+                          f" CREATE VIEW {listing}_v AS {view}", DataWarning, stacklevel=3)

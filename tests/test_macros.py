@@ -129,6 +129,28 @@ def test_tables_under_other_names(tmp_path, capsys):
     assert_hand_values(_rows(con, "SELECT * FROM hiersql_set_based()" + ORDER))
 
 
+def test_an_empty_instances_table_beside_a_renamed_truth_is_warned_of(tmp_path, capsys):
+    """--taxonomy makes hiersql's tables, instances and systems empty; with the truth and predictions renamed,
+    every macro returned no rows without a word (tu s24-sql finding F11): a warning says what to give."""
+    path = tmp_path / "renamed.duckdb"
+    store = _hand_file(path)
+    store.con.execute("CREATE TABLE gold AS SELECT * FROM truth")
+    store.con.execute("DELETE FROM instances")
+    store.close()
+    assert main(["install-macros", "--db", str(path), "--table", "truth=gold"]) == 0
+    err = capsys.readouterr().err
+    assert err == (f"hiersql: warning: --db {path}: instances is empty while gold has rows: the macros will return"
+                   " no rows; give --table instances=VIEW, e.g. CREATE VIEW instances_v AS SELECT DISTINCT"
+                   " instance_id FROM <truth>\n")
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE VIEW instances_v AS SELECT DISTINCT instance_id FROM gold")
+    assert main(["install-macros", "--db", str(path), "--table", "truth=gold", "--table", "instances=instances_v"]
+                ) == 0
+    assert capsys.readouterr().err == ""
+    with duckdb.connect(str(path)) as con:
+        assert_hand_values(_rows(con, "SELECT * FROM hiersql_set_based()" + ORDER))
+
+
 def test_germeval_b_sample_equals_the_python_api(tmp_path, data_dir):
     path = tmp_path / "germeval.duckdb"
     germeval_store(data_dir, ("Averbis__BOHB_CNN", "LT-UHH__baseline"), path).close()
