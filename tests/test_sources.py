@@ -299,17 +299,23 @@ def test_a_label_format_no_source_is_read_in_is_refused(tmp_path, capsys):
     assert {(k[0], k[1]): v for k, v in got.items()} == HAND_VALUES
 
 
+def hand_evaluate(folder: Path) -> list[str]:
+    """``hiersql evaluate`` of the hand example's taxonomy and truth, written as files into ``folder``, and a
+    system that predicts one label."""
+    (folder / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
+    (folder / "truth.tsv").write_text("".join(f"{i}\t{lab}\n" for i, lab in HAND_TRUTH))
+    (folder / "m.tsv").write_text("i1\ta1\n")
+    return ["evaluate", "--taxonomy", str(folder / "tax.tsv"), "--truth", str(folder / "truth.tsv"), "--pred",
+            str(folder / "m.tsv")]
+
+
 def test_db_with_a_table_of_hiersqls_name_that_is_the_users_is_refused(tmp_path, capsys):
     """A database given to hiersql that holds a table named as one of hiersql's (``truth``) with other columns:
     exit 2 naming the file and the table, the user's rows as they were (they were deleted and replaced);
     in Python, an InputError from ``Evaluator(con=...)``."""
     path = hand_file(tmp_path / "user.duckdb")
     before = digest(path)
-    (tmp_path / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
-    (tmp_path / "truth.tsv").write_text("".join(f"{i}\t{lab}\n" for i, lab in HAND_TRUTH))
-    (tmp_path / "m.tsv").write_text("i1\ta1\n")
-    assert main(["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"),
-                 "--pred", str(tmp_path / "m.tsv"), "--db", str(path)]) == 2
+    assert main([*hand_evaluate(tmp_path), "--db", str(path)]) == 2
     assert capsys.readouterr().err == (
         f"hiersql: error: {path}: has a table 'truth' that is not hiersql's (its columns {WEIRD['instance']},"
         f" {WEIRD['label']}; hiersql's instance_id, label, rank): give hiersql a database of its own: 'truth'\n")
@@ -331,11 +337,7 @@ def test_db_with_a_users_table_named_as_hiersqls_but_for_case_is_refused(tmp_pat
         con.execute('CREATE TABLE "Results" (score DOUBLE)')
         con.execute('INSERT INTO "Results" VALUES (0.5)')
     before = digest(path)
-    (tmp_path / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
-    (tmp_path / "truth.tsv").write_text("".join(f"{i}\t{lab}\n" for i, lab in HAND_TRUTH))
-    (tmp_path / "m.tsv").write_text("i1\ta1\n")
-    assert main(["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"),
-                 "--pred", str(tmp_path / "m.tsv"), "--metrics", "hp", "--db", str(path)]) == 2
+    assert main([*hand_evaluate(tmp_path), "--metrics", "hp", "--db", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"hiersql: error: {path}: has a table 'Results' that is not hiersql's (its columns score;")
     assert err.endswith(": give hiersql a database of its own: 'Results'\n") and err.count("\n") == 1
@@ -356,11 +358,7 @@ def test_db_with_a_users_table_of_hiersqls_name_and_columns_is_refused(tmp_path,
         con.execute(f"INSERT INTO {name} SELECT * FROM (VALUES ({', '.join(['NULL'] * (table.count(',') + 1))}))")
         con.execute(f"UPDATE {name} SET {table.split('(')[1].split()[0]} = 'keep me'")
     before = digest(path)
-    (tmp_path / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in HAND_EDGES))
-    (tmp_path / "truth.tsv").write_text("".join(f"{i}\t{lab}\n" for i, lab in HAND_TRUTH))
-    (tmp_path / "m.tsv").write_text("i1\ta1\n")
-    args = ["evaluate", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"), "--pred",
-            str(tmp_path / "m.tsv"), "--metrics", "hp", "--db"]
+    args = [*hand_evaluate(tmp_path), "--metrics", "hp", "--db"]
     assert main([*args, str(path)]) == 2
     assert capsys.readouterr().err == (
         f"hiersql: error: {path}: has a table {name!r} of one of hiersql's names but not hiersql's other tables"
