@@ -74,12 +74,13 @@ def _metric_applies(engine: Any, metric: str, options: Any = None) -> bool:
 
 
 def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
-    """The tree, its weights (when a weighted measure is asked for, or weights are given), that the root is
-    never a label, and the offset."""
+    """The tree, its weights (when a weighted measure is asked for: ``pl`` reads none, so weights that do not
+    sum to 1, such as a warehouse table's own ``weight`` column, leave it, and ``--metrics all``, be), that the
+    root is never a label, and the offset."""
     from ..scoring_trees import check_tree, validate
 
     taxonomy = engine.taxonomy()
-    if any(m not in UNWEIGHTED for m in metrics) or taxonomy.has_weights:
+    if any(m not in UNWEIGHTED for m in metrics):
         validate(taxonomy)
     else:
         check_tree(taxonomy)
