@@ -887,10 +887,11 @@ def _systems(con: duckdb.DuckDBPyConnection, labels: LabelTable) -> list[str]:
 
 
 # ---------------------------------------------------------------------- taxonomy
-def edge_rows(source: Any, parent: str | None = None, child: str | None = None) -> tuple[list[tuple], str,
-                                                                                          list[str]]:
+def edge_rows(source: Any, parent: str | None = None, child: str | None = None
+              ) -> tuple[list[tuple], str, list[str], bool]:
     """The edges of a taxonomy table: ``(parent, child[, weight])`` rows as text (and the weight as read),
-    how messages name the table, and the column names (in a private in-memory DuckDB connection)."""
+    how messages name the table, the column names (in a private in-memory DuckDB connection), and whether
+    messages name a row by its key (a database table or a query: its rows have no numbers)."""
     import duckdb
 
     con = duckdb.connect()
@@ -904,6 +905,6 @@ def edge_rows(source: Any, parent: str | None = None, child: str | None = None) 
             rows = con.execute(f"SELECT {', '.join(exprs)} FROM {table.read(cols)}").fetchall()
         finally:
             table.close()
-        return rows, table.where, [str(c) for c in cols]
+        return rows, table.where, [str(c) for c in cols], table.keyed
     finally:
         con.close()

@@ -108,14 +108,21 @@ class Taxonomy:
     @gc_paused()
     def from_edges(cls, pairs: Iterable[Any], source: str = "<edges>") -> Taxonomy:
         """From ``(parent, child)`` or ``(parent, child, weight)`` tuples; names are read as strings."""
+        return cls._from_rows(pairs, source, numbered=True)
+
+    @classmethod
+    def _from_rows(cls, pairs: Iterable[Any], source: str, numbered: bool) -> Taxonomy:
+        """:meth:`from_edges`; messages name an edge's row by its number when ``numbered`` (a file, a list), by
+        the edge alone otherwise (a database table, whose rows have no order)."""
         if not _is_edges(pairs):
             raise argument_error("pairs", "must be (parent, child) or (parent, child, weight) tuples", pairs)
         edges = []
         for i, pair in enumerate(pairs, start=1):
+            line = i if numbered else None
             if isinstance(pair, str | bytes) or not hasattr(pair, "__len__") or len(pair) not in (2, 3):
-                raise InputError("an edge needs a parent and a child", source, i, pair)
-            weight = _weight(pair[2], source, i) if len(pair) == 3 and pair[2] is not None else None
-            edges.append(Edge(_name(pair[0], source, i), _name(pair[1], source, i), weight, i))
+                raise InputError("an edge needs a parent and a child", source, line, pair)
+            weight = _weight(pair[2], source, line) if len(pair) == 3 and pair[2] is not None else None
+            edges.append(Edge(_name(pair[0], source, line), _name(pair[1], source, line), weight, line))
         return cls(edges, source)
 
     @classmethod
@@ -189,8 +196,8 @@ class Taxonomy:
         there is one). Names may be text or integers."""
         from .sources import edge_rows
 
-        rows, source_name, columns = edge_rows(source, parent, child)
-        return cls.from_edges(_checked_rows(rows, source_name, columns), source_name)
+        rows, source_name, columns, keyed = edge_rows(source, parent, child)
+        return cls._from_rows(_checked_rows(rows, source_name, columns, keyed), source_name, numbered=not keyed)
 
     @classmethod
     def from_duckdb(cls, con: Any, table: str) -> Taxonomy:
@@ -283,11 +290,17 @@ def _name(value: Any, source: str, line: int) -> str:
     return text
 
 
-def _checked_rows(rows: Iterable[tuple], source: str, columns: list[str]) -> Iterator[tuple]:
+def _checked_rows(rows: Iterable[tuple], source: str, columns: list[str], keyed: bool = False) -> Iterator[tuple]:
+    """``rows`` (parent, child[, weight]) with no missing value; a missing one is an error naming its row: by
+    number, or for a ``keyed`` source (a database table) by the edge's other name."""
     for i, row in enumerate(rows, start=1):
-        for col, val in zip(columns, row, strict=True):
+        for k, (col, val) in enumerate(zip(columns, row, strict=True)):
             if val is None or (isinstance(val, float) and val != val):
-                raise InputError(f"missing value (None/NaN) in column {col!r}", source, i, val)
+                if not keyed:
+                    raise InputError(f"missing value (None/NaN) in column {col!r}", source, i, val)
+                other = 1 if k == 0 else 0  # the parent's row is named by its child, the others' by the parent
+                raise InputError("missing value (NULL or NaN)", f"{source}, column {col!r}, {columns[other]}="
+                                 f"{row[other]!r}", value=val)
         yield row
 
 

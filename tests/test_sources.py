@@ -603,6 +603,26 @@ def test_taxonomy_from_a_table_with_integer_names_and_bad_types():
         Taxonomy.from_table(df)
 
 
+def test_a_taxonomy_tables_bad_row_is_named_by_its_edge_not_a_row_number(tmp_path, capsys):
+    """A database table's rows have no numbers (an UPDATE moves them): a NULL parent is named by the row's
+    child, a cycle by its edges, with no ':16' (tu s24-warehouse finding 7); a DataFrame's row keeps its
+    number."""
+    path = tmp_path / "t.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE tax (parent VARCHAR, child VARCHAR)")
+        con.executemany("INSERT INTO tax VALUES (?, ?)", [*HAND_EDGES, (None, "r")])
+        con.execute("CREATE TABLE looped AS SELECT * FROM tax WHERE parent IS NOT NULL")
+        con.execute("INSERT INTO looped VALUES ('a1', 'r')")
+    for table, said in (("tax", f"duckdb:{path}::tax, column 'parent', child='r': missing value (NULL or NaN)"),
+                        ("looped", f"duckdb:{path}::looped: taxonomy has a cycle: 'r -> a -> a1 -> r'")):
+        with pytest.raises(InputError) as caught:
+            Taxonomy.from_table(f"duckdb:{path}::{table}")
+        assert str(caught.value) == said
+    with pytest.raises(InputError) as caught:
+        Taxonomy.from_table(pd.DataFrame([*HAND_EDGES, (None, "r")], columns=["parent", "child"]))
+    assert str(caught.value) == "<DataFrame>:4: missing value (None/NaN) in column 'parent'"
+
+
 def test_an_empty_system_name_is_said_as_such(tmp_path, capsys):
     """``--pred =runs.tsv`` (and ``predictions = "=runs.tsv"`` in a job file) said "file not found" of
     '=runs.tsv' (tu s24-jobs finding 7); a file whose name starts with '=' is still read."""

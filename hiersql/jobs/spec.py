@@ -463,7 +463,7 @@ def content_hash(source: str, role: str, fmt: str, columns: dict[str, str], cach
     if cache is not None and key in cache:
         return cache[key]
     if role == "taxonomy":
-        rows, _, _ = edge_rows(source, columns.get("parent_col"), columns.get("child_col"))
+        rows, _, _, _ = edge_rows(source, columns.get("parent_col"), columns.get("child_col"))
         digest = _digest(sorted(rows, key=repr))
     else:
         con = duckdb.connect()
