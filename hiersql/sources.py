@@ -60,7 +60,7 @@ ROLE_KINDS = {"instance": ("text", "integer"), "label": ("text", "integer"), "sy
               "weight": ("number", "integer")}
 _DUCKDB_INTEGERS = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
                     "ubigint", "uhugeint"}
-_QUERY = re.compile(r"\s*(select|with|from|values|table)\b", re.IGNORECASE)
+_QUERY = re.compile(r"[\s(]*(select|with|from|values|table)\b", re.IGNORECASE)  # (a query in parentheses too)
 _attached = iter(range(1, 1 << 62))  # numbers of the attach aliases, unique in the process
 PG_PARALLEL_PAGES = 256  # a PostgreSQL table of this many 8 kB pages (2 MB) or more is copied in parallel parts
 PG_PARALLEL_MAX = 4  # at most this many parts (and the number of CPUs)
@@ -482,6 +482,8 @@ def _in_order(query: str) -> str:
         tree = sqlglot.parse_one(query, read="duckdb")
     except sqlglot.errors.SqlglotError:
         return query
+    while isinstance(tree, exp.Subquery):  # (SELECT ... ORDER BY ...): the query in the parentheses
+        tree = tree.this
     if tree.args.get("order"):
         return query
     source = tree.args.get("from_") if isinstance(tree, exp.Select) else None
@@ -526,7 +528,11 @@ def _duckdb_file(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> 
         try:
             rel = con.sql(f"SELECT * FROM {qualified}")
         except duckdb.Error as exc:
-            raise InputError(f"no such table in the DuckDB file ({_first_line(exc)})", where) from None
+            found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = $a AND table_name = $t"
+                                " UNION ALL SELECT count(*) FROM duckdb_views() WHERE database_name = $a"
+                                " AND view_name = $t", {"a": alias, "t": table}).fetchall()
+            what = "cannot read the table or view" if any(n for (n,) in found) else "no such table"
+            raise InputError(f"{what} in the DuckDB file ({_first_line(exc)})", where) from None
     except BaseException:
         detach()
         raise

@@ -348,8 +348,10 @@ def test_a_queue_that_is_not_there_is_not_made(tmp_path, monkeypatch, capsys, ac
     # a typo in --queue (or the default ./jobs.duckdb in another folder) read as an empty queue would hide jobs
     monkeypatch.chdir(tmp_path)
     assert main(["jobs", *action, "--queue", "typo.duckdb"]) == 2
-    assert capsys.readouterr().err == ("hiersql: error: typo.duckdb: queue not found (hiersql jobs submit or jobs"
-                                       " run makes it)\n")
+    assert capsys.readouterr().err == ("hiersql: error: typo.duckdb: queue not found (a DuckDB file, which hiersql"
+                                       " jobs submit or jobs run makes, or a postgresql:// URL)\n")
+    assert main(["jobs", *action, "--queue", "mysql://db/q"]) == 2  # (tu s24-jobs finding 7)
+    assert "mysql://db/q: queue not found (a DuckDB file, which" in capsys.readouterr().err
     assert main(["jobs", *action]) == 2
     assert "jobs.duckdb: queue not found" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

@@ -570,6 +570,36 @@ def _parquet(folder: Path, data: pa.Table) -> Path:
     return folder / "runs.parquet"
 
 
+def test_a_view_that_cannot_be_read_is_not_called_missing(tmp_path):
+    """A view whose table was dropped exists: "cannot read the table or view", not "no such table" (tu
+    s24-warehouse finding 9)."""
+    path = tmp_path / "v.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE runs0 AS SELECT 'M1' AS system, 'i1' AS instance_id, 'a1' AS label")
+        con.execute("CREATE VIEW runs AS SELECT * FROM runs0")
+        con.execute("DROP TABLE runs0")
+    for table, said in (("runs", "cannot read the table or view in the DuckDB file (Catalog Error: Table with"
+                                 " name runs0 does not exist"),
+                        ("nosuch", "no such table in the DuckDB file (Catalog Error: Table with name nosuch")):
+        with pytest.raises(InputError) as caught:
+            hand_evaluator().add_predictions(None, f"duckdb:{path}::{table}")
+        assert str(caught.value).startswith(f"duckdb:{path}::{table}: {said}"), str(caught.value)
+
+
+def test_a_query_in_parentheses_is_a_query(tmp_path):
+    """``duckdb:PATH::(SELECT ...)`` was read as a table named '(SELECT ...)' ("no such table": tu s24-warehouse
+    finding 9); its own ORDER BY inside the parentheses is kept."""
+    path = hand_file(tmp_path / "user.duckdb")
+    system = quote(WEIRD["system"])
+    cols = {"instance_col": WEIRD["instance"], "label_col": WEIRD["label"], "system_col": WEIRD["system"]}
+    for query in (f"(SELECT * FROM {quote(WEIRD_TABLE)})", f"(SELECT * FROM {quote(WEIRD_TABLE)} ORDER BY {system})"):
+        ev = hand_evaluator().add_predictions(None, f"duckdb:{path}::{query}", **cols)
+        assert hand_values(ev) == pytest.approx(HAND_VALUES)
+    from hiersql.sources import _in_order
+
+    assert _in_order("(SELECT * FROM t ORDER BY a)") == "(SELECT * FROM t ORDER BY a)"
+
+
 def test_a_query_source_is_one_select(tmp_path):
     path = hand_file(tmp_path / "user.duckdb")
     before = digest(path)

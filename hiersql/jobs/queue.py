@@ -139,7 +139,8 @@ class Queue:
         self.wait = wait
         self.read_only = not create and not write and not self.postgres
         if not create and not self.postgres and not Path(self.url).is_file():
-            raise InputError("queue not found (hiersql jobs submit or jobs run makes it)", self.url)
+            raise InputError("queue not found (a DuckDB file, which hiersql jobs submit or jobs run makes, or a"
+                             " postgresql:// URL)", self.url)
         self._duckdb: Any = None
         self._claimed: set[str] = set()  # DuckDB: units and keys claimed by this process's threads
         self._lock = threading.Lock()
