@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .options import SPACES, OptionError
+from .options import SPACES, OptionError, stripped_labels
 
 LABEL_SETS = "a sequence of label sets, one per instance"
 LABEL_SOURCE = ("a path, a table reference, a DataFrame, an Arrow table, a DuckDB relation, a mapping of columns"
@@ -183,13 +183,7 @@ def label_names(labels: Any, parameter: str = "labels") -> tuple[str, ...] | Non
         labels = (labels,)
     if not is_sequence(labels) and not isinstance(labels, Set):
         raise argument_error(parameter, "must be a list of labels or None", labels)
-    names = []
-    for label in labels:
-        name = (label if isinstance(label, str) else str(label)).strip(SPACES)
-        if not name:
-            raise argument_error(parameter, "must be label names (strings)", label)
-        names.append(name)
-    return tuple(names)
+    return stripped_labels((label if isinstance(label, str) else str(label) for label in labels), parameter)
 
 
 def check_label_source(source: Any, parameter: str = "source") -> None:

@@ -210,14 +210,23 @@ def _names(allowed: tuple[str, ...] = (), *, at_least_one: str | None = None) ->
 
 
 def _optional_labels(value: Any) -> tuple[str, ...] | None:
-    """Label names without the :data:`SPACES` around them, as every reader strips the labels of the data."""
     if value is None:
         return None
-    names = _names(at_least_one="label")(value)
-    stripped = tuple(name.strip(SPACES) for name in names)
-    if "" in stripped:
-        raise _Broken("must be label names (strings)", names[stripped.index("")])
-    return stripped
+    try:
+        return stripped_labels(_names(at_least_one="label")(value))
+    except OptionError as exc:
+        raise _Broken(exc.rule, exc.value) from None
+
+
+def stripped_labels(names: Iterable[str], parameter: str = "labels") -> tuple[str, ...]:
+    """Label names without the :data:`SPACES` around them, as every reader strips the labels of the data; a
+    name that is nothing but spaces is an :class:`OptionError` naming ``parameter``."""
+    out = []
+    for name in names:
+        if not name.strip(SPACES):
+            raise OptionError(parameter, "must be label names (strings)", name)
+        out.append(name.strip(SPACES))
+    return tuple(out)
 
 
 def _comma_list(noun: str, quoted: bool = False) -> Callable[[str], tuple[str, ...]]:
