@@ -187,13 +187,8 @@ def _queue(args: argparse.Namespace, spec=None):
     from ..jobs import queue_url
     from ..jobs.queue import Queue
 
-    named: tuple[str, int | None] = ("--queue", None)
-    if not args.queue and spec is not None and spec.queue:  # the job file's queue key, for messages
-        import re
-
-        lines = spec.path.read_text(encoding="utf-8").splitlines()
-        line = next((n for n, text in enumerate(lines, 1) if re.match(r"\s*queue\s*=", text)), None)
-        named = (str(spec.path), line)
+    given_by_file = not args.queue and spec is not None and spec.queue  # messages name the job file's key
+    named = (str(spec.path), spec.queue_line) if given_by_file else ("--queue", None)
     return Queue(queue_url(args.queue, spec.queue if spec else None, spec.path if spec else None),
                  wait=args.wait, create=args.action in ("submit", "run", "schedule"),
                  write=args.action not in ("status", "results"), named=named)

@@ -63,13 +63,14 @@ class Dataset:
 
 @dataclass(frozen=True)
 class Spec:
-    """A checked job file: its path, the job's name, the queue it names (``None``: the default) and its
-    datasets."""
+    """A checked job file: its path, the job's name, the queue it names (``None``: the default), its datasets
+    and the line of its ``queue`` key (for messages)."""
 
     path: Path
     name: str
     queue: str | None
     datasets: tuple[Dataset, ...]
+    queue_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,8 @@ def load_spec(path: str | Path) -> Spec:
                            row_digests))
     if doc.get("format", "long") != "long" and not top_format_read:
         raise fail(_FORMAT_UNUSED, None, "format", doc["format"])
-    return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out))
+    return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out),
+                lines.find(None, "queue") if "queue" in doc else None)
 
 
 _FORMAT_UNUSED = ("names the format of label text files (and of a wide CSV file), and every label source it applies"
