@@ -72,8 +72,9 @@ def _checked_parameter(node):
         return node
     name = node.name
     condition, rule = _RULES.get(name, ("{p} IS NOT NULL", "must not be NULL"))
-    text = condition.format(p=name, choices=", ".join(f"'{c}'" for c in _choices(name)))
-    message = f"hiersql: {name} {rule.format(choices=', '.join(_choices(name)))}: "
+    choices = _choices(name)
+    text = condition.format(p=name, choices=", ".join(f"'{c}'" for c in choices))
+    message = f"hiersql: {name} {rule.format(choices=', '.join(choices))}: "
     check = sqlglot.parse_one(f"CASE WHEN {text} THEN {name} ELSE error({exp.Literal.string(message).sql()}"
                               f" || coalesce(CAST({name} AS VARCHAR), 'NULL')) END", read="duckdb")
     return exp.select(check).subquery()

@@ -477,10 +477,10 @@ def as_taxonomy(taxonomy: Any, parameter: str = "taxonomy") -> Taxonomy:
     ``parent``/``child`` columns, or an iterable of ``(parent, child)`` pairs (the forms the one-shot functions
     and :class:`~hiersql.evaluator.Evaluator` take); anything else is an
     :class:`~hiersql.options.OptionError` naming ``parameter`` and the value."""
-    from .sources import is_reference
-
     if isinstance(taxonomy, Taxonomy):
         return taxonomy
+    from .sources import is_reference
+
     if is_reference(taxonomy):  # duckdb:PATH::table, postgresql://...::table, sql:SELECT ...
         return Taxonomy.from_table(taxonomy)
     if isinstance(taxonomy, str | PathLike):
