@@ -22,6 +22,7 @@ the best". ``rank`` is the competition rank by value (1 + the number of strictly
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -36,16 +37,6 @@ if TYPE_CHECKING:
     from .metrics import Options
     from .store import Store
 
-# measures where a lower value is better
-LOWER_IS_BETTER = frozenset({
-    "symmetric_difference_loss", "hamming_loss", "graph_induced_error", "mgia_fn", "tree_induced_error",
-    "all_pairs_error", "hcm_fn", "hcm_fp", "hcm_fnr", "hcm_fpr",
-})
-# measures without micro/macro average (their rows have average "")
-UNAVERAGED = frozenset({
-    "symmetric_difference_loss", "example_accuracy", "example_precision", "example_recall", "example_f1",
-    "hamming_loss", "subset_accuracy", "graph_induced_error", "mgia_fn", "tree_induced_error", "all_pairs_error",
-})
 TESTS = ("sign", "wilcoxon", "bootstrap", "permutation")
 
 
@@ -62,75 +53,123 @@ class InstanceStatistic:
     ``per_item``, the mean of the items' own ratios ``num / den`` (``zero_division`` where ``den`` is 0)."""
 
     family: str
-    numerator: str | tuple[float, str, ...]
-    denominator: tuple[float, str, ...] | None = None
+    numerator: str | tuple[tuple[float, str], ...]
+    denominator: tuple[tuple[float, str], ...] | None = None
     items: str = "instances"  # or "labels" (flat.per_label)
     per_item: bool = False
+    zero: float = 0.0  # the value of a ratio whose denominator is 0 (the measure's declared zero)
 
 
 def instance_statistic(metric: str, average: str, options: Options) -> InstanceStatistic | None:
-    """The :class:`InstanceStatistic` of ``metric`` with ``average``, or ``None`` when the value is not a
-    mean or a ratio of sums of per-instance quantities (docs/compare.md has the table)."""
-    means = {  # per-instance columns whose mean is the value (macro average, or no average)
-        "set_based": {"hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
-                      "symmetric_difference_loss"},
-        "flat": {"example_accuracy", "example_precision", "example_recall", "example_f1", "hamming_loss",
-                 "subset_accuracy"},
-        "pair_based": {"graph_induced_error", "mgia_fn", "mgia", "tree_induced_error", "all_pairs_error"},
-        "lca": {"lca_precision", "lca_recall", "lca_f1"},
-    }
-    family = next((f for f, names in REGISTRY.items() if metric in names), None)
-    stem = metric.rsplit("_", 1)[-1]
-    labels = metric.startswith("label_")
-    if average == "micro" and (family in ("set_based", "lca") or labels) and stem in ("precision", "recall", "f1"):
-        # pooled counts: |Ŷaug ∩ Yaug|, |Ŷaug|, |Yaug| (LCA graphs; flat label sets: |Y ∩ Z|, |Z|, |Y|)
-        b2 = options.beta ** 2 if family == "set_based" else 1.0
-        den = {"precision": ((1.0, "n_pred"),), "recall": ((1.0, "n_true"),),
-               "f1": ((b2, "n_true"), (1.0, "n_pred"))}[stem]
-        return InstanceStatistic(family, ((1 + b2 if stem == "f1" else 1.0, "n_both"),), den)
-    if average == "macro" and labels:
-        return InstanceStatistic("flat_labels", metric, items="labels")
-    if metric == "mgia" and average == "micro" and options.denominator == "union":
-        # 1 - Σ fn / Σ dmax |P ∪ T|  =  Σ (dmax |P ∪ T| - fn) / Σ dmax |P ∪ T|
-        d = options.dmax
-        size = ((d, "n_true"), (d, "n_pred"), (-d, "n_shared"))
-        return InstanceStatistic("pair_based", (*size, (-1.0, "mgia_fn")), size)
-    if metric in means.get(family, ()) and average == ("" if metric in UNAVERAGED else "macro"):
-        return InstanceStatistic(family, metric)
-    if family == "confusion" and average in ("micro", "macro"):  # ratios of sums of the per-instance counts
-        from .metrics import plan_of
+    """The :class:`InstanceStatistic` of ``metric`` with ``average``, read from the measure's declaration
+    (:class:`~hiersql.plan.Measure`), or ``None`` when the value is not a mean or a ratio of sums of
+    per-instance quantities (docs/compare.md has the table):
 
-        measure = next(m for m in plan_of(family).measures if m.metric == metric)
-        num, den = _linear(measure.numerator), _linear(measure.denominator)
-        if num is not None and den is not None and measure.undefined is None:
-            return InstanceStatistic(family, num, den, per_item=average == "macro")
-    return None
+    - a ratio's ``micro`` average is ``Σ numerator / Σ denominator`` over the instances when both expressions
+      are sums of per-instance columns with constant weights (:func:`_linear`; a per-class measure's counts
+      ``tp, fp, fn`` are sums of per-instance counts where the plan says so, ``instance_counts_classes``);
+    - its ``macro`` or ``samples`` average (over instances) is the mean of the per-instance ratios;
+    - a measure without denominator is the mean of its per-instance numerator;
+    - the label-based ``macro`` average of the flat family is the mean over the labels (``flat.per_label``).
+
+    Counts summed over the instances (``total``), ratios with an ``undefined`` rule and families with their own
+    summary query (scoring trees) have no statistic."""
+    from .metrics import family_of, plan_of
+    from .plan import CLASSES, measure_of
+
+    fam = family_of(metric)
+    plan = plan_of(fam)
+    try:
+        m = measure_of(plan, metric, average)
+    except ValueError:
+        return None
+    if plan.summary is not None or m.total or m.undefined is not None:
+        return None
+    zero = float(options.zero_division) if m.zero == "$zero_division" else float(m.zero)
+    columns: Mapping[str, str | None] = {}
+    if m.unit == CLASSES:
+        if fam == "flat" and average in ("macro", "label_macro"):
+            return InstanceStatistic("flat_labels", metric, items="labels")
+        if average != "micro" or not plan.instance_counts_classes:
+            return None
+        columns = _CLASS_COUNTS
+    elif m.unit is not None:
+        return None
+    params = plan.params(options, None, [metric])
+    num = _linear(m.numerator, params, columns)
+    den = _linear(m.denominator, params, columns)
+    if num is None or (m.denominator is not None and den is None):
+        return None
+    if den is None:
+        return InstanceStatistic(fam, num)
+    return InstanceStatistic(fam, num, den, per_item=average != "micro", zero=zero)
 
 
-def _linear(expression: str | None) -> tuple[tuple[float, str], ...] | None:
-    """The terms ``((weight, column), ...)`` of a sum of columns with constant weights (``2 * tp + fp + fn``),
-    or ``None`` for any other expression (a product of columns, a square root): ``Σ_i`` of such an expression
-    is the expression of the sums, so its micro average is a ratio of sums of per-instance values."""
+# a class's counts summed over the classes, as sums of per-instance counts (of the same rows): |Y ∩ Z|,
+# |Z \ Y|, |Y \ Z| (tn is left out: the instances do not count the classes that neither side holds)
+_CLASS_COUNTS = {"tp": "n_both", "fp": "n_pred - n_both", "fn": "n_true - n_both", "tn": None,
+                 "n_true": "n_true", "n_pred": "n_pred", "n_both": "n_both", "support": "n_true"}
+
+
+def _linear(expression: str | None, params: Mapping[str, object],
+            columns: Mapping[str, str | None]) -> tuple[tuple[float, str], ...] | None:
+    """The terms ``((weight, column), ...)`` of a sum of columns with constant weights (``2 * tp + fp + fn``,
+    ``(1 + $beta * $beta) * n_both`` with ``$beta`` from ``params``), each column of ``columns`` replaced by its
+    expression (``None``: a column that has none); ``None`` for any other expression (a product of columns, a
+    square root) or none: ``Σ_i`` of such an expression is the expression of the sums, so its micro average is
+    a ratio of sums of per-instance values."""
     import sqlglot
     from sqlglot import exp
+
+    def constant(node: exp.Expression) -> float | None:
+        if isinstance(node, exp.Paren):
+            return constant(node.this)
+        if isinstance(node, exp.Literal) and node.is_number:
+            return float(node.this)
+        if isinstance(node, exp.Neg):
+            inner = constant(node.this)
+            return None if inner is None else -inner
+        if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+            left, right = constant(node.left), constant(node.right)
+            if left is None or right is None:
+                return None
+            return left + right if isinstance(node, exp.Add) else left - right if isinstance(node, exp.Sub) \
+                else left * right
+        return None
 
     def terms(node: exp.Expression) -> list[tuple[float, str]] | None:
         if isinstance(node, exp.Paren):
             return terms(node.this)
         if isinstance(node, exp.Column):
+            if node.name in columns:
+                found = columns[node.name]
+                inner = None if found is None else _linear(found, {}, {})
+                return None if inner is None else list(inner)
             return [(1.0, node.name)]
-        if isinstance(node, exp.Add):
+        if isinstance(node, exp.Add | exp.Sub):
             left, right = terms(node.left), terms(node.right)
-            return None if left is None or right is None else left + right
-        if isinstance(node, exp.Mul) and isinstance(node.left, exp.Literal) and node.left.is_number:
-            inner = terms(node.right)
-            return None if inner is None else [(float(node.left.this) * w, c) for w, c in inner]
+            if left is None or right is None:
+                return None
+            sign = -1.0 if isinstance(node, exp.Sub) else 1.0
+            return left + [(sign * w, c) for w, c in right]
+        if isinstance(node, exp.Mul):
+            for weight, inner in ((constant(node.left), node.right), (constant(node.right), node.left)):
+                found = None if weight is None else terms(inner)
+                if found is not None:
+                    return [(weight * w, c) for w, c in found]
         return None
 
     if expression is None:
         return None
-    found = terms(sqlglot.parse_one(expression))
-    return None if found is None else tuple(found)
+    numbers = {k: exp.Literal.number(v) for k, v in params.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)}
+    found = terms(exp.replace_placeholders(sqlglot.parse_one(expression, read="duckdb"), **numbers))
+    if found is None:
+        return None
+    merged: dict[str, float] = {}  # one term per column, in the order the columns come
+    for weight, column in found:
+        merged[column] = merged.get(column, 0.0) + weight
+    return tuple((weight, column) for column, weight in merged.items() if weight != 0)
 
 
 def _combine(frame: pd.DataFrame, terms: str | tuple) -> pd.Series:
@@ -221,11 +260,10 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
                 draws[len(num)] = (stats.resample_counts(len(num), n_resamples, seed),
                                    stats.permutation_swaps(len(num), n_resamples, seed))
             counts, swaps = draws[len(num)]
-            boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, opts.zero_division,
-                                          counts=counts)
+            boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, spec.zero, counts=counts)
             frame["ci_low"] = boot.intervals["ci_low"].to_numpy()
             frame["ci_high"] = boot.intervals["ci_high"].to_numpy()
-            pair_table = _pair_tests(num, den, boot.pairs, swaps, opts.zero_division)
+            pair_table = _pair_tests(num, den, boot.pairs, swaps, spec.zero)
             pair_table["p_value"] = pair_table[f"{test}_p"]
             if holm:
                 pair_table["p_value"] = stats.holm(pair_table["p_value"].to_numpy())
@@ -241,10 +279,7 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
                     "sign_k", "sign_p", "wilcoxon_p", "bootstrap_p", "permutation_p", "p_value"]
     tests_frame = (pd.concat(tests, ignore_index=True)[test_columns] if tests
                    else pd.DataFrame(columns=test_columns))
-    scored = ranking_frame.assign(score=np.where(ranking_frame["metric"].isin(LOWER_IS_BETTER),
-                                                 -ranking_frame["value"], ranking_frame["value"]))
-    measures = list(dict.fromkeys(ranking_frame["measure"]))
-    wide = scored.pivot(index="system", columns="measure", values="score")[measures]
+    wide = scores(ranking_frame)
     settings = {"metrics": list(metrics), "n_resamples": n_resamples, "seed": seed, "confidence": confidence,
                 "alpha": alpha, "test": test, "holm": holm}
     return Comparison(ranking_frame, tests_frame, stats.rank_correlations(wide, "kendall"),
@@ -268,13 +303,12 @@ def _measure_values(store: Store, metrics: list[str], opts: Options, systems: li
     explicit = not any(m.strip() == "all" or m.strip() in GROUPS for m in metrics)  # else those that apply
     if explicit:
         wanted = {spec.family for names in resolve(metrics).values() for metric in names
-                  for average in (("",) if metric in UNAVERAGED else opts.average)
+                  for average in averages_asked(metric, opts)
                   if (spec := instance_statistic(metric, average, opts)) is not None}
         _fill_tables(store, wanted, opts, tables)
     for names in resolve(metrics).values() if explicit else ():
         for metric in names:
-            averages = ("",) if metric in UNAVERAGED else opts.average
-            specs = {average: instance_statistic(metric, average, opts) for average in averages}
+            specs = {average: instance_statistic(metric, average, opts) for average in averages_asked(metric, opts)}
             found = {average: _matrices(store, spec, opts, systems, tables) if spec else None
                      for average, spec in specs.items()}
             if any(f is None for f in found.values()):
@@ -283,7 +317,7 @@ def _measure_values(store: Store, metrics: list[str], opts: Options, systems: li
             for average, (num, den) in found.items():
                 matrices[metric, average] = (num, den)
                 value = stats.ratio(num.sum().to_numpy(), (den.sum() if den is not None else len(num)),
-                                    opts.zero_division)
+                                    specs[average].zero)
                 parts.append(pd.DataFrame({"system": systems, "metric": metric, "average": average,
                                            "value": value}))
     if direct or not explicit:
@@ -301,13 +335,15 @@ SQL_FAMILIES = frozenset({"set_based", "flat", "flat_labels"})
 
 
 def _table(store: Store, name: str, opts: Options) -> pd.DataFrame:
-    """The per-instance table of family ``name`` (``"flat_labels"``: the flat family's per-label table, the
-    label in ``instance_id``)."""
-    from .metrics import family
+    """The unit table of family ``name`` that its summary reads (the plan's per-instance stage, every column the
+    measures' expressions name), or ``"flat_labels"``: the flat family's per-label table, the label in
+    ``instance_id``."""
+    from .engines import DuckDBEngine
+    from .metrics import family, plan_of
 
     if name == "flat_labels":
         return family("flat").per_label(store, opts).rename(columns={"label": "instance_id"})
-    return family(name).per_instance(store, opts)
+    return DuckDBEngine(store).per_instance(plan_of(name), opts).to_pandas()
 
 
 def _fill_tables(store: Store, names: set[str], opts: Options, tables: dict[str, pd.DataFrame]) -> None:
@@ -348,11 +384,13 @@ def _matrices(store: Store, spec: InstanceStatistic, opts: Options, systems: lis
     den = wide(spec.denominator) if spec.denominator is not None else None
     if num.isna().to_numpy().any() or (den is not None and den.isna().to_numpy().any()):
         return None
-    if spec.per_item:  # a mean of the items' ratios
+    if spec.per_item:  # a mean of the items' ratios; one left out (NaN zero) makes it no mean of all items
         import pandas as pd
 
-        return pd.DataFrame(stats.ratio(num.to_numpy(), den.to_numpy(), opts.zero_division), index=num.index,
-                            columns=num.columns), None
+        ratios = stats.ratio(num.to_numpy(), den.to_numpy(), spec.zero)
+        if np.isnan(ratios).any():
+            return None
+        return pd.DataFrame(ratios, index=num.index, columns=num.columns), None
     return num, den
 
 
@@ -400,8 +438,30 @@ def rank_text(rank: object) -> str:
 
 
 def oriented(values: pd.Series, metric: str) -> pd.Series:
-    """``values`` so that higher is better (losses negated)."""
-    return -values if metric in LOWER_IS_BETTER else values
+    """``values`` so that higher is better (losses negated), by the direction the measure declares."""
+    from .metrics import higher_is_better
+
+    return values if higher_is_better(metric) else -values
+
+
+def scores(ranking: pd.DataFrame) -> pd.DataFrame:
+    """The values of a ranking (columns ``measure, metric, system, value``) oriented so that higher is better
+    (:func:`oriented`), systems x measures in the ranking's order: what the rank correlations read."""
+    import pandas as pd
+
+    parts = [oriented(part["value"], str(metric)) for metric, part in ranking.groupby("metric", sort=False)]
+    scored = ranking.assign(score=pd.concat(parts) if parts else ranking["value"])
+    measures = list(dict.fromkeys(ranking["measure"]))
+    return scored.pivot(index="system", columns="measure", values="score")[measures]
+
+
+def averages_asked(metric: str, options: Options) -> tuple[str, ...]:
+    """The averages of ``metric`` that ``options.average`` asks for; ``("",)`` for a measure without averages
+    (a plain mean or a total, as its declaration says)."""
+    from .metrics import family_of, plan_of
+    from .plan import averages_of
+
+    return ("",) if averages_of(plan_of(family_of(metric)), metric) == ("",) else tuple(options.average)
 
 
 def competition_rank(better: pd.Series) -> pd.Series:

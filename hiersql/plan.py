@@ -88,18 +88,25 @@ Step = Sql | Python
 
 @dataclass(frozen=True)
 class Measure:
-    """One summary measure of a family, from the per-unit table ``unit`` (default: the plan's instance stage).
+    """One measure of a family, declared once: what it computes, its averages, its direction and its range.
+    Every door reads this declaration: the summary SQL (:func:`summary_sql`), the per-instance values
+    (:func:`instance_values_sql`), ``compare``'s statistics, ranks and correlations, the report and the macros.
 
-    ``value = numerator / denominator`` per unit (``numerator`` alone without a denominator); ``micro`` sums
-    every column of both expressions over the units first. ``unit`` :data:`CLASSES` makes it a per-class
-    measure over the counts of :func:`class_counts_sql` (columns ``n_true, n_pred, n_both, tp, fp, fn, tn``).
-    ``zero`` is the value where the denominator is 0 or ``undefined`` holds (default ``$zero_division``).
-    ``averages`` lists the averages it has; ``total`` makes the plain average (``""``) a sum over the units
-    instead of a mean (counts).
+    ``value = numerator / denominator`` per unit (``numerator`` alone without a denominator), from the
+    per-unit table ``unit`` (default: the plan's instance stage); ``micro`` sums every column of both
+    expressions over the units first. ``unit`` :data:`CLASSES` makes it a per-class measure over the counts of
+    :func:`class_counts_sql` (columns ``n_true, n_pred, n_both, tp, fp, fn, tn``). ``zero`` is the value where
+    the denominator is 0 or ``undefined`` holds (default ``$zero_division``). ``averages`` lists the averages it
+    has; ``total`` makes the plain average (``""``) a sum over the units instead of a mean (counts).
+    ``numerator`` is ``None`` only in a plan whose own ``summary`` query gives the values (scoring trees).
+
+    ``higher_is_better`` is the direction (scikit-learn's ``*_score`` against ``*_loss``): ``compare`` ranks
+    by it, the report marks the best by it. ``bounds`` is the closed range of every value (``inf``: unbounded),
+    a ``$zero_division`` value aside.
     """
 
     metric: str
-    numerator: str
+    numerator: str | None = None
     denominator: str | None = None
     averages: tuple[str, ...] = ("micro", "macro")
     higher_is_better: bool = True
@@ -107,6 +114,7 @@ class Measure:
     undefined: str | None = None
     zero: str = "$zero_division"
     total: bool = False
+    bounds: tuple[float, float] = (0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -157,6 +165,10 @@ class FamilyPlan:
     class_universe:
         A query of the file ``(system, label)``: the classes of each system (default: the labels of
         ``classes``, or with fixed labels the table ``class_labels(label)`` for every system).
+    instance_counts_classes:
+        The instance stage's ``n_true, n_pred, n_both`` count the rows of ``classes`` of each instance, so a
+        class count (``tp``, ``fp``, ``fn``) summed over the classes is a per-instance count summed over the
+        instances (``compare`` then has intervals for the per-class measures' ``micro`` average).
     """
 
     name: str
@@ -176,6 +188,7 @@ class FamilyPlan:
     unit_order: Mapping[str, str] = field(default_factory=dict)
     classes: str | None = None
     class_universe: str | None = None
+    instance_counts_classes: bool = False
 
     def steps_until(self, stage: str) -> tuple[Step, ...]:
         """The steps up to and including the one that makes table ``stage``."""
@@ -230,10 +243,7 @@ def _unit_summary(plan: FamilyPlan, parts: Sequence[tuple[Measure, str]], ordere
 
 
 def averages_of(plan: FamilyPlan, metric: str) -> tuple[str, ...]:
-    """The averages ``metric`` has (``""``: a plain mean, no average to choose); a family with its own
-    summary query has ``micro`` and ``macro``."""
-    if plan.summary is not None:
-        return ("micro", "macro")
+    """The averages ``metric`` has (``""``: a plain mean, no average to choose), as its measures declare."""
     return tuple(dict.fromkeys(a for m, a in _parts(plan, [metric], set(AVERAGES))))
 
 

@@ -171,13 +171,14 @@ def dot_plots(ranking: pd.DataFrame, columns: int = 2) -> Figure:
     line, systems in that measure's ranking order (best at the top), names on the axis. The best system is
     vermilion, those in its group (not significantly different) blue, the others grey; black where the measure
     has no tests."""
+    from .metrics import higher_is_better
+
     measures = list(dict.fromkeys(ranking["measure"]))
     n_systems = ranking["system"].nunique()
     rows = -(-len(measures) // columns)
     plot_height = 0.24 * n_systems + 0.2
     panel_height = plot_height + 0.85  # title above, tick labels below
     fig = _figure(columns * DOT_COLUMN, rows * panel_height + 0.1)
-    lower = _lower()
     for k, measure in enumerate(measures):
         part = ranking[ranking["measure"] == measure].sort_values(["rank", "system"], ascending=[False, False],
                                                                   na_position="first")  # unranked at the bottom
@@ -194,17 +195,11 @@ def dot_plots(ranking: pd.DataFrame, columns: int = 2) -> Figure:
         ax.set_ylim(-0.7, len(part) - 0.3)
         ax.tick_params(axis="x", labelsize=8)
         ax.grid(axis="x", alpha=0.3)
-        ax.set_title(measure + ("  (lower is better)" if part["metric"].iloc[0] in lower else ""),
+        ax.set_title(measure + ("" if higher_is_better(str(part["metric"].iloc[0])) else "  (lower is better)"),
                      fontsize=10, loc="left")
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
     return fig
-
-
-def _lower() -> frozenset[str]:
-    from .compare import LOWER_IS_BETTER
-
-    return LOWER_IS_BETTER
 
 
 def tau_heatmap(tau: pd.DataFrame) -> Figure:

@@ -59,7 +59,7 @@ def test_values_from_per_instance_tables_are_evaluate_values(demo):
     metrics = ["hp", "hr", "hf", "sdl", "lca_p", "lca_r", "lca_f", "gie", "mgia", "mgia_fn", "all_pairs_error",
                "example_f1", "hamming_loss", "subset_accuracy", "label_precision", "label_recall", "label_f1",
                "hcm_accuracy", "hcm_precision", "hcm_recall", "hcm_f1", "hcm_fnr", "hcm_fpr", "hcm_tnr", "hcm_mcc"]
-    for options in ({}, {"beta": 2.0, "dmax": 3.0, "tn": "descendants"}):
+    for options in ({}, {"beta": 2.0, "dmax": 3.0, "tn": "descendants"}, {"denominator": "symmetric_difference"}):
         merged = _joined(demo.compare(metrics, n_resamples=20, **options), demo.evaluate(metrics, **options))
         np.testing.assert_allclose(merged["value"], merged["value_eval"], rtol=1e-12)
 
@@ -203,16 +203,31 @@ def test_label_macro_with_fixed_universe_uses_the_macro_sign_test(demo):
 
 def test_instance_statistic_covers_what_it_claims():
     opts = make_options()
-    assert instance_statistic("hierarchical_f1", "micro", opts).denominator is not None
-    assert instance_statistic("hierarchical_f1", "macro", opts).denominator is None
+    # read from the declarations: hF = (1 + β²) |Ŷaug ∩ Yaug| / (β² |Yaug| + |Ŷaug|), β = 2 -> 5 n_both / (4 n_true
+    # + n_pred); micro pools the sums, macro is the mean of the per-instance ratios
+    beta2 = make_options(beta=2.0)
+    assert instance_statistic("hierarchical_f1", "micro", beta2) == InstanceStatistic(
+        "set_based", ((5.0, "n_both"),), ((4.0, "n_true"), (1.0, "n_pred")))
+    assert instance_statistic("hierarchical_f1", "macro", beta2).per_item
     assert instance_statistic("hierarchical_f1", "", opts) is None
+    # SDL = |Yaug Δ Ŷaug| = n_true + n_pred - 2 n_both, a plain mean
+    assert instance_statistic("symmetric_difference_loss", "", opts) == InstanceStatistic(
+        "set_based", ((1.0, "n_true"), (1.0, "n_pred"), (-2.0, "n_both")))
+    # label-based micro F1 = 2 Σtp / (2 Σtp + Σfp + Σfn) with tp = n_both, fp = n_pred - n_both, fn = n_true - n_both
+    assert instance_statistic("label_f1", "micro", opts) == InstanceStatistic(
+        "flat", ((2.0, "n_both"),), ((1.0, "n_pred"), (1.0, "n_true")))
+    assert instance_statistic("label_accuracy", "micro", opts) is None  # tn: not a sum of per-instance counts
+    # MGIA's zero is 1 (an instance with nothing to pair is fully right), whatever zero_division says
+    assert instance_statistic("mgia", "macro", make_options(zero_division=0.0)).zero == 1.0
     assert instance_statistic("hcm_f1", "micro", opts) == InstanceStatistic(
         "confusion", ((2.0, "tp"),), ((2.0, "tp"), (1.0, "fp"), (1.0, "fn")))
     assert instance_statistic("hcm_fpr", "micro", opts).denominator == ((1.0, "fp"), (1.0, "tn"))
     assert instance_statistic("hcm_f1", "macro", opts).per_item
     for metric, average in (("hcm_mcc", "micro"), ("hcm_mcc", "macro"), ("hcm_pt", "micro"), ("hcm_tp", "")):
         assert instance_statistic(metric, average, opts) is None, metric
-    assert instance_statistic("mgia", "micro", make_options(denominator="symmetric_difference")) is None
+    # the MGIA micro average is Σ (size - fn) / Σ size for any denominator option (size: the per-instance table's)
+    assert instance_statistic("mgia", "micro", make_options(denominator="symmetric_difference")).denominator == (
+        (1.0, "mgia_size"),)
 
 
 def test_depth_breakdown_by_hand():

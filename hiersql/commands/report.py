@@ -169,7 +169,7 @@ def from_results(args: argparse.Namespace):
     from html import escape
     from pathlib import Path
 
-    from ..compare import LOWER_IS_BETTER, Comparison
+    from ..compare import Comparison, scores
     from ..dbfile import connect
     from ..errors import InputError, display
     from ..report import comparison_sections, file_digest, html_page, provenance, results_ranking
@@ -199,10 +199,7 @@ def from_results(args: argparse.Namespace):
     sections = []
     for k, (dataset, part) in enumerate(results.groupby("dataset", sort=True)):
         ranking = results_ranking(part)
-        scores = ranking.assign(score=ranking["value"].where(~ranking["metric"].isin(LOWER_IS_BETTER),
-                                                             -ranking["value"]))
-        wide = scores.pivot(index="system", columns="measure", values="score")
-        tau = rank_correlations(wide[list(dict.fromkeys(ranking["measure"]))])
+        tau = rank_correlations(scores(ranking))
         settings = {"confidence": 0.95, "n_resamples": 0, "seed": None, "test": "", "alpha": 0, "holm": False}
         inner = comparison_sections(Comparison(ranking, None, tau, tau, settings))
         html = "".join(f"<h3>{escape(heading)}</h3>{body}" for _, heading, body in inner)

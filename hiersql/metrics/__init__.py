@@ -24,7 +24,7 @@ from ..engines import DuckDBEngine, Engine
 # FAMILIES: declared with the options that the families read; Options: hiersql.metrics.Options
 from ..options import FAMILIES as FAMILIES
 from ..options import Options as Options
-from ..plan import FamilyPlan
+from ..plan import FamilyPlan, Measure
 from ..plan import Row as Row
 
 if TYPE_CHECKING:
@@ -57,6 +57,21 @@ def family(name: str):
 def plan_of(name: str):
     """The :class:`~hiersql.plan.FamilyPlan` of family ``name`` (its module's ``PLAN``)."""
     return family(name).PLAN
+
+
+def family_of(metric: str) -> str:
+    """The family of measure ``metric`` (its name, not an alias)."""
+    return catalog()[metric][0]
+
+
+def declared(metric: str) -> tuple[Measure, ...]:
+    """The declarations of measure ``metric`` in its family's plan (one per unit table it is averaged over)."""
+    return tuple(m for m in plan_of(family_of(metric)).measures if m.metric == metric)
+
+
+def higher_is_better(metric: str) -> bool:
+    """The direction of measure ``metric``, as its :class:`~hiersql.plan.Measure` declares it."""
+    return declared(metric)[0].higher_is_better
 
 
 def catalog() -> dict[str, tuple[str, str]]:

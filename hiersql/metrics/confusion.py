@@ -23,6 +23,7 @@ github.com/DerKevinRiehl/HierarchicalConfusionMatrix.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -266,13 +267,14 @@ PLAN = FamilyPlan(
     ),
     instance="hcm_instance",
     measures=(
-        *(Measure(f"hcm_{c}", c, averages=("",), total=True) for c in ("tp", "fp", "fn", "tn")),
+        *(Measure(f"hcm_{c}", c, averages=("",), total=True, higher_is_better=c in ("tp", "tn"),
+                  bounds=(0.0, math.inf)) for c in ("tp", "fp", "fn", "tn")),
         Measure("hcm_accuracy", "tp + tn", "tp + tn + fp + fn"),
         Measure("hcm_precision", "tp", "tp + fp"),
         Measure("hcm_recall", "tp", "tp + fn"),
         Measure("hcm_f1", "2 * tp", "2 * tp + fp + fn"),
         Measure("hcm_mcc", "1.0 * tp * tn - 1.0 * fp * fn",
-                "sqrt(1.0 * (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))"),
+                "sqrt(1.0 * (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))", bounds=(-1.0, 1.0)),
         Measure("hcm_fnr", "fn", "tp + fn", higher_is_better=False),
         Measure("hcm_fpr", "fp", "fp + tn", higher_is_better=False),
         Measure("hcm_tnr", "tn", "fp + tn"),

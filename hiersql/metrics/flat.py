@@ -83,6 +83,7 @@ PLAN = FamilyPlan(
     params=sql_params,
     tables=label_table,
     classes="flat_sides",
+    instance_counts_classes=True,
     class_universe="flat_universe",
 )
 

@@ -27,6 +27,7 @@ classification: a unified view and novel approaches", §2.3. SPEC §3.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -294,11 +295,15 @@ PLAN = FamilyPlan(
     ),
     instance="pair_instance",
     measures=(
-        Measure("graph_induced_error", "graph_induced_error", averages=("",), higher_is_better=False),
+        Measure("graph_induced_error", "graph_induced_error", averages=("",), higher_is_better=False,
+                bounds=(0.0, math.inf)),
         Measure("mgia", "mgia_size - mgia_fn", "mgia_size", zero="1.0", averages=("micro", "macro", "samples")),
-        Measure("mgia_fn", "mgia_fn", averages=("",), higher_is_better=False),
-        Measure("tree_induced_error", "tree_induced_error", averages=("",), higher_is_better=False),
-        Measure("all_pairs_error", "all_pairs_error", averages=("",), higher_is_better=False),
+        Measure("mgia_fn", "mgia_fn", averages=("",), higher_is_better=False,
+                bounds=(0.0, math.inf)),
+        Measure("tree_induced_error", "tree_induced_error", averages=("",), higher_is_better=False,
+                bounds=(0.0, math.inf)),
+        Measure("all_pairs_error", "all_pairs_error", averages=("",), higher_is_better=False,
+                bounds=(0.0, math.inf)),
     ),
     params=_params,
     check=lambda engine, metrics, options: _check(engine, metrics, options),

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..engines import DuckDBEngine
 from ..errors import DataWarning, InputError
-from ..plan import FamilyPlan, Sql
+from ..plan import FamilyPlan, Measure, Sql
 from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
@@ -97,6 +97,9 @@ PLAN = FamilyPlan(
     metrics=METRICS,
     steps=(Sql("scoring_pairs"), Sql("scoring_instance")),
     instance="scoring_instance",
+    # the values come from scoring_summary (means weighted by counts over pairs, and over nodes); the
+    # declarations give their averages, direction and range: every score is in [0, 1], 1 for a perfect match
+    measures=tuple(Measure(metric) for metric in METRICS),
     summary="scoring_summary",
     params=_params,
     check=_check,

@@ -11,6 +11,7 @@ classification: a unified view and novel approaches", §2.4 (eq. 2-5). SPEC §2.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -96,7 +97,7 @@ PLAN = FamilyPlan(
         *(Measure(metric, numerator, denominator, averages=("label_macro", "weighted"), unit=CLASSES)
           for metric, numerator, denominator in RATIOS),
         Measure("symmetric_difference_loss", "n_true + n_pred - 2 * n_both", averages=("",),
-                higher_is_better=False),
+                higher_is_better=False, bounds=(0.0, math.inf)),
     ),
     params=sql_params,
     check=lambda engine, metrics, options: check_labels(engine, options),
