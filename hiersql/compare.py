@@ -53,7 +53,7 @@ class InstanceStatistic:
     ``per_item``, the mean of the items' own ratios ``num / den`` (``zero_division`` where ``den`` is 0)."""
 
     family: str
-    numerator: str | tuple[tuple[float, str], ...]
+    numerator: str | tuple[tuple[float, str], ...]  # a column, or weighted columns
     denominator: tuple[tuple[float, str], ...] | None = None
     items: str = "instances"  # or "labels" (flat.per_label)
     per_item: bool = False
@@ -69,7 +69,7 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
       are sums of per-instance columns with constant weights (:func:`_linear`; a per-class measure's counts
       ``tp, fp, fn`` are sums of per-instance counts where the plan says so, ``instance_counts_classes``);
     - its ``macro`` or ``samples`` average (over instances) is the mean of the per-instance ratios;
-    - a measure without denominator is the mean of its per-instance numerator;
+    - a measure without denominator is the mean of its per-instance value (:func:`~hiersql.plan.instance_values_sql`);
     - the label-based ``macro`` average of the flat family is the mean over the labels (``flat.per_label``).
 
     Counts summed over the instances (``total``), ratios with an ``undefined`` rule and families with their own
@@ -95,13 +95,12 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
         columns = _CLASS_COUNTS
     elif m.unit is not None:
         return None
+    if m.denominator is None:  # the mean of its per-instance value (a column of the per-instance table)
+        return InstanceStatistic(fam, metric)
     params = plan.params(options, None, [metric])
-    num = _linear(m.numerator, params, columns)
-    den = _linear(m.denominator, params, columns)
-    if num is None or (m.denominator is not None and den is None):
+    num, den = _linear(m.numerator, params, columns), _linear(m.denominator, params, columns)
+    if num is None or den is None:
         return None
-    if den is None:
-        return InstanceStatistic(fam, num)
     return InstanceStatistic(fam, num, den, per_item=average != "micro", zero=zero)
 
 

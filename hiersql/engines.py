@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import sqlfiles
 from .errors import DataWarning, InputError, display, is_spark_error, masked, spark_message
 from .options import Options, sql_options
-from .plan import FamilyPlan, Python, Row, Sql, Step, summary_sql
+from .plan import FamilyPlan, Python, Row, Sql, Step, instance_values_sql, summary_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -463,8 +463,9 @@ class Engine:
         out = None
         for group, group_options in plan.groups(list(plan.metrics), options):
             params = self.prepare(plan, group, group_options)
-            self._steps(plan, plan.steps_until(stage), params, group_options)
-            table = self.arrow(f"SELECT * FROM {stage} ORDER BY {key}")
+            done = self._steps(plan, plan.steps_until(stage), params, group_options)
+            self.stage(plan.file, f"{stage}_values", params, done, text=instance_values_sql(plan))
+            table = self.arrow(f"SELECT * FROM {stage}_values ORDER BY {key}")
             if out is None:
                 out = table
             else:  # the same rows in the same order

@@ -16,7 +16,7 @@ from . import sqlfiles
 from .engines import family_params
 from .metrics import FAMILIES, plan_of
 from .options import Options
-from .plan import summary_sql
+from .plan import instance_values_sql, summary_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -35,14 +35,13 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     for name, body in sqlfiles.queries("macros").items():
         tree = sqlglot.parse_one(body, read="duckdb")
         refs = [t for t in tree.find_all(exp.Table) if t.db in sqlfiles.available()]
-        if any(t.name not in sqlfiles.queries(t.db) and not (t.name == "summary" and t.db in plans) for t in refs):
+        if any(t.name not in sqlfiles.queries(t.db) and not (t.name in GENERATED and t.db in plans) for t in refs):
             continue  # a file or query not there (yet): no macro
         params: dict[str, object] = {}
         for ref in refs:
             text = None
-            if ref.name == "summary":  # the family's generated summary, every measure and average
-                plan = plans[ref.db]
-                text = summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True)
+            if ref.name in GENERATED:  # the family's generated summary (every measure and average) or values
+                text = GENERATED[ref.name](plans[ref.db])
             composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", dict(tables or {}),
                                                          pretty=False, text=text) + "\n", read="duckdb")
             ref.replace(composed.subquery(ref.alias_or_name))
@@ -57,6 +56,9 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 _REQUIRED = object()
+# the queries generated from a family's declared measures that a macro reads as FILE.summary, FILE.instance_values
+GENERATED = {"summary": lambda plan: summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True),
+             "instance_values": instance_values_sql}
 
 
 def _checked_parameter(node):

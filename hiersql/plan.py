@@ -247,6 +247,28 @@ def averages_of(plan: FamilyPlan, metric: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a for m, a in _parts(plan, [metric], set(AVERAGES))))
 
 
+def instance_values_sql(plan: FamilyPlan) -> str:
+    """The query of the per-instance table: the plan's instance stage and, after its columns, the per-instance
+    value of each measure of :func:`instance_measures` (``numerator / denominator``, its ``zero`` where
+    undefined, as the ``macro`` mean reads it; a measure without denominator: its numerator)."""
+    values = "".join(f", {_instance_value(m)} AS {m.metric}" for m in instance_measures(plan))
+    return f"SELECT _u.*{values} FROM {plan.instance} AS _u"
+
+
+def instance_measures(plan: FamilyPlan) -> tuple[Measure, ...]:
+    """The measures with a per-instance value generated from their declaration: those over the instance stage
+    that are averaged over instances (``macro``, or a plain mean), not totals, whose numerator is not a column of
+    their own name (a value the stage gives itself, such as a Python step's pairing cost)."""
+    return tuple(m for m in plan.measures
+                 if m.unit is None and m.numerator not in (None, m.metric) and not m.total
+                 and ("macro" in m.averages or m.averages == ("",)))
+
+
+def _instance_value(m: Measure) -> str:
+    assert m.numerator is not None
+    return _ratio(m.numerator, m.denominator, m.undefined, m.zero) if m.denominator else m.numerator
+
+
 def class_values_sql(plan: FamilyPlan, metric: str, weighted: bool = False, fixed_classes: bool = False) -> str:
     """The query ``(system, label, value)`` of the per-class values of ``metric`` (its :data:`CLASSES`
     measure), ordered by system and label."""

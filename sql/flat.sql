@@ -49,26 +49,15 @@ FULL JOIN (
 ) AS t ON t.system = p.system AND t.instance_id = p.instance_id AND t.label = p.label
 
 -- name: flat_instance
--- Per (system, instance of the truth): |Y|, |Z|, |Y ∩ Z|, |L| and the example-based values.
+-- Per (system, instance of the truth): |Y|, |Z|, |Y ∩ Z|, |L| (the example-based values are generated from the
+-- family's declared measures, hiersql.plan.instance_values_sql).
 SELECT
     g.system,
     g.instance_id,
     coalesce(c.n_true, 0) AS n_true,
     coalesce(c.n_pred, 0) AS n_pred,
     coalesce(c.n_both, 0) AS n_both,
-    g.n_labels,
-    CASE WHEN coalesce(c.n_true + c.n_pred - c.n_both, 0) = 0 THEN $zero_division
-         ELSE 1.0 * c.n_both / (c.n_true + c.n_pred - c.n_both) END AS example_accuracy,
-    CASE WHEN coalesce(c.n_pred, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_pred END
-        AS example_precision,
-    CASE WHEN coalesce(c.n_true, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_true END
-        AS example_recall,
-    CASE WHEN coalesce(c.n_true + c.n_pred, 0) = 0 THEN $zero_division
-         ELSE 2.0 * c.n_both / (c.n_true + c.n_pred) END AS example_f1,
-    CASE WHEN g.n_labels = 0 THEN $zero_division
-         ELSE 1.0 * coalesce(c.n_true + c.n_pred - 2 * c.n_both, 0) / g.n_labels END AS hamming_loss,
-    CASE WHEN coalesce(c.n_true, 0) = coalesce(c.n_both, 0) AND coalesce(c.n_pred, 0) = coalesce(c.n_both, 0)
-         THEN 1.0 ELSE 0.0 END AS subset_accuracy
+    g.n_labels
 FROM (
     SELECT s.system, i.instance_id, coalesce(u.n_labels, 0) AS n_labels
     FROM systems AS s

@@ -471,22 +471,15 @@ FROM lca_open_ends AS o
 JOIN links AS l ON l.node = o.node AND l.lca = o.lca
 
 -- name: lca_instance
--- Per (system, instance) of the truth: graph sizes and PLCA, RLCA, FLCA; an empty denominator gives
--- $zero_division. Reads lca_graph_counts (the extended or HEMKit's counts) and, for the instances with a
--- choice, lca_open_counts (the minimal graphs' counts).
+-- Per (system, instance) of the truth: the graph sizes |Gt|, |Gp|, |Gt ∩ Gp| (PLCA, RLCA, FLCA are generated
+-- from the family's declared measures, hiersql.plan.instance_values_sql). Reads lca_graph_counts (the extended
+-- or HEMKit's counts) and, for the instances with a choice, lca_open_counts (the minimal graphs' counts).
 SELECT
     g.system,
     g.instance_id,
     coalesce(c.n_true, 0) AS n_true,
     coalesce(c.n_pred, 0) AS n_pred,
-    coalesce(c.n_both, 0) AS n_both,
-    CASE WHEN coalesce(c.n_pred, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_pred END
-        AS lca_precision,
-    CASE WHEN coalesce(c.n_true, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_true END
-        AS lca_recall,
-    CASE WHEN coalesce(c.n_true, 0) + coalesce(c.n_pred, 0) = 0 THEN $zero_division
-         ELSE 2.0 * c.n_both / (c.n_true + c.n_pred) END
-        AS lca_f1
+    coalesce(c.n_both, 0) AS n_both
 FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
 LEFT JOIN (
     SELECT e.system, e.instance_id, coalesce(o.n_true, e.n_true) AS n_true, coalesce(o.n_pred, e.n_pred) AS n_pred,

@@ -1,7 +1,8 @@
 -- DuckDB table macros over the hiersql tables, installed by `hiersql install-macros --db FILE`
 -- (hiersql.macros.install_macros). Each query below is the body of the table macro of the same name.
 -- A body reads another sql/ file's query as the table FILE.QUERY (set_based.set_based_instance), or the
--- family's summary as FILE.summary (generated from the family plan's measures, hiersql.plan): the
+-- family's summary as FILE.summary and its per-instance values as FILE.instance_values (both generated from the
+-- family plan's measures, hiersql.plan): the
 -- installer puts that query there, composed with the queries it reads, and its $parameters become the
 -- macro's named parameters, with the family's defaults (SPEC; hiersql.metrics.Options) as default values:
 --   SELECT * FROM hiersql_set_based(include_root := true, max_distance := 2) WHERE metric = 'hierarchical_f1';
@@ -20,7 +21,7 @@ SELECT * FROM set_based.summary
 -- name: hiersql_set_based_instance
 -- (system, instance_id, n_true, n_pred, n_both, hierarchical_precision, hierarchical_recall,
 -- hierarchical_f1, symmetric_difference_loss) for every system and instance of the truth.
-SELECT * FROM set_based.set_based_instance
+SELECT * FROM set_based.instance_values
 
 -- name: hiersql_flat
 -- (system, metric, average, value): the flat multi-label measures (no ancestors added).
@@ -28,4 +29,4 @@ SELECT * FROM flat.summary
 
 -- name: hiersql_flat_instance
 -- Per-instance flat measures of every system.
-SELECT * FROM flat.flat_instance
+SELECT * FROM flat.instance_values

@@ -225,20 +225,13 @@ SELECT system, instance_id, n_true, n_pred, n_both FROM set_pair_counts
 WHERE $augment = 'cesa_bianchi'
 
 -- name: set_based_instance
--- Per-instance counts and values for every (system, instance) of the truth, also empty ones.
+-- Per-instance counts for every (system, instance) of the truth, also empty ones; the values (hP, hR, hF,
+-- SDL) are generated from the family's declared measures (hiersql.plan.instance_values_sql).
 SELECT
     g.system,
     g.instance_id,
     coalesce(c.n_true, 0) AS n_true,
     coalesce(c.n_pred, 0) AS n_pred,
-    coalesce(c.n_both, 0) AS n_both,
-    CASE WHEN coalesce(c.n_pred, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_pred END
-        AS hierarchical_precision,
-    CASE WHEN coalesce(c.n_true, 0) = 0 THEN $zero_division ELSE 1.0 * c.n_both / c.n_true END
-        AS hierarchical_recall,
-    CASE WHEN $beta * $beta * coalesce(c.n_true, 0) + coalesce(c.n_pred, 0) = 0 THEN $zero_division
-         ELSE (1 + $beta * $beta) * c.n_both / ($beta * $beta * c.n_true + c.n_pred) END
-        AS hierarchical_f1,
-    coalesce(c.n_true + c.n_pred - 2 * c.n_both, 0) AS symmetric_difference_loss
+    coalesce(c.n_both, 0) AS n_both
 FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i) AS g
 LEFT JOIN set_counts AS c ON c.system = g.system AND c.instance_id = g.instance_id

@@ -210,9 +210,9 @@ def test_instance_statistic_covers_what_it_claims():
         "set_based", ((5.0, "n_both"),), ((4.0, "n_true"), (1.0, "n_pred")))
     assert instance_statistic("hierarchical_f1", "macro", beta2).per_item
     assert instance_statistic("hierarchical_f1", "", opts) is None
-    # SDL = |Yaug Δ Ŷaug| = n_true + n_pred - 2 n_both, a plain mean
+    # SDL = |Yaug Δ Ŷaug|, a plain mean of its per-instance value
     assert instance_statistic("symmetric_difference_loss", "", opts) == InstanceStatistic(
-        "set_based", ((1.0, "n_true"), (1.0, "n_pred"), (-2.0, "n_both")))
+        "set_based", "symmetric_difference_loss")
     # label-based micro F1 = 2 Σtp / (2 Σtp + Σfp + Σfn) with tp = n_both, fp = n_pred - n_both, fn = n_true - n_both
     assert instance_statistic("label_f1", "micro", opts) == InstanceStatistic(
         "flat", ((2.0, "n_both"),), ((1.0, "n_pred"), (1.0, "n_true")))

@@ -64,8 +64,9 @@ PLAN = FamilyPlan(
         Measure("example_precision", "n_both", "n_pred", averages=("",)),
         Measure("example_recall", "n_both", "n_true", averages=("",)),
         Measure("example_f1", "2 * n_both", "n_true + n_pred", averages=("",)),
-        Measure("subset_accuracy", "subset_accuracy", averages=("",)),
         Measure("hamming_loss", "n_true + n_pred - 2 * n_both", "n_labels", averages=("",), higher_is_better=False),
+        Measure("subset_accuracy", "CASE WHEN n_true = n_both AND n_pred = n_both THEN 1.0 ELSE 0.0 END",
+                averages=("",)),
         # label-based: per class of L (micro pools the counts, macro the mean over classes, label_macro its alias
         # as in the set-based family, weighted by support); samples (scikit-learn's per-instance mean) is the
         # example-based measure

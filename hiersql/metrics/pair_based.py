@@ -38,7 +38,7 @@ from .. import pairing
 from ..engines import DuckDBEngine
 from ..errors import InputError
 from ..oneshot import score
-from ..plan import FamilyPlan, Measure, Python, Sql
+from ..plan import FamilyPlan, Measure, Python, Sql, instance_measures
 from . import REGISTRY, Options, Row
 
 if TYPE_CHECKING:
@@ -177,16 +177,6 @@ def mgia_fns(data: _Data, options: Options) -> np.ndarray:
     return data.nearest_sum + pairing.solve(data.mutual, "matching").cost
 
 
-def mgias(data: _Data, fn: np.ndarray, options: Options) -> np.ndarray:
-    """``1 − fn / (|P ∪ T| · dmax)`` per problem (``denominator="symmetric_difference"``: ``|P Δ T|``, the
-    paper's text), 1 when P = T."""
-    size = _denominator(data, options)
-    value = np.ones(len(fn))
-    nonzero = size > 0
-    value[nonzero] = 1.0 - fn[nonzero] / (size[nonzero] * options.dmax)
-    return value
-
-
 def _denominator(data: _Data, options: Options) -> np.ndarray:
     union = data.n_true + data.n_pred - data.n_shared
     return union if options.denominator == "union" else union - data.n_shared
@@ -250,10 +240,10 @@ def solve_pairings(con: duckdb.DuckDBPyConnection, params: dict[str, object], op
 
     data = _load(con)
     metrics = list(params["pair_metrics"])
+    generated = {m.metric for m in instance_measures(PLAN)}  # per-instance values from the declarations (MGIA)
     values: dict[str, np.ndarray] = {}
     if "mgia" in metrics or "mgia_fn" in metrics:
         values["mgia_fn"] = mgia_fns(data, options)
-        values["mgia"] = mgias(data, values["mgia_fn"], options)
     for metric, compute in (("graph_induced_error", graph_induced_errors), ("tree_induced_error",
                             tree_induced_errors), ("all_pairs_error", all_pairs_errors)):
         if metric in metrics:
@@ -264,7 +254,7 @@ def solve_pairings(con: duckdb.DuckDBPyConnection, params: dict[str, object], op
         "n_true": data.n_true, "n_pred": data.n_pred, "n_shared": data.n_shared,
         "mgia_size": _denominator(data, options) * options.dmax,
         **{m: pa.array(values.get(m, np.full(len(data.n_true), np.nan)), pa.float64(), from_pandas=True)
-           for m in METRICS},
+           for m in METRICS if m not in generated},
     })
     con.register("pair_instance", table)  # a view of the connection over the Arrow table: no copy
 
