@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 from . import sqlfiles
 from .metrics import Options, family
 from .metrics import set_based as _set_based
+from .plan import instance_measures, instance_values_sql, value_sql
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas as pd
 
     from .store import Store
 
-BREAKDOWNS = ("level", "depth", "class")
 MEASURES = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1", "symmetric_difference_loss")
 
 
@@ -85,19 +86,56 @@ def by_depth(store: Store, options: Options | None = None, measures: str = "set_
 def per_instance(store: Store, options: Options | None = None, breakdown: str = "level") -> pd.DataFrame:
     """The per-instance terms of :func:`by_level` (``breakdown="level"``: one row per system, instance and
     level its sets reach) or :func:`by_depth` (``"depth"``: one row per system and instance, with its depth
-    group): ``n_true, n_pred, n_both`` and ``hierarchical_precision, hierarchical_recall, hierarchical_f1``."""
+    group): ``n_true, n_pred, n_both`` and the four set-based measures' per-instance values."""
     if breakdown not in ("level", "depth"):
         raise ValueError(f"breakdown must be 'level' or 'depth', got {breakdown!r}")
-    rel = store.run("breakdowns", "grouped_values", _params(store, options or Options()))
+    rel = _run(store, "grouped_values", _params(store, options or Options()))
     frame = rel.filter(f"breakdown = '{breakdown}'").order("system, instance_id, grp").df()
-    names = {"grp": breakdown, "p": "hierarchical_precision", "r": "hierarchical_recall", "f": "hierarchical_f1"}
-    return frame.drop(columns="breakdown").rename(columns=names).reset_index(drop=True)
+    return frame.drop(columns="breakdown").rename(columns={"grp": breakdown}).reset_index(drop=True)
 
 
 def _grouped(store: Store, options: Options, breakdown: str) -> pd.DataFrame:
-    rel = store.run("breakdowns", "grouped_summary", _params(store, options))
+    rel = _run(store, "grouped_summary", _params(store, options))
     frame = rel.filter(f"breakdown = '{breakdown}'").order("system, grp, average DESC").df()
     return frame.drop(columns="breakdown").rename(columns={"grp": breakdown}).reset_index(drop=True)
+
+
+def queries() -> dict[str, str]:
+    """``{name: query}`` of the breakdowns' values and summaries, generated from the set-based family's declared
+    measures (:func:`hiersql.plan.instance_values_sql`, :func:`hiersql.plan.value_sql`) over the counts of
+    ``sql/breakdowns.sql``, as the family's own per-instance values and summary are:
+
+    - ``grouped_values``: ``grouped_counts`` and the per-instance values of the four measures;
+    - ``grouped_summary``: per (breakdown, system, group) and average (micro, macro): ``support`` (Σ n_true),
+      ``n_instances`` and the four measures (macro: the mean of the per-instance values in instance order);
+    - ``flat_level_summary``: per (system, level) and average: ``support``, ``precision, recall, f1`` of the
+      classes at that level (micro: pooled counts; macro: the mean over the classes, in label order).
+    """
+    measures = {m.metric: m for m in instance_measures(_set_based.PLAN)}
+
+    def summary(keys: str, table: str, order: str, names: dict[str, str], extra: str) -> str:
+        parts = []
+        for average in ("micro", "macro"):
+            values = ", ".join(f"{value_sql(measures[metric], average, order)} AS {name}"
+                               for metric, name in names.items())
+            parts.append(f"SELECT {keys}, '{average}' AS average, CAST(sum(n_true) AS BIGINT) AS support{extra},"
+                         f" {values} FROM {table} GROUP BY {keys}")
+        return "\nUNION ALL\n".join(parts)
+
+    return {
+        "grouped_values": instance_values_sql(_set_based.PLAN, "grouped_counts"),
+        "grouped_summary": summary("breakdown, system, grp", "grouped_counts", "instance_id",
+                                   {m: m for m in MEASURES}, ", count(*) AS n_instances"),
+        "flat_level_summary": summary("system, level", "flat_level_units", "label",
+                                      dict(zip(MEASURES[:3], ("precision", "recall", "f1"), strict=True)), ""),
+    }
+
+
+def _run(store: Store, name: str, params: dict[str, object]) -> duckdb.DuckDBPyRelation:
+    """The rows of the generated query ``name`` of :func:`queries`, composed with the queries of
+    ``sql/breakdowns.sql`` it reads."""
+    sql = sqlfiles.render("breakdowns", name, params, pretty=False, text=queries()[name])
+    return store.con.sql(sql)
 
 
 def flat_by_level(store: Store, options: Options | None = None) -> pd.DataFrame:
@@ -105,8 +143,7 @@ def flat_by_level(store: Store, options: Options | None = None) -> pd.DataFrame:
     micro pools ``TP, FP, FN`` over the classes of the level, macro averages the per-class values. Returns
     ``system, level, average, support, precision, recall, f1``."""
     params = _set_based.sql_params(options or Options())
-    rel = store.run("breakdowns", "flat_level_summary",
-                    {"zero_division": params["zero_division"], "beta": params["beta"]})
+    rel = _run(store, "flat_level_summary", {"zero_division": params["zero_division"], "beta": params["beta"]})
     return rel.order("system, level, average DESC").df()
 
 

@@ -229,7 +229,7 @@ def _unit_summary(plan: FamilyPlan, parts: Sequence[tuple[Measure, str]], ordere
     weight = "_w.weight" if weighted and parts[0][0].unit != CLASSES else None
     join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
     source = f"FROM systems AS _s LEFT JOIN {unit} AS _u ON _u.system = _s.system{join} GROUP BY _s.system"
-    values = [_value(m, average, order, weight) for m, average in parts]
+    values = [value_sql(m, average, order, weight) for m, average in parts]
     if len(parts) == 1:
         (m, average), = parts
         return f"SELECT _s.system, '{m.metric}' AS metric, '{average}' AS average, {values[0]} AS value {source}"
@@ -247,12 +247,13 @@ def averages_of(plan: FamilyPlan, metric: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a for m, a in _parts(plan, [metric], set(AVERAGES))))
 
 
-def instance_values_sql(plan: FamilyPlan) -> str:
-    """The query of the per-instance table: the plan's instance stage and, after its columns, the per-instance
-    value of each measure of :func:`instance_measures` (``numerator / denominator``, its ``zero`` where
-    undefined, as the ``macro`` mean reads it; a measure without denominator: its numerator)."""
+def instance_values_sql(plan: FamilyPlan, table: str | None = None) -> str:
+    """The query of the per-instance table: the plan's instance stage (or ``table``, rows with the same count
+    columns) and, after its columns, the per-instance value of each measure of :func:`instance_measures`
+    (``numerator / denominator``, its ``zero`` where undefined, as the ``macro`` mean reads it; a measure without
+    denominator: its numerator)."""
     values = "".join(f", {_instance_value(m)} AS {m.metric}" for m in instance_measures(plan))
-    return f"SELECT _u.*{values} FROM {plan.instance} AS _u"
+    return f"SELECT _u.*{values} FROM {table or plan.instance} AS _u"
 
 
 def instance_measures(plan: FamilyPlan) -> tuple[Measure, ...]:
@@ -395,7 +396,10 @@ def _summed(weight: str | None) -> Callable[[str], str]:
     return summed
 
 
-def _value(m: Measure, average: str, order_by: str | None, weight: str | None = None) -> str:
+def value_sql(m: Measure, average: str, order_by: str | None, weight: str | None = None) -> str:
+    """The aggregate expression of ``m``'s ``average`` over the rows of a ``GROUP BY`` of its unit table (the
+    columns its expressions name): ``micro`` the ratio of the sums, the other averages the mean of the per-unit
+    values (added in ``order_by`` order when given), weighted by the column ``weight`` when given."""
     order = f" ORDER BY {order_by}" if order_by else ""
     if m.total:
         return f"coalesce(sum({m.numerator if weight is None else f'{weight} * ({m.numerator})'}), 0)"

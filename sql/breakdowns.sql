@@ -6,10 +6,10 @@
 -- Reads: set_pairs(system, instance_id, label, in_true, in_pred) and set_pair_counts(system, instance_id,
 -- n_true, n_pred, n_both), the results of those queries of sql/set_based.sql (hiersql.breakdowns materialises
 -- them first, with the set-based options), and truth, predictions, systems, instances, nodes.
--- A ratio with a zero denominator is $zero_division; F is F-beta with $beta.
--- Means and sums of floats add DECIMAL(38, 24) casts (exact, so independent of the order in which the engine
--- adds rows: the same input gives the same digits). A mean leaves out the values that are NaN (zero_division
--- nan), as scikit-learn's, and is $zero_division when none is left.
+-- The values (a ratio with a zero denominator is $zero_division; F is F-beta with $beta) and the micro and
+-- macro summaries are generated from the set-based family's declared measures (hiersql.breakdowns.queries), as
+-- the family's own summary is: a mean adds its values in instance (or label) order, leaves out the NaN values
+-- (zero_division nan) and is $zero_division when none is left.
 
 -- name: level_instance
 -- Per (system, instance, level k): |Yaug ∩ Lk|, |Ŷaug ∩ Lk| and |Ŷaug ∩ Yaug ∩ Lk|, Lk = the nodes at depth k
@@ -46,65 +46,13 @@ FROM (SELECT s.system, i.instance_id FROM systems AS s CROSS JOIN instances AS i
 JOIN depth_groups AS d ON d.instance_id = g.instance_id
 LEFT JOIN set_pair_counts AS c ON c.system = g.system AND c.instance_id = g.instance_id
 
--- name: grouped_values
--- Per-instance values of level_instance (grouped by level) and depth_instance (grouped by depth), one shape:
--- (breakdown, system, instance_id, grp, n_true, n_pred, n_both, p, r, f).
-SELECT
-    b.breakdown,
-    b.system,
-    b.instance_id,
-    b.grp,
-    b.n_true,
-    b.n_pred,
-    b.n_both,
-    CASE WHEN b.n_pred = 0 THEN $zero_division ELSE 1.0 * b.n_both / b.n_pred END AS p,
-    CASE WHEN b.n_true = 0 THEN $zero_division ELSE 1.0 * b.n_both / b.n_true END AS r,
-    CASE WHEN $beta * $beta * b.n_true + b.n_pred = 0 THEN $zero_division
-         ELSE (1 + $beta * $beta) * b.n_both / ($beta * $beta * b.n_true + b.n_pred) END AS f
-FROM (
-    SELECT 'level' AS breakdown, system, instance_id, level AS grp, n_true, n_pred, n_both FROM level_instance
-    UNION ALL
-    SELECT 'depth', system, instance_id, depth, n_true, n_pred, n_both FROM depth_instance
-) AS b
-
--- name: grouped_summary
--- (breakdown, system, grp, average, support, n_instances, hierarchical_precision, hierarchical_recall,
--- hierarchical_f1, symmetric_difference_loss): micro pools the counts of the group, macro averages the
--- per-instance values over the instances of the group (for a level: those whose Yaug or Ŷaug reaches it).
--- support = the true labels of the group (Σ|Yaug ∩ Lk| for a level, Σ|Yaug| for a depth group).
-WITH totals AS (
-    SELECT
-        breakdown, system, grp,
-        CAST(sum(n_true) AS BIGINT) AS n_true, CAST(sum(n_pred) AS BIGINT) AS n_pred,
-        CAST(sum(n_both) AS BIGINT) AS n_both, count(*) AS n_instances,
-        coalesce(CAST(sum(CAST(p_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(p_known), 0),
-                 $zero_division) AS macro_p,
-        coalesce(CAST(sum(CAST(r_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(r_known), 0),
-                 $zero_division) AS macro_r,
-        coalesce(CAST(sum(CAST(f_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(f_known), 0),
-                 $zero_division) AS macro_f,
-        avg(1.0 * (n_true + n_pred - 2 * n_both)) AS sdl
-    FROM (SELECT *, nullif(p, CAST('NaN' AS DOUBLE)) AS p_known, nullif(r, CAST('NaN' AS DOUBLE)) AS r_known,
-                 nullif(f, CAST('NaN' AS DOUBLE)) AS f_known
-          FROM grouped_values) AS v
-    GROUP BY breakdown, system, grp
-),
-micro AS (
-    SELECT
-        breakdown, system, grp, n_true, n_instances, sdl,
-        CASE WHEN n_pred = 0 THEN $zero_division ELSE 1.0 * n_both / n_pred END AS p,
-        CASE WHEN n_true = 0 THEN $zero_division ELSE 1.0 * n_both / n_true END AS r,
-        CASE WHEN $beta * $beta * n_true + n_pred = 0 THEN $zero_division
-             ELSE (1 + $beta * $beta) * n_both / ($beta * $beta * n_true + n_pred) END AS f
-    FROM totals
-)
-SELECT breakdown, system, grp, 'micro' AS average, n_true AS support, n_instances,
-       p AS hierarchical_precision, r AS hierarchical_recall, f AS hierarchical_f1,
-       sdl AS symmetric_difference_loss
-FROM micro
+-- name: grouped_counts
+-- The per-instance counts of level_instance (grouped by level) and depth_instance (grouped by depth), one shape:
+-- (breakdown, system, instance_id, grp, n_true, n_pred, n_both). The values and the summaries over them are
+-- generated from the set-based family's declared measures (hiersql.breakdowns.queries).
+SELECT 'level' AS breakdown, system, instance_id, level AS grp, n_true, n_pred, n_both FROM level_instance
 UNION ALL
-SELECT breakdown, system, grp, 'macro', n_true, n_instances, macro_p, macro_r, macro_f, sdl
-FROM totals
+SELECT 'depth', system, instance_id, depth, n_true, n_pred, n_both FROM depth_instance
 
 -- name: flat_level_counts
 -- Flat counts per (system, class), the labels as given (no augmentation), with the class's depth:
@@ -120,40 +68,9 @@ FULL JOIN (SELECT s.system, t.instance_id, t.label FROM truth AS t CROSS JOIN sy
     ON t.system = p.system AND t.instance_id = p.instance_id AND t.label = p.label
 GROUP BY coalesce(p.system, t.system), coalesce(p.label, t.label)
 
--- name: flat_level_summary
--- (system, level, average, support, precision, recall, f1): flat P/R/F of the labels at depth k as given;
--- micro pools TP, FP, FN over the classes of the level, macro averages the per-class values over the classes
--- seen at that level (in the truth or in the system's predictions).
-WITH per_class AS (
-    SELECT
-        c.system, n.depth AS level, c.tp, c.fp, c.fn,
-        CASE WHEN c.tp + c.fp = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fp) END AS p,
-        CASE WHEN c.tp + c.fn = 0 THEN $zero_division ELSE 1.0 * c.tp / (c.tp + c.fn) END AS r,
-        CASE WHEN (1 + $beta * $beta) * c.tp + $beta * $beta * c.fn + c.fp = 0 THEN $zero_division
-             ELSE (1 + $beta * $beta) * c.tp / ((1 + $beta * $beta) * c.tp + $beta * $beta * c.fn + c.fp) END AS f
-    FROM flat_level_counts AS c
-    JOIN nodes AS n ON n.label = c.label
-),
-pooled AS (
-    SELECT system, level, CAST(sum(tp) AS BIGINT) AS tp, CAST(sum(fp) AS BIGINT) AS fp,
-           CAST(sum(fn) AS BIGINT) AS fn
-    FROM per_class
-    GROUP BY system, level
-)
-SELECT system, level, 'micro' AS average, CAST(tp + fn AS BIGINT) AS support,
-       CASE WHEN tp + fp = 0 THEN $zero_division ELSE 1.0 * tp / (tp + fp) END AS precision,
-       CASE WHEN tp + fn = 0 THEN $zero_division ELSE 1.0 * tp / (tp + fn) END AS recall,
-       CASE WHEN (1 + $beta * $beta) * tp + $beta * $beta * fn + fp = 0 THEN $zero_division
-            ELSE (1 + $beta * $beta) * tp / ((1 + $beta * $beta) * tp + $beta * $beta * fn + fp) END AS f1
-FROM pooled
-UNION ALL
-SELECT system, level, 'macro', CAST(sum(tp + fn) AS BIGINT),
-       coalesce(CAST(sum(CAST(p_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(p_known), 0),
-                 $zero_division), coalesce(CAST(sum(CAST(r_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(r_known), 0),
-                 $zero_division),
-       coalesce(CAST(sum(CAST(f_known AS DECIMAL(38, 24))) AS DOUBLE) / nullif(count(f_known), 0),
-                 $zero_division)
-FROM (SELECT *, nullif(p, CAST('NaN' AS DOUBLE)) AS p_known, nullif(r, CAST('NaN' AS DOUBLE)) AS r_known,
-             nullif(f, CAST('NaN' AS DOUBLE)) AS f_known
-      FROM per_class) AS c
-GROUP BY system, level
+-- name: flat_level_units
+-- Per (system, class seen, level k = the class's depth): the class's counts as the set-based measures read them,
+-- n_both = TP_c, n_pred = TP_c + FP_c, n_true = TP_c + FN_c (hiersql.breakdowns.queries sums them per level).
+SELECT c.system, n.depth AS level, c.label, c.tp AS n_both, c.tp + c.fp AS n_pred, c.tp + c.fn AS n_true
+FROM flat_level_counts AS c
+JOIN nodes AS n ON n.label = c.label
