@@ -34,6 +34,7 @@ from .metrics import REGISTRY
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .engines import Engine
     from .metrics import Options
     from .store import Store
 
@@ -202,7 +203,7 @@ def measure_name(metric: str, average: str) -> str:
 
 def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ...], *, n_resamples: int = 1000,
             seed: int | None = 0, confidence: float = 0.95, alpha: float = 0.05, test: str = "sign",
-            holm: bool = False, **options: Any) -> Comparison:
+            holm: bool = False, engine: Engine | None = None, **options: Any) -> Comparison:
     """Values, confidence intervals, paired tests, ranks, groups and rank correlations of ``metrics`` for
     every system of ``evaluator``.
 
@@ -227,6 +228,9 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
         ``tests`` either way.
     holm:
         Holm-adjust the grouping p-values over the pairs of each measure.
+    engine:
+        Where the measures and per-instance values are computed (an :class:`~hiersql.engines.Engine` holding
+        a copy of the store's tables, :meth:`~hiersql.engines.Engine.copy_store`); default the store's DuckDB.
     **options:
         Measure options (``average``, ``beta``, ``dmax``, ...), as for :meth:`~hiersql.Evaluator.evaluate`.
     """
@@ -236,11 +240,14 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
 
     if test not in TESTS:
         raise ValueError(f"test must be one of {TESTS}, got {test!r}")
+    from .engines import DuckDBEngine
+
     store = getattr(evaluator, "store", evaluator)
     opts = make_options(**options)
     systems = sorted(store.systems())
     tables: dict[str, pd.DataFrame] = {}
-    values, matrices = _measure_values(store, list(metrics), opts, systems, tables)
+    runner = engine if engine is not None else DuckDBEngine(store)
+    values, matrices = _measure_values(runner, list(metrics), opts, systems, tables)
     ranking, tests = [], []
     draws: dict[int, tuple] = {}  # resamples per number of items, shared by the measures
     for (metric, average), part in values.groupby(["metric", "average"], sort=False):
@@ -248,7 +255,7 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
         part = part.set_index("system").reindex(systems)
         spec = instance_statistic(metric, average, opts)
         if (metric, average) not in matrices and spec is not None:
-            matrices[metric, average] = _matrices(store, spec, opts, systems, tables)
+            matrices[metric, average] = _matrices(runner, spec, opts, systems, tables)
         found = matrices.get((metric, average))
         frame = part[["value"]].reset_index().assign(measure=measure, metric=metric, average=average,
                                                      ci_low=np.nan, ci_high=np.nan,
@@ -285,7 +292,7 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
                       stats.rank_correlations(wide, "spearman"), settings)
 
 
-def _measure_values(store: Store, metrics: list[str], opts: Options, systems: list[str],
+def _measure_values(engine: Engine, metrics: list[str], opts: Options, systems: list[str],
                     tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
     """The values ``system, metric, average, value`` of ``metrics``, in the order asked for, and the
     ``(numerator, denominator)`` matrices found on the way. A measure with an :class:`InstanceStatistic` is
@@ -304,11 +311,11 @@ def _measure_values(store: Store, metrics: list[str], opts: Options, systems: li
         wanted = {spec.family for names in resolve(metrics).values() for metric in names
                   for average in averages_asked(metric, opts)
                   if (spec := instance_statistic(metric, average, opts)) is not None}
-        _fill_tables(store, wanted, opts, tables)
+        _fill_tables(engine, wanted, opts, tables)
     for names in resolve(metrics).values() if explicit else ():
         for metric in names:
             specs = {average: instance_statistic(metric, average, opts) for average in averages_asked(metric, opts)}
-            found = {average: _matrices(store, spec, opts, systems, tables) if spec else None
+            found = {average: _matrices(engine, spec, opts, systems, tables) if spec else None
                      for average, spec in specs.items()}
             if any(f is None for f in found.values()):
                 direct.append(metric)
@@ -320,7 +327,7 @@ def _measure_values(store: Store, metrics: list[str], opts: Options, systems: li
                 parts.append(pd.DataFrame({"system": systems, "metric": metric, "average": average,
                                            "value": value}))
     if direct or not explicit:
-        rows = pd.DataFrame(compute(store, direct if explicit else metrics, opts),
+        rows = pd.DataFrame(compute(engine, direct if explicit else metrics, opts),
                             columns=["system", "metric", "average", "value"])
         parts += [rows[rows["metric"] == metric] for metric in dict.fromkeys(rows["metric"])]
     order = {metric: k for k, metric in enumerate(m for names in resolve(metrics).values() for m in names)}
@@ -333,46 +340,48 @@ def _measure_values(store: Store, metrics: list[str], opts: Options, systems: li
 SQL_FAMILIES = frozenset({"set_based", "flat", "flat_labels"})
 
 
-def _table(store: Store, name: str, opts: Options) -> pd.DataFrame:
+def _table(engine: Engine, name: str, opts: Options) -> pd.DataFrame:
     """The unit table of family ``name`` that its summary reads (the plan's per-instance stage, every column the
     measures' expressions name), or ``"flat_labels"``: the flat family's per-label table, the label in
     ``instance_id``."""
-    from .engines import DuckDBEngine
     from .metrics import family, plan_of
 
     if name == "flat_labels":
-        return family("flat").per_label(store, opts).rename(columns={"label": "instance_id"})
-    return DuckDBEngine(store).per_instance(plan_of(name), opts).to_pandas()
+        return family("flat").per_label(engine, opts).rename(columns={"label": "instance_id"})
+    return engine.per_instance(plan_of(name), opts).to_pandas()
 
 
-def _fill_tables(store: Store, names: set[str], opts: Options, tables: dict[str, pd.DataFrame]) -> None:
-    """Compute the per-instance tables of ``names`` into ``tables``: the SQL families on a second connection
-    in a thread while this one solves the Python-heavy families (:func:`~hiersql.concurrency.beside_python`)."""
+def _fill_tables(engine: Engine, names: set[str], opts: Options, tables: dict[str, pd.DataFrame]) -> None:
+    """Compute the per-instance tables of ``names`` into ``tables``. On the embedded DuckDB, the SQL families
+    run on a second connection in a thread while this one solves the Python-heavy families
+    (:func:`~hiersql.concurrency.beside_python`)."""
     from .concurrency import beside_python
+    from .engines import DuckDBEngine
 
     sql = sorted(names & SQL_FAMILIES - set(tables))
     heavy = sorted(names - SQL_FAMILIES - set(tables))
-    side = store.cursor() if sql and heavy else store
+    beside = isinstance(engine, DuckDBEngine) and bool(sql and heavy)
+    side = engine.cursor() if beside else engine  # type: ignore[attr-defined]
 
     def sql_tables() -> dict[str, pd.DataFrame]:
         return {name: _table(side, name, opts) for name in sql}
 
     try:
-        with beside_python(sql_tables if sql and heavy else None) as future:
+        with beside_python(sql_tables if beside else None) as future:
             for name in heavy:
-                tables[name] = _table(store, name, opts)
+                tables[name] = _table(engine, name, opts)
         tables.update(future.result() if future is not None else sql_tables())
     finally:
-        if side is not store:
+        if side is not engine:
             side.con.close()
 
 
-def _matrices(store: Store, spec: InstanceStatistic, opts: Options, systems: list[str],
+def _matrices(engine: Engine, spec: InstanceStatistic, opts: Options, systems: list[str],
               tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
     """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in
     ``tables``), or ``None`` when some system lacks a value for some item."""
     if spec.family not in tables:
-        tables[spec.family] = _table(store, spec.family, opts)
+        tables[spec.family] = _table(engine, spec.family, opts)
     table = tables[spec.family]
 
     def wide(terms) -> pd.DataFrame:

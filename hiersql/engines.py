@@ -557,6 +557,13 @@ class DuckDBEngine(Engine):
             self.con = getattr(target, "con", target)
             self._taxonomy = getattr(target, "taxonomy", None)
 
+    def cursor(self) -> DuckDBEngine:
+        """An engine on a second connection to the same database (its own temporary tables), to run beside
+        this one in a thread; close it with ``cursor.con.close()``."""
+        other = DuckDBEngine(self.con.cursor(), self.tables)
+        other._taxonomy = self._taxonomy
+        return other
+
     def execute(self, sql: str) -> list[tuple]:
         cur = self.con.execute(sql)
         return cur.fetchall() if cur.description else []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import glob
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,6 +151,24 @@ def write_page(html: str, path: str | Path, flag: str) -> Path:
         return write_report(html, path)
     except OSError as exc:
         raise InputError(f"cannot write the page ({exc.strerror or exc})", flag, value=str(path)) from None
+
+
+@contextmanager
+def engine_of(args: argparse.Namespace, store: Store) -> Iterator[Any]:
+    """The engine that ``--engine`` names (:func:`hiersql.engines.open_engine`), holding a copy of the store's
+    tables, closed on leaving; ``None`` for the store's own DuckDB (the default)."""
+    from ..engines import open_engine
+    from ..options import RunOptions, from_args
+
+    run = from_args(RunOptions, args)
+    engine = None if run.engine == "duckdb" else open_engine(run, rows=store.size())
+    try:
+        if engine is not None:
+            engine.copy_store(store)
+        yield engine
+    finally:
+        if engine is not None:
+            engine.close()
 
 
 def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any = None) -> Store:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import Steps, add_input_arguments, load_store
+from .common import Steps, add_input_arguments, engine_of, load_store
 from .evaluate import add_metric_arguments, options_from_args
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -70,10 +70,11 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
         raise InputError("compare needs at least two systems", "--pred", value=len(store.systems()))
     side = store.cursor() if beside is not None else None
     try:
-        with beside_python((lambda: beside(side, options)) if beside is not None else None) as extra:
+        with engine_of(args, store) as engine, \
+                beside_python((lambda: beside(side, options)) if beside is not None else None) as extra:
             comparison = compare(store, metrics, n_resamples=args.bootstrap, seed=args.seed,
                                  confidence=args.confidence, alpha=args.alpha, test=args.test, holm=args.holm,
-                                 **options)
+                                 engine=engine, **options)
     finally:
         if side is not None:
             side.con.close()

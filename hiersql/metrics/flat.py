@@ -21,7 +21,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..engines import DuckDBEngine
+from ..engines import DuckDBEngine, Engine
 from ..plan import CLASSES, FamilyPlan, Measure, Sql
 from . import REGISTRY, Options, Row
 
@@ -101,14 +101,16 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
 
 
-def per_label(store: Store, options: Options) -> pd.DataFrame:
+def per_label(source: Store | Engine, options: Options) -> pd.DataFrame:
     """Per (system, class of L): ``tp, fp, fn, tn, support`` and the label-based values (the plan's per-class
-    values, :func:`~hiersql.plan.class_report_sql`), ordered by system and label."""
+    values, :func:`~hiersql.plan.class_report_sql`), ordered by system and label; computed by ``source``, an
+    engine or a store (its DuckDB)."""
     import pandas as pd
 
     from ..plan import class_report_sql
 
-    rows = DuckDBEngine(store).run_queries(PLAN, list(LABEL_METRICS), options,
+    engine = source if isinstance(source, Engine) else DuckDBEngine(source)
+    rows = engine.run_queries(PLAN, list(LABEL_METRICS), options,
                                            {"_flat_label": class_report_sql(PLAN, LABEL_METRICS)})["_flat_label"]
     return pd.DataFrame(rows, columns=["system", "label", "tp", "fp", "fn", "tn", "support", *LABEL_METRICS])
 
