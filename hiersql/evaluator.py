@@ -48,11 +48,17 @@ class Evaluator:
         A DuckDB file to keep the tables and results in; ``None`` (default) keeps them in memory.
     con:
         An existing DuckDB connection (e.g. your warehouse copy) to create the tables in.
+    engine:
+        Where the measures are computed: ``"duckdb"`` (default: the store's own DuckDB), ``"postgres"`` or
+        ``"spark"`` (with the keywords of :class:`~hiersql.options.RunOptions`: ``postgres_url``,
+        ``spark_master``, ``spark_conf``), or an :class:`~hiersql.engines.Engine` you opened (and close). The
+        inputs are read and checked by the store, then copied to the engine before each computation: every
+        method gives the values of the default engine.
     """
 
     def __init__(
         self, taxonomy: Taxonomy | str | Path | Any, db: str | Path | None = None,
-        con: duckdb.DuckDBPyConnection | None = None,
+        con: duckdb.DuckDBPyConnection | None = None, engine: str | Engine | None = None, **run_options: Any,
     ) -> None:
         import duckdb
 
@@ -62,6 +68,7 @@ class Evaluator:
         if con is not None and not isinstance(con, duckdb.DuckDBPyConnection):
             raise argument_error("con", "must be a DuckDB connection or None", con)
         self.taxonomy = taxonomy
+        self._engine, self._owns_engine = _open_engine(engine, run_options)
         self.store = Store(db, con=con)
         self.store.load_taxonomy(taxonomy)
 
@@ -119,9 +126,10 @@ class Evaluator:
         zero_division, warn = check_zero_division(options.pop("zero_division", 0.0))
         opts = make_options(zero_division=zero_division, **options)
         self._require_systems()
-        rows = compute(self.store, names, opts)
+        engine = self.engine()
+        rows = compute(engine, names, opts)
         if warn:
-            warn_undefined(self.store, rows, opts)
+            warn_undefined(engine, rows, opts)
         return rows
 
     def per_class(self, metric: str, **options: Any) -> pd.DataFrame:
@@ -142,7 +150,7 @@ class Evaluator:
         self._require_systems()
         check_average(plan, name, None, opts.labels is not None)
         sql = class_values_sql(plan, name, fixed_classes=opts.labels is not None)
-        rows = DuckDBEngine(self.store).run_queries(plan, [name], opts, {"_class_values": sql})["_class_values"]
+        rows = self.engine().run_queries(plan, [name], opts, {"_class_values": sql})["_class_values"]
         return pd.DataFrame(rows, columns=["system", "label", "value"])
 
     def evaluate(self, metrics: str | list[str] | tuple[str, ...] = DEFAULT_METRICS, **options: Any
@@ -158,7 +166,7 @@ class Evaluator:
         name, _ = _metrics.lookup(family, "family", groups=True)
         opts = make_options(**options)
         self._require_systems()
-        return _metrics.family(name).per_instance(self.store, opts)
+        return _metrics.family(name).per_instance(self.engine(), opts)
 
     def compare(self, metrics: str | list[str] | tuple[str, ...] = DEFAULT_METRICS, **kwargs: Any):
         """Values with bootstrap confidence intervals, paired tests of every pair of systems, ranks, groups
@@ -168,7 +176,7 @@ class Evaluator:
 
         names = _metric_names(metrics)
         self._require_systems()
-        return compare(self, names, **kwargs)
+        return compare(self, names, engine=self.engine(), **kwargs)
 
     def save(self, rows: list[Row] | pd.DataFrame, dataset: str | None = None, run_id: str | None = None) -> str:
         """Write ``rows`` (of :meth:`rows`, or the DataFrame of :meth:`evaluate`) into the ``results`` table in
@@ -186,8 +194,38 @@ class Evaluator:
         if not self.store.systems():
             raise InputError("nothing to evaluate: no system's predictions were added (Evaluator.add_predictions)")
 
+    def engine(self) -> Engine:
+        """The engine the measures run on, holding the store's current tables (copied to an engine other than
+        the store's DuckDB at each call: predictions added since are there)."""
+        if self._engine is None:
+            return DuckDBEngine(self.store)
+        self._engine.copy_store(self.store)
+        return self._engine
+
     def close(self) -> None:
         self.store.close()
+        if self._owns_engine and self._engine is not None:
+            self._engine.close()
+
+
+def _open_engine(engine: str | Engine | None, run_options: Mapping[str, Any]) -> tuple[Engine | None, bool]:
+    """``(engine, whether the evaluator opened it)`` for :class:`Evaluator`'s ``engine`` and ``run_options``
+    (``None``: the store's DuckDB); a bad value is an error naming the argument."""
+    from .engines import open_engine
+    from .options import RUN_OPTIONS, RunOptions
+
+    if isinstance(engine, Engine):
+        if run_options:
+            raise TypeError(f"run options {sorted(run_options)} go with an engine name, not an opened engine")
+        return engine, False
+    if engine is not None and not isinstance(engine, str):
+        raise argument_error("engine", "must be 'duckdb', 'postgres', 'spark' or an Engine", engine)
+    known = {o.name for o in RUN_OPTIONS if o.engine}  # an engine's own settings (memory_limit is the store's)
+    unknown = sorted(set(run_options) - known)
+    if unknown:
+        raise TypeError(f"unknown argument(s) {unknown} (run options: {', '.join(sorted(known))})")
+    opened = open_engine(RunOptions(engine=engine or "duckdb", **run_options))
+    return opened, opened is not None
 
 
 def _metric_names(metrics: Any) -> list[str]:

@@ -53,3 +53,39 @@ def test_compare_and_report_use_the_engine_they_are_given(data_dir, tmp_path, ca
         assert main(command) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--postgres-url" in err[0] and "cannot connect" in err[0], err
+
+
+def test_evaluator_on_postgres_gives_the_values_of_duckdb(pg_dsn, data_dir):
+    """Evaluator(..., engine="postgres"): evaluate, per_instance, per_class and compare computed in the server,
+    equal to the default engine's; predictions added after a first call are there for the next."""
+    import pandas as pd
+
+    from hiersql import Evaluator
+
+    canonical = data_dir / "canonical"
+    runs = {name: canonical / "pred_b" / f"{name}.tsv" for name in ("LT-UHH__baseline", "Averbis__BOHB_CNN")}
+    frames = {}
+    for engine in ("duckdb", "postgres"):
+        ev = Evaluator(canonical / "taxonomy.tsv", engine=engine,
+                       **({"postgres_url": pg_dsn} if engine == "postgres" else {}))
+        ev.add_truth(canonical / "truth_b.tsv").add_predictions("first", runs["LT-UHH__baseline"])
+        first = ev.evaluate(["hf", "hcm_f1"], average="micro")
+        ev.add_predictions("second", runs["Averbis__BOHB_CNN"])
+        frames[engine] = (first, ev.evaluate(["hf", "lca_f1", "mgia", "example_f1", "hcm_pt"]),
+                          ev.per_instance("hf"), ev.per_class("label_f1"),
+                          ev.compare(["hf", "gie"], n_resamples=20).ranking)
+        ev.close()
+    for mine, theirs in zip(frames["postgres"], frames["duckdb"], strict=True):
+        pd.testing.assert_frame_equal(mine.reset_index(drop=True), theirs.reset_index(drop=True), rtol=1e-9,
+                                      check_dtype=False)
+    assert set(frames["postgres"][1]["system"]) == {"first", "second"}
+
+
+def test_evaluator_names_a_bad_engine():
+    from hiersql import Evaluator
+    from hiersql.options import OptionError
+
+    with pytest.raises(OptionError, match="engine"):
+        Evaluator([("r", "a")], engine="oracle")
+    with pytest.raises(OptionError, match="postgres_url"):
+        Evaluator([("r", "a")], postgres_url="postgresql://x@127.0.0.1:9/y")

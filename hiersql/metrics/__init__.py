@@ -59,6 +59,11 @@ def plan_of(name: str):
     return family(name).PLAN
 
 
+def as_engine(source: Store | Engine) -> Engine:
+    """The engine that runs the plans of ``source``: itself, or a store's DuckDB."""
+    return source if isinstance(source, Engine) else DuckDBEngine(source)
+
+
 def family_of(metric: str) -> str:
     """The family of measure ``metric`` (its name, not an alias)."""
     return catalog()[metric][0]
@@ -98,7 +103,7 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
     from ..averages import check_label_universe
     from ..errors import InputError
 
-    engine = source if isinstance(source, Engine) else DuckDBEngine(source)
+    engine = as_engine(source)
     options = options or Options()
     check_averages(list(metrics), options)
     if options.labels is not None:

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..engines import DuckDBEngine
+from ..engines import DuckDBEngine, Engine
 from ..plan import FamilyPlan, Measure, Python, Sql
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, as_engine
 
 if TYPE_CHECKING:
     import duckdb
@@ -53,9 +53,10 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
-def per_instance(store: Store, options: Options) -> pd.DataFrame:
-    """Columns ``system, instance_id, tp, fp, fn, tn``: one row per system and truth instance."""
-    return instance_counts(store, options.tn)
+def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
+    """Columns ``system, instance_id, tp, fp, fn, tn`` and the per-instance value of each ratio of the family:
+    one row per system and truth instance."""
+    return as_engine(source).per_instance(PLAN, options).to_pandas()
 
 
 def hierarchical_confusion_matrix(store: Store, tn: str = "published", zero_division: float = 0.0
@@ -116,11 +117,6 @@ def hierarchical_confusion(
     finally:
         store.close()
     return {k: (int(row[k]) if k in COUNTS else float(row[k])) for k in (*COUNTS, *MEASURES)}
-
-
-def instance_counts(store: Store, tn: str = "published") -> pd.DataFrame:
-    """TP, FP, FN, TN of every (system, truth instance), columns ``system, instance_id, tp, fp, fn, tn``."""
-    return DuckDBEngine(store).per_instance(PLAN, Options(tn=tn)).to_pandas()
 
 
 # ---------------------------------------------------------------------------------------------- greedy steps

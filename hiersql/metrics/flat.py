@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engines import DuckDBEngine, Engine
 from ..plan import CLASSES, FamilyPlan, Measure, Sql
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, as_engine
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,10 +95,10 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
-def per_instance(store: Store, options: Options) -> pd.DataFrame:
+def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
     """Per (system, instance): ``n_true, n_pred, n_both`` (|Y|, |Z|, |Y ∩ Z|), ``n_labels`` (|L|) and the
     example-based values."""
-    return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
+    return as_engine(source).per_instance(PLAN, options).to_pandas()
 
 
 def per_label(source: Store | Engine, options: Options) -> pd.DataFrame:

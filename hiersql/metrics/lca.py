@@ -39,12 +39,12 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .. import lca_hemkit, sqlfiles
-from ..engines import DuckDBEngine
+from ..engines import DuckDBEngine, Engine
 from ..errors import DataWarning
 from ..oneshot import score
 from ..plan import FamilyPlan, Measure, Python, Sql
 from ..taxonomy import gc_paused
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, as_engine
 
 if TYPE_CHECKING:
     import duckdb
@@ -177,9 +177,9 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
-def per_instance(store: Store, options: Options) -> pd.DataFrame:
+def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
     """Per-instance ``n_true, n_pred, n_both`` (``|Gt|, |Gp|, |Gt ∩ Gp|``) and PLCA, RLCA, FLCA."""
-    return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
+    return as_engine(source).per_instance(PLAN, options).to_pandas()
 
 
 # ---------------------------------------------------------------------------------------------- plan

@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import pairing
-from ..engines import DuckDBEngine
+from ..engines import DuckDBEngine, Engine
 from ..errors import InputError
 from ..oneshot import score
 from ..plan import FamilyPlan, Measure, Python, Sql, instance_measures
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, as_engine
 
 if TYPE_CHECKING:
     import duckdb
@@ -362,10 +362,10 @@ def _require_defined(engine: Any, options: Options) -> None:
         )
 
 
-def per_instance(store: Store, options: Options) -> pd.DataFrame:
+def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
     """Per (system, instance): ``n_true, n_pred, n_shared`` and every measure of the family;
     ``tree_induced_error`` is missing (NA) where |T| ≠ |P|."""
-    frame = DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
+    frame = as_engine(source).per_instance(PLAN, options).to_pandas()
     frame = frame.drop(columns=["mgia_size"])
     frame["tree_induced_error"] = frame["tree_induced_error"].astype("Float64")
     return frame

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..engines import DuckDBEngine
+from ..engines import DuckDBEngine, Engine
 from ..errors import DataWarning, InputError
 from ..plan import FamilyPlan, Measure, Sql
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, as_engine
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,11 +114,11 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
-def per_instance(store: Store, options: Options) -> pd.DataFrame:
+def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
     """One row per scored pair: ``system, instance_id, truth, prediction, n`` (``n`` = count, 1 for label
     pairs) and the five scores; ``truth``/``prediction`` is missing for a ghost/missed detection. Without
     edge weights only ``pl`` is filled."""
-    engine = DuckDBEngine(store)
+    engine = as_engine(source)
     _check(engine, UNWEIGHTED, options)
     return engine.per_instance(PLAN, options).to_pandas()
 

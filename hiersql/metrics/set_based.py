@@ -15,10 +15,10 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..engines import DuckDBEngine
+from ..engines import DuckDBEngine, Engine
 from ..oneshot import score
 from ..plan import CLASSES, FamilyPlan, Measure, Sql
-from . import REGISTRY, Options, Row
+from . import REGISTRY, Options, Row, as_engine
 from .flat import label_table
 
 if TYPE_CHECKING:
@@ -111,9 +111,9 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
-def per_instance(store: Store, options: Options) -> pd.DataFrame:
+def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
     """Per-instance ``n_true, n_pred, n_both`` (sizes of Yaug, Ŷaug and their intersection) and values."""
-    return DuckDBEngine(store).per_instance(PLAN, options).to_pandas()
+    return as_engine(source).per_instance(PLAN, options).to_pandas()
 
 
 def hierarchical_precision(y_true, y_pred, taxonomy, average: str | None = "micro", *, sample_weight=None,
