@@ -335,11 +335,6 @@ def _measure_values(engine: Engine, metrics: list[str], opts: Options, systems: 
     return pd.concat(parts, ignore_index=True), matrices
 
 
-# families whose per-instance table is one SQL query (DuckDB releases the GIL while it runs), and those that
-# solve pairing or LCA graph problems in Python
-SQL_FAMILIES = frozenset({"set_based", "flat", "flat_labels"})
-
-
 def _table(engine: Engine, name: str, opts: Options) -> pd.DataFrame:
     """The unit table of family ``name`` that its summary reads (the plan's per-instance stage, every column the
     measures' expressions name), or ``"flat_labels"``: the flat family's per-label table, the label in
@@ -358,8 +353,10 @@ def _fill_tables(engine: Engine, names: set[str], opts: Options, tables: dict[st
     from .concurrency import beside_python
     from .engines import DuckDBEngine
 
-    sql = sorted(names & SQL_FAMILIES - set(tables))
-    heavy = sorted(names - SQL_FAMILIES - set(tables))
+    # the families whose per-instance table is SQL alone (DuckDB releases the GIL while it runs) beside those that
+    # solve pairing or LCA graph problems in Python
+    sql = sorted(name for name in names - set(tables) if _sql_only(name))
+    heavy = sorted(names - set(sql) - set(tables))
     beside = isinstance(engine, DuckDBEngine) and bool(sql and heavy)
     side = engine.cursor() if beside else engine  # type: ignore[attr-defined]
 
@@ -374,6 +371,15 @@ def _fill_tables(engine: Engine, names: set[str], opts: Options, tables: dict[st
     finally:
         if side is not engine:
             side.con.close()
+
+
+def _sql_only(name: str) -> bool:
+    """Whether the per-instance table ``name`` of :func:`_table` is made by SQL stages alone (no Python step)."""
+    from .metrics import plan_of
+    from .plan import Python
+
+    plan = plan_of("flat" if name == "flat_labels" else name)
+    return not any(isinstance(step, Python) for step in plan.steps)
 
 
 def _matrices(engine: Engine, spec: InstanceStatistic, opts: Options, systems: list[str],

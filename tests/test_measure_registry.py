@@ -130,3 +130,12 @@ def test_values_do_not_depend_on_the_names_of_the_labels(case):
     renamed = _values([(new[p], new[c], w) for p, c, w in edges], [[new[x] for x in s] for s in truth],
                       {name: [[new[x] for x in s] for s in sets] for name, sets in systems.items()})
     pd.testing.assert_series_equal(renamed, values, rtol=1e-12, atol=1e-12)
+
+
+def test_the_measures_page_is_the_declarations():
+    from pathlib import Path
+
+    from hiersql.metrics import reference
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "measures.md").read_text(encoding="utf-8")
+    assert page.endswith("\n\n" + reference()), "docs/measures.md: regenerate its table (see the page's header)"

@@ -79,6 +79,34 @@ def higher_is_better(metric: str) -> bool:
     return declared(metric)[0].higher_is_better
 
 
+def reference() -> str:
+    """The Markdown table of every declared measure (``docs/measures.md``, which a test holds equal to it): name,
+    alias, family, averages, direction, range and formula, one row per declaration."""
+    from ..plan import CLASSES
+
+    def cell(m: Measure) -> str:
+        if m.numerator is None:
+            return "the family's summary query"
+        formula = f"`{m.numerator}`" + (f" / `{m.denominator}`" if m.denominator else "")
+        zero = f"; `{m.zero}` where the denominator is 0" if m.denominator and m.zero != "$zero_division" else ""
+        undefined = f"; `--zero-division` where `{m.undefined}`" if m.undefined else ""
+        return (formula + zero + undefined).replace("|", "\\|") + (" (summed)" if m.total else "")
+
+    def bound(x: float) -> str:
+        return "∞" if x == float("inf") else f"{x:g}"
+
+    lines = ["| measure | alias | family | unit | averages | better | range | value per unit |",
+             "|---|---|---|---|---|---|---|---|"]
+    for fam, metrics in REGISTRY.items():
+        for m in plan_of(fam).measures:
+            averages = ", ".join(a or "(mean)" for a in m.averages)
+            lines.append(f"| `{m.metric}` | {metrics[m.metric] or ''} | {fam} | "
+                         f"{'classes' if m.unit == CLASSES else 'instances'} | {averages} | "
+                         f"{'higher' if m.higher_is_better else 'lower'} | "
+                         f"[{bound(m.bounds[0])}, {bound(m.bounds[1])}] | {cell(m)} |")
+    return "\n".join(lines) + "\n"
+
+
 def catalog() -> dict[str, tuple[str, str]]:
     """``{metric name or alias: (family, metric name)}`` over all families."""
     out: dict[str, tuple[str, str]] = {}
