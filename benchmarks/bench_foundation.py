@@ -16,8 +16,9 @@ Run it once at the end (the machine is shared)::
 
     .venv/bin/python benchmarks/bench_foundation.py --cases mesh,big --stages
 
-Missing data sets are generated first with the arguments of :data:`CASES`. Results are appended as a section
-to ``benchmarks/RESULTS.md`` (``--no-write`` only prints them).
+Missing data sets are generated first with the arguments of :data:`CASES`. The results are printed as Markdown;
+their figures replace the rows of the benchmark's table in ``benchmarks/RESULTS.md`` (which holds the current
+figures only).
 """
 
 from __future__ import annotations
@@ -184,8 +185,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, help="CLI runs per case (default: 3 for mesh, 1 for big)")
     p.add_argument("--stages", action="store_true", help="also time the Python API step by step")
     p.add_argument("--data", default=str(HERE / "data"), help="folder of the generated data sets")
-    p.add_argument("--results", default=str(HERE / "RESULTS.md"), help="Markdown file to append to")
-    p.add_argument("--no-write", action="store_true", help="print the section instead of appending it")
     args = p.parse_args(argv)
     unknown = set(args.cases.split(",")) - CASES.keys()
     if unknown:
@@ -219,12 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         for m in runs:
             print(f"{name}: wall {m.wall:.2f} s, CPU {m.cpu:.2f} s, peak RSS {m.max_rss / 2**20:,.0f} MiB,"
                   f" load {m.load:.1f}{', ' + error if error else ''}", file=sys.stderr)
-    text = section(results, argv)
-    if args.no_write:
-        print(text)
-    else:
-        with open(args.results, "a", encoding="utf-8") as fh:
-            fh.write(text)
+    print(section(results, argv))
     return 0 if all(not r["error"] for r in results) else 1
 
 
