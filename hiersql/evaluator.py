@@ -68,6 +68,7 @@ class Evaluator:
         if con is not None and not isinstance(con, duckdb.DuckDBPyConnection):
             raise argument_error("con", "must be a DuckDB connection or None", con)
         self.taxonomy = taxonomy
+        self._instance_ids: list[Any] | None = None  # the caller's ids of the truth's label sets, by position
         self._engine, self._owns_engine = _open_engine(engine, run_options)
         self.store = Store(db, con=con)
         self.store.load_taxonomy(taxonomy)
@@ -83,6 +84,7 @@ class Evaluator:
         error, not left unused (:func:`~hiersql.readers.check_label_keywords`)."""
         _check_keywords([source], format, kwargs)
         self.store.add_truth(source, format, **kwargs)
+        self._instance_ids = _caller_ids(source)
         return self
 
     def add_predictions(self, system: str | None, source: LabelSource, format: str = "long", **kwargs: Any
@@ -162,11 +164,20 @@ class Evaluator:
         return pd.DataFrame(self.rows(metrics, **options), columns=list(Row._fields))
 
     def per_instance(self, family: str, **options: Any) -> pd.DataFrame:
-        """Per-instance values of a family (``"set_based"``, ``"flat"``, ...) or of the family of a metric."""
+        """Per-instance values of a family (``"set_based"``, ``"flat"``, ...) or of the family of a metric, one
+        row per system and instance, ordered by system and instance. A truth given as label sets keeps the
+        caller's ids and order: ``instance_id`` is the position (an integer from 0), or the index label of a
+        pandas Series, so that a column assigned back to the caller's frame lands on its rows."""
         name, _ = _metrics.lookup(family, "family", groups=True)
         opts = make_options(**options)
         self._require_systems()
-        return _metrics.family(name).per_instance(self.engine(), opts)
+        frame = _metrics.family(name).per_instance(self.engine(), opts)
+        if self._instance_ids is None:
+            return frame
+        position = frame["instance_id"].astype(int)
+        frame = frame.assign(instance_id=[self._instance_ids[i] for i in position], _position=position)
+        return frame.sort_values(["system", "_position"], kind="stable").drop(columns="_position").reset_index(
+            drop=True)
 
     def compare(self, metrics: str | list[str] | tuple[str, ...] = DEFAULT_METRICS, **kwargs: Any):
         """Values with bootstrap confidence intervals, paired tests of every pair of systems, ranks, groups
@@ -206,6 +217,17 @@ class Evaluator:
         self.store.close()
         if self._owns_engine and self._engine is not None:
             self._engine.close()
+
+
+def _caller_ids(source: Any) -> list[Any] | None:
+    """The caller's instance ids of a truth given as label sets (the store names instance ``i`` ``"i"``): the
+    positions, or a pandas Series' index labels; ``None`` for every other source (its ids are its own)."""
+    from .sources import is_table
+
+    if isinstance(source, str | PathLike | Mapping) or is_table(source) or not is_sequence(source):
+        return None
+    index = getattr(source, "index", None)
+    return list(index) if index is not None and hasattr(source, "iloc") else list(range(len(source)))
 
 
 def _open_engine(engine: str | Engine | None, run_options: Mapping[str, Any]) -> tuple[Engine | None, bool]:
