@@ -167,11 +167,12 @@ def _classes(store: Store, options: Options, labels: list[str] | None, averages:
     import pandas as pd
 
     from .engines import DuckDBEngine
-    from .plan import class_report_sql, summary_sql
+    from .plan import class_micro_sql, class_report_sql, summary_sql
 
     options = _with_labels(options, labels)
     ratios = list(MEASURES[:3])
-    queries = {"_class_report": class_report_sql(_set_based.PLAN, ratios, fixed_classes=labels is not None)}
+    queries = {"_class_report": class_report_sql(_set_based.PLAN, ratios, fixed_classes=labels is not None),
+               "_class_micro": class_micro_sql(_set_based.PLAN, ratios, fixed_classes=labels is not None)}
     if averages:
         queries["_class_averages"] = summary_sql(_set_based.PLAN, ratios, averages, True,
                                                  fixed_classes=labels is not None)
@@ -188,6 +189,8 @@ def _classes(store: Store, options: Options, labels: list[str] | None, averages:
     columns = ["system", "label", "depth", "tp", "fp", "fn", "precision", "recall", "f1", "support"]
     frame = frame[columns].astype({c: "int64" for c in ("depth", "tp", "fp", "fn", "support")})
     values = {(str(s), a, m): float(v) for s, m, a, v in rows.get("_class_averages", [])}
+    values |= {(str(row[0]), "micro", m): float(v) for row in rows["_class_micro"] for m, v in zip(ratios, row[1:],
+                                                                                                   strict=True)}
     return frame.reset_index(drop=True), values
 
 
@@ -225,9 +228,8 @@ def report(store: Store, options: Options | None = None, labels: list[str] | Non
     for system in store.systems():
         mine = classes[classes["system"] == system]
         tp, fp, fn = (int(mine[c].sum()) for c in ("tp", "fp", "fn"))
-        rows = [("micro avg", *_ratios(tp, fp, fn, float(options.beta), float(options.zero_division)))]
-        rows += [(name, *(values[system, average, metric] for metric in MEASURES[:3]))
-                 for average, name in names.items()]
+        rows = [(name, *(values[system, average, metric] for metric in MEASURES[:3]))
+                for average, name in {"micro": "micro avg", **names}.items()]
         averages = pd.DataFrame([{"system": system, "label": name, "depth": pd.NA, "tp": tp, "fp": fp, "fn": fn,
                                   "precision": p, "recall": r, "f1": f, "support": int(mine["support"].sum())}
                                  for name, p, r, f in rows])
@@ -237,14 +239,6 @@ def report(store: Store, options: Options | None = None, labels: list[str] | Non
         texts.append(_text(system, table, digits, len(store.systems()) > 1))
     frame = pd.concat(parts, ignore_index=True) if parts else classes
     return ClassificationReport(frame, "\n".join(texts))
-
-
-def _ratios(tp: float, fp: float, fn: float, beta: float, zero_division: float) -> tuple[float, float, float]:
-    """Precision, recall and F-beta of pooled counts (the F of the pooled P and R, as the set-based micro)."""
-    p = tp / (tp + fp) if tp + fp else zero_division
-    r = tp / (tp + fn) if tp + fn else zero_division
-    b2 = beta * beta
-    return p, r, ((1 + b2) * p * r / (b2 * p + r) if b2 * p + r else 0.0)
 
 
 def _text(system: str, table: pd.DataFrame, digits: int, title: bool) -> str:

@@ -270,6 +270,15 @@ def _instance_value(m: Measure) -> str:
     return _ratio(m.numerator, m.denominator, m.undefined, m.zero) if m.denominator else m.numerator
 
 
+def class_micro_sql(plan: FamilyPlan, metrics: Sequence[str], fixed_classes: bool = False) -> str:
+    """The query ``(system, <metric>...)``: each per-class measure of ``metrics`` with its counts pooled over the
+    classes of the system (``micro`` over its :data:`CLASSES` declaration: scikit-learn's ``micro avg`` of a
+    classification report over the listed classes)."""
+    values = ", ".join(f"{value_sql(_class_measure(plan, metric), 'micro', None)} AS {metric}" for metric in metrics)
+    return _with_classes(plan, f"SELECT system, {values} FROM {CLASSES} GROUP BY system ORDER BY system", False,
+                         fixed_classes)
+
+
 def class_values_sql(plan: FamilyPlan, metric: str, weighted: bool = False, fixed_classes: bool = False) -> str:
     """The query ``(system, label, value)`` of the per-class values of ``metric`` (its :data:`CLASSES`
     measure), ordered by system and label."""

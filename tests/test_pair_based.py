@@ -187,7 +187,7 @@ def test_per_instance_values():
     ev.add_truth([["TP"], ["P1"]])
     ev.add_predictions("s", [["TP", "P1"], ["TP"]])
     frame = ev.per_instance("pair_based")
-    assert frame[["instance_id", "n_true", "n_pred", "n_shared"]].values.tolist() == [["0", 1, 2, 1], ["1", 1, 1, 0]]
+    assert frame[["instance_id", "n_true", "n_pred", "n_shared"]].values.tolist() == [[0, 1, 2, 1], [1, 1, 1, 0]]
     assert frame["graph_induced_error"].tolist() == [5.0, 2.0]
     assert frame["mgia_fn"].tolist() == [2.0, 2.0]
     assert frame["mgia"].tolist() == pytest.approx([0.8, 1 - 2 / 10])
