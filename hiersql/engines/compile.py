@@ -111,7 +111,6 @@ def _tree(file: str, name: str | None, params: Mapping[str, object] | None, dial
     return rules.rewritten(tree)
 
 
-
 def _dead_branches_pruned(tree: Any) -> Any:
     """Remove from ``tree`` the branches of a ``UNION`` after its first whose ``WHERE`` a parameter made
     ``FALSE`` (no rows: the first branch, which names the columns, stays; of a ``UNION`` that removes
@@ -119,7 +118,8 @@ def _dead_branches_pruned(tree: Any) -> Any:
     longer read. A query composes every query its text reads, also those read only in such a branch (the pair
     rows a Spark variant keeps for the Cesa-Bianchi tolerance, ``flat_labels`` of the fixed class universe):
     the printed SQL then needs no table the query does not read, and Spark no stage that it would not
-    compute (its runner stores a common table expression read twice before Spark sees the query)."""
+    compute (its runner stores a common table expression read twice before Spark sees the query). The
+    common table expressions read are found by sqlglot's scope analysis (``eliminate_ctes``)."""
     from sqlglot import exp
 
     for union in list(tree.find_all(exp.Union)):
@@ -136,22 +136,8 @@ def _dead_branches_pruned(tree: Any) -> Any:
             else:
                 union.replace(union.this)
     with_ = tree.args.get("with_")
-    while with_ is not None and not with_.args.get("recursive"):
-        unread = [cte for cte in with_.expressions
-                  if not any(t.find_ancestor(exp.CTE) is not cte for t in _tables(tree, cte.alias))]
-        if not unread:
-            break
-        for cte in unread:
-            cte.pop()
-        if not with_.expressions:
-            tree.set("with_", None)
-            break
+    if with_ is not None and not with_.args.get("recursive"):
+        from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
+
+        tree = eliminate_ctes(tree)
     return tree
-
-
-
-def _tables(tree: Any, name: str) -> list[Any]:
-    """The references of ``tree`` to the (unqualified) table or common table expression ``name``."""
-    from sqlglot import exp
-
-    return [t for t in tree.find_all(exp.Table) if not t.db and t.name == name]

@@ -17,7 +17,7 @@ from ...errors import DataWarning, InputError
 from ...options import Options
 from ...plan import FamilyPlan, Python, Row, Sql, Step
 from ..base import STORE_TABLES, Engine, solve_arrow
-from ..compile import _tables, _tree
+from ..compile import _tree
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -483,6 +483,13 @@ def _partition_solver(step: Python, params: dict[str, object], options: Options,
 
     return run
 
+
+
+def _tables(tree: Any, name: str) -> list[Any]:
+    """The references of ``tree`` to the (unqualified) table or common table expression ``name``."""
+    from sqlglot import exp
+
+    return [t for t in tree.find_all(exp.Table) if not t.db and t.name == name]
 
 
 def _references(tree: Any, name: str) -> int:
