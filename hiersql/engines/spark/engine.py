@@ -190,14 +190,15 @@ class SparkEngine(Engine):
         with_ = tree.args.get("with_")
         if with_ is not None and not with_.args.get("recursive"):
             for cte in list(with_.expressions):
-                if _references(tree, cte.alias) < 2:
+                references = _reads(tree, cte)
+                if len(references) < 2:
                     continue
                 body = cte.this.copy()
                 earlier = [c.copy() for c in with_.expressions[:with_.expressions.index(cte)]]
                 if earlier:  # those it does not read are left out by Spark
                     body.set("with_", exp.With(expressions=earlier))
                 part = f"{name}__{cte.alias}"
-                for table in _tables(tree, cte.alias):
+                for table in references:
                     table.set("this", exp.to_identifier(part))
                     if not table.alias:
                         table.set("alias", exp.TableAlias(this=exp.to_identifier(cte.alias)))
@@ -485,16 +486,15 @@ def _partition_solver(step: Python, params: dict[str, object], options: Options,
 
 
 
-def _tables(tree: Any, name: str) -> list[Any]:
-    """The references of ``tree`` to the (unqualified) table or common table expression ``name``."""
-    from sqlglot import exp
+def _reads(tree: Any, cte: Any) -> list[Any]:
+    """The tables of query ``tree`` that read its common table expression ``cte`` (sqlglot's scope analysis:
+    a table of that name that is not this common table expression is not among them)."""
+    from sqlglot.optimizer.scope import build_scope
 
-    return [t for t in tree.find_all(exp.Table) if not t.db and t.name == name]
-
-
-def _references(tree: Any, name: str) -> int:
-    """How often ``tree`` reads the table or common table expression ``name``."""
-    return len(_tables(tree, name))
+    root = build_scope(tree)
+    target = next(scope for scope in root.cte_scopes if scope.expression is cte.this)
+    return [table for scope in root.traverse() for table in scope.tables
+            if scope.sources.get(table.alias_or_name) is target]
 
 
 
