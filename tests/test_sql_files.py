@@ -8,6 +8,8 @@ import sqlglot
 from sqlglot import exp
 
 from hiersql import engines, sqlfiles
+from hiersql.engines.dialect import dialect as dialect_of
+from hiersql.engines.dialect import recursive_unions_kept
 
 FILES = sqlfiles.available()
 TARGETS = ("postgres", "spark")
@@ -56,7 +58,7 @@ def test_named_query_transpiles(file, name, dialect):
     outputs = [(sqlfiles.render(file, name, params, dialect), None)]
     if name == list(sqlfiles.queries(file))[-1]:  # what an engine runs (folded, dialect fixes); it reads the rest
         # with the engine's variants (sql/lca.sql's lca_labels (spark) reads no lca_above)
-        outputs.append((engines.render(file, name, params, dialect), engines._VARIANTS.get(dialect)))
+        outputs.append((engines.render(file, name, params, dialect), dialect_of(dialect).variant))
     for sql, variant in outputs:
         back = sqlglot.parse_one(sql + "\n", read=dialect)
         assert isinstance(back, exp.Query)
@@ -223,7 +225,7 @@ def test_spark_union_all_only_where_a_cte_reads_itself():
     sql = ("WITH RECURSIVE walk(n) AS (SELECT 1 UNION SELECT n + 1 FROM walk WHERE n < 3),"
            " other AS (SELECT n FROM walk UNION SELECT n FROM walk) SELECT * FROM other")
     tree = sqlglot.parse_one(sql, read="duckdb")
-    unions = {c.alias: c.this.args["distinct"] for c in engines._fix_spark(tree).args["with_"].expressions}
+    unions = {c.alias: c.this.args["distinct"] for c in recursive_unions_kept(tree).args["with_"].expressions}
     assert unions == {"walk": False, "other": True}
 
 

@@ -1,0 +1,257 @@
+"""The runner of family plans, :class:`Engine`, that each engine subclasses; helpers every runner uses.
+
+Every engine returns the rows ``(system, metric, average, value)`` of :class:`~hiersql.plan.Row`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import sqlfiles
+from ..options import Options
+from ..plan import FamilyPlan, Python, Row, Sql, Step, instance_values_sql, summary_sql
+from .compile import _tree, render
+from .dialect import dialect as dialect_of
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..store import Store
+    from ..taxonomy import Taxonomy
+
+STORE_TABLES = ("edges", "nodes", "closure", "instances", "truth", "predictions", "systems", "pair_counts")
+
+
+class Engine:
+    """Where the measures run: one runner of :class:`~hiersql.plan.FamilyPlan` per engine.
+
+    A plan's :class:`~hiersql.plan.Sql` stages are materialised in the engine as tables of their query's
+    name (the queries of the file they read and that are not stages yet are composed in, as common table
+    expressions); its :class:`~hiersql.plan.Python` steps read their input tables as Arrow into a DuckDB
+    connection, solve, and the tables they write are copied back (DuckDB: the step runs on the engine's own
+    connection); the summary is the SQL generated from the plan's measures (:func:`hiersql.plan.summary_sql`).
+    Subclasses implement :meth:`execute`, :meth:`arrow`, :meth:`write` and :meth:`_materialize`.
+
+    Parameters
+    ----------
+    tables:
+        Renames of the hiersql tables, ``{"truth": "warehouse.gold_labels", ...}``.
+    """
+
+    dialect = "duckdb"
+    weighted = False  # the summaries weigh each instance by the table sample_weights(instance_id, weight)
+    # a plan of SQL stages only: compose its stages into the queries that read them instead of materialising
+    # them (fewer statements for small inputs: the one-shot calls, hiersql.oneshot)
+    compose_stages = False
+
+    def __init__(self, tables: Mapping[str, str] | None = None) -> None:
+        self.tables: dict[str, str] = {}
+        self.use_tables(**dict(tables or {}))
+        self._taxonomy: Taxonomy | None = None
+
+    # -- to implement
+    def execute(self, sql: str) -> list[tuple]:
+        """Run one statement; its rows as tuples (an empty list for DDL)."""
+        raise NotImplementedError
+
+    def arrow(self, sql: str) -> pa.Table:
+        """The rows of a query as an Arrow table."""
+        raise NotImplementedError
+
+    def write(self, name: str, data: pa.Table) -> None:
+        """Create (or replace) table ``name`` holding the rows of the Arrow table ``data``."""
+        raise NotImplementedError
+
+    def _materialize(self, name: str, sql: str) -> None:
+        """Create (or replace) table ``name`` as the result of query ``sql``."""
+        raise NotImplementedError
+
+    def _materialize_tree(self, name: str, tree: Any) -> None:
+        """:meth:`_materialize` of the sqlglot ``tree`` of a query (rendered by :func:`_tree`)."""
+        self._materialize(name, tree.sql(dialect=self.dialect))
+
+    def quoted(self, name: str) -> str:
+        """A (possibly qualified) table or column name, quoted as this engine writes the tables it creates."""
+        return dialect_of(self.dialect).quoted(name)
+
+    # -- tables
+    def use_tables(self, **renames: str) -> None:
+        """Read the hiersql table ``key`` from the engine's table ``value`` (``truth="dw.gold_labels"``)."""
+        unknown = set(renames) - set(STORE_TABLES)
+        if unknown:
+            raise ValueError(f"unknown table(s) {sorted(unknown)} (known: {', '.join(STORE_TABLES)})")
+        self.tables.update({k: sqlfiles.table_name(v, f"table {k}") for k, v in renames.items() if v})
+
+    def table(self, name: str) -> str:
+        """The engine-side name of hiersql table ``name``."""
+        return self.tables.get(name, name)
+
+    def copy_store(self, store: Store, tables: Iterable[str] = STORE_TABLES) -> None:
+        """Copy the store's ``tables`` into the engine, under the names of :meth:`table`; the store's
+        taxonomy comes along for the families that check it (:meth:`taxonomy`)."""
+        for name in tables:
+            self.write(self.table(name), store.con.table(name).to_arrow_table())
+        self._taxonomy = store.taxonomy
+
+    def build_closure(self, max_depth: int | None = None) -> None:
+        """Compute ``closure`` inside the engine from its ``edges`` and ``nodes`` (``sql/closure.sql``), up to
+        ``max_depth`` edges when given."""
+        self._materialize(self.table("closure"), self.render("closure", params={"max_depth": max_depth}))
+
+    def taxonomy(self) -> Taxonomy:
+        """The taxonomy of the engine's ``edges`` table (the store's, when copied from one)."""
+        if self._taxonomy is None:
+            from ..taxonomy import Taxonomy
+
+            edges = self.arrow(f"SELECT parent, child, weight FROM {self.quoted(self.table('edges'))}")
+            weighted = edges.column("weight").null_count < len(edges)
+            self._taxonomy = Taxonomy.from_dataframe(edges.to_pandas(), weight="weight" if weighted else None)
+        return self._taxonomy
+
+    # -- queries
+    def render(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> str:
+        """Query ``name`` of ``sql/<file>.sql`` in this engine's dialect, over this engine's tables."""
+        return render(file, name, params, self.dialect, self.tables, pretty=False)
+
+    def run(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> list[tuple]:
+        """Rows of query ``name`` of ``sql/<file>.sql``."""
+        return self.execute(self.render(file, name, params))
+
+    def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
+              text: str | None = None) -> None:
+        """Materialise query ``query`` of ``sql/<file>.sql`` (or the query ``text`` reading that file's
+        queries) as table ``query``; the queries it reads that are not in ``done`` (tables already made) are
+        composed in. Adds ``query`` to ``done``."""
+        self._materialize_tree(query, _tree(file, query, params, self.dialect, self.tables, skip=done, text=text))
+        done.add(query)
+
+    def result(self, file: str, query: str, params: Mapping[str, object], done: set[str],
+               text: str | None = None) -> list[tuple]:
+        """The rows of query ``query`` of ``sql/<file>.sql`` (or of ``text``), made as :meth:`stage` makes
+        it: a plan's last query, whose rows the runner returns."""
+        self.stage(file, query, params, done, text)
+        return self.execute(f"SELECT * FROM {query}")
+
+    # -- plans
+    def run_plans(self, runs: Sequence[tuple[FamilyPlan, Sequence[str]]], options: Options,
+                  on_plan: Callable[[FamilyPlan], None] | None = None) -> list[list[Row]]:
+        """The summary rows of each ``(plan, metrics)`` of ``runs`` (:meth:`run_plan`), in their order;
+        ``on_plan(plan)`` is called as each plan begins. Here one plan after the other."""
+        out = []
+        for plan, metrics in runs:
+            if on_plan is not None:
+                on_plan(plan)
+            out.append(self.run_plan(plan, metrics, options))
+        return out
+
+    def run_plan(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> list[Row]:
+        """The summary rows of ``metrics`` (of ``plan``'s family) with ``options.average``."""
+        plan.check(self, metrics, options)
+        rows: list[Row] = []
+        for group, group_options in plan.groups(metrics, options):
+            params = self.prepare(plan, group, group_options)
+            done = self._steps(plan, plan.steps, params, group_options)
+            if plan.summary is not None:
+                summary = self.result(plan.file, plan.summary, params, done)
+            else:
+                summary = self.result(plan.file, f"{plan.name}_summary", params, done,
+                                      text=summary_sql(plan, group, options.average, True, self.weighted,
+                                                       options.labels is not None))
+            rows += summary_rows(summary, metrics, options)
+        order = {m: i for i, m in enumerate(plan.metrics)}
+        return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric, r.average))
+
+    def run_queries(self, plan: FamilyPlan, metrics: Sequence[str], options: Options,
+                    queries: Mapping[str, str]) -> dict[str, list[tuple]]:
+        """The plan's checks and steps for ``metrics``, then the generated queries ``{table name: SQL reading
+        the plan's stages}`` (a summary, per-class values, ...), each materialised as its table: their rows.
+        ``metrics`` must fall in one group of :attr:`~hiersql.plan.FamilyPlan.groups` (one metric does)."""
+        plan.check(self, metrics, options)
+        out: dict[str, list[tuple]] = {}
+        for group, group_options in plan.groups(metrics, options):
+            params = self.prepare(plan, group, group_options)
+            done = self._steps(plan, plan.steps, params, group_options)
+            for name, text in queries.items():
+                out[name] = self.result(plan.file, name, params, done, text=text)
+        return out
+
+    def per_instance(self, plan: FamilyPlan, options: Options) -> pa.Table:
+        """The plan's per-instance table as Arrow, ordered by its key; the columns of measures computed in a
+        run of their own (:attr:`~hiersql.plan.FamilyPlan.groups`) come from that run."""
+        stage = plan.instance
+        key = plan.unit_order.get(stage, "system, instance_id")
+        out = None
+        for group, group_options in plan.groups(list(plan.metrics), options):
+            params = self.prepare(plan, group, group_options)
+            done = self._steps(plan, plan.steps_until(stage), params, group_options)
+            self.stage(plan.file, f"{stage}_values", params, done, text=instance_values_sql(plan))
+            table = self.arrow(f"SELECT * FROM {stage}_values ORDER BY {key}")
+            if out is None:
+                out = table
+            else:  # the same rows in the same order
+                for metric in group:
+                    out = out.set_column(out.schema.get_field_index(metric), metric, table.column(metric))
+        return out
+
+    def prepare(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> dict[str, object]:
+        """The plan's checks (they raise :class:`~hiersql.errors.InputError`) and its ``$parameters``; helper
+        tables written into the engine."""
+        params = {"zero_division": float(options.zero_division), **plan.params(options, self, list(metrics))}
+        for name, data in plan.tables(options).items():
+            self.write(name, data)
+        return params
+
+    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
+               ) -> set[str]:
+        done: set[str] = set(plan.tables(options))
+        compose = self.compose_stages and not any(isinstance(step, Python) for step in plan.steps)
+        for step in steps:
+            if isinstance(step, Sql):
+                if not compose:
+                    self.stage(plan.file, step.query, params, done)
+            elif step.when(options):
+                self.solve(step, params, options)
+                done.update(step.writes)
+        return done
+
+    def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
+        """Run a Python step on a scratch DuckDB connection holding Arrow copies of the tables it reads, and
+        write the tables it makes back into the engine."""
+        tables = {name: self._input(name) for name in step.reads}
+        for name, data in solve_arrow(step, params, options, tables).items():
+            self.write(name, data)
+
+    def _source(self, name: str) -> str:
+        """The engine-side table a step's input ``name`` is read from."""
+        return self.table(name) if name in STORE_TABLES else name
+
+    def _input(self, name: str) -> pa.Table:
+        """The rows of a step's input ``name`` as Arrow."""
+        return self.arrow(f"SELECT * FROM {self.quoted(self._source(name))}")
+
+
+def solve_arrow(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table]
+                ) -> dict[str, pa.Table]:
+    """The tables ``step`` writes, as Arrow, solved on a scratch DuckDB connection holding ``tables`` (its
+    inputs, as Arrow)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        for name, data in tables.items():
+            con.register(f"_{name}_arrow", data)
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
+            con.unregister(f"_{name}_arrow")
+        step.solve(con, params, options)
+        return {name: con.table(name).to_arrow_table() for name in step.writes}
+    finally:
+        con.close()
+
+
+def summary_rows(summary: Iterable[tuple], metrics: Sequence[str], options: Options) -> list[Row]:
+    """The rows (:class:`~hiersql.plan.Row`) of a summary query's rows ``(system, metric, average, value)``
+    that ``metrics`` and ``options.average`` ask for (the plain average ``""`` always); a NULL value is NaN."""
+    wanted, averages = set(metrics), set(options.average) | {""}
+    return [Row(str(s), str(m), a or "", float("nan") if v is None else float(v)) for s, m, a, v in summary
+            if m in wanted and (a or "") in averages]

@@ -1,0 +1,139 @@
+"""The SQL of ``sql/`` in any dialect: a query (:func:`render`) or a family's plan (:func:`render_family`).
+
+A query is composed by :func:`hiersql.sqlfiles.render` (the queries it reads as common table expressions, its
+``$parameters`` as literals, tables renamed) in DuckDB's dialect, the one the files are written in, then
+compiled by sqlglot in passes (:func:`_tree`): parse, constant folding (``simplify``), the branches a parameter
+switched off and the common table expressions no longer read removed (:func:`_dead_branches_pruned`), the
+dialect's rewrites (:class:`~hiersql.engines.dialect.EngineDialect`), and sqlglot's generator for the dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import sqlfiles
+from ..options import Options, sql_options
+from ..plan import FamilyPlan, Python, Sql, summary_sql
+from .dialect import dialect as dialect_of
+
+
+def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str = "duckdb",
+                  tables: Mapping[str, str] | None = None, metrics: Sequence[str] | None = None,
+                  averages: Sequence[str] = ("micro", "macro"), pretty: bool = True,
+                  options: Options | None = None) -> str:
+    """The SQL of a family's ``plan`` in ``dialect``, its ``$parameters`` set to ``params``.
+
+    A family computed by SQL alone is one query: its generated summary (of ``metrics``, default all) with the
+    queries it reads as common table expressions. A family with Python steps is a script: each stage as a
+    ``CREATE TEMPORARY TABLE`` (in PostgreSQL followed by ``ANALYZE``; for Spark, which inlines a common table
+    expression at every reference, a ``CACHE TABLE``, and every family a script), each Python step that runs with
+    ``options`` (default :class:`Options`) as a comment naming the tables it reads and writes (the runners
+    solve them between the stages), then the summary query. A stage that such a step writes is left to the
+    step (its query is the empty default of the selections without the step): the script fails at the first
+    statement that reads it unless the step was run, rather than giving another selection's values. A family
+    with its own summary query keeps the rows of ``metrics`` only.
+    """
+    options = options or Options()
+    metrics = list(metrics or plan.metrics)
+    rules = dialect_of(dialect)
+
+    def query(query_name: str, text: str | None = None, skip: frozenset[str] = frozenset()) -> str:
+        return _tree(plan.file, query_name, params, dialect, tables, skip=skip, text=text).sql(
+            dialect=dialect, pretty=pretty)
+
+    if not plan.summary:
+        summary, last = summary_sql(plan, metrics, averages, rules.ordered), f"{plan.name}_summary"
+    elif set(metrics) == set(plan.metrics):
+        summary, last = None, plan.summary
+    else:  # the family's own summary query, filtered
+        summary = f"SELECT * FROM {plan.summary} WHERE metric IN ({', '.join(repr(m) for m in metrics)})"
+        last = f"{plan.summary}_of_metrics"
+    steps = [step for step in plan.steps if isinstance(step, Sql) or step.when(options)]
+    if not any(isinstance(step, Python) for step in steps) and not rules.inlines_ctes:
+        return query(last, summary)
+    solved = {name for step in steps if isinstance(step, Python) for name in step.writes}
+    out: list[str] = []
+    done: set[str] = set()
+    # the options that shape the plan and reach its Python steps only: the printed script names their values
+    shaping = ", ".join(f"{o.name}={getattr(options, o.name)!r}" for o in sql_options()
+                        if o.plan and plan.name in o.families)
+    for step in steps:
+        if isinstance(step, Sql):
+            for dep in [*sqlfiles.dependencies(plan.file, step.query), step.query]:
+                if dep not in done and dep not in solved:
+                    out.append(f"{rules.stage_statement.format(dep)}\n{query(dep, skip=frozenset(done | solved))};")
+                    if rules.analyze_statement is not None:
+                        out[-1] += "\n" + rules.analyze_statement.format(dep) + ";"
+                    done.add(dep)
+        else:
+            out.append(f"-- Python step {step.name} ({step.solve.__module__}.{step.solve.__name__}): reads "
+                       f"{', '.join(step.reads)}; writes {', '.join(step.writes)}"
+                       + (f"; the family's plan options: {shaping}" if shaping else ""))
+            done.update(step.writes)
+    out.append(query(last, summary, frozenset(done)) + ";")
+    return "\n\n".join(out).rstrip(";")
+
+
+def family_params(plan: FamilyPlan, options: Options) -> dict[str, object]:
+    """The ``$parameters`` of a family ``plan``'s SQL for ``options`` (the plan's, without an engine)."""
+    return {"zero_division": float(options.zero_division), **plan.params(options, None, list(plan.metrics))}
+
+
+def render(
+    file: str,
+    name: str | None = None,
+    params: Mapping[str, object] | None = None,
+    dialect: str = "duckdb",
+    tables: Mapping[str, str] | None = None,
+    pretty: bool = True,
+    skip: frozenset[str] = frozenset(),
+    text: str | None = None,
+) -> str:
+    """Query ``name`` of ``sql/<file>.sql`` as one statement in ``dialect``: :func:`hiersql.sqlfiles.render`
+    (dependencies as CTEs except those of ``skip``, parameters as literals, ``tables`` renamed; ``text``
+    replaces the query's own text), constant-folded (a branch switched off by a parameter, such as
+    ``'ancestors' = 'descendants' AND ...``, disappears), plus the dialect's rewrites
+    (:meth:`~hiersql.engines.dialect.EngineDialect.rewritten`)."""
+    return _tree(file, name, params, dialect, tables, skip, text).sql(dialect=dialect, pretty=pretty)
+
+
+def _tree(file: str, name: str | None, params: Mapping[str, object] | None, dialect: str,
+          tables: Mapping[str, str] | None, skip: frozenset[str] = frozenset(), text: str | None = None) -> Any:
+    """The sqlglot tree behind :func:`render`."""
+    import sqlglot
+    from sqlglot.optimizer.simplify import simplify
+
+    rules = dialect_of(dialect)
+    sql = sqlfiles.render(file, name, dict(params or {}), "duckdb", dict(tables or {}), pretty=False, skip=skip,
+                          text=text, variant=rules.variant)
+    tree = _dead_branches_pruned(simplify(sqlglot.parse_one(sql + "\n", read="duckdb")))  # newline: sqlfiles._parse
+    return rules.rewritten(tree)
+
+
+def _dead_branches_pruned(tree: Any) -> Any:
+    """Remove from ``tree`` the branches of a ``UNION`` after its first whose ``WHERE`` a parameter made
+    ``FALSE`` (no rows: the first branch, which names the columns, stays; of a ``UNION`` that removes
+    duplicates, only where the branches before it remove them too), then the common table expressions no
+    longer read. A query composes every query its text reads, also those read only in such a branch (the pair
+    rows a Spark variant keeps for the Cesa-Bianchi tolerance, ``flat_labels`` of the fixed class universe):
+    the printed SQL then needs no table the query does not read, and Spark no stage that it would not
+    compute (its runner stores a common table expression read twice before Spark sees the query). The
+    common table expressions read are found by sqlglot's scope analysis (``eliminate_ctes``)."""
+    from sqlglot import exp
+    from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
+
+    for union in list(tree.find_all(exp.Union)):
+        if not isinstance(union.expression, exp.Select) or any(
+                union.args.get(arg) for arg in ("order", "limit", "offset")):  # those apply to every branch
+            continue
+        if union.args.get("distinct") and not (isinstance(union.this, exp.Union) and union.this.args.get("distinct")):
+            continue
+        where = union.expression.args.get("where")
+        if where is not None and isinstance(where.this, exp.Boolean) and not where.this.this:
+            if union is tree:  # the query itself: its common table expressions go to its first branch
+                tree = union.this.pop()
+                tree.set("with_", union.args.get("with_"))
+            else:
+                union.replace(union.this)
+    return eliminate_ctes(tree)
