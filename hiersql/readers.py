@@ -96,6 +96,8 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
                                                                   for k in range(len(steps))))
                 for k in range(len(steps)):
                     con.execute(f"DROP TABLE {table}_{k}")
+        if not predictions and first_row(con, "SELECT count(score) FROM _incoming")[0]:  # the truth has no scores
+            _incoming(con, "SELECT * EXCLUDE (rank, score), NULL::DOUBLE AS score FROM _incoming", ordered=True)
         duplicates = _check_labels(con, wheres)
         if predictions:
             _warn_unread_systems(con, entries, duplicates)
