@@ -327,7 +327,7 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, sources.
     else:
         pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
         params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
-    _incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, 1 AS pos,"
+    _incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, r.pos,"
                    f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True)
     _check_rows(con, wheres)
     if "rank" in parts[0][1].labels.columns:

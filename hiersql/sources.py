@@ -760,11 +760,11 @@ class LabelTable(NamedTuple):
 
     def rows(self) -> str:
         """SQL of the rows as the store stages them: ``instance_id, label, score_text, score, system,
-        system_text, rank_text, ord, line, in_order`` (text, but ``score`` and ``ord``, the rank column's value,
-        as numbers; ``line`` is the row's number in the table's scan order, ``in_order`` whether that order
-        ranks labels, :attr:`Table.ordered`; ``system`` without the spaces around it, as ids and labels are
-        read, ``system_text`` as written: ``'shallow '`` is the system ``shallow``, which :func:`_systems`
-        refuses beside a ``'shallow'``)."""
+        system_text, rank_text, ord, line, pos, in_order`` (text, but ``score`` and ``ord``, the rank column's
+        value, as numbers; ``line``: the row's number in the table's scan order; ``pos``: 1; ``in_order``:
+        whether that order ranks labels, :attr:`Table.ordered`; ``ORDER BY`` :data:`RANK_ORDER` ranks them).
+        ``system`` is without the spaces around it, as ids and labels are read, ``system_text`` as written:
+        ``'shallow '`` is the system ``shallow``, which :func:`_systems` refuses beside a ``'shallow'``."""
         cols = self.columns
         used = list(dict.fromkeys(cols.values()))
         text = {role: f"CAST({quote(col)} AS VARCHAR)" for role, col in cols.items()}
@@ -775,7 +775,7 @@ class LabelTable(NamedTuple):
                 f" trim({text.get('system', 'NULL::VARCHAR')}) AS system,"
                 f" {text.get('system', 'NULL::VARCHAR')} AS system_text,"
                 f" {text.get('rank', 'NULL::VARCHAR')} AS rank_text, {number['rank']} AS ord,"
-                f" row_number() OVER () + {self.table.first_line - 1:d} AS line,"
+                f" row_number() OVER () + {self.table.first_line - 1:d} AS line, 1 AS pos,"
                 f" {str(self.table.ordered).lower()} AS in_order FROM {self.table.read(used)}")
 
     def ranked_by_name(self) -> bool:
