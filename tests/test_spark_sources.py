@@ -286,12 +286,17 @@ def test_ignored_rows_and_duplicates_are_counted(spark):
 
 def test_spaces_around_ids_and_labels_are_stripped_as_the_store_strips_them(spark):
     """Ids, labels and systems with spaces around them (ASCII, no-break, ideographic) are the hand example's,
-    read by Spark as by the store; a tab is not a space (an unknown label there, as in the store)."""
-    spaced = [(f"{m} " if i == "i1" else m, f" {i}\u00a0", f"\u3000{label} ") for m, i, label in HAND_PREDS]
+    read by Spark as by the store; a tab is not a space (an unknown label there, as in the store). Two
+    spellings of one system ('M1 ' and 'M1') are an error naming both, as in the store."""
+    spaced = [(f"{m} ", f" {i}\u00a0", f"\u3000{label} ") for m, i, label in HAND_PREDS]
     engine = hand_load(spark, pd.DataFrame(spaced, columns=["model", "doc", "genre"]))
     got = {(r.system, r.metric): r.value for r in compute(engine, ["hp", "hr"]) if r.average == "micro"}
-    assert {system for system, _ in got} == {"M1", "M2"}  # 'M1 ' and 'M1' one system
+    assert {system for system, _ in got} == {"M1", "M2"}
     assert got == pytest.approx(HAND_VALUES)
+    with pytest.raises(InputError) as info:
+        hand_load(spark, pd.DataFrame([("M1 ", "i1", "a1"), ("M1", "i2", "b")], columns=["model", "doc", "genre"]))
+    assert str(info.value) == ("<Spark DataFrame>: system column 'model' spells one system two ways, differing only"
+                               " by the spaces around it: 'M1' and 'M1 '")
     with pytest.raises(InputError) as info:
         hand_load(spark, pd.DataFrame([("M1", "i1", "a1\t")], columns=["model", "doc", "genre"]))
     assert str(info.value).endswith("label not in the taxonomy: 'a1\\t'")
