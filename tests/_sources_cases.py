@@ -72,9 +72,10 @@ def rank_by_name(con) -> None:
 
 
 @functools.cache
-def by_name_reference(data_dir: Path) -> dict[tuple[str, str, str], float]:
-    """Every measure (``all``) of the file-based run with each instance's labels ranked by name
-    (:func:`rank_by_name`): the values of GermEval B's tables read without a rank or score column."""
+def by_name_reference(data_dir: Path, metrics: tuple[str, ...] = ("all",)) -> dict[tuple[str, str, str], float]:
+    """The ``metrics`` (default every measure, ``all``) of the file-based run with each instance's labels
+    ranked by name (:func:`rank_by_name`): the values of GermEval B's tables read without a rank or score
+    column."""
     from hiersql import Evaluator, Taxonomy
     from hiersql.metrics import Options
     from tests._engine_cases import all_metrics, reference
@@ -83,7 +84,7 @@ def by_name_reference(data_dir: Path) -> dict[tuple[str, str, str], float]:
     ev = Evaluator(Taxonomy.from_file(folder / "taxonomy.tsv")).add_truth(folder / "truth_b.tsv")
     ev.add_predictions_many({p.stem: p for p in sorted((folder / "pred_b").glob("*.tsv"))})
     rank_by_name(ev.con)
-    return rows_of(reference(ev.store, all_metrics(), Options()))
+    return rows_of(reference(ev.store, list(metrics) if metrics != ("all",) else all_metrics(), Options()))
 
 
 def rows_of(rows) -> dict[tuple[str, str, str], float]:
