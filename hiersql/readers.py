@@ -133,9 +133,14 @@ def _warn_unread_systems(con: duckdb.DuckDBPyConnection, entries: list[sources.E
         if part is None or part.system is not None:
             continue
         for column in part.labels.unread_columns(con):
-            warn_data(f"{part.labels.table.where}: (instance_id, label) rows repeat and column {column!r}, which is"
-                      " not read, holds several values: if it names systems, they were merged into one; give"
-                      f" --system-col {column} (system_col=)")
+            warn_unread_system(part.labels.table.where, column)
+
+
+def warn_unread_system(where: str, column: str) -> None:
+    """Warn that table ``where``, read without a system column, has repeated ``(instance_id, label)`` rows and
+    a text ``column`` that no role reads and that holds several values: the systems it may name were merged."""
+    warn_data(f"{where}: (instance_id, label) rows repeat and column {column!r}, which is not read, holds several"
+              f" values: if it names systems, they were merged into one; give --system-col {column} (system_col=)")
 
 
 def warn_ranked_by_name(by_name: Iterable[str]) -> None:

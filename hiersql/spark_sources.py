@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import sources
 from .errors import InputError, is_spark_error, spark_message
 from .options import SPACES
-from .readers import warn_data, warn_ranked_by_name
+from .readers import warn_data, warn_ranked_by_name, warn_unread_system
 from .sources import Columns, TableWhere, locate
 
 if TYPE_CHECKING:
@@ -164,14 +164,17 @@ class _Source(NamedTuple):
     column's value, ``_ranked`` whether it has one; ``_system_text``: the system as written; ``_o``: the scan
     order, for messages; ``line``, ``pos`` and ``in_order`` as :data:`~hiersql.sources.RANK_ORDER` reads them:
     no row order), how messages name it, its columns by role, its system (``None``: the values of its system
-    column name its systems) and the system name given to a table with a system column (an error unless its
-    only value)."""
+    column name its systems), the system name given to a table with a system column (an error unless its
+    only value), and its text columns that no role reads, by their positional names in ``frame`` (its
+    columns renamed by position)."""
 
     rows: Any
     where: str
     columns: dict[str, str]
     system: str | None
     given: str | None
+    frame: Any
+    unread: dict[str, str]
 
 
 def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns: Columns, predictions: bool
@@ -215,7 +218,10 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
             "_system_text"),
         F.struct(F.input_file_name().alias("file"), F.monotonically_increasing_id().alias("row")).alias("_o"),
         F.lit(None).cast("long").alias("line"), F.lit(1).alias("pos"), F.lit(False).alias("in_order"))
-    return _Source(rows, where, labels.columns, None if by_column else named, system if by_column else None)
+    unread = {name: f"c{i}" for i, (name, kind) in enumerate(zip(table.names, table.kinds, strict=True))
+              if kind == "text" and name not in labels.columns.values()}
+    return _Source(rows, where, labels.columns, None if by_column else named, system if by_column else None, frame,
+                   unread)
 
 
 # The checks in the store's order: (flag column, message, role of the column named).
@@ -350,6 +356,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         group = stats[key]
         if group is None:
             continue
+        if group["dups"] and predictions and opened[key[0]].system is not None:
+            _warn_unread_systems(opened[key[0]])
         if group["dups"]:
             warn_data(f"{wheres[key]}: {group['dups']} duplicate (instance_id, label) row(s) collapsed")
         if unknown == "ignore" and group["_unknown"]:
@@ -368,6 +376,18 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     if not predictions and not groups:  # a truth without rows
         return rows, kept, [], by_name
     return rows, kept, [(str(system), str(wheres[(k, system)])) for k, system in order], by_name
+
+
+def _warn_unread_systems(source: _Source) -> None:
+    """A predictions source without a system column whose rows repeat: warn of each text column that no role
+    reads and that holds several values (:func:`hiersql.readers.warn_unread_system`; one Spark job)."""
+    from pyspark.sql import functions as F
+
+    if source.unread:
+        counts = source.frame.agg(*(F.count_distinct(c).alias(c) for c in source.unread.values())).collect()[0]
+        for name, column in source.unread.items():
+            if counts[column] > 1:
+                warn_unread_system(source.where, name)
 
 
 def _ranked_by_name(opened: list[_Source], by_source: dict[int, dict[str | None, Any]]) -> list[str]:

@@ -275,6 +275,13 @@ def test_spark_ranks_the_shuffled_parquet_as_duckdb_does(spark, tables, data_dir
         got = sorted(engine.execute(f"SELECT {columns} FROM {table}"))
         assert got == sorted(store.con.execute(f"SELECT {columns} FROM {table}").fetchall()), table
     doc = tables[GOLD].column("doc")[0].as_py()
+    # the runs without --system-col: one system, whose repeated rows come with a column model of three values
+    with pytest.warns(DataWarning) as caught:
+        load(engine, Store(), taxonomy, tmp_path / "gold.parquet", [(None, tmp_path / "runs.parquet")],
+             instance_col="doc", label_col="genre")
+    assert (f"{tmp_path / 'runs.parquet'}: (instance_id, label) rows repeat and column 'model', which is not read,"
+            " holds several values: if it names systems, they were merged into one; give --system-col model"
+            " (system_col=)") in [str(w.message) for w in caught]
     spelled = pa.table({"model": ["shallow", "shallow "], "doc": [doc, doc], "genre": ["Kinderbuch & Jugendbuch"] * 2})
     pq.write_table(spelled, tmp_path / "spelled.parquet")
     with pytest.raises(InputError) as failed:
