@@ -30,7 +30,7 @@ the labels of an instance are ranked by name, with one warning.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -313,28 +313,7 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     by_source: dict[int, dict[str | None, Any]] = {}
     for group in groups:
         by_source.setdefault(group["_src"], {})[group["system"]] = group
-    wheres: dict[tuple[int, str | None], TableWhere] = {}
-    for k, source in enumerate(opened):
-        found = by_source.get(k, {})
-        if source.system is not None or not predictions:
-            wheres[(k, source.system)] = TableWhere(source.where, source.columns)
-            continue
-        bad = sorted((g for v, g in found.items() if not v), key=lambda g: g["_first"])
-        if bad:
-            first = bad[0]
-            at = line(k, first["_first"]) if first["_first_id"] is None else None
-            raise InputError("missing system (NULL or empty)",
-                             *locate(TableWhere(source.where, source.columns), at, "system", first["_first_id"]),
-                             value=first["system"])
-        sources.check_spellings(((v, g["_spellings"]) for v, g in sorted(found.items())), source.columns["system"],
-                                source.where)
-        if not found:
-            raise InputError("the table has no rows, so no system", source.where)
-        if source.given is not None and sorted(found) != [source.given]:
-            raise InputError(f"the table has a system column ({source.columns['system']!r}, {len(found)}"
-                             " system(s)) whose values name the systems: give it no system name", source.where,
-                             value=source.given)
-        wheres.update({(k, v): TableWhere(source.where, source.columns, v) for v in sorted(found)})
+    wheres = _system_wheres(opened, by_source, predictions, line)
     order = list(wheres)
     stats = {key: by_source.get(key[0], {}).get(key[1]) for key in order}
     for flag, message, role in _ERRORS:
@@ -376,6 +355,37 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     if not predictions and not groups:  # a truth without rows
         return rows, kept, [], by_name
     return rows, kept, [(str(system), str(wheres[(k, system)])) for k, system in order], by_name
+
+
+def _system_wheres(opened: list[_Source], by_source: dict[int, dict[str | None, Any]], predictions: bool,
+                   line: Callable[[int, Any], int]) -> dict[tuple[int, str | None], TableWhere]:
+    """How messages name each system (``(source number, system)``) of ``opened``, whose groups (per system)
+    are ``by_source``; a predictions table's system column is checked as :func:`hiersql.sources.expand` checks
+    it: a NULL or empty value (its row's number by ``line``), two spellings of one system, no row, a system
+    name given that is not its only value."""
+    wheres: dict[tuple[int, str | None], TableWhere] = {}
+    for k, source in enumerate(opened):
+        found = by_source.get(k, {})
+        if source.system is not None or not predictions:
+            wheres[(k, source.system)] = TableWhere(source.where, source.columns)
+            continue
+        bad = sorted((g for v, g in found.items() if not v), key=lambda g: g["_first"])
+        if bad:
+            first = bad[0]
+            at = line(k, first["_first"]) if first["_first_id"] is None else None
+            raise InputError("missing system (NULL or empty)",
+                             *locate(TableWhere(source.where, source.columns), at, "system", first["_first_id"]),
+                             value=first["system"])
+        sources.check_spellings(((v, g["_spellings"]) for v, g in sorted(found.items())), source.columns["system"],
+                                source.where)
+        if not found:
+            raise InputError("the table has no rows, so no system", source.where)
+        if source.given is not None and sorted(found) != [source.given]:
+            raise InputError(f"the table has a system column ({source.columns['system']!r}, {len(found)}"
+                             " system(s)) whose values name the systems: give it no system name", source.where,
+                             value=source.given)
+        wheres.update({(k, v): TableWhere(source.where, source.columns, v) for v in sorted(found)})
+    return wheres
 
 
 def _warn_unread_systems(source: _Source) -> None:
