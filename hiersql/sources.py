@@ -79,7 +79,8 @@ RANK_READERS = "pl and the other scoring-tree measures, the HCM's hcm_*"  # the 
 @dataclass(frozen=True)
 class Columns:
     """The user's column names by role; ``None``: the default name (:data:`DEFAULT_NAMES`), which is
-    optional for ``score``, ``system`` and ``weight``; for ``rank``, no rank column (the order read)."""
+    optional for ``score``, ``system`` and ``weight``; for ``rank``, no rank column (then :data:`RANK_ORDER`
+    ranks by score, order read or name)."""
 
     instance: str | None = None
     label: str | None = None
