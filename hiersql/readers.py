@@ -34,11 +34,13 @@ RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='
 
 class Staged(NamedTuple):
     """What :func:`stage` read: the name of each source in messages, ``(src, count)`` of the sources whose
-    duplicate ``(instance_id, label)`` rows were collapsed, and the system of each source (predictions)."""
+    duplicate ``(instance_id, label)`` rows were collapsed, the system of each source (predictions), and the
+    tables whose labels were ranked by name (:func:`warn_ranked_by_name`)."""
 
     wheres: list[str]
     duplicates: list[tuple[int, int]]
     systems: list[str | None]
+    by_name: list[str]
 
 
 def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSource, str | None]], format: str,
@@ -88,15 +90,67 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
                 for table in STAGED:
                     con.execute(f"DROP TABLE IF EXISTS {table}_{k}")
                     con.execute(f"ALTER TABLE {table} RENAME TO {table}_{k}")
+        if len(steps) > 1:
+            for table in STAGED:
+                temp_table(con, table, " UNION ALL BY NAME ".join(f"SELECT * FROM {table}_{k}"
+                                                                  for k in range(len(steps))))
+                for k in range(len(steps)):
+                    con.execute(f"DROP TABLE {table}_{k}")
+        if not predictions and first_row(con, "SELECT count(score) FROM _incoming")[0]:  # the truth has no scores
+            _incoming(con, "SELECT * EXCLUDE (rank, score), NULL::DOUBLE AS score FROM _incoming", ordered=True)
+        duplicates = _check_labels(con, wheres)
+        if predictions:
+            _warn_unread_systems(con, entries, duplicates)
+        return Staged(wheres, duplicates, [e.system for e in entries], _ranked_by_name(con, entries))
     finally:
         for opened in tables:
             opened.close()
-    if len(steps) > 1:
-        for table in STAGED:
-            temp_table(con, table, " UNION ALL BY NAME ".join(f"SELECT * FROM {table}_{k}" for k in range(len(steps))))
-            for k in range(len(steps)):
-                con.execute(f"DROP TABLE {table}_{k}")
-    return Staged(wheres, _check_labels(con, wheres), [e.system for e in entries])
+
+
+def _parts(entries: list[sources.Entry]) -> dict[int, sources.Part]:
+    """The parts of label tables among ``entries``, by ``src``."""
+    return {src: entry.source for src, entry in enumerate(entries) if isinstance(entry.source, sources.Part)}
+
+
+def _ranked_by_name(con: duckdb.DuckDBPyConnection, entries: list[sources.Entry]) -> list[str]:
+    """The tables (how messages name them) whose labels are ranked by name (:meth:`~hiersql.sources.LabelTable.
+    ranked_by_name`) where the ranks mean something: some instance has two labels or more."""
+    srcs = {src: part.labels.table.where for src, part in _parts(entries).items() if part.labels.ranked_by_name()}
+    if not srcs:
+        return []
+    several = {src for (src,) in con.execute("SELECT DISTINCT src FROM _incoming WHERE rank > 1 AND src IN"
+                                             " (SELECT unnest($srcs))", {"srcs": list(srcs)}).fetchall()}
+    return list(dict.fromkeys(where for src, where in srcs.items() if src in several))
+
+
+def _warn_unread_systems(con: duckdb.DuckDBPyConnection, entries: list[sources.Entry],
+                         duplicates: list[tuple[int, int]]) -> None:
+    """Warn of a predictions table without a system column whose ``(instance_id, label)`` rows repeat while a
+    text column that is not read holds several values: it may name systems, merged into one."""
+    parts = _parts(entries)
+    for src, _ in duplicates:
+        part = parts.get(src)
+        if part is None or part.system is not None:
+            continue
+        for column in part.labels.unread_columns(con):
+            warn_unread_system(part.labels.table.where, column)
+
+
+def warn_unread_system(where: str, column: str) -> None:
+    """Warn that table ``where``, read without a system column, has repeated ``(instance_id, label)`` rows and
+    a text ``column`` that no role reads and that holds several values: the systems it may name were merged."""
+    warn_data(f"{where}: (instance_id, label) rows repeat and column {column!r}, which is not read, holds several"
+              f" values: if it names systems, they were merged into one; give --system-col {column} (system_col=)")
+
+
+def warn_ranked_by_name(by_name: Iterable[str]) -> None:
+    """One warning naming the tables whose labels were ranked by name (no row order, no rank or score column:
+    :data:`~hiersql.sources.RANK_ORDER`), the measures that read ranks and ``--rank-col``."""
+    tables = list(dict.fromkeys(by_name))
+    if tables:
+        warn_data(f"{', '.join(tables)}: no rank or score column and no row order: the labels of an instance are"
+                  f" ranked by name for the measures that read ranks ({sources.RANK_READERS}); give their order"
+                  " with --rank-col (rank_col=)")
 
 
 def check_format(format: Any) -> None:
@@ -278,8 +332,8 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, sources.
     else:
         pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
         params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
-    _incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, 1 AS pos,"
-                   f" r.score_text, r.score, r.rank_text, r.ord FROM {pick}", params, ordered=True)
+    _incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, r.pos,"
+                   f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True)
     _check_rows(con, wheres)
     if "rank" in parts[0][1].labels.columns:
         bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"
@@ -359,21 +413,22 @@ def _check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tup
         "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
         " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"
     ).fetchall()
-    if dups:
+    if dups:  # the first in rank order is kept
         _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming QUALIFY row_number() OVER (PARTITION BY src,"
-                       " instance_id, label ORDER BY ord, line, pos) = 1", ordered=True)
+                       f" instance_id, label ORDER BY {sources.RANK_ORDER}) = 1", ordered=True)
     return dups
 
 
 def _incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, object] | None = None,
               ordered: bool = False) -> None:
     """The staging table ``_incoming``: the ``rows`` of a reader (``src, instance_id, label, line, pos,
-    score[, score_text]``, and ``ord`` when ``ordered``: the value of a table's rank column) and each label's
-    ``rank``, its position within its instance by ``ord``, then as read."""
+    score[, score_text]``, and, when ``ordered``, ``ord`` and ``in_order``: the value of a table's rank column
+    and whether its rows have an order; else none and an order) and each label's ``rank``, its position within
+    its instance by :data:`~hiersql.sources.RANK_ORDER`."""
     if not ordered:
-        rows = f"SELECT *, NULL::DOUBLE AS ord FROM ({rows})"
-    temp_table(con, "_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY ord, line,"
-               f" pos) AS rank FROM ({rows})", params)
+        rows = f"SELECT *, NULL::DOUBLE AS ord, true AS in_order FROM ({rows})"
+    temp_table(con, "_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY"
+               f" {sources.RANK_ORDER}) AS rank FROM ({rows})", params)
 
 
 def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:

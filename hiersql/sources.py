@@ -28,8 +28,11 @@ default names (``instance_id``, ``label``, ``score``, ``system``, ``parent``, ``
 case; ``rank`` has none: it is read only when named). Ids, labels, systems and node names must be text or
 integer columns, scores and ranks numbers or text.
 
-A label's rank within its instance is its position in the order read (a table's scan order), or, with a rank
-column, the order of that column's values (ties in the order read).
+A label's rank within its instance follows one rule for every source (:data:`RANK_ORDER`): the rank column's
+values when one is named; else the score, descending; else the order read for a source whose rows have an
+order (a text or CSV file, a pandas DataFrame, an Arrow table: :attr:`Table.ordered`); last the label's name.
+A SQL table, a query, Parquet and Spark's reads have no row order: without a rank or score column their labels
+are ranked by name, whatever the physical order of the rows.
 
 A predictions table with a system column holds one system per distinct value (:func:`expand`); without one,
 its system is the name given, or the stem of its file or the name of its table. Nothing is written where the
@@ -64,12 +67,20 @@ _QUERY = re.compile(r"[\s(]*(select|with|from|values|table)\b", re.IGNORECASE)  
 _attached = iter(range(1, 1 << 62))  # numbers of the attach aliases, unique in the process
 PG_PARALLEL_PAGES = 256  # a PostgreSQL table of this many 8 kB pages (2 MB) or more is copied in parallel parts
 PG_PARALLEL_MAX = 4  # at most this many parts (and the number of CPUs)
+# The order of the labels of an instance, their ranks (``row_number() OVER (... ORDER BY RANK_ORDER)``; DuckDB
+# and Spark SQL alike): the rank column's value (``ord``), then the score descending, then, for a row without a
+# score of a source that has a row order (``in_order``), its position read (``line``, then ``pos`` within a
+# line), last the label. The first row in this order is also the one kept of duplicate (instance, label) rows.
+RANK_ORDER = ("ord ASC NULLS LAST, score DESC NULLS LAST, CASE WHEN in_order AND score IS NULL THEN line END"
+              " ASC NULLS LAST, pos ASC, label ASC")
+RANK_READERS = "pl and the other scoring-tree measures, the HCM's hcm_*"  # the measures that read ranks
 
 
 @dataclass(frozen=True)
 class Columns:
     """The user's column names by role; ``None``: the default name (:data:`DEFAULT_NAMES`), which is
-    optional for ``score``, ``system`` and ``weight``; for ``rank``, no rank column (the order read)."""
+    optional for ``score``, ``system`` and ``weight``; for ``rank``, no rank column (then :data:`RANK_ORDER`
+    ranks by score, order read or name)."""
 
     instance: str | None = None
     label: str | None = None
@@ -233,15 +244,18 @@ class Table:
     ``integer``, ``number``, ``null`` or ``other``); ``read(columns)`` gives the SQL of a ``FROM`` item
     holding (at least) those columns; ``close()`` releases what was attached or registered. ``stem`` is the
     default system name; ``keyed``: messages name a row by its key (a database table or a query), else by
-    its number counted from ``first_line`` (a DataFrame, a file: 2 for a CSV file's header)."""
+    its number counted from ``first_line`` (a DataFrame, a file: 2 for a CSV file's header). ``ordered``: its
+    rows have an order of the user's (a CSV file, a DataFrame, an Arrow table), which ranks labels
+    (:data:`RANK_ORDER`); a SQL table, a query, Parquet and a relation have none."""
 
     def __init__(
         self, where: str, names: list[str], types: list[tuple[str, str]], read: Callable[[list[str]], str],
         stem: str | None = None, close: Callable[[], None] | None = None, keyed: bool = True,
+        ordered: bool = False,
     ) -> None:
         self.where, self.names, self._read, self.stem = where, names, read, stem
         self.types, self.kinds = [t for t, _ in types], [k for _, k in types]
-        self._close, self.keyed, self.first_line = close, keyed, 1
+        self._close, self.keyed, self.first_line, self.ordered = close, keyed, 1, ordered
         self._read_before: dict[tuple[str, ...], str] = {}
 
     def read(self, columns: list[str]) -> str:
@@ -299,7 +313,7 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
     if isinstance(source, str) and source.startswith("sql:"):
         where = name or source
         try:
-            rel = con.sql(_in_order(_one_select(con, source[4:], where)))
+            rel = con.sql(_one_select(con, source[4:], where))
         except duckdb.Error as exc:
             raise InputError(f"query failed ({_first_line(exc)})", where) from None
         return _relation(con, rel, where)
@@ -321,19 +335,19 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
             try:
                 rel = (con.read_parquet(path, hive_partitioning=True) if parquet
                        else con.read_csv(path, header=True, all_varchar=True))
-                table = _relation(con, rel, where, keyed=False)
+                table = _relation(con, rel, where, keyed=False, ordered=not parquet)
             except Exception as exc:  # duckdb.Error: no file matches the glob, not Parquet, ...
                 raise InputError(f"cannot read file ({_first_line(exc)})", where) from None
         table.stem, table.first_line = Path(str(source)).stem, 1 if parquet else 2
         return table
     where = name or default_name(source)
     if _is_arrow(source):
-        return _relation(con, con.from_arrow(source), where, keyed=False)
+        return _relation(con, con.from_arrow(source), where, keyed=False, ordered=True)
     if _is_spark(source):  # collected: outside the Spark engine, hiersql reads it (hiersql.spark_sources)
         return _relation(con, con.from_arrow(source.toArrow()), where, keyed=False)
     if hasattr(source, "fetchall"):  # a DuckDB relation, perhaps of another connection
         return _relation(con, source, where, keyed=False)
-    return _relation(con, con.from_df(source), where, keyed=False)
+    return _relation(con, con.from_df(source), where, keyed=False, ordered=True)
 
 
 def _csv_table(con: duckdb.DuckDBPyConnection, path: Path, where: str, role: str) -> Table:
@@ -365,7 +379,7 @@ def _csv_table(con: duckdb.DuckDBPyConnection, path: Path, where: str, role: str
             con.execute(f"DROP TABLE IF EXISTS {quote(view)}")
 
     return Table(where, header, [("VARCHAR", "text")] * len(header), lambda _: quote(view), close=drop,
-                 keyed=False)
+                 keyed=False, ordered=True)
 
 
 def read_csv_rows(con: duckdb.DuckDBPyConnection, path: Path, sep: str, where: str,
@@ -427,7 +441,8 @@ def check_frame_scores(df: Any, column: str, where: str) -> None:
         raise InputError("score is not a number", where, int(np.argmax(nan)) + 1, "nan")
 
 
-def _relation(con: duckdb.DuckDBPyConnection, rel: Any, where: str, keyed: bool = True) -> Table:
+def _relation(con: duckdb.DuckDBPyConnection, rel: Any, where: str, keyed: bool = True, ordered: bool = False
+              ) -> Table:
     """A table over a DuckDB relation, registered in ``con`` as a view under a name of hiersql's."""
     import duckdb
 
@@ -437,7 +452,7 @@ def _relation(con: duckdb.DuckDBPyConnection, rel: Any, where: str, keyed: bool 
     except duckdb.InvalidInputException:  # a relation of another connection goes through Arrow
         con.register(view, rel.to_arrow_table())
     return Table(where, list(rel.columns), [_kind(t) for t in rel.types], lambda _: quote(view),
-                 close=lambda: con.unregister(view), keyed=keyed)
+                 close=lambda: con.unregister(view), keyed=keyed, ordered=ordered)
 
 
 def _kind(duck_type: Any) -> tuple[str, str]:
@@ -469,31 +484,6 @@ def _one_select(con: duckdb.DuckDBPyConnection, query: str, where: str) -> str:
     return query
 
 
-def _in_order(query: str) -> str:
-    """A DuckDB ``query`` whose rows come in an order that is the same at every run (a label's rank within its
-    instance is its row's position): as it is when it has its own ``ORDER BY``, or when it only selects from
-    one table or file (``WHERE`` and expressions keep the scan order, which DuckDB preserves); else (``DISTINCT``,
-    ``GROUP BY``, joins, set operations, windows, subqueries: their rows come in the order the threads happen to
-    finish) sorted by all its columns, ``ORDER BY ALL``. A query sqlglot cannot parse is left as it is."""
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        tree = sqlglot.parse_one(query, read="duckdb")
-    except sqlglot.errors.SqlglotError:
-        return query
-    while isinstance(tree, exp.Subquery):  # (SELECT ... ORDER BY ...): the query in the parentheses
-        tree = tree.this
-    if tree.args.get("order"):
-        return query
-    source = tree.args.get("from_") if isinstance(tree, exp.Select) else None
-    simple = (source is not None and not any(tree.args.get(k) for k in ("distinct", "group", "joins", "with_",
-                                                                         "having", "qualify", "limit"))
-              and isinstance(source.this, exp.Table | exp.Anonymous | exp.Func)
-              and not any(tree.find_all(exp.Window, exp.Subquery, exp.AggFunc)))
-    return query if simple else f"SELECT * FROM ({query}) ORDER BY ALL"
-
-
 def _duckdb_file(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Table:
     """``duckdb:PATH::[schema.]table`` or ``duckdb:PATH::SELECT …``, with PATH attached read-only."""
     import duckdb
@@ -516,7 +506,7 @@ def _duckdb_file(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> 
             before = con.execute("SELECT current_database()").fetchall()[0][0]
             con.execute(f"USE {quote(alias)}")
             try:  # materialised while the file is the current database
-                data = con.sql(_in_order(_one_select(con, rest, where))).to_arrow_table()
+                data = con.sql(_one_select(con, rest, where)).to_arrow_table()
             except duckdb.Error as exc:
                 raise InputError(f"query failed ({_first_line(exc)})", where) from None
             finally:
@@ -681,8 +671,8 @@ def _pg_copy(pg: Any, dsn: str, source: Any, columns: list[str], pages: int,
 
     def copy(conn: Any, where: sql.Composable) -> bytes:
         # one process scans from the first page: the rows come in the table's (or the query's) own order,
-        # the same at every read (a label's rank within its instance is its position there), not interleaved
-        # by parallel workers nor started where another scan of the table happens to be
+        # the same at every read (the first bad row a message names), not interleaved by parallel workers nor
+        # started where another scan of the table happens to be (ranks do not depend on it: RANK_ORDER)
         conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         conn.execute("SET LOCAL synchronize_seqscans = off")
         statement = sql.SQL("COPY ({}{}) TO STDOUT (FORMAT csv)").format(select, where)
@@ -771,9 +761,11 @@ class LabelTable(NamedTuple):
 
     def rows(self) -> str:
         """SQL of the rows as the store stages them: ``instance_id, label, score_text, score, system,
-        rank_text, ord, line`` (text, but ``score`` and ``ord``, the rank column's value, as numbers; ``line``
-        is the row's number in the table's scan order; the system without the spaces around it, as ids and
-        labels are read: ``'shallow '`` is the system ``shallow``)."""
+        system_text, rank_text, ord, line, pos, in_order`` (text, but ``score`` and ``ord``, the rank column's
+        value, as numbers; ``line``: the row's number in the table's scan order; ``pos``: 1; ``in_order``:
+        whether that order ranks labels, :attr:`Table.ordered`; ``ORDER BY`` :data:`RANK_ORDER` ranks them).
+        ``system`` is without the spaces around it, as ids and labels are read, ``system_text`` as written:
+        ``'shallow '`` is the system ``shallow``, which :func:`_systems` refuses beside a ``'shallow'``."""
         cols = self.columns
         used = list(dict.fromkeys(cols.values()))
         text = {role: f"CAST({quote(col)} AS VARCHAR)" for role, col in cols.items()}
@@ -782,9 +774,23 @@ class LabelTable(NamedTuple):
         return (f"SELECT {text['instance']} AS instance_id, {text['label']} AS label,"
                 f" {text.get('score', 'NULL::VARCHAR')} AS score_text, {number['score']} AS score,"
                 f" trim({text.get('system', 'NULL::VARCHAR')}) AS system,"
+                f" {text.get('system', 'NULL::VARCHAR')} AS system_text,"
                 f" {text.get('rank', 'NULL::VARCHAR')} AS rank_text, {number['rank']} AS ord,"
-                f" row_number() OVER () + {self.table.first_line - 1:d} AS line"
-                f" FROM {self.table.read(used)}")
+                f" row_number() OVER () + {self.table.first_line - 1:d} AS line, 1 AS pos,"
+                f" {str(self.table.ordered).lower()} AS in_order FROM {self.table.read(used)}")
+
+    def ranked_by_name(self) -> bool:
+        """Whether its labels are ranked by name (:data:`RANK_ORDER`): a table without a row order
+        (:attr:`Table.ordered`), a rank column or a score column."""
+        return not self.table.ordered and not {"rank", "score"} & set(self.columns)
+
+    def unread_columns(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """The text columns of the table that no role reads and that hold several values (a column that may
+        name systems, when the table has no system column)."""
+        unread = [name for name, kind in zip(self.table.names, self.table.kinds, strict=True)
+                  if kind == "text" and name not in self.columns.values()]
+        return [name for name in unread if con.execute(
+            f"SELECT count(DISTINCT {quote(name)}) > 1 FROM {self.table.read([name])}").fetchall()[0][0]]
 
 
 def label_table(table: Table, columns: Columns, predictions: bool) -> LabelTable:
@@ -881,7 +887,8 @@ def _part_where(labels: LabelTable, system: str | None) -> str:
 
 
 def _systems(con: duckdb.DuckDBPyConnection, labels: LabelTable) -> list[str]:
-    """The distinct values of the system column, sorted; a NULL or empty one is an error naming its row."""
+    """The distinct values of the system column, sorted; a NULL or empty one is an error naming its row, and
+    so are two values that are one system once the spaces around them are stripped (:func:`check_spellings`)."""
     rows = labels.rows()
     bad = con.execute(f"SELECT instance_id, line, system FROM ({rows}) WHERE system IS NULL OR system = ''"
                       " ORDER BY line LIMIT 1").fetchall()
@@ -889,7 +896,20 @@ def _systems(con: duckdb.DuckDBPyConnection, labels: LabelTable) -> list[str]:
         where = _part_where(labels, None)
         raise InputError("missing system (NULL or empty)", *locate(where, bad[0][1], "system", bad[0][0]),
                          value=bad[0][2])
-    return [r[0] for r in con.execute(f"SELECT DISTINCT system FROM ({rows}) ORDER BY system").fetchall()]
+    found = con.execute(f"SELECT system, list(DISTINCT system_text ORDER BY system_text) FROM ({rows})"
+                        " GROUP BY system ORDER BY system").fetchall()
+    check_spellings(found, labels.columns["system"], labels.table.where)
+    return [system for system, _ in found]
+
+
+def check_spellings(systems: Iterable[tuple[str, list[str]]], column: str, where: str) -> None:
+    """``(system, its spellings in the system column)`` pairs: a system spelled two ways (``'shallow'`` and
+    ``'shallow '``, one system once stripped) is an error naming ``where`` and both spellings, never two
+    systems merged silently."""
+    for _, spellings in systems:
+        if len(spellings) > 1:
+            raise InputError(f"system column {column!r} spells one system two ways, differing only by the spaces"
+                             f" around it: {spellings[0]!r} and {spellings[1]!r}", where)
 
 
 # ---------------------------------------------------------------------- taxonomy

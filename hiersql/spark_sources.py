@@ -23,19 +23,21 @@ rows (collapsed with a warning), predicted instances without truth (an error, or
 spaces around ids and labels are stripped (:data:`hiersql.options.SPACES`), as every reader of the store strips
 them. A row
 is named by its key (the instance and the system), and the first bad row is the first in Spark's scan order
-(the file, then the row within it). Ranks (the position of a label within its instance) follow that order.
+(the file, then the row within it). Ranks (the position of a label within its instance) follow the rule of every
+source, :data:`hiersql.sources.RANK_ORDER`: Spark's reads have no row order, so without a rank or score column
+the labels of an instance are ranked by name, with one warning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import sources
 from .errors import InputError, is_spark_error, spark_message
 from .options import SPACES
-from .readers import warn_data
+from .readers import warn_data, warn_ranked_by_name, warn_unread_system
 from .sources import Columns, TableWhere, locate
 
 if TYPE_CHECKING:
@@ -158,16 +160,21 @@ def _kind(data_type: Any) -> tuple[str, str]:
 
 class _Source(NamedTuple):
     """A label source opened in Spark: its rows as ``_src, instance_id, label, score_text, score, rank_text,
-    ord, _ranked, system, _o`` (``_src``: its number; ``ord``: the rank column's value, ``_ranked`` whether it
-    has one; ``_o``: the scan order), how messages name it, its columns by role, its system
-    (``None``: the values of its system column name its systems) and the system name given to a table with a
-    system column (an error unless its only value)."""
+    ord, _ranked, system, _system_text, _o, line, pos, in_order`` (``_src``: its number; ``ord``: the rank
+    column's value, ``_ranked`` whether it has one; ``_system_text``: the system as written; ``_o``: the scan
+    order, for messages; ``line``, ``pos`` and ``in_order`` as :data:`~hiersql.sources.RANK_ORDER` reads them:
+    no row order), how messages name it, its columns by role, its system (``None``: the values of its system
+    column name its systems), the system name given to a table with a system column (an error unless its
+    only value), and its text columns that no role reads, by their positional names in ``frame`` (its
+    columns renamed by position)."""
 
     rows: Any
     where: str
     columns: dict[str, str]
     system: str | None
     given: str | None
+    frame: Any
+    unread: dict[str, str]
 
 
 def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns: Columns, predictions: bool
@@ -207,9 +214,14 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
         F.lit(k).alias("_src"), trimmed("instance").alias("instance_id"), trimmed("label").alias("label"),
         text("score").alias("score_text"), number("score").alias("score"), text("rank").alias("rank_text"),
         number("rank").alias("ord"), F.lit("rank" in col).alias("_ranked"),
-        (trimmed("system") if by_column else F.lit(named).cast("string")).alias("system"),
-        F.struct(F.input_file_name().alias("file"), F.monotonically_increasing_id().alias("row")).alias("_o"))
-    return _Source(rows, where, labels.columns, None if by_column else named, system if by_column else None)
+        (trimmed("system") if by_column else F.lit(named).cast("string")).alias("system"), text("system").alias(
+            "_system_text"),
+        F.struct(F.input_file_name().alias("file"), F.monotonically_increasing_id().alias("row")).alias("_o"),
+        F.lit(None).cast("long").alias("line"), F.lit(1).alias("pos"), F.lit(False).alias("in_order"))
+    unread = {name: f"c{i}" for i, (name, kind) in enumerate(zip(table.names, table.kinds, strict=True))
+              if kind == "text" and name not in labels.columns.values()}
+    return _Source(rows, where, labels.columns, None if by_column else named, system if by_column else None, frame,
+                   unread)
 
 
 # The checks in the store's order: (flag column, message, role of the column named).
@@ -225,17 +237,17 @@ _ERRORS = (
 
 
 def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unknown: str, no_truth: str
-             ) -> tuple[Any, Any, list[tuple[str, str]]]:
+             ) -> tuple[Any, Any, list[tuple[str, str]], list[str]]:
     """The rows of ``opened`` checked in Spark and cleaned as the store does (duplicates collapsed, unknown
-    labels and predicted instances without truth dropped when ignored): ``(read, kept, [(system, where)])``:
-    every row read (``instance_id``: the truth's instances, those whose labels were all dropped too), the rows
-    kept as ``system, instance_id, label, rank, score``, and each system with its name in messages (for the
-    truth, one entry, none when it has no rows).
+    labels and predicted instances without truth dropped when ignored): ``(read, kept, [(system, where)],
+    by_name)``: every row read (``instance_id``: the truth's instances, those whose labels were all dropped
+    too), the rows kept as ``system, instance_id, label, rank, score``, each system with its name in messages
+    (for the truth, one entry, none when it has no rows), and the sources whose labels were ranked by name
+    (:func:`_ranked_by_name`).
 
     Two Spark jobs: the rows with their checks as columns, computed once (one shuffle of the rows, by
     instance), then the counts per system.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     for flag, value in (("unknown", unknown), ("no_truth", no_truth)):
@@ -266,7 +278,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         (F.col("_ranked") & (F.col("ord").isNull() | F.isnan("ord") | (F.abs("ord") == float("inf"))))
         .alias("_bad_rank"),
         F.coalesce("_is_virtual", F.lit(False)).alias("_virtual"),
-        (F.row_number().over(Window.partitionBy(*unit, "label").orderBy("ord", "_o")) > 1).alias("_dup"),
+        F.expr(f"row_number() OVER (PARTITION BY {', '.join(unit)}, label ORDER BY {sources.RANK_ORDER}) > 1"
+               ).alias("_dup"),
     ).withColumn("_unknown", F.col("_known").isNull() & ~F.col("_dup")).withColumn(
         "_no_truth", F.col("_has_truth").isNull())
     keep = ~F.col("_dup")
@@ -274,14 +287,15 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         keep &= ~F.col("_unknown")
     if no_truth == "ignore":
         keep &= ~F.col("_no_truth")
-    # the rank of a kept row: the kept rows of its instance up to it, by the rank column, then in scan order
-    rank = F.sum(F.col("_keep").cast("int")).over(Window.partitionBy(*unit).orderBy("ord", "_o").rowsBetween(
-        Window.unboundedPreceding, Window.currentRow))
+    # the rank of a kept row: the kept rows of its instance up to it in rank order
+    rank = F.expr(f"sum(CAST(_keep AS INT)) OVER (PARTITION BY {', '.join(unit)} ORDER BY {sources.RANK_ORDER}"
+                  " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)")
     try:
         rows = rows.withColumn("_keep", keep).withColumn("rank", rank.cast("int")).localCheckpoint(eager=True)
         groups = rows.groupBy("_src", "system").agg(
             F.count("*").alias("n"), F.count_if("_keep").alias("kept"), F.count_if("_dup").alias("dups"),
             F.min("_o").alias("_first"), F.min_by("instance_id", "_o").alias("_first_id"),
+            F.sort_array(F.collect_set("_system_text")).alias("_spellings"), F.max("rank").alias("_max_rank"),
             *(F.count_if(flag).alias(flag) for flag, _, _ in _ERRORS),
             *(F.min_by(F.struct("_o", "instance_id", "label", "score_text", "rank_text"),
                        F.when(F.col(flag), F.col("_o"))).alias(f"{flag}_first") for flag, _, _ in _ERRORS),
@@ -299,26 +313,7 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     by_source: dict[int, dict[str | None, Any]] = {}
     for group in groups:
         by_source.setdefault(group["_src"], {})[group["system"]] = group
-    wheres: dict[tuple[int, str | None], TableWhere] = {}
-    for k, source in enumerate(opened):
-        found = by_source.get(k, {})
-        if source.system is not None or not predictions:
-            wheres[(k, source.system)] = TableWhere(source.where, source.columns)
-            continue
-        bad = sorted((g for v, g in found.items() if not v), key=lambda g: g["_first"])
-        if bad:
-            first = bad[0]
-            at = line(k, first["_first"]) if first["_first_id"] is None else None
-            raise InputError("missing system (NULL or empty)",
-                             *locate(TableWhere(source.where, source.columns), at, "system", first["_first_id"]),
-                             value=first["system"])
-        if not found:
-            raise InputError("the table has no rows, so no system", source.where)
-        if source.given is not None and sorted(found) != [source.given]:
-            raise InputError(f"the table has a system column ({source.columns['system']!r}, {len(found)}"
-                             " system(s)) whose values name the systems: give it no system name", source.where,
-                             value=source.given)
-        wheres.update({(k, v): TableWhere(source.where, source.columns, v) for v in sorted(found)})
+    wheres = _system_wheres(opened, by_source, predictions, line)
     order = list(wheres)
     stats = {key: by_source.get(key[0], {}).get(key[1]) for key in order}
     for flag, message, role in _ERRORS:
@@ -340,6 +335,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         group = stats[key]
         if group is None:
             continue
+        if group["dups"] and predictions and opened[key[0]].system is not None:
+            _warn_unread_systems(opened[key[0]])
         if group["dups"]:
             warn_data(f"{wheres[key]}: {group['dups']} duplicate (instance_id, label) row(s) collapsed")
         if unknown == "ignore" and group["_unknown"]:
@@ -354,9 +351,61 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
             warn_data(f"{wheres[key]}: no predicted label; evaluated as a system that predicted nothing for every"
                   " instance")
     kept = rows.filter("_keep").select("system", "instance_id", "label", "rank", "score")
+    by_name = _ranked_by_name(opened, by_source)
     if not predictions and not groups:  # a truth without rows
-        return rows, kept, []
-    return rows, kept, [(str(system), str(wheres[(k, system)])) for k, system in order]
+        return rows, kept, [], by_name
+    return rows, kept, [(str(system), str(wheres[(k, system)])) for k, system in order], by_name
+
+
+def _system_wheres(opened: list[_Source], by_source: dict[int, dict[str | None, Any]], predictions: bool,
+                   line: Callable[[int, Any], int]) -> dict[tuple[int, str | None], TableWhere]:
+    """How messages name each system (``(source number, system)``) of ``opened``, whose groups (per system)
+    are ``by_source``; a predictions table's system column is checked as :func:`hiersql.sources.expand` checks
+    it: a NULL or empty value (its row's number by ``line``), two spellings of one system, no row, a system
+    name given that is not its only value."""
+    wheres: dict[tuple[int, str | None], TableWhere] = {}
+    for k, source in enumerate(opened):
+        found = by_source.get(k, {})
+        if source.system is not None or not predictions:
+            wheres[(k, source.system)] = TableWhere(source.where, source.columns)
+            continue
+        bad = sorted((g for v, g in found.items() if not v), key=lambda g: g["_first"])
+        if bad:
+            first = bad[0]
+            at = line(k, first["_first"]) if first["_first_id"] is None else None
+            raise InputError("missing system (NULL or empty)",
+                             *locate(TableWhere(source.where, source.columns), at, "system", first["_first_id"]),
+                             value=first["system"])
+        sources.check_spellings(((v, g["_spellings"]) for v, g in sorted(found.items())), source.columns["system"],
+                                source.where)
+        if not found:
+            raise InputError("the table has no rows, so no system", source.where)
+        if source.given is not None and sorted(found) != [source.given]:
+            raise InputError(f"the table has a system column ({source.columns['system']!r}, {len(found)}"
+                             " system(s)) whose values name the systems: give it no system name", source.where,
+                             value=source.given)
+        wheres.update({(k, v): TableWhere(source.where, source.columns, v) for v in sorted(found)})
+    return wheres
+
+
+def _warn_unread_systems(source: _Source) -> None:
+    """A predictions source without a system column whose rows repeat: warn of each text column that no role
+    reads and that holds several values (:func:`hiersql.readers.warn_unread_system`; one Spark job)."""
+    from pyspark.sql import functions as F
+
+    if source.unread:
+        counts = source.frame.agg(*(F.count_distinct(c).alias(c) for c in source.unread.values())).collect()[0]
+        for name, column in source.unread.items():
+            if counts[column] > 1:
+                warn_unread_system(source.where, name)
+
+
+def _ranked_by_name(opened: list[_Source], by_source: dict[int, dict[str | None, Any]]) -> list[str]:
+    """How messages name the sources of ``opened`` whose labels were ranked by name (no rank or score column;
+    Spark's reads have no row order) where the ranks mean something: an instance has two labels or more
+    (``_max_rank`` of their groups in ``by_source``)."""
+    return [source.where for k, source in enumerate(opened) if not {"rank", "score"} & set(source.columns)
+            and any((group["_max_rank"] or 0) > 1 for group in by_source.get(k, {}).values())]
 
 
 # ---------------------------------------------------------------------- loading
@@ -425,9 +474,10 @@ def load(
     engine.copy_store(store, ("edges", "nodes", "closure", "pair_counts"))
     step(LOAD_STEPS[1])
     local = [(system, source) for system, source, _ in items if not spark_source(source)]
+    by_name: list[str] = []  # the sources Spark read whose labels it ranked by name
     if spark_source(truth):
         opened = _rows(spark, 0, (None, truth, None), columns, False)
-        read, kept, found = _checked(engine, [opened], False, unknown, no_truth)
+        read, kept, found, by_name = _checked(engine, [opened], False, unknown, no_truth)
         if not found:
             raise InputError("truth has no instance (an empty file, or no line of the label format, such as a"
                              " GermEval file without the subtask's section)", opened.where)
@@ -457,11 +507,13 @@ def load(
                                             schema=None if len(picked) else _spark_schema(picked)))
     remote = [item for item in items if spark_source(item[1])]
     if remote:
-        _, kept, found = _checked(engine, [_rows(spark, k, item, columns, True) for k, item in enumerate(remote)],
-                                  True, unknown, no_truth)
+        _, kept, found, ranked = _checked(engine, [_rows(spark, k, item, columns, True)
+                                                   for k, item in enumerate(remote)], True, unknown, no_truth)
         systems += found
+        by_name += ranked
         frames.append(kept)
     sources.check_distinct_systems(systems)
+    warn_ranked_by_name(by_name)
     names = ("system", "instance_id", "label", "rank", "score")
     if not frames:
         engine.write(engine.table("predictions"), store.con.table("predictions").to_arrow_table())  # empty

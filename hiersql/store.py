@@ -14,7 +14,9 @@ PostgreSQL table (``duckdb:PATH::table``, ``postgresql://…::schema.table``), a
 pandas DataFrame, an Arrow table or a DuckDB relation, with the user's column names (``instance_col=``,
 ``label_col=``, ``score_col=``, ``system_col=``, ``rank_col=``). A predictions table with a system column
 (``system_col``, or a column named ``system``) holds one system per distinct value. A label's ``rank`` is its
-position within its instance as read, or by the values of the rank column (``rank_col``; ties as read).
+position within its instance by the values of the rank column (``rank_col``), else by the score (descending),
+else as read (a file, a DataFrame), else by name (:data:`hiersql.sources.RANK_ORDER`; a SQL table, a query
+or Parquet without a rank or score column gets one warning).
 
 Rules: labels are sets (duplicates collapse, with a :class:`~hiersql.errors.DataWarning` giving the count); a
 label not in the taxonomy is an :class:`~hiersql.errors.InputError` naming it, its file and line
@@ -124,7 +126,9 @@ class Store:
         rank column named ``rank_col`` is when the table has one)."""
         self._require_taxonomy()
         columns = Columns(instance=instance_col, label=label_col, rank=rank_col)
-        self._commit_truth(readers.stage(self.con, [(None, source, name)], format, columns, predictions=False), unknown)
+        staged = readers.stage(self.con, [(None, source, name)], format, columns, predictions=False)
+        self._commit_truth(staged, unknown)
+        readers.warn_ranked_by_name(staged.by_name)
 
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
         """Check the staged truth and replace ``truth`` and ``instances`` with it, in one transaction."""
@@ -277,6 +281,7 @@ class Store:
             step(LOAD_STEPS[2])
             readers.set_aside(self.con, "_predictions", back=True)
             self._commit_predictions(pred_staged, unknown, no_truth)
+        readers.warn_ranked_by_name(truth_staged.by_name + (pred_staged.by_name if items else []))
 
     def systems(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()]
@@ -293,7 +298,9 @@ class Store:
             raise RuntimeError("add the truth before predictions (Store.add_truth)")
         if not items:
             return
-        self._commit_predictions(readers.stage(self.con, items, format, columns, predictions=True), unknown, no_truth)
+        staged = readers.stage(self.con, items, format, columns, predictions=True)
+        self._commit_predictions(staged, unknown, no_truth)
+        readers.warn_ranked_by_name(staged.by_name)
 
     def _commit_predictions(self, staged: Staged, unknown: str, no_truth: str) -> None:
         """Check the staged predictions and replace those systems' rows, in one transaction."""

@@ -61,6 +61,32 @@ def file_reference(data_dir: Path) -> dict[tuple[str, str, str], float]:
     return rows_of(germeval_b_all(data_dir)[1])
 
 
+def rank_by_name(con) -> None:
+    """Renumber the ranks of the store's ``truth`` and ``predictions`` by label name within each instance: how
+    hiersql ranks the labels of a table without a row order, a rank column or a score column
+    (``hiersql.sources.RANK_ORDER``), restated here independently of it."""
+    for table, key in (("truth", "instance_id"), ("predictions", "system, instance_id")):
+        on = " AND ".join(f"t.{k.strip()} = r.{k.strip()}" for k in (*key.split(","), "label"))
+        con.execute(f"UPDATE {table} AS t SET rank = r.k FROM (SELECT {key}, label, row_number() OVER"
+                    f" (PARTITION BY {key} ORDER BY label) AS k FROM {table}) AS r WHERE {on}")
+
+
+@functools.cache
+def by_name_reference(data_dir: Path, metrics: tuple[str, ...] = ("all",)) -> dict[tuple[str, str, str], float]:
+    """The ``metrics`` (default every measure, ``all``) of the file-based run with each instance's labels
+    ranked by name (:func:`rank_by_name`): the values of GermEval B's tables read without a rank or score
+    column."""
+    from hiersql import Evaluator, Taxonomy
+    from hiersql.metrics import Options
+    from tests._engine_cases import all_metrics, reference
+
+    folder = canonical(data_dir)
+    ev = Evaluator(Taxonomy.from_file(folder / "taxonomy.tsv")).add_truth(folder / "truth_b.tsv")
+    ev.add_predictions_many({p.stem: p for p in sorted((folder / "pred_b").glob("*.tsv"))})
+    rank_by_name(ev.con)
+    return rows_of(reference(ev.store, list(metrics) if metrics != ("all",) else all_metrics(), Options()))
+
+
 def rows_of(rows) -> dict[tuple[str, str, str], float]:
     return {(r[0], r[1], r[2] or ""): float(r[3]) for r in rows}
 

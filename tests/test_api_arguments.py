@@ -277,19 +277,23 @@ def test_spaces_around_labels_and_ids_are_stripped_from_every_source(tmp_path):
 
 
 def test_spaces_around_a_system_column_s_values_are_stripped(tmp_path):
-    """A system column's values are read as ids and labels are: 'M1' and 'M1 ' (no-break space too) are one
-    system, not two that each predicted half the instances and print alike (tu s24-warehouse finding 3); a
-    value that is nothing but spaces is a missing system."""
-    long = pd.DataFrame({"model": ["M1", "M1\u00a0", "M2 ", " M2"], "instance_id": ["i1", "i2", "i1", "i2"],
+    """A system column's values are read as ids and labels are: 'M1\u00a0' (a no-break space) is the system
+    'M1'; beside a 'M1' it is an error naming both spellings, not two systems that each predicted half the
+    instances and print alike (tu s24-warehouse finding 3), nor one merged silently (issue 42); a value that
+    is nothing but spaces is a missing system."""
+    long = pd.DataFrame({"model": ["M1\u00a0", "M1\u00a0", " M2", " M2"], "instance_id": ["0", "1", "0", "1"],
                          "label": ["a1", "a", "a", "b"]})
-    ev = Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions(None, long.assign(
-        instance_id=["0", "1", "0", "1"]), system_col="model")
+    ev = Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions(None, long, system_col="model")
     got = ev.evaluate("hp,hr", average=["micro"])
     assert got["system"].tolist() == ["M1", "M1", "M2", "M2"]
     # the same predictions read one system at a time
     one = Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions("M1", [["a1"], ["a"]]).add_predictions(
         "M2", [["a"], ["b"]])
     pd.testing.assert_frame_equal(got, one.evaluate("hp,hr", average=["micro"]))
+    raises(lambda: Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions(
+        None, long.assign(model=["M1", "M1\u00a0", "M2", "M2"]), system_col="model"),
+        "<DataFrame>: system column 'model' spells one system two ways, differing only by the spaces around it:"
+        " 'M1' and 'M1\\xa0'", InputError)
     blank = long.assign(model=["M1", "\u3000", "M2", "M2"], instance_id=["0", "1", "0", "1"])
     raises(lambda: Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions(None, blank, system_col="model"),
            "<DataFrame>:2: missing system (NULL or empty): ''", InputError)

@@ -97,7 +97,7 @@ def test_a_duckdb_file_with_shuffled_rows_ranked_by_a_column_gives_the_files_val
     for key, value in want.items():
         assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-15) or (math.isnan(got[key])
                                                                               and math.isnan(value)), key
-    # the test can fail: without the column the ranks are the shuffled order, and the values differ
+    # the test can fail: without the column the labels are ranked by name, and the values differ
     without = evaluate(capsys, f"duckdb:{db}::gold", f"duckdb:{db}::runs", data_dir / "canonical" / "taxonomy.tsv",
                        *COLUMNS[:-2])
     assert any(not math.isclose(without[key], value) for key, value in want.items() if not math.isnan(value))

@@ -34,9 +34,11 @@ from tests._sources_cases import (
     WEIRD,
     WEIRD_TABLE,
     assert_same_values,
+    by_name_reference,
     csv_rows,
     file_reference,
     germeval_arrow,
+    rank_by_name,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,28 +159,33 @@ def test_a_column_flag_without_a_table_it_applies_to_is_an_error(tmp_path, capsy
 
 # ---------------------------------------------------------------------- GermEval B from a DuckDB file
 def test_germeval_b_from_a_duckdb_file_equals_the_files_cli(warehouse, data_dir, capsys):
-    """The command of docs/warehouse.md: every measure (``all``) equals the file-based run."""
+    """The command of docs/warehouse.md: every measure (``all``) equals the file-based run with the labels of
+    each instance ranked by name (a SQL table has no row order, and no rank column is given)."""
     before = digest(warehouse)
     ref = f"duckdb:{warehouse}::"
     args = ["evaluate", "--taxonomy", ref + GENRES, "--truth", ref + GOLD, "--pred", ref + RUNS,
             *COLUMN_FLAGS, "--metrics", "all", "--format", "csv"]
     assert main(args) == 0
-    got = csv_rows(capsys.readouterr().out)
+    out = capsys.readouterr()
+    got = csv_rows(out.out)
     assert len({k[0] for k in got}) == 19
-    assert_same_values(got, file_reference(data_dir))
+    assert_same_values(got, by_name_reference(data_dir))
+    assert out.err.count("ranked by name") == 1
     assert digest(warehouse) == before
 
 
 def test_germeval_b_tables_equal_the_files_in_python(warehouse, data_dir):
-    """The Python API loads the same rows as the files, rank included."""
+    """The Python API loads the same rows as the files, the ranks by label name (a table has no row order)."""
     folder = data_dir / "canonical"
     by_file = Store()
     by_file.load(folder / "taxonomy.tsv", folder / "truth_b.tsv",
                  {p.stem: p for p in sorted((folder / "pred_b").glob("*.tsv"))})
+    rank_by_name(by_file.con)
     ref = f"duckdb:{warehouse}::"
     tax = Taxonomy.from_table(ref + GENRES, parent="parent_genre", child="child_genre")
-    ev = Evaluator(tax).add_truth(ref + GOLD, **LABEL_COLS)
-    ev.add_predictions(None, ref + RUNS, system_col="model", **LABEL_COLS)
+    with pytest.warns(DataWarning, match="ranked by name"):
+        ev = Evaluator(tax).add_truth(ref + GOLD, **LABEL_COLS)
+        ev.add_predictions(None, ref + RUNS, system_col="model", **LABEL_COLS)
     for query in ("SELECT * FROM truth", "SELECT * FROM predictions", "SELECT * FROM edges",
                   "SELECT * FROM instances"):
         assert sorted(ev.con.execute(query).fetchall()) == sorted(by_file.con.execute(query).fetchall())
@@ -529,47 +536,6 @@ def test_every_table_source_with_the_users_names(tmp_path, kind):
     assert hand_values(ev) == pytest.approx(HAND_VALUES)
 
 
-def test_a_query_without_order_by_gives_ranks_that_do_not_change_between_runs(tmp_path, data_dir, capsys):
-    """A DuckDB query whose rows DuckDB's threads return in any order (``DISTINCT``: tu s24-warehouse finding
-    4, the scoring trees' pl changed from run to run) is read sorted by all its columns: its ranks are those of
-    a table of the same rows in that order; a query that only filters one table keeps the table's order (its
-    ranks are the table's); a query's own ORDER BY is kept."""
-    tables = germeval_arrow(data_dir)
-    import pyarrow.compute as pc
-
-    runs = tables[RUNS].filter(pc.is_in(tables[RUNS]["model"], pa.array(
-        ["twistbytes__thresholding", "LT-UHH__baseline"])))
-    path = tmp_path / "w.duckdb"
-    with duckdb.connect(str(path)) as con:
-        for name, data in ((GOLD, tables[GOLD]), (GENRES, tables[GENRES]), (RUNS, runs)):
-            con.register("_data", data)
-            con.execute(f"CREATE TABLE {name} AS SELECT * FROM _data")
-            con.unregister("_data")
-        con.execute(f"CREATE TABLE sorted_runs AS SELECT DISTINCT * FROM {RUNS} ORDER BY ALL")
-        con.execute("CREATE TABLE reversed_runs AS SELECT * FROM sorted_runs ORDER BY model, doc, genre DESC")
-
-    def pl(pred: str) -> dict:
-        assert main(["evaluate", "--taxonomy", f"duckdb:{path}::{GENRES}", "--truth", f"duckdb:{path}::{GOLD}",
-                     "--pred", pred, *COLUMN_FLAGS, "--metrics", "pl,hcm_f1", "--format", "csv"]) == 0
-        return csv_rows(capsys.readouterr().out)
-
-    sorted_ranks = pl(f"duckdb:{path}::sorted_runs")
-    for _ in range(3):
-        assert pl(f"duckdb:{path}::SELECT DISTINCT model, doc, genre FROM {RUNS}") == sorted_ranks
-    in_sql = pl(f"sql:SELECT DISTINCT model, doc, genre FROM read_parquet('{_parquet(tmp_path, runs)}')")
-    assert in_sql == sorted_ranks
-    assert pl(f"duckdb:{path}::SELECT * FROM {RUNS} WHERE genre <> ''") == pl(f"duckdb:{path}::{RUNS}")
-    ordered = pl(f"duckdb:{path}::SELECT DISTINCT * FROM {RUNS} ORDER BY model, doc, genre DESC")
-    assert ordered == pl(f"duckdb:{path}::reversed_runs") != in_sql  # (the ranks do matter to pl here)
-
-
-def _parquet(folder: Path, data: pa.Table) -> Path:
-    import pyarrow.parquet as pq
-
-    pq.write_table(data, folder / "runs.parquet")
-    return folder / "runs.parquet"
-
-
 def test_a_view_that_cannot_be_read_is_not_called_missing(tmp_path):
     """A view whose table was dropped exists: "cannot read the table or view", not "no such table" (tu
     s24-warehouse finding 9)."""
@@ -588,16 +554,13 @@ def test_a_view_that_cannot_be_read_is_not_called_missing(tmp_path):
 
 def test_a_query_in_parentheses_is_a_query(tmp_path):
     """``duckdb:PATH::(SELECT ...)`` was read as a table named '(SELECT ...)' ("no such table": tu s24-warehouse
-    finding 9); its own ORDER BY inside the parentheses is kept."""
+    finding 9); so is one with an ORDER BY inside the parentheses."""
     path = hand_file(tmp_path / "user.duckdb")
     system = quote(WEIRD["system"])
     cols = {"instance_col": WEIRD["instance"], "label_col": WEIRD["label"], "system_col": WEIRD["system"]}
     for query in (f"(SELECT * FROM {quote(WEIRD_TABLE)})", f"(SELECT * FROM {quote(WEIRD_TABLE)} ORDER BY {system})"):
         ev = hand_evaluator().add_predictions(None, f"duckdb:{path}::{query}", **cols)
         assert hand_values(ev) == pytest.approx(HAND_VALUES)
-    from hiersql.sources import _in_order
-
-    assert _in_order("(SELECT * FROM t ORDER BY a)") == "(SELECT * FROM t ORDER BY a)"
 
 
 def test_a_query_source_is_one_select(tmp_path):

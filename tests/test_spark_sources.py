@@ -33,6 +33,7 @@ from tests._sources_cases import (
     csv_rows,
     file_reference,
     germeval_arrow,
+    rank_by_name,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -116,16 +117,18 @@ def test_a_uri_is_spark_s_to_read(spark, parquet, data_dir, capsys):
 
 def test_germeval_b_parquet_read_by_spark_equals_the_files(spark, parquet, data_dir, capsys):
     """The command of docs/warehouse.md: truth and predictions read by Spark. The tables Spark makes hold the
-    rows of the file-based store, ranks and systems included, so every family's values are the file-based
-    ones (the engine tests check every family on the store's tables: ``test_engines_spark.py``); the CLI's
-    set-based values equal the file-based run's (19 systems)."""
+    rows of the file-based store, systems included, ranks by label name (Parquet has no row order), so every
+    family's values are the file-based ones so ranked (the engine tests check every family on the store's
+    tables: ``test_engines_spark.py``); the CLI's set-based values equal the file-based run's (19 systems)."""
     folder = data_dir / "canonical"
     engine = SparkEngine(spark)
-    load(engine, Store(), folder / "taxonomy.tsv", parquet / f"{GOLD}.parquet", [(None, parquet / f"{RUNS}.parquet")],
-         instance_col="doc", label_col="genre", system_col="model")
+    with pytest.warns(DataWarning, match="ranked by name"):
+        load(engine, Store(), folder / "taxonomy.tsv", parquet / f"{GOLD}.parquet",
+             [(None, parquet / f"{RUNS}.parquet")], instance_col="doc", label_col="genre", system_col="model")
     by_file = Store()
     by_file.load(folder / "taxonomy.tsv", folder / "truth_b.tsv",
                  {p.stem: p for p in sorted((folder / "pred_b").glob("*.tsv"))})
+    rank_by_name(by_file.con)
     for table, columns in (("truth", "instance_id, label, rank"), ("instances", "instance_id"),
                            ("predictions", "system, instance_id, label, rank, score"), ("systems", "system")):
         got = sorted(engine.execute(f"SELECT {columns} FROM {table}"))
@@ -283,12 +286,17 @@ def test_ignored_rows_and_duplicates_are_counted(spark):
 
 def test_spaces_around_ids_and_labels_are_stripped_as_the_store_strips_them(spark):
     """Ids, labels and systems with spaces around them (ASCII, no-break, ideographic) are the hand example's,
-    read by Spark as by the store; a tab is not a space (an unknown label there, as in the store)."""
-    spaced = [(f"{m} " if i == "i1" else m, f" {i}\u00a0", f"\u3000{label} ") for m, i, label in HAND_PREDS]
+    read by Spark as by the store; a tab is not a space (an unknown label there, as in the store). Two
+    spellings of one system ('M1 ' and 'M1') are an error naming both, as in the store."""
+    spaced = [(f"{m} ", f" {i}\u00a0", f"\u3000{label} ") for m, i, label in HAND_PREDS]
     engine = hand_load(spark, pd.DataFrame(spaced, columns=["model", "doc", "genre"]))
     got = {(r.system, r.metric): r.value for r in compute(engine, ["hp", "hr"]) if r.average == "micro"}
-    assert {system for system, _ in got} == {"M1", "M2"}  # 'M1 ' and 'M1' one system
+    assert {system for system, _ in got} == {"M1", "M2"}
     assert got == pytest.approx(HAND_VALUES)
+    with pytest.raises(InputError) as info:
+        hand_load(spark, pd.DataFrame([("M1 ", "i1", "a1"), ("M1", "i2", "b")], columns=["model", "doc", "genre"]))
+    assert str(info.value) == ("<Spark DataFrame>: system column 'model' spells one system two ways, differing only"
+                               " by the spaces around it: 'M1' and 'M1 '")
     with pytest.raises(InputError) as info:
         hand_load(spark, pd.DataFrame([("M1", "i1", "a1\t")], columns=["model", "doc", "genre"]))
     assert str(info.value).endswith("label not in the taxonomy: 'a1\\t'")

@@ -37,7 +37,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rank-col", metavar="COLUMN",
                         help="column whose values order the labels of an instance in table sources (the"
                              " predictions'; the truth's if it has one), for the ranks that PL and the HCM read"
-                             " (default: none, the order read)")
+                             " (default: none: by score, else a file's order, else by label; docs/warehouse.md)")
     parser.add_argument("--labels-format", default="long", choices=LABEL_FORMATS,
                         help="format of the truth and prediction files (default: long)")
     parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
