@@ -917,7 +917,9 @@ def edge_rows(source: Any, parent: str | None = None, child: str | None = None
               ) -> tuple[list[tuple], str, list[str], bool]:
     """The edges of a taxonomy table: ``(parent, child[, weight])`` rows as text (and the weight as read),
     how messages name the table, the column names (in a private in-memory DuckDB connection), and whether
-    messages name a row by its key (a database table or a query: its rows have no numbers)."""
+    messages name a row by its key (a database table or a query: its rows have no numbers). A table without a
+    row order (:attr:`Table.ordered`: a SQL table, a query, Parquet) gives its edges sorted by parent and child,
+    so that the node order that a DAG's paths and HEMKit's graphs follow is not the order of its rows on disk."""
     import duckdb
 
     con = duckdb.connect()
@@ -928,7 +930,8 @@ def edge_rows(source: Any, parent: str | None = None, child: str | None = None
             weight = table.column("weight", None, False)
             cols += [weight] if weight else []
             exprs = [f"CAST({quote(c)} AS VARCHAR)" for c in cols[:2]] + [quote(c) for c in cols[2:]]
-            rows = con.execute(f"SELECT {', '.join(exprs)} FROM {table.read(cols)}").fetchall()
+            order = "" if table.ordered else " ORDER BY 1, 2"
+            rows = con.execute(f"SELECT {', '.join(exprs)} FROM {table.read(cols)}{order}").fetchall()
         finally:
             table.close()
         return rows, table.where, [str(c) for c in cols], table.keyed

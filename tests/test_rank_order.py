@@ -288,3 +288,28 @@ def test_spark_ranks_the_shuffled_parquet_as_duckdb_does(spark, tables, data_dir
         load(engine, Store(), taxonomy, tmp_path / "gold.parquet", [(None, tmp_path / "spelled.parquet")], **cols)
     assert str(failed.value) == (f"{tmp_path / 'spelled.parquet'}: system column 'model' spells one system two ways,"
                                  " differing only by the spaces around it: 'shallow' and 'shallow '")
+
+
+def test_a_taxonomy_table_in_another_physical_order_gives_the_same_taxonomy(tmp_path):
+    """The nodes' order (which a DAG's HCM paths and HEMKit's graphs follow) is that of the edges sorted by
+    parent and child for a table without a row order: the same table in two physical orders, and a Parquet
+    file, give one taxonomy; a DataFrame keeps its order."""
+    import duckdb
+    import pandas as pd
+
+    from hiersql import Taxonomy
+
+    edges = [("r", "b"), ("r", "a"), ("b", "x"), ("a", "x"), ("a", "y")]  # x has two parents
+    db = tmp_path / "tax.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE t1 (parent VARCHAR, child VARCHAR)")
+    con.executemany("INSERT INTO t1 VALUES (?, ?)", edges)
+    con.execute("CREATE TABLE t2 AS SELECT * FROM t1 ORDER BY child DESC, parent DESC")
+    con.execute(f"COPY t2 TO '{tmp_path / 'tax.parquet'}' (FORMAT parquet)")
+    con.close()
+    read = [Taxonomy.from_table(source) for source in (f"duckdb:{db}::t1", f"duckdb:{db}::t2",
+                                                      str(tmp_path / "tax.parquet"))]
+    assert [t.all_nodes() for t in read] == [["a", "x", "y", "b", "r"]] * 3  # first seen in (a, x), (a, y), ...
+    assert [[(e.parent, e.child) for e in t.edges] for t in read] == [sorted(edges)] * 3
+    frame = Taxonomy.from_table(pd.DataFrame(edges, columns=["parent", "child"]))
+    assert [(e.parent, e.child) for e in frame.edges] == edges
