@@ -482,16 +482,16 @@ def calibration_section(store: Store, systems: list[str], n_bins: int = RELIABIL
 
 
 def provenance(command: str, inputs: list[tuple[str, str]]) -> str:
-    """The command, the hiersql version and the SHA-256 of every input file."""
+    """The command, the hiersql version and the SHA-256 of every input file (no table without inputs)."""
     from html import escape
 
     from . import __version__
 
     rows = "".join(f"<tr><td class='system'>{escape(name)}</td><td><code>{digest}</code></td></tr>"
                    for name, digest in inputs)
-    return (f"<pre>{escape(command)}</pre><p>hiersql {escape(__version__)}</p>"
-            f"<table class='inputs'><thead><tr><th class='system'>input</th><th>SHA-256</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+    table = (f"<table class='inputs'><thead><tr><th class='system'>input</th><th>SHA-256</th></tr></thead>"
+             f"<tbody>{rows}</tbody></table>") if inputs else ""
+    return f"<pre>{escape(command)}</pre><p>hiersql {escape(__version__)}</p>{table}"
 
 
 def file_digest(path: str | Path) -> str:

@@ -61,6 +61,10 @@ UNIT_COLUMNS = ("unit_id, job_id, dataset, system, key, grp, work, recompute,"
 RESULT_INSERT = ("run_id", "dataset", "system", "metric", "average", "value", "created_at", "key", "job_id",
                  "unit_id")
 RESULT_COLUMNS = ("dataset", "system", "metric", "average", "value", "key", "run_id", "job_id", "created_at")
+# :meth:`Connection.latest`: the job's name and submission, the unit (its status and key), then the rows of the
+# key's latest run (``job_id``: the submission whose unit computed them; all ``None`` for a key without results)
+LATEST_COLUMNS = ("name", "submission", "dataset", "system", "status", "key", "metric", "average", "value",
+                  "run_id", "job_id", "created_at")
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,10 @@ def now() -> datetime:
 
 def is_postgres(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
+
+
+class NotAQueue(InputError):
+    """A database without the queue's ``jobs`` table (:meth:`Connection.check_queue`)."""
 
 
 class QueueBusy(InputError):
@@ -130,18 +138,21 @@ class Queue:
     ``create=False``: a queue that must exist already (reading its status or results, cancelling), an
     :class:`~hiersql.errors.InputError` if it does not; a DuckDB file is then opened read-only unless
     ``write`` (it may be on a read-only file system). ``named``: where the queue was given, for messages
-    (``("--queue", None)``, or the job file and the line of its ``queue`` key); default ``--queue``."""
+    (``("--queue", None)``, or the job file and the line of its ``queue`` key); default ``--queue``.
+    ``opened``: a read-only DuckDB connection to ``url`` already open (``hiersql report --db`` opens the file
+    to tell a queue from a results file), which the queue uses and closes."""
 
     def __init__(self, url: str | Path, wait: float = 0.0, create: bool = True, write: bool = True,
-                 named: tuple[str, int | None] = ("--queue", None)) -> None:
+                 named: tuple[str, int | None] = ("--queue", None), opened: Any = None) -> None:
         self.url = str(url)
+        self.named = named
         self.postgres = is_postgres(self.url)
         self.wait = wait
         self.read_only = not create and not write and not self.postgres
         if not create and not self.postgres and not Path(self.url).is_file():
             raise InputError("queue not found (a DuckDB file, which hiersql jobs submit or jobs run makes, or a"
                              " postgresql:// URL)", self.url)
-        self._duckdb: Any = None
+        self._duckdb: Any = opened
         self._claimed: set[str] = set()  # DuckDB: units and keys claimed by this process's threads
         self._lock = threading.Lock()
         self._published = False
@@ -323,8 +334,8 @@ class Connection:
             return
         if self.queue.postgres:
             database = self.execute("SELECT current_database()")[0][0]
-            raise InputError(f"not a job queue (no jobs table in database {database!r})", "--queue")
-        raise InputError("not a job queue (no jobs table)", self.queue.url)
+            raise NotAQueue(f"not a job queue (no jobs table in database {database!r})", self.queue.named[0])
+        raise NotAQueue("not a job queue (no jobs table)", self.queue.url)
 
     def check_tables(self) -> None:
         """An :class:`~hiersql.errors.InputError` naming the database (a URL without its password) and the
@@ -600,35 +611,69 @@ class Connection:
                         "errors": [(d, s, e, int(n)) for j, d, s, e, n in errors if j == job]})
         return out
 
-    def results(self, jobs: list[str] | None = None, history: bool = False) -> list[tuple]:
-        """Result rows (:data:`RESULT_COLUMNS`). By default the latest submission of each job name: for each
-        of its units, the latest run of the unit's key, whether that unit computed it, found it unchanged, or
-        did not (yet) compute it again (a ``--recompute`` that failed, was interrupted or is queued: the key
-        hashes the inputs, so the stored rows of the key are those inputs' values); a key without results has
-        no rows. ``jobs`` picks submissions (ids, or names: the latest submission of each, and with ``history``
-        all of them); ``history``: every stored row of those jobs' keys, oldest first (all rows when ``jobs``
-        is ``None``)."""
-        if history and jobs is None:
-            return self.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results"
-                                " ORDER BY created_at, run_id, dataset, system, metric, average")
+    def latest(self, jobs: list[str] | None = None) -> list[tuple]:
+        """The latest results of jobs (:data:`LATEST_COLUMNS`), the one definition that ``jobs results`` and
+        ``hiersql report --db QUEUE`` read: for the latest submission of each job name (of ``jobs``: names, or
+        ids of submissions), each of its units with the rows of its key's latest run (latest ``created_at``,
+        then ``run_id``), whether that unit computed them, found them unchanged or did not (yet) compute them
+        again (a ``--recompute`` that failed, was interrupted or is queued: the key hashes the unit's inputs,
+        so the stored rows of the key are those inputs' values); a unit whose key has no results is one row of
+        ``None`` values. A row of another key (an input edited since, another job's options) or of a unit no
+        longer in the job cannot be part of it. Ordered by dataset, system, metric, average, submission."""
+        ids = self.latest_submissions(jobs)
+        if not ids:
+            return []
+        return self.execute(
+            "WITH picked AS (SELECT job_id, dataset, system, status, key FROM units"
+            f" WHERE job_id IN ({', '.join('?' * len(ids))})),"
+            " runs AS (SELECT key, run_id, row_number() OVER (PARTITION BY key ORDER BY max(created_at) DESC,"
+            " run_id DESC) AS n FROM results WHERE key IN (SELECT key FROM picked) GROUP BY key, run_id)"
+            " SELECT j.name, p.job_id, p.dataset, p.system, p.status, p.key, r.metric, r.average, r.value,"
+            " r.run_id, r.job_id, r.created_at FROM picked p JOIN jobs j ON j.job_id = p.job_id"
+            " LEFT JOIN runs l ON l.key = p.key AND l.n = 1"
+            " LEFT JOIN results r ON r.key = l.key AND r.run_id = l.run_id"
+            " ORDER BY p.dataset, p.system, r.metric, r.average, p.job_id", ids)
+
+    def latest_submissions(self, jobs: list[str] | None = None) -> list[str]:
+        """The ids of the latest submission of each job name (of ``jobs``: names, or ids of submissions), in
+        submission order."""
         if jobs is None:
-            ids = [r[0] for r in self.execute(
-                "SELECT max(job_id) FROM jobs GROUP BY name ORDER BY max(job_id)")]
-        else:
-            ids = self.job_ids(jobs, latest=not history)
+            return [r[0] for r in self.execute("SELECT max(job_id) FROM jobs GROUP BY name ORDER BY max(job_id)")]
+        return self.job_ids(jobs, latest=True)
+
+    def submissions(self, ids: list[str]) -> list[tuple]:
+        """``(job_id, name, spec, submitted_at, metrics)`` of the submissions ``ids``, in submission order;
+        ``metrics``: ``{dataset: the names its units were given}`` (the job file's, in its order)."""
         if not ids:
             return []
         marks = ", ".join("?" * len(ids))
-        keys = f"SELECT DISTINCT key FROM units WHERE job_id IN ({marks})"
+        works: dict[str, dict[str, list[str]]] = {}
+        for job, work in self.execute(f"SELECT job_id, min(work) FROM units WHERE job_id IN ({marks})"
+                                      " GROUP BY job_id, dataset ORDER BY job_id, dataset", ids):
+            unit = json.loads(work)
+            works.setdefault(job, {})[unit["dataset"]] = list(unit["metrics"])
+        return [(*r, works.get(r[0], {})) for r in self.execute(
+            f"SELECT job_id, name, spec, submitted_at FROM jobs WHERE job_id IN ({marks}) ORDER BY job_id", ids)]
+
+    def results(self, jobs: list[str] | None = None, history: bool = False) -> list[tuple]:
+        """Result rows (:data:`RESULT_COLUMNS`). By default those of :meth:`latest` (a key that units of
+        several of the jobs share: once). ``jobs`` picks submissions (ids, or names: the latest submission of
+        each, and with ``history`` all of them); ``history``: every stored row of those jobs' keys, oldest
+        first (all rows when ``jobs`` is ``None``)."""
+        if not history:
+            picked = [r[2:4] + r[6:9] + (r[5],) + r[9:] for r in self.latest(jobs) if r[6] is not None]
+            return list(dict.fromkeys(picked))
+        if jobs is None:
+            return self.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results"
+                                " ORDER BY created_at, run_id, dataset, system, metric, average")
+        ids = self.job_ids(jobs)
+        if not ids:
+            return []
         columns = ", ".join(f"r.{c}" for c in RESULT_COLUMNS)
-        if history:
-            return self.execute(f"SELECT {columns} FROM results r WHERE r.key IN ({keys})"
-                                " ORDER BY r.created_at, r.run_id, r.dataset, r.system, r.metric, r.average", ids)
         return self.execute(
-            f"SELECT {columns} FROM results r JOIN (SELECT key, run_id, row_number() OVER (PARTITION BY key"
-            " ORDER BY max(created_at) DESC, run_id DESC) AS n FROM results"
-            f" WHERE key IN ({keys}) GROUP BY key, run_id) l ON l.key = r.key AND l.run_id = r.run_id AND l.n = 1"
-            " ORDER BY r.dataset, r.system, r.metric, r.average", ids)
+            f"SELECT {columns} FROM results r WHERE r.key IN (SELECT DISTINCT key FROM units WHERE job_id IN"
+            f" ({', '.join('?' * len(ids))})) ORDER BY r.created_at, r.run_id, r.dataset, r.system, r.metric,"
+            " r.average", ids)
 
 
 @functools.cache
