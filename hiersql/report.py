@@ -283,6 +283,7 @@ th,td{padding:.25em .55em;border-bottom:1px solid #e4e4e4;text-align:right;verti
 th{background:#f4f4f4;position:sticky;top:0;font-weight:600}
 th.sortable{cursor:pointer}th.sortable:hover{background:#e8e8e8}
 td.system,th.system{text-align:left;max-width:24em;overflow-wrap:anywhere}
+table.ranking td.system{min-width:12em}
 td .ci{display:block;color:#777;font-size:.8em}
 td .rank{color:#555;font-size:.8em;margin-left:.3em}
 td.best{background:#fbe3d4}td.same{background:#dcecf7}
@@ -321,15 +322,16 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 """
 
 
-def ranking_table(ranking: pd.DataFrame) -> str:
-    """The ranking as an HTML table: one row per system (in the first measure's order), per measure the
-    value, its interval and ``rank`` + group letter; the best system's cell and those of its group are
-    shaded. ``data-sort`` holds the rank, so that sorting a column orders by that measure."""
+def ranking_table(ranking: pd.DataFrame, systems: list[str] | None = None) -> str:
+    """The ranking as an HTML table: one row per system (in the order of ``systems``, by default the first
+    measure's), per measure the value, its interval and ``rank`` + group letter; the best system's cell and
+    those of its group are shaded. ``data-sort`` holds the rank, so that sorting a column orders by that
+    measure."""
     from html import escape
 
     from .compare import group_letter, ordered_systems, rank_text
 
-    systems = ordered_systems(ranking)
+    systems = ordered_systems(ranking) if systems is None else systems
     measures = list(dict.fromkeys(ranking["measure"]))
     cells = ranking.set_index(["measure", "system"])
     head = "".join(f"<th>{escape(m)}</th>" for m in measures)

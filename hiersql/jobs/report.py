@@ -65,7 +65,8 @@ def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool) -> str:
     """The tables of one job's dataset (``part``: its rows of :data:`~hiersql.jobs.queue.LATEST_COLUMNS`):
     the ranking of the measures of ``wanted`` (``given``: as the user chose them, else at most
     :data:`MAIN_COLUMNS`; none of them stored: the first :data:`MAIN_COLUMNS` measures), the other measures
-    behind a toggle, then the units."""
+    behind a toggle (in tables of :data:`MAIN_COLUMNS` measures, the systems in the first table's order),
+    then the units."""
     from ..compare import ordered_systems
     from ..report import ranking_table, results_ranking
 
@@ -83,13 +84,14 @@ def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool) -> str:
     if not measures:
         measures = list(dict.fromkeys(ranking["measure"]))[:MAIN_COLUMNS]
     main = by_choice[by_choice["measure"].isin(measures)].drop(columns="position")
-    rest = ranking[~ranking["measure"].isin(measures)]
-    html = note + f"<div class='scroll'>{ranking_table(main)}</div>"
-    if len(rest):
-        count = rest["measure"].nunique()
-        html += (f"<details><summary>{count} more measure(s)</summary><div class='scroll'>{ranking_table(rest)}"
-                 "</div></details>")
-    return html + units_table(part, ordered_systems(main))
+    systems = ordered_systems(main)
+    html = note + f"<div class='scroll'>{ranking_table(main, systems)}</div>"
+    rest = [m for m in dict.fromkeys(ranking["measure"]) if m not in measures]
+    if rest:  # in tables as wide as the first, the systems in its order
+        tables = "".join(f"<div class='scroll'>{ranking_table(ranking[ranking['measure'].isin(chunk)], systems)}</div>"
+                         for chunk in (rest[k:k + MAIN_COLUMNS] for k in range(0, len(rest), MAIN_COLUMNS)))
+        html += f"<details><summary>{len(rest)} more measure(s)</summary>{tables}</details>"
+    return html + units_table(part, systems)
 
 
 def units_table(part: pd.DataFrame, systems: list[str]) -> str:
