@@ -95,7 +95,10 @@ class NotAQueue(InputError):
 
 
 class QueueBusy(InputError):
-    """A DuckDB queue file that another process (``pid``) holds."""
+    """A DuckDB queue file that another process (``pid``) holds: exit status 75 (``EX_TEMPFAIL`` of
+    sysexits.h: try again later), not the 2 of bad input."""
+
+    exit_status = 75
 
     def __init__(self, message: str, url: str, pid: int | None) -> None:
         super().__init__(message, url)
