@@ -171,3 +171,24 @@ def test_job_flags_need_a_queue(fixtures_dir, tmp_path, capsys):
     assert capsys.readouterr().err == ("hiersql: error: --job: reads a job queue; this results file has no jobs"
                                        " table: 'nightly'\n")
     report(capsys, db, tmp_path / "r.html")
+
+
+def test_units_not_computed_yet_are_listed_without_values(fixtures_dir, tmp_path, capsys):
+    """A submission not run yet: each unit is listed, queued, with no results. A --recompute submission not run
+    yet: its units are queued, and their keys' rows (the same inputs) are shown with the run that stored them,
+    as jobs results shows them."""
+    spec = make_job(tmp_path, fixtures_dir)
+    queue = tmp_path / "q.duckdb"
+    assert main(["jobs", "submit", str(spec)]) == 0
+    page = report(capsys, queue, tmp_path / "r.html")
+    assert page_values(page) == {}
+    assert page.read_text(encoding="utf-8").count("No unit of this dataset has results yet.") == 2
+    units = page_units(page)
+    assert len(units) == 4 and {u[:3] for u in units.values()} == {("queued", "no results", "")}
+    assert main(["jobs", "run", "--queue", str(queue)]) == 0
+    assert main(["jobs", "submit", str(spec), "--recompute"]) == 0
+    rows = jobs_results(capsys, queue)
+    page = report(capsys, queue, tmp_path / "r.html")
+    assert page_values(page) == as_shown(rows)
+    assert {(d, s): u[:2] for (d, s), u in page_units(page).items()} == {
+        (r["dataset"], r["system"]): ("queued", r["run_id"]) for r in rows}
