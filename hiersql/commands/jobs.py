@@ -337,7 +337,7 @@ def _print_published(busy, jobs: list[str] | None) -> bool:
 
 
 def _print_results(rows: list[tuple], fmt: str, csv_cell) -> None:
-    from ..jobs.queue import RESULT_COLUMNS
+    from ..jobs.reading import RESULT_COLUMNS
 
     if fmt == "csv":
         print(",".join(RESULT_COLUMNS))

@@ -1,6 +1,6 @@
 """The HTML report of jobs' latest results (``hiersql report --db QUEUE [--job NAME]``; docs/report.md).
 
-Its rows are :meth:`hiersql.jobs.queue.Connection.latest`'s, the rows ``hiersql jobs results`` shows: per job
+Its rows are :meth:`hiersql.jobs.reading.Reading.latest`'s, the rows ``hiersql jobs results`` shows: per job
 name, the units of its latest submission, each with the rows of its key's latest run. Per job and dataset: a
 ranking table of a few measures (systems as rows), the other measures in a second table behind a toggle,
 and a table of the units (status, run, time and input hash of each system's rows). No charts: tables only,
@@ -36,13 +36,13 @@ def chosen_metrics(names: list[str], where: str, singly: bool = False) -> list[s
 def job_sections(rows: list[tuple], submissions: list[tuple], columns: list[str] | None = None,
                  datasets: list[str] | None = None) -> list[tuple[str, str, str]]:
     """The report's sections ``(id, heading, html)``, one per job and dataset (of ``datasets`` when given):
-    ``rows`` are :meth:`~hiersql.jobs.queue.Connection.latest`'s, ``submissions``
-    :meth:`~hiersql.jobs.queue.Connection.submissions`' of their jobs. ``columns``: the metrics of the
+    ``rows`` are :meth:`~hiersql.jobs.reading.Reading.latest`'s, ``submissions``
+    :meth:`~hiersql.jobs.reading.Reading.submissions`' of their jobs. ``columns``: the metrics of the
     ranking table (:func:`chosen_metrics`); by default those the job file names one by one for the dataset,
     at most :data:`MAIN_COLUMNS` measures."""
     import pandas as pd
 
-    from .queue import LATEST_COLUMNS
+    from .reading import LATEST_COLUMNS
 
     frame = pd.DataFrame(rows, columns=list(LATEST_COLUMNS))
     if datasets:
@@ -62,7 +62,7 @@ def job_sections(rows: list[tuple], submissions: list[tuple], columns: list[str]
 
 
 def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool) -> str:
-    """The tables of one job's dataset (``part``: its rows of :data:`~hiersql.jobs.queue.LATEST_COLUMNS`):
+    """The tables of one job's dataset (``part``: its rows of :data:`~hiersql.jobs.reading.LATEST_COLUMNS`):
     the ranking of the measures of ``wanted`` (``given``: as the user chose them, else at most
     :data:`MAIN_COLUMNS`; none of them stored: the first :data:`MAIN_COLUMNS` measures), the other measures
     behind a toggle (in tables of :data:`MAIN_COLUMNS` measures, the systems in the first table's order),
