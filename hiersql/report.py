@@ -323,10 +323,9 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 
 
 def ranking_table(ranking: pd.DataFrame, systems: list[str] | None = None) -> str:
-    """The ranking as an HTML table: one row per system (in the order of ``systems``, by default the first
-    measure's), per measure the value, its interval and ``rank`` + group letter; the best system's cell and
-    those of its group are shaded. ``data-sort`` holds the rank, so that sorting a column orders by that
-    measure."""
+    """The ranking as an HTML table: a row per system (``systems``' order, by default the first measure's),
+    per measure the value, its interval and ``rank`` + group letter; the best system's cell and its group's
+    are shaded. ``data-sort`` holds the rank, so that sorting a column orders by that measure."""
     from html import escape
 
     from .compare import group_letter, ordered_systems, rank_text
