@@ -526,6 +526,11 @@ def html_page(title: str, sections: list[tuple[str, str, str]], lead: str = "") 
             f"<script>{_SORT_SCRIPT}</script></body></html>\n")
 
 
+# the note of a ranking table of stored results (values and ranks only)
+STORED_NOTE = ("Each cell: the value and its rank (1 = best). No per-instance values (stored results), so no "
+               "intervals or tests. Click a column to sort by it.")
+
+
 def comparison_sections(comparison, breakdown: pd.DataFrame | None = None,
                         confusion: dict[str, pd.DataFrame] | None = None, confusion_depth: int | None = None
                         ) -> list[tuple[str, str, str]]:
@@ -545,8 +550,7 @@ def comparison_sections(comparison, breakdown: pd.DataFrame | None = None,
         note += (" No interval or test (the value is not a mean or a ratio of sums over instances) for: "
                  + escape(", ".join(without)) + ".")
     if len(without) == ranking["measure"].nunique():
-        note = ("Each cell: the value and its rank (1 = best). No per-instance values (stored results), so no "
-                "intervals or tests. Click a column to sort by it.")
+        note = STORED_NOTE
     sections = [("ranking", "Ranking", f"<p class='note'>{note}</p><div class='scroll'>{ranking_table(ranking)}"
                  "</div>"),
                 ("intervals", "Values and intervals", "<p class='note'>One panel per measure, best system at the "

@@ -68,11 +68,9 @@ def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool) -> str:
     behind a toggle (in tables of :data:`MAIN_COLUMNS` measures, the systems in the first table's order),
     then the units."""
     from ..compare import ordered_systems
-    from ..report import ranking_table, results_ranking
+    from ..report import STORED_NOTE, ranking_table, results_ranking
 
     stored = part[part["metric"].notna()]
-    note = ("<p class='note'>Each cell: the value and its rank (1 = best). Stored results have no per-instance "
-            "values: no intervals or tests. Click a column to sort by it.</p>")
     if stored.empty:
         return "<p class='note'>No unit of this dataset has results yet.</p>" + units_table(part, [])
     ranking = results_ranking(stored[["system", "metric", "average", "value"]].reset_index(drop=True))
@@ -85,7 +83,7 @@ def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool) -> str:
         measures = list(dict.fromkeys(ranking["measure"]))[:MAIN_COLUMNS]
     main = by_choice[by_choice["measure"].isin(measures)].drop(columns="position")
     systems = ordered_systems(main)
-    html = note + f"<div class='scroll'>{ranking_table(main, systems)}</div>"
+    html = f"<p class='note'>{STORED_NOTE}</p><div class='scroll'>{ranking_table(main, systems)}</div>"
     rest = [m for m in dict.fromkeys(ranking["measure"]) if m not in measures]
     if rest:  # in tables as wide as the first, the systems in its order
         tables = "".join(f"<div class='scroll'>{ranking_table(ranking[ranking['measure'].isin(chunk)], systems)}</div>"
