@@ -631,6 +631,14 @@ def test_schedule_says_how_many_runs_failed(fixtures_dir, tmp_path, capsys):
         f"hiersql: error: {spec}: 2 of 2 scheduled run(s) failed (their errors are above)"]
 
 
+@pytest.mark.parametrize(("statuses", "code"), [([1, 75, 2], 2), ([75, 1, 75], 1), ([75, 75], 75)])
+def test_a_schedule_exits_with_the_gravest_status_of_its_failed_runs(statuses, code):
+    # a bad job file or input (2) is gravest, then failed units (1), then a busy queue file (75: try later)
+    from hiersql.jobs.runner import RunsFailed
+
+    assert RunsFailed("3 of 3 scheduled run(s) failed", "nightly.toml", statuses).exit_status == code
+
+
 def test_schedule_stops_when_a_duckdb_query_of_a_run_is_interrupted(fixtures_dir, tmp_path, capsys, monkeypatch):
     """Ctrl-C or SIGTERM while a run's submission is in a DuckDB query: DuckDB stops the query and raises its
     own error ("Query interrupted"), which the scheduler took for a failed run, and went on (tu s24-jobs finding

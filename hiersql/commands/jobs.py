@@ -242,8 +242,8 @@ def _print_summary(summary) -> None:
 def _schedule(args: argparse.Namespace) -> int:
     import sys
 
-    from ..errors import InputError, query_interrupted
-    from ..jobs.runner import exit_status, message
+    from ..errors import query_interrupted
+    from ..jobs.runner import RunsFailed, exit_status, message
     from ..jobs.schedule import check_cron, schedule
     from ..jobs.spec import load_spec
 
@@ -269,9 +269,8 @@ def _schedule(args: argparse.Namespace) -> int:
     print(f"scheduled {args.spec} at '{args.cron}'", flush=True)
     runs = schedule(args.cron, fire, args.runs)
     if failed:  # (--runs: each time counts, a failed run too) said, not only in the lines above
-        error = InputError(f"{len(failed)} of {runs} scheduled run(s) failed (their errors are above)", args.spec)
-        error.exit_status = next(code for code in (2, 1, 75) if code in failed)  # bad input, failed units, busy
-        raise error
+        raise RunsFailed(f"{len(failed)} of {runs} scheduled run(s) failed (their errors are above)", args.spec,
+                         failed)
     return 0
 
 

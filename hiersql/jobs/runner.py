@@ -84,6 +84,15 @@ class UnitsFailed(InputError):
     exit_status = 1
 
 
+class RunsFailed(InputError):
+    """Runs of a schedule failed: the exit status of the gravest of ``statuses`` (:func:`exit_status` of each
+    failed run): a bad job file or input (2), else failed units (1), else a busy queue file (75)."""
+
+    def __init__(self, message: str, source: str, statuses: list[int]) -> None:
+        super().__init__(message, source)
+        self.exit_status = next(code for code in (2, 1, 75) if code in statuses)
+
+
 def message(exc: BaseException) -> str:
     """The one line the command line prints for an error (without its ``hiersql: error:`` prefix)."""
     if isinstance(exc, InputError):
