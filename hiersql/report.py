@@ -332,17 +332,17 @@ def ranking_table(ranking: pd.DataFrame, systems: list[str] | None = None) -> st
 
     systems = ordered_systems(ranking) if systems is None else systems
     measures = list(dict.fromkeys(ranking["measure"]))
-    cells = ranking.set_index(["measure", "system"])
+    cells = {(c.measure, c.system): c for c in ranking.itertuples(index=False)}  # (a .loc per cell: 1 ms each)
     head = "".join(f"<th>{escape(m)}</th>" for m in measures)
     lines = [f"<table class='ranking sortable'><thead><tr><th class='system'>system</th>{head}</tr></thead><tbody>"]
     for system in systems:
         row = [f"<td class='system' data-sort='{escape(system)}'>{escape(system)}</td>"]
         for measure in measures:
-            c = cells.loc[(measure, system)]
+            c = cells[(measure, system)]
             letter = group_letter(c.group)
-            shade = "" if letter != "a" else " class='best'" if c["rank"] == 1 else " class='same'"
+            shade = "" if letter != "a" else " class='best'" if c.rank == 1 else " class='same'"
             interval = "" if c.ci_low != c.ci_low else f"<span class='ci'>[{c.ci_low:.4f}, {c.ci_high:.4f}]</span>"
-            rank = rank_text(c["rank"])
+            rank = rank_text(c.rank)
             order = len(systems) + 1 if rank == "-" else rank  # unranked last
             row.append(f"<td{shade} data-sort='{order}'>{c.value:.4f}<span class='rank'>{rank}{letter}</span>"
                        f"{interval}</td>")
