@@ -1,7 +1,8 @@
 """The ``hiersql`` command line (SPEC §10).
 
 Exit status: 0 on success, 2 on bad input (one line on stderr naming the file, line and value at fault),
-1 on an internal error. A mistake on the command line itself (an unknown flag, a missing argument, a value of
+1 on an internal error; ``hiersql jobs`` also 1 when units failed and 75 when another process holds the queue
+file (docs/jobs.md). A mistake on the command line itself (an unknown flag, a missing argument, a value of
 the wrong type) is bad input too: one line naming the command and the flag, not argparse's usage dump
 (``--help`` still prints the full usage).
 """
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.func(args) or 0)
     except InputError as exc:
         print(f"hiersql: error: {masked(_one_line(str(_as_flag(exc))), *args.argv)}", file=sys.stderr)
-        return 2
+        return getattr(exc, "exit_status", 2)  # hiersql jobs: units failed 1, queue busy 75 (docs/jobs.md)
     except KeyboardInterrupt:
         return _interrupted()
     except BrokenPipeError:

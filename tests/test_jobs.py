@@ -175,7 +175,7 @@ def test_a_failing_system_fails_alone(fixtures_dir, tmp_path, capsys):
     spec = make_job(tmp_path, fixtures_dir)
     (tmp_path / "preds" / "broken.tsv").write_text("1\tjaguar\n2\tunicorn\n")
     (tmp_path / "preds" / "silent.tsv").write_text("")  # predicted nothing: not a failure
-    assert main(["jobs", "run", str(spec)]) == 2
+    assert main(["jobs", "run", str(spec)]) == 1
     captured = capsys.readouterr()
     err = captured.err.splitlines()
     # issue 15: an empty prediction file is evaluated with a warning that names it (issue 17: never a failure)
@@ -554,7 +554,7 @@ def test_labels_not_in_the_taxonomy_fail_the_units_as_evaluate_refuses_them(fixt
     spec = job_text(tmp_path, fixtures_dir, 'metrics = ["label_f1"]\n[options]\nlabels = ["feline", "Nope"]\n'
                     'average = ["label_macro"]\n' + DATASET)
     assert main(["jobs", "check", str(spec)]) == 0
-    assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 2
+    assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 1
     out = capsys.readouterr().out
     assert "failed: d/shallow: labels holds a label not in the taxonomy: 'Nope'" in out
     with pytest.raises(InputError, match="labels holds a label not in the taxonomy"):
@@ -565,7 +565,7 @@ def test_labels_not_in_the_taxonomy_fail_the_units_as_evaluate_refuses_them(fixt
 
 def test_a_measure_that_does_not_apply_fails_its_units_naming_the_job_files_key(fixtures_dir, tmp_path, capsys):
     spec = job_text(tmp_path, fixtures_dir, 'metrics = ["tree_induced_error", "hp"]\n' + DATASET)
-    assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 2
+    assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 1
     assert "failed: d/shallow: metrics: tree_induced_error needs as many predicted as true labels per instance" \
         in capsys.readouterr().out  # was --metrics: evaluate's flag
 
@@ -587,17 +587,24 @@ def test_check_rejects_a_job_file_that_is_not_utf8(tmp_path, capsys):
     assert capsys.readouterr().err == f"hiersql: error: {spec}:2: job file is not UTF-8: b'\\xe9'\n"
 
 
-def test_second_process_on_a_duckdb_queue_exits_2_naming_the_holder(fixtures_dir, tmp_path):
+def test_second_process_on_a_duckdb_queue_exits_75_naming_the_holder(fixtures_dir, tmp_path):
+    """Busy is not broken (issue 38 item 4): a queue file another process holds is exit status 75
+    (EX_TEMPFAIL), not the 2 of bad input or the 1 of failed units; a schedule whose one run found it busy
+    too."""
     spec = make_job(tmp_path, fixtures_dir)
     queue = Queue(tmp_path / "q.duckdb")
     submit(queue, spec)
     with queue.connect():  # this process holds the file
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        for action in (["run"], ["status"]):
+        for action in (["run"], ["status"], ["results"], ["schedule", str(spec), "--cron", "* * * * * *",
+                                                          "--runs", "1"]):
             done = subprocess.run([sys.executable, "-m", "hiersql", "jobs", *action, "--queue",
                                    str(tmp_path / "q.duckdb")], capture_output=True, text=True, env=env, timeout=60)
-            assert done.returncode == 2, done.stderr
-            assert done.stderr.count("\n") == 1 and f"in use by process {os.getpid()}" in done.stderr
+            assert done.returncode == 75, done.stderr
+            lines = done.stderr.splitlines()
+            assert f"in use by process {os.getpid()}" in lines[0]
+            assert lines[1:] == ([f"hiersql: error: {spec}: 1 of 1 scheduled run(s) failed (their errors are above)"]
+                                 if action[0] == "schedule" else [])
     queue.close()
 
 
@@ -614,14 +621,22 @@ def test_schedule_fires_every_second(fixtures_dir, tmp_path, capsys):
 
 
 def test_schedule_says_how_many_runs_failed(fixtures_dir, tmp_path, capsys):
-    # a unit that fails each time: each run fails (exit 2 of `jobs run`), and so does the schedule's end
+    # a unit that fails each time: each run fails (exit 1 of `jobs run`), and so does the schedule's end
     (tmp_path / "bad.tsv").write_text("i1\tNope\n", encoding="utf-8")
     spec = job_text(tmp_path, fixtures_dir, DATASET.replace("{pred}", str(tmp_path / "bad.tsv")))
     assert main(["jobs", "schedule", str(spec), "--cron", "* * * * * *", "--runs", "2",
-                 "--queue", str(tmp_path / "q.duckdb")]) == 2
+                 "--queue", str(tmp_path / "q.duckdb")]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [f"hiersql: error: {spec}: 1 of 1 unit(s) failed (`hiersql jobs status` lists the errors)"] * 2 + [
         f"hiersql: error: {spec}: 2 of 2 scheduled run(s) failed (their errors are above)"]
+
+
+@pytest.mark.parametrize(("statuses", "code"), [([1, 75, 2], 2), ([75, 1, 75], 1), ([75, 75], 75)])
+def test_a_schedule_exits_with_the_gravest_status_of_its_failed_runs(statuses, code):
+    # a bad job file or input (2) is gravest, then failed units (1), then a busy queue file (75: try later)
+    from hiersql.jobs.runner import RunsFailed
+
+    assert RunsFailed("3 of 3 scheduled run(s) failed", "nightly.toml", statuses).exit_status == code
 
 
 def test_schedule_stops_when_a_duckdb_query_of_a_run_is_interrupted(fixtures_dir, tmp_path, capsys, monkeypatch):
@@ -807,7 +822,7 @@ def test_column_keywords_read_csv_files_with_the_users_names(fixtures_dir, tmp_p
     assert len(expected) == 2
     # without the column names the same file is an error naming the file and the missing column
     spec.write_text(spec.read_text().replace('label_col = "genre"\n', ""))
-    assert main(["jobs", "run", str(spec)]) == 2
+    assert main(["jobs", "run", str(spec)]) == 1
     out = capsys.readouterr().out
     assert f"failed: d/shallow: {tmp_path / 'truth.csv'}: label table needs columns instance_id, label: no column" \
         " 'label' for the label (default name); the table has ['doc', 'genre']" in out, out
@@ -962,7 +977,7 @@ def test_system_col_one_unit_per_system_of_a_long_table(fixtures_dir, tmp_path, 
            "flat_errors": [*rows["flat_errors"][:-1], [rows["flat_errors"][-1][0], "unicorn"]]}
     write(bad)
     line = 1 + len(rows["shallow"]) + len(rows["flat_errors"])  # the header, shallow's rows, then flat_errors'
-    assert main(["jobs", "run", str(spec)]) == 2
+    assert main(["jobs", "run", str(spec)]) == 1
     out = capsys.readouterr().out
     assert f"failed: d/flat_errors: {tmp_path / 'runs.csv'} (model='flat_errors'):{line}: label not in the" \
         " taxonomy: 'unicorn'" in out, out

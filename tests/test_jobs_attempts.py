@@ -52,7 +52,7 @@ def reference(tmp_path: Path, fixtures_dir: Path) -> dict:
 def test_a_unit_that_kills_its_worker_process_fails_after_max_attempts(fixtures_dir, tmp_path):
     spec = killer_job(tmp_path, fixtures_dir)
     done = hiersql("run", str(spec), "--workers", "2", "--max-attempts", "3")
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == 1, done.stderr
     assert done.stderr == f"hiersql: error: {spec}: 1 of 5 unit(s) failed (`hiersql jobs status` lists the errors)\n"
     error = "gave up after 3 attempt(s) (--max-attempts): its worker process was killed by SIGKILL"
     assert f"failed: demo/killer: {error}" in done.stdout
@@ -70,7 +70,7 @@ def test_a_unit_that_kills_its_worker_process_fails_after_max_attempts(fixtures_
 def test_max_attempts_one_fails_at_the_first_stop(fixtures_dir, tmp_path):
     spec = killer_job(tmp_path, fixtures_dir)
     done = hiersql("run", str(spec), "--workers", "2", "--max-attempts", "1", "--batch", "1")
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == 1, done.stderr
     assert "failed: demo/killer: gave up after 1 attempt(s) (--max-attempts): its worker process was killed by" \
         " SIGKILL" in done.stdout
     assert "4 done, 0 unchanged, 1 failed" in done.stdout
@@ -85,7 +85,7 @@ def test_a_run_killed_by_its_unit_is_resumed_until_the_unit_gives_up(fixtures_di
     for _ in range(3):
         assert hiersql("run", *queue).returncode == -9
     done = hiersql("run", *queue)
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "failed: demo/killer: gave up after 3 attempt(s) (--max-attempts): its worker stopped before committing" \
         " it (killed, or the machine stopped)" in done.stdout, done.stdout
     status = hiersql("status", *queue).stdout
@@ -150,7 +150,7 @@ def test_results_keep_the_keys_whose_recompute_failed_or_waits(fixtures_dir, tmp
     before = results()
     assert len(before) == 5 * 2
     failed = hiersql("run", str(spec), "--recompute", "--workers", "2", "--max-attempts", "1", "--batch", "1")
-    assert failed.returncode == 2 and "4 done, 0 unchanged, 1 failed" in failed.stdout, failed.stdout
+    assert failed.returncode == 1 and "4 done, 0 unchanged, 1 failed" in failed.stdout, failed.stdout
     after = results()
     assert values(after) == values(before)
     # the killer's rows are those of the first run; the others' of the recompute

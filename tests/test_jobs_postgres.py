@@ -396,3 +396,44 @@ def test_a_results_table_of_hiersqls_form_becomes_the_queues(queue_url, spec, ca
     assert tables["Results"] == users
     assert ", ".join(c[0] for c in tables["results"][0]) == QUEUE_COLUMNS["results"]
     assert [r[:6] for r in tables["results"][1]] == [("r0", "d", "s", "hp", "micro", 0.5)]
+
+
+def test_report_of_a_postgres_queue_shows_the_latest_results_of_the_job(queue_url, fixtures_dir, tmp_path, capsys):
+    """``hiersql report --db postgresql://...`` (refused before): the rows of ``jobs results``, per job. A
+    prediction file edited, run, restored (and cautious taken out), run: the restored values, no cautious; a
+    second job with other options and a dataset also named ``demo`` stays out of ``--job demo-job``. By hand
+    (tests/test_cli.py): shallow's micro hR on the demo is 14/26 = 0.5385 without the root."""
+    from tests.test_report_jobs import as_shown, jobs_results, page_units, page_values, report
+
+    spec = make_job(tmp_path, fixtures_dir)
+    shallow = tmp_path / "preds" / "shallow.tsv"
+    original = shallow.read_text()
+    assert main(["jobs", "run", str(spec), "--queue", queue_url]) == 0
+    shallow.write_text("".join(original.splitlines(keepends=True)[1:]))  # one instance less
+    assert main(["jobs", "run", str(spec), "--queue", queue_url]) == 0
+    assert as_shown(jobs_results(capsys, queue_url))[("demo", "shallow", "hr micro")] != "0.5385"
+    shallow.write_text(original)
+    (tmp_path / "preds" / "cautious.tsv").unlink()
+    assert main(["jobs", "run", str(spec), "--queue", queue_url]) == 0
+    mine = jobs_results(capsys, queue_url)
+    page = report(capsys, queue_url, tmp_path / "r.html")
+    assert page_values(page) == as_shown(mine)
+    assert page_values(page)[("demo", "shallow", "hr micro")] == "0.5385"
+    assert {s for _, s in page_units(page)} == {"flat_errors", "shallow"}
+    other = tmp_path / "other.toml"
+    other.write_text('name = "other"\nmetrics = ["hp", "hr"]\n[options]\naverage = ["micro"]\ninclude_root = true\n'
+                     '[[dataset]]\nname = "demo"\ntaxonomy = "taxonomy.tsv"\ntruth = "truth.tsv"\n'
+                     'predictions = "preds/shallow.tsv"\n', encoding="utf-8")
+    assert main(["jobs", "run", str(other), "--queue", queue_url]) == 0
+    theirs = jobs_results(capsys, queue_url, "--job", "other")
+    assert page_values(report(capsys, queue_url, tmp_path / "mine.html", "--job", "demo-job")) == as_shown(mine)
+    both = page_values(report(capsys, queue_url, tmp_path / "both.html"))
+    assert both == as_shown(mine, "demo-job · {dataset}") | as_shown(theirs, "other · {dataset}")
+
+
+def test_report_of_a_postgres_database_that_is_not_a_queue(queue_url, tmp_path, capsys):
+    database = psycopg.conninfo.conninfo_to_dict(queue_url)["dbname"]
+    assert main(["report", "--db", queue_url, "--out", str(tmp_path / "r.html")]) == 2
+    assert capsys.readouterr().err == (f"hiersql: error: --db: not a job queue (no jobs table in database"
+                                       f" '{database}')\n")
+    assert not (tmp_path / "r.html").exists()

@@ -116,3 +116,61 @@ def test_germeval_report_fits_a_laptop_screen(chromium, data_dir, tmp_path):
     assert 'id="depth"' in dom and "depth 1" in dom and "depth 2" in dom
     # the whole page (the widest table included) fits the 1,400 px window: no horizontal scrolling
     assert _scroll_width(chromium, out, tmp_path) <= WIDTH
+
+
+@pytest.fixture(scope="module")
+def nightly_report(tmp_path_factory, data_dir) -> Path:
+    """The report of the nightly job of issue 38 (46 units): GermEval 2019 subtasks A (21 systems) and B (19)
+    and transposon (6), hp, hr, hf, lca_f1, mgia and the HCM's 13 measures, micro and macro (32 measures, 1,472
+    rows)."""
+    canonical = data_dir / "canonical"
+    folder = tmp_path_factory.mktemp("nightly")
+    spec = folder / "nightly.toml"
+    datasets = "".join(f'[[dataset]]\nname = "{name}"\ntaxonomy = "{canonical / taxonomy}"\n'
+                       f'truth = "{canonical / f"truth_{name}.tsv"}"\n'
+                       f'predictions = "{canonical / f"pred_{name}"}/*.tsv"\n'
+                       for name, taxonomy in (("a", "taxonomy.tsv"), ("b", "taxonomy.tsv"),
+                                              ("transposon", "taxonomy_transposon.tsv")))
+    spec.write_text('name = "nightly"\nqueue = "q.duckdb"\nmetrics = ["hp", "hr", "hf", "lca_f1", "mgia", "hcm"]\n'
+                    f'[options]\naverage = ["micro", "macro"]\n{datasets}', encoding="utf-8")
+    assert main(["jobs", "run", str(spec)]) == 0
+    out = folder / "report.html"
+    assert main(["report", "--db", str(folder / "q.duckdb"), "--job", "nightly", "--out", str(out)]) == 0
+    return out
+
+
+def test_job_report_fits_a_laptop_screen(chromium, nightly_report, tmp_path):
+    """The 46-unit job's page: at most 1 MB; no console error; its ranking tables of the 10 measures the job
+    file names one by one (systems as rows), the other 22 behind a toggle; the page does not scroll sideways
+    at 1,400 px, also with every toggle open, and no system name is squeezed (it was one letter per line in a
+    table of 34 columns)."""
+    assert nightly_report.stat().st_size <= 1_000_000
+    probe = tmp_path / "probe.html"
+    probe.write_text(nightly_report.read_text(encoding="utf-8").replace("</body>", """<script>
+var b = document.body.dataset, page = document.scrollingElement, cells = function () {
+  return Math.min.apply(null, Array.from(document.querySelectorAll("table.ranking td.system"))
+    .filter(function (td) { return td.offsetParent !== null; })
+    .map(function (td) { return td.getBoundingClientRect().width; })); };
+b.closed = page.scrollWidth + " " + window.innerWidth + " " + Math.floor(cells());
+document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+b.opened = page.scrollWidth + " " + window.innerWidth + " " + Math.floor(cells());
+</script></body>"""), encoding="utf-8")
+    result = run_chromium(chromium, probe, "--dump-dom")
+    assert console_lines(result) == []
+    dom = result.stdout
+    for state in ("closed", "opened"):
+        scroll, inner, narrowest = map(int, re.search(rf'data-{state}="(\d+) (\d+) (\d+)"', dom).groups())
+        assert inner == WIDTH and scroll <= inner, (state, scroll, inner)
+        assert narrowest >= 150, (state, narrowest)  # px: a name of 24 characters on one line
+    tables = re.findall(r"<table class=\"ranking sortable\">(.*?)</table>", dom, re.S)
+    assert len(tables) == 4 * 3  # per dataset: the chosen measures, the others in tables as wide
+    heads = [re.findall(r"<th[^>]*>([^<]*)</th>", t) for t in tables]
+    assert heads[0][1:] == [f"{m} {a}" for m in ("hp", "hr", "hf", "lca_f", "mgia") for a in ("macro", "micro")]
+    assert [len(h) - 1 for h in heads] == [10, 10, 10, 2] * 3
+    assert [t.count("<tr>") - 1 for t in tables] == [21] * 4 + [19] * 4 + [6] * 4
+    shot = tmp_path / "shot.png"
+    run_chromium(chromium, nightly_report, f"--screenshot={shot}", height=1400)
+    image = imread(shot)
+    assert image.shape[:2] == (1400, WIDTH)
+    grey = image[..., :3].mean(axis=2)
+    assert grey.std() > 0.05 and (grey < 0.5).mean() > 0.005  # text on white, not a blank page

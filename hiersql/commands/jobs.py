@@ -33,7 +33,8 @@ Queue: a DuckDB file (one process holds it and writes; `jobs status` reads the s
 beside the file), or PostgreSQL (start `hiersql jobs run --queue postgresql://...` on as many machines as you
 like). --workers N are threads of the run, each evaluating in a child process. A unit claimed --max-attempts
 times without a commit (its worker killed or crashed) fails.
-Exit status: 0 all done, 2 bad input or some units failed (one line on stderr; `jobs status` lists them).
+Exit status: 0 all done; 1 some units failed (`jobs status` lists them); 2 a bad job file or input; 75 the
+DuckDB queue file is held by another process (try again later: EX_TEMPFAIL). One line on stderr each.
 """
 
 
@@ -101,7 +102,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--cron", required=True, help='cron expression, e.g. "0 2 * * *" (a sixth field: seconds)')
     a.add_argument("--workers", type=int, default=1, metavar="N")
     a.add_argument("--runs", type=int, metavar="N", help="stop after N runs, failed ones included (default: never);"
-                   " exit status 2 when any failed")
+                   " when any failed, exit status 2 if one had a bad job file or input, else 1 if units failed,"
+                   " else 75 (the queue file was busy)")
     batch_arg(a)
     attempts_arg(a)
 
@@ -203,9 +205,8 @@ def _submit(queue, args: argparse.Namespace, spec) -> int:
 
 
 def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -> int:
-    from ..errors import InputError
     from ..jobs import submit
-    from ..jobs.runner import Summary, run
+    from ..jobs.runner import Summary, UnitsFailed, run
 
     jobs = args.job
     if spec is not None:
@@ -224,8 +225,8 @@ def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -
     bars.close()
     _print_summary(summary)
     if summary.failures:
-        raise InputError(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
-                         " (`hiersql jobs status` lists the errors)", args.spec or queue.url)
+        raise UnitsFailed(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
+                          " (`hiersql jobs status` lists the errors)", args.spec or queue.url)
     return 0
 
 
@@ -241,17 +242,16 @@ def _print_summary(summary) -> None:
 def _schedule(args: argparse.Namespace) -> int:
     import sys
 
-    from ..errors import InputError, query_interrupted
-    from ..jobs.runner import message
+    from ..errors import query_interrupted
+    from ..jobs.runner import RunsFailed, exit_status, message
     from ..jobs.schedule import check_cron, schedule
     from ..jobs.spec import load_spec
 
     check_cron(args.cron)
     load_spec(args.spec)  # a bad job file stops here; later it is reported at each fire
-    failed = 0
+    failed: list[int] = []  # the exit status of each failed run
 
     def fire() -> None:
-        nonlocal failed
         try:
             spec = load_spec(args.spec)  # read again: it may have changed since the last run
             queue = _queue(args, spec)  # opened per run: between runs the queue file is free
@@ -262,14 +262,15 @@ def _schedule(args: argparse.Namespace) -> int:
         except Exception as exc:  # a bad job file, failed units, a queue out of reach: said; the next run comes
             if query_interrupted(exc):  # Ctrl-C or SIGTERM landed in a DuckDB query: stop, as jobs run does
                 raise KeyboardInterrupt from None
-            failed += 1
+            failed.append(exit_status(exc))
             print(f"hiersql: error: {message(exc)}", file=sys.stderr)
         sys.stdout.flush()
 
     print(f"scheduled {args.spec} at '{args.cron}'", flush=True)
     runs = schedule(args.cron, fire, args.runs)
     if failed:  # (--runs: each time counts, a failed run too) said, not only in the lines above
-        raise InputError(f"{failed} of {runs} scheduled run(s) failed (their errors are above)", args.spec)
+        raise RunsFailed(f"{len(failed)} of {runs} scheduled run(s) failed (their errors are above)", args.spec,
+                         failed)
     return 0
 
 
@@ -335,7 +336,7 @@ def _print_published(busy, jobs: list[str] | None) -> bool:
 
 
 def _print_results(rows: list[tuple], fmt: str, csv_cell) -> None:
-    from ..jobs.queue import RESULT_COLUMNS
+    from ..jobs.reading import RESULT_COLUMNS
 
     if fmt == "csv":
         print(",".join(RESULT_COLUMNS))

@@ -3,8 +3,11 @@
 - From the inputs, ``hiersql report --taxonomy … --truth … --pred … --out DIR`` (or ``FILE.html``): the
   comparison of ``hiersql compare`` (ranking table with intervals and groups, dot plots, Kendall's τ), the
   per-depth breakdown, the confusion matrices, the command, the hiersql version and the inputs' SHA-256.
-- From stored results, ``hiersql report --db FILE --out …`` (results of ``hiersql evaluate --db``,
-  ``hiersql jobs run`` or ``Evaluator.save``): per dataset, the ranking table and dot plots of the values
+- From a job queue, ``hiersql report --db QUEUE [--job NAME] --out …`` (a DuckDB file or a PostgreSQL URL):
+  per job and dataset, the latest results of the units of the job's latest submission
+  (:mod:`hiersql.jobs.report`).
+- From stored results, ``hiersql report --db FILE --out …`` (results of ``hiersql evaluate --db`` or
+  ``Evaluator.save``): per dataset, the ranking table and dot plots of the values
   (no intervals: stored results have no per-instance values) and Kendall's τ.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..jobs.report import MAIN_COLUMNS
 from .common import add_input_arguments
 from .compare import add_compare_arguments
 
@@ -27,12 +31,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         if action.dest in ("taxonomy", "truth", "pred"):
             action.required = False
         if action.dest == "db":
-            action.help = ("with the inputs: DuckDB file to keep the tables in; alone: the DuckDB file whose "
-                           "results table to report")
+            action.metavar = "FILE|URL"
+            action.help = ("with the inputs: DuckDB file to keep the tables in; alone: the job queue (a DuckDB "
+                           "file or postgresql:// URL) or the DuckDB file whose results table to report")
     add_compare_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR|FILE.html",
                    help="where to write the report: a .html file, or a directory (DIR/index.html)")
     p.add_argument("--dataset", action="append", help="with --db alone: only these datasets (repeatable)")
+    p.add_argument("--job", action="append", metavar="ID|NAME",
+                   help="with a job queue: only this job (its latest submission; repeatable; default: every job,"
+                        " each in sections of its own)")
+    p.add_argument("--columns", metavar="MEASURES",
+                   help="with a job queue: the measures of the ranking tables, comma-separated names or aliases"
+                        f" (default: those the job file names one by one, at most {MAIN_COLUMNS}); the others"
+                        " are in a second table behind a toggle")
     p.add_argument("--title", default="hiersql report")
     p.add_argument("--confusion-depth", type=int, metavar="D",
                    help="depth of the confusion matrices (default: the deepest level with at most "
@@ -52,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("the inputs need --taxonomy, --truth and --pred", f"--{missing[0]}")
     if not given and not args.db:
         raise InputError("give the inputs (--taxonomy, --truth, --pred) or a results database", "--db")
+    for flag in ("job", "columns"):
+        if given and getattr(args, flag):
+            raise InputError("goes with --db alone (a job queue), not with the inputs", f"--{flag}")
     check_page_target(args.out, "--out")
-    out = from_inputs(args) if given else from_results(args)
+    out = from_inputs(args) if given else job_report(args) or from_results(args)
     print(f"hiersql: wrote {out}", file=sys.stderr)
     return 0
 
@@ -165,22 +180,59 @@ def confusion_depth(store) -> int:
     return max(fitting, default=1)
 
 
+def job_report(args: argparse.Namespace):
+    """The report of a job queue's latest results (``--db`` a DuckDB queue file or a PostgreSQL URL), written
+    to ``--out``: the path written; ``None`` when ``--db`` is a DuckDB file that is not a queue (a results file
+    of ``hiersql evaluate --db``: :func:`from_results`)."""
+    from pathlib import Path
+
+    from ..dbfile import connect
+    from ..errors import InputError, display
+    from ..jobs.queue import NotAQueue, Queue, is_postgres
+    from ..jobs.report import chosen_metrics, job_sections, submissions_table
+    from ..report import html_page, provenance
+    from .common import write_page
+
+    columns = None if args.columns is None else chosen_metrics(args.columns.split(","), "--columns")
+    opened = None
+    if not is_postgres(args.db):
+        if not Path(args.db).is_file():
+            raise InputError("results database not found", args.db)
+        opened = connect(args.db, read_only=True, wait=args.wait)  # a DuckDB file, waited for when locked
+    try:
+        queue = Queue(args.db, create=False, write=False, named=("--db", None), opened=opened)
+    except NotAQueue:
+        if opened is None:
+            raise
+        if args.job or args.columns:
+            flag = "--job" if args.job else "--columns"
+            raise InputError("reads a job queue; this results file has no jobs table", flag,
+                             value=(args.job or [args.columns])[0]) from None
+        return None
+    try:
+        with queue.connect() as con:
+            rows = con.latest(args.job)
+            submissions = con.submissions(sorted({r[1] for r in rows}))
+    finally:
+        queue.close()
+    sections = job_sections(rows, submissions, columns, args.dataset)
+    if not sections:
+        raise InputError("no results to report", display(args.db), value=args.dataset or args.job)
+    sections.append(("provenance", "How this page was made",
+                     provenance(_command(args), []) + submissions_table(submissions)))
+    return write_page(html_page(args.title, sections), args.out, "--out")
+
+
 def from_results(args: argparse.Namespace):
     from html import escape
-    from pathlib import Path
 
     from ..compare import Comparison, scores
     from ..dbfile import connect
-    from ..errors import InputError, display
+    from ..errors import InputError
     from ..report import comparison_sections, file_digest, html_page, provenance, results_ranking
     from ..stats import rank_correlations
     from .common import write_page
 
-    if args.db.startswith(("postgresql://", "postgres://")):
-        raise InputError("report --db reads a DuckDB file; the results of a PostgreSQL queue: hiersql jobs results"
-                         " --queue URL", "--db", value=display(args.db))
-    if not Path(args.db).is_file():
-        raise InputError("results database not found", args.db)
     with connect(args.db, read_only=True, wait=args.wait) as con:  # a DuckDB file, waited for when locked
         has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'results'").fetchall()
         if not has[0][0]:

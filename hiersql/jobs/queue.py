@@ -36,6 +36,7 @@ from typing import Any
 
 from ..errors import InputError, display, masked
 from ..files import write_atomically
+from .reading import Reading
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, spec VARCHAR NOT NULL,"
@@ -55,12 +56,10 @@ SCHEMA = (
     " run_id VARCHAR, worker VARCHAR, started_at TIMESTAMP NOT NULL, error VARCHAR)",
     "CREATE INDEX IF NOT EXISTS attempts_unit ON attempts (unit_id)",
 )
-STATUSES = ("queued", "running", "done", "skipped", "failed", "cancelled")
 UNIT_COLUMNS = ("unit_id, job_id, dataset, system, key, grp, work, recompute,"
                 " (SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id) AS tries")
 RESULT_INSERT = ("run_id", "dataset", "system", "metric", "average", "value", "created_at", "key", "job_id",
                  "unit_id")
-RESULT_COLUMNS = ("dataset", "system", "metric", "average", "value", "key", "run_id", "job_id", "created_at")
 
 
 @dataclass(frozen=True)
@@ -86,8 +85,15 @@ def is_postgres(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
 
+class NotAQueue(InputError):
+    """A database without the queue's ``jobs`` table (:meth:`Connection.check_queue`)."""
+
+
 class QueueBusy(InputError):
-    """A DuckDB queue file that another process (``pid``) holds."""
+    """A DuckDB queue file that another process (``pid``) holds: exit status 75 (``EX_TEMPFAIL`` of
+    sysexits.h: try again later), not the 2 of bad input."""
+
+    exit_status = 75
 
     def __init__(self, message: str, url: str, pid: int | None) -> None:
         super().__init__(message, url)
@@ -130,18 +136,21 @@ class Queue:
     ``create=False``: a queue that must exist already (reading its status or results, cancelling), an
     :class:`~hiersql.errors.InputError` if it does not; a DuckDB file is then opened read-only unless
     ``write`` (it may be on a read-only file system). ``named``: where the queue was given, for messages
-    (``("--queue", None)``, or the job file and the line of its ``queue`` key); default ``--queue``."""
+    (``("--queue", None)``, or the job file and the line of its ``queue`` key); default ``--queue``.
+    ``opened``: a read-only DuckDB connection to ``url`` already open (``hiersql report --db`` opens the file
+    to tell a queue from a results file), which the queue uses and closes."""
 
     def __init__(self, url: str | Path, wait: float = 0.0, create: bool = True, write: bool = True,
-                 named: tuple[str, int | None] = ("--queue", None)) -> None:
+                 named: tuple[str, int | None] = ("--queue", None), opened: Any = None) -> None:
         self.url = str(url)
+        self.named = named
         self.postgres = is_postgres(self.url)
         self.wait = wait
         self.read_only = not create and not write and not self.postgres
         if not create and not self.postgres and not Path(self.url).is_file():
             raise InputError("queue not found (a DuckDB file, which hiersql jobs submit or jobs run makes, or a"
                              " postgresql:// URL)", self.url)
-        self._duckdb: Any = None
+        self._duckdb: Any = opened
         self._claimed: set[str] = set()  # DuckDB: units and keys claimed by this process's threads
         self._lock = threading.Lock()
         self._published = False
@@ -256,8 +265,9 @@ class Queue:
             self._changes += 1
 
 
-class Connection:
-    """One session on the queue: statements with ``?`` parameters on either database."""
+class Connection(Reading):
+    """One session on the queue: statements with ``?`` parameters on either database (those that read the
+    queue: :class:`~hiersql.jobs.reading.Reading`)."""
 
     def __init__(self, queue: Queue, raw: Any) -> None:
         self.queue = queue
@@ -323,8 +333,8 @@ class Connection:
             return
         if self.queue.postgres:
             database = self.execute("SELECT current_database()")[0][0]
-            raise InputError(f"not a job queue (no jobs table in database {database!r})", "--queue")
-        raise InputError("not a job queue (no jobs table)", self.queue.url)
+            raise NotAQueue(f"not a job queue (no jobs table in database {database!r})", self.queue.named[0])
+        raise NotAQueue("not a job queue (no jobs table)", self.queue.url)
 
     def check_tables(self) -> None:
         """An :class:`~hiersql.errors.InputError` naming the database (a URL without its password) and the
@@ -393,20 +403,6 @@ class Connection:
             found |= {r[0] for r in self.execute(
                 f"SELECT DISTINCT key FROM results WHERE key IN ({', '.join('?' * len(part))})", part)}
         return found
-
-    def job_ids(self, jobs: list[str] | None, latest: bool = False) -> list[str]:
-        """The ids of ``jobs`` (ids or names; a name means its jobs, or with ``latest`` its latest submission),
-        every job when ``None``."""
-        rows = self.execute("SELECT job_id, name FROM jobs ORDER BY job_id")
-        if jobs is None:
-            return [r[0] for r in rows]
-        missing = [j for j in jobs if not any(j in r for r in rows)]
-        if missing:
-            raise InputError("no such job in the queue", self.queue.url, value=missing[0])
-        if latest:  # job ids sort by submission time
-            last = {name: job_id for job_id, name in rows}
-            return sorted({r[0] for r in rows if r[0] in jobs} | {last[j] for j in jobs if j in last})
-        return [r[0] for r in rows if r[0] in jobs or r[1] in jobs]
 
     # ------------------------------------------------------------------ work
     def claim(self, jobs: list[str] | None, workers: int, max_batch: int) -> list[Claimed]:
@@ -551,84 +547,6 @@ class Connection:
         return len(self.execute(
             "UPDATE units SET status = 'cancelled', error = ? WHERE unit_id IN (SELECT unit_id FROM units WHERE"
             f" status = 'queued' AND {where}{locked}) RETURNING unit_id", [error, *params]))
-
-    # ------------------------------------------------------------------ reading
-    def status(self, jobs: list[str] | None = None) -> list[dict[str, Any]]:
-        """Per job: its id, name, submission time, the count of units per status (``running``: claimed by a
-        worker now: on PostgreSQL any worker's, on DuckDB this process's), the claims of its units
-        (``attempts``), how many units were claimed more than once (``retried``), and the failed units' errors
-        ``(dataset, system, error, attempts)``."""
-        ids = self.job_ids(jobs)
-        if not ids:
-            return []
-        marks = ", ".join("?" * len(ids))
-        counts = self.execute(f"SELECT job_id, status, count(*) FROM units WHERE job_id IN ({marks})"
-                              " GROUP BY job_id, status", ids)
-        running: dict[str, int] = {}
-        if self.queue.postgres:
-            with self.transaction():
-                free = self.execute(f"SELECT job_id FROM units WHERE status = 'queued' AND job_id IN ({marks})"
-                                    " FOR SHARE SKIP LOCKED", ids)
-            queued = {j: n for j, s, n in counts if s == "queued"}
-            for job, n in queued.items():
-                running[job] = n - sum(1 for (j,) in free if j == job)
-        elif self.queue._claimed:  # the units this process's workers hold
-            with self.queue._lock:
-                claimed = list(self.queue._claimed)
-            for (job,) in self.execute(f"SELECT job_id FROM units WHERE status = 'queued' AND job_id IN ({marks})"
-                                       f" AND unit_id IN ({', '.join('?' * len(claimed))})", [*ids, *claimed]):
-                running[job] = running.get(job, 0) + 1
-        tries = "(SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id)"
-        errors = self.execute(f"SELECT job_id, dataset, system, error, {tries} FROM units WHERE job_id IN ({marks})"
-                              " AND status = 'failed' ORDER BY job_id, seq", ids)
-        attempts = {j: (int(n), int(r)) for j, n, r in self.execute(
-            f"SELECT job_id, sum(tries), count(*) FILTER (WHERE tries > 1) FROM (SELECT job_id, {tries} AS tries"
-            f" FROM units WHERE job_id IN ({marks})) t GROUP BY job_id", ids)}
-        jobs_rows = self.execute(f"SELECT job_id, name, spec, submitted_at FROM jobs WHERE job_id IN ({marks})"
-                                 " ORDER BY job_id", ids)
-        out = []
-        for job, name, spec, submitted in jobs_rows:
-            count = dict.fromkeys(STATUSES, 0)
-            for j, s, n in counts:
-                if j == job:
-                    count[s] = n
-            count["running"] = running.get(job, 0)
-            count["queued"] -= count["running"]
-            tried, retried = attempts.get(job, (0, 0))
-            out.append({"job_id": job, "name": name, "spec": spec, "submitted_at": submitted, **count,
-                        "attempts": tried, "retried": retried,
-                        "errors": [(d, s, e, int(n)) for j, d, s, e, n in errors if j == job]})
-        return out
-
-    def results(self, jobs: list[str] | None = None, history: bool = False) -> list[tuple]:
-        """Result rows (:data:`RESULT_COLUMNS`). By default the latest submission of each job name: for each
-        of its units, the latest run of the unit's key, whether that unit computed it, found it unchanged, or
-        did not (yet) compute it again (a ``--recompute`` that failed, was interrupted or is queued: the key
-        hashes the inputs, so the stored rows of the key are those inputs' values); a key without results has
-        no rows. ``jobs`` picks submissions (ids, or names: the latest submission of each, and with ``history``
-        all of them); ``history``: every stored row of those jobs' keys, oldest first (all rows when ``jobs``
-        is ``None``)."""
-        if history and jobs is None:
-            return self.execute(f"SELECT {', '.join(RESULT_COLUMNS)} FROM results"
-                                " ORDER BY created_at, run_id, dataset, system, metric, average")
-        if jobs is None:
-            ids = [r[0] for r in self.execute(
-                "SELECT max(job_id) FROM jobs GROUP BY name ORDER BY max(job_id)")]
-        else:
-            ids = self.job_ids(jobs, latest=not history)
-        if not ids:
-            return []
-        marks = ", ".join("?" * len(ids))
-        keys = f"SELECT DISTINCT key FROM units WHERE job_id IN ({marks})"
-        columns = ", ".join(f"r.{c}" for c in RESULT_COLUMNS)
-        if history:
-            return self.execute(f"SELECT {columns} FROM results r WHERE r.key IN ({keys})"
-                                " ORDER BY r.created_at, r.run_id, r.dataset, r.system, r.metric, r.average", ids)
-        return self.execute(
-            f"SELECT {columns} FROM results r JOIN (SELECT key, run_id, row_number() OVER (PARTITION BY key"
-            " ORDER BY max(created_at) DESC, run_id DESC) AS n FROM results"
-            f" WHERE key IN ({keys}) GROUP BY key, run_id) l ON l.key = r.key AND l.run_id = r.run_id AND l.n = 1"
-            " ORDER BY r.dataset, r.system, r.metric, r.average", ids)
 
 
 @functools.cache

@@ -77,11 +77,33 @@ class Summary:
                 self.failures.append((event.dataset, event.system, event.error or ""))
 
 
+class UnitsFailed(InputError):
+    """Units of a run failed (each recorded its error): exit status 1, which cron and systemd tell from bad
+    input (2) and from a queue file another process holds (75: :class:`~hiersql.jobs.queue.QueueBusy`)."""
+
+    exit_status = 1
+
+
+class RunsFailed(InputError):
+    """Runs of a schedule failed: the exit status of the gravest of ``statuses`` (:func:`exit_status` of each
+    failed run): a bad job file or input (2), else failed units (1), else a busy queue file (75)."""
+
+    def __init__(self, message: str, source: str, statuses: list[int]) -> None:
+        super().__init__(message, source)
+        self.exit_status = next(code for code in (2, 1, 75) if code in statuses)
+
+
 def message(exc: BaseException) -> str:
     """The one line the command line prints for an error (without its ``hiersql: error:`` prefix)."""
     if isinstance(exc, InputError):
         return str(exc)
     return f"internal error: {_named(exc)}"
+
+
+def exit_status(exc: BaseException) -> int:
+    """The exit status the command line gives an error: an input error's ``exit_status`` (2: bad input;
+    :class:`UnitsFailed` 1, :class:`~hiersql.jobs.queue.QueueBusy` 75), 1 for an internal error."""
+    return getattr(exc, "exit_status", 2) if isinstance(exc, InputError) else 1
 
 
 def _unit_message(exc: BaseException) -> str:
