@@ -18,7 +18,7 @@ from hiersql import sqlfiles
 from hiersql.cli import build_parser, main
 from hiersql.errors import InputError
 from hiersql.evaluator import make_options
-from hiersql.metrics import FAMILIES, Options
+from hiersql.metrics import FAMILIES, REGISTRY, Options, plan_of
 from hiersql.options import (
     MEASURE_OPTIONS,
     RUN_OPTIONS,
@@ -180,6 +180,9 @@ def test_sql_has_a_flag_for_each_option_that_is_a_parameter_of_the_sql_files():
     for file in sqlfiles.available():
         for text in sqlfiles.queries(file).values():
             in_files |= sqlfiles.parameters(text)
+    for family in REGISTRY:  # and of the SQL generated from the declared measures ($beta of hF)
+        for m in plan_of(family).measures:
+            in_files |= sqlfiles.parameters(" ".join(filter(None, (m.numerator, m.denominator, m.undefined))))
     names = {o.name for o in MEASURE_OPTIONS}
     assert {o.name for o in sql_options() if o.sql} == names & in_files == {
         "include_root", "max_distance", "beta", "zero_division", "augment", "dmax", "empty_prediction", "tn",
@@ -353,11 +356,11 @@ def test_sql_rejects_parameters_the_query_does_not_take(capsys):
 
 
 def test_sql_param_named_after_an_option_equals_its_flag(capsys):
-    assert main(["sql", "hp", "--param", "beta=2", "--compact"]) == 0
+    assert main(["sql", "hf", "--param", "beta=2", "--compact"]) == 0  # hF's declared formula reads $beta
     by_param = capsys.readouterr().out
-    assert main(["sql", "hp", "--beta", "2", "--compact"]) == 0
+    assert main(["sql", "hf", "--beta", "2", "--compact"]) == 0
     assert capsys.readouterr().out == by_param
-    assert main(["sql", "hp", "--compact"]) == 0
+    assert main(["sql", "hf", "--compact"]) == 0
     assert capsys.readouterr().out != by_param
 
 

@@ -122,9 +122,13 @@ def test_rename_keeps_the_old_name_as_alias():
 def test_spark_gets_double_literals_and_union_all_recursion():
     sql = engines.render("closure", dialect="spark", pretty=False)
     assert "UNION ALL" in sql
-    summary = engines.render("set_based", params={"include_root": False, "max_distance": None,
-                                                  "augment": "ancestors", "beta": 1.0, "zero_division": 0.0},
-                             dialect="spark", pretty=False)
+    from hiersql.metrics import set_based
+    from hiersql.plan import instance_values_sql
+
+    summary = engines.render("set_based", "set_based_instance_values",  # the generated per-instance ratios
+                             params={"include_root": False, "max_distance": None, "augment": "ancestors",
+                                     "beta": 1.0, "zero_division": 0.0},
+                             dialect="spark", pretty=False, text=instance_values_sql(set_based.PLAN))
     decimals = [lit for lit in sqlglot.parse_one(summary, read="spark").find_all(exp.Literal)
                 if lit.is_number and "." in lit.this]
     assert decimals and all(isinstance(lit.parent, exp.Cast) for lit in decimals)
