@@ -83,7 +83,7 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
         m = measure_of(plan, metric, average)
     except ValueError:
         return None
-    if plan.summary is not None or m.total or m.undefined is not None:
+    if plan.summary is not None or plan.average_of is not None or m.total or m.undefined is not None:
         return None
     zero = float(options.zero_division) if m.zero == "$zero_division" else float(m.zero)
     columns: Mapping[str, str | None] = {}

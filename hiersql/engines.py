@@ -437,7 +437,10 @@ class Engine:
                 summary = self.result(plan.file, f"{plan.name}_summary", params, done,
                                       text=summary_sql(plan, group, options.average, True, self.weighted,
                                                        options.labels is not None))
-            rows += summary_rows(summary, metrics, options)
+            group_rows = summary_rows(summary, metrics, options)
+            if plan.average_of is not None:
+                group_rows = [row._replace(average=plan.average_of(group_options)) for row in group_rows]
+            rows += group_rows
         order = {m: i for i, m in enumerate(plan.metrics)}
         return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric, r.average))
 
