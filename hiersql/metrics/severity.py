@@ -94,3 +94,108 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     return pd.concat([engine.per_instance(PLAN, group).to_pandas().assign(k=group.k[0]).pipe(
         lambda frame: frame[["system", "instance_id", "k", *frame.columns[2:-1]]])
         for _, group in _groups(list(METRICS), options)], ignore_index=True)
+
+
+# ------------------------------------------------------------------------------------- one-shot functions
+def ranked_labels(y_score: Any, labels: Sequence[str] | None, y_true: Sequence[Any], k: int
+                  ) -> tuple[list[list[str]], list[float]]:
+    """The top ``k`` labels of each row of the score matrix ``y_score`` (``(n, m)``, column ``j`` scoring
+    ``labels[j]``; without ``labels``, the sorted distinct labels of ``y_true``, as scikit-learn's
+    ``top_k_accuracy_score``), highest score first, ties by label, and their scores, flattened in that order.
+    A matrix of another shape, repeated labels or a score that is not a finite number are
+    :class:`~hiersql.options.OptionError` s naming the argument."""
+    import numpy as np
+
+    from ..options import OptionError
+
+    scores = np.asarray(y_score, dtype=float)
+    if labels is None:
+        labels = sorted({str(label) for label in y_true})
+    names = [str(label) for label in labels]
+    if len(set(names)) != len(names):
+        raise OptionError("labels", "must not repeat a label", next(x for x in names if names.count(x) > 1))
+    if scores.ndim != 2 or scores.shape[1] != len(names):
+        raise OptionError("y_score", f"must be a matrix with one column per label ({len(names)}: pass labels="
+                          " to name its columns)", f"shape {scores.shape}")
+    if not np.isfinite(scores).all():
+        raise OptionError("y_score", "must hold finite numbers", "nan or inf")
+    by_name = np.argsort(np.argsort(names, kind="stable"))  # each column's place in label order
+    order = np.lexsort((np.broadcast_to(by_name, scores.shape), -scores), axis=-1)[:, :k]
+    return ([[names[j] for j in row] for row in order.tolist()],
+            np.take_along_axis(scores, order, axis=1).ravel().tolist())
+
+
+def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, labels: Sequence[str] | None,
+              options: dict[str, Any]) -> float:
+    """``metric`` at ``k`` for a score matrix (:func:`ranked_labels`) or for hard predictions (one label, or
+    one label set, per instance; ``k`` must then be 1)."""
+    import numpy as np
+
+    from ..oneshot import score
+    from ..options import OptionError
+
+    matrix = np.asarray(y_score, dtype=object)
+    scored = matrix.ndim == 2 and all(isinstance(x, int | float | np.number) and not isinstance(x, bool)
+                                      for x in matrix.ravel())
+    if not scored:
+        if k != 1:
+            raise OptionError("k", "must be 1 for hard predictions (y_score holds labels, not scores)", k)
+        if labels is not None:
+            raise OptionError("labels", "names the columns of a score matrix; y_score holds labels", "given")
+        return score(PLAN, metric, y_true, y_score, taxonomy, "", k=1, **options)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise OptionError("k", "must be an integer >= 1", k)
+    true = list(y_true) if not isinstance(y_true, str) else y_true
+    y_pred, flat = ranked_labels(y_score, labels, [x for x in true if isinstance(x, str)], k)
+    return score(PLAN, metric, true, y_pred, taxonomy, "", scores=flat, k=k, **options)
+
+
+def top_k_accuracy(y_true, y_score, taxonomy, k: int = 1, *, labels=None, **options) -> float:
+    """The share of instances whose true label is among the ``k`` labels of highest score.
+
+    Parameters
+    ----------
+    y_true:
+        One true label per instance (or one label set: a hit is any of them).
+    y_score:
+        An ``(n, m)`` score matrix, column ``j`` scoring ``labels[j]`` (scikit-learn's
+        ``top_k_accuracy_score`` layout), ranked highest first, ties by label; or hard predictions, one label
+        per instance (``k`` must then be 1).
+    taxonomy:
+        A :class:`~hiersql.taxonomy.Taxonomy`, a path, a networkx DiGraph or ``(parent, child)`` pairs.
+    k:
+        How many ranked labels count.
+    labels:
+        The columns' labels (default: the sorted labels of ``y_true``, as scikit-learn).
+    **options:
+        ``severity_distance`` (``"height"``, ``"edges"``).
+    """
+    return _one_shot("top_k_accuracy", y_true, y_score, taxonomy, k, labels, options)
+
+
+def hierarchical_distance_at_k(y_true, y_score, taxonomy, k: int = 1, *, labels=None, **options) -> float:
+    """The mean over instances of ``Σ_{j ≤ k} d(y, p_j) / k``: the distance (height of the lowest common
+    ancestor) between the true label and each of the ``k`` labels of highest score (Bertinetto et al. 2020,
+    "hierarchical distance@k"). Arguments as :func:`top_k_accuracy`."""
+    return _one_shot("hierarchical_distance_at_k", y_true, y_score, taxonomy, k, labels, options)
+
+
+def best_hierarchical_distance_at_k(y_true, y_score, taxonomy, k: int = 1, *, labels=None, **options) -> float:
+    """The mean over instances of ``min_{j ≤ k} d(y, p_j)``, the nearest of the top ``k`` labels. Arguments as
+    :func:`top_k_accuracy`."""
+    return _one_shot("best_hierarchical_distance_at_k", y_true, y_score, taxonomy, k, labels, options)
+
+
+def mistake_severity(y_true, y_score, taxonomy, k: int = 1, *, labels=None, **options) -> float:
+    """The average mistake severity: over the instances whose top-1 label is wrong, the mean of
+    ``Σ_{j ≤ k} d(y, p_j) / k`` (``k = 1``: the distance of the top-1 label; Bertinetto et al. 2020); NaN when
+    no top-1 label is wrong. Arguments as :func:`top_k_accuracy`."""
+    return _one_shot("mistake_severity", y_true, y_score, taxonomy, k, labels, options)
+
+
+def hierarchical_precision_at_k(y_true, y_score, taxonomy, k: int = 1, *, labels=None, **options) -> float:
+    """The mean over instances of ``Σ_{j ≤ k} (1 − d(y, p_j) / D) / Σ_{j ≤ k} best_j(y)``: the similarity of the
+    top ``k`` labels over that of the ``k`` classes nearest to ``y`` (Bertinetto et al. 2020); ``D`` is the
+    largest distance between two classes (the leaves and the labels seen). Instances with several true labels
+    are left out. Arguments as :func:`top_k_accuracy`."""
+    return _one_shot("hierarchical_precision_at_k", y_true, y_score, taxonomy, k, labels, options)
