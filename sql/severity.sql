@@ -1,14 +1,14 @@
 -- Mistake severity, hierarchical distance@k and hierarchical precision@k (Bertinetto et al., "Making Better
 -- Mistakes", CVPR 2020, §4 and their run_xent.py; Karthik et al., ICLR 2021). docs/severity.md has the table.
 -- Per (system, instance) the predicted labels are ranked: by score, highest first, ties by label; a
--- prediction without score by its rank as read (hard predictions). The top k are the first $k of them
+-- prediction without score by its rank as read (hard predictions). The top k are the first $top_k of them
 -- (fewer when fewer are ranked). With Y the true labels of the instance and p_j its j-th ranked label:
 --   d(u, v) = 0 when u = v, else min over the common ancestors a of u and v of height(a)      ($severity_distance
 --             'height': the height of the LCA in a tree, height(a) = the longest of a's shortest paths to a
 --             leaf below it; the authors' "ILSVRC" distance)
 --          or min over the common ancestors a of up(u, a) + up(v, a)                 ('edges': the edge count)
 --   d_j = min over t in Y of d(t, p_j)          (one true label: d(y, p_j); several: the nearest one)
---   hit = [some p_j of the top k is in Y]       n = the number of ranked labels in the top k (<= $k)
+--   hit = [some p_j of the top k is in Y]       n = the number of ranked labels in the top k (<= $top_k)
 --   similarity s_j = 1 - d_j / D, D the largest d(a, b) over the classes C (the taxonomy's leaves and every
 --   label of the truth and the predictions); best_j = the j-th largest 1 - d(y, c) / D over c in C.
 -- The per-instance values (hiersql.metrics.severity declares the measures over severity_instance):
@@ -28,13 +28,13 @@ GROUP BY c.ancestor
 
 -- name: severity_systems
 -- (system, ranked): whether the top k (k > 1) of a system is defined: k = 1, or the system gave scores.
-SELECT s.system, $k = 1 OR max(CASE WHEN p.score IS NOT NULL THEN 1 ELSE 0 END) = 1 AS ranked
+SELECT s.system, $top_k = 1 OR max(CASE WHEN p.score IS NOT NULL THEN 1 ELSE 0 END) = 1 AS ranked
 FROM systems AS s
 LEFT JOIN predictions AS p ON p.system = s.system
 GROUP BY s.system
 
 -- name: severity_top
--- (system, instance_id, label, position): the top $k labels of each (system, instance), position 1 first.
+-- (system, instance_id, label, position): the top $top_k labels of each (system, instance), position 1 first.
 SELECT system, instance_id, label, position
 FROM (
     SELECT p.system, p.instance_id, p.label,
@@ -43,7 +43,7 @@ FROM (
                                        p.label) AS position
     FROM predictions AS p
 ) AS r
-WHERE position <= $k
+WHERE position <= $top_k
 
 -- name: severity_classes
 -- (label): the classes C that a retrieval may return: the leaves and every label seen.
@@ -94,7 +94,7 @@ CROSS JOIN (
     JOIN severity_classes AS a ON a.label = d.u
     JOIN severity_classes AS b ON b.label = d.v
 ) AS m
-WHERE r.position <= $k AND m.diameter > 0
+WHERE r.position <= $top_k AND m.diameter > 0
 GROUP BY r.u
 
 -- name: severity_ranked_distances

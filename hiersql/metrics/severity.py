@@ -44,9 +44,9 @@ NAN = "CAST('NaN' AS DOUBLE)"  # the mean over no instance (no mistake, no score
 
 
 def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
-    """``$k`` (the group's one k), ``$severity_distance`` and ``$precision`` (the pairs of all classes are
+    """``$top_k`` (the group's one k), ``$severity_distance`` and ``$precision`` (the pairs of all classes are
     needed only for hierarchical precision)."""
-    return {"k": options.k[0], "severity_distance": options.severity_distance,
+    return {"top_k": options.k[0], "severity_distance": options.severity_distance,
             "precision": "hierarchical_precision_at_k" in metrics}
 
 
