@@ -243,23 +243,36 @@ def test_command_line(tmp_path, capsys):
         assert err.count("\n") == 0 and "--k" in err and "Traceback" not in err, err
 
 
+def _engine_equals_duckdb(make_engine, distances: tuple[str, ...]) -> None:
+    """The severity rows of another engine (``make_engine()``, closed after) equal DuckDB's on a scored and a
+    hard system."""
+    from hiersql.metrics import compute
+    from hiersql.options import make_options
+    from tests._engine_cases import assert_rows_match
+
+    ev = evaluator(TREE, TRUTH, {"m": scored_rows(SCORES, LABELS), "hard": [["a1"], ["b1"], ["b2", "a2"]]})
+    engine = make_engine()
+    try:
+        engine.copy_store(ev.store)
+        for distance in distances:
+            options = make_options(k=(1, 2, 5), severity_distance=distance)
+            assert_rows_match(compute(engine, ["severity"], options), compute(ev.store, ["severity"], options),
+                              tol=1e-12)
+    finally:
+        engine.close()
+        ev.close()
+
+
 @pytest.mark.postgres
 def test_postgres_equals_duckdb(pg_dsn):
     from hiersql.engines import PostgresEngine
-    from hiersql.metrics import compute
-    from hiersql.options import make_options
 
-    ev = evaluator(TREE, TRUTH, {"m": scored_rows(SCORES, LABELS), "hard": [["a1"], ["b1"], ["b2", "a2"]]})
-    for distance in ("height", "edges"):
-        options = make_options(k=(1, 2, 5), severity_distance=distance)
-        want = compute(ev.store, ["severity"], options)
-        pg = PostgresEngine(pg_dsn)
-        try:
-            pg.copy_store(ev.store)
-            got = compute(pg, ["severity"], options)
-        finally:
-            pg.close()
-        assert [r[:3] for r in got] == [r[:3] for r in want]
-        for g, w in zip(got, want, strict=True):
-            assert (math.isnan(g.value) and math.isnan(w.value)) or g.value == pytest.approx(w.value, abs=1e-12), g
-    ev.close()
+    _engine_equals_duckdb(lambda: PostgresEngine(pg_dsn), ("height", "edges"))
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_equals_duckdb(spark):
+    from hiersql.engines import SparkEngine
+
+    _engine_equals_duckdb(lambda: SparkEngine(spark), ("height",))
