@@ -60,6 +60,7 @@ _EXPORTS = {
     "best_hierarchical_distance_at_k": "hiersql.metrics.severity",
     "mistake_severity": "hiersql.metrics.severity",
     "hierarchical_precision_at_k": "hiersql.metrics.severity",
+    "hierarchical_map_at_k": "hiersql.metrics.severity",
     "classification_report": "hiersql.breakdowns",
     "hierarchical_precision_recall_curve": "hiersql.curves",
     "hierarchical_average_precision": "hiersql.curves",

@@ -14,7 +14,8 @@
 -- The per-instance values (hiersql.metrics.severity declares the measures over severity_instance):
 --   top-k accuracy = hit; hdist@k = Σ_{j<=n} d_j / n; best hdist@k = min_{j<=n} d_j;
 --   mistake severity@k = Σ_{j<=n} d_j / n over the instances whose top-1 is wrong (d_1 > 0);
---   hierarchical precision@k = Σ_{j<=n} s_j / Σ_{j<=k} best_j (one true label only).
+--   hierarchical precision@k = Σ_{j<=n} s_j / Σ_{j<=k} best_j (one true label only);
+--   hierarchical mAP@k = the mean of hierarchical precision@k' over k' = 1 .. k (one true label only).
 -- $ranked: whether k > 1 is defined for a system (it scored its labels); a system without scores has the
 -- top-1 only. Reads: truth, predictions, systems, instances, closure, nodes.
 
@@ -77,10 +78,12 @@ JOIN closure AS cv ON cv.descendant = pr.v AND cv.ancestor = cu.ancestor
 JOIN severity_heights AS h ON h.label = cu.ancestor
 GROUP BY pr.u, pr.v
 
--- name: severity_best
--- (label, best, diameter): per class y of the truth, Σ_{j<=k} best_j, the similarities of the k classes
--- nearest to y (y itself first); and D. Empty unless $precision.
-SELECT r.u AS label, sum(1.0 - 1.0 * r.distance / m.diameter) AS best, min(m.diameter) AS diameter
+-- name: severity_best_ranks
+-- (label, position, best, diameter): per class y of the truth, Σ_{j<=position} best_j for position <= k, the
+-- similarities of the classes nearest to y (y itself first); and D. Empty unless $precision.
+SELECT r.u AS label, r.position,
+       sum(1.0 - 1.0 * r.distance / m.diameter) OVER (PARTITION BY r.u ORDER BY r.position) AS best,
+       m.diameter
 FROM (
     SELECT d.u, d.distance,
            row_number() OVER (PARTITION BY d.u ORDER BY d.distance, d.v) AS position
@@ -95,7 +98,12 @@ CROSS JOIN (
     JOIN severity_classes AS b ON b.label = d.v
 ) AS m
 WHERE r.position <= $top_k AND m.diameter > 0
-GROUP BY r.u
+
+-- name: severity_best
+-- (label, best, diameter): Σ_{j<=k} best_j of each class of the truth (the running sums only grow), and D.
+SELECT label, max(best) AS best, min(diameter) AS diameter
+FROM severity_best_ranks
+GROUP BY label
 
 -- name: severity_ranked_distances
 -- (system, instance_id, position, distance, hit): each top-k label's distance to the nearest true label.
@@ -106,17 +114,40 @@ JOIN truth AS t ON t.instance_id = p.instance_id
 JOIN severity_distances AS d ON d.u = t.label AND d.v = p.label
 GROUP BY p.system, p.instance_id, p.position
 
+-- name: severity_average_precision
+-- (system, instance_id, average_precision): for an instance with one true label y, the mean over
+-- k' = 1 .. min(k, |C|) of its hierarchical precision@k' = Σ_{j<=min(k', n)} s_j / Σ_{j<=k'} best_j(y).
+SELECT system, instance_id, avg(ratio) AS average_precision
+FROM (
+    SELECT sy.system, y.instance_id, b.position,
+           coalesce(max(c.similarity), 0) / max(b.best) AS ratio
+    FROM severity_systems AS sy
+    CROSS JOIN (
+        SELECT instance_id, min(label) AS label FROM truth GROUP BY instance_id HAVING count(*) = 1
+    ) AS y
+    JOIN severity_best_ranks AS b ON b.label = y.label
+    LEFT JOIN (
+        SELECT rd.system, rd.instance_id, rd.position,
+               sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best_ranks))
+                   OVER (PARTITION BY rd.system, rd.instance_id ORDER BY rd.position) AS similarity
+        FROM severity_ranked_distances AS rd
+    ) AS c ON c.system = sy.system AND c.instance_id = y.instance_id AND c.position <= b.position
+    GROUP BY sy.system, y.instance_id, b.position
+) AS k
+GROUP BY system, instance_id
+
 -- name: severity_instance
 -- One row per (system, instance of the truth): ranked (k defined for the system), n_true = |Y|, n = the
 -- labels in the top k, hit, top1 = d_1, total = Σ d_j, nearest = min d_j, similarity = Σ s_j, best_similarity (NULL
--- where hierarchical precision is not defined: not asked for, D = 0 or |Y| ≠ 1).
+-- where hierarchical precision is not defined: not asked for, D = 0 or |Y| ≠ 1), average_precision (mAP@k).
 SELECT s.system, i.instance_id, s.ranked,
        coalesce(y.n_true, 0) AS n_true,
        coalesce(r.n, 0) AS n,
        coalesce(r.hit, 0) AS hit,
        r.top1, r.total, r.nearest,
        CASE WHEN b.best IS NOT NULL THEN coalesce(r.total_similarity, 0) END AS similarity,
-       b.best AS best_similarity
+       b.best AS best_similarity,
+       ap.average_precision
 FROM severity_systems AS s
 CROSS JOIN instances AS i
 LEFT JOIN (
@@ -131,3 +162,4 @@ LEFT JOIN (
     GROUP BY rd.system, rd.instance_id
 ) AS r ON r.system = s.system AND r.instance_id = i.instance_id
 LEFT JOIN severity_best AS b ON b.label = y.label AND y.n_true = 1
+LEFT JOIN severity_average_precision AS ap ON ap.system = s.system AND ap.instance_id = i.instance_id

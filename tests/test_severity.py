@@ -35,9 +35,12 @@ HAND = {
     # D = 2; best similarities of any leaf: 1, 0.5, 0, 0
     ("hierarchical_precision_at_k", 1): 1 / 3, ("hierarchical_precision_at_k", 2): (1 + 1 / 1.5 + 0) / 3,
     ("hierarchical_precision_at_k", 5): 1.0,
+    # the mean of precision@1 .. @k (up to the 4 classes): instance 2 at k = 5: (0 + 0 + 2/3 + 1) / 4
+    ("hierarchical_map_at_k", 1): 1 / 3, ("hierarchical_map_at_k", 2): (1 + 1 / 3 + 0) / 3,
+    ("hierarchical_map_at_k", 5): (1 + (0 + 2 / 3 + 1 + 1) / 4 + (0 + 0 + 2 / 3 + 1) / 4) / 3,
 }
 METRICS = ["top_k_accuracy", "hierarchical_distance_at_k", "best_hierarchical_distance_at_k", "mistake_severity",
-           "hierarchical_precision_at_k"]
+           "hierarchical_precision_at_k", "hierarchical_map_at_k"]
 
 
 def scored_rows(scores: np.ndarray, labels: list[str]) -> pd.DataFrame:
@@ -173,6 +176,7 @@ def _authors(edges, classes: list[str], scores: np.ndarray, targets: np.ndarray,
         out["best_hierarchical_distance_at_k", k] = np.mean([np.min(top_hdist[b, :k]) for b in range(batch)])
         out["mistake_severity", k] = np.sum(top_hdist[mistakes, :k]) / (len(mistakes) * k)
         out["hierarchical_precision_at_k", k] = top_ap[k - 1]
+        out["hierarchical_map_at_k", k] = np.mean(top_ap[:k])
     return out
 
 
@@ -195,8 +199,8 @@ def test_the_authors_formulas_on_a_balanced_tree(seed):
 
 
 def test_the_authors_formulas_on_an_unbalanced_tree():
-    """Leaves at several depths, classes seen several times (hierarchical precision aside: the authors'
-    pools it over a batch, hiersql averages it over instances; both agree only where every class has the
+    """Leaves at several depths, classes seen several times (hierarchical precision and mAP aside: the authors'
+    pool them over a batch, hiersql averages it over instances; both agree only where every class has the
     same best retrievals)."""
     rng = random.Random(5)
     edges = [(f"n{rng.randrange(k)}", f"n{k}") for k in range(1, 25)]
@@ -209,7 +213,7 @@ def test_the_authors_formulas_on_an_unbalanced_tree():
     ev = evaluator(edges, [classes[t] for t in targets], {"net": scored_rows(scores, classes)})
     got = values(ev, k=list(ks))
     for (metric, k), value in want.items():
-        if metric != "hierarchical_precision_at_k":
+        if metric not in ("hierarchical_precision_at_k", "hierarchical_map_at_k"):
             assert got["net", metric, k] == pytest.approx(value, abs=1e-12), (metric, k)
     ev.close()
 

@@ -12,6 +12,7 @@ authors' distance; ``severity_distance="edges"``: the edge count). With ``n ≤ 
     best_hierarchical_distance_at_k  = min_j d_j
     mistake_severity                 = Σ_j d_j / n, over the instances with d_1 > 0 only
     hierarchical_precision_at_k      = Σ_j (1 − d_j / D) / Σ_{j ≤ k} best_j(y)
+    hierarchical_map_at_k            = the mean of hierarchical_precision_at_k' over k' = 1 … k
 
 each averaged over the instances where it is defined. Every k of the option ``k`` is a run of the plan
 (:attr:`~hiersql.plan.FamilyPlan.groups`) whose rows carry ``@k`` in the ``average`` column.
@@ -45,9 +46,9 @@ NAN = "CAST('NaN' AS DOUBLE)"  # the mean over no instance (no mistake, no score
 
 def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """``$top_k`` (the group's one k), ``$severity_distance`` and ``$precision`` (the pairs of all classes are
-    needed only for hierarchical precision)."""
+    needed only for hierarchical precision and mAP)."""
     return {"top_k": options.k[0], "severity_distance": options.severity_distance,
-            "precision": "hierarchical_precision_at_k" in metrics}
+            "precision": bool({"hierarchical_precision_at_k", "hierarchical_map_at_k"} & set(metrics))}
 
 
 def _groups(metrics: Sequence[str], options: Options) -> list[tuple[list[str], Options]]:
@@ -73,6 +74,7 @@ PLAN = FamilyPlan(
         _measure("best_hierarchical_distance_at_k", "nearest", False, (0.0, math.inf)),
         _measure("mistake_severity", "CASE WHEN top1 > 0 THEN 1.0 * total / n END", False, (0.0, math.inf)),
         _measure("hierarchical_precision_at_k", "similarity / best_similarity", True, (0.0, 1.0)),
+        _measure("hierarchical_map_at_k", "average_precision", True, (0.0, 1.0)),
     ),
     params=_params,
     groups=_groups,
@@ -199,3 +201,9 @@ def hierarchical_precision_at_k(y_true, y_score, taxonomy, k: int = 1, *, labels
     largest distance between two classes (the leaves and the labels seen). Instances with several true labels
     are left out. Arguments as :func:`top_k_accuracy`."""
     return _one_shot("hierarchical_precision_at_k", y_true, y_score, taxonomy, k, labels, options)
+
+
+def hierarchical_map_at_k(y_true, y_score, taxonomy, k: int = 1, *, labels=None, **options) -> float:
+    """The mean over instances of the mean of :func:`hierarchical_precision_at_k` at ``k' = 1 … k``
+    (Bertinetto et al.'s hierarchical mAP@k). Arguments as :func:`top_k_accuracy`."""
+    return _one_shot("hierarchical_map_at_k", y_true, y_score, taxonomy, k, labels, options)
