@@ -280,3 +280,25 @@ def test_spark_equals_duckdb(spark):
     from hiersql.engines import SparkEngine
 
     _engine_equals_duckdb(lambda: SparkEngine(spark), ("height",))
+
+
+def test_macro_gives_one_k(tmp_path):
+    """hiersql_severity(top_k := k): the rows of that k (average '') as the Python API's '@k' rows."""
+    import duckdb
+
+    from hiersql.store import Store
+
+    path = tmp_path / "user.duckdb"
+    store = Store(path)
+    store.load_taxonomy(Taxonomy.from_edges(TREE))
+    store.add_truth(pd.DataFrame({"instance_id": ["0", "1", "2"], "label": TRUTH}))
+    store.add_predictions("m", scored_rows(SCORES, LABELS))
+    store.close()
+    assert main(["install-macros", "--db", str(path)]) == 0
+    con = duckdb.connect(str(path))
+    for k in (1, 2, 5):
+        got = dict(con.execute(f"SELECT metric, value FROM hiersql_severity(top_k := {k})").fetchall())
+        assert got == pytest.approx({metric: value for (metric, kk), value in HAND.items() if kk == k}, abs=1e-12)
+    with pytest.raises(duckdb.Error, match="hiersql: top_k must be an integer >= 1: 0"):
+        con.execute("SELECT * FROM hiersql_severity(top_k := 0)").fetchall()
+    con.close()
