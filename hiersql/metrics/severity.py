@@ -93,9 +93,12 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
     import pandas as pd
 
     engine = DuckDBEngine(store)
-    return pd.concat([engine.per_instance(PLAN, group).to_pandas().assign(k=group.k[0]).pipe(
-        lambda frame: frame[["system", "instance_id", "k", *frame.columns[2:-1]]])
-        for _, group in _groups(list(METRICS), options)], ignore_index=True)
+    frames = []
+    for _, group in _groups(list(METRICS), options):
+        frame = engine.per_instance(PLAN, group).to_pandas()
+        frame.insert(2, "k", group.k[0])
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
 
 
 # ------------------------------------------------------------------------------------- one-shot functions
@@ -133,13 +136,16 @@ def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, lab
     one label set, per instance; ``k`` must then be 1)."""
     import numpy as np
 
+    from ..inputs import label_sets
     from ..oneshot import score
     from ..options import OptionError
 
-    matrix = np.asarray(y_score, dtype=object)
-    scored = matrix.ndim == 2 and all(isinstance(x, int | float | np.number) and not isinstance(x, bool)
-                                      for x in matrix.ravel())
-    if not scored:
+    true = label_sets(y_true, "y_true")
+    try:
+        matrix = np.asarray(y_score)
+    except ValueError:  # ragged label sets
+        matrix = np.asarray([])
+    if not (matrix.ndim == 2 and matrix.dtype.kind in "fiu"):  # labels, not a matrix of numbers
         if k != 1:
             raise OptionError("k", "must be 1 for hard predictions (y_score holds labels, not scores)", k)
         if labels is not None:
@@ -147,8 +153,7 @@ def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, lab
         return score(PLAN, metric, y_true, y_score, taxonomy, "", k=1, **options)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise OptionError("k", "must be an integer >= 1", k)
-    true = list(y_true) if not isinstance(y_true, str) else y_true
-    y_pred, flat = ranked_labels(y_score, labels, [x for x in true if isinstance(x, str)], k)
+    y_pred, flat = ranked_labels(matrix, labels, [x for x in true if isinstance(x, str)], k)
     return score(PLAN, metric, true, y_pred, taxonomy, "", scores=flat, k=k, **options)
 
 
