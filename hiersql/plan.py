@@ -168,7 +168,8 @@ class FamilyPlan:
     average_of:
         ``average_of(options)``: for a family whose :attr:`groups` compute the same measures at several
         settings, the ``average`` column of a group's rows (severity: one group per k, ``"@5"``); its measures
-        are plain means (averages ``("",)``). ``compare`` then gives values and ranks, no intervals.
+        are plain means (averages ``("",)``) over the instances where they are defined; ``compare`` bootstraps
+        each run's per-instance values.
     instance_counts_classes:
         The instance stage's ``n_true, n_pred, n_both`` count the rows of ``classes`` of each instance, so a
         class count (``tp``, ``fp``, ``fn``) summed over the classes is a per-instance count summed over the

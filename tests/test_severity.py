@@ -231,6 +231,27 @@ def test_rows_carry_k_in_the_average_column_and_compare_ranks_them():
     ev.close()
 
 
+def test_compare_bootstraps_each_k():
+    """Each k has its own interval around its value, the mean over the instances where the measure is defined
+    (mistake severity: the mistakes of each system, resampled with the instances)."""
+    edges = _tree([3, 2, 3])
+    classes = sorted(c for _, c in edges if not any(p == c for p, _ in edges))
+    rng = np.random.default_rng(3)
+    targets = rng.integers(len(classes), size=80)
+    good = rng.random((80, len(classes))) + 0.5 * (np.arange(len(classes)) == targets[:, None])
+    ev = evaluator(edges, [classes[t] for t in targets], {"good": scored_rows(good, classes),
+                                                          "noise": scored_rows(rng.random(good.shape), classes)})
+    metrics = ["mistake_severity", "top_k_accuracy", "hdist", "hprec"]
+    ranking = ev.compare(metrics, n_resamples=200, k=[1, 5]).ranking.set_index(["system", "metric", "average"])
+    want = ev.evaluate(metrics, k=[1, 5]).set_index(["system", "metric", "average"])["value"]
+    assert len(want) == 2 * 4 * 2
+    for key, value in want.items():
+        assert ranking.loc[key, "value"] == pytest.approx(value, abs=1e-12), key
+        assert ranking.loc[key, "ci_low"] <= value <= ranking.loc[key, "ci_high"], key
+    assert ranking.loc[("good", "top_k_accuracy", "@5"), "rank"] == 1
+    ev.close()
+
+
 def test_command_line(tmp_path, capsys):
     (tmp_path / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in TREE))
     (tmp_path / "truth.tsv").write_text("".join(f"{i}\t{y}\n" for i, y in enumerate(TRUTH)))
