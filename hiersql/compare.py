@@ -391,8 +391,10 @@ def _matrices(store: Store, spec: InstanceStatistic, opts: Options, systems: lis
 
     num = wide(spec.numerator)
     den = wide(spec.denominator) if spec.denominator is not None else None
-    if spec.defined:
+    if spec.defined:  # a system without a defined item (k > 1 of hard predictions) has no interval
         num, den = num.fillna(0.0), num.notna().astype(float)
+        if not den.to_numpy().any(axis=0).all():
+            return None
     if num.isna().to_numpy().any() or (den is not None and den.isna().to_numpy().any()):
         return None
     if spec.per_item:  # a mean of the items' ratios; one left out (NaN zero) makes it no mean of all items
