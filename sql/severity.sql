@@ -163,3 +163,7 @@ LEFT JOIN (
 ) AS r ON r.system = s.system AND r.instance_id = i.instance_id
 LEFT JOIN severity_best AS b ON b.label = y.label AND y.n_true = 1
 LEFT JOIN severity_average_precision AS ap ON ap.system = s.system AND ap.instance_id = i.instance_id
+
+-- name: severity_class_count
+-- (n): |C|, the classes hierarchical precision and mAP compare every class with (|C|² pairs).
+SELECT count(*) AS n FROM severity_classes

@@ -323,3 +323,17 @@ def test_macro_gives_one_k(tmp_path):
     with pytest.raises(duckdb.Error, match="hiersql: top_k must be an integer >= 1: 0"):
         con.execute("SELECT * FROM hiersql_severity(top_k := 0)").fetchall()
     con.close()
+
+
+def test_all_leaves_out_the_pairwise_measures_of_a_large_class_set(monkeypatch):
+    """Hierarchical precision and mAP compare every pair of classes: under the family's name (or all) only up
+    to PAIRWISE_CLASSES classes; named, always."""
+    from hiersql.metrics import severity
+
+    ev = evaluator(TREE, TRUTH, {"m": scored_rows(SCORES, LABELS)})
+    assert "hierarchical_map_at_k" in set(ev.evaluate("severity", k=1)["metric"])
+    monkeypatch.setattr(severity, "PAIRWISE_CLASSES", 3)  # 4 classes here
+    assert set(ev.evaluate("severity", k=1)["metric"]) == set(METRICS) - {"hierarchical_precision_at_k",
+                                                                           "hierarchical_map_at_k"}
+    assert set(ev.evaluate("hprec", k=1)["metric"]) == {"hierarchical_precision_at_k"}
+    ev.close()
