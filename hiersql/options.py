@@ -211,7 +211,7 @@ def _names(allowed: tuple[str, ...] = (), *, at_least_one: str | None = None) ->
 
 
 def _ks(value: Any) -> tuple[int, ...]:
-    """One k or several (each an integer >= 1), as a tuple without repeats in the order given."""
+    """One k or several (each an integer >= 1), as an increasing tuple without repeats."""
     items = (value,) if isinstance(value, numbers.Integral | str) else value
     if isinstance(items, Mapping) or not isinstance(items, Iterable):
         raise _Broken("must be integers >= 1")
@@ -223,7 +223,7 @@ def _ks(value: Any) -> tuple[int, ...]:
             out.append(int(item))
     if not out:
         raise _Broken("must name at least one k")
-    return tuple(out)
+    return tuple(sorted(out))
 
 
 def _int_list(text: str) -> tuple[Any, ...]:

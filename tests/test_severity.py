@@ -224,6 +224,7 @@ def test_rows_carry_k_in_the_average_column_and_compare_ranks_them():
                                  "worse": scored_rows(1 - SCORES, LABELS)})
     frame = ev.evaluate(["mistake_severity", "hdist"], k=[1, 2])
     assert sorted(set(frame["average"])) == ["@1", "@2"]
+    assert list(ev.evaluate("top_k_accuracy", k=[10, 2, 10])["average"]) == ["@2", "@10"] * 2  # by k, once each
     ranking = ev.compare(["mistake_severity", "top_k_accuracy"], n_resamples=20, k=[1, 2]).ranking
     assert set(ranking["average"]) == {"@1", "@2"}
     best = ranking[(ranking["metric"] == "top_k_accuracy") & (ranking["rank"] == 1)]
