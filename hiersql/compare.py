@@ -51,7 +51,11 @@ class EvaluatorLike(Protocol):
 class InstanceStatistic:
     """How a measure's value follows from its family's per-instance table: ``Σ num / Σ den`` over the items,
     ``num`` and ``den`` computed from the table's columns (``den`` ``None``: the mean of ``num``); with
-    ``per_item``, the mean of the items' own ratios ``num / den`` (``zero_division`` where ``den`` is 0)."""
+    ``per_item``, the mean of the items' own ratios ``num / den`` (``zero_division`` where ``den`` is 0).
+    ``options``: the options of the per-instance table when they are not the comparison's (one k of a family
+    whose runs differ by their ``average``, :attr:`~hiersql.plan.FamilyPlan.average_of`); ``defined``: the mean
+    of ``num`` over the items where it is defined, ``Σ num / Σ [num defined]`` (a plain mean that leaves
+    undefined values out, as the summary's ``avg``)."""
 
     family: str
     numerator: str | tuple[tuple[float, str], ...]  # a column, or weighted columns
@@ -59,6 +63,8 @@ class InstanceStatistic:
     items: str = "instances"  # or "labels" (flat.per_label)
     per_item: bool = False
     zero: float = 0.0  # the value of a ratio whose denominator is 0 (the measure's declared zero)
+    options: Options | None = None
+    defined: bool = False
 
 
 def instance_statistic(metric: str, average: str, options: Options) -> InstanceStatistic | None:
@@ -80,6 +86,9 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
 
     fam = family_of(metric)
     plan = plan_of(fam)
+    if plan.average_of is not None:  # one run per average: the mean of the run's per-instance values
+        runs = [group for _, group in plan.groups([metric], options) if plan.average_of(group) == average]
+        return InstanceStatistic(fam, metric, zero=math.nan, options=runs[0], defined=True) if runs else None
     try:
         m = measure_of(plan, metric, average)
     except ValueError:
@@ -310,7 +319,7 @@ def _measure_values(engine: Engine, metrics: list[str], opts: Options, systems: 
     if explicit:
         wanted = {spec.family for names in resolve(metrics).values() for metric in names
                   for average in averages_asked(metric, opts)
-                  if (spec := instance_statistic(metric, average, opts)) is not None}
+                  if (spec := instance_statistic(metric, average, opts)) is not None and spec.options is None}
         _fill_tables(engine, wanted, opts, tables)
     for names in resolve(metrics).values() if explicit else ():
         for metric in names:
@@ -386,9 +395,10 @@ def _matrices(engine: Engine, spec: InstanceStatistic, opts: Options, systems: l
               tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
     """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in
     ``tables``), or ``None`` when some system lacks a value for some item."""
-    if spec.family not in tables:
-        tables[spec.family] = _table(engine, spec.family, opts)
-    table = tables[spec.family]
+    key = spec.family if spec.options is None else f"{spec.family} {spec.options}"
+    if key not in tables:
+        tables[key] = _table(engine, spec.family, spec.options or opts)
+    table = tables[key]
 
     def wide(terms) -> pd.DataFrame:
         column = table[["system", "instance_id"]].assign(_v=_combine(table, terms))
@@ -396,6 +406,10 @@ def _matrices(engine: Engine, spec: InstanceStatistic, opts: Options, systems: l
 
     num = wide(spec.numerator)
     den = wide(spec.denominator) if spec.denominator is not None else None
+    if spec.defined:  # a system without a defined item (k > 1 of hard predictions) has no interval
+        num, den = num.fillna(0.0), num.notna().astype(float)
+        if not den.to_numpy().any(axis=0).all():
+            return None
     if num.isna().to_numpy().any() or (den is not None and den.isna().to_numpy().any()):
         return None
     if spec.per_item:  # a mean of the items' ratios; one left out (NaN zero) makes it no mean of all items
@@ -471,11 +485,15 @@ def scores(ranking: pd.DataFrame) -> pd.DataFrame:
 
 def averages_asked(metric: str, options: Options) -> tuple[str, ...]:
     """The averages of ``metric`` that ``options.average`` asks for; ``("",)`` for a measure without averages
-    (a plain mean or a total, as its declaration says)."""
+    (a plain mean or a total, as its declaration says); a family whose runs differ by their average
+    (:attr:`~hiersql.plan.FamilyPlan.average_of`), the average of each run (``@1``, ``@5``)."""
     from .metrics import family_of, plan_of
     from .plan import averages_of
 
-    return ("",) if averages_of(plan_of(family_of(metric)), metric) == ("",) else tuple(options.average)
+    plan = plan_of(family_of(metric))
+    if plan.average_of is not None:
+        return tuple(plan.average_of(group) for _, group in plan.groups([metric], options))
+    return ("",) if averages_of(plan, metric) == ("",) else tuple(options.average)
 
 
 def competition_rank(better: pd.Series) -> pd.Series:

@@ -89,6 +89,7 @@ _RULES = {
     "max_distance": ("{p} IS NULL OR ({p} >= 0 AND {p} = floor({p}))", "must be an integer >= 0 or NULL"),
     "max_depth": ("{p} IS NULL OR ({p} >= 0 AND {p} = floor({p}))", "must be an integer >= 0 or NULL"),
     "zero_division": ("CAST({p} AS DOUBLE) IN (0, 1) OR isnan(CAST({p} AS DOUBLE))", "must be 0, 1 or nan"),
+    "top_k": ("{p} >= 1 AND {p} = floor({p})", "must be an integer >= 1"),
 }
 
 

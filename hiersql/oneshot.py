@@ -156,10 +156,12 @@ def _drop_schema(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequence[Any], y_pred: Sequence[Any],
-              weights: list[float] | None) -> None:
+              weights: list[float] | None, scores: Sequence[float] | None = None) -> None:
     """The tables ``instances, truth, predictions`` (and ``sample_weights``) of a one-shot call, as views of
     the cursor over Arrow tables (``systems``, the one system :data:`SYSTEM`, and the empty ``pair_counts`` are
-    the taxonomy schema's): instance ``i`` (id ``"i"``) has the label sets ``y_true[i]`` and ``y_pred[i]``.
+    the taxonomy schema's): instance ``i`` (id ``"i"``) has the label sets ``y_true[i]`` and ``y_pred[i]``;
+    ``scores``, when given, is the score of every predicted label, in the order of ``y_pred``'s labels (sets
+    without repeated labels: :mod:`hiersql.metrics.severity` makes them from a score matrix).
     Checked as :class:`~hiersql.store.Store` checks label sets: a missing label or one that is not a node is
     an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``, the instance (line ``i + 1``) and the
     label; a label repeated within a set counts once (a :class:`~hiersql.errors.DataWarning`)."""
@@ -170,7 +172,8 @@ def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequen
     tables = {"instances": pa.table({"instance_id": ids}), "truth": _rows(y_true, "y_true", taxonomy, ids)}
     pred = _rows(y_pred, "y_pred", taxonomy, ids)
     tables["predictions"] = pa.table({"system": pa.array([SYSTEM] * len(pred), pa.string()), **dict(zip(
-        pred.column_names, pred.columns, strict=True)), "score": pa.nulls(len(pred), pa.float64())})
+        pred.column_names, pred.columns, strict=True)), "score": pa.nulls(len(pred), pa.float64()) if scores is None
+        else pa.array(scores, pa.float64())})
     if n and not len(pred):  # as the store says of a prediction source without labels
         warnings.warn("y_pred: no predicted label; evaluated as a system that predicted nothing for every instance",
                       DataWarning, stacklevel=4)
@@ -434,14 +437,14 @@ def _stages_read_by_one(plan: FamilyPlan) -> frozenset[str]:
 # ------------------------------------------------------------------------------------------------- the call
 def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | None = "", *,
           sample_weight: Any = None, labels: Iterable[str] | None = None, zero_division: Any = 0.0,
-          **options: Any) -> float | pd.Series:
+          scores: Sequence[float] | None = None, **options: Any) -> float | pd.Series:
     """The value of ``metric`` for the label sets ``y_true``, ``y_pred`` over ``taxonomy``.
 
     ``average`` is one of the measure's averages (``""`` for a plain mean over instances); ``None`` gives the
     per-class values as a Series indexed by label (in ``labels`` order, else sorted, as scikit-learn).
     ``sample_weight`` weighs the instances; ``labels`` fixes the classes of the per-class averages;
-    ``zero_division`` is 0, 1, nan or ``"warn"``; ``options`` are the other fields of
-    :class:`~hiersql.metrics.Options`.
+    ``zero_division`` is 0, 1, nan or ``"warn"``; ``scores`` scores the predicted labels (:func:`load_sets`);
+    ``options`` are the other fields of :class:`~hiersql.metrics.Options`.
     """
     from .options import make_options
     from .plan import CLASSES, measure_of
@@ -462,7 +465,7 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
     _small_call(len(y_true))
     queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
     with session(tax, keep=isinstance(taxonomy, Taxonomy)) as (con, schema):
-        load_sets(con, tax, y_true, y_pred, weights)
+        load_sets(con, tax, y_true, y_pred, weights, scores)
         engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
         engine.schema = schema
         engine.weighted = weighted

@@ -37,7 +37,8 @@ SPACES = " \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u200
 if TYPE_CHECKING:  # made on first use by the module's __getattr__; to a type checker they are Any
     Options = RunOptions = Any
 
-FAMILIES = ("set_based", "flat", "confusion", "pair_based", "lca", "scoring")  # the modules of hiersql.metrics
+# the modules of hiersql.metrics
+FAMILIES = ("set_based", "flat", "confusion", "pair_based", "lca", "scoring", "severity")
 AVERAGES = ("micro", "macro", "samples", "weighted", "label_macro")  # the values of ``average`` (docs/sklearn.md)
 DEFAULT_AVERAGES = ("micro", "macro")
 ENGINES = ("duckdb", "postgres", "spark")
@@ -209,6 +210,27 @@ def _names(allowed: tuple[str, ...] = (), *, at_least_one: str | None = None) ->
     return check
 
 
+def _ks(value: Any) -> tuple[int, ...]:
+    """One k or several (each an integer >= 1), as an increasing tuple without repeats."""
+    items = (value,) if isinstance(value, numbers.Integral | str) else value
+    if isinstance(items, Mapping) or not isinstance(items, Iterable):
+        raise _Broken("must be integers >= 1")
+    out: list[int] = []
+    for item in items:
+        if not (isinstance(item, numbers.Integral) and not isinstance(item, bool) and item >= 1):
+            raise _Broken("must be integers >= 1", item)
+        if int(item) not in out:
+            out.append(int(item))
+    if not out:
+        raise _Broken("must name at least one k")
+    return tuple(sorted(out))
+
+
+def _int_list(text: str) -> tuple[Any, ...]:
+    """``1,5`` → ``(1, 5)``; an item that is not an integer stays text (the check rejects it)."""
+    return tuple(_number_text(int)(item) for item in _comma_list("k")(text))
+
+
 def _optional_labels(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -363,6 +385,12 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
                    " error 0), or scored as the root (d of each true label to the root)", ("pair_based",), sql=True),
     _choice_option("tn", ("published", "descendants"), "true negatives of the hierarchical confusion matrix",
                    ("confusion",), sql=True),
+    Option("k", (1, 5), "the k of the top-k measures (mistake severity, hierarchical distance@k), comma-separated;"
+           " k > 1 needs scored predictions", _ks, _int_list, "tuple[int, ...]", families=("severity",), plan=True,
+           metavar="LIST"),
+    _choice_option("severity_distance", ("height", "edges"),
+                   "distance of the top-k measures: the height of the lowest common ancestor (Bertinetto et al.),"
+                   " or the edge count of the pair-based measures", ("severity",), sql=True),
     Option("offset", 0.0, "offset o of the scoring-tree measures, <= 0",
            _number("<= 0 (a finite number)", lambda x: x <= 0), _number_text(float), "float",
            families=("scoring",), sql=True, metavar="O"),

@@ -165,6 +165,11 @@ class FamilyPlan:
     class_universe:
         A query of the file ``(system, label)``: the classes of each system (default: the labels of
         ``classes``, or with fixed labels the table ``class_labels(label)`` for every system).
+    average_of:
+        ``average_of(options)``: for a family whose :attr:`groups` compute the same measures at several
+        settings, the ``average`` column of a group's rows (severity: one group per k, ``"@5"``); its measures
+        are plain means (averages ``("",)``) over the instances where they are defined; ``compare`` bootstraps
+        each run's per-instance values.
     instance_counts_classes:
         The instance stage's ``n_true, n_pred, n_both`` count the rows of ``classes`` of each instance, so a
         class count (``tp``, ``fp``, ``fn``) summed over the classes is a per-instance count summed over the
@@ -189,6 +194,7 @@ class FamilyPlan:
     classes: str | None = None
     class_universe: str | None = None
     instance_counts_classes: bool = False
+    average_of: Callable[[Options], str] | None = None
 
     def steps_until(self, stage: str) -> tuple[Step, ...]:
         """The steps up to and including the one that makes table ``stage``."""

@@ -503,7 +503,8 @@ def rank_correlations(scores: pd.DataFrame, method: str = "kendall") -> pd.DataF
     Returns
     -------
     DataFrame
-        ``measures x measures``, symmetric, 1 on the diagonal (NaN for a constant measure).
+        ``measures x measures``, symmetric, 1 on the diagonal (NaN for a constant measure, and for a pair that fewer
+        than two systems both have).
     """
     import pandas as pd
 
@@ -516,5 +517,6 @@ def rank_correlations(scores: pd.DataFrame, method: str = "kendall") -> pd.DataF
     out = np.diag(np.where(constant, np.nan, 1.0))
     for i, j in zip(*pairs(len(columns)), strict=True):
         both = ~np.isnan(values[:, i]) & ~np.isnan(values[:, j])
-        out[i, j] = out[j, i] = correlation(values[both, i], values[both, j])
+        # fewer than two systems with both values (a measure undefined for every system): no correlation
+        out[i, j] = out[j, i] = correlation(values[both, i], values[both, j]) if both.sum() >= 2 else np.nan
     return pd.DataFrame(out, index=pd.Index(columns, name="measure"), columns=columns)

@@ -30,3 +30,8 @@ SELECT * FROM flat.summary
 -- name: hiersql_flat_instance
 -- Per-instance flat measures of every system.
 SELECT * FROM flat.instance_values
+
+-- name: hiersql_severity
+-- (system, metric, average, value): top-k accuracy, hierarchical distance@k, mistake severity, hierarchical
+-- precision and mAP@k of every system, for one k (top_k := 5; average ''), from the predictions' scores.
+SELECT * FROM severity.summary

@@ -191,7 +191,8 @@ def assert_rows_match(got: list[Row], want: list[Row], tol: float = 1e-9) -> Non
     got, want = (sorted(rows, key=lambda r: (r.system, r.metric, r.average)) for rows in (got, want))
     assert [r[:3] for r in got] == [r[:3] for r in want]
     for g, w in zip(got, want, strict=True):
-        assert math.isclose(g.value, w.value, rel_tol=0, abs_tol=tol), (g, w)
+        assert math.isclose(g.value, w.value, rel_tol=0, abs_tol=tol) or math.isnan(g.value) and math.isnan(w.value), (
+            g, w)
 
 
 def assert_hand_values(rows: list[Row]) -> None:

@@ -110,7 +110,7 @@ def test_per_instance_under_all_skips_the_families_that_do_not_apply(tmp_path, c
     assert main([*args, "--per-instance", str(tmp_path / "per")]) == 0
     assert capsys.readouterr().out == every and "scoring" not in every and ",pl," not in every
     assert sorted(p.name for p in (tmp_path / "per").iterdir()) == [
-        "confusion.csv", "flat.csv", "lca.csv", "pair_based.csv", "set_based.csv"]
+        "confusion.csv", "flat.csv", "lca.csv", "pair_based.csv", "set_based.csv", "severity.csv"]
     row = pd.read_csv(tmp_path / "per" / "set_based.csv", dtype={"instance_id": str}).set_index("instance_id").loc["2"]
     assert (row.hierarchical_precision, row.hierarchical_recall, row.symmetric_difference_loss) == (1 / 3, 1.0, 2)
 

@@ -72,10 +72,18 @@ def _scoring_tree(rng: random.Random, n: int) -> list[tuple[str, str, float]]:
     return edges
 
 
+def _scored(sets: list[list[str]]) -> pd.DataFrame:
+    """The label sets as scored rows (instance ``i`` is ``"i"``): each set's labels scored 1, 0.9, ... in their
+    order, so that the measures of ranked labels (mistake severity, hierarchical distance@k) are computed at
+    every k; the sets, which the other families read, stay the same."""
+    rows = [(str(i), label, 1 - j / 10) for i, labels in enumerate(sets) for j, label in enumerate(labels)]
+    return pd.DataFrame(rows, columns=["instance_id", "label", "score"])
+
+
 def _values(edges, truth, systems) -> pd.Series:
     ev = Evaluator(Taxonomy.from_edges(edges)).add_truth(truth)
     for name, sets in systems.items():
-        ev.add_predictions(name, sets)
+        ev.add_predictions(name, _scored(sets))
     frame = ev.evaluate("all", average=["micro", "macro"])
     ev.close()
     return frame.set_index(["system", "metric", "average"])["value"].sort_index()
@@ -97,6 +105,12 @@ def case(request):
 def test_every_family_is_computed(case):
     *_, values = case
     assert set(values.index.get_level_values("metric")) == {m for metrics in REGISTRY.values() for m in metrics}
+
+
+def test_the_ranked_measures_are_computed_at_every_k(case):
+    *_, values = case
+    severity = values[values.index.get_level_values("metric") == "top_k_accuracy"]
+    assert set(severity.index.get_level_values("average")) == {"@1", "@5"} and severity.notna().all()
 
 
 def test_values_lie_in_the_declared_bounds(case):

@@ -38,7 +38,7 @@ def test_defaults_are_the_spec_defaults():
         "zero_division": 0.0, "augment": "ancestors", "labels": None, "dmax": 5.0, "lca_graph": "greedy",
         "pairing": "nearest", "shared": "strict", "denominator": "union", "distance_limit": "side",
         "empty_prediction": "error",
-        "tn": "published", "offset": 0.0,
+        "tn": "published", "k": (1, 5), "severity_distance": "height", "offset": 0.0,
     }
     assert dataclasses.asdict(RunOptions()) == {"engine": "duckdb", "postgres_url": None, "spark_master": "local[*]",
                                                 "spark_conf": (), "memory_limit": None}
@@ -186,10 +186,10 @@ def test_sql_has_a_flag_for_each_option_that_is_a_parameter_of_the_sql_files():
     names = {o.name for o in MEASURE_OPTIONS}
     assert {o.name for o in sql_options() if o.sql} == names & in_files == {
         "include_root", "max_distance", "beta", "zero_division", "augment", "dmax", "empty_prediction", "tn",
-        "offset"}
+        "severity_distance", "offset"}
     # and those that shape a family's plan (its derived parameters, its Python steps)
     assert {o.name for o in sql_options() if not o.sql} == {"lca_graph", "pairing", "shared", "denominator",
-                                                             "distance_limit"}
+                                                             "distance_limit", "k"}
     flags = _flags(_subparser("sql"))
     assert names & flags.keys() == {o.name for o in sql_options()}
     for option in sql_options():

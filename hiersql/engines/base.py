@@ -158,9 +158,15 @@ class Engine:
                 summary = self.result(plan.file, f"{plan.name}_summary", params, done,
                                       text=summary_sql(plan, group, options.average, True, self.weighted,
                                                        options.labels is not None))
-            rows += summary_rows(summary, metrics, options)
+            group_rows = summary_rows(summary, metrics, options)
+            if plan.average_of is not None:
+                group_rows = [row._replace(average=plan.average_of(group_options)) for row in group_rows]
+            rows += group_rows
         order = {m: i for i, m in enumerate(plan.metrics)}
-        return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric, r.average))
+        runs = {} if plan.average_of is None else {plan.average_of(group): i for i, (_, group)
+                                                    in enumerate(plan.groups(metrics, options))}  # @1 before @10
+        return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric,
+                                           runs.get(r.average, 0), r.average))
 
     def run_queries(self, plan: FamilyPlan, metrics: Sequence[str], options: Options,
                     queries: Mapping[str, str]) -> dict[str, list[tuple]]:

@@ -44,6 +44,8 @@ REGISTRY: dict[str, dict[str, str]] = {
     "lca": {"lca_precision": "lca_p", "lca_recall": "lca_r", "lca_f1": "lca_f"},
     "scoring": {m: "" for m in ("pl", "lca_reward", "lpp", "lpptps", "lpppps", "scoring_hp", "scoring_hr",
                                 "scoring_hf")},
+    "severity": {"top_k_accuracy": "", "hierarchical_distance_at_k": "hdist", "best_hierarchical_distance_at_k": "",
+                 "mistake_severity": "", "hierarchical_precision_at_k": "hprec", "hierarchical_map_at_k": "hmap"},
 }
 # names that stand for the measures of a family (those that apply, as under ``all``): its own, and aliases
 GROUPS = {**{fam: fam for fam in REGISTRY}, "hcm": "confusion"}
