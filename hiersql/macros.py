@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from . import sqlfiles
+from . import input_rules, sqlfiles
 from .engines import family_params
 from .metrics import FAMILIES, plan_of
 from .options import Options
@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 
 def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{macro name: CREATE OR REPLACE MACRO ... AS TABLE ...}`` for every query of ``sql/macros.sql`` whose
-    files exist (see that file's header); ``tables`` renames the tables the macros read."""
+    files exist (see that file's header); ``tables`` renames the tables the macros read. A body that reads
+    ``input_rules.problems`` lists the problems of the input tables (:func:`hiersql.input_rules.problems_sql`);
+    a macro that reads the input tables reads them cleaned and fails on the first problem that would give
+    another number than ``hiersql evaluate`` (:func:`checked`)."""
     import sqlglot
     from sqlglot import exp
 
@@ -34,25 +37,58 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, body in sqlfiles.queries("macros").items():
         tree = sqlglot.parse_one(body, read="duckdb")
-        refs = [t for t in tree.find_all(exp.Table) if t.db in sqlfiles.available()]
-        if any(t.name not in sqlfiles.queries(t.db) and not (t.name == "summary" and t.db in plans) for t in refs):
+        refs = [t for t in tree.find_all(exp.Table) if t.db in (*sqlfiles.available(), "input_rules")]
+        if any(t.db != "input_rules" and t.name not in sqlfiles.queries(t.db)
+               and not (t.name == "summary" and t.db in plans) for t in refs):
             continue  # a file or query not there (yet): no macro
         params: dict[str, object] = {}
         for ref in refs:
-            text = None
-            if ref.name == "summary":  # the family's generated summary, every measure and average
-                plan = plans[ref.db]
-                text = summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True)
-            composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", dict(tables or {}),
-                                                         pretty=False, text=text) + "\n", read="duckdb")
+            if ref.db == "input_rules":
+                composed = sqlglot.parse_one(input_rules.problems_sql(tables), read="duckdb")
+            else:
+                text = None
+                if ref.name == "summary":  # the family's generated summary, every measure and average
+                    plan = plans[ref.db]
+                    text = summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True)
+                composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", _cleaned_names(tables),
+                                                             pretty=False, text=text) + "\n", read="duckdb")
             ref.replace(composed.subquery(ref.alias_or_name))
             used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
             params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
+        tree = checked(tree, tables)
+        params.update({p: defaults["input_rules"][p] for p in sorted(sqlfiles.parameters(tree.sql(dialect="duckdb")))
+                       if p in input_rules.OPTIONS})
         tree = tree.transform(_checked_parameter)
         args = [p for p, v in params.items() if v is _REQUIRED]
         args += [f"{p} := {sqlfiles._literal(v).sql(dialect='duckdb')}" for p, v in params.items()
                  if v is not _REQUIRED]
         out[name] = f"CREATE OR REPLACE MACRO {name}({', '.join(args)}) AS TABLE {tree.sql(dialect='duckdb')}"
+    return out
+
+
+def _cleaned_names(tables: Mapping[str, str] | None) -> dict[str, str]:
+    """``tables`` with the input tables renamed to the cleaned rows of :func:`checked` (``hiersql_truth``...)."""
+    return {**dict(tables or {}), **{t: f"hiersql_{t}" for t in input_rules.INPUT_TABLES}}
+
+
+def checked(tree, tables: Mapping[str, str] | None):
+    """A macro body that reads the cleaned input tables (``hiersql_truth``, ...: :func:`_cleaned_names`) as
+    the common table expressions of :func:`hiersql.input_rules.cleaned_sql` over the user's tables, with
+    :func:`hiersql.input_rules.guard_sql` in its ``WHERE``: one error, the first problem of the input, before
+    any row. A body that reads none of them is returned as it is."""
+    import sqlglot
+    from sqlglot import exp
+
+    names = {f"hiersql_{t}": t for t in input_rules.INPUT_TABLES}
+    read = {t.name for t in tree.find_all(exp.Table)} & names.keys()
+    if not read:
+        return tree
+    rank = any(c.name == "rank" for c in tree.find_all(exp.Column))  # the HCM's order of labels
+    guard = sqlglot.parse_one(input_rules.guard_sql(tables), read="duckdb").subquery()
+    out = exp.select("*").from_(tree.subquery("checked")).where(exp.Is(this=guard, expression=exp.Null()))
+    for cte in sorted(read):
+        body = sqlglot.parse_one(input_rules.cleaned_sql(names[cte], tables, rank), read="duckdb")
+        out = out.with_(cte, as_=body)
     return out
 
 
@@ -87,6 +123,8 @@ _RULES = {
     "max_distance": ("{p} IS NULL OR ({p} >= 0 AND {p} = floor({p}))", "must be an integer >= 0 or NULL"),
     "max_depth": ("{p} IS NULL OR ({p} >= 0 AND {p} = floor({p}))", "must be an integer >= 0 or NULL"),
     "zero_division": ("CAST({p} AS DOUBLE) IN (0, 1) OR isnan(CAST({p} AS DOUBLE))", "must be 0, 1 or nan"),
+    "unknown": ("{p} IN ({choices})", "must be one of {choices}"),
+    "no_truth": ("{p} IN ({choices})", "must be one of {choices}"),
 }
 
 
@@ -96,15 +134,16 @@ def _choices(name: str) -> tuple[str, ...]:
 
     try:
         option, = declared(name)
-    except KeyError:  # a parameter of the SQL that is no option (fixed_universe, max_depth)
-        return ()
+    except KeyError:  # no measure option: the input rules' (unknown, no_truth), or none (fixed_universe, max_depth)
+        return input_rules.OPTIONS.get(name, ())
     return tuple(option.choices or ())
 
 
 def _family_defaults() -> dict[str, dict[str, object]]:
     """``{sql file: its $parameters for the default Options}`` over the families computed in SQL, and the
     closure (unbounded by default)."""
-    out: dict[str, dict[str, object]] = {"closure": {"max_depth": None}}
+    out: dict[str, dict[str, object]] = {"closure": {"max_depth": None},
+                                         "input_rules": {o: "error" for o in input_rules.OPTIONS}}
     for fam in FAMILIES:
         try:
             out[plan_of(fam).file] = family_params(plan_of(fam), Options())
