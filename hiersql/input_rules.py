@@ -166,10 +166,11 @@ def fail_function(dialect: str) -> str:
         dialect, "CAST({} AS INTEGER)")
 
 
-def guard_sql(tables: Mapping[str, str] | None = None, dialect: str = "duckdb") -> str:
-    """A one-row aggregate that fails with the first problem (by :func:`problems_sql`'s order) whose action is
-    ``error``, adding how many there are; no row when there is none."""
-    first = "min(message) || ' (' || CAST(count(*) AS VARCHAR) || ' error(s) in all: SELECT * FROM hiersql_check())'"
+def guard_sql(tables: Mapping[str, str] | None = None, dialect: str = "duckdb",
+              listed: str = ": SELECT * FROM hiersql_check()") -> str:
+    """A one-row aggregate that fails with the first problem (the smallest message) whose action is ``error``,
+    adding how many there are and ``listed`` (where to see them all); no row when there is none."""
+    first = f"min(message) || ' (' || CAST(count(*) AS VARCHAR) || ' error(s) in all{listed})'"
     return (f"SELECT {fail_function(dialect).format(first)} AS failed FROM ({problems_sql(tables)}) AS p"
             " WHERE action = 'error' HAVING count(*) > 0")
 
@@ -193,6 +194,44 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
         "systems": "SELECT DISTINCT system FROM systems",
     }[table]
     return _rename_tables(_parse(sql), dict(tables or {})).sql(dialect="duckdb")
+
+
+def cleaned_names(tables: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``tables`` (the ``--table`` renames) with each input table renamed to its cleaned rows,
+    ``hiersql_<table>`` (:func:`cleaned_sql`): what the measures' SQL reads."""
+    return {**dict(tables or {}), **{t: f"hiersql_{t}" for t in INPUT_TABLES}}
+
+
+def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, options: Mapping[str, str],
+                  pretty: bool = True) -> str:
+    """The statements to run before ``sql`` (a measure's SQL in ``dialect`` that reads the cleaned input tables
+    of :func:`cleaned_names`): the check query of :func:`guard_sql`, which fails on the first fault, then one
+    ``CREATE OR REPLACE TEMPORARY VIEW hiersql_<table>`` per input table ``sql`` reads (:func:`cleaned_sql`).
+    ``options``: the values of ``unknown`` and ``no_truth``. Empty when ``sql`` reads no input table."""
+    import re
+
+    import sqlglot
+    from sqlglot import exp
+
+    from .sqlfiles import _literal
+
+    read = [t for t in INPUT_TABLES if re.search(rf"\bhiersql_{t}\b", sql)]
+    if not read:
+        return ""
+    values = {name: _literal(options[name]) for name in OPTIONS}
+
+    def written(text: str) -> str:
+        tree = exp.replace_placeholders(sqlglot.parse_one(text + "\n", read="duckdb"), **values)
+        return tree.sql(dialect=dialect, pretty=pretty)
+
+    rank = re.search(r"\brank\b", sql) is not None  # the HCM orders the labels of a set by rank
+    out = ["-- hiersql input rules (docs/sql.md): fails with the first fault of the input tables, where hiersql"
+           f" evaluate would refuse them (unknown={options['unknown']}, no_truth={options['no_truth']})",
+           written(guard_sql(tables, dialect, listed="")) + ";",
+           "-- the input rows as hiersql evaluate reads them: ids and labels trimmed, duplicates collapsed"]
+    out += [written(f"CREATE OR REPLACE TEMPORARY VIEW hiersql_{t} AS {cleaned_sql(t, tables, rank)}") + ";"
+            for t in read]
+    return "\n".join(out) + "\n\n"
 
 
 def rules_table() -> str:

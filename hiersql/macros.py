@@ -33,6 +33,7 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     from sqlglot import exp
 
     defaults = _family_defaults()
+    cleaned = input_rules.cleaned_names(tables)
     plans = {plan_of(fam).file: plan_of(fam) for fam in FAMILIES}
     out: dict[str, str] = {}
     for name, body in sqlfiles.queries("macros").items():
@@ -50,8 +51,8 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
                 if ref.name == "summary":  # the family's generated summary, every measure and average
                     plan = plans[ref.db]
                     text = summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True)
-                composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", _cleaned_names(tables),
-                                                             pretty=False, text=text) + "\n", read="duckdb")
+                composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", cleaned, pretty=False,
+                                                             text=text) + "\n", read="duckdb")
             ref.replace(composed.subquery(ref.alias_or_name))
             used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
             params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
@@ -66,13 +67,9 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
-def _cleaned_names(tables: Mapping[str, str] | None) -> dict[str, str]:
-    """``tables`` with the input tables renamed to the cleaned rows of :func:`checked` (``hiersql_truth``...)."""
-    return {**dict(tables or {}), **{t: f"hiersql_{t}" for t in input_rules.INPUT_TABLES}}
-
-
 def checked(tree, tables: Mapping[str, str] | None):
-    """A macro body that reads the cleaned input tables (``hiersql_truth``, ...: :func:`_cleaned_names`) as
+    """A macro body that reads the cleaned input tables (``hiersql_truth``, ...:
+    :func:`hiersql.input_rules.cleaned_names`) as
     the common table expressions of :func:`hiersql.input_rules.cleaned_sql` over the user's tables, with
     :func:`hiersql.input_rules.guard_sql` in its ``WHERE``: one error, the first problem of the input, before
     any row. A body that reads none of them is returned as it is."""

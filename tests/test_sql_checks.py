@@ -165,3 +165,81 @@ def test_clean_tables_have_no_problem(germeval_file, tmp_path):
     path = _dirty(germeval_file, tmp_path, "SELECT 1")
     with duckdb.connect(str(path)) as con:
         assert con.execute("SELECT * FROM hiersql_check()").fetchall() == []
+
+
+# ------------------------------------------------------------------ the printed SQL: `hiersql sql FAMILY --dialect D`
+def _printed(capsys, dialect: str, *flags: str) -> list[str]:
+    """The scripts `hiersql sql set_based` and `flat` print for the user's tables gold and runs."""
+    scripts = []
+    for family in ("set_based", "flat"):
+        capsys.readouterr()
+        assert main(["sql", family, "--dialect", dialect, "--table", "truth=gold", "--table", "predictions=runs",
+                     *flags]) == 0
+        scripts.append(capsys.readouterr().out)
+    return scripts
+
+
+def _run_duckdb(path, scripts: list[str]) -> list[Row]:
+    with duckdb.connect(str(path)) as con:
+        return [Row(*r) for script in scripts for r in con.execute(script).fetchall()]
+
+
+def _run_postgres(pg_dsn, path, scripts: list[str]) -> list[Row]:
+    """The user's tables of the DuckDB file copied into a fresh PostgreSQL schema, then each script run whole
+    (psql's way: statement after statement); the rows of its last statement."""
+    import psycopg
+
+    from hiersql.engines import PostgresEngine
+
+    engine = PostgresEngine(pg_dsn)
+    try:
+        engine.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        engine.execute("CREATE SCHEMA public")
+        with duckdb.connect(str(path), read_only=True) as con:
+            for table in ("edges", "nodes", "closure", "instances", "systems", "gold", "runs"):
+                engine.write(table, con.table(table).to_arrow_table())
+        rows = []
+        for script in scripts:
+            with engine.conn.cursor() as cur:
+                cur.execute(script)
+                while cur.nextset():
+                    pass
+                rows += [Row(s, m, a, float(v)) for s, m, a, v in cur.fetchall()]
+        return rows
+    except psycopg.Error as exc:
+        raise duckdb.InvalidInputException(str(exc).splitlines()[0]) from None  # one failure type for both
+    finally:
+        engine.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
+@pytest.mark.parametrize("case", [*CLEANED, *REFUSED])
+def test_printed_sql_gives_evaluates_values_or_fails(germeval_file, tmp_path, capsys, data_dir, request, dialect,
+                                                     case):
+    """The printed script (check query, cleaned views, the measures) run by DuckDB and by PostgreSQL, on the
+    user's dirty tables: evaluate's values, or a failure quoting the first fault (PostgreSQL's cast error quotes
+    the message: ``invalid input syntax for type integer: "hiersql: runs, column 'label', ..."``)."""
+    path = _dirty(germeval_file, tmp_path, {**CLEANED, **{k: v[0] for k, v in REFUSED.items()}}[case])
+    scripts = _printed(capsys, dialect)
+    run = (lambda: _run_duckdb(path, scripts)) if dialect == "duckdb" else (
+        lambda: _run_postgres(request.getfixturevalue("pg_dsn"), path, scripts))
+    if case in CLEANED:
+        want = _evaluate(capsys, path, data_dir)
+        assert_rows_match(run(), want, tol=1e-12)
+        return
+    _, where, message = REFUSED[case]
+    with pytest.raises(duckdb.InvalidInputException) as raised:
+        run()
+    assert f"hiersql: {where}" in str(raised.value) and f": {message}: " in str(raised.value), str(raised.value)
+
+
+@pytest.mark.postgres
+def test_printed_sql_takes_the_ignore_options(germeval_file, tmp_path, capsys, pg_dsn):
+    """``--unknown ignore --no-truth ignore``: the printed PostgreSQL script gives evaluate's values with both."""
+    path = _dirty(germeval_file, tmp_path, f"{REFUSED['lower_labels'][0]}; {REFUSED['id_not_in_truth'][0]}")
+    with pytest.warns(match="ignored"):
+        store = _load(path, unknown="ignore", no_truth="ignore")
+    want = reference(store, [*REGISTRY["set_based"], *REGISTRY["flat"]], Options())
+    got = _run_postgres(pg_dsn, path, _printed(capsys, "postgres", "--unknown", "ignore", "--no-truth", "ignore"))
+    assert_rows_match(got, want, tol=1e-12)
