@@ -242,5 +242,4 @@ def rules_table() -> str:
 
 
 def _described(action: str) -> str:
-    return {"unknown": "error; dropped with `unknown := 'ignore'`",
-            "no_truth": "error; dropped with `no_truth := 'ignore'`"}.get(action, action)
+    return f"error (dropped when `{action}` is `ignore`)" if action in OPTIONS else action
