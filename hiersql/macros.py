@@ -59,7 +59,7 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
         tree = checked(tree, tables)
         params.update({p: defaults["input_rules"][p] for p in sorted(sqlfiles.parameters(tree.sql(dialect="duckdb")))
                        if p in input_rules.OPTIONS})
-        tree = tree.transform(_checked_parameter)
+        tree = tree.transform(_checked_parameter).transform(_raised)
         args = [p for p, v in params.items() if v is _REQUIRED]
         args += [f"{p} := {sqlfiles._literal(v).sql(dialect='duckdb')}" for p, v in params.items()
                  if v is not _REQUIRED]
@@ -90,6 +90,22 @@ def checked(tree, tables: Mapping[str, str] | None):
 
 
 _REQUIRED = object()
+
+
+def _raised(node):
+    """``CAST('hiersql: ...' || ... AS INTEGER)``, the portable failure of the ``sql/`` files (a database's
+    cast error quotes the text: ``closure_refresh``'s cycle), as DuckDB's ``error(...)``: the macro's error is
+    the message itself."""
+    from sqlglot import exp
+
+    if not isinstance(node, exp.Cast) or not node.to.is_type(*exp.DataType.INTEGER_TYPES):
+        return node
+    first = node.this
+    while isinstance(first, exp.DPipe):
+        first = first.this
+    if isinstance(first, exp.Literal) and first.is_string and first.this.startswith("hiersql: "):
+        return exp.Anonymous(this="error", expressions=[node.this])
+    return node
 
 
 def _checked_parameter(node):

@@ -15,7 +15,7 @@
 -- name: hiersql_closure
 -- (ancestor, descendant, distance): the closure computed from edges and nodes, e.g. to refill closure
 -- after editing the taxonomy: INSERT INTO closure SELECT * FROM hiersql_closure().
-SELECT * FROM closure.closure
+SELECT * FROM closure.closure_refresh
 
 -- name: hiersql_set_based
 -- (system, metric, average, value): hP, hR, hF (micro, macro) and SDL of every system.
