@@ -42,6 +42,9 @@ INPUT_TABLES = ("truth", "predictions", "instances", "systems")
 # The columns that name a row of each table in messages and in hiersql_check()'s row_key.
 KEYS = {"truth": ("instance_id",), "predictions": ("system", "instance_id"), "instances": ("instance_id",),
         "systems": ("system",)}
+# The columns the rules and the cleaned rows read from each input table (rank too where the HCM reads it).
+COLUMNS = {"truth": ("instance_id", "label"), "predictions": ("system", "instance_id", "label"),
+           "instances": ("instance_id",), "systems": ("system",)}
 # The options that turn a rule's error into dropped rows, as in hiersql evaluate (--unknown, --no-truth).
 OPTIONS = {"unknown": ("error", "ignore"), "no_truth": ("error", "ignore")}
 

@@ -69,10 +69,10 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def checked(tree, tables: Mapping[str, str] | None):
     """A macro body that reads the cleaned input tables (``hiersql_truth``, ...:
-    :func:`hiersql.input_rules.cleaned_names`) as
-    the common table expressions of :func:`hiersql.input_rules.cleaned_sql` over the user's tables, with
-    :func:`hiersql.input_rules.guard_sql` in its ``WHERE``: one error, the first problem of the input, before
-    any row. A body that reads none of them is returned as it is."""
+    :func:`hiersql.input_rules.cleaned_names`), with those tables as common table expressions over the user's
+    tables (:func:`hiersql.input_rules.cleaned_sql`) and :func:`hiersql.input_rules.guard_sql` in its
+    ``WHERE``: one error, the first problem of the input, before any row. A body that reads none of them is
+    returned as it is."""
     import sqlglot
     from sqlglot import exp
 
@@ -156,7 +156,7 @@ def _family_defaults() -> dict[str, dict[str, object]]:
     """``{sql file: its $parameters for the default Options}`` over the families computed in SQL, and the
     closure (unbounded by default)."""
     out: dict[str, dict[str, object]] = {"closure": {"max_depth": None},
-                                         "input_rules": {o: "error" for o in input_rules.OPTIONS}}
+                                         "input_rules": {o: choices[0] for o, choices in input_rules.OPTIONS.items()}}
     for fam in FAMILIES:
         try:
             out[plan_of(fam).file] = family_params(plan_of(fam), Options())
@@ -179,6 +179,7 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
     from .store import Store
 
     statements = macro_statements(tables)
+    _check_columns(con, dict(tables or {}), where)  # before the transaction: a missing table would abort it
     con.execute("BEGIN TRANSACTION")
     try:
         if taxonomy is not None:
@@ -201,6 +202,30 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
     con.execute("COMMIT")
     _warn_empty_lists(con, dict(tables or {}), where)
     return list(statements)
+
+
+def _check_columns(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where: str) -> None:
+    """Each input table there (``tables`` renames them) has the columns the input rules read
+    (:data:`hiersql.input_rules.COLUMNS`); else an :class:`~hiersql.errors.InputError` naming the table and
+    the first column it lacks (DuckDB's binder named an alias of the rules' SQL). A missing table is left to
+    the macros' creation, which names it."""
+    import duckdb
+    from sqlglot import exp
+
+    from .errors import InputError
+
+    for table, columns in input_rules.COLUMNS.items():
+        name = tables.get(table, table)
+        try:
+            have = {c[0].lower() for c in con.execute(f"SELECT * FROM {exp.to_table(name).sql('duckdb')} LIMIT 0"
+                                                      ).description}
+        except duckdb.CatalogException:
+            continue
+        missing = next((c for c in columns if c not in have), None)
+        if missing:
+            raise InputError(f"a table the macros read lacks a column they read ({name} has no column {missing},"
+                             f" which {table} has): give tables with hiersql's columns (docs/sql.md), e.g. a view"
+                             " that renames yours", where)
 
 
 def _warn_empty_lists(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where: str) -> None:
