@@ -49,22 +49,6 @@ FROM closure AS c
 JOIN nodes AS a ON a.label = c.ancestor
 JOIN nodes AS d ON d.label = c.descendant
 
--- name: closure
--- UNION drops the (ancestor, descendant, distance) rows already found, so the walk is bounded by the
--- closure times the number of distinct distances, whatever the number of paths of the DAG.
-WITH RECURSIVE walk(ancestor, descendant, distance) AS (
-    SELECT label, label, 0 FROM nodes
-    UNION
-    SELECT e.parent, w.descendant, w.distance + 1
-    FROM walk AS w
-    JOIN edges AS e ON e.child = w.ancestor
-    WHERE $max_depth IS NULL OR w.distance < $max_depth
-)
-SELECT ancestor, descendant, min(distance) AS distance
-FROM walk
-GROUP BY ancestor, descendant
-
-
 -- name: closure_refresh
 -- The closure after the taxonomy tables were edited by hand (the hiersql_closure() macro; `hiersql sql closure
 -- --query closure_refresh`): every node of nodes and every parent and child of edges (a node new in edges
@@ -110,4 +94,19 @@ WHERE (
     FROM on_cycle
     HAVING count(*) > 0
 ) IS NULL
+GROUP BY ancestor, descendant
+
+-- name: closure
+-- UNION drops the (ancestor, descendant, distance) rows already found, so the walk is bounded by the
+-- closure times the number of distinct distances, whatever the number of paths of the DAG.
+WITH RECURSIVE walk(ancestor, descendant, distance) AS (
+    SELECT label, label, 0 FROM nodes
+    UNION
+    SELECT e.parent, w.descendant, w.distance + 1
+    FROM walk AS w
+    JOIN edges AS e ON e.child = w.ancestor
+    WHERE $max_depth IS NULL OR w.distance < $max_depth
+)
+SELECT ancestor, descendant, min(distance) AS distance
+FROM walk
 GROUP BY ancestor, descendant
