@@ -174,8 +174,9 @@ def guard_sql(tables: Mapping[str, str] | None = None, dialect: str = "duckdb",
     """A one-row aggregate that fails with the first problem (the smallest message) whose action is ``error``,
     adding how many there are and ``listed`` (where to see them all); no row when there is none."""
     first = f"min(message) || ' (' || CAST(count(*) AS VARCHAR) || ' error(s) in all{listed})'"
-    return (f"SELECT {fail_function(dialect).format(first)} AS failed FROM ({problems_sql(tables)}) AS p"
-            " WHERE action = 'error' HAVING count(*) > 0")
+    # CASE as well as HAVING: Spark computes an aggregate's select list before its HAVING
+    return (f"SELECT CASE WHEN count(*) > 0 THEN {fail_function(dialect).format(first)} END AS failed"
+            f" FROM ({problems_sql(tables)}) AS p WHERE action = 'error' HAVING count(*) > 0")
 
 
 def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool = False) -> str:
