@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from . import sqlfiles
+from . import input_rules, sqlfiles
 from .engines import family_params
 from .metrics import FAMILIES, plan_of
 from .options import Options
@@ -25,29 +25,40 @@ if TYPE_CHECKING:
 
 def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{macro name: CREATE OR REPLACE MACRO ... AS TABLE ...}`` for every query of ``sql/macros.sql`` whose
-    files exist (see that file's header); ``tables`` renames the tables the macros read."""
+    files exist (see that file's header); ``tables`` renames the tables the macros read. A body that reads
+    ``input_rules.problems`` lists the problems of the input tables (:func:`hiersql.input_rules.problems_sql`);
+    a macro that reads the input tables reads them cleaned and fails on the first problem that would give
+    another number than ``hiersql evaluate`` (:func:`checked`)."""
     import sqlglot
     from sqlglot import exp
 
     defaults = _family_defaults()
+    cleaned = input_rules.cleaned_names(tables)
     plans = {plan_of(fam).file: plan_of(fam) for fam in FAMILIES}
     out: dict[str, str] = {}
     for name, body in sqlfiles.queries("macros").items():
         tree = sqlglot.parse_one(body, read="duckdb")
-        refs = [t for t in tree.find_all(exp.Table) if t.db in sqlfiles.available()]
-        if any(t.name not in sqlfiles.queries(t.db) and not (t.name in GENERATED and t.db in plans) for t in refs):
+        refs = [t for t in tree.find_all(exp.Table) if t.db in (*sqlfiles.available(), "input_rules")]
+        if any(t.db != "input_rules" and t.name not in sqlfiles.queries(t.db)
+               and not (t.name in GENERATED and t.db in plans) for t in refs):
             continue  # a file or query not there (yet): no macro
         params: dict[str, object] = {}
         for ref in refs:
-            text = None
-            if ref.name in GENERATED:  # the family's generated summary (every measure and average) or values
-                text = GENERATED[ref.name](plans[ref.db])
-            composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", dict(tables or {}),
-                                                         pretty=False, text=text) + "\n", read="duckdb")
+            if ref.db == "input_rules":
+                composed = sqlglot.parse_one(input_rules.problems_sql(tables), read="duckdb")
+            else:
+                text = None
+                if ref.name in GENERATED:  # the family's generated summary (every measure and average) or values
+                    text = GENERATED[ref.name](plans[ref.db])
+                composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", cleaned, pretty=False,
+                                                             text=text) + "\n", read="duckdb")
             ref.replace(composed.subquery(ref.alias_or_name))
             used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
             params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
-        tree = tree.transform(_checked_parameter)
+        tree = checked(tree, tables)
+        params.update({p: defaults["input_rules"][p] for p in sorted(sqlfiles.parameters(tree.sql(dialect="duckdb")))
+                       if p in input_rules.OPTIONS})
+        tree = tree.transform(_checked_parameter).transform(_raised)
         args = [p for p, v in params.items() if v is _REQUIRED]
         args += [f"{p} := {sqlfiles._literal(v).sql(dialect='duckdb')}" for p, v in params.items()
                  if v is not _REQUIRED]
@@ -55,10 +66,48 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
+def checked(tree, tables: Mapping[str, str] | None):
+    """A macro body that reads the cleaned input tables (``hiersql_truth``, ...:
+    :func:`hiersql.input_rules.cleaned_names`), with those tables as common table expressions over the user's
+    tables (:func:`hiersql.input_rules.cleaned_sql`) and :func:`hiersql.input_rules.guard_sql` in its
+    ``WHERE``: one error, the first problem of the input, before any row. A body that reads none of them is
+    returned as it is."""
+    import sqlglot
+    from sqlglot import exp
+
+    names = {f"hiersql_{t}": t for t in input_rules.INPUT_TABLES}
+    read = {t.name for t in tree.find_all(exp.Table)} & names.keys()
+    if not read:
+        return tree
+    rank = any(c.name == "rank" for c in tree.find_all(exp.Column))  # the HCM's order of labels
+    guard = sqlglot.parse_one(input_rules.guard_sql(tables), read="duckdb").subquery()
+    out = exp.select("*").from_(tree.subquery("checked")).where(exp.Is(this=guard, expression=exp.Null()))
+    for cte in sorted(read):
+        body = sqlglot.parse_one(input_rules.cleaned_sql(names[cte], tables, rank), read="duckdb")
+        out = out.with_(cte, as_=body)
+    return out
+
+
 _REQUIRED = object()
 # the queries generated from a family's declared measures that a macro reads as FILE.summary, FILE.instance_values
 GENERATED = {"summary": lambda plan: summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True),
              "instance_values": instance_values_sql}
+
+
+def _raised(node):
+    """``CAST('hiersql: ...' || ... AS INTEGER)``, the portable failure of the ``sql/`` files (a database's
+    cast error quotes the text: ``closure_refresh``'s cycle), as DuckDB's ``error(...)``: the macro's error is
+    the message itself."""
+    from sqlglot import exp
+
+    if not isinstance(node, exp.Cast) or not node.to.is_type(*exp.DataType.INTEGER_TYPES):
+        return node
+    first = node.this
+    while isinstance(first, exp.DPipe):
+        first = first.this
+    if isinstance(first, exp.Literal) and first.is_string and first.this.startswith("hiersql: "):
+        return exp.Anonymous(this="error", expressions=[node.this])
+    return node
 
 
 def _checked_parameter(node):
@@ -90,6 +139,8 @@ _RULES = {
     "max_depth": ("{p} IS NULL OR ({p} >= 0 AND {p} = floor({p}))", "must be an integer >= 0 or NULL"),
     "zero_division": ("CAST({p} AS DOUBLE) IN (0, 1) OR isnan(CAST({p} AS DOUBLE))", "must be 0, 1 or nan"),
     "top_k": ("{p} >= 1 AND {p} = floor({p})", "must be an integer >= 1"),
+    "unknown": ("{p} IN ({choices})", "must be one of {choices}"),
+    "no_truth": ("{p} IN ({choices})", "must be one of {choices}"),
 }
 
 
@@ -99,15 +150,16 @@ def _choices(name: str) -> tuple[str, ...]:
 
     try:
         option, = declared(name)
-    except KeyError:  # a parameter of the SQL that is no option (fixed_universe, max_depth)
-        return ()
+    except KeyError:  # no measure option: the input rules' (unknown, no_truth), or none (fixed_universe, max_depth)
+        return input_rules.OPTIONS.get(name, ())
     return tuple(option.choices or ())
 
 
 def _family_defaults() -> dict[str, dict[str, object]]:
     """``{sql file: its $parameters for the default Options}`` over the families computed in SQL, and the
     closure (unbounded by default)."""
-    out: dict[str, dict[str, object]] = {"closure": {"max_depth": None}}
+    out: dict[str, dict[str, object]] = {"closure": {"max_depth": None},
+                                         "input_rules": {o: choices[0] for o, choices in input_rules.OPTIONS.items()}}
     for fam in FAMILIES:
         try:
             out[plan_of(fam).file] = family_params(plan_of(fam), Options())
@@ -130,6 +182,7 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
     from .store import Store
 
     statements = macro_statements(tables)
+    _check_columns(con, dict(tables or {}), where)  # before the transaction: a missing table would abort it
     con.execute("BEGIN TRANSACTION")
     try:
         if taxonomy is not None:
@@ -152,6 +205,30 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
     con.execute("COMMIT")
     _warn_empty_lists(con, dict(tables or {}), where)
     return list(statements)
+
+
+def _check_columns(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where: str) -> None:
+    """Each input table there (``tables`` renames them) has the columns the input rules read
+    (:data:`hiersql.input_rules.COLUMNS`); else an :class:`~hiersql.errors.InputError` naming the table and
+    the first column it lacks (DuckDB's binder named an alias of the rules' SQL). A missing table is left to
+    the macros' creation, which names it."""
+    import duckdb
+    from sqlglot import exp
+
+    from .errors import InputError
+
+    for table, columns in input_rules.COLUMNS.items():
+        name = tables.get(table, table)
+        try:
+            have = {c[0].lower() for c in con.execute(f"SELECT * FROM {exp.to_table(name).sql('duckdb')} LIMIT 0"
+                                                      ).description}
+        except duckdb.CatalogException:
+            continue
+        missing = next((c for c in columns if c not in have), None)
+        if missing:
+            raise InputError(f"a table the macros read lacks a column they read ({name} has no column {missing},"
+                             f" which {table} has): give tables with hiersql's columns (docs/sql.md), e.g. a view"
+                             " that renames yours", where)
 
 
 def _warn_empty_lists(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where: str) -> None:

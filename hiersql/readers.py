@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import input_rules as rules
 from . import sources, sqlfiles
 from .errors import DataWarning, InputError
 from .inputs import LABEL_FORMATS, argument_error, check_label_source, label_set_members
@@ -351,7 +352,7 @@ def _check_rows(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
     )
     if bad:
         role = "instance" if bad[2] is None or bad[2].lower() == "nan" else "label"
-        raise InputError("missing instance_id or label (empty, None or NaN)",
+        raise InputError(rules.MISSING,
                          *locate(wheres[bad[0]], bad[1], role, None if role == "instance" else bad[2]),
                          f"instance_id={bad[2]!r}, label={bad[3]!r}")
     _check_score_text(con, wheres)
@@ -401,13 +402,13 @@ def _check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tup
         " ORDER BY src, line LIMIT 1"
     )
     if bad:
-        raise InputError("empty instance_id", *locate(wheres[bad[0]], bad[1], "instance", None), bad[2])
+        raise InputError(rules.EMPTY_INSTANCE, *locate(wheres[bad[0]], bad[1], "instance", None), bad[2])
     bad = first_row(
         con, "SELECT src, line, instance_id FROM _incoming WHERE label IS NULL OR label = ''"
         " ORDER BY src, line LIMIT 1"
     )
     if bad:
-        raise InputError("empty label", *locate(wheres[bad[0]], bad[1], "label", bad[2]),
+        raise InputError(rules.EMPTY_LABEL, *locate(wheres[bad[0]], bad[1], "label", bad[2]),
                          f"instance_id={bad[2]!r}")
     dups = con.execute(
         "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
@@ -442,8 +443,7 @@ def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -
         " AND n.is_virtual ORDER BY i.src, i.line LIMIT 1"
     )
     if virtual:  # a name hiersql made up, above the taxonomy's parentless nodes: no label can mean it
-        raise InputError("label is the virtual root added above the taxonomy's parentless nodes, not one of"
-                         " its nodes", *locate(wheres[virtual[0]], virtual[1], "label", virtual[3]), virtual[2])
+        raise InputError(rules.VIRTUAL_ROOT, *locate(wheres[virtual[0]], virtual[1], "label", virtual[3]), virtual[2])
     unknowns = con.execute(
         "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*),"
         " first(i.instance_id ORDER BY i.line, i.pos) FROM _incoming i"
@@ -452,13 +452,13 @@ def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -
     if unknowns:
         if unknown == "error":
             src, line, label, _, instance = unknowns[0]
-            raise InputError("label not in the taxonomy", *locate(wheres[src], line, "label", instance), label)
+            raise InputError(rules.UNKNOWN_LABEL, *locate(wheres[src], line, "label", instance), label)
         con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
         _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming", ordered=True)  # the ranks renumbered
         for src, _, label, count, _ in unknowns:
             warn_data(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
     for src, count in staged.duplicates:
-        warn_data(f"{wheres[src]}: {count} duplicate (instance_id, label) row(s) collapsed")
+        warn_data(f"{wheres[src]}: {count} {rules.DUPLICATES}")
 
 
 def check_no_truth(con: duckdb.DuckDBPyConnection, wheres: list[str], no_truth: str) -> None:
@@ -472,7 +472,7 @@ def check_no_truth(con: duckdb.DuckDBPyConnection, wheres: list[str], no_truth: 
         return
     if no_truth == "error":
         src, line, instance, _ = missing[0]
-        raise InputError("predicted instance has no truth", *locate(wheres[src], line, "instance", instance),
+        raise InputError(rules.NO_TRUTH, *locate(wheres[src], line, "instance", instance),
                          instance)
     con.execute("DELETE FROM _incoming WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
     for src, _, instance, count in missing:

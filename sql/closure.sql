@@ -49,6 +49,53 @@ FROM closure AS c
 JOIN nodes AS a ON a.label = c.ancestor
 JOIN nodes AS d ON d.label = c.descendant
 
+-- name: closure_refresh
+-- The closure after the taxonomy tables were edited by hand (the hiersql_closure() macro; `hiersql sql closure
+-- --query closure_refresh`): every node of nodes and every parent and child of edges (a node new in edges
+-- too), and a failure that names the nodes on a cycle of edges instead of a walk without end. `reach`
+-- (descendant, ancestor) ends on any graph, cycles too: UNION keeps each pair once, and pairs are finitely
+-- many; a node that reaches itself is on a cycle. The walk leaves those nodes out, so it walks a DAG and
+-- ends; the WHERE then fails with a cast of the message to an integer, which every database reports quoting
+-- the text (the DuckDB macro raises it with error(): hiersql.macros).
+WITH RECURSIVE labels AS (
+    SELECT label FROM nodes
+    UNION
+    SELECT parent FROM edges
+    UNION
+    SELECT child FROM edges
+),
+reach(descendant, ancestor) AS (
+    SELECT child, parent FROM edges
+    UNION
+    SELECT r.descendant, e.parent
+    FROM reach AS r
+    JOIN edges AS e ON e.child = r.ancestor
+),
+on_cycle AS (
+    SELECT descendant AS label FROM reach WHERE ancestor = descendant
+),
+acyclic_edges AS (
+    SELECT e.parent, e.child
+    FROM edges AS e
+    WHERE e.parent NOT IN (SELECT label FROM on_cycle) AND e.child NOT IN (SELECT label FROM on_cycle)
+),
+walk(ancestor, descendant, distance) AS (
+    SELECT label, label, 0 FROM labels
+    UNION
+    SELECT e.parent, w.descendant, w.distance + 1
+    FROM walk AS w
+    JOIN acyclic_edges AS e ON e.child = w.ancestor
+    WHERE $max_depth IS NULL OR w.distance < $max_depth
+)
+SELECT ancestor, descendant, min(distance) AS distance
+FROM walk
+WHERE (
+    SELECT CAST('hiersql: edges: a cycle through the nodes ' || string_agg(label, ', ' ORDER BY label) AS INTEGER)
+    FROM on_cycle
+    HAVING count(*) > 0
+) IS NULL
+GROUP BY ancestor, descendant
+
 -- name: closure
 -- UNION drops the (ancestor, descendant, distance) rows already found, so the walk is bounded by the
 -- closure times the number of distinct distances, whatever the number of paths of the DAG.
@@ -63,4 +110,3 @@ WITH RECURSIVE walk(ancestor, descendant, distance) AS (
 SELECT ancestor, descendant, min(distance) AS distance
 FROM walk
 GROUP BY ancestor, descendant
-

@@ -8,11 +8,15 @@
 --   SELECT * FROM hiersql_set_based(include_root := true, max_distance := 2) WHERE metric = 'hierarchical_f1';
 -- The macros read edges, nodes, closure, instances, truth, predictions, systems (others with --table), and
 -- the flat ones also flat_labels(label), the fixed label universe used with fixed_universe := true.
+-- The input rules of the readers (hiersql.input_rules): every macro that reads truth, predictions, instances
+-- or systems reads them cleaned as hiersql evaluate does (trimmed, duplicates collapsed) and fails with one
+-- error, `hiersql: TABLE, column 'COL', KEY: MESSAGE: 'VALUE'`, where evaluate would refuse the input;
+-- its parameters unknown and no_truth ('error' or 'ignore') are evaluate's --unknown and --no-truth.
 
 -- name: hiersql_closure
 -- (ancestor, descendant, distance): the closure computed from edges and nodes, e.g. to refill closure
 -- after editing the taxonomy: INSERT INTO closure SELECT * FROM hiersql_closure().
-SELECT * FROM closure.closure
+SELECT * FROM closure.closure_refresh
 
 -- name: hiersql_set_based
 -- (system, metric, average, value): hP, hR, hF (micro, macro) and SDL of every system.
@@ -35,3 +39,8 @@ SELECT * FROM flat.instance_values
 -- (system, metric, average, value): top-k accuracy, hierarchical distance@k, mistake severity, hierarchical
 -- precision and mAP@k of every system, for one k (top_k := 5; average ''), from the predictions' scores.
 SELECT * FROM severity.summary
+
+-- name: hiersql_check
+-- (table_name, column_name, row_key, value, rule, action, message): every problem of the input tables, the
+-- rows the measures refuse (action 'error') or clean ('stripped', 'collapsed', 'dropped').
+SELECT * FROM input_rules.problems

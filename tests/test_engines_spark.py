@@ -303,12 +303,15 @@ def test_the_printed_spark_script_runs_in_spark(spark, capsys, metric, tolerance
     engine.copy_store(store)
     assert main(["sql", metric, "--dialect", "spark"]) == 0
     script = capsys.readouterr().out
+    checks, script = script.split("\n\n", 1)  # the input rules' check query and views first (docs/sql.md)
     runnable = script.split("-- Python step")[0]
     statements = [s.strip() for s in runnable.split(";\n") if s.strip()]
     if tolerance is None:  # a cached stage keeps its lineage: LCA's later stages grow slow (the runner's do not)
         statements = statements[:3]
-    assert statements[0].startswith("CACHE TABLE ")
+    assert statements[0].startswith("CACHE TABLE ") and "raise_error(" in checks.lower()
     try:
+        for statement in filter(str.strip, checks.split(";\n")):
+            assert session.sql(statement).collect() == []  # the check query: no fault, no row; views: none
         rows = [session.sql(statement).collect() for statement in statements][-1]
     finally:
         engine.close()

@@ -77,6 +77,8 @@ def test_named_parameters_equal_the_python_api(hand_db, options):
     ("hiersql_set_based(beta := -1)", "hiersql: beta must be a finite number >= 0: -1"),
     ("hiersql_flat(fixed_universe := NULL)", "hiersql: fixed_universe must not be NULL: NULL"),
     ("hiersql_closure(max_depth := 1.5)", "hiersql: max_depth must be an integer >= 0 or NULL: 1.5"),
+    ("hiersql_flat(unknown := 'Ignore')", "hiersql: unknown must be one of error, ignore: Ignore"),
+    ("hiersql_check(no_truth := NULL)", "hiersql: no_truth must be one of error, ignore: NULL"),
 ])
 def test_a_parameter_the_flag_would_refuse_is_an_error(hand_db, call, said):
     """The macros check their parameters as the command line checks the options: ``augment := 'Descendants'``

@@ -5,12 +5,16 @@ the name of a file of ``sql/`` (``closure``). For a family, every stage of its p
 order, its ``$parameters`` replaced by the options given here, transpiled by sqlglot, the Python steps named
 where they come; for one metric the summary rows are filtered to it. For a file, the query ``--query`` (default:
 the file's last) composed with the queries it reads as CTEs. ``--table truth=dw.gold_labels`` points the
-query at a user's own tables.
+query at a user's own tables. A query that reads the label tables comes after the input rules of
+:mod:`hiersql.input_rules`: a check query that fails on the first fault, and views of the rows cleaned as
+``hiersql evaluate`` reads them (``--unknown``, ``--no-truth``).
 """
 
 from __future__ import annotations
 
 import argparse
+
+from .. import input_rules
 
 DIALECTS = ("duckdb", "postgres", "spark", "databricks", "snowflake", "bigquery", "trino", "presto", "redshift",
             "mysql", "sqlite", "tsql", "oracle", "clickhouse", "hive", "athena")
@@ -30,6 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
               sql_options())
     parser.add_argument("--table", action="append", default=[], metavar="NAME=TABLE",
                         help="read hiersql table NAME (truth, predictions, closure, ...) from TABLE; repeatable")
+    for option, choices in input_rules.OPTIONS.items():  # the input rules' options, as evaluate's --unknown
+        parser.add_argument(f"--{option.replace('_', '-')}", default=choices[0], choices=choices,
+                            help=f"the check query's {option} rule: {' or '.join(choices)} (default {choices[0]};"
+                                 " docs/sql.md, input rules)")
     parser.add_argument("--query", metavar="NAME", help="another named query of the file (e.g. per instance)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="set a $parameter of the query directly; repeatable")
@@ -55,15 +63,18 @@ def run(args: argparse.Namespace) -> int:
     file, query, params, metrics = target(args.metric, args.query, options)
     tables = parse_tables(args.table)
     params.update(checked_params(args, file, query))
+    cleaned = input_rules.cleaned_names(tables)  # the measures read the input tables as evaluate reads them
     if query is None:  # a family: its plan's SQL
-        print(render_family(plan_of(file), params, args.dialect, tables, metrics or None,
-                            pretty=not args.compact, options=options) + ";")
+        sql = render_family(plan_of(file), params, args.dialect, cleaned, metrics or None, pretty=not args.compact,
+                            options=options)
     else:
         missing = sorted(sqlfiles.parameters(_texts(file, query)) - params.keys())
         if missing:  # printed, they would be placeholders of a database driver, which no SQL shell binds
             raise InputError(f"query {query} of sql/{file}.sql takes parameters without a value here: give them"
                              f" with --param {'=VALUE --param '.join(missing)}=VALUE", "--query", value=query)
-        print(render(file, query, params, args.dialect, tables, pretty=not args.compact) + ";")
+        sql = render(file, query, params, args.dialect, cleaned, pretty=not args.compact)
+    rules = {option: getattr(args, option) for option in input_rules.OPTIONS}
+    print(input_rules.checks_script(sql, tables, args.dialect, rules, pretty=not args.compact) + sql + ";")
     return 0
 
 
