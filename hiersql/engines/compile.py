@@ -121,7 +121,6 @@ def _dead_branches_pruned(tree: Any) -> Any:
     compute (its runner stores a common table expression read twice before Spark sees the query). The
     common table expressions read are found by sqlglot's scope analysis (``eliminate_ctes``)."""
     from sqlglot import exp
-    from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
 
     for union in list(tree.find_all(exp.Union)):
         if not isinstance(union.expression, exp.Select) or any(
@@ -136,4 +135,9 @@ def _dead_branches_pruned(tree: Any) -> Any:
                 tree.set("with_", union.args.get("with_"))
             else:
                 union.replace(union.this)
-    return eliminate_ctes(tree)
+    with_ = tree.args.get("with_")
+    if with_ is not None and not with_.args.get("recursive"):
+        from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
+
+        tree = eliminate_ctes(tree)
+    return tree
