@@ -118,8 +118,8 @@ def _dead_branches_pruned(tree: Any) -> Any:
     longer read. A query composes every query its text reads, also those read only in such a branch (the pair
     rows a Spark variant keeps for the Cesa-Bianchi tolerance, ``flat_labels`` of the fixed class universe):
     the printed SQL then needs no table the query does not read, and Spark no stage that it would not
-    compute (its runner stores a common table expression read twice before Spark sees the query). The
-    common table expressions read are found by sqlglot's scope analysis (``eliminate_ctes``)."""
+    compute (its runner stores a common table expression read twice before Spark sees the query). (sqlglot's
+    ``eliminate_ctes`` left such common table expressions of Spark's set_counts in place.)"""
     from sqlglot import exp
 
     for union in list(tree.find_all(exp.Union)):
@@ -136,8 +136,21 @@ def _dead_branches_pruned(tree: Any) -> Any:
             else:
                 union.replace(union.this)
     with_ = tree.args.get("with_")
-    if with_ is not None and not with_.args.get("recursive"):
-        from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
-
-        tree = eliminate_ctes(tree)
+    while with_ is not None and not with_.args.get("recursive"):
+        unread = [cte for cte in with_.expressions
+                  if not any(t.find_ancestor(exp.CTE) is not cte for t in _tables(tree, cte.alias))]
+        if not unread:
+            break
+        for cte in unread:
+            cte.pop()
+        if not with_.expressions:
+            tree.set("with_", None)
+            break
     return tree
+
+
+def _tables(tree: Any, name: str) -> list[Any]:
+    """The references of ``tree`` to the (unqualified) table or common table expression ``name``."""
+    from sqlglot import exp
+
+    return [t for t in tree.find_all(exp.Table) if not t.db and t.name == name]
