@@ -181,7 +181,8 @@ def guard_sql(tables: Mapping[str, str] | None = None, dialect: str = "duckdb",
 
 def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool = False) -> str:
     """DuckDB SQL of the rows the measures read from input table ``table``: ids and labels trimmed, one row per
-    distinct key (``rank``: the smallest rank of the collapsed rows, which keeps their order), labels not in
+    distinct key (``rank``: the smallest rank of the collapsed rows, which keeps their order; a prediction's
+    ``score``: the highest, the row the readers keep), labels not in
     the taxonomy and predicted instances without truth left out (errors of :func:`guard_sql` unless
     ``$unknown``/``$no_truth`` is ``ignore``, when the readers drop them too)."""
     from .sqlfiles import _parse, _rename_tables
@@ -191,7 +192,8 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
     sql = {
         "truth": f"SELECT trim(r.instance_id) AS instance_id, trim(r.label) AS label{extra} FROM truth AS r"
                  f" WHERE {known} GROUP BY trim(r.instance_id), trim(r.label)",
-        "predictions": f"SELECT r.system, trim(r.instance_id) AS instance_id, trim(r.label) AS label{extra}"
+        "predictions": f"SELECT r.system, trim(r.instance_id) AS instance_id, trim(r.label) AS label{extra},"
+                       " max(r.score) AS score"
                        f" FROM predictions AS r WHERE {known} AND {_listed('instances', 'instance_id')}"
                        " GROUP BY r.system, trim(r.instance_id), trim(r.label)",
         "instances": "SELECT DISTINCT trim(instance_id) AS instance_id FROM instances",

@@ -607,7 +607,7 @@ def test_a_taxonomy_tables_bad_row_is_named_by_its_edge_not_a_row_number(tmp_pat
         con.execute("CREATE TABLE looped AS SELECT * FROM tax WHERE parent IS NOT NULL")
         con.execute("INSERT INTO looped VALUES ('a1', 'r')")
     for table, said in (("tax", f"duckdb:{path}::tax, column 'parent', child='r': missing value (NULL or NaN)"),
-                        ("looped", f"duckdb:{path}::looped: taxonomy has a cycle: 'r -> a -> a1 -> r'")):
+                        ("looped", f"duckdb:{path}::looped: taxonomy has a cycle: 'a -> a1 -> r -> a'")):
         with pytest.raises(InputError) as caught:
             Taxonomy.from_table(f"duckdb:{path}::{table}")
         assert str(caught.value) == said

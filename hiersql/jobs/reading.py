@@ -11,9 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 
-if TYPE_CHECKING:
-    from .queue import Queue
-
 STATUSES = ("queued", "running", "done", "skipped", "failed", "cancelled")
 RESULT_COLUMNS = ("dataset", "system", "metric", "average", "value", "key", "run_id", "job_id", "created_at")
 # :meth:`Reading.latest`: the job's name and submission, the unit (its status and key), then the rows of the
@@ -26,7 +23,7 @@ class Reading:
     """The reading statements of :class:`~hiersql.jobs.queue.Connection` (a base of it), which gives
     ``queue``, ``execute`` and ``transaction``."""
 
-    queue: Queue
+    queue: Any  # the Queue of the connection (hiersql.jobs.queue imports this module: no import back)
 
     if TYPE_CHECKING:
         def execute(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]: ...
