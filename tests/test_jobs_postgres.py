@@ -30,9 +30,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # A worker process whose batches take 0.5 s longer, so that two of them overlap (also when one of them
 # starts late on a loaded host: the 6 batches take 3 s).
 DRIVER = """
-import sys, time
+import os, pathlib, sys, time
 from hiersql.jobs import runner
 from hiersql.jobs.queue import Queue
+
+# both workers start claiming together (on a loaded machine one could otherwise do every unit before the
+# other has imported hiersql)
+ready = pathlib.Path(sys.argv[2])
+(ready / str(os.getpid())).touch()
+deadline = time.monotonic() + 60
+while len(list(ready.iterdir())) < 2 and time.monotonic() < deadline:
+    time.sleep(0.05)
 
 evaluate = runner.evaluate
 
@@ -85,7 +93,9 @@ def test_two_workers_do_every_unit_exactly_once(queue_url, spec, tmp_path):
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, str(driver), queue_url], env=env) for _ in range(2)]
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    procs = [subprocess.Popen([sys.executable, str(driver), queue_url, str(ready)], env=env) for _ in range(2)]
     running_seen = 0
     deadline = time.monotonic() + 120
     with queue.connect() as con:
