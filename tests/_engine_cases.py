@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from pathlib import Path
 
@@ -160,9 +161,12 @@ def assert_dag_case(engine, options: Options, per_partition: bool = False) -> No
     assert_rows_match(rows, want)
 
 
+_JOB_GROUPS = itertools.count()
+
+
 def spark_jobs(spark, run):
     """``run()`` and the number of Spark jobs it started."""
-    group = f"hiersql-test-{id(run)}"
+    group = f"hiersql-test-{next(_JOB_GROUPS)}"  # not id(run): an id is reused, and a group's old jobs with it
     spark.sparkContext.setJobGroup(group, group)
     try:
         out = run()
