@@ -290,13 +290,41 @@ _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]i?B?)\s*", re.IGNORECASE)
 
 
 def _size(value: Any) -> str | None:
-    """A DuckDB memory size with a unit (``500MB``, ``2GiB``), greater than 0."""
+    """A DuckDB memory size with a unit (``500MB``, ``2GiB``: DuckDB's powers of 1000 and of 1024), greater
+    than 0 and at most this machine's memory (DuckDB takes a larger one and then fails as if the disk were
+    full)."""
     if value is None:
         return None
     match = _SIZE.fullmatch(value) if isinstance(value, str) else None
     if match is None or not float(match.group(1)) > 0:
         raise _Broken("must be a size > 0 with a unit, such as 500MB, 3GB or 2GiB")
+    unit = match.group(2).upper()
+    size = float(match.group(1)) * (1024 if "I" in unit else 1000) ** ("KMGT".index(unit[0]) + 1)
+    memory = machine_memory()
+    if size > memory:
+        raise _Broken(f"must be at most this machine's memory ({memory / 2**30:.1f} GiB)")
     return value.strip()
+
+
+def machine_memory() -> int:
+    """Bytes of memory of this machine (its physical pages), or of its control group when that is smaller."""
+    import os
+
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        with open("/sys/fs/cgroup/memory.max") as file:
+            limit = file.read().strip()
+    except OSError:
+        return memory
+    return min(memory, int(limit)) if limit.isdigit() else memory
+
+
+def _threads(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
+        return int(value)
+    raise _Broken("must be an integer >= 1")
 
 
 def _text(value: Any) -> str | None:
@@ -406,7 +434,11 @@ RUN_OPTIONS: tuple[Option, ...] = (
            annotation="tuple[tuple[str, str], ...]", metavar="KEY=VALUE", flag_kind="append", engine="spark"),
     Option("memory_limit", None, "DuckDB memory limit (larger intermediates spill to disk)", _size,
            annotation="str | None", metavar="SIZE", default_text="DuckDB's"),
+    Option("threads", None, "threads DuckDB computes with", _threads, _number_text(int), "int | None",
+           metavar="N", default_text="one per core"),
 )
+# The run options of the DuckDB store that holds the inputs: flags of every command that reads inputs.
+STORE_OPTIONS = ("memory_limit", "threads")
 
 
 # ------------------------------------------------------------------------------------------- the dataclasses

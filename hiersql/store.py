@@ -63,6 +63,8 @@ class Store:
         An existing DuckDB connection to use instead (``db`` is then ignored).
     memory_limit:
         DuckDB's memory limit (``"3GB"``); larger intermediate results spill to disk.
+    threads:
+        DuckDB's threads (default: one per core).
     writes:
         The tables of hiersql's schema the caller will write (default: all). A table of the file or connection
         with one of those names and other columns is the user's: :class:`~hiersql.errors.InputError` naming it,
@@ -71,7 +73,7 @@ class Store:
 
     def __init__(
         self, db: str | Path | None = None, con: duckdb.DuckDBPyConnection | None = None,
-        memory_limit: str | None = None, writes: Iterable[str] | None = None,
+        memory_limit: str | None = None, writes: Iterable[str] | None = None, threads: int | None = None,
     ) -> None:
         import duckdb
 
@@ -87,6 +89,8 @@ class Store:
             except duckdb.Error as exc:
                 raise InputError(f"invalid memory limit ({str(exc).splitlines()[0]})", "--memory-limit",
                                  value=memory_limit) from None
+        if threads:
+            self.con.execute("SET threads = $threads", {"threads": int(threads)})
         self.taxonomy: Taxonomy | None = None
 
     def cursor(self) -> Store:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import pytest
 
 from hiersql.cli import main
+from hiersql.options import machine_memory
 
 TAX = "a\tb\na\tc\nb\td\n"
 TRUTH = "1\tb\n2\td\n"
@@ -166,6 +167,11 @@ CASES = [
     # DuckDB either takes the limit and runs out while reading, or refuses a limit below what it already holds
     # (test_bad_input_silent.py checks both messages): one line naming the flag either way
     Case("--memory-limit too small", ev("--memory-limit", "1KB"), ["error: --memory-limit: "]),
+    Case("--memory-limit above the machine's memory", ev("--memory-limit", f"{2 * machine_memory() // 2**30 + 1}GiB"),
+         ["error: --memory-limit: must be at most this machine's memory", f"({machine_memory() / 2**30:.1f} GiB)"]),
+    Case("--memory-limit negative", ev("--memory-limit=-1GB"), ["error: --memory-limit: must be a size > 0", "'-1GB'"]),
+    Case("--threads zero", ev("--threads", "0"), ["error: --threads: must be an integer >= 1: '0'"]),
+    Case("--threads not a number", ev("--threads", "all"), ["error: --threads: must be an integer >= 1: 'all'"]),
     # --- confusion
     Case("confusion --plot a folder", confusion("--plot", "{d}"), ["--plot", "is a folder"]),
     Case("confusion --plot unknown suffix", confusion("--plot", "{d}/m.xyz"), ["--plot", "image format", "m.xyz'"]),

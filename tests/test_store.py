@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from hiersql import Store, Taxonomy
+from hiersql.cli import main
 from hiersql.errors import DataWarning
 
 TAX = Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
@@ -214,3 +215,16 @@ def test_fast_switching_keeps_the_short_interval_until_the_last_user_leaves():
     with pytest.raises(ZeroDivisionError), beside_python(lambda: 1 / 0):
         pass
     assert sys.getswitchinterval() == before
+
+
+def test_threads_set_duckdb_threads_and_leave_the_values(data_dir, capsys):
+    """``Store(threads=)`` (``--threads``) is DuckDB's setting; one thread gives the same output as the default."""
+    assert Store(threads=1).con.execute("SELECT current_setting('threads')").fetchone() == (1,)
+    canonical = data_dir / "canonical"
+    args = ["evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_a.tsv"),
+            "--pred", str(canonical / "pred_a" / "A*"), "--metrics", "hf,lca_f1", "--format", "csv"]
+    outputs = []
+    for extra in ([], ["--threads", "1"]):
+        assert main([*args, *extra]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") > 2

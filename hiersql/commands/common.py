@@ -21,7 +21,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """``--taxonomy``, ``--truth``, ``--pred`` (repeatable, ``NAME=SOURCE`` or a glob), the column names of
     table sources (``--instance-col`` ...), ``--labels-format``, ``--unknown``, ``--db``, ``--memory-limit``
     (declared in :mod:`hiersql.options`)."""
-    from ..options import add_flags, declared
+    from ..options import STORE_OPTIONS, add_flags, declared
 
     parser.add_argument("--taxonomy", required=True, metavar="SOURCE",
                         help="parent<TAB>child edges (whitespace pairs, .csv with header, .parquet detected),"
@@ -43,7 +43,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
                         help="a label not in the taxonomy: error (default) or drop it with a warning")
     parser.add_argument("--db", metavar="FILE", help="DuckDB file to keep the tables and results in")
-    add_flags(parser, declared("memory_limit"))
+    add_flags(parser, declared(*STORE_OPTIONS))
     parser.add_argument("--wait", type=seconds, default=0.0, metavar="SECONDS",
                         help="with --db: wait up to SECONDS for another process to release the file (default 0)")
 
@@ -198,14 +198,15 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
         _check_db_is_no_source(args.db, {"--taxonomy": [args.taxonomy], "--truth": [args.truth],
                                          "--pred": [source for _, source in preds]})
         con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
-    store = Store(args.db, con=con, memory_limit=from_args(RunOptions, args).memory_limit)
+    run = from_args(RunOptions, args)
+    store = Store(args.db, con=con, memory_limit=run.memory_limit, threads=run.threads)
     store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
     if args.memory_limit and not args.db:  # spill beyond the limit into a folder of our own, not ./.tmp
         store.con.execute("SET temp_directory = $d", {"d": _spill_folder()})
     if spark is not None:
         from ..spark_sources import load
 
-        inputs = Store(memory_limit=from_args(RunOptions, args).memory_limit)  # this run's own, never --db
+        inputs = Store(memory_limit=run.memory_limit, threads=run.threads)  # this run's own, never --db
         load(spark, inputs, args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown,
              instance_col=args.instance_col, label_col=args.label_col, score_col=args.score_col,
              system_col=args.system_col, rank_col=args.rank_col, parent_col=args.parent_col,

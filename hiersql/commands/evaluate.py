@@ -20,15 +20,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_metric_arguments(p: argparse.ArgumentParser) -> None:
-    """``--metrics``, a flag per measure option and a flag per run option (except ``--memory-limit``, one of
-    the input arguments), from the declarations of :mod:`hiersql.options`."""
-    from ..options import MEASURE_OPTIONS, RUN_OPTIONS, add_flags
+    """``--metrics``, a flag per measure option and a flag per run option (except the store's,
+    :data:`~hiersql.options.STORE_OPTIONS`, input arguments), from the declarations of :mod:`hiersql.options`."""
+    from ..options import MEASURE_OPTIONS, RUN_OPTIONS, STORE_OPTIONS, add_flags
 
     p.add_argument("--metrics", default="hp,hr,hf",
                    help="comma-separated measures or aliases (SPEC §10), families (set_based, flat, hcm,"
                         " pair_based, lca, scoring: their measures that apply), or 'all' (default: hp,hr,hf)")
     add_flags(p.add_argument_group("measure options"), MEASURE_OPTIONS)
-    add_flags(p.add_argument_group("run options"), [o for o in RUN_OPTIONS if o.name != "memory_limit"])
+    add_flags(p.add_argument_group("run options"), [o for o in RUN_OPTIONS if o.name not in STORE_OPTIONS])
 
 
 def options_from_args(args: argparse.Namespace):
