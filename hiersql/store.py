@@ -81,6 +81,8 @@ class Store:
         self.con = con if con is not None else duckdb.connect(self.db or ":memory:")
         if con is not None or self.db is not None:  # a database that may hold tables of its own
             _check_no_foreign_tables(self.con, self.db or "con", writes)
+        if con is None or self.db is not None:  # a connection of ours (a caller's own keeps its settings):
+            self.con.execute("SET enable_progress_bar = false")  # DuckDB's bar would write into the output
         # the empty tables first: the limit is for reading and computing (a tiny one fails in a named step)
         self.con.execute(sqlfiles.queries("schema")["schema"])
         if memory_limit:  # DuckDB spills to its temp directory beyond it

@@ -228,3 +228,14 @@ def test_threads_set_duckdb_threads_and_leave_the_values(data_dir, capsys):
         assert main([*args, *extra]) == 0
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1] and outputs[0].count("\n") > 2
+
+
+def test_duckdb_progress_bar_off_on_our_connections_only(tmp_path):
+    """DuckDB's progress bar would write into the output of a long command: off on the connections hiersql
+    opens (in memory, or a --db file), left as it is on a caller's own connection."""
+    setting = "SELECT current_setting('enable_progress_bar')"
+    assert Store().con.execute(setting).fetchone() == (False,)
+    assert Store(tmp_path / "r.duckdb").con.execute(setting).fetchone() == (False,)
+    theirs = duckdb.connect()
+    theirs.execute("SET enable_progress_bar = true")
+    assert Store(con=theirs).con.execute(setting).fetchone() == (True,)

@@ -200,7 +200,6 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
         con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
     run = from_args(RunOptions, args)
     store = Store(args.db, con=con, memory_limit=run.memory_limit, threads=run.threads)
-    store.con.execute("SET enable_progress_bar = false")  # DuckDB's own bar would write into stdout
     if args.memory_limit and not args.db:  # spill beyond the limit into a folder of our own, not ./.tmp
         store.con.execute("SET temp_directory = $d", {"d": _spill_folder()})
     if spark is not None:

@@ -137,11 +137,8 @@ class Stores:
         work = unit.work
         for name in ("taxonomy", "truth"):
             _check_unchanged(work, name)
-        store = Store()
+        store = Store(threads=self.threads)
         try:
-            store.con.execute("SET enable_progress_bar = false")
-            if self.threads:
-                store.con.execute(f"SET threads = {int(self.threads)}")
             columns = work.get("columns", {})
             store.load(lambda: _taxonomy(work["taxonomy"], work["hashes"]["taxonomy"], columns.get("parent_col"),
                                          columns.get("child_col")),
