@@ -284,3 +284,28 @@ def test_hcm_with_an_instance_without_truth_equals_duckdb(pg_dsn, tmp_path, caps
     want = cli_rows(capsys, args)
     assert len(want) == 22
     assert_rows_match(cli_rows(capsys, [*args, "--engine", "postgres", "--postgres-url", pg_dsn]), want)
+
+
+def test_a_role_without_the_temporary_privilege_is_one_line(pg, pg_dsn, capsys, data_dir):
+    """A role that may not create temporary tables (where the engine keeps its stages) is told so, exit 2,
+    naming the role, the database and the flag; not an internal error half-way through the run."""
+    from hiersql.cli import main
+
+    pg.execute("DROP DATABASE IF EXISTS no_temp")
+    pg.execute("DROP ROLE IF EXISTS analyst")
+    pg.execute("CREATE ROLE analyst LOGIN")
+    pg.execute("CREATE DATABASE no_temp")
+    pg.execute("REVOKE TEMPORARY ON DATABASE no_temp FROM PUBLIC")
+    dsn = pg_dsn.replace("user=hiersql", "user=analyst").replace("dbname=postgres", "dbname=no_temp")
+    canonical = data_dir / "canonical"
+    try:
+        code = main(["evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"), "--truth",
+                     str(canonical / "truth_a.tsv"), "--pred", str(canonical / "pred_a" / "Averbis*"),
+                     "--engine", "postgres", "--postgres-url", dsn])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith("hiersql: error: --postgres-url: role 'analyst' may not create temporary tables in"
+                              " database 'no_temp'") and err.endswith(f": '{dsn}'\n")
+    finally:
+        pg.execute("DROP DATABASE no_temp")
+        pg.execute("DROP ROLE analyst")

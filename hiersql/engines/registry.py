@@ -23,10 +23,18 @@ def open_postgres(run: Any, rows: int | None = None) -> PostgresEngine:
     import psycopg
 
     try:
-        return PostgresEngine(run.postgres_url)
+        engine = PostgresEngine(run.postgres_url)
     except psycopg.Error as exc:  # not reached, refused, or not a connection string at all
         raise InputError(f"cannot connect: {masked(' '.join(str(exc).split()), run.postgres_url)}",
                          "--postgres-url", value=display(run.postgres_url)) from None
+    (role, database, temporary), = engine.execute(
+        "SELECT current_user, current_database(), has_database_privilege(current_database(), 'TEMPORARY')")
+    if not temporary:  # the stages are temporary tables of the session
+        engine.close()
+        raise InputError(f"role {role!r} may not create temporary tables in database {database!r}, where the"
+                         f" engine keeps its stages (GRANT TEMPORARY ON DATABASE ... TO ...)", "--postgres-url",
+                         value=display(run.postgres_url))
+    return engine
 
 
 FACTORIES: dict[str, Callable[[Any, int | None], Engine]] = {"postgres": open_postgres, "spark": open_spark}
