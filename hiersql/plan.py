@@ -28,7 +28,8 @@ PostgreSQL), so the same input prints the same digits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -232,7 +233,7 @@ def _unit_summary(plan: FamilyPlan, parts: Sequence[tuple[Measure, str]], ordere
     parts share, such as ``macro`` and ``label_macro`` over classes, computed once), unpivoted by a cross
     join with ``VALUES (k, metric, average), ...`` and ``CASE k``. One part is its aggregate alone."""
     unit, order = _unit(plan, parts[0][0], ordered)
-    weight = "_w.weight" if weighted and parts[0][0].unit != CLASSES else None
+    weight = WEIGHT if weighted and parts[0][0].unit != CLASSES else None
     join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
     source = f"FROM systems AS _s LEFT JOIN {unit} AS _u ON _u.system = _s.system{join} GROUP BY _s.system"
     values = [value_sql(m, average, order, weight) for m, average in parts]
@@ -325,7 +326,7 @@ def undefined_sql(plan: FamilyPlan, metric: str, average: str | None, weighted: 
     if m.denominator is None:
         return None
     unit, _ = _unit(plan, m, False)
-    weight = "_w.weight" if weighted and m.unit != CLASSES else None
+    weight = WEIGHT if weighted and m.unit != CLASSES else None
     join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
     if average == "micro":
         summed = _summed(weight)
@@ -395,8 +396,26 @@ def _with_classes(plan: FamilyPlan, sql: str, weighted: bool, fixed_classes: boo
     return f"WITH {CLASSES} AS ({class_counts_sql(plan, weighted, fixed_classes)})\n{sql}"
 
 
+SUMMED_FILE = "summed.json"  # of sqlfiles.sql_dir(): the summed forms of the declared expressions
+WEIGHT = "_w.weight"  # the sample weight of a unit, as summary_sql joins it
+
+
 def _summed(weight: str | None) -> Callable[[str], str]:
-    """Every column of an expression summed over the units (times ``weight`` when given)."""
+    """Every column of an expression summed over the units (times ``weight`` when given). The forms of the
+    declared measures' expressions are read from :data:`SUMMED_FILE` (a test holds it equal to
+    :func:`summed_by_sqlglot`): a plain DuckDB run then does not import sqlglot, a tenth of a small run."""
+    known = _summed_file()
+
+    def summed(sql: str) -> str:
+        found = known.get(f"{weight or ''}\t{sql}")
+        return found if found is not None else summed_by_sqlglot(sql, weight)
+
+    return summed
+
+
+def summed_by_sqlglot(sql: str, weight: str | None) -> str:
+    """Expression ``sql`` with each column ``c`` replaced by ``coalesce(CAST(sum(c) AS DOUBLE), 0)`` (by
+    ``sum(weight * c)`` when ``weight`` is given), rewritten by sqlglot."""
     import sqlglot
     from sqlglot import exp
 
@@ -404,11 +423,26 @@ def _summed(weight: str | None) -> Callable[[str], str]:
         inner = node.copy() if weight is None else exp.Mul(this=sqlglot.parse_one(weight), expression=node.copy())
         return exp.func("coalesce", exp.cast(exp.func("sum", inner), "DOUBLE"), exp.Literal.number(0))
 
-    def summed(sql: str) -> str:
-        tree = sqlglot.parse_one(sql, read="duckdb")
-        return tree.transform(lambda node: total(node) if isinstance(node, exp.Column) else node).sql(dialect="duckdb")
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    return tree.transform(lambda node: total(node) if isinstance(node, exp.Column) else node).sql(dialect="duckdb")
 
-    return summed
+
+@functools.cache
+def _summed_file() -> dict[str, str]:
+    import json
+
+    from .sqlfiles import sql_dir
+
+    path = sql_dir() / SUMMED_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def summed_forms(measures: Iterable[Measure]) -> dict[str, str]:
+    """The contents of :data:`SUMMED_FILE` for ``measures`` (``"weight<TAB>expression"`` → its summed form),
+    written by ``python -m hiersql.plan``."""
+    return {f"{weight or ''}\t{sql}": summed_by_sqlglot(sql, weight)
+            for m in measures if m.denominator is not None and not m.total and "micro" in m.averages
+            for sql in (m.numerator, m.denominator, m.undefined) if sql for weight in (None, WEIGHT)}
 
 
 def value_sql(m: Measure, average: str, order_by: str | None, weight: str | None = None) -> str:
@@ -453,3 +487,18 @@ def _undefined(denominator: str, undefined: str | None) -> str:
     ``OR`` lets PostgreSQL evaluate the division first and fail)."""
     zero = f"({denominator}) = 0"
     return f"(CASE WHEN ({undefined}) THEN TRUE ELSE {zero} END)" if undefined else zero
+
+
+def _write_summed_file() -> None:
+    """Write :data:`SUMMED_FILE` for every declared measure (after a measure's expressions changed)."""
+    import json
+
+    from .metrics import REGISTRY, plan_of
+    from .sqlfiles import sql_dir
+
+    forms = summed_forms(m for family in REGISTRY for m in plan_of(family).measures)
+    (sql_dir() / SUMMED_FILE).write_text(json.dumps(dict(sorted(forms.items())), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    _write_summed_file()

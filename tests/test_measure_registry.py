@@ -153,3 +153,33 @@ def test_the_measures_page_is_the_declarations():
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "measures.md").read_text(encoding="utf-8")
     assert page.endswith("\n\n" + reference()), "docs/measures.md: regenerate its table (see the page's header)"
+
+
+def test_the_summed_forms_file_is_sqlglots_rewrite_of_every_declared_expression():
+    """``sql/summed.json`` (the micro sums of the declared expressions, read instead of running sqlglot) is
+    exactly what sqlglot's rewrite gives for every measure; after a change: ``python -m hiersql.plan``."""
+    import json
+
+    from hiersql.plan import SUMMED_FILE, summed_forms
+    from hiersql.sqlfiles import sql_dir
+
+    forms = summed_forms(m for family in REGISTRY for m in plan_of(family).measures)
+    assert json.loads((sql_dir() / SUMMED_FILE).read_text()) == forms
+    assert forms["\tn_both"] == "COALESCE(CAST(SUM(n_both) AS DOUBLE), 0)"
+    assert forms["_w.weight\tn_pred"] == "COALESCE(CAST(SUM(_w.weight * n_pred) AS DOUBLE), 0)"
+
+
+def test_a_plain_duckdb_run_does_not_import_sqlglot(data_dir):
+    """``hiersql evaluate`` of the set-based measures on DuckDB runs without sqlglot (its import and rewrites
+    were a sixth of a 20,000-instance run); a renamed table or another engine still uses it."""
+    import subprocess
+    import sys
+
+    canonical = data_dir / "canonical"
+    code = ("import sys; from hiersql.cli import main; code = main(['evaluate', '--taxonomy', sys.argv[1],"
+            " '--truth', sys.argv[2], '--pred', sys.argv[3], '--metrics', 'hp,hr,hf,lca_f1', '--average',"
+            " 'micro,macro']); print(code, any(m.startswith('sqlglot') for m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, str(canonical / "taxonomy.tsv"),
+                           str(canonical / "truth_a.tsv"), str(canonical / "pred_a" / "Averbis__BOHB_CNN.tsv")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.stdout.splitlines()[-1] == "0 False", done.stdout + done.stderr

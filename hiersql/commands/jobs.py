@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..jobs.runner import MAX_ATTEMPTS, MAX_BATCH  # light: the runner imports DuckDB only when it works
+from ..jobs import MAX_ATTEMPTS, MAX_BATCH
 
 DESCRIPTION = """\
 Batch evaluation jobs: one unit of work per (dataset, system), queued in a database, computed by workers,

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_QUEUE", "queue_url", "save_rows", "submit"]
 
 DEFAULT_QUEUE = "jobs.duckdb"
+MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
+MAX_ATTEMPTS = 3  # claims of a unit without a commit before it fails (the CLI's --max-attempts default)
 
 
 def queue_url(given: str | None, spec_queue: str | None = None, spec_path: str | Path | None = None) -> str:

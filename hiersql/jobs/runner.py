@@ -40,13 +40,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from . import MAX_ATTEMPTS, MAX_BATCH
 from .queue import Claimed, Connection, Queue, out_of_space
 from .spec import LABEL_COLUMN_KEYS, content_hash
 
-MAX_BATCH = 32  # units one claim takes at most (the CLI's --batch default)
 RETRIES = 5  # transient errors in a row before a worker gives up
 PUBLISH_EVERY = 0.5  # seconds between two writes of a DuckDB queue's status file (Queue.publish_status)
-MAX_ATTEMPTS = 3  # claims of a unit without a commit before it fails (the CLI's --max-attempts default)
 BACKOFF = 0.5  # seconds before the first retry; doubled each time
 
 
