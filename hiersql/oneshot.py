@@ -46,6 +46,7 @@ from .plan import Python, Sql
 
 if TYPE_CHECKING:
     import duckdb
+    import numpy as np
     import pandas as pd
     import pyarrow as pa
 
@@ -165,13 +166,14 @@ def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequen
     Checked as :class:`~hiersql.store.Store` checks label sets: a missing label or one that is not a node is
     an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``, the instance (line ``i + 1``) and the
     label; a label repeated within a set counts once (a :class:`~hiersql.errors.DataWarning`)."""
+    import numpy as np
     import pyarrow as pa
 
     n = len(y_true)
-    ids = pa.array([str(i) for i in range(n)], pa.string())
+    ids = pa.array(np.arange(n)).cast(pa.string())
     tables = {"instances": pa.table({"instance_id": ids}), "truth": _rows(y_true, "y_true", taxonomy, ids)}
     pred = _rows(y_pred, "y_pred", taxonomy, ids)
-    tables["predictions"] = pa.table({"system": pa.array([SYSTEM] * len(pred), pa.string()), **dict(zip(
+    tables["predictions"] = pa.table({"system": pa.repeat(SYSTEM, len(pred)), **dict(zip(
         pred.column_names, pred.columns, strict=True)), "score": pa.nulls(len(pred), pa.float64()) if scores is None
         else pa.array(scores, pa.float64())})
     if n and not len(pred):  # as the store says of a prediction source without labels
@@ -185,7 +187,7 @@ def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequen
 
 def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) -> pa.Table:
     """``(instance_id, label, rank)`` of the label sets ``sets`` (instance ``i`` is ``ids[i]``), checked
-    (:func:`load_sets`): in Arrow when every label is a ``str``, each distinct label checked once; else, or
+    (:func:`load_sets`): converted by Arrow when every label is text, each distinct label checked once; else, or
     when a check fails or a set repeats a label, label by label (:func:`_checked_rows`), which names the first
     bad label, converts other values to strings, strips the spaces around labels and counts the repeated
     labels. (A taxonomy's node names have no spaces around them: a label that has them is never found in
@@ -194,19 +196,33 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) ->
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    members = [label_set_members(labelset, where, i) for i, labelset in enumerate(sets)]
-    if all(type(label) is str for labelset in members for label in labelset):
+    # lists (the common input) go to Arrow as they are; Arrow would read a string as a list of characters
+    members = sets if all(type(labelset) is list for labelset in sets) else [
+        label_set_members(labelset, where, i) for i, labelset in enumerate(sets)]
+    try:
         lists = pa.array(members, pa.list_(pa.string()))
+    except (pa.ArrowTypeError, pa.ArrowInvalid):  # a label that is not text
+        lists = None
+    if lists is not None and not lists.flatten().null_count:
         labels = lists.flatten()
-        parents = pc.list_parent_indices(lists)
+        parents = pc.list_parent_indices(lists).to_numpy()
         virtual = taxonomy.root if taxonomy.virtual_root else None
-        if all(label and label in taxonomy and label != virtual for label in pc.unique(labels).to_pylist()) and \
-                all(len(set(labelset)) == len(labelset) for labelset in members):  # no set repeats a label
-            ranks = np.arange(len(labels)) - lists.offsets.to_numpy()[parents.to_numpy()] + 1
+        encoded = pc.dictionary_encode(labels)
+        if all(label and label in taxonomy and label != virtual for label in encoded.dictionary.to_pylist()) and \
+                _no_repeats(parents, encoded.indices.to_numpy(), len(encoded.dictionary)):
+            ranks = np.arange(len(labels)) - lists.offsets.to_numpy()[parents] + 1
             return pa.table({"instance_id": ids.take(parents), "label": labels, "rank": pa.array(ranks, pa.int32())})
     instance_ids, labels, ranks = _checked_rows(members, where, taxonomy)
     return pa.table({"instance_id": pa.array(instance_ids, pa.string()), "label": pa.array(labels, pa.string()),
                      "rank": pa.array(ranks, pa.int32())})
+
+
+def _no_repeats(sets: np.ndarray, labels: np.ndarray, distinct: int) -> bool:
+    """Whether no set repeats a label: the pairs (``sets[j]``, ``labels[j]``) are distinct."""
+    import numpy as np
+
+    pairs = np.sort(sets.astype(np.int64) * distinct + labels)
+    return not (pairs[1:] == pairs[:-1]).any()
 
 
 def _checked_rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[list[str], list[str], list[int]]:
