@@ -151,16 +151,16 @@ def paired_label_sets(y_true: Any, y_pred: Any) -> tuple[list[Any], list[Any]]:
 def label_set_members(labelset: Any, where: str, i: int) -> list[Any]:
     """The labels of instance ``i``'s ``labelset``: a string is one label, as is a value that is not a
     collection (a number); a missing set (``None``, NaN, ``pd.NA``: a gap in a column of label sets) is an
-    :class:`~hiersql.errors.InputError` naming ``where`` and the instance (line ``i + 1``), not an empty set
-    taken for granted."""
+    :class:`~hiersql.errors.InputError` naming ``where`` and the instance's index (``y_true[i]``), not an empty
+    set taken for granted."""
     if isinstance(labelset, str):
         return [labelset]
     if isinstance(labelset, list):
         return labelset
     if labelset is None or type(labelset).__name__ == "NAType" or (
             isinstance(labelset, float) and math.isnan(labelset)):
-        raise InputError("missing label set (None or NaN; an instance with no label is an empty list)", where, i + 1,
-                         shown(labelset))
+        raise InputError("missing label set (None or NaN; an instance with no label is an empty list)",
+                         f"{where}[{i}]", None, shown(labelset))
     if not isinstance(labelset, Iterable):
         return [labelset]  # one label that is not text
     return list(labelset)

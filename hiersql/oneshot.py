@@ -164,7 +164,7 @@ def load_sets(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, y_true: Sequen
     ``scores``, when given, is the score of every predicted label, in the order of ``y_pred``'s labels (sets
     without repeated labels: :mod:`hiersql.metrics.severity` makes them from a score matrix).
     Checked as :class:`~hiersql.store.Store` checks label sets: a missing label or one that is not a node is
-    an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``, the instance (line ``i + 1``) and the
+    an :class:`~hiersql.errors.InputError` naming ``y_true``/``y_pred``, the instance's index (``y_true[i]``) and the
     label; a label repeated within a set counts once (a :class:`~hiersql.errors.DataWarning`)."""
     import numpy as np
     import pyarrow as pa
@@ -239,13 +239,13 @@ def _checked_rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy) -> tuple[
         for label in members:
             text = label_text(label)
             if not text:
-                raise InputError("missing label (empty, None or NaN)", where, i + 1, shown(label))
+                raise InputError("missing label (empty, None or NaN)", f"{where}[{i}]", None, shown(label))
             label = text
             if label not in taxonomy:
-                raise InputError("label not in the taxonomy", where, i + 1, label)
+                raise InputError("label not in the taxonomy", f"{where}[{i}]", None, label)
             if label == virtual:
                 raise InputError("label is the virtual root added above the taxonomy's parentless nodes, not one"
-                                 " of its nodes", where, i + 1, label)
+                                 " of its nodes", f"{where}[{i}]", None, label)
             if label in seen:
                 duplicates += 1
                 continue

@@ -718,6 +718,11 @@ def _csv_to_arrow(data: bytes, columns: list[str]) -> Any:
 
 
 # ---------------------------------------------------------------------- labels
+class SequenceWhere(str):
+    """How messages name a Python sequence of label sets: ``NAME[i]``, ``i`` the 0-based index of the
+    instance (:func:`locate`), as Python names an item; not a line."""
+
+
 class TableWhere(str):
     """How messages name a part of a label table: the table (and the system, for one system of a table with
     a system column), with the user's column names to name a row by its key (:func:`locate`)."""
@@ -736,6 +741,8 @@ class TableWhere(str):
 def locate(where: str, line: int | None, role: str, instance_id: str | None) -> tuple[str, int | None]:
     """``(source, line)`` for an :class:`InputError`: a file and its line as they are; a table part as
     ``TABLE, column 'COL', INSTANCE_COL='ID'[, SYSTEM_COL='S']`` (``row N`` when the id is missing)."""
+    if isinstance(where, SequenceWhere) and line is not None:
+        return f"{where}[{line - 1}]", None
     if not isinstance(where, TableWhere):
         return where, line
     key = f"row {line}" if instance_id is None or instance_id == "" else \
@@ -832,6 +839,8 @@ def expand(
     for system, source, name in items:
         if not is_table(source, format):
             where = str(source) if isinstance(source, str | Path) else name or default_name(source)
+            if not isinstance(source, str | Path | Mapping):  # a sequence of label sets: named by index
+                where = SequenceWhere(where)
             if predictions and system is None:
                 if not isinstance(source, str | Path):
                     raise InputError("a system name is needed for this source", where)

@@ -119,11 +119,11 @@ def test_ordered_sequences_of_label_sets_give_the_value_of_the_list():
 
 def test_a_label_set_that_is_missing_or_a_number_is_read_by_the_store_as_by_the_one_shot_functions():
     raises(lambda: Evaluator(TAX).add_truth([None]),
-           "<label sets>:1: missing label set (None or NaN; an instance with no label is an empty list): None",
+           "<label sets>[0]: missing label set (None or NaN; an instance with no label is an empty list): None",
            InputError)
     raises(lambda: hiersql.hierarchical_f1([None], [["a"]], TAX),
-           "y_true:1: missing label set (None or NaN; an instance with no label is an empty list): None", InputError)
-    raises(lambda: Evaluator(TAX).add_truth([5]), "<label sets>:1: label not in the taxonomy: '5'", InputError)
+           "y_true[0]: missing label set (None or NaN; an instance with no label is an empty list): None", InputError)
+    raises(lambda: Evaluator(TAX).add_truth([5]), "<label sets>[0]: label not in the taxonomy: '5'", InputError)
     tax = Taxonomy.from_edges([(0, 1), (0, 2)])
     assert Evaluator(tax).add_truth([1, 2]).add_predictions("s", [[1], 1]).evaluate("hp", average="micro")[
         "value"].tolist() == [hiersql.hierarchical_precision([1, 2], [[1], 1], tax)]
@@ -354,6 +354,6 @@ def test_spaces_around_labels_are_stripped_by_the_one_shot_functions():
     assert any(issubclass(w.category, DataWarning) and "duplicate" in str(w.message) for w in caught)
     # a tab is no space: not stripped, and so not a node
     raises(lambda: hiersql.hierarchical_precision(y_true, [["a1\t"], ["b"]], TAX),
-           "y_pred:1: label not in the taxonomy: 'a1\\t'", InputError)
+           "y_pred[0]: label not in the taxonomy: 'a1\\t'", InputError)
     raises(lambda: hiersql.hierarchical_precision(y_true, [["  "], ["b"]], TAX),
-           "y_pred:1: missing label (empty, None or NaN): '  '", InputError)
+           "y_pred[0]: missing label (empty, None or NaN): '  '", InputError)

@@ -86,7 +86,7 @@ def test_label_sets_and_columns_together(tmp_path: Path) -> None:
         store.add_predictions_many({"c": {"instance_id": ["1", "2"], "label": ["a"]}})
     with pytest.raises(InputError, match=r"c=<columns>: label table needs columns instance_id, label"):
         store.add_predictions_many({"c": {"id": ["1"], "label": ["a"]}})
-    with pytest.raises(InputError, match=r"s=<label sets>:3: label not in the taxonomy: 'zebra'"):
+    with pytest.raises(InputError, match=r"s=<label sets>\[2\]: label not in the taxonomy: 'zebra'"):
         store.add_predictions_many({"c": {"instance_id": ["1"], "label": ["a"]}, "s": [[], ["a"], ["b", "zebra"]]})
 
 
@@ -147,7 +147,7 @@ def test_ignored_unknown_labels_are_counted_per_file(tmp_path: Path) -> None:
 
 def test_sources_that_are_not_files_are_named_after_their_system(tmp_path: Path) -> None:
     store = new_store(tmp_path)
-    with pytest.raises(InputError, match=r"sys2=<label sets>:2: label not in the taxonomy: 'zebra'"):
+    with pytest.raises(InputError, match=r"sys2=<label sets>\[1\]: label not in the taxonomy: 'zebra'"):
         store.add_predictions_many({"sys1": [["a"], ["b"]], "sys2": [["a"], ["zebra"]]})
 
 
