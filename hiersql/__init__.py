@@ -64,6 +64,7 @@ _EXPORTS = {
     "classification_report": "hiersql.breakdowns",
     "hierarchical_precision_recall_curve": "hiersql.curves",
     "hierarchical_average_precision": "hiersql.curves",
+    "labels_from_indicator": "hiersql.adapters",
     "labels_from_paths": "hiersql.adapters",
     "labels_from_unk_paths": "hiersql.adapters",
 }

@@ -6,6 +6,8 @@
   last label of each path) and :func:`taxonomy_from_paths` into the taxonomy edges they imply.
 - hiereval-style paths are root-first lists with a placeholder (``"UNK"``) for the levels below the deepest
   known label; :func:`labels_from_unk_paths` does the same for them.
+- scikit-learn's multilabel-indicator matrices (one column per class) become label sets by
+  :func:`labels_from_indicator` with the classes of the columns.
 
 A node is named by its label (``node="label"``, when labels are unique across the taxonomy, as HiClass's
 metrics assume: they compare sets of label strings) or by its whole path joined with ``separator``
@@ -71,6 +73,26 @@ def labels_from_paths(paths: Any, pad: str = "", node: str = "label", separator:
     for i, rows in enumerate(_paths_per_instance(paths)):
         labels = [_clean(row, pad, i) for row in rows]
         out.append(list(dict.fromkeys(_node(x, node, separator) for x in labels if x)))
+    return out
+
+
+def labels_from_indicator(matrix: Any, classes: Sequence[Any]) -> list[list[Any]]:
+    """An indicator matrix → one label set per row: the ``classes`` of its columns that hold 1 (or ``True``),
+    in column order (scikit-learn's multilabel-indicator format: ``MultiLabelBinarizer().fit_transform(y)``
+    with ``classes`` its ``classes_``). ``matrix``: a 2-D array-like or a SciPy sparse matrix of 0/1 or bool of
+    shape ``(n, len(classes))``; another value or shape is a ``ValueError``."""
+    if hasattr(matrix, "toarray"):
+        matrix = matrix.toarray()
+    array = np.asarray(matrix)
+    names = list(classes)
+    if array.ndim != 2 or array.shape[1] != len(names):
+        raise ValueError(f"matrix must have shape (n, {len(names)}) (one column per class), got {array.shape}")
+    if array.dtype.kind != "b" and not np.isin(array, (0, 1)).all():
+        raise ValueError("matrix must hold 0/1 or bool only (an indicator matrix)")
+    rows, columns = np.nonzero(array)
+    out: list[list[Any]] = [[] for _ in range(array.shape[0])]
+    for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
+        out[row].append(names[column])
     return out
 
 

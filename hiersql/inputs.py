@@ -137,7 +137,40 @@ def label_sets(value: Any, parameter: str) -> list[Any]:
     if not is_sequence(value):
         raise argument_error(parameter, f"must be {LABEL_SETS} (a list, a tuple, a 1-D array or a pandas Series"
                              " of lists of labels)", value)
+    check_not_a_matrix(value, parameter)
     return list(value)
+
+
+def check_not_a_matrix(value: Any, parameter: str) -> None:
+    """A 2-D array that is not label sets as they are: an indicator matrix (bool, or numbers all 0 or 1: one
+    column per class, as scikit-learn's ``MultiLabelBinarizer`` gives; a SciPy sparse matrix) or paths padded
+    as HiClass (``""``) or hiereval (``"UNK"``) pad them. Each row would be read as a set of labels ``0``/``1``
+    or with padding for labels: an error naming ``parameter`` and the adapter that reads it as meant
+    (:mod:`hiersql.adapters`)."""
+    shown = f"<{type(value).__name__} of shape {getattr(value, 'shape', '?')}>"
+    rows = ", or pass .tolist() to take its rows as label sets"
+    if hasattr(value, "tocsr") and hasattr(value, "nnz"):  # a SciPy sparse matrix: an indicator matrix
+        kind, rows = "a sparse matrix", ""
+    elif getattr(value, "ndim", 1) != 2 or not hasattr(value, "dtype"):
+        return
+    elif value.dtype.kind == "b" or (value.dtype.kind in "iuf" and value.size and _all_zero_or_one(value)):
+        kind = "a 2-D array of 0/1 or bool"
+    else:
+        cells = {str(cell) for cell in value.ravel().tolist()} if value.dtype.kind in "OUS" else set()
+        for pad, adapter in (("", "labels_from_paths"), ("UNK", "labels_from_unk_paths")):
+            if pad in cells:
+                raise argument_error(parameter, f"is a 2-D array of paths padded with {pad!r}; read it with"
+                                     f" hiersql.{adapter}({parameter})", shown)
+        return
+    raise argument_error(parameter, f"is {kind}, an indicator matrix (one column per class); read it with"
+                         f" hiersql.labels_from_indicator({parameter}, classes) (classes: the columns' labels, such"
+                         f" as MultiLabelBinarizer.classes_){rows}", shown)
+
+
+def _all_zero_or_one(array: Any) -> bool:
+    import numpy as np
+
+    return bool(np.isin(array, (0, 1)).all())
 
 
 def paired_label_sets(y_true: Any, y_pred: Any) -> tuple[list[Any], list[Any]]:
@@ -194,3 +227,4 @@ def check_label_source(source: Any, parameter: str = "source") -> None:
     if not (isinstance(source, str | Path) or is_table(source) or isinstance(source, Mapping)
             or is_sequence(source)):
         raise argument_error(parameter, f"must be {LABEL_SOURCE}", source)
+    check_not_a_matrix(source, parameter)
