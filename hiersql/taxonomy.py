@@ -56,6 +56,21 @@ class Edge(NamedTuple):
     line: int | None = None
 
 
+def _warn_if_reversed(taxonomy: Taxonomy, tops: list[str]) -> None:
+    """A :class:`~hiersql.errors.DataWarning` for a taxonomy that reads as a tree given child → parent (a
+    reversed networkx graph, swapped columns): several parentless nodes and nodes with several parents, while
+    every node has at most one child and a single node has none, so that its reverse is a tree."""
+    several = sum(len(parents) > 1 for parents in taxonomy._parents.values())
+    if len(tops) < 2 or not several or any(len(c) > 1 for c in taxonomy._children.values()):
+        return
+    leaves = [n for n in taxonomy.nodes if not taxonomy._children[n]]
+    if len(leaves) == 1:
+        warnings.warn(f"{taxonomy.source}: {len(tops)} parentless nodes and {several} nodes with several parents,"
+                      f" but every node has at most one child: its reverse is a tree with root {leaves[0]!r}; are"
+                      " the edges given child -> parent? (hiersql reads parent -> child)", DataWarning,
+                      stacklevel=4)
+
+
 @dataclass
 class Taxonomy:
     """A validated tree or DAG of string-named nodes.
@@ -88,6 +103,7 @@ class Taxonomy:
             below[parent].append(child)
             above[child].append(parent)
         tops = [n for n in self.nodes if not self._parents[n]]
+        _warn_if_reversed(self, tops)
         self.virtual_root = self.virtual_root or len(tops) != 1
         self.path_count, self._depth = _check_acyclic(self, tops, 1 if self.virtual_root else 0)
         if self.virtual_root:

@@ -8,6 +8,7 @@ import pytest
 
 from hiersql import InputError, Store, Taxonomy, sqlfiles
 from hiersql.closure import walks_every_path
+from hiersql.errors import DataWarning
 from hiersql.taxonomy import VIRTUAL_ROOT
 
 
@@ -188,3 +189,20 @@ def test_closure_equals_networkx_on_mesh(data_dir):
     # depths in the nodes table are the closure distances from the root
     depths = tax.depths()
     assert all(ours[(tax.root, n)] == d for n, d in depths.items())
+
+
+def test_a_tree_given_child_to_parent_is_named_as_likely_reversed():
+    """The reverse of a tree (a networkx graph's ``reverse()``): three parentless nodes, two with two parents,
+    every node at most one child: one warning naming the tree's root; the tree itself, a forest and a DAG
+    with a node of two children get none."""
+    import warnings
+
+    tree = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("b", "e"), ("c", "f")])
+    with pytest.warns(DataWarning, match=r"^<networkx>: 3 parentless nodes and 2 nodes with several parents, but"
+                                         r" every node has at most one child: its reverse is a tree with root 'a'"):
+        Taxonomy.from_networkx(tree.reverse())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Taxonomy.from_networkx(tree)
+        Taxonomy.from_edges([("a", "b"), ("c", "d")])  # a forest: two roots, no node with two parents
+        Taxonomy.from_edges([("a", "c"), ("b", "c"), ("c", "d"), ("c", "e")])  # c: two parents, two children
