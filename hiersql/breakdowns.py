@@ -212,6 +212,10 @@ class ClassificationReport:
     def __str__(self) -> str:
         return self.text
 
+    def _repr_html_(self) -> str:
+        """The frame as an HTML table: how a notebook shows the report."""
+        return self.frame.to_html(index=False, na_rep="", float_format=lambda x: f"{x:.4f}")
+
 
 def report(store: Store, options: Options | None = None, labels: list[str] | None = None,
            digits: int = 2) -> ClassificationReport:

@@ -203,6 +203,15 @@ class Comparison(NamedTuple):
     """Spearman's ρ between the same rankings."""
     settings: dict[str, Any]
 
+    def _repr_html_(self) -> str:
+        """The ranking (value, interval, rank and group of each system per measure) as an HTML table, then the
+        paired tests: how a notebook shows a comparison."""
+        columns = ["measure", "system", "value", "ci_low", "ci_high", "rank", "group"]
+        tests = ["measure", "system_a", "system_b", "difference", "ci_low", "ci_high", "p_value"]
+        table = {"index": False, "na_rep": "", "float_format": lambda x: f"{x:.4f}"}
+        return (f"<h4>Ranking</h4>{self.ranking[columns].to_html(**table)}"
+                f"<h4>Paired tests ({self.settings.get('test', '')})</h4>{self.tests[tests].to_html(**table)}")
+
 
 def measure_name(metric: str, average: str) -> str:
     """``"hf micro"``: the metric's short alias (or its name) and the average, if any."""
