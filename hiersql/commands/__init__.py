@@ -2,4 +2,4 @@
 ``func(args) -> int`` runs it. ``register`` only declares arguments: heavy imports happen inside ``func``."""
 
 COMMANDS = ("evaluate", "demo", "sql", "install_macros", "confusion", "hemkit", "scoring", "jobs", "report",
-            "breakdown", "compare")
+            "breakdown", "compare", "dbt")
