@@ -4,7 +4,9 @@ Writes, into ``--out`` (a folder under ``benchmarks/data/``, which git ignores),
 
 - ``taxonomy.tsv``: ``parent<TAB>child`` edges (not written with ``--taxonomy``: the given file is used as is);
 - ``truth.tsv`` and ``pred.tsv``: ``instance_id<TAB>label``, one row per label, no header;
-- ``meta.json``: the arguments, the taxonomy path and a few counts (read by ``bench_foundation.py``).
+- ``meta.json``: the arguments, the taxonomy path and a few counts (read by ``bench_foundation.py``);
+- with ``--systems K``: ``truth.parquet`` and ``predictions.parquet``, one long table of K systems (``system``,
+  ``instance_id``, ``label``; system ``m1`` the least noisy), as a warehouse holds them (``bench_warehouse.py``).
 
 Taxonomy model (``--nodes N --depth D --multi-parent m``): one root ``0``; the other nodes are spread over the
 levels 1..D, level sizes growing by a factor 3 down to level ceil(D/2) and flat below (the shape of large web
@@ -140,6 +142,30 @@ def write_long(path: Path, instance: np.ndarray, label: np.ndarray, names: list[
                                                                      label[first].tolist(), strict=True))
 
 
+def write_parquet(out: Path, instance: np.ndarray, truth: np.ndarray, names: list[str],
+                  systems: list[np.ndarray]) -> None:
+    """``truth.parquet`` (instance_id, label) and ``predictions.parquet`` (system, instance_id, label), system
+    ``m1``.. one per array of ``systems``; repeated (instance, label) rows dropped, as :func:`write_long`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def rows(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _, first = np.unique(instance * len(names) + labels, return_index=True)
+        first.sort()
+        return instance[first] + 1, labels[first]
+
+    table_names = pa.array(names)
+    ids, labels = rows(truth)
+    pq.write_table(pa.table({"instance_id": pa.array(ids).cast(pa.string()), "label": table_names.take(labels)}),
+                   out / "truth.parquet")
+    parts = []
+    for k, predicted in enumerate(systems, start=1):
+        ids, labels = rows(predicted)
+        parts.append(pa.table({"system": pa.array([f"m{k}"] * len(ids)), "instance_id": pa.array(ids).cast(
+            pa.string()), "label": table_names.take(labels)}))
+    pq.write_table(pa.concat_tables(parts), out / "predictions.parquet")
+
+
 def generate(args: argparse.Namespace) -> dict:
     rng = np.random.default_rng(args.seed)
     out = Path(args.out)
@@ -160,6 +186,10 @@ def generate(args: argparse.Namespace) -> dict:
     pred = noisy(truth, args.same, args.near, candidates, neighbours(edges, n_nodes, roots), rng)
     write_long(out / "truth.tsv", instance, truth, names)
     write_long(out / "pred.tsv", instance, pred, names)
+    if args.systems:  # one long Parquet table of several systems, as a warehouse holds them
+        write_parquet(out, instance, truth, names, [
+            noisy(truth, max(args.same - 0.05 * k, 0), args.near, candidates, neighbours(edges, n_nodes, roots), rng)
+            for k in range(args.systems)])
     n_parents = np.bincount(edges[:, 1], minlength=n_nodes)
     meta = {
         "args": {k: v for k, v in vars(args).items()
@@ -186,6 +216,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--labels", type=float, default=3.3, help="mean number of true labels per instance")
     p.add_argument("--same", type=float, default=0.5, help="share of predictions equal to the true label")
     p.add_argument("--near", type=float, default=1 / 3, help="share of predictions that are a parent or child")
+    p.add_argument("--systems", type=int, default=0,
+                   help="also write truth.parquet and predictions.parquet: one long table of this many systems")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", required=True, help="output folder, e.g. benchmarks/data/big")
     args = p.parse_args(argv)
