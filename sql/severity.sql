@@ -61,19 +61,17 @@ UNION
 SELECT label FROM predictions
 
 -- name: severity_pairs
--- (u, v): the label pairs whose distance is needed: each true label with its instance's top-k labels, and,
--- for hierarchical precision ($precision), every pair of classes (the best retrievals and D).
+-- (u, v): the label pairs whose distance is needed: each true label with its instance's top-k labels (with
+-- hierarchical precision, $precision, none: severity_distances has every pair of classes, which holds them).
 SELECT DISTINCT t.label AS u, p.label AS v
 FROM severity_top AS p
 JOIN truth AS t ON t.instance_id = p.instance_id
-UNION
-SELECT a.label, b.label
-FROM severity_classes AS a
-CROSS JOIN severity_classes AS b
-WHERE $precision
+WHERE NOT $precision
 
 -- name: severity_distances
--- (u, v, distance) of every pair of severity_pairs: the least over their common ancestors.
+-- (u, v, distance): the least over the common ancestors of u and v, for the pairs of severity_pairs; for
+-- hierarchical precision ($precision), of every pair of classes (the best retrievals and D), read from the
+-- closure of the classes.
 SELECT pr.u, pr.v,
        CASE WHEN pr.u = pr.v THEN 0
             WHEN $severity_distance = 'height' THEN min(h.height)
@@ -83,10 +81,23 @@ JOIN closure AS cu ON cu.descendant = pr.u
 JOIN closure AS cv ON cv.descendant = pr.v AND cv.ancestor = cu.ancestor
 JOIN severity_heights AS h ON h.label = cu.ancestor
 GROUP BY pr.u, pr.v
+UNION ALL
+SELECT a.label, b.label,
+       CASE WHEN a.label = b.label THEN 0
+            WHEN $severity_distance = 'height' THEN min(h.height)
+            ELSE min(cu.distance + cv.distance) END
+FROM severity_classes AS a
+JOIN closure AS cu ON cu.descendant = a.label
+JOIN closure AS cv ON cv.ancestor = cu.ancestor
+JOIN severity_classes AS b ON b.label = cv.descendant
+JOIN severity_heights AS h ON h.label = cu.ancestor
+WHERE $precision
+GROUP BY a.label, b.label
 
 -- name: severity_best_ranks
 -- (label, position, best, diameter): per class y of the truth, Σ_{j<=position} best_j for position <= k, the
--- similarities of the classes nearest to y (y itself first); and D. Empty unless $precision.
+-- similarities of the classes nearest to y (y itself first); and D. Empty unless $precision (then every row
+-- of severity_distances is a pair of classes).
 SELECT r.u AS label, r.position,
        sum(1.0 - 1.0 * r.distance / m.diameter) OVER (PARTITION BY r.u ORDER BY r.position) AS best,
        m.diameter
@@ -94,15 +105,9 @@ FROM (
     SELECT d.u, d.distance,
            row_number() OVER (PARTITION BY d.u ORDER BY d.distance, d.v) AS position
     FROM severity_distances AS d
-    JOIN severity_classes AS c ON c.label = d.v
     WHERE $precision AND d.u IN (SELECT label FROM truth)
 ) AS r
-CROSS JOIN (
-    SELECT max(d.distance) AS diameter
-    FROM severity_distances AS d
-    JOIN severity_classes AS a ON a.label = d.u
-    JOIN severity_classes AS b ON b.label = d.v
-) AS m
+CROSS JOIN (SELECT max(distance) AS diameter FROM severity_distances) AS m
 WHERE r.position <= $top_k AND m.diameter > 0
 
 -- name: severity_best
