@@ -270,10 +270,11 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
     draws: dict[int, tuple] = {}  # resamples per number of items, shared by the measures
     for (metric, average), part in values.groupby(["metric", "average"], sort=False):
         measure = measure_name(metric, average)
-        part = part.set_index("system").reindex(systems)
+        listed = [s for s in systems if s in set(part["system"])]  # those with a row, in name order
+        part = part.set_index("system").reindex(listed)
         spec = instance_statistic(metric, average, opts)
         if (metric, average) not in matrices and spec is not None:
-            matrices[metric, average] = _matrices(runner, spec, opts, systems, tables)
+            matrices[metric, average] = _matrices(runner, spec, opts, listed, tables)
         found = matrices.get((metric, average))
         frame = part[["value"]].reset_index().assign(measure=measure, metric=metric, average=average,
                                                      ci_low=np.nan, ci_high=np.nan,
@@ -313,7 +314,8 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
 def _measure_values(engine: Engine, metrics: list[str], opts: Options, systems: list[str],
                     tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
     """The values ``system, metric, average, value`` of ``metrics``, in the order asked for, and the
-    ``(numerator, denominator)`` matrices found on the way. A measure with an :class:`InstanceStatistic` is
+    ``(numerator, denominator)`` matrices found on the way (a system without a row for a measure, as hard
+    predictions at k > 1, has none here either). A measure with an :class:`InstanceStatistic` is
     computed from its family's per-instance table (``Σ num / Σ den``, the family's own aggregate), which
     spares a second pass over the data; the others (and everything under ``all`` or a family's name) by the
     families' ``evaluate``."""
@@ -342,7 +344,7 @@ def _measure_values(engine: Engine, metrics: list[str], opts: Options, systems: 
                 matrices[metric, average] = (num, den)
                 value = stats.ratio(num.sum().to_numpy(), (den.sum() if den is not None else len(num)),
                                     specs[average].zero)
-                parts.append(pd.DataFrame({"system": systems, "metric": metric, "average": average,
+                parts.append(pd.DataFrame({"system": list(num.columns), "metric": metric, "average": average,
                                            "value": value}))
     if direct or not explicit:
         rows = pd.DataFrame(compute(engine, direct if explicit else metrics, opts),
@@ -415,7 +417,10 @@ def _matrices(engine: Engine, spec: InstanceStatistic, opts: Options, systems: l
 
     num = wide(spec.numerator)
     den = wide(spec.denominator) if spec.denominator is not None else None
-    if spec.defined:  # a system without a defined item (k > 1 of hard predictions) has no interval
+    if spec.defined:  # the systems of the run's rows only (hard predictions have none at k > 1)
+        num = num[[s for s in systems if s in set(table["system"])]]
+        if num.empty:
+            return None
         num, den = num.fillna(0.0), num.notna().astype(float)
         if not den.to_numpy().any(axis=0).all():
             return None
@@ -449,9 +454,11 @@ def _pair_tests(num: pd.DataFrame, den: pd.DataFrame | None, bootstrap_pairs: pd
 
 
 def ordered_systems(ranking: pd.DataFrame) -> list[str]:
-    """Systems in the order of the first measure's ranking (best first; ties by name)."""
+    """Systems in the order of the first measure's ranking (best first; ties by name), then those without a
+    row for it (hard predictions at k > 1) by name."""
     first = ranking[ranking["measure"] == ranking["measure"].iloc[0]]
-    return list(first.sort_values(["rank", "system"])["system"])
+    ranked = list(first.sort_values(["rank", "system"])["system"])
+    return ranked + sorted(set(ranking["system"]) - set(ranked))
 
 
 def group_letter(group: object) -> str:

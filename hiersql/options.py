@@ -414,8 +414,8 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
     _choice_option("tn", ("published", "descendants"), "true negatives of the hierarchical confusion matrix",
                    ("confusion",), sql=True),
     Option("k", (1, 5), "the k of the top-k measures (mistake severity, hierarchical distance@k), comma-separated;"
-           " k > 1 needs scored predictions", _ks, _int_list, "tuple[int, ...]", families=("severity",), plan=True,
-           metavar="LIST"),
+           " a system without scores has rows at k = 1 only", _ks, _int_list, "tuple[int, ...]", families=("severity",),
+           plan=True, metavar="LIST"),
     _choice_option("severity_distance", ("height", "edges"),
                    "distance of the top-k measures: the height of the lowest common ancestor (Bertinetto et al.),"
                    " or the edge count of the pair-based measures", ("severity",), sql=True),

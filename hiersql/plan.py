@@ -175,6 +175,10 @@ class FamilyPlan:
         The instance stage's ``n_true, n_pred, n_both`` count the rows of ``classes`` of each instance, so a
         class count (``tp``, ``fp``, ``fn``) summed over the classes is a per-instance count summed over the
         instances (``compare`` then has intervals for the per-class measures' ``micro`` average).
+    systems:
+        The table, or query of the file, ``(system)`` of the systems the summary has rows for (default: every
+        system); severity: those that have values at a run's k (hard predictions have k = 1 only), whose rows
+        the instance stage alone holds.
     """
 
     name: str
@@ -196,6 +200,7 @@ class FamilyPlan:
     class_universe: str | None = None
     instance_counts_classes: bool = False
     average_of: Callable[[Options], str] | None = None
+    systems: str = "systems"
 
     def steps_until(self, stage: str) -> tuple[Step, ...]:
         """The steps up to and including the one that makes table ``stage``."""
@@ -235,7 +240,7 @@ def _unit_summary(plan: FamilyPlan, parts: Sequence[tuple[Measure, str]], ordere
     unit, order = _unit(plan, parts[0][0], ordered)
     weight = WEIGHT if weighted and parts[0][0].unit != CLASSES else None
     join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
-    source = f"FROM systems AS _s LEFT JOIN {unit} AS _u ON _u.system = _s.system{join} GROUP BY _s.system"
+    source = f"FROM {plan.systems} AS _s LEFT JOIN {unit} AS _u ON _u.system = _s.system{join} GROUP BY _s.system"
     values = [value_sql(m, average, order, weight) for m, average in parts]
     if len(parts) == 1:
         (m, average), = parts

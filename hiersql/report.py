@@ -129,7 +129,6 @@ def save(fig: Figure, path: str | Path, dpi: int = DPI) -> Path:
     return path
 
 
-
 # ------------------------------------------------------------------------------------------------ the report
 # Okabe & Ito's colour-blind-safe palette: blue for the systems in the best system's group, vermilion for the
 # best itself, grey for the others
@@ -333,7 +332,10 @@ def ranking_table(ranking: pd.DataFrame, systems: list[str] | None = None) -> st
     for system in systems:
         row = [f"<td class='system' data-sort='{escape(system)}'>{escape(system)}</td>"]
         for measure in measures:
-            c = cells[(measure, system)]
+            c = cells.get((measure, system))
+            if c is None:  # no row for the measure (hard predictions at k > 1): an empty cell, sorted last
+                row.append(f"<td data-sort='{len(systems) + 1}'></td>")
+                continue
             letter = group_letter(c.group)
             shade = "" if letter != "a" else " class='best'" if c.rank == 1 else " class='same'"
             interval = "" if c.ci_low != c.ci_low else f"<span class='ci'>[{c.ci_low:.4f}, {c.ci_high:.4f}]</span>"

@@ -16,8 +16,10 @@
 --   mistake severity@k = Σ_{j<=n} d_j / n over the instances whose top-1 is wrong (d_1 > 0);
 --   hierarchical precision@k = Σ_{j<=n} s_j / Σ_{j<=k} best_j (one true label only);
 --   hierarchical mAP@k = the mean of hierarchical precision@k' over k' = 1 .. k (one true label only).
--- $ranked: whether k > 1 is defined for a system (it scored its labels); a system without scores has the
--- top-1 only. Reads: truth, predictions, systems, instances, closure, nodes.
+-- Which k a system has (the one rule, severity_systems.ranked): k = 1 always; k > 1 only for a system that scored
+-- its labels (a prediction with a score); a system without scores (hard predictions) has no values, no rows, at
+-- k > 1: severity_instance and the summary (severity_ranked_systems) leave it out.
+-- Reads: truth, predictions, systems, instances, closure, nodes.
 
 -- name: severity_heights
 -- (label, height): each node's longest shortest path down to a leaf (0 for a leaf).
@@ -28,11 +30,15 @@ WHERE n.is_leaf
 GROUP BY c.ancestor
 
 -- name: severity_systems
--- (system, ranked): whether the top k (k > 1) of a system is defined: k = 1, or the system gave scores.
+-- (system, ranked): whether the top $top_k of a system is defined: k = 1, or the system gave scores.
 SELECT s.system, $top_k = 1 OR max(CASE WHEN p.score IS NOT NULL THEN 1 ELSE 0 END) = 1 AS ranked
 FROM systems AS s
 LEFT JOIN predictions AS p ON p.system = s.system
 GROUP BY s.system
+
+-- name: severity_ranked_systems
+-- (system): the systems that have values at $top_k: the rows of the summary.
+SELECT system FROM severity_systems WHERE ranked
 
 -- name: severity_top
 -- (system, instance_id, label, position): the top $top_k labels of each (system, instance), position 1 first.
@@ -55,19 +61,17 @@ UNION
 SELECT label FROM predictions
 
 -- name: severity_pairs
--- (u, v): the label pairs whose distance is needed: each true label with its instance's top-k labels, and,
--- for hierarchical precision ($precision), every pair of classes (the best retrievals and D).
+-- (u, v): the label pairs whose distance is needed: each true label with its instance's top-k labels (with
+-- hierarchical precision, $precision, none: severity_distances has every pair of classes, which holds them).
 SELECT DISTINCT t.label AS u, p.label AS v
 FROM severity_top AS p
 JOIN truth AS t ON t.instance_id = p.instance_id
-UNION
-SELECT a.label, b.label
-FROM severity_classes AS a
-CROSS JOIN severity_classes AS b
-WHERE $precision
+WHERE NOT $precision
 
 -- name: severity_distances
--- (u, v, distance) of every pair of severity_pairs: the least over their common ancestors.
+-- (u, v, distance): the least over the common ancestors of u and v, for the pairs of severity_pairs; for
+-- hierarchical precision ($precision), of every pair of classes (the best retrievals and D), read from the
+-- closure of the classes.
 SELECT pr.u, pr.v,
        CASE WHEN pr.u = pr.v THEN 0
             WHEN $severity_distance = 'height' THEN min(h.height)
@@ -77,10 +81,23 @@ JOIN closure AS cu ON cu.descendant = pr.u
 JOIN closure AS cv ON cv.descendant = pr.v AND cv.ancestor = cu.ancestor
 JOIN severity_heights AS h ON h.label = cu.ancestor
 GROUP BY pr.u, pr.v
+UNION ALL
+SELECT a.label, b.label,
+       CASE WHEN a.label = b.label THEN 0
+            WHEN $severity_distance = 'height' THEN min(h.height)
+            ELSE min(cu.distance + cv.distance) END
+FROM severity_classes AS a
+JOIN closure AS cu ON cu.descendant = a.label
+JOIN closure AS cv ON cv.ancestor = cu.ancestor
+JOIN severity_classes AS b ON b.label = cv.descendant
+JOIN severity_heights AS h ON h.label = cu.ancestor
+WHERE $precision
+GROUP BY a.label, b.label
 
 -- name: severity_best_ranks
 -- (label, position, best, diameter): per class y of the truth, Σ_{j<=position} best_j for position <= k, the
--- similarities of the classes nearest to y (y itself first); and D. Empty unless $precision.
+-- similarities of the classes nearest to y (y itself first); and D. Empty unless $precision (then every row
+-- of severity_distances is a pair of classes).
 SELECT r.u AS label, r.position,
        sum(1.0 - 1.0 * r.distance / m.diameter) OVER (PARTITION BY r.u ORDER BY r.position) AS best,
        m.diameter
@@ -88,15 +105,9 @@ FROM (
     SELECT d.u, d.distance,
            row_number() OVER (PARTITION BY d.u ORDER BY d.distance, d.v) AS position
     FROM severity_distances AS d
-    JOIN severity_classes AS c ON c.label = d.v
     WHERE $precision AND d.u IN (SELECT label FROM truth)
 ) AS r
-CROSS JOIN (
-    SELECT max(d.distance) AS diameter
-    FROM severity_distances AS d
-    JOIN severity_classes AS a ON a.label = d.u
-    JOIN severity_classes AS b ON b.label = d.v
-) AS m
+CROSS JOIN (SELECT max(distance) AS diameter FROM severity_distances) AS m
 WHERE r.position <= $top_k AND m.diameter > 0
 
 -- name: severity_best
@@ -121,7 +132,7 @@ SELECT system, instance_id, avg(ratio) AS average_precision
 FROM (
     SELECT sy.system, y.instance_id, b.position,
            coalesce(max(c.similarity), 0) / max(b.best) AS ratio
-    FROM severity_systems AS sy
+    FROM severity_ranked_systems AS sy
     CROSS JOIN (
         SELECT instance_id, min(label) AS label FROM truth GROUP BY instance_id HAVING count(*) = 1
     ) AS y
@@ -137,10 +148,10 @@ FROM (
 GROUP BY system, instance_id
 
 -- name: severity_instance
--- One row per (system, instance of the truth): ranked (k defined for the system), n_true = |Y|, n = the
--- labels in the top k, hit, top1 = d_1, total = Σ d_j, nearest = min d_j, similarity = Σ s_j, best_similarity (NULL
--- where hierarchical precision is not defined: not asked for, D = 0 or |Y| ≠ 1), average_precision (mAP@k).
-SELECT s.system, i.instance_id, s.ranked,
+-- One row per (system with values at $top_k, instance of the truth): n_true = |Y|, n = the labels in the top k,
+-- hit, top1 = d_1, total = Σ d_j, nearest = min d_j, similarity = Σ s_j, best_similarity (NULL where
+-- hierarchical precision is not defined: not asked for, D = 0 or |Y| ≠ 1), average_precision (mAP@k).
+SELECT s.system, i.instance_id,
        coalesce(y.n_true, 0) AS n_true,
        coalesce(r.n, 0) AS n,
        coalesce(r.hit, 0) AS hit,
@@ -163,6 +174,18 @@ LEFT JOIN (
 ) AS r ON r.system = s.system AND r.instance_id = i.instance_id
 LEFT JOIN severity_best AS b ON b.label = y.label AND y.n_true = 1
 LEFT JOIN severity_average_precision AS ap ON ap.system = s.system AND ap.instance_id = i.instance_id
+WHERE s.ranked
+
+-- name: severity_histogram
+-- (system, distance, instances): the mistakes by their severity (Bertinetto et al. 2020, Fig. 1): per system,
+-- the instances whose top-1 label is wrong (d_1 > 0) at each distance d_1, for every distance that some
+-- system's mistakes have (0 where this system has none). Σ distance · instances / Σ instances over a system's
+-- rows is its mistake severity at k = 1.
+SELECT s.system, d.distance, count(i.instance_id) AS instances
+FROM severity_ranked_systems AS s
+CROSS JOIN (SELECT DISTINCT top1 AS distance FROM severity_instance WHERE top1 > 0) AS d
+LEFT JOIN severity_instance AS i ON i.system = s.system AND i.top1 = d.distance
+GROUP BY s.system, d.distance
 
 -- name: severity_class_count
 -- (n): |C|, the classes hierarchical precision and mAP compare every class with (|C|² pairs).

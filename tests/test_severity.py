@@ -5,6 +5,7 @@ one-shot functions, the command line and PostgreSQL."""
 
 from __future__ import annotations
 
+import io
 import math
 import random
 
@@ -80,18 +81,35 @@ def test_one_shot_functions_take_a_score_matrix():
 
 
 def test_hard_predictions_have_k_1_only():
+    """A system without scores has rows at k = 1 only, in evaluate, the per-instance values, compare and the
+    one-shot functions; a k above 1 alone for hard predictions is an error naming k (the flag on the command
+    line), and no severity measure under all or the family's name."""
     tax = Taxonomy.from_edges(TREE)
     # top-1: a1 right, a2 -> b1 (LCA r, height 2), b1 -> b2 (LCA b, height 1)
     assert hiersql.mistake_severity(TRUE := ["a1", "a2", "b1"], ["a1", "b1", "b2"], tax) == 1.5
     assert hiersql.hierarchical_distance_at_k(TRUE, ["a1", "b1", "b2"], tax) == 1.0
-    with pytest.raises(InputError, match="k must be 1 for hard predictions"):
+    with pytest.raises(InputError, match="k must include 1 for hard predictions"):
         hiersql.mistake_severity(TRUE, ["a1", "b1", "b2"], tax, k=5)
     ev = evaluator(TREE, TRUE, {"hard": [["a1"], ["b1"], ["b2"]], "scored": scored_rows(SCORES, LABELS)})
     got = values(ev, k=[1, 5])
-    assert got["hard", "mistake_severity", 1] == 1.5
-    assert math.isnan(got["hard", "mistake_severity", 5]) and math.isnan(got["hard", "top_k_accuracy", 5])
-    assert got["scored", "top_k_accuracy", 5] == 1.0
+    assert got["hard", "mistake_severity", 1] == 1.5 and got["scored", "top_k_accuracy", 5] == 1.0
+    want = {(s, m, k) for m in METRICS for s, k in (("hard", 1), ("scored", 1), ("scored", 5))}
+    assert set(got) == want
+    ranking = ev.compare(METRICS, n_resamples=20, k=[1, 5]).ranking
+    assert {(r.system, r.metric, int(r.average[1:])) for r in ranking.itertuples()} == want
+    at5 = ranking[ranking["average"] == "@5"]
+    assert at5["ci_low"].notna().any()  # the scored system alone has its intervals
+    per_instance = ev.per_instance("severity", k=[1, 5])
+    assert sorted(per_instance.groupby(["k", "system"]).size().items()) == [
+        ((1, "hard"), 3), ((1, "scored"), 3), ((5, "scored"), 3)]
     ev.close()
+    hard = evaluator(TREE, TRUE, {"hard": [["a1"], ["b1"], ["b2"]], "hard2": [["a1"], ["a1"], ["b2"]]})
+    assert set(hard.evaluate("all", k=[1, 5])["average"]) & {"@1", "@5"} == {"@1"}
+    assert hard.evaluate("severity", k=5).empty
+    for run in (hard.evaluate, lambda *a, **o: hard.compare(*a, n_resamples=10, **o)):
+        with pytest.raises(InputError, match="k must include 1 for hard predictions"):
+            run(["mistake_severity"], k=[2, 5])
+    hard.close()
 
 
 def test_no_mistake_gives_nan_severity():
@@ -121,6 +139,77 @@ def test_several_true_labels_take_the_nearest_and_have_no_precision():
     # instance 0: true {a1, b1}, top-1 b2: nearest true label b1, d = 1; instance 1: true a2, top-1 a2
     assert hiersql.hierarchical_distance_at_k([["a1", "b1"], ["a2"]], ["b2", "a2"], tax) == 0.5
     assert hiersql.hierarchical_precision_at_k([["a1", "b1"], ["a2"]], ["b2", "a2"], tax) == 1.0  # instance 1
+
+
+# ----------------------------------------------------------------- the histogram of the mistakes' severities
+# top-1 labels (ties by label) against TRUTH = a1, a2, b1; d = the height of the LCA (edges: its edge count)
+#   m (SCORES):         a1 right;  b1 for a2: d 2 (edges 4);  a1 (all tied) for b1: d 2 (edges 4)
+#   worse (1 - SCORES): b2 for a1: d 2 (4);  a1 (tied with b2) for a2: d 1 (2);  a1 (all tied) for b1: d 2 (4)
+#   hard (no score):    a1 right;  b1 for a2: d 2 (4);  b2 for b1: d 1 (2)
+#   perfect:            no mistake: 0 at every distance
+HISTOGRAM = {"height": {"hard": {1: 1, 2: 1}, "m": {1: 0, 2: 2}, "perfect": {1: 0, 2: 0}, "worse": {1: 1, 2: 2}},
+             "edges": {"hard": {2: 1, 4: 1}, "m": {2: 0, 4: 2}, "perfect": {2: 0, 4: 0}, "worse": {2: 1, 4: 2}}}
+SYSTEMS = {"m": scored_rows(SCORES, LABELS), "worse": scored_rows(1 - SCORES, LABELS),
+           "hard": [["a1"], ["b1"], ["b2"]], "perfect": [[y] for y in TRUTH]}
+
+
+@pytest.mark.parametrize("distance", ["height", "edges"])
+def test_histogram_of_the_mistakes_by_hand(distance):
+    from hiersql.metrics.severity import histogram, tradeoff
+    from hiersql.options import make_options
+
+    ev = evaluator(TREE, TRUTH, SYSTEMS)
+    options = make_options(severity_distance=distance, k=(2, 5))  # the top-1 label whatever k
+    frame = histogram(ev.store, options)
+    assert list(frame.columns) == ["system", "distance", "instances"]
+    assert list(zip(frame["system"], frame["distance"], strict=True)) == sorted(
+        (system, d) for system, counts in HISTOGRAM[distance].items() for d in counts)
+    got = {s: dict(zip(part["distance"], part["instances"], strict=True)) for s, part in frame.groupby("system")}
+    assert got == HISTOGRAM[distance]
+    # Σ d · n / Σ n of a system is its mistake severity at k = 1, computed by the summary; the trade-off's
+    # top-1 error is 1 - top-1 accuracy
+    rows = ev.evaluate(["mistake_severity", "top_k_accuracy"], k=1, severity_distance=distance)
+    value = rows.set_index(["system", "metric"])["value"]
+    points = tradeoff(ev.store, options).set_index("system")
+    assert list(points.index) == sorted(SYSTEMS)
+    for system, counts in got.items():
+        mistakes = sum(counts.values())
+        mean = sum(d * n for d, n in counts.items()) / mistakes if mistakes else math.nan
+        assert value[system, "mistake_severity"] == pytest.approx(mean, nan_ok=True, abs=1e-12)
+        assert points.loc[system, "mistake_severity"] == pytest.approx(mean, nan_ok=True, abs=1e-12)
+        assert points.loc[system, "top1_error"] == pytest.approx(mistakes / 3, abs=1e-12)
+        assert 1 - value[system, "top_k_accuracy"] == pytest.approx(mistakes / 3, abs=1e-12)
+    ev.close()
+
+
+def test_breakdown_by_severity(tmp_path, capsys):
+    """``breakdown --by severity``: the histogram's rows, the same bytes whatever the order of the input rows;
+    a bad --severity-distance is one line naming the flag."""
+    rng = random.Random(3)
+    (tmp_path / "tax.tsv").write_text("".join(f"{p}\t{c}\n" for p, c in TREE))
+    (tmp_path / "truth.tsv").write_text("".join(f"{i}\t{y}\n" for i, y in enumerate(TRUTH)))
+    preds = []
+    for name, rows in SYSTEMS.items():
+        lines = ([f"{r.instance_id}\t{r.label}\t{r.score!r}\n" for r in rows.itertuples()]
+                 if isinstance(rows, pd.DataFrame) else [f"{i}\t{y[0]}\n" for i, y in enumerate(rows)])
+        for order, folder in ((lines, "a"), (rng.sample(lines, len(lines)), "b")):
+            (tmp_path / folder).mkdir(exist_ok=True)
+            (tmp_path / folder / f"{name}.tsv").write_text("".join(order))
+        preds.append(name)
+    outputs = []
+    for folder in ("a", "b"):
+        args = ["breakdown", "--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv"),
+                *[f"--pred={n}={tmp_path / folder / f'{n}.tsv'}" for n in preds], "--by", "severity",
+                "--severity-distance", "edges", "--format", "csv"]
+        assert main(args) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    got = pd.read_csv(io.StringIO(outputs[0]), dtype={"system": str})
+    assert {(r.system, r.distance): r.instances for r in got.itertuples()} == {
+        (s, d): n for s, counts in HISTOGRAM["edges"].items() for d, n in counts.items()}
+    assert main([*args[:-4], "--severity-distance", "lca", "--format", "csv"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--severity-distance" in err and "'lca'" in err, err
 
 
 # ------------------------------------------------------------------------ the authors' formulas, re-typed
@@ -263,10 +352,13 @@ def test_command_line(tmp_path, capsys):
     assert main([*args, "--k", "1,2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert {tuple(line.split(",")[1:3]) for line in out[1:]} == {("mistake_severity", "@1"), ("mistake_severity", "@2")}
-    for bad in ("0", "x", "1,-2"):
-        assert main([*args, "--k", bad]) == 2
+    (tmp_path / "hard.tsv").write_text("".join(f"{i}\t{y}\n" for i, y in enumerate(["a1", "b1", "b2"])))
+    hard = [*args[:5], "--pred", f"hard={tmp_path / 'hard.tsv'}", *args[7:]]
+    for command, bad in ((args, "0"), (args, "x"), (args, "1,-2"), (hard, "2,5")):
+        assert main([*command, "--k", bad]) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "--k" in err and "Traceback" not in err, err
+    assert "must include 1 for hard predictions" in err and "'2,5'" in err
 
 
 def _engine_equals_duckdb(make_engine, distances: tuple[str, ...]) -> None:

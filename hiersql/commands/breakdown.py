@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..options import add_flags, declared
 from .common import add_input_arguments, load_store
 
-BY = ("level", "depth", "class", "flat-level", "errors", "distances", "consistency", "auprc", "calibration")
+BY = ("level", "depth", "class", "flat-level", "errors", "distances", "consistency", "auprc", "calibration",
+      "severity")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "(--by errors), distance statistics (--by distances) or the path-consistency rate "
                     "(--by consistency); for scored predictions (a score column), the areas under the pooled "
                     "hierarchical precision-recall curves (--by auprc) and calibration per level (--by "
-                    "calibration).",
+                    "calibration); the mistakes of the top-1 labels counted by their distance to the truth "
+                    "(--by severity: Bertinetto et al.'s histogram).",
     )
     add_input_arguments(p)
     p.add_argument("--by", default="level", choices=BY, help="what to break down by (default: level)")
@@ -33,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--zero-division", type=float, default=0.0, help="value of 0/0 ratios (default 0)")
     p.add_argument("--digits", type=int, default=2, help="decimals of the text report (default 2)")
     p.add_argument("--bins", type=int, default=10, help="calibration bins (default 10)")
+    add_flags(p, declared("severity_distance"))
     p.add_argument("--html", metavar="FILE.html", help="with --by calibration: also write the reliability "
                    "diagrams per level, each with its ECE, and the table to a self-contained page")
     p.set_defaults(func=run)
@@ -44,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from .. import breakdowns, calibration, curves, error_profile
     from ..errors import InputError
     from ..evaluator import make_options
+    from ..metrics.severity import histogram as severity_histogram
 
     if args.max_distance is not None and args.max_distance < 0:
         raise InputError("must be >= 0", "--max-distance", value=args.max_distance)
@@ -53,8 +58,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("must be >= 2", "--bins", value=args.bins)
     if args.html:
         _check_html(args)
+    severity = {} if args.severity_distance is None else {"severity_distance": args.severity_distance}
     options = make_options(include_root=args.include_root, max_distance=args.max_distance, augment=args.augment,
-                           beta=args.beta, zero_division=args.zero_division)
+                           beta=args.beta, zero_division=args.zero_division, **severity)
     store = load_store(args)
     try:
         if args.by in ("auprc", "calibration") and not calibration.scored_systems(store):
@@ -73,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
             "consistency": lambda: error_profile.path_consistency(store),
             "auprc": lambda: _areas(curves, store),
             "calibration": lambda: calibration.calibration_by_level(store, args.bins),
+            "severity": lambda: severity_histogram(store, options),
         }[args.by]()
         if args.html:
             from ..report import calibration_section, html_page

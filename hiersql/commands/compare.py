@@ -116,7 +116,8 @@ def format_comparison(comparison, fmt: str) -> str:
 
 def wide_ranking(ranking):
     """One row per system (ordered as :func:`hiersql.compare.ordered_systems`), one column per measure with
-    ``value [ci_low, ci_high] rank·group``."""
+    ``value [ci_low, ci_high] rank·group``; empty where a system has no row for the measure (hard predictions
+    at k > 1)."""
     import pandas as pd
 
     from ..compare import group_letter, ordered_systems, rank_text
@@ -127,6 +128,9 @@ def wide_ranking(ranking):
         part = part.set_index("system")
         cells = []
         for system in systems:
+            if system not in part.index:
+                cells.append("")
+                continue
             row = part.loc[system]
             cell = f"{row.value:.4f}"
             if not pd.isna(row.ci_low):

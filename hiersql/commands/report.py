@@ -119,14 +119,14 @@ def from_inputs(args: argparse.Namespace):
 
     if args.confusion_depth is not None and args.confusion_depth < 0:
         raise InputError("must be >= 0", "--confusion-depth", value=args.confusion_depth)
-    store, comparison, _, extras = comparison_from_args(
+    store, comparison, options, extras = comparison_from_args(
         args, beside=lambda side, options: report_tables(side, _set_options(options), args.confusion_depth))
     from ..errors import display
 
     inputs = [("taxonomy", args.taxonomy, "taxonomy"), ("truth", args.truth, "truth"),
               *((name or "predictions", source, "predictions") for name, source in parse_preds(args.pred))]
     digests = [(f"{name} {display(source)}", source_digest(source, role, args)) for name, source, role in inputs]
-    return input_report(store, comparison, digests, _command(args), args.title, args.out, extras)
+    return input_report(store, comparison, digests, _command(args), args.title, args.out, extras, options=options)
 
 
 def report_tables(store, set_options: dict, depth: int | None = None) -> tuple:
@@ -141,13 +141,16 @@ def report_tables(store, set_options: dict, depth: int | None = None) -> tuple:
 
 
 def input_report(store, comparison, inputs: list, command: str, title: str, out, tables: tuple | None = None,
-                 flag: str = "--out"):
+                 flag: str = "--out", options: dict | None = None):
     """Write the report of ``comparison`` on the data of ``store`` to ``out`` (given as ``flag``): ``inputs`` are
     ``(name, SHA-256)`` of what was read (:func:`source_digest`), ``tables`` the result of :func:`report_tables`
-    (computed with the default options when ``None``). Returns the path written."""
+    (computed with the default options when ``None``), ``options`` the measure options of the comparison
+    (default: the defaults). Returns the path written."""
     from ..compare import ordered_systems
     from ..metrics.multilabel import label_order, pivot
+    from ..options import make_options
     from ..report import calibration_section, comparison_sections, html_page, provenance
+    from ..report_severity import severity_section
     from .common import write_page
 
     breakdown, cells, depth = report_tables(store, {}) if tables is None else tables
@@ -158,6 +161,8 @@ def input_report(store, comparison, inputs: list, command: str, title: str, out,
     sections = comparison_sections(comparison, breakdown, confusion, depth)
     calibration = calibration_section(store, ordered_systems(comparison.ranking))  # when predictions are scored
     sections += [calibration] if calibration else []
+    severity = severity_section(store, comparison.ranking, make_options(**(options or {})))  # severity measures
+    sections += [severity] if severity else []
     sections.append(("provenance", "How this page was made", provenance(command, inputs)))
     lead = (f"{len(store.systems())} systems, {n_instances:,} instances, "
             f"{comparison.ranking['measure'].nunique()} measures.")

@@ -15,7 +15,9 @@ authors' distance; ``severity_distance="edges"``: the edge count). With ``n ≤ 
     hierarchical_map_at_k            = the mean of hierarchical_precision_at_k' over k' = 1 … k
 
 each averaged over the instances where it is defined. Every k of the option ``k`` is a run of the plan
-(:attr:`~hiersql.plan.FamilyPlan.groups`) whose rows carry ``@k`` in the ``average`` column.
+(:attr:`~hiersql.plan.FamilyPlan.groups`) whose rows carry ``@k`` in the ``average`` column. A system has
+rows at k = 1, and at k > 1 only when it scored its labels (the query ``severity_systems`` holds the rule):
+hard predictions rank one label.
 
 References
 ----------
@@ -38,6 +40,7 @@ from . import REGISTRY, Options, Row
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..engines import Engine
     from ..store import Store
 
 METRICS = REGISTRY["severity"]
@@ -64,18 +67,37 @@ _PAIRWISE = ("hierarchical_precision_at_k", "hierarchical_map_at_k")
 
 
 def _metric_applies(engine: Any, metric: str, options: Options | None = None) -> bool:
-    """Whether ``all`` computes ``metric``: hierarchical precision and mAP with at most
-    :data:`PAIRWISE_CLASSES` classes (leaves and labels seen), the others always."""
+    """Whether ``all`` computes ``metric``: when some system has values at a k of ``options`` (:func:`_ranked`);
+    hierarchical precision and mAP then with at most :data:`PAIRWISE_CLASSES` classes (leaves and labels
+    seen)."""
+    if options is not None and not _ranked(engine, options):
+        return False
     if metric not in _PAIRWISE:
         return True
     count = engine.execute(f"SELECT n FROM ({engine.render('severity', 'severity_class_count')}) AS c")
     return count[0][0] <= PAIRWISE_CLASSES
 
 
+def _ranked(engine: Any, options: Options) -> bool:
+    """Whether some system has values at the least k of ``options`` (the rule of ``severity_systems``: k = 1,
+    or scores), so that the run has a row."""
+    query = engine.render("severity", "severity_ranked_systems", _params(options.with_(k=options.k[:1])))
+    return engine.execute(f"SELECT count(*) FROM ({query}) AS s")[0][0] > 0
+
+
+def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
+    """Named measures whose every k is above 1 need a system with scores: an
+    :class:`~hiersql.options.OptionError` naming ``k`` (``--k``) otherwise."""
+    from ..options import OptionError
+
+    if not _ranked(engine, options):
+        raise OptionError("k", "must include 1 for hard predictions (k > 1 needs scores; no system has them)",
+                          ",".join(map(str, options.k)))
+
+
 def _measure(metric: str, value: str, higher_is_better: bool, bounds: tuple[float, float]) -> Measure:
-    """A plain mean over the instances where ``value`` is not NULL (the system ranked its labels for this k)."""
-    return Measure(metric, f"CASE WHEN ranked THEN {value} END", averages=("",), higher_is_better=higher_is_better,
-                   bounds=bounds, zero=NAN)
+    """A plain mean over the instances where ``value`` is not NULL."""
+    return Measure(metric, value, averages=("",), higher_is_better=higher_is_better, bounds=bounds, zero=NAN)
 
 
 PLAN = FamilyPlan(
@@ -93,9 +115,11 @@ PLAN = FamilyPlan(
         _measure("hierarchical_map_at_k", "average_precision", True, (0.0, 1.0)),
     ),
     params=_params,
+    check=_check,
     groups=_groups,
     average_of=lambda options: f"@{options.k[0]}",
     metric_applies=_metric_applies,
+    systems="severity_ranked_systems",
 )
 
 
@@ -116,6 +140,43 @@ def per_instance(store: Store, options: Options) -> pd.DataFrame:
         frame.insert(2, "k", group.k[0])
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+# -------------------------------------------------------------------- the mistakes' view (breakdown, report)
+def histogram(source: Store | Engine, options: Options | None = None) -> pd.DataFrame:
+    """The mistakes by severity (Bertinetto et al. 2020, Fig. 1): ``system, distance, instances``, per system
+    the number of instances whose top-1 label is wrong at each distance ``d_1 > 0`` to the truth, for every
+    distance some system's mistakes have (query ``severity_histogram``), ordered by system and distance.
+    ``options.severity_distance`` is the distance; ``options.k`` is not read (the top-1 label). A system's
+    ``Σ distance · instances / Σ instances`` is its :func:`mistake_severity` at k = 1."""
+    import pandas as pd
+
+    from . import as_engine
+
+    rows = as_engine(source).run_queries(PLAN, ["mistake_severity"], _top1(options), {
+        "severity_histogram_rows": "SELECT system, distance, instances FROM severity_histogram"})
+    frame = pd.DataFrame(rows["severity_histogram_rows"], columns=["system", "distance", "instances"])
+    return frame.astype({"distance": "int64", "instances": "int64"}).sort_values(["system", "distance"],
+                                                                                 ignore_index=True)
+
+
+def tradeoff(source: Store | Engine, options: Options | None = None) -> pd.DataFrame:
+    """Top-1 error against mistake severity (Bertinetto et al. 2020, Fig. 1): ``system, top1_error,
+    mistake_severity``, ``top1_error = 1 − top_k_accuracy`` and ``mistake_severity`` at k = 1 (NaN for a system
+    without mistake), ordered by system; ``options`` as :func:`histogram`."""
+    import pandas as pd
+
+    from . import compute
+
+    rows = pd.DataFrame(compute(source, ["top_k_accuracy", "mistake_severity"], _top1(options)))
+    wide = rows.pivot(index="system", columns="metric", values="value").sort_index()
+    return pd.DataFrame({"system": wide.index, "top1_error": 1.0 - wide["top_k_accuracy"].to_numpy(),
+                         "mistake_severity": wide["mistake_severity"].to_numpy()})
+
+
+def _top1(options: Options | None) -> Options:
+    """``options`` (default :class:`~hiersql.options.Options`) at k = 1."""
+    return (options or Options()).with_(k=(1,))
 
 
 # ------------------------------------------------------------------------------------- one-shot functions
@@ -150,7 +211,7 @@ def ranked_labels(y_score: Any, labels: Sequence[str] | None, y_true: Sequence[A
 def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, labels: Sequence[str] | None,
               options: dict[str, Any]) -> float:
     """``metric`` at ``k`` for a score matrix (:func:`ranked_labels`) or for hard predictions (one label, or
-    one label set, per instance; ``k`` must then be 1)."""
+    one label set, per instance; ``k`` must then be 1: :func:`_check`)."""
     import numpy as np
 
     from ..inputs import label_sets
@@ -162,14 +223,12 @@ def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, lab
         matrix = np.asarray(y_score)
     except ValueError:  # ragged label sets
         matrix = np.asarray([])
-    if not (matrix.ndim == 2 and matrix.dtype.kind in "fiu"):  # labels, not a matrix of numbers
-        if k != 1:
-            raise OptionError("k", "must be 1 for hard predictions (y_score holds labels, not scores)", k)
-        if labels is not None:
-            raise OptionError("labels", "names the columns of a score matrix; y_score holds labels", "given")
-        return score(PLAN, metric, y_true, y_score, taxonomy, "", k=1, **options)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise OptionError("k", "must be an integer >= 1", k)
+    if not (matrix.ndim == 2 and matrix.dtype.kind in "fiu"):  # labels, not a matrix of numbers
+        if labels is not None:
+            raise OptionError("labels", "names the columns of a score matrix; y_score holds labels", "given")
+        return score(PLAN, metric, y_true, y_score, taxonomy, "", k=k, **options)
     y_pred, flat = ranked_labels(matrix, labels, [x for x in true if isinstance(x, str)], k)
     return score(PLAN, metric, true, y_pred, taxonomy, "", scores=flat, k=k, **options)
 
