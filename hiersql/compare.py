@@ -280,14 +280,9 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
                                                      items=spec.items if found is not None else "")
         if found is not None:
             num, den = found
-            if len(num) not in draws:
-                draws[len(num)] = (stats.resample_counts(len(num), n_resamples, seed),
-                                   stats.permutation_swaps(len(num), n_resamples, seed))
-            counts, swaps = draws[len(num)]
-            boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, spec.zero, counts=counts)
+            boot, pair_table = paired_tests(num, den, spec.zero, n_resamples, seed, confidence, draws)
             frame["ci_low"] = boot.intervals["ci_low"].to_numpy()
             frame["ci_high"] = boot.intervals["ci_high"].to_numpy()
-            pair_table = _pair_tests(num, den, boot.pairs, swaps, spec.zero)
             pair_table["p_value"] = pair_table[f"{test}_p"]
             if holm:
                 pair_table["p_value"] = stats.holm(pair_table["p_value"].to_numpy())
@@ -400,11 +395,18 @@ def _sql_only(name: str) -> bool:
     return not any(isinstance(step, Python) for step in plan.steps)
 
 
-def _matrices(engine: Engine, spec: InstanceStatistic, opts: Options, systems: list[str],
+def table_key(spec: InstanceStatistic) -> str:
+    """The name of the per-instance table that ``spec`` reads (its family's, or ``"flat_labels"``; with the
+    options of its run when they are its own), as :func:`_matrices` caches the tables."""
+    return spec.family if spec.options is None else f"{spec.family} {spec.options}"
+
+
+def _matrices(engine: Engine | None, spec: InstanceStatistic, opts: Options, systems: list[str],
               tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
-    """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in
-    ``tables``), or ``None`` when some system lacks a value for some item."""
-    key = spec.family if spec.options is None else f"{spec.family} {spec.options}"
+    """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in ``tables``
+    under :func:`table_key`; ``engine`` computes those not there), or ``None`` when some system lacks a value
+    for some item."""
+    key = table_key(spec)
     if key not in tables:
         tables[key] = _table(engine, spec.family, spec.options or opts)
     table = tables[key]
@@ -429,6 +431,23 @@ def _matrices(engine: Engine, spec: InstanceStatistic, opts: Options, systems: l
             return None
         return pd.DataFrame(ratios, index=num.index, columns=num.columns), None
     return num, den
+
+
+def paired_tests(num: pd.DataFrame, den: pd.DataFrame | None, zero: float, n_resamples: int = 1000,
+                 seed: int | None = 0, confidence: float = 0.95, draws: dict[int, tuple] | None = None
+                 ) -> tuple[stats.BootstrapResult, pd.DataFrame]:
+    """The paired bootstrap of ``items x systems`` matrices (``θ = Σ num / Σ den``, ``zero`` where ``Σ den``
+    is 0; ``den`` ``None``: the mean of ``num``; :func:`hiersql.stats.paired_bootstrap`) and all four tests of
+    every pair of systems (:func:`_pair_tests`: sign and Wilcoxon on the items' own values, the bootstrap's
+    p-value, the paired permutation test), the tests of :func:`compare`. ``draws``: ``{number of items:
+    (resample counts, permutation swaps)}``, filled and reused for measures on as many items."""
+    draws = {} if draws is None else draws
+    if len(num) not in draws:
+        draws[len(num)] = (stats.resample_counts(len(num), n_resamples, seed),
+                           stats.permutation_swaps(len(num), n_resamples, seed))
+    counts, swaps = draws[len(num)]
+    boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, zero, counts=counts)
+    return boot, _pair_tests(num, den, boot.pairs, swaps, zero)
 
 
 def _pair_tests(num: pd.DataFrame, den: pd.DataFrame | None, bootstrap_pairs: pd.DataFrame,
