@@ -66,6 +66,12 @@ class InstanceStatistic:
     options: Options | None = None
     defined: bool = False
 
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns of the per-instance table that the statistic reads, in order, once each."""
+        terms = [self.numerator] if isinstance(self.numerator, str) else [c for _, c in self.numerator]
+        return tuple(dict.fromkeys([*terms, *(c for _, c in self.denominator or ())]))
+
 
 def instance_statistic(metric: str, average: str, options: Options) -> InstanceStatistic | None:
     """The :class:`InstanceStatistic` of ``metric`` with ``average``, read from the measure's declaration
@@ -273,7 +279,7 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
         part = part.set_index("system").reindex(systems)
         spec = instance_statistic(metric, average, opts)
         if (metric, average) not in matrices and spec is not None:
-            matrices[metric, average] = _matrices(runner, spec, opts, systems, tables)
+            matrices[metric, average] = instance_matrices(runner, spec, opts, systems, tables)
         found = matrices.get((metric, average))
         frame = part[["value"]].reset_index().assign(measure=measure, metric=metric, average=average,
                                                      ci_low=np.nan, ci_high=np.nan,
@@ -328,7 +334,7 @@ def _measure_values(engine: Engine, metrics: list[str], opts: Options, systems: 
     for names in resolve(metrics).values() if explicit else ():
         for metric in names:
             specs = {average: instance_statistic(metric, average, opts) for average in averages_asked(metric, opts)}
-            found = {average: _matrices(engine, spec, opts, systems, tables) if spec else None
+            found = {average: instance_matrices(engine, spec, opts, systems, tables) if spec else None
                      for average, spec in specs.items()}
             if any(f is None for f in found.values()):
                 direct.append(metric)
@@ -397,19 +403,28 @@ def _sql_only(name: str) -> bool:
 
 def table_key(spec: InstanceStatistic) -> str:
     """The name of the per-instance table that ``spec`` reads (its family's, or ``"flat_labels"``; with the
-    options of its run when they are its own), as :func:`_matrices` caches the tables."""
+    options of its run when they are its own), as :func:`instance_matrices` caches the tables."""
     return spec.family if spec.options is None else f"{spec.family} {spec.options}"
 
 
-def _matrices(engine: Engine | None, spec: InstanceStatistic, opts: Options, systems: list[str],
+def instance_table(engine: Engine | None, spec: InstanceStatistic, opts: Options,
+                   tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The per-instance table that ``spec`` reads (columns ``system, instance_id`` and :attr:`~InstanceStatistic.
+    columns`, ordered by system and item), from ``tables`` under :func:`table_key`, else computed by ``engine``
+    (with ``opts``, or the options of the statistic's own run) and kept there."""
+    key = table_key(spec)
+    if key not in tables:
+        assert engine is not None, f"no per-instance table {key!r} given and no engine to compute it"
+        tables[key] = _table(engine, spec.family, spec.options or opts)
+    return tables[key]
+
+
+def instance_matrices(engine: Engine | None, spec: InstanceStatistic, opts: Options, systems: list[str],
               tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
     """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in ``tables``
     under :func:`table_key`; ``engine`` computes those not there), or ``None`` when some system lacks a value
     for some item."""
-    key = table_key(spec)
-    if key not in tables:
-        tables[key] = _table(engine, spec.family, spec.options or opts)
-    table = tables[key]
+    table = instance_table(engine, spec, opts, tables)
 
     def wide(terms) -> pd.DataFrame:
         column = table[["system", "instance_id"]].assign(_v=_combine(table, terms))

@@ -32,12 +32,15 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, display, masked
 from ..files import write_atomically
 from .reading import Reading
 from .schema import SCHEMA, create_views, relations, table_forms
+
+if TYPE_CHECKING:
+    from .instances import Computed
 
 UNIT_COLUMNS = ("unit_id, job_id, dataset, system, key, grp, work, recompute,"
                 " (SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id) AS tries")
@@ -487,34 +490,45 @@ class Connection(Reading):
             self.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
         return bool(self.execute("SELECT count(*) FROM results WHERE key = ?", (key,))[0][0])
 
-    def finish(self, run_id: str, worker: str, outcomes: list[tuple[Claimed, str, list[Any] | None, str | None]]
+    def finish(self, run_id: str, worker: str, outcomes: list[tuple[Claimed, str, Computed | None, str | None]]
                ) -> None:
-        """Write claimed units' statuses and the rows of the done ones, in the transaction of :meth:`claim`.
-        ``outcomes``: ``(unit, status, rows, error)`` with status ``done`` (its rows), ``failed`` (its error) or
+        """Write claimed units' statuses and the rows and per-instance tables of the done ones
+        (:func:`~hiersql.jobs.instances.store_tables`), in the transaction of :meth:`claim`. ``outcomes``:
+        ``(unit, status, computed, error)`` with status ``done`` (what it computed), ``failed`` (its error) or
         ``skipped`` (its key has results, :meth:`has_results`)."""
+        from .instances import store_tables
+
         stamp = now()
+        done = [(unit, computed) for unit, status, computed, _ in outcomes if status == "done" and computed]
         rows = [(run_id, unit.dataset, r.system, r.metric, r.average or None, r.value, stamp, unit.key,
-                 unit.job_id, unit.unit_id) for unit, status, values, _ in outcomes if status == "done"
-                for r in values or []]
+                 unit.job_id, unit.unit_id) for unit, computed in done for r in computed.rows]
+        self.insert_many("results", RESULT_INSERT, rows)
+        store_tables(self, run_id, done)
         states = [(status, error, worker, run_id if status != "skipped" else None, stamp, unit.unit_id)
                   for unit, status, _, error in outcomes]
         if self.queue.postgres:
-            self.executemany(f"INSERT INTO results ({', '.join(RESULT_INSERT)}) VALUES"
-                             f" ({', '.join('?' * len(RESULT_INSERT))})", rows)
             self.executemany("UPDATE units SET status = ?, error = ?, worker = ?, run_id = ?, finished_at = ?"
                              " WHERE unit_id = ?", states)
             return
-        # DuckDB: one statement of list parameters each (its executemany costs a statement per row)
-        if rows:
-            self.raw.execute(f"INSERT INTO results ({', '.join(RESULT_INSERT)}) SELECT"
-                             f" {', '.join(f'unnest(${c})' for c in RESULT_INSERT)}",
-                             {c: list(v) for c, v in zip(RESULT_INSERT, zip(*rows, strict=True), strict=True)})
         names = ("status", "error", "worker", "run_id", "finished_at", "unit_id")
         self.raw.execute(
             "UPDATE units SET status = v.status, error = v.error, worker = v.worker, run_id = v.run_id,"
             f" finished_at = v.finished_at FROM (SELECT {', '.join(f'unnest(${c}) AS {c}' for c in names)}) v"
             " WHERE units.unit_id = v.unit_id",
             {c: list(v) for c, v in zip(names, zip(*states, strict=True), strict=True)})
+
+    def insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+        """Insert ``rows`` (values of ``columns``) into ``table``: on DuckDB one statement of list parameters
+        (its executemany costs a statement per row)."""
+        if not rows:
+            return
+        if self.queue.postgres:
+            self.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                             rows)
+            return
+        self.raw.execute(f"INSERT INTO {table} ({', '.join(columns)})"
+                         f" SELECT {', '.join(f'unnest(${c})' for c in columns)}",
+                         {c: list(v) for c, v in zip(columns, zip(*rows, strict=True), strict=True)})
 
     def cancel(self, jobs: list[str] | None) -> int:
         """Cancel the queued units of ``jobs`` (every job when ``None``); units being computed finish. Returns

@@ -122,6 +122,13 @@ class Reading:
             return [r[0] for r in self.execute("SELECT max(job_id) FROM jobs GROUP BY name ORDER BY max(job_id)")]
         return self.job_ids(jobs, latest=True)
 
+    def earlier_submissions(self, ids: list[str], count: int) -> dict[str, list[str]]:
+        """Per submission of ``ids``, the ids of the ``count`` latest submissions of its job name up to it
+        (itself the last)."""
+        rows = self.execute("SELECT job_id, name FROM jobs ORDER BY job_id")
+        names = dict(rows)
+        return {i: [j for j, name in rows if name == names[i] and j <= i][-count:] for i in ids}
+
     def submissions(self, ids: list[str]) -> list[tuple]:
         """``(job_id, name, spec, submitted_at, metrics)`` of the submissions ``ids``, in submission order;
         ``metrics``: ``{dataset: the names its units were given}`` (the job file's, in its order)."""
