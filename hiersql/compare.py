@@ -354,15 +354,15 @@ def _measure_values(engine: Engine, metrics: list[str], opts: Options, systems: 
     return pd.concat(parts, ignore_index=True), matrices
 
 
-def _table(engine: Engine, name: str, opts: Options) -> pd.DataFrame:
+def _table(engine: Engine, name: str, opts: Options, metrics: list[str] | None = None) -> pd.DataFrame:
     """The unit table of family ``name`` that its summary reads (the plan's per-instance stage, every column the
-    measures' expressions name), or ``"flat_labels"``: the flat family's per-label table, the label in
-    ``instance_id``."""
+    measures' expressions name; ``metrics``: those of these measures, :meth:`~hiersql.engines.Engine.per_instance`),
+    or ``"flat_labels"``: the flat family's per-label table, the label in ``instance_id``."""
     from .metrics import family, plan_of
 
     if name == "flat_labels":
         return family("flat").per_label(engine, opts).rename(columns={"label": "instance_id"})
-    return engine.per_instance(plan_of(name), opts).to_pandas()
+    return engine.per_instance(plan_of(name), opts, metrics).to_pandas()
 
 
 def _fill_tables(engine: Engine, names: set[str], opts: Options, tables: dict[str, pd.DataFrame]) -> None:
@@ -408,14 +408,15 @@ def table_key(spec: InstanceStatistic) -> str:
 
 
 def instance_table(engine: Engine | None, spec: InstanceStatistic, opts: Options,
-                   tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+                   tables: dict[str, pd.DataFrame], metrics: list[str] | None = None) -> pd.DataFrame:
     """The per-instance table that ``spec`` reads (columns ``system, instance_id`` and :attr:`~InstanceStatistic.
     columns`, ordered by system and item), from ``tables`` under :func:`table_key`, else computed by ``engine``
-    (with ``opts``, or the options of the statistic's own run) and kept there."""
+    (with ``opts``, or the options of the statistic's own run; for the family's ``metrics``, default all) and
+    kept there."""
     key = table_key(spec)
     if key not in tables:
         assert engine is not None, f"no per-instance table {key!r} given and no engine to compute it"
-        tables[key] = _table(engine, spec.family, spec.options or opts)
+        tables[key] = _table(engine, spec.family, spec.options or opts, metrics)
     return tables[key]
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..options import Options
-from ..plan import FamilyPlan, Python, Row, Sql, Step, instance_values_sql, summary_sql
+from ..plan import FamilyPlan, Python, Row, Step, instance_values_sql, summary_sql
 from .compile import _tree, render
 from .dialect import dialect as dialect_of
 
@@ -49,6 +49,15 @@ class Engine:
         self.tables: dict[str, str] = {}
         self.use_tables(**dict(tables or {}))
         self._taxonomy: Taxonomy | None = None
+        # with reuse_stages(): {stage table: the plan, parameters and options it was last made with}
+        self._made: dict[str, str] | None = None
+
+    def reuse_stages(self) -> None:
+        """From now on, a plan's step whose tables this engine last made for the same plan with the same
+        parameters and options is not run again (:meth:`per_instance` after :meth:`run_plan`, for the stored
+        per-instance values of batch jobs): a table is a function of its query, its parameters and options, the
+        tables before it (made under the same rule) and the input tables, which must not change meanwhile."""
+        self._made = {}
 
     # -- to implement
     def execute(self, sql: str) -> list[tuple]:
@@ -123,6 +132,7 @@ class Engine:
         """Materialise query ``query`` of ``sql/<file>.sql`` (or the query ``text`` reading that file's
         queries) as table ``query``; the queries it reads that are not in ``done`` (tables already made) are
         composed in. Adds ``query`` to ``done``."""
+        self.forget(query)
         self._materialize_tree(query, _tree(file, query, params, self.dialect, self.tables, skip=done, text=text))
         done.add(query)
 
@@ -182,13 +192,15 @@ class Engine:
                 out[name] = self.result(plan.file, name, params, done, text=text)
         return out
 
-    def per_instance(self, plan: FamilyPlan, options: Options) -> pa.Table:
+    def per_instance(self, plan: FamilyPlan, options: Options, metrics: Sequence[str] | None = None) -> pa.Table:
         """The plan's per-instance table as Arrow, ordered by its key; the columns of measures computed in a
-        run of their own (:attr:`~hiersql.plan.FamilyPlan.groups`) come from that run."""
+        run of their own (:attr:`~hiersql.plan.FamilyPlan.groups`) come from that run. ``metrics``: the
+        measures whose values the table must hold (default all the plan's): the runs of a summary of those
+        (:meth:`run_plan`), whose other columns a family may leave undefined."""
         stage = plan.instance
         key = plan.unit_order.get(stage, "system, instance_id")
         out = None
-        for group, group_options in plan.groups(list(plan.metrics), options):
+        for group, group_options in plan.groups(list(metrics or plan.metrics), options):
             params = self.prepare(plan, group, group_options)
             done = self._steps(plan, plan.steps_until(stage), params, group_options)
             self.stage(plan.file, f"{stage}_values", params, done, text=instance_values_sql(plan))
@@ -212,14 +224,28 @@ class Engine:
                ) -> set[str]:
         done: set[str] = set(plan.tables(options))
         compose = self.compose_stages and not any(isinstance(step, Python) for step in plan.steps)
+        made = f"{plan.name} {sorted(params.items())!r} {options!r}"  # (reuse_stages)
         for step in steps:
-            if isinstance(step, Sql):
-                if not compose:
-                    self.stage(plan.file, step.query, params, done)
-            elif step.when(options):
+            python = isinstance(step, Python)
+            if compose and not python or python and not step.when(options):
+                continue
+            writes = step.writes if python else (step.query,)
+            if self._made is not None and all(self._made.get(t) == made for t in writes):
+                done.update(writes)
+                continue
+            if python:
                 self.solve(step, params, options)
-                done.update(step.writes)
+                done.update(writes)
+            else:
+                self.stage(plan.file, step.query, params, done)
+            if self._made is not None:
+                self._made.update(dict.fromkeys(writes, made))
         return done
+
+    def forget(self, name: str) -> None:
+        """Table ``name`` is made or replaced other than by a plan's step: not reused (:meth:`reuse_stages`)."""
+        if self._made:
+            self._made.pop(name, None)
 
     def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         """Run a Python step on a scratch DuckDB connection holding Arrow copies of the tables it reads, and

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..engines import Engine
     from ..options import Options
     from ..plan import Row
 
@@ -46,12 +47,13 @@ class Computed(NamedTuple):
     tables: list[InstanceTable]
 
 
-def instance_tables(store: Any, rows: list[Row], options: Options) -> dict[str, list[InstanceTable]]:
-    """``{system: its per-instance tables}`` for the measures of ``rows`` (those of one evaluation of
-    ``store`` with ``options``) that have a paired test (:func:`~hiersql.compare.instance_statistic`): the
-    tables of :func:`~hiersql.compare.instance_table`, each with the columns its statistics read."""
+def instance_tables(engine: Engine, rows: list[Row], options: Options) -> dict[str, list[InstanceTable]]:
+    """``{system: its per-instance tables}`` for the measures of ``rows`` (those of one evaluation by
+    ``engine`` with ``options``) that have a paired test (:func:`~hiersql.compare.instance_statistic`): the
+    tables of :func:`~hiersql.compare.instance_table` computed by ``engine``, each with the columns its
+    statistics read."""
     from ..compare import instance_statistic, instance_table, table_key
-    from ..engines import DuckDBEngine
+    from ..metrics import plan_of
 
     wanted: dict[str, tuple[Any, list[str]]] = {}  # table name: (a statistic that reads it, the columns)
     for metric, average in dict.fromkeys((r.metric, r.average) for r in rows):
@@ -59,12 +61,15 @@ def instance_tables(store: Any, rows: list[Row], options: Options) -> dict[str, 
         if spec is not None:
             _, columns = wanted.setdefault(table_key(spec), (spec, []))
             columns += [c for c in spec.columns if c not in columns]
-    engine = DuckDBEngine(store)
+    evaluated = {r.metric for r in rows}
     tables: dict[str, pd.DataFrame] = {}
     lists: dict[str, bytes] = {}  # the lists of item ids compressed so far (the systems of a batch share them)
     out: dict[str, list[InstanceTable]] = {}
     for name, (spec, columns) in wanted.items():
-        frame = instance_table(engine, spec, options, tables)
+        # the runs of the evaluation's measures of the family: an engine that reuses stages made them already
+        family = plan_of(spec.family) if spec.family != "flat_labels" else None
+        metrics = [m for m in family.metrics if m in evaluated] if family is not None else None
+        frame = instance_table(engine, spec, options, tables, metrics)
         for system, part in frame.groupby("system", sort=True):
             out.setdefault(str(system), []).append(encode(name, part, columns, lists))
     return out
@@ -76,7 +81,7 @@ def encode(name: str, part: pd.DataFrame, columns: list[str], lists: dict[str, b
     ``lists``: ``{digest: compressed list}`` of the item ids compressed before, kept up to date."""
     import numpy as np
 
-    ids = json.dumps([str(i) for i in part["instance_id"]], ensure_ascii=False).encode()
+    ids = json.dumps(part["instance_id"].astype(str).tolist(), ensure_ascii=False).encode()
     digest = hashlib.sha256(ids).hexdigest()
     lists = {} if lists is None else lists
     if digest not in lists:

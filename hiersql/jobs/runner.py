@@ -235,6 +235,7 @@ def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, Compu
 def _compute(store: Any, units: list[Claimed]) -> tuple[list[Any], dict[str, list[InstanceTable]]]:
     """Load exactly the systems of ``units`` (after deleting every other) and evaluate them: the result rows,
     and each system's per-instance tables (:func:`~hiersql.jobs.instances.instance_tables`)."""
+    from ..engines import DuckDBEngine
     from ..evaluator import compute, make_options
 
     work = units[0].work
@@ -247,8 +248,10 @@ def _compute(store: Any, units: list[Claimed]) -> tuple[list[Any], dict[str, lis
     if store.systems() != sorted(u.system for u in units):  # never a system that is not this batch's
         raise RuntimeError(f"store holds systems {store.systems()}, expected {[u.system for u in units]}")
     options = make_options(**work["options"])
-    rows = compute(store, work["metrics"], options)
-    return rows, instance_tables(store, rows, options)
+    engine = DuckDBEngine(store)
+    engine.reuse_stages()  # the per-instance tables read the stages of the evaluation where they can
+    rows = compute(engine, work["metrics"], options)
+    return rows, instance_tables(engine, rows, options)
 
 
 class WorkerLost(Exception):

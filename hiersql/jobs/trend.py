@@ -3,12 +3,12 @@
 submissions had, one point per submission (the rows of its unit's key's latest run, the view ``unit_results``:
 the value ``jobs diff`` compares), the latest :data:`TREND_POINTS` submissions up to the one reported.
 
-A sparkline (Tufte 2006, *Beautiful Evidence*, ch. 2) is an inline SVG of 80 × 18 px: the values joined in
+A sparkline (Tufte 2006, *Beautiful Evidence*, ch. 2) is an inline SVG of 64 × 18 px: the values joined in
 submission order (a submission whose unit has no results breaks the line; a value alone is a small dot), the
 last one a dot; its vertical scale is the cell's own range ``[min, max]``, widened to at least
 ``10⁻³ · max(|min|, |max|)`` so that the noise of the last digits draws a flat line. Its tooltip gives the
 first, last, lowest and highest value; the values themselves are in ``data-values`` (6 significant digits,
-``;``-separated, empty where missing). Beside it, the change of the latest value since the one before it (what
+``;``-separated, empty where missing). Below it, the change of the latest value since the one before it (what
 ``jobs diff`` shows by default).
 """
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 TREND_POINTS = 20  # submissions shown, the latest
-WIDTH, HEIGHT, PAD = 80, 18, 2.0  # pixels
+WIDTH, HEIGHT, PAD = 64, 18, 2.0  # pixels
 LINE = "#0072b2"  # Okabe & Ito's blue
 
 
@@ -33,6 +33,8 @@ def trend_table(history: pd.DataFrame, main: pd.DataFrame, systems: list[str]) -
     import pandas as pd
 
     submissions = sorted(history["submission"].unique())
+    if len(submissions) < 2:  # one point: no trend
+        return ""
     stored = history[history["metric"].notna()]
     values = {(s, m, "" if pd.isna(a) else a, j): float(v) for s, m, a, j, v in zip(
         stored["system"], stored["metric"], stored["average"], stored["submission"], stored["value"], strict=True)}
@@ -57,7 +59,7 @@ def _cell(series: list[float | None]) -> str:
     if not known:
         return "<td data-sort=''></td>"
     change = known[-1] - known[-2] if len(known) > 1 else None
-    text = "" if change is None else f"<span class='rank'>{change:+.4f}</span>"
+    text = "" if change is None else f"<span class='ci'>{change:+.4f}</span>"
     return f"<td data-sort='{'' if change is None else repr(change)}'>{sparkline(series)}{text}</td>"
 
 
