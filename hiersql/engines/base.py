@@ -49,15 +49,20 @@ class Engine:
         self.tables: dict[str, str] = {}
         self.use_tables(**dict(tables or {}))
         self._taxonomy: Taxonomy | None = None
-        # with reuse_stages(): {stage table: the plan, parameters and options it was last made with}
-        self._made: dict[str, str] | None = None
+        # with reuse_stages(): per run of a plan (plan, parameters, options), its steps and what each table
+        # they wrote became (the steps that wrote it, its version); the version of every table written since
+        self._runs: dict[str, tuple[tuple[str, ...], dict[str, tuple[list[int], int]]]] | None = None
+        self._versions: dict[str, int] = {}
+        self._clock = 0
 
     def reuse_stages(self) -> None:
-        """From now on, a plan's step whose tables this engine last made for the same plan with the same
-        parameters and options is not run again (:meth:`per_instance` after :meth:`run_plan`, for the stored
-        per-instance values of batch jobs): a table is a function of its query, its parameters and options, the
-        tables before it (made under the same rule) and the input tables, which must not change meanwhile."""
-        self._made = {}
+        """From now on, the steps of a run of a plan (:meth:`_steps`) are not run again when this engine ran
+        them, or more of the plan's steps after them, with the same parameters and options, and no table they
+        wrote has been written since (:meth:`forget`), and no later step of that run replaced one of them: the
+        tables hold what the steps would make again, given the same input tables (which must not change
+        meanwhile). So the per-instance tables after the evaluation (:meth:`per_instance` after
+        :meth:`run_plan`) read the evaluation's stages: the stored per-instance values of batch jobs."""
+        self._runs = {}
 
     # -- to implement
     def execute(self, sql: str) -> list[tuple]:
@@ -224,28 +229,44 @@ class Engine:
                ) -> set[str]:
         done: set[str] = set(plan.tables(options))
         compose = self.compose_stages and not any(isinstance(step, Python) for step in plan.steps)
-        made = f"{plan.name} {sorted(params.items())!r} {options!r}"  # (reuse_stages)
-        for step in steps:
-            python = isinstance(step, Python)
-            if compose and not python or python and not step.when(options):
-                continue
-            writes = step.writes if python else (step.query,)
-            if self._made is not None and all(self._made.get(t) == made for t in writes):
-                done.update(writes)
-                continue
-            if python:
+        run = f"{plan.name} {plan.file} {sorted(params.items())!r} {options!r}"  # (reuse_stages)
+        names = tuple(step.name if isinstance(step, Python) else step.query for step in steps)
+        reused = self._reused(run, names)
+        if reused is not None:
+            return done | reused
+        writers: dict[str, list[int]] = {}
+        for k, step in enumerate(steps):
+            if isinstance(step, Python):
+                if not step.when(options):
+                    continue
                 self.solve(step, params, options)
-                done.update(writes)
-            else:
+                done.update(step.writes)
+                for table in step.writes:
+                    self.forget(table)
+                    writers.setdefault(table, []).append(k)
+            elif not compose:
                 self.stage(plan.file, step.query, params, done)
-            if self._made is not None:
-                self._made.update(dict.fromkeys(writes, made))
+                writers.setdefault(step.query, []).append(k)
+        if self._runs is not None and not compose:
+            self._runs[run] = (names, {t: (ks, self._versions[t]) for t, ks in writers.items()})
         return done
 
+    def _reused(self, run: str, names: tuple[str, ...]) -> set[str] | None:
+        """The tables that the steps ``names`` of ``run`` wrote, when they need not run again
+        (:meth:`reuse_stages`); else ``None``."""
+        found = None if self._runs is None else self._runs.get(run)
+        if found is None or found[0][:len(names)] != names:
+            return None
+        tables = {t: ks for t, (ks, version) in found[1].items() if ks[0] < len(names)}
+        if all(max(ks) < len(names) and self._versions.get(t) == found[1][t][1] for t, ks in tables.items()):
+            return set(tables)
+        return None
+
     def forget(self, name: str) -> None:
-        """Table ``name`` is made or replaced other than by a plan's step: not reused (:meth:`reuse_stages`)."""
-        if self._made:
-            self._made.pop(name, None)
+        """Table ``name`` is made or replaced: a new version of it (:meth:`reuse_stages`)."""
+        if self._runs is not None:
+            self._clock += 1
+            self._versions[name] = self._clock
 
     def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         """Run a Python step on a scratch DuckDB connection holding Arrow copies of the tables it reads, and
