@@ -243,10 +243,10 @@ def _stored(con: Any, runs: set[tuple[str, str]]) -> dict[tuple[str, str, str], 
 
     if "instance_values" not in con.queue.present:  # a queue made before they were stored (read-only)
         return {}
-    out: dict[tuple[str, str, str], tuple[str, Any]] = {}
-    for key, run, name, digest, columns, data, ids in _per_key(
-            con, "SELECT v.key, v.run_id, v.tbl, v.items, v.columns, v.data, i.ids FROM instance_values v"
-                 " JOIN instance_items i ON i.digest = v.items WHERE v.key IN ({})", sorted({k for k, _ in runs})):
-        if (key, run) in runs:
-            out[(key, run, name)] = (digest, decode("", bytes(ids), columns, bytes(data)))
-    return out
+    found = [r for r in _per_key(con, "SELECT key, run_id, tbl, items, columns, data FROM instance_values"
+                                      " WHERE key IN ({})", sorted({k for k, _ in runs})) if (r[0], r[1]) in runs]
+    # a list stored twice (by batches committed together) has the same bytes: any of its rows
+    lists = dict(_per_key(con, "SELECT digest, ids FROM instance_items WHERE digest IN ({})",
+                          sorted({r[3] for r in found})))
+    return {(key, run, name): (digest, decode("", bytes(lists[digest]), columns, bytes(data)))
+            for key, run, name, digest, columns, data in found if digest in lists}

@@ -4,13 +4,14 @@ change of a system between two runs as ``hiersql compare`` tests two systems (:m
 A measure has a paired test in ``compare`` when its value is a mean or a ratio of sums of per-instance values
 (:func:`hiersql.compare.instance_statistic`: ``θ = Σ_i num_i / Σ_i den_i``, or the mean of ``num_i``), read from
 its family's per-instance table (:func:`hiersql.compare.instance_table`). A worker computes those tables for
-the measures of its batch (the same function, on the batch's store) and keeps, per unit, the columns that the
-statistics read: the table's name (:func:`hiersql.compare.table_key`), its item ids (a JSON list, stored once
-per distinct list under its SHA-256 in ``instance_items``) and the columns' float64 values, column after
-column, zlib-compressed (``instance_values``). They are written with the unit's results, in the transaction
-of its claim (:meth:`hiersql.jobs.queue.Connection.finish`), and deleted with them (``hiersql jobs prune``).
-Decoded (:func:`decode`), they are the rows of the unit's system in the table that ``compare`` computes on a
-store holding that system: the values of a system do not depend on the others in the store.
+the measures of its batch (the same function, on the batch's store, reading the stages of the evaluation:
+:meth:`hiersql.engines.Engine.reuse_stages`) and keeps, per unit, the columns that the statistics read: the
+table's name (:func:`hiersql.compare.table_key`), its item ids (a JSON list, stored once per distinct list
+under its SHA-256 in ``instance_items``, but for batches committed together) and the columns' float64 values,
+column after column, zlib-compressed (``instance_values``). They are written with the unit's results, in the
+transaction of its claim (:meth:`hiersql.jobs.queue.Connection.finish`), and deleted with them (``hiersql jobs
+prune``). Decoded (:func:`decode`), they are the rows of the unit's system in the table that ``compare``
+computes on a store holding that system: the values of a system do not depend on the others in the store.
 """
 
 from __future__ import annotations
@@ -105,11 +106,12 @@ def decode(system: str, ids: bytes, columns: str, data: bytes) -> pd.DataFrame:
 def store_tables(con: Any, run_id: str, done: list[tuple[Any, Computed]]) -> None:
     """Write the per-instance tables of the units ``done`` (``(unit, computed)``; a
     :class:`~hiersql.jobs.queue.Claimed` unit) of run ``run_id``, in the transaction at hand of ``con`` (a
-    :class:`~hiersql.jobs.queue.Connection`): a list of item ids once (``instance_items``: kept when stored
-    already), a row per table in ``instance_values``."""
+    :class:`~hiersql.jobs.queue.Connection`): a list of item ids once (``instance_items``: not when stored
+    already; two batches committed together may both store it, the same bytes), a row per table in
+    ``instance_values``."""
     items = {t.digest: t.ids for _, computed in done for t in computed.tables}
-    con.executemany("INSERT INTO instance_items (digest, ids) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
-                    sorted(items.items()))
+    con.executemany("INSERT INTO instance_items (digest, ids) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM"
+                    " instance_items WHERE digest = ?)", [(d, ids, d) for d, ids in sorted(items.items())])
     con.insert_many("instance_values", ("run_id", "key", "unit_id", "tbl", "items", "columns", "data"),
                     [(run_id, unit.key, unit.unit_id, t.name, t.digest, t.columns, t.data)
                      for unit, computed in done for t in computed.tables])

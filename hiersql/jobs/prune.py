@@ -31,8 +31,8 @@ def prune(con: Any, keep: int) -> list[str]:
             con.execute("DELETE FROM results WHERE key = ? AND run_id = ?", (key, run))
             tables += len(con.execute("DELETE FROM instance_values WHERE key = ? AND run_id = ? RETURNING tbl",
                                       (key, run)))
-        lists = con.execute("DELETE FROM instance_items WHERE digest NOT IN (SELECT items FROM instance_values)"
-                            " RETURNING digest")
+        lists = {d for (d,) in con.execute("DELETE FROM instance_items WHERE digest NOT IN (SELECT items FROM"
+                                           " instance_values) RETURNING digest")}
     if not old:
         return [f"nothing to prune: no key has more than {keep} run(s)"]
     return [*(f"removed {unit}: run {run} of {created:%Y-%m-%d %H:%M:%S} UTC, {rows} row(s), key {key[:12]}"

@@ -39,8 +39,10 @@ SCHEMA = (
     " unit_id VARCHAR NOT NULL, tbl VARCHAR NOT NULL, items VARCHAR NOT NULL, columns VARCHAR NOT NULL,"
     " data BYTEA NOT NULL)",
     "CREATE INDEX IF NOT EXISTS instance_values_run ON instance_values (key, run_id)",
-    # the item ids of per-instance tables (a JSON list, zlib-compressed), under the SHA-256 of that list
-    "CREATE TABLE IF NOT EXISTS instance_items (digest VARCHAR PRIMARY KEY, ids BYTEA NOT NULL)",
+    # the item ids of per-instance tables (a JSON list, zlib-compressed), under the SHA-256 of that list: once,
+    # but for batches committed together (DuckDB's transactions conflict on a key that two of them insert)
+    "CREATE TABLE IF NOT EXISTS instance_items (digest VARCHAR NOT NULL, ids BYTEA NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS instance_items_digest ON instance_items (digest)",
 )
 
 # the runs of each key, the latest first (``n = 1``): by the time of their rows, then by run id (one rule, that

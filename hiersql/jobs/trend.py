@@ -29,7 +29,7 @@ LINE = "#0072b2"  # Okabe & Ito's blue
 def trend_table(history: pd.DataFrame, main: pd.DataFrame, systems: list[str]) -> str:
     """The trend table: ``systems`` as rows, the measures of ``main`` (a ranking: ``measure, metric, average``)
     as columns, a sparkline per cell of ``history`` (rows of :data:`~hiersql.jobs.reading.LATEST_COLUMNS` of
-    one job's dataset, the submissions to show)."""
+    one job's dataset, the submissions to show); nothing for fewer than two submissions."""
     import pandas as pd
 
     submissions = sorted(history["submission"].unique())
