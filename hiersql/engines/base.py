@@ -61,7 +61,9 @@ class Engine:
         wrote has been written since (:meth:`forget`), and no later step of that run replaced one of them: the
         tables hold what the steps would make again, given the same input tables (which must not change
         meanwhile). So the per-instance tables after the evaluation (:meth:`per_instance` after
-        :meth:`run_plan`) read the evaluation's stages: the stored per-instance values of batch jobs."""
+        :meth:`run_plan`) read the evaluation's stages: the stored per-instance values of batch jobs. For the
+        engines whose every table is made through :meth:`stage`, :meth:`write` or :meth:`_materialize`
+        (DuckDB, PostgreSQL), which call :meth:`forget`."""
         self._runs = {}
 
     # -- to implement
