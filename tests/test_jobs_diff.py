@@ -317,3 +317,41 @@ def test_the_report_shows_each_systems_trend(fixtures_dir, tmp_path, capsys):
     page = report(capsys, queue, tmp_path / "r.html")
     assert trend_values(page, "shallow", "hr micro") == ";".join(shown)
     assert trend_values(page, "cautious", "hr micro").count(";") == 4
+
+
+@pytest.mark.parametrize("options", [{}, {"lca_graph": "optimal", "pairing": "nearest", "max_distance": 2},
+                                     {"include_root": True, "beta": 2.0}])
+def test_per_instance_tables_of_the_evaluations_stages_are_those_computed_afresh(fixtures_dir, options):
+    """A worker's per-instance tables read the stages its evaluation made (``Engine.reuse_stages``): for every
+    family that applies to the demo, the table after the evaluation equals the one a fresh engine computes,
+    with several options; the evaluation's values are those of an engine without reuse; evaluated again, the
+    same rows."""
+    from hiersql.engines import DuckDBEngine
+    from hiersql.errors import InputError
+    from hiersql.metrics import REGISTRY, compute, plan_of
+    from hiersql.options import make_options
+
+    demo = fixtures_dir / "demo"
+    store = Evaluator(demo / "taxonomy.tsv").add_truth(demo / "truth.tsv") \
+        .add_predictions("shallow", demo / "shallow.tsv").add_predictions("cautious", demo / "cautious.tsv").store
+    opts = make_options(average=["micro", "macro"], **options)
+    checked = []
+
+    def same(a: list, b: list) -> bool:  # rows equal, a NaN (not defined) equal to a NaN
+        return [repr(r) for r in a] == [repr(r) for r in b]
+
+    for name in REGISTRY:
+        plan = plan_of(name)
+        reused = DuckDBEngine(store)
+        reused.reuse_stages()
+        try:
+            rows = compute(reused, [name], opts)
+        except InputError:  # the family does not apply to the demo (scores, ranks)
+            continue
+        assert same(rows, compute(DuckDBEngine(store), [name], opts))
+        metrics = [m for m in plan.metrics if m in {r.metric for r in rows}]
+        table = reused.per_instance(plan, opts, metrics).to_pandas()
+        assert table.equals(DuckDBEngine(store).per_instance(plan, opts, metrics).to_pandas()), name
+        assert same(compute(reused, [name], opts), rows)
+        checked.append(name)
+    assert {"set_based", "flat", "confusion", "pair_based", "lca"} <= set(checked)
