@@ -100,7 +100,7 @@ def diff(con: Any, jobs: list[str] | None, point: Since, tests: Tests, every: bo
     current = con.latest(jobs)
     previous = _previous(con, current, point)
     rows: list[dict[str, Any]] = []
-    for unit, now in _by_unit(current).items():
+    for unit, now in sorted(_by_unit(current).items()):
         before = previous.get(unit, {})
         for measure in sorted(set(now) | set(before), key=lambda m: (m[0], m[1] or "")):
             rows.append(_compare(unit, before.get(measure), now.get(measure), measure))
