@@ -36,9 +36,11 @@ def add_test_arguments(p: argparse.ArgumentParser) -> None:
                    help="bootstrap and permutation resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the groups (default 0.05)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level of the paired test (compare's groups; default 0.05)")
     p.add_argument("--test", default="sign", choices=("sign", "wilcoxon", "bootstrap", "permutation"),
-                   help="test behind the groups (default: sign, the s-test of Kosmopoulos et al.)")
+                   help="the paired test that decides (behind compare's groups; default: sign, the s-test of"
+                   " Kosmopoulos et al.)")
 
 
 def check_test_arguments(args: argparse.Namespace) -> None:
