@@ -66,6 +66,12 @@ class InstanceStatistic:
     options: Options | None = None
     defined: bool = False
 
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns of the per-instance table that the statistic reads, in order, once each."""
+        terms = [self.numerator] if isinstance(self.numerator, str) else [c for _, c in self.numerator]
+        return tuple(dict.fromkeys([*terms, *(c for _, c in self.denominator or ())]))
+
 
 def instance_statistic(metric: str, average: str, options: Options) -> InstanceStatistic | None:
     """The :class:`InstanceStatistic` of ``metric`` with ``average``, read from the measure's declaration
@@ -274,21 +280,16 @@ def compare(evaluator: EvaluatorLike | Store, metrics: list[str] | tuple[str, ..
         part = part.set_index("system").reindex(listed)
         spec = instance_statistic(metric, average, opts)
         if (metric, average) not in matrices and spec is not None:
-            matrices[metric, average] = _matrices(runner, spec, opts, listed, tables)
+            matrices[metric, average] = instance_matrices(runner, spec, opts, listed, tables)
         found = matrices.get((metric, average))
         frame = part[["value"]].reset_index().assign(measure=measure, metric=metric, average=average,
                                                      ci_low=np.nan, ci_high=np.nan,
                                                      items=spec.items if found is not None else "")
         if found is not None:
             num, den = found
-            if len(num) not in draws:
-                draws[len(num)] = (stats.resample_counts(len(num), n_resamples, seed),
-                                   stats.permutation_swaps(len(num), n_resamples, seed))
-            counts, swaps = draws[len(num)]
-            boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, spec.zero, counts=counts)
+            boot, pair_table = paired_tests(num, den, spec.zero, n_resamples, seed, confidence, draws)
             frame["ci_low"] = boot.intervals["ci_low"].to_numpy()
             frame["ci_high"] = boot.intervals["ci_high"].to_numpy()
-            pair_table = _pair_tests(num, den, boot.pairs, swaps, spec.zero)
             pair_table["p_value"] = pair_table[f"{test}_p"]
             if holm:
                 pair_table["p_value"] = stats.holm(pair_table["p_value"].to_numpy())
@@ -335,7 +336,7 @@ def _measure_values(engine: Engine, metrics: list[str], opts: Options, systems: 
     for names in resolve(metrics).values() if explicit else ():
         for metric in names:
             specs = {average: instance_statistic(metric, average, opts) for average in averages_asked(metric, opts)}
-            found = {average: _matrices(engine, spec, opts, systems, tables) if spec else None
+            found = {average: instance_matrices(engine, spec, opts, systems, tables) if spec else None
                      for average, spec in specs.items()}
             if any(f is None for f in found.values()):
                 direct.append(metric)
@@ -355,15 +356,15 @@ def _measure_values(engine: Engine, metrics: list[str], opts: Options, systems: 
     return pd.concat(parts, ignore_index=True), matrices
 
 
-def _table(engine: Engine, name: str, opts: Options) -> pd.DataFrame:
+def _table(engine: Engine, name: str, opts: Options, metrics: list[str] | None = None) -> pd.DataFrame:
     """The unit table of family ``name`` that its summary reads (the plan's per-instance stage, every column the
-    measures' expressions name), or ``"flat_labels"``: the flat family's per-label table, the label in
-    ``instance_id``."""
+    measures' expressions name; ``metrics``: those of these measures, :meth:`~hiersql.engines.Engine.per_instance`),
+    or ``"flat_labels"``: the flat family's per-label table, the label in ``instance_id``."""
     from .metrics import family, plan_of
 
     if name == "flat_labels":
         return family("flat").per_label(engine, opts).rename(columns={"label": "instance_id"})
-    return engine.per_instance(plan_of(name), opts).to_pandas()
+    return engine.per_instance(plan_of(name), opts, metrics).to_pandas()
 
 
 def _fill_tables(engine: Engine, names: set[str], opts: Options, tables: dict[str, pd.DataFrame]) -> None:
@@ -402,14 +403,31 @@ def _sql_only(name: str) -> bool:
     return not any(isinstance(step, Python) for step in plan.steps)
 
 
-def _matrices(engine: Engine, spec: InstanceStatistic, opts: Options, systems: list[str],
-              tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
-    """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in
-    ``tables``), or ``None`` when some system lacks a value for some item."""
-    key = spec.family if spec.options is None else f"{spec.family} {spec.options}"
+def table_key(spec: InstanceStatistic) -> str:
+    """The name of the per-instance table that ``spec`` reads (its family's, or ``"flat_labels"``; with the
+    options of its run when they are its own), as :func:`instance_matrices` caches the tables."""
+    return spec.family if spec.options is None else f"{spec.family} {spec.options}"
+
+
+def instance_table(engine: Engine | None, spec: InstanceStatistic, opts: Options,
+                   tables: dict[str, pd.DataFrame], metrics: list[str] | None = None) -> pd.DataFrame:
+    """The per-instance table that ``spec`` reads (columns ``system, instance_id`` and :attr:`~InstanceStatistic.
+    columns`, ordered by system and item), from ``tables`` under :func:`table_key`, else computed by ``engine``
+    (with ``opts``, or the options of the statistic's own run; for the family's ``metrics``, default all) and
+    kept there."""
+    key = table_key(spec)
     if key not in tables:
-        tables[key] = _table(engine, spec.family, spec.options or opts)
-    table = tables[key]
+        assert engine is not None, f"no per-instance table {key!r} given and no engine to compute it"
+        tables[key] = _table(engine, spec.family, spec.options or opts, metrics)
+    return tables[key]
+
+
+def instance_matrices(engine: Engine | None, spec: InstanceStatistic, opts: Options, systems: list[str],
+              tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
+    """``(numerator, denominator)`` items x systems for ``spec`` (per-instance tables cached in ``tables``
+    under :func:`table_key`; ``engine`` computes those not there), or ``None`` when some system lacks a value
+    for some item."""
+    table = instance_table(engine, spec, opts, tables)
 
     def wide(terms) -> pd.DataFrame:
         column = table[["system", "instance_id"]].assign(_v=_combine(table, terms))
@@ -434,6 +452,23 @@ def _matrices(engine: Engine, spec: InstanceStatistic, opts: Options, systems: l
             return None
         return pd.DataFrame(ratios, index=num.index, columns=num.columns), None
     return num, den
+
+
+def paired_tests(num: pd.DataFrame, den: pd.DataFrame | None, zero: float, n_resamples: int = 1000,
+                 seed: int | None = 0, confidence: float = 0.95, draws: dict[int, tuple] | None = None
+                 ) -> tuple[stats.BootstrapResult, pd.DataFrame]:
+    """The paired bootstrap of ``items x systems`` matrices (``θ = Σ num / Σ den``, ``zero`` where ``Σ den``
+    is 0; ``den`` ``None``: the mean of ``num``; :func:`hiersql.stats.paired_bootstrap`) and all four tests of
+    every pair of systems (:func:`_pair_tests`: sign and Wilcoxon on the items' own values, the bootstrap's
+    p-value, the paired permutation test), the tests of :func:`compare`. ``draws``: ``{number of items:
+    (resample counts, permutation swaps)}``, filled and reused for measures on as many items."""
+    draws = {} if draws is None else draws
+    if len(num) not in draws:
+        draws[len(num)] = (stats.resample_counts(len(num), n_resamples, seed),
+                           stats.permutation_swaps(len(num), n_resamples, seed))
+    counts, swaps = draws[len(num)]
+    boot = stats.paired_bootstrap(num, den, n_resamples, seed, confidence, zero, counts=counts)
+    return boot, _pair_tests(num, den, boot.pairs, swaps, zero)
 
 
 def _pair_tests(num: pd.DataFrame, den: pd.DataFrame | None, bootstrap_pairs: pd.DataFrame,

@@ -596,8 +596,8 @@ def test_second_process_on_a_duckdb_queue_exits_75_naming_the_holder(fixtures_di
     submit(queue, spec)
     with queue.connect():  # this process holds the file
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        for action in (["run"], ["status"], ["results"], ["schedule", str(spec), "--cron", "* * * * * *",
-                                                          "--runs", "1"]):
+        for action in (["run"], ["status"], ["results"], ["diff"], ["prune", "--keep", "1"],
+                       ["schedule", str(spec), "--cron", "* * * * * *", "--runs", "1"]):
             done = subprocess.run([sys.executable, "-m", "hiersql", "jobs", *action, "--queue",
                                    str(tmp_path / "q.duckdb")], capture_output=True, text=True, env=env, timeout=60)
             assert done.returncode == 75, done.stderr

@@ -133,7 +133,8 @@ def nightly_report(tmp_path_factory, data_dir) -> Path:
                                               ("transposon", "taxonomy_transposon.tsv")))
     spec.write_text('name = "nightly"\nqueue = "q.duckdb"\nmetrics = ["hp", "hr", "hf", "lca_f1", "mgia", "hcm"]\n'
                     f'[options]\naverage = ["micro", "macro"]\n{datasets}', encoding="utf-8")
-    assert main(["jobs", "run", str(spec)]) == 0
+    for _ in range(2):  # the second night: nothing changed (every unit skipped), a trend of two submissions
+        assert main(["jobs", "run", str(spec)]) == 0
     out = folder / "report.html"
     assert main(["report", "--db", str(folder / "q.duckdb"), "--job", "nightly", "--out", str(out)]) == 0
     return out
@@ -141,9 +142,9 @@ def nightly_report(tmp_path_factory, data_dir) -> Path:
 
 def test_job_report_fits_a_laptop_screen(chromium, nightly_report, tmp_path):
     """The 46-unit job's page: at most 1 MB; no console error; its ranking tables of the 10 measures the job
-    file names one by one (systems as rows), the other 22 behind a toggle; the page does not scroll sideways
-    at 1,400 px, also with every toggle open, and no system name is squeezed (it was one letter per line in a
-    table of 34 columns)."""
+    file names one by one (systems as rows), the other 22 behind a toggle, and the trend of those 10 (a
+    sparkline per system and measure); the page does not scroll sideways at 1,400 px, also with every toggle
+    open, and no system name is squeezed (it was one letter per line in a table of 34 columns)."""
     assert nightly_report.stat().st_size <= 1_000_000
     probe = tmp_path / "probe.html"
     probe.write_text(nightly_report.read_text(encoding="utf-8").replace("</body>", """<script>
@@ -168,6 +169,9 @@ b.opened = page.scrollWidth + " " + window.innerWidth + " " + Math.floor(cells()
     assert heads[0][1:] == [f"{m} {a}" for m in ("hp", "hr", "hf", "lca_f", "mgia") for a in ("macro", "micro")]
     assert [len(h) - 1 for h in heads] == [10, 10, 10, 2] * 3
     assert [t.count("<tr>") - 1 for t in tables] == [21] * 4 + [19] * 4 + [6] * 4
+    trends = re.findall(r"<table class=\"trend sortable\">(.*?)</table>", dom, re.S)
+    assert [t.count("<svg") for t in trends] == [21 * 10, 19 * 10, 6 * 10]
+    assert [re.findall(r"<th[^>]*>([^<]*)</th>", t) for t in trends] == [heads[0]] * 3
     shot = tmp_path / "shot.png"
     run_chromium(chromium, nightly_report, f"--screenshot={shot}", height=1400)
     image = imread(shot)

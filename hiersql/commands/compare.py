@@ -26,14 +26,33 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     """The measure options of ``evaluate`` and the statistics options (shared with ``report``)."""
     add_metric_arguments(p)
     p.set_defaults(metrics="hf,lca_f1,gie,mgia", average="micro")
+    add_test_arguments(p)
+    p.add_argument("--holm", action="store_true", help="Holm-correct the p-values over the pairs of a measure")
+
+
+def add_test_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the paired tests (shared with ``jobs diff``; checked by :func:`check_test_arguments`)."""
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="bootstrap and permutation resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the groups (default 0.05)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level of the paired test (compare's groups; default 0.05)")
     p.add_argument("--test", default="sign", choices=("sign", "wilcoxon", "bootstrap", "permutation"),
-                   help="test behind the groups (default: sign, the s-test of Kosmopoulos et al.)")
-    p.add_argument("--holm", action="store_true", help="Holm-correct the p-values over the pairs of a measure")
+                   help="the paired test that decides (behind compare's groups; default: sign, the s-test of"
+                   " Kosmopoulos et al.)")
+
+
+def check_test_arguments(args: argparse.Namespace) -> None:
+    """Bad values of :func:`add_test_arguments`' options are input errors naming their flag."""
+    from ..errors import InputError
+
+    if args.bootstrap < 1:
+        raise InputError("must be at least 1", "--bootstrap", value=args.bootstrap)
+    if not 0 < args.confidence < 1:
+        raise InputError("must lie strictly between 0 and 1", "--confidence", value=args.confidence)
+    if not 0 < args.alpha < 1:
+        raise InputError("must lie strictly between 0 and 1", "--alpha", value=args.alpha)
 
 
 def comparison_from_args(args: argparse.Namespace, beside=None):
@@ -49,12 +68,7 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
     from ..metrics import resolve
     from ..store import LOAD_STEPS
 
-    if args.bootstrap < 1:
-        raise InputError("must be at least 1", "--bootstrap", value=args.bootstrap)
-    if not 0 < args.confidence < 1:
-        raise InputError("must lie strictly between 0 and 1", "--confidence", value=args.confidence)
-    if not 0 < args.alpha < 1:
-        raise InputError("must lie strictly between 0 and 1", "--alpha", value=args.alpha)
+    check_test_arguments(args)
     checked = options_from_args(args)  # a bad value names its flag
     options = {field.name: getattr(checked, field.name) for field in fields(checked)}
     metrics = [m for m in args.metrics.split(",") if m.strip()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..jobs import MAX_ATTEMPTS, MAX_BATCH
+from .compare import add_test_arguments, check_test_arguments
 
 DESCRIPTION = """\
 Batch evaluation jobs: one unit of work per (dataset, system), queued in a database, computed by workers,
@@ -92,6 +93,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     job_arg(a)
     a.add_argument("--history", action="store_true", help="every stored run, oldest first")
     a.add_argument("--format", default="table", choices=("table", "csv", "json"))
+    a = action("diff", "what changed: each latest value against the previous one, with compare's paired test")
+    queue_args(a)
+    job_arg(a)
+    a.add_argument("--since", metavar="RUN|DATE", help="previous values: the latest of the submissions up to run RUN"
+                   " (its id, as jobs results shows it) or before DATE (ISO 8601, UTC); default: before the current"
+                   " submission")
+    a.add_argument("--all", action="store_true", help="every value, also those that did not change")
+    a.add_argument("--format", default="table", choices=("table", "csv", "json"))
+    add_test_arguments(a)
+    a = action("prune", "delete all but the N latest runs of each unit key (never the latest results)")
+    queue_args(a)
+    a.add_argument("--keep", type=int, required=True, metavar="N", help="runs to keep of each key (at least 1)")
     a = action("cancel", "cancel the queued units of jobs (units being computed finish)")
     queue_args(a)
     job_arg(a)
@@ -118,9 +131,11 @@ def run(args: argparse.Namespace) -> int:
         n = len(units(spec))
         print(f"{args.spec}: {len(spec.datasets)} dataset(s), {n} unit(s)")
         return 0
-    for flag in ("workers", "batch", "max_attempts"):
+    for flag in ("workers", "batch", "max_attempts", "keep"):
         if getattr(args, flag, 1) < 1:
             raise InputError("must be at least 1", f"--{flag.replace('_', '-')}", value=getattr(args, flag))
+    if args.action == "diff":
+        check_test_arguments(args)
     if getattr(args, "runs", None) is not None and args.runs < 1:
         raise InputError("must be at least 1", "--runs", value=args.runs)
     if not args.wait >= 0:  # (NaN too)
@@ -166,9 +181,14 @@ def _action(args: argparse.Namespace, kids: list) -> int:
             if args.action == "status":
                 _print_status(con.status(args.job))
             elif args.action == "results":
-                from .evaluate import _csv
+                _print_results(con.results(args.job, args.history), args.format)
+            elif args.action == "diff":
+                _diff(con, args)
+            elif args.action == "prune":
+                from ..jobs.prune import prune
 
-                _print_results(con.results(args.job, args.history), args.format, _csv)
+                for line in prune(con, args.keep):
+                    print(line)
             else:
                 if not args.job and not args.all:
                     raise InputError("name the jobs to cancel (--job ID|NAME) or give --all", "cancel")
@@ -193,7 +213,7 @@ def _queue(args: argparse.Namespace, spec=None):
     named = (str(spec.path), spec.queue_line) if given_by_file else ("--queue", None)
     return Queue(queue_url(args.queue, spec.queue if spec else None, spec.path if spec else None),
                  wait=args.wait, create=args.action in ("submit", "run", "schedule"),
-                 write=args.action not in ("status", "results"), named=named)
+                 write=args.action not in ("status", "results", "diff"), named=named)
 
 
 def _submit(queue, args: argparse.Namespace, spec) -> int:
@@ -335,24 +355,59 @@ def _print_published(busy, jobs: list[str] | None) -> bool:
     return True
 
 
-def _print_results(rows: list[tuple], fmt: str, csv_cell) -> None:
+def _print_results(rows: list[tuple], fmt: str) -> None:
     from ..jobs.reading import RESULT_COLUMNS
 
-    if fmt == "csv":
-        print(",".join(RESULT_COLUMNS))
-        for r in rows:
-            print(",".join(csv_cell("" if v is None else v if isinstance(v, str) else
-                                    repr(v) if isinstance(v, float) else str(v)) for v in r))
-    elif fmt == "json":
-        from .evaluate import json_rows
+    header = ("dataset", "system", "metric", "average", "value", "key", "run_id")
+    _print_rows(RESULT_COLUMNS, rows, fmt, header, [
+        (r[0], r[1], r[2], r[3] or "", f"{r[4]:.4f}", r[5][:12], r[6]) for r in rows], {4})
 
-        print(json_rows(RESULT_COLUMNS, rows))
+
+def _diff(con, args: argparse.Namespace) -> None:
+    """``jobs diff``: the rows of :func:`hiersql.jobs.diff.diff`; as a table, under the point they are
+    compared with and above a count of what changed."""
+    from ..jobs.diff import DIFF_COLUMNS, Tests, changed, diff, since
+
+    point = since(con, args.since)
+    tests = Tests(args.test, args.alpha, args.bootstrap, args.seed, args.confidence)
+    rows = diff(con, args.job, point, tests, args.all)
+    cells = [(r[0], r[1], r[2], r[3], r[4], _number(r[5]), _number(r[6]), _number(r[7], "+.4f"),
+              _number(r[8], ".3g"), r[9], r[14]) for r in rows]
+    header = ("job", "dataset", "system", "metric", "average", "previous", "current", "change", "p", "significant",
+              "note")
+    if args.format == "table":
+        print(f"previous: {point.describe()}; test: {args.test}, alpha {args.alpha:g}")
+    if rows or args.format != "table":
+        _print_rows(DIFF_COLUMNS, rows, args.format, header, cells, {5, 6, 7, 8})
+    if args.format == "table":
+        moved = [r for r in rows if changed(r[5], r[6])]
+        yes, no = (sum(r[9] == word for r in moved) for word in ("yes", "no"))
+        print(f"{len(moved)} value(s) changed: {yes} significant, {no} not, {len(moved) - yes - no} without a"
+              " test" + ("" if args.all else "; --all lists the unchanged ones too"))
+
+
+def _number(value: float | None, spec: str = ".4f") -> str:
+    return "" if value is None else format(value, spec)
+
+
+def _print_rows(columns: tuple[str, ...], rows: list[tuple], fmt: str, header: tuple[str, ...],
+                cells: list[tuple[str, ...]], right: set[int]) -> None:
+    """``rows`` (of ``columns``) as CSV or JSON; as a table, the ``cells`` under ``header``, aligned (the
+    columns of ``right`` to the right)."""
+    from .evaluate import _csv, json_rows
+
+    if fmt == "csv":
+        print(",".join(columns))
+        for r in rows:
+            print(",".join(_csv("" if v is None else v if isinstance(v, str) else
+                                repr(v) if isinstance(v, float) else str(v)) for v in r))
+    elif fmt == "json":
+        print(json_rows(columns, rows))
     else:
-        header = ("dataset", "system", "metric", "average", "value", "key", "run_id")
-        cells = [header] + [(r[0], r[1], r[2], r[3] or "", f"{r[4]:.4f}", r[5][:12], r[6]) for r in rows]
-        widths = [max(len(str(c[i])) for c in cells) for i in range(len(header))]
-        for i, c in enumerate(cells):
-            print("  ".join(str(v).rjust(w) if j == 4 else str(v).ljust(w) for j, (v, w) in
+        lines = [header, *cells]
+        widths = [max(len(str(c[i])) for c in lines) for i in range(len(header))]
+        for i, c in enumerate(lines):
+            print("  ".join(str(v).rjust(w) if j in right else str(v).ljust(w) for j, (v, w) in
                             enumerate(zip(c, widths, strict=True))).rstrip())
             if i == 0:
                 print("  ".join("-" * w for w in widths))

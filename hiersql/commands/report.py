@@ -195,6 +195,7 @@ def job_report(args: argparse.Namespace):
     from ..errors import InputError, display
     from ..jobs.queue import NotAQueue, Queue, is_postgres
     from ..jobs.report import chosen_metrics, job_sections, submissions_table
+    from ..jobs.trend import TREND_POINTS
     from ..report import html_page, provenance
     from .common import write_page
 
@@ -218,9 +219,11 @@ def job_report(args: argparse.Namespace):
         with queue.connect() as con:
             rows = con.latest(args.job)
             submissions = con.submissions(sorted({r[1] for r in rows}))
+            shown = con.earlier_submissions([s[0] for s in submissions], TREND_POINTS)
+            history = con.unit_results(sorted({i for ids in shown.values() for i in ids}))
     finally:
         queue.close()
-    sections = job_sections(rows, submissions, columns, args.dataset)
+    sections = job_sections(rows, submissions, columns, args.dataset, (history, shown))
     if not sections:
         raise InputError("no results to report", display(args.db), value=args.dataset or args.job)
     sections.append(("provenance", "How this page was made",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..options import Options
-from ..plan import FamilyPlan, Python, Row, Sql, Step, instance_values_sql, summary_sql
+from ..plan import FamilyPlan, Python, Row, Step, instance_values_sql, summary_sql
 from .compile import _tree, render
 from .dialect import dialect as dialect_of
 
@@ -49,6 +49,22 @@ class Engine:
         self.tables: dict[str, str] = {}
         self.use_tables(**dict(tables or {}))
         self._taxonomy: Taxonomy | None = None
+        # with reuse_stages(): per run of a plan (plan, parameters, options), its steps and what each table
+        # they wrote became (the steps that wrote it, its version); the version of every table written since
+        self._runs: dict[str, tuple[tuple[str, ...], dict[str, tuple[list[int], int]]]] | None = None
+        self._versions: dict[str, int] = {}
+        self._clock = 0
+
+    def reuse_stages(self) -> None:
+        """From now on, the steps of a run of a plan (:meth:`_steps`) are not run again when this engine ran
+        them, or more of the plan's steps after them, with the same parameters and options, and no table they
+        wrote has been written since (:meth:`forget`), and no later step of that run replaced one of them: the
+        tables hold what the steps would make again, given the same input tables (which must not change
+        meanwhile). So the per-instance tables after the evaluation (:meth:`per_instance` after
+        :meth:`run_plan`) read the evaluation's stages: the stored per-instance values of batch jobs. For the
+        engines whose every table is made through :meth:`stage`, :meth:`write` or :meth:`_materialize`
+        (DuckDB, PostgreSQL), which call :meth:`forget`."""
+        self._runs = {}
 
     # -- to implement
     def execute(self, sql: str) -> list[tuple]:
@@ -123,6 +139,7 @@ class Engine:
         """Materialise query ``query`` of ``sql/<file>.sql`` (or the query ``text`` reading that file's
         queries) as table ``query``; the queries it reads that are not in ``done`` (tables already made) are
         composed in. Adds ``query`` to ``done``."""
+        self.forget(query)
         self._materialize_tree(query, _tree(file, query, params, self.dialect, self.tables, skip=done, text=text))
         done.add(query)
 
@@ -182,13 +199,15 @@ class Engine:
                 out[name] = self.result(plan.file, name, params, done, text=text)
         return out
 
-    def per_instance(self, plan: FamilyPlan, options: Options) -> pa.Table:
+    def per_instance(self, plan: FamilyPlan, options: Options, metrics: Sequence[str] | None = None) -> pa.Table:
         """The plan's per-instance table as Arrow, ordered by its key; the columns of measures computed in a
-        run of their own (:attr:`~hiersql.plan.FamilyPlan.groups`) come from that run."""
+        run of their own (:attr:`~hiersql.plan.FamilyPlan.groups`) come from that run. ``metrics``: the
+        measures whose values the table must hold (default all the plan's): the runs of a summary of those
+        (:meth:`run_plan`), whose other columns a family may leave undefined."""
         stage = plan.instance
         key = plan.unit_order.get(stage, "system, instance_id")
         out = None
-        for group, group_options in plan.groups(list(plan.metrics), options):
+        for group, group_options in plan.groups(list(metrics or plan.metrics), options):
             params = self.prepare(plan, group, group_options)
             done = self._steps(plan, plan.steps_until(stage), params, group_options)
             self.stage(plan.file, f"{stage}_values", params, done, text=instance_values_sql(plan))
@@ -212,14 +231,44 @@ class Engine:
                ) -> set[str]:
         done: set[str] = set(plan.tables(options))
         compose = self.compose_stages and not any(isinstance(step, Python) for step in plan.steps)
-        for step in steps:
-            if isinstance(step, Sql):
-                if not compose:
-                    self.stage(plan.file, step.query, params, done)
-            elif step.when(options):
+        run = f"{plan.name} {plan.file} {sorted(params.items())!r} {options!r}"  # (reuse_stages)
+        names = tuple(step.name if isinstance(step, Python) else step.query for step in steps)
+        reused = self._reused(run, names)
+        if reused is not None:
+            return done | reused
+        writers: dict[str, list[int]] = {}
+        for k, step in enumerate(steps):
+            if isinstance(step, Python):
+                if not step.when(options):
+                    continue
                 self.solve(step, params, options)
                 done.update(step.writes)
+                for table in step.writes:
+                    self.forget(table)
+                    writers.setdefault(table, []).append(k)
+            elif not compose:
+                self.stage(plan.file, step.query, params, done)
+                writers.setdefault(step.query, []).append(k)
+        if self._runs is not None and not compose:
+            self._runs[run] = (names, {t: (ks, self._versions[t]) for t, ks in writers.items()})
         return done
+
+    def _reused(self, run: str, names: tuple[str, ...]) -> set[str] | None:
+        """The tables that the steps ``names`` of ``run`` wrote, when they need not run again
+        (:meth:`reuse_stages`); else ``None``."""
+        found = None if self._runs is None else self._runs.get(run)
+        if found is None or found[0][:len(names)] != names:
+            return None
+        tables = {t: ks for t, (ks, version) in found[1].items() if ks[0] < len(names)}
+        if all(max(ks) < len(names) and self._versions.get(t) == found[1][t][1] for t, ks in tables.items()):
+            return set(tables)
+        return None
+
+    def forget(self, name: str) -> None:
+        """Table ``name`` is made or replaced: a new version of it (:meth:`reuse_stages`)."""
+        if self._runs is not None:
+            self._clock += 1
+            self._versions[name] = self._clock
 
     def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         """Run a Python step on a scratch DuckDB connection holding Arrow copies of the tables it reads, and

@@ -53,6 +53,7 @@ class DuckDBEngine(Engine):
         return self.con.sql(sql).to_arrow_table()
 
     def write(self, name: str, data: pa.Table) -> None:
+        self.forget(name)
         self.con.register("_hiersql_write", data)
         try:
             self.con.execute(f"CREATE OR REPLACE TEMP TABLE {self.quoted(name)} AS SELECT * FROM _hiersql_write")
@@ -60,6 +61,7 @@ class DuckDBEngine(Engine):
             self.con.unregister("_hiersql_write")
 
     def _materialize(self, name: str, sql: str) -> None:
+        self.forget(name)
         temporary = "" if "." in name else "TEMP "
         self.con.execute(f"CREATE OR REPLACE {temporary}TABLE {self.quoted(name)} AS {sql}")
 
@@ -69,6 +71,7 @@ class DuckDBEngine(Engine):
             super().stage(file, query, params, done, text)
             return
         sql = sqlfiles.composed(file, query, "duckdb", done, text)
+        self.forget(query)
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {sql}", sqlfiles.bind(sql, dict(params)))
         done.add(query)
 

@@ -57,6 +57,7 @@ class PostgresEngine(Engine):
     def write(self, name: str, data: pa.Table) -> None:
         import duckdb
 
+        self.forget(name)
         target = self.quoted(name)
         rel = duckdb.connect().from_arrow(data)
         cols = ", ".join(self.quoted(c) for c in data.column_names)
@@ -69,6 +70,7 @@ class PostgresEngine(Engine):
             cur.execute(f"ANALYZE {target}")  # row counts for the planner: without them its guesses are huge
 
     def _materialize(self, name: str, sql: str) -> None:
+        self.forget(name)
         target = self.quoted(name)
         temporary = "" if "." in name else "TEMPORARY "
         with self.conn.transaction(), self.conn.cursor() as cur:

@@ -6,7 +6,10 @@ DuckDB file, or PostgreSQL for several workers), each with a key that hashes the
 unit whose key has results already is not computed again. Workers (:mod:`hiersql.jobs.runner`) claim units,
 evaluate them and write their rows and status in one transaction, so that a killed worker loses nothing done
 and leaves nothing half written; a failing unit records its error and the others go on.
-:mod:`hiersql.jobs.schedule` submits and runs a job on a cron schedule.
+:mod:`hiersql.jobs.schedule` submits and runs a job on a cron schedule. Each unit's run also stores its
+per-instance values (:mod:`hiersql.jobs.instances`), on which :mod:`hiersql.jobs.diff` tests what changed as
+``hiersql compare`` tests two systems; :mod:`hiersql.jobs.prune` sheds old runs; the views of
+:mod:`hiersql.jobs.schema` hold the latest results.
 """
 
 from __future__ import annotations

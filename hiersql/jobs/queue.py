@@ -4,8 +4,9 @@ PostgreSQL (``postgresql://...``; several worker processes or machines share it)
 Tables: ``jobs`` (one row per submission), ``units`` (one row per (dataset, system) of a job, its content
 key, the work as JSON and its status: ``queued``, ``done``, ``skipped`` (unchanged: its key has results
 already), ``failed`` (with the error) or ``cancelled``) and ``results`` (the table ``hiersql evaluate --db``
-writes, with the unit's key, job and unit added; ``hiersql report --db`` reads it). A database whose table of
-one of these names has other columns is the user's: refused before anything is made or written
+writes, with the unit's key, job and unit added; ``hiersql report --db`` reads it), the per-instance values of
+the units' runs, and the views ``unit_results`` and ``latest`` (:mod:`hiersql.jobs.schema`). A database whose
+table of one of these names has other columns is the user's: refused before anything is made or written
 (:meth:`Connection.check_tables`).
 
 A worker claims units, evaluates them and writes their rows and status in ONE transaction
@@ -19,7 +20,6 @@ threads claim distinct units (the queue keeps the claimed ones aside in memory).
 from __future__ import annotations
 
 import errno
-import functools
 import json
 import logging
 import os
@@ -32,30 +32,16 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, display, masked
 from ..files import write_atomically
 from .reading import Reading
+from .schema import SCHEMA, create_views, relations, table_forms
 
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, spec VARCHAR NOT NULL,"
-    " submitted_at TIMESTAMP NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS units (unit_id VARCHAR PRIMARY KEY, job_id VARCHAR NOT NULL, seq INTEGER NOT NULL,"
-    " dataset VARCHAR NOT NULL, system VARCHAR NOT NULL, key VARCHAR NOT NULL, grp VARCHAR NOT NULL,"
-    " work VARCHAR NOT NULL, recompute BOOLEAN NOT NULL, status VARCHAR NOT NULL, error VARCHAR,"
-    " worker VARCHAR, run_id VARCHAR, finished_at TIMESTAMP)",
-    "CREATE TABLE IF NOT EXISTS results (run_id VARCHAR NOT NULL, dataset VARCHAR, system VARCHAR NOT NULL,"
-    " metric VARCHAR NOT NULL, average VARCHAR, value DOUBLE PRECISION, created_at TIMESTAMP)",
-    "ALTER TABLE results ADD COLUMN IF NOT EXISTS key VARCHAR",
-    "ALTER TABLE results ADD COLUMN IF NOT EXISTS job_id VARCHAR",
-    "ALTER TABLE results ADD COLUMN IF NOT EXISTS unit_id VARCHAR",
-    # one row per claim of a unit, committed before it is evaluated: a claim whose batch was never committed
-    # (its worker killed or crashed, a transient error) stays counted; ``error`` says why, when known
-    "CREATE TABLE IF NOT EXISTS attempts (attempt_id VARCHAR PRIMARY KEY, unit_id VARCHAR NOT NULL,"
-    " run_id VARCHAR, worker VARCHAR, started_at TIMESTAMP NOT NULL, error VARCHAR)",
-    "CREATE INDEX IF NOT EXISTS attempts_unit ON attempts (unit_id)",
-)
+if TYPE_CHECKING:
+    from .instances import Computed
+
 UNIT_COLUMNS = ("unit_id, job_id, dataset, system, key, grp, work, recompute,"
                 " (SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id) AS tries")
 RESULT_INSERT = ("run_id", "dataset", "system", "metric", "average", "value", "created_at", "key", "job_id",
@@ -156,6 +142,7 @@ class Queue:
         self._published = False
         self._changes = 0  # DuckDB: claims and their ends in this process, to publish the status on a change
         self._published_changes = -1
+        self.present: set[str] = set()  # the queue's tables and views that the database has (schema.relations)
         if self.postgres:
             _quiet_pipeline_errors()
         try:
@@ -164,6 +151,7 @@ class Queue:
                     con.check_queue()
                 if self.read_only:
                     con.check_tables()
+                    self.present = set(relations(con))  # a queue made before some of them: left as it is
                     return
                 with con.transaction():
                     if self.postgres:  # two workers starting together create the tables once
@@ -171,6 +159,8 @@ class Queue:
                     con.check_tables()  # before any table is made or altered, in the same transaction
                     for statement in SCHEMA:  # (on an existing queue: the columns and tables added since)
                         con.execute(statement)
+                    create_views(con, display(self.url))
+                    self.present = set(table_forms())
         except self.transient as exc:  # later, the same errors are retried
             if not self.postgres:
                 named = (self.url, None)
@@ -500,34 +490,45 @@ class Connection(Reading):
             self.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
         return bool(self.execute("SELECT count(*) FROM results WHERE key = ?", (key,))[0][0])
 
-    def finish(self, run_id: str, worker: str, outcomes: list[tuple[Claimed, str, list[Any] | None, str | None]]
+    def finish(self, run_id: str, worker: str, outcomes: list[tuple[Claimed, str, Computed | None, str | None]]
                ) -> None:
-        """Write claimed units' statuses and the rows of the done ones, in the transaction of :meth:`claim`.
-        ``outcomes``: ``(unit, status, rows, error)`` with status ``done`` (its rows), ``failed`` (its error) or
+        """Write claimed units' statuses and the rows and per-instance tables of the done ones
+        (:func:`~hiersql.jobs.instances.store_tables`), in the transaction of :meth:`claim`. ``outcomes``:
+        ``(unit, status, computed, error)`` with status ``done`` (what it computed), ``failed`` (its error) or
         ``skipped`` (its key has results, :meth:`has_results`)."""
+        from .instances import store_tables
+
         stamp = now()
+        done = [(unit, computed) for unit, status, computed, _ in outcomes if status == "done" and computed]
         rows = [(run_id, unit.dataset, r.system, r.metric, r.average or None, r.value, stamp, unit.key,
-                 unit.job_id, unit.unit_id) for unit, status, values, _ in outcomes if status == "done"
-                for r in values or []]
+                 unit.job_id, unit.unit_id) for unit, computed in done for r in computed.rows]
+        self.insert_many("results", RESULT_INSERT, rows)
+        store_tables(self, run_id, done)
         states = [(status, error, worker, run_id if status != "skipped" else None, stamp, unit.unit_id)
                   for unit, status, _, error in outcomes]
         if self.queue.postgres:
-            self.executemany(f"INSERT INTO results ({', '.join(RESULT_INSERT)}) VALUES"
-                             f" ({', '.join('?' * len(RESULT_INSERT))})", rows)
             self.executemany("UPDATE units SET status = ?, error = ?, worker = ?, run_id = ?, finished_at = ?"
                              " WHERE unit_id = ?", states)
             return
-        # DuckDB: one statement of list parameters each (its executemany costs a statement per row)
-        if rows:
-            self.raw.execute(f"INSERT INTO results ({', '.join(RESULT_INSERT)}) SELECT"
-                             f" {', '.join(f'unnest(${c})' for c in RESULT_INSERT)}",
-                             {c: list(v) for c, v in zip(RESULT_INSERT, zip(*rows, strict=True), strict=True)})
         names = ("status", "error", "worker", "run_id", "finished_at", "unit_id")
         self.raw.execute(
             "UPDATE units SET status = v.status, error = v.error, worker = v.worker, run_id = v.run_id,"
             f" finished_at = v.finished_at FROM (SELECT {', '.join(f'unnest(${c}) AS {c}' for c in names)}) v"
             " WHERE units.unit_id = v.unit_id",
             {c: list(v) for c, v in zip(names, zip(*states, strict=True), strict=True)})
+
+    def insert_many(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+        """Insert ``rows`` (values of ``columns``) into ``table``: on DuckDB one statement of list parameters
+        (its executemany costs a statement per row)."""
+        if not rows:
+            return
+        if self.queue.postgres:
+            self.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                             rows)
+            return
+        self.raw.execute(f"INSERT INTO {table} ({', '.join(columns)})"
+                         f" SELECT {', '.join(f'unnest(${c})' for c in columns)}",
+                         {c: list(v) for c, v in zip(columns, zip(*rows, strict=True), strict=True)})
 
     def cancel(self, jobs: list[str] | None) -> int:
         """Cancel the queued units of ``jobs`` (every job when ``None``); units being computed finish. Returns
@@ -547,32 +548,6 @@ class Connection(Reading):
         return len(self.execute(
             "UPDATE units SET status = 'cancelled', error = ? WHERE unit_id IN (SELECT unit_id FROM units WHERE"
             f" status = 'queued' AND {where}{locked}) RETURNING unit_id", [error, *params]))
-
-
-@functools.cache
-def table_forms() -> dict[str, list[list[str]]]:
-    """The columns each table of the queue may have, in order: those :data:`SCHEMA` makes (first: what messages
-    show) and, for ``results``, those of a results file of ``hiersql evaluate --db`` (the store's schema),
-    before and after :data:`SCHEMA` added the queue's columns to it: such a file becomes a queue, whose
-    results ``hiersql report --db`` reads. Made in scratch databases, so that they follow both schemas."""
-    import duckdb
-
-    from ..sqlfiles import queries
-    from ..store import duckdb_tables
-
-    with duckdb.connect() as scratch:
-        for statement in SCHEMA:
-            scratch.execute(statement)
-        forms = {table: [columns] for table, columns in duckdb_tables(scratch)}
-    with duckdb.connect() as scratch:
-        scratch.execute(queries("schema")["schema"])
-        evaluated = [(t, c) for t, c in duckdb_tables(scratch) if t == "results"]
-        for statement in SCHEMA:
-            scratch.execute(statement)
-        for table, columns in [*evaluated, *duckdb_tables(scratch)]:
-            if table in forms and columns not in forms[table]:
-                forms[table].append(columns)
-    return forms
 
 
 def _quiet_pipeline_errors() -> None:

@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from .schema import with_views
 
 STATUSES = ("queued", "running", "done", "skipped", "failed", "cancelled")
 RESULT_COLUMNS = ("dataset", "system", "metric", "average", "value", "key", "run_id", "job_id", "created_at")
@@ -93,26 +94,26 @@ class Reading:
 
     def latest(self, jobs: list[str] | None = None) -> list[tuple]:
         """The latest results of jobs (:data:`LATEST_COLUMNS`), the one definition that ``jobs results`` and
-        ``hiersql report --db QUEUE`` read: for the latest submission of each job name (of ``jobs``: names, or
-        ids of submissions), each of its units with the rows of its key's latest run (latest ``created_at``,
-        then ``run_id``), whether that unit computed them, found them unchanged or did not (yet) compute them
-        again (a ``--recompute`` that failed, was interrupted or is queued: the key hashes the unit's inputs,
-        so the stored rows of the key are those inputs' values); a unit whose key has no results is one row of
-        ``None`` values. A row of another key (an input edited since, another job's options) or of a unit no
-        longer in the job cannot be part of it. Ordered by dataset, system, metric, average, submission."""
-        ids = self.latest_submissions(jobs)
+        ``hiersql report --db QUEUE`` read, the queue's view ``latest`` (:data:`~hiersql.jobs.schema.LATEST`;
+        with ``jobs``, ``unit_results`` of the submissions they name): for the latest submission of each job
+        name (of ``jobs``: names, or ids of submissions), each of its units with the rows of its key's latest
+        run (latest ``created_at``, then ``run_id``), whether that unit computed them, found them unchanged or
+        did not (yet) compute them again (a ``--recompute`` that failed, was interrupted or is queued: the key
+        hashes the unit's inputs, so the stored rows of the key are those inputs' values); a unit whose key has
+        no results is one row of ``None`` values. A row of another key (an input edited since, another job's
+        options) or of a unit no longer in the job cannot be part of it. Ordered by dataset, system, metric,
+        average, submission."""
+        order = " ORDER BY dataset, system, metric, average, submission"
+        if jobs is None:
+            return self.execute(with_views(f"SELECT * FROM latest{order}", "latest" in self.queue.present))
+        return self.unit_results(self.latest_submissions(jobs), order)
+
+    def unit_results(self, ids: list[str], order: str = "") -> list[tuple]:
+        """The rows of the view ``unit_results`` (:data:`LATEST_COLUMNS`) of the submissions ``ids``."""
         if not ids:
             return []
-        return self.execute(
-            "WITH picked AS (SELECT job_id, dataset, system, status, key FROM units"
-            f" WHERE job_id IN ({', '.join('?' * len(ids))})),"
-            " runs AS (SELECT key, run_id, row_number() OVER (PARTITION BY key ORDER BY max(created_at) DESC,"
-            " run_id DESC) AS n FROM results WHERE key IN (SELECT key FROM picked) GROUP BY key, run_id)"
-            " SELECT j.name, p.job_id, p.dataset, p.system, p.status, p.key, r.metric, r.average, r.value,"
-            " r.run_id, r.job_id, r.created_at FROM picked p JOIN jobs j ON j.job_id = p.job_id"
-            " LEFT JOIN runs l ON l.key = p.key AND l.n = 1"
-            " LEFT JOIN results r ON r.key = l.key AND r.run_id = l.run_id"
-            " ORDER BY p.dataset, p.system, r.metric, r.average, p.job_id", ids)
+        return self.execute(with_views(f"SELECT * FROM unit_results WHERE submission IN ({', '.join('?' * len(ids))})"
+                                       f"{order}", "unit_results" in self.queue.present), ids)
 
     def latest_submissions(self, jobs: list[str] | None = None) -> list[str]:
         """The ids of the latest submission of each job name (of ``jobs``: names, or ids of submissions), in
@@ -120,6 +121,13 @@ class Reading:
         if jobs is None:
             return [r[0] for r in self.execute("SELECT max(job_id) FROM jobs GROUP BY name ORDER BY max(job_id)")]
         return self.job_ids(jobs, latest=True)
+
+    def earlier_submissions(self, ids: list[str], count: int) -> dict[str, list[str]]:
+        """Per submission of ``ids``, the ids of the ``count`` latest submissions of its job name up to it
+        (itself the last)."""
+        rows = self.execute("SELECT job_id, name FROM jobs ORDER BY job_id")
+        names = dict(rows)
+        return {i: [j for j, name in rows if name == names[i] and j <= i][-count:] for i in ids}
 
     def submissions(self, ids: list[str]) -> list[tuple]:
         """``(job_id, name, spec, submitted_at, metrics)`` of the submissions ``ids``, in submission order;

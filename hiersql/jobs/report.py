@@ -34,17 +34,21 @@ def chosen_metrics(names: list[str], where: str, singly: bool = False) -> list[s
 
 
 def job_sections(rows: list[tuple], submissions: list[tuple], columns: list[str] | None = None,
-                 datasets: list[str] | None = None) -> list[tuple[str, str, str]]:
+                 datasets: list[str] | None = None, history: tuple[list[tuple], dict[str, list[str]]] = ([], {})
+                 ) -> list[tuple[str, str, str]]:
     """The report's sections ``(id, heading, html)``, one per job and dataset (of ``datasets`` when given):
     ``rows`` are :meth:`~hiersql.jobs.reading.Reading.latest`'s, ``submissions``
     :meth:`~hiersql.jobs.reading.Reading.submissions`' of their jobs. ``columns``: the metrics of the
     ranking table (:func:`chosen_metrics`); by default those the job file names one by one for the dataset,
-    at most :data:`MAIN_COLUMNS` measures."""
+    at most :data:`MAIN_COLUMNS` measures. ``history``: rows of
+    :meth:`~hiersql.jobs.reading.Reading.unit_results` and, per submission reported, the submissions of its
+    trend (:meth:`~hiersql.jobs.reading.Reading.earlier_submissions`)."""
     import pandas as pd
 
     from .reading import LATEST_COLUMNS
 
     frame = pd.DataFrame(rows, columns=list(LATEST_COLUMNS))
+    past = pd.DataFrame(history[0], columns=list(LATEST_COLUMNS))
     if datasets:
         frame = frame[frame["dataset"].isin(datasets)]
     several = frame["name"].nunique() > 1
@@ -56,17 +60,19 @@ def job_sections(rows: list[tuple], submissions: list[tuple], columns: list[str]
             note = (f"Job <b>{escape(name)}</b>, submission {escape(job_id)} of <code>{escape(spec)}</code> "
                     f"(submitted {submitted:%Y-%m-%d %H:%M:%S} UTC): the latest results of each of its units in "
                     f"<b>{escape(str(dataset))}</b>, as <code>hiersql jobs results</code> shows them.")
-            html = f"<p class='note'>{note}</p>" + dataset_tables(part, wanted, columns is not None)
+            trend = past[past["submission"].isin(history[1].get(job_id, [])) & (past["dataset"] == dataset)]
+            html = f"<p class='note'>{note}</p>" + dataset_tables(part, wanted, columns is not None, trend)
             sections.append((f"job-{len(sections) + 1}", heading, html))
     return sections
 
 
-def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool) -> str:
+def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool, trend: pd.DataFrame | None = None) -> str:
     """The tables of one job's dataset (``part``: its rows of :data:`~hiersql.jobs.reading.LATEST_COLUMNS`):
     the ranking of the measures of ``wanted`` (``given``: as the user chose them, else at most
     :data:`MAIN_COLUMNS`; none of them stored: the first :data:`MAIN_COLUMNS` measures), the other measures
     behind a toggle (in tables of :data:`MAIN_COLUMNS` measures, the systems in the first table's order),
-    then the units."""
+    the trend of the ranking's measures over the submissions of ``trend`` (rows of the same columns;
+    :func:`~hiersql.jobs.trend.trend_table`), then the units."""
     from ..compare import ordered_systems
     from ..report import STORED_NOTE, ranking_table, results_ranking
 
@@ -89,6 +95,10 @@ def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool) -> str:
         tables = "".join(f"<div class='scroll'>{ranking_table(ranking[ranking['measure'].isin(chunk)], systems)}</div>"
                          for chunk in (rest[k:k + MAIN_COLUMNS] for k in range(0, len(rest), MAIN_COLUMNS)))
         html += f"<details><summary>{len(rest)} more measure(s)</summary>{tables}</details>"
+    if trend is not None and not trend.empty:
+        from .trend import trend_table
+
+        html += trend_table(trend, main, systems)
     return html + units_table(part, systems)
 
 

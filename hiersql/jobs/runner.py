@@ -41,6 +41,7 @@ from typing import Any
 
 from ..errors import InputError
 from . import MAX_ATTEMPTS, MAX_BATCH
+from .instances import Computed, InstanceTable, instance_tables
 from .queue import Claimed, Connection, Queue, out_of_space
 from .spec import LABEL_COLUMN_KEYS, content_hash
 
@@ -197,14 +198,15 @@ def _check_unchanged(work: dict[str, Any], name: str, cache: dict[str, str] | No
                          " submit it again", display(source))
 
 
-def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, list[Any] | str]]:
-    """``{unit_id: ("done", rows) or ("failed", message)}`` for units of one group."""
+def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, Computed | str]]:
+    """``{unit_id: ("done", computed) or ("failed", message)}`` for units of one group: a done unit's result
+    rows and per-instance tables (:class:`~hiersql.jobs.instances.Computed`)."""
     try:
         store = stores.get(units[0])
     except Exception as exc:  # the dataset's taxonomy or truth: every unit fails with its message
         stores.close()
         return {u.unit_id: ("failed", _unit_message(exc)) for u in units}
-    out: dict[str, tuple[str, list[Any] | str]] = {}
+    out: dict[str, tuple[str, Computed | str]] = {}
     ready = []
     read: dict[str, str] = {}  # a table of many systems is read once for the batch
     for unit in units:
@@ -216,7 +218,7 @@ def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, list[
     if not ready:
         return out
     try:
-        rows = _compute(store, ready)
+        rows, tables = _compute(store, ready)
     except Exception as exc:
         if len(ready) == 1:
             out[ready[0].unit_id] = ("failed", _unit_message(exc))
@@ -225,12 +227,15 @@ def evaluate(units: list[Claimed], stores: Stores) -> dict[str, tuple[str, list[
             out.update(evaluate([unit], stores))
         return out
     for unit in ready:
-        out[unit.unit_id] = ("done", [r for r in rows if r.system == unit.system])
+        mine = [r for r in rows if r.system == unit.system]
+        out[unit.unit_id] = ("done", Computed(mine, tables.get(unit.system, [])))
     return out
 
 
-def _compute(store: Any, units: list[Claimed]) -> list[Any]:
-    """Load exactly the systems of ``units`` (after deleting every other) and evaluate them."""
+def _compute(store: Any, units: list[Claimed]) -> tuple[list[Any], dict[str, list[InstanceTable]]]:
+    """Load exactly the systems of ``units`` (after deleting every other) and evaluate them: the result rows,
+    and each system's per-instance tables (:func:`~hiersql.jobs.instances.instance_tables`)."""
+    from ..engines import DuckDBEngine
     from ..evaluator import compute, make_options
 
     work = units[0].work
@@ -242,7 +247,11 @@ def _compute(store: Any, units: list[Claimed]) -> list[Any]:
     store.add_predictions_many(sources, work["format"], unknown=work["unknown"], **_label_columns(work))
     if store.systems() != sorted(u.system for u in units):  # never a system that is not this batch's
         raise RuntimeError(f"store holds systems {store.systems()}, expected {[u.system for u in units]}")
-    return compute(store, work["metrics"], make_options(**work["options"]))
+    options = make_options(**work["options"])
+    engine = DuckDBEngine(store)
+    engine.reuse_stages()  # the per-instance tables read the stages of the evaluation where they can
+    rows = compute(engine, work["metrics"], options)
+    return rows, instance_tables(engine, rows, options)
 
 
 class WorkerLost(Exception):
@@ -292,7 +301,7 @@ class Child:
         self.pipe = Pipe(mine.detach())
         _running.append(self)
 
-    def evaluate(self, units: list[Claimed]) -> dict[str, tuple[str, list[Any] | str]]:
+    def evaluate(self, units: list[Claimed]) -> dict[str, tuple[str, Computed | str]]:
         """:func:`evaluate` in the child; :class:`WorkerLost` when it ends before answering."""
         if self.pid is None:
             self.start()
@@ -427,7 +436,7 @@ class Worker:
             if self.child is not None:
                 self.child.close()
 
-    def _evaluate(self, units: list[Claimed]) -> dict[str, tuple[str, list[Any] | str]]:
+    def _evaluate(self, units: list[Claimed]) -> dict[str, tuple[str, Computed | str]]:
         if self.child is not None:
             return self.child.evaluate(units)
         return evaluate(units, self.stores)
