@@ -211,20 +211,9 @@ sources:
 
 
 def _input_model(table: str) -> str:
-    """The model of the user's ``table`` (truth or predictions) under hiersql's column names, each label ranked
-    within its instance by the rule every reader follows (:data:`hiersql.sources.RANK_ORDER`: the rank column
-    of ``hiersql_rank_col``, else the score descending, else the label; a table has no row order)."""
-    from .sources import RANK_ORDER
+    """The model of the user's ``table`` (truth or predictions) under hiersql's column names, from the vars."""
+    from .input_rules import input_sql
 
-    system = table == "predictions"
-    columns = [*(["CAST({{ var('hiersql_system_col', 'system') }} AS TEXT) AS system"] if system else []),
-               "CAST({{ var('hiersql_instance_col', 'instance_id') }} AS TEXT) AS instance_id",
-               "CAST({{ var('hiersql_label_col', 'label') }} AS TEXT) AS label",
-               "CAST({{ var('hiersql_score_col', 'score') }} AS DOUBLE PRECISION) AS score" if system else
-               "CAST(NULL AS DOUBLE PRECISION) AS score",
-               "CAST({{ var('hiersql_rank_col', 'NULL') }} AS DOUBLE PRECISION) AS ord",
-               "FALSE AS in_order", "CAST(NULL AS INTEGER) AS line", "1 AS pos"]
-    keys = "system, instance_id" if system else "instance_id"
-    return (f"SELECT {keys}, label, score, row_number() OVER (PARTITION BY {keys} ORDER BY {RANK_ORDER}) AS rank\n"
-            f"FROM (\n  SELECT\n    " + ",\n    ".join(columns) + f"\n  FROM {{{{ source('hiersql', '{table}') }}}}\n)"
-            " AS r\n")
+    columns = {role: f"{{{{ var('hiersql_{role}_col', '{default}') }}}}" for role, default in (
+        ("instance", "instance_id"), ("label", "label"), ("system", "system"), ("score", "score"), ("rank", "NULL"))}
+    return input_sql(table, f"{{{{ source('hiersql', '{table}') }}}}", columns)

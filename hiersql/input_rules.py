@@ -202,6 +202,39 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
     return _rename_tables(_parse(sql), dict(tables or {})).sql(dialect="duckdb")
 
 
+class InputTable(str):
+    """A user's table read under hiersql's column names: the string is the table's name (as messages name it),
+    :attr:`query` the DuckDB query that reads it (:func:`input_sql`), which table renames put in its place
+    (:func:`hiersql.sqlfiles._rename_tables`)."""
+
+    query: str
+
+    def __new__(cls, name: str, query: str) -> InputTable:
+        out = super().__new__(cls, name)
+        out.query = query
+        return out
+
+
+def input_sql(table: str, source: str, columns: Mapping[str, str]) -> str:
+    """The query of a user's ``table`` (``truth`` or ``predictions``) read from ``source`` (the text of a
+    ``FROM`` item) under hiersql's column names; ``columns``: the SQL of the user's column of each role
+    (``instance``, ``label``, and for the predictions ``system``, ``score``; ``rank``: ``NULL`` for none).
+    Each label is ranked within its instance by the rule every reader follows
+    (:data:`hiersql.sources.RANK_ORDER`: the rank column, else the score descending, else the label: a table has
+    no row order). Text, not parsed: the dbt package's ``columns`` are Jinja (:mod:`hiersql.dbt`)."""
+    from .sources import RANK_ORDER
+
+    system = table == "predictions"
+    selected = [*([f"CAST({columns['system']} AS TEXT) AS system"] if system else []),
+                f"CAST({columns['instance']} AS TEXT) AS instance_id", f"CAST({columns['label']} AS TEXT) AS label",
+                f"CAST({columns['score'] if system else 'NULL'} AS DOUBLE PRECISION) AS score",
+                f"CAST({columns.get('rank', 'NULL')} AS DOUBLE PRECISION) AS ord",
+                "FALSE AS in_order", "CAST(NULL AS INTEGER) AS line", "1 AS pos"]
+    keys = "system, instance_id" if system else "instance_id"
+    return (f"SELECT {keys}, label, score, row_number() OVER (PARTITION BY {keys} ORDER BY {RANK_ORDER}) AS rank\n"
+            "FROM (\n  SELECT\n    " + ",\n    ".join(selected) + f"\n  FROM {source}\n) AS r\n")
+
+
 def cleaned_names(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     """``tables`` (the ``--table`` renames) with each input table renamed to its cleaned rows,
     ``hiersql_<table>`` (:func:`cleaned_sql`): what the measures' SQL reads."""

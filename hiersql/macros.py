@@ -8,8 +8,10 @@ become macro parameters, with the family's defaults (:func:`hiersql.engines.fami
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import input_rules, sqlfiles
@@ -168,21 +170,74 @@ def _family_defaults() -> dict[str, dict[str, object]]:
     return out
 
 
+@dataclass(frozen=True)
+class UserTables:
+    """The user's truth and predictions tables read where they are, under their own column names
+    (``install-macros --truth gold --instance-col doc_id ...``): ``columns`` maps a role (``instance``,
+    ``label``, ``system``, ``score``, ``rank``) to the user's column; a role not given is hiersql's name
+    (``score``: none when the table has no such column; ``rank``: none)."""
+
+    truth: str | None = None
+    predictions: str | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)
+
+    def tables(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        """``{hiersql table: InputTable}`` for the tables given (the instances and systems they list too); a
+        column that is not there is an :class:`~hiersql.errors.InputError` naming its flag."""
+        from .errors import InputError
+        from .input_rules import InputTable, input_sql
+        from .sources import quote
+
+        out: dict[str, str] = {}
+        for table, name, listing, key in (("truth", self.truth, "instances", "instance_id"),
+                                          ("predictions", self.predictions, "systems", "system")):
+            if name is None:
+                continue
+            source = sqlfiles.table_name(name, f"--{table}")
+            have = {c[0] for c in con.execute(f"SELECT * FROM {source} LIMIT 0").description}
+            columns = {}
+            for role, default in (("instance", "instance_id"), ("label", "label"), ("system", "system"),
+                                  ("score", "score"), ("rank", None)):
+                if table == "truth" and role in ("system", "score"):
+                    continue
+                column = self.columns.get(role, default)
+                if column is not None and column not in have:
+                    if role == "score" and role not in self.columns:
+                        column = None  # no score column: predictions without scores
+                    else:
+                        raise InputError(f"table {name} has no such column (it has {', '.join(sorted(have))})",
+                                         f"--{role}-col", value=column)
+                columns[role] = "NULL" if column is None else quote(column)
+            query = input_sql(table, source, columns)
+            out[table] = InputTable(name, query)
+            out[listing] = InputTable(name, f"SELECT DISTINCT {key} FROM ({query}) AS t")
+        return out
+
+
 def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | None = None,
-                   taxonomy: Taxonomy | None = None, where: str = "con") -> list[str]:
+                   taxonomy: Taxonomy | None = None, where: str = "con", user: UserTables | None = None
+                   ) -> list[str]:
     """Create the table macros of ``sql/macros.sql`` in DuckDB connection ``con`` and the empty helper tables
     they read if missing (``flat_labels``), with ``taxonomy`` loaded first when given (hiersql's tables made,
     :class:`~hiersql.store.Store`, and the taxonomy's filled), all in one transaction: a failure leaves the
-    database as it was. Returns the macro names. A table the macros read that is missing or lacks a column
-    they read is an :class:`~hiersql.errors.InputError` naming ``where`` (the database)."""
+    database as it was. Returns the macro names. ``tables`` renames the tables the macros read, ``user`` reads
+    the user's truth and predictions under their own column names; both are kept (in the comment of
+    ``hiersql_check``): a re-install given neither reads the same tables. A table the macros read that is
+    missing or lacks a column they read is an :class:`~hiersql.errors.InputError` naming ``where`` (the
+    database)."""
     import duckdb
 
     from .closure import TAXONOMY_TABLES, fill_taxonomy
     from .errors import InputError
     from .store import Store
 
-    statements = macro_statements(tables)
-    _check_columns(con, dict(tables or {}), where)  # before the transaction: a missing table would abort it
+    if not tables and user is None:  # a re-install: the tables of the last one
+        tables, user = _installed(con)
+    settings = json.dumps({"tables": dict(tables or {}), "user": None if user is None else {
+        "truth": user.truth, "predictions": user.predictions, "columns": dict(user.columns)}}, sort_keys=True)
+    renames = {**dict(tables or {}), **(user.tables(con) if user is not None else {})}
+    statements = macro_statements(renames)
+    _check_columns(con, renames, where)  # before the transaction: a missing table would abort it
     con.execute("BEGIN TRANSACTION")
     try:
         if taxonomy is not None:
@@ -191,6 +246,7 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
         con.execute("CREATE TABLE IF NOT EXISTS flat_labels (label VARCHAR)")
         for sql in statements.values():
             con.execute(sql)
+        con.execute(f"COMMENT ON MACRO TABLE hiersql_check IS {sqlfiles._literal(SETTINGS + settings).sql('duckdb')}")
     except BaseException as exc:
         con.execute("ROLLBACK")
         if isinstance(exc, duckdb.CatalogException | duckdb.BinderException):
@@ -203,8 +259,23 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
                              " yours", where) from None
         raise
     con.execute("COMMIT")
-    _warn_empty_lists(con, dict(tables or {}), where)
+    _warn_empty_lists(con, renames, where)
     return list(statements)
+
+
+SETTINGS = "hiersql install-macros: "  # the comment of hiersql_check: this, then the tables as JSON
+
+
+def _installed(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], UserTables | None]:
+    """The ``tables`` and ``user`` of the macros installed in ``con`` before (none: none)."""
+    found = con.execute("SELECT comment FROM duckdb_functions() WHERE function_name = 'hiersql_check'"
+                        " AND starts_with(comment, $prefix)", {"prefix": SETTINGS}).fetchall()
+    if not found:
+        return {}, None
+    settings = json.loads(found[0][0][len(SETTINGS):])
+    user = settings["user"]
+    return settings["tables"], None if user is None else UserTables(user["truth"], user["predictions"],
+                                                                      user["columns"])
 
 
 def _check_columns(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where: str) -> None:
@@ -219,6 +290,8 @@ def _check_columns(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where
 
     for table, columns in input_rules.COLUMNS.items():
         name = tables.get(table, table)
+        if isinstance(name, input_rules.InputTable):  # read under hiersql's names: its columns checked then
+            continue
         try:
             have = {c[0].lower() for c in con.execute(f"SELECT * FROM {exp.to_table(name).sql('duckdb')} LIMIT 0"
                                                       ).description}

@@ -232,8 +232,12 @@ def _rename_tables(tree, tables: dict[str, str]):
     def swap(node):
         if not isinstance(node, exp.Table) or node.name not in tables or node.db or node.name in ctes:
             return node
+        alias = node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name))
+        query = getattr(tables[node.name], "query", None)  # a user's table under hiersql's columns
+        if query is not None:
+            return _parse(query).subquery(alias.this)
         new = exp.to_table(tables[node.name])
-        new.set("alias", node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name)))
+        new.set("alias", alias)
         return new
 
     return tree.transform(swap)

@@ -238,3 +238,72 @@ def test_the_sql_in_docs_runs(hand_db):
         con.execute(statement)
     assert sorted(con.execute("SELECT * FROM closure").fetchall()) == closure_before
     assert con.execute("SELECT count(*) FROM flat_labels").fetchone()[0] == 6
+
+
+def _user_tables(path, data_dir) -> None:
+    """GermEval B's first 300 instances and two systems in a user's DuckDB file, under the user's names:
+    ``gold(doc_id, genre)``, ``runs(model, doc_id, genre)``."""
+    canonical = data_dir / "canonical"
+    truth = [line.split("\t")[:2] for line in (canonical / "truth_b.tsv").read_text().splitlines()]
+    kept = set(list(dict.fromkeys(i for i, _ in truth))[:300])
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE gold (doc_id VARCHAR, genre VARCHAR)")
+        con.executemany("INSERT INTO gold VALUES (?, ?)", [r for r in truth if r[0] in kept])
+        con.execute("CREATE TABLE runs (model VARCHAR, doc_id VARCHAR, genre VARCHAR)")
+        for system in ("Averbis__BOHB_CNN", "Comtravo-DS__global_clf_cnn"):
+            rows = (canonical / "pred_b" / f"{system}.tsv").read_text().splitlines()
+            con.executemany("INSERT INTO runs VALUES (?, ?, ?)",
+                            [(system, *line.split("\t")[:2]) for line in rows if line.split("\t")[0] in kept])
+
+
+USER = ["--truth", "gold", "--predictions", "runs", "--instance-col", "doc_id", "--label-col", "genre",
+        "--system-col", "model"]
+
+
+def test_the_users_tables_under_their_own_column_names_equal_evaluate(tmp_path, data_dir, capsys):
+    """``install-macros --truth gold --predictions runs --instance-col doc_id ...``: the macros read the user's
+    tables where they are (no view), equal to ``evaluate`` of the same tables; a re-install without the flags
+    keeps reading them; the problems name the user's table."""
+    path = tmp_path / "user.duckdb"
+    _user_tables(path, data_dir)
+    taxonomy = str(data_dir / "canonical" / "taxonomy.tsv")
+    assert main(["install-macros", "--db", str(path), "--taxonomy", taxonomy, *USER]) == 0
+    table = f"duckdb:{path}::"
+    capsys.readouterr()
+    assert main(["evaluate", "--taxonomy", taxonomy, "--truth", table + "gold", "--pred", table + "runs",
+                 "--system-col", "model", "--instance-col", "doc_id", "--label-col", "genre", "--metrics",
+                 "set_based,flat", "--format", "csv"]) == 0
+    want = [Row(s, m, a, float(v)) for s, m, a, v in
+            (line.split(",") for line in capsys.readouterr().out.splitlines()[1:])]
+    query = ("SELECT * FROM (SELECT * FROM hiersql_set_based() UNION ALL SELECT * FROM hiersql_flat())"
+             " WHERE average IN ('micro', 'macro', '')" + ORDER)
+    with duckdb.connect(str(path)) as con:
+        got = _rows(con, query)
+        assert {r[:3] for r in got} >= {r[:3] for r in want} and len(want) > 20
+        assert_rows_match([r for r in got if r[:3] in {w[:3] for w in want}], want)
+    assert main(["install-macros", "--db", str(path)]) == 0  # the same tables again
+    with duckdb.connect(str(path)) as con:
+        assert _rows(con, query) == got
+        instance, = con.execute("SELECT doc_id FROM gold ORDER BY doc_id LIMIT 1").fetchone()
+        con.execute("UPDATE gold SET genre = 'zebra' WHERE doc_id = ?", [instance])
+        problems = con.execute("SELECT table_name, column_name, message FROM hiersql_check()"
+                               " WHERE action = 'error'").fetchall()
+        assert problems == [("gold", "label", f"hiersql: gold, column 'label', instance_id='{instance}': label"
+                                              " not in the taxonomy: 'zebra'")]
+        with pytest.raises(duckdb.Error, match="label not in the taxonomy: 'zebra'"):
+            con.execute("SELECT * FROM hiersql_set_based()").fetchall()
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--truth", "gold", "--instance-col", "doc_id", "--label-col", "label"],
+     "--label-col: table gold has no such column (it has doc_id, genre): 'label'"),
+    (["--instance-col", "doc_id"], "--instance-col: names a column of --truth or --predictions, and neither is given"
+                                   ": 'doc_id'"),
+    (["--truth", "gold", "--table", "truth=gold"], "--truth: names the truth table as --table truth= does"),
+])
+def test_a_user_table_that_cannot_be_mapped_is_one_line(tmp_path, data_dir, capsys, args, says):
+    path = tmp_path / "user.duckdb"
+    _user_tables(path, data_dir)
+    assert main(["install-macros", "--db", str(path), *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and says in err, err
