@@ -214,9 +214,11 @@ class Engine:
             table = self.arrow(f"SELECT * FROM {stage}_values ORDER BY {key}")
             if out is None:
                 out = table
-            else:  # the same rows in the same order
-                for metric in group:
-                    out = out.set_column(out.schema.get_field_index(metric), metric, table.column(metric))
+            else:  # the same units, or those of the systems the run defines (hard predictions: k = 1 only)
+                keys = [column.strip() for column in key.split(",")]
+                joined = out.drop_columns(list(group)).join(table.select([*keys, *group]), keys,
+                                                            join_type="full outer")
+                out = joined.select(out.column_names).sort_by([(column, "ascending") for column in keys])
         return out
 
     def prepare(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> dict[str, object]:
