@@ -24,7 +24,7 @@ lint: $(STAMP)
 # half of the other's queue (worksteal); a worker starts its own SparkSession and PostgreSQL server when a test
 # first needs one. Groups that kept every Spark or PostgreSQL test in one worker left a core idle (RESULTS.md).
 WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist worksteal
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist worksteal --durations=25
 
 test: lint
 	$(PYTEST)
