@@ -444,7 +444,7 @@ def _summed_file() -> dict[str, str]:
 
 def summed_forms(measures: Iterable[Measure]) -> dict[str, str]:
     """The contents of :data:`SUMMED_FILE` for ``measures`` (``"weight<TAB>expression"`` → its summed form),
-    written by ``python -m hiersql.plan``."""
+    written by :func:`hiersql.metrics.write_summed_file`."""
     return {f"{weight or ''}\t{sql}": summed_by_sqlglot(sql, weight)
             for m in measures if m.denominator is not None and not m.total and "micro" in m.averages
             for sql in (m.numerator, m.denominator, m.undefined) if sql for weight in (None, WEIGHT)}
@@ -493,17 +493,3 @@ def _undefined(denominator: str, undefined: str | None) -> str:
     zero = f"({denominator}) = 0"
     return f"(CASE WHEN ({undefined}) THEN TRUE ELSE {zero} END)" if undefined else zero
 
-
-def _write_summed_file() -> None:
-    """Write :data:`SUMMED_FILE` for every declared measure (after a measure's expressions changed)."""
-    import json
-
-    from .metrics import REGISTRY, plan_of
-    from .sqlfiles import sql_dir
-
-    forms = summed_forms(m for family in REGISTRY for m in plan_of(family).measures)
-    (sql_dir() / SUMMED_FILE).write_text(json.dumps(dict(sorted(forms.items())), indent=1) + "\n")
-
-
-if __name__ == "__main__":
-    _write_summed_file()

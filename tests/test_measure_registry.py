@@ -157,7 +157,7 @@ def test_the_measures_page_is_the_declarations():
 
 def test_the_summed_forms_file_is_sqlglots_rewrite_of_every_declared_expression():
     """``sql/summed.json`` (the micro sums of the declared expressions, read instead of running sqlglot) is
-    exactly what sqlglot's rewrite gives for every measure; after a change: ``python -m hiersql.plan``."""
+    exactly what sqlglot's rewrite gives for every measure; after a change: ``hiersql.metrics.write_summed_file()``."""
     import json
 
     from hiersql.plan import SUMMED_FILE, summed_forms

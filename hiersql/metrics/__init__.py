@@ -261,3 +261,15 @@ def store_from_sets(y_true: Any, y_pred: Any, taxonomy: Any, system: str = "y_pr
     store.add_truth(y_true, name="y_true")
     store.add_predictions(system, y_pred, name="y_pred")
     return store
+
+
+def write_summed_file() -> None:
+    """Write :data:`hiersql.plan.SUMMED_FILE` for every declared measure, after a measure's expressions changed
+    (``python -c "import hiersql.metrics as m; m.write_summed_file()"``; a test holds the file current)."""
+    import json
+
+    from ..plan import SUMMED_FILE, summed_forms
+    from ..sqlfiles import sql_dir
+
+    forms = summed_forms(m for family in REGISTRY for m in plan_of(family).measures)
+    (sql_dir() / SUMMED_FILE).write_text(json.dumps(dict(sorted(forms.items())), indent=1) + "\n")
