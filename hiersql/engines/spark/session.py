@@ -40,17 +40,22 @@ SMALL_INPUT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=24
 
 
 def open_spark(run: Any, rows: int | None = None) -> SparkEngine:
-    """The :class:`SparkEngine` of a :class:`~hiersql.options.RunOptions`: a session on ``run.spark_master``
-    with ``run.spark_conf`` over :data:`SPARK_DEFAULTS` (and, unless set, as many shuffle partitions as local
-    cores: small inputs do not pay Spark's 200). ``rows``, the truth and prediction rows to evaluate when known
-    before Spark starts: under :data:`SMALL_INPUT_ROWS` a JVM the session starts has
-    :data:`SMALL_INPUT_JAVA_OPTIONS`."""
+    """The :class:`SparkEngine` of a :class:`~hiersql.options.RunOptions`: with ``run.spark_remote``, a
+    session of that Spark Connect server (:func:`~hiersql.engines.spark.connect.connect_session`); else a
+    session on ``run.spark_master`` with ``run.spark_conf`` over :data:`SPARK_DEFAULTS` (and, unless set, as
+    many shuffle partitions as local cores: small inputs do not pay Spark's 200). ``rows``, the truth and
+    prediction rows to evaluate when known before Spark starts: under :data:`SMALL_INPUT_ROWS` a JVM the session
+    starts has :data:`SMALL_INPUT_JAVA_OPTIONS`."""
     import os
     import sys
 
     # pyspark warns of pandas >= 3 as not fully supported; what hiersql asks of it (Arrow in and out,
     # mapInArrow, an empty table from pandas) runs under pandas 3 in the engine tests
     warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+    if run.spark_remote is not None:
+        from .connect import connect_session
+
+        return SparkEngine(connect_session(run))
     small = {"spark.driver.defaultJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if (
         rows is not None and rows < SMALL_INPUT_ROWS) else {}
     settings = {**SPARK_DEFAULTS, "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)), **small,
@@ -129,19 +134,27 @@ def _checked(builder: Any, run: Any) -> Any:
 def _check_master(master: str) -> None:
     """A ``spark://HOST:PORT[,HOST:PORT...]`` master none of whose hosts accepts a connection is an
     :class:`InputError` naming it (the JVM would start, then retry for a minute, logging every try)."""
-    import socket
-
     if not master.startswith("spark://"):
         return
+    addresses = [address.rpartition(":") for address in master[len("spark://"):].split(",")]
+    reason = unanswered([(host.strip("[]"), int(port)) for host, _, port in addresses])
+    if reason is not None:
+        raise InputError(f"no master answers there ({reason})", "--spark-master", value=master)
+
+
+def unanswered(addresses: list[tuple[str, int]]) -> str | None:
+    """``None`` if one of ``addresses`` (host, port) accepts a TCP connection (within 5 s), else why the first
+    did not."""
+    import socket
+
     reasons = []
-    for address in master[len("spark://"):].split(","):
-        host, _, port = address.rpartition(":")
+    for host, port in addresses:
         try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
-            return
+            socket.create_connection((host, port), timeout=5).close()
+            return None
         except OSError as exc:
             reasons.append(exc.strerror or str(exc))
-    raise InputError(f"no master answers there ({reasons[0]})", "--spark-master", value=master)
+    return reasons[0]
 
 
 # Lines a JVM prints whatever went wrong (and its note on the incubator modules Spark 4 loads), which say
