@@ -8,6 +8,7 @@ solves the other steps. No JVM starts here: the client is pyspark's (``pip insta
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ...errors import InputError, display, is_spark_error, spark_message
@@ -40,22 +41,27 @@ def connect_session(run: Any) -> Any:
     reason = unanswered([(address.hostname or "", address.port or DEFAULT_PORT)])
     if reason is not None:
         raise InputError(f"no Spark Connect server answers there ({reason})", "--spark-remote", value=display(url))
+    from pyspark.sql import SparkSession
+
     try:
         from pyspark.sql.connect.client.retries import DefaultPolicy
-        from pyspark.sql.connect.session import SparkSession
     except ImportError as exc:  # pyspark without its connect extra (grpcio, ...)
         raise InputError(f"Spark Connect needs pyspark's connect extra, pip install 'pyspark[connect]' ({exc})",
                          "--spark-remote", value=display(url)) from None
-    session = SparkSession.builder.remote(url).getOrCreate()
+    session = SparkSession.builder.remote(url).getOrCreate()  # pyspark's API in Spark Connect's mode from now on
     retries = session.client.get_retry_policies()
     session.client.set_retry_policies([DefaultPolicy(max_retries=3)])  # about a second, for the check alone
     try:
-        session.conf.get("spark.master")
+        with warnings.catch_warnings():  # pyspark's word on each retry: the error below says it
+            warnings.simplefilter("ignore")
+            session.conf.get("spark.master")
     except Exception as exc:
         if not is_spark_error(exc):
             raise
         session.client.close()
-        raise InputError(f"not a Spark Connect server that answers ({spark_message(exc)})", "--spark-remote",
+        details = getattr(exc.__cause__ or exc.__context__, "details", None)  # gRPC's reason, not its repr
+        reason = details() if callable(details) else spark_message(exc)
+        raise InputError(f"not a Spark Connect server that answers ({reason})", "--spark-remote",
                          value=display(url)) from None
     finally:
         session.client.set_retry_policies(retries)
