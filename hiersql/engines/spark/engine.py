@@ -123,12 +123,7 @@ class SparkEngine(Engine):
         return [tuple(row) for row in self.spark.sql(sql).collect()]
 
     def arrow(self, sql: str) -> pa.Table:
-        frame = self.spark.sql(sql)
-        if hasattr(frame, "toArrow"):  # Spark 4
-            return frame.toArrow()
-        import pyarrow as pa
-
-        return pa.Table.from_pandas(frame.toPandas(), preserve_index=False)
+        return self.spark.sql(sql).toArrow()
 
     def write(self, name: str, data: pa.Table) -> None:
         """With a :attr:`stage_dir` and a plain ``name``, as a Parquet file there that Spark reads (no Spark

@@ -1,0 +1,126 @@
+"""Spark beyond one process, as users run it: ``hiersql evaluate`` in a process of its own on a standalone
+cluster (``--spark-master spark://``, a master and a worker started from pyspark's jars) and through a Spark
+Connect server on that cluster (``--spark-remote sc://``, started by pyspark's ``start-connect-server.sh``):
+every family gives DuckDB's values on a GermEval B sample, the Python steps that declare ``partition_by`` are
+solved in the cluster's executors (their keyed inputs cross ``hiersql.partitionRows``; Spark's event log says
+where each task ran), and no stage is stored in a folder of the driver's disk, which the executors would not
+see. Marked slow: three JVMs start (master, worker, server) besides each run's."""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hiersql.plan import Row
+from tests._engine_cases import ALL_FAMILIES, GERMEVAL_SYSTEMS, assert_rows_match, cli_rows, families_of
+from tests._spark_cluster import (
+    connect_server,
+    event_log_settings,
+    free_port,
+    python_step_tasks,
+    spark_env,
+    standalone_cluster,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+INSTANCES = 200
+# hiersql.partitionRows: below the keyed rows the sample gives the pairings, the HCM path cover and its matching
+PARTITION_ROWS = 100
+# each application one core of the worker's two: the cluster's and the Spark Connect server's run in either order
+ONE_CORE = "spark.cores.max=1"
+
+
+@pytest.fixture(scope="module")
+def sample(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The input flags of GermEval B's first ``INSTANCES`` instances of the truth and three systems' predictions
+    of them, written from the real data."""
+    canonical, folder = data_dir / "canonical", tmp_path_factory.mktemp("sample")
+    (folder / "taxonomy.tsv").write_bytes((canonical / "taxonomy.tsv").read_bytes())
+    truth = (canonical / "truth_b.tsv").read_text().splitlines(keepends=True)
+    kept = set(list(dict.fromkeys(line.split("\t")[0] for line in truth))[:INSTANCES])
+
+    def sampled(lines: list[str], path: Path) -> str:
+        path.write_text("".join(line for line in lines if line.split("\t")[0] in kept))
+        return str(path)
+
+    args = ["--taxonomy", str(folder / "taxonomy.tsv"), "--truth", sampled(truth, folder / "truth.tsv")]
+    for system in GERMEVAL_SYSTEMS:
+        lines = (canonical / "pred_b" / f"{system}.tsv").read_text().splitlines(keepends=True)
+        args += ["--pred", sampled(lines, folder / f"{system}.tsv")]
+    return [*args, "--metrics", "all"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A standalone master and worker (two cores) on loopback: its ``spark://`` URL."""
+    with standalone_cluster(tmp_path_factory.mktemp("cluster")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def connect(cluster: str, tmp_path_factory: pytest.TempPathFactory):
+    """A Spark Connect server on the cluster, writing its event log: its ``sc://`` URL and the log's folder."""
+    folder = tmp_path_factory.mktemp("connect")
+    events = folder / "events"
+    with connect_server(folder, cluster, ONE_CORE, "spark.sql.shuffle.partitions=4",
+                        *event_log_settings(events)) as url:
+        yield url, events
+
+
+def evaluate(args: list[str], folder: Path) -> subprocess.CompletedProcess:
+    """``hiersql evaluate ARGS --format csv`` in a process of its own (its temporary files in ``folder``)."""
+    return subprocess.run([sys.executable, "-m", "hiersql", "evaluate", *args, "--format", "csv"],
+                          capture_output=True, text=True, timeout=900, cwd=folder, env=spark_env(folder))
+
+
+def csv_rows(text: str) -> list[Row]:
+    return [Row(r["system"], r["metric"], r["average"], float(r["value"])) for r in csv.DictReader(io.StringIO(text))]
+
+
+def assert_every_family_in_the_executors(run: subprocess.CompletedProcess, want: list[Row], events: Path) -> None:
+    """``run`` printed DuckDB's rows ``want`` (every family); its event log shows the three partitioned steps
+    of the default options solved in the executors, and no query that reads a stage folder of hiersql's."""
+    assert run.returncode == 0, run.stderr
+    got = csv_rows(run.stdout)
+    assert families_of(got) == ALL_FAMILIES
+    assert_rows_match(got, want)
+    stages, plans = python_step_tasks(events)
+    assert len(stages) >= 3 and all(stages.values())  # pairings, path_cover, matching
+    assert {executor for tasks in stages.values() for executor in tasks} - {"driver"} == {
+        executor for tasks in stages.values() for executor in tasks}
+    assert plans and not any("hiersql-stages-" in plan for plan in plans)
+
+
+def test_every_family_on_a_standalone_cluster(sample, cluster, capsys, tmp_path):
+    want = cli_rows(capsys, sample)
+    events = tmp_path / "events"
+    settings = [ONE_CORE, f"hiersql.partitionRows={PARTITION_ROWS}", *event_log_settings(events)]
+    run = evaluate([*sample, "--engine", "spark", "--spark-master", cluster,
+                    *(arg for setting in settings for arg in ("--spark-conf", setting))], tmp_path)
+    assert_every_family_in_the_executors(run, want, events)
+
+
+def test_every_family_through_spark_connect(sample, connect, capsys, tmp_path):
+    url, events = connect
+    want = cli_rows(capsys, sample)
+    run = evaluate([*sample, "--engine", "spark", "--spark-remote", url,
+                    "--spark-conf", f"hiersql.partitionRows={PARTITION_ROWS}"], tmp_path)
+    assert_every_family_in_the_executors(run, want, events)
+
+
+def test_a_spark_remote_that_does_not_answer_is_exit_2_naming_it(sample, cluster, tmp_path):
+    """Nothing listens: said before pyspark is asked; a server that is not Spark Connect's (the cluster's
+    master): said within seconds, not after the client's ten minutes of retries. One line each, exit 2."""
+    for url, reason in ((f"sc://127.0.0.1:{free_port()}/;token=secret", "no Spark Connect server answers there"),
+                        (f"sc://{cluster.removeprefix('spark://')}", "not a Spark Connect server that answers")):
+        run = evaluate([*sample, "--engine", "spark", "--spark-remote", url], tmp_path)
+        assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr.startswith(f"hiersql: error: --spark-remote: {reason} (") and len(
+            run.stderr.splitlines()) == 1, run.stderr
+        assert "secret" not in run.stderr
