@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from hiersql.engines.spark.session import SMALL_INPUT_JAVA_OPTIONS, SMALL_INPUT_JIT
 from hiersql.plan import Row
 from tests._engine_cases import ALL_FAMILIES, GERMEVAL_SYSTEMS, assert_rows_match, cli_rows, families_of
 from tests._spark_cluster import (
@@ -65,11 +66,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def connect(cluster: str, tmp_path_factory: pytest.TempPathFactory):
-    """A Spark Connect server on the cluster, writing its event log: its ``sc://`` URL and the log's folder."""
+    """A Spark Connect server on the cluster, writing its event log: its ``sc://`` URL and the log's folder. Set
+    up for small inputs as hiersql sets up the JVMs it starts for them (few shuffle partitions, the JIT's quick
+    compiler alone)."""
     folder = tmp_path_factory.mktemp("connect")
     events = folder / "events"
     with connect_server(folder, cluster, ONE_CORE, "spark.sql.shuffle.partitions=4",
-                        *event_log_settings(events)) as url:
+                        f"spark.driver.defaultJavaOptions={SMALL_INPUT_JAVA_OPTIONS}",
+                        f"spark.executor.defaultJavaOptions={SMALL_INPUT_JIT}", *event_log_settings(events)) as url:
         yield url, events
 
 

@@ -18,8 +18,12 @@ from .engine import SparkEngine
 # fraction of a second; the loops over many rows still reach C2 (an aggregate of a join of 12 M rows ran
 # faster so than with the defaults or with C1 alone: benchmarks/RESULTS.md). They apply to a JVM that the
 # session starts (not to one already running); a user's spark.driver.extraJavaOptions come after them and win.
+# A cluster's executors (JVMs started for the application) compile as the driver does (spark.executor.
+# defaultJavaOptions: their collector and logging are the cluster's).
 # Its logging: warnings and errors, not every start-up step (hiersql/spark-log4j2.properties); no console
 # progress bar of Spark's stages (hiersql's commands show their own steps on stderr).
+_JIT = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000"
+        " -XX:Tier4BackEdgeThreshold=400000")
 _JVM_COMMON = " -XX:+UseSerialGC -Dlog4j2.configurationFile=" + (
     Path(__file__).parents[2] / "spark-log4j2.properties").as_uri()
 SPARK_DEFAULTS = {
@@ -27,16 +31,17 @@ SPARK_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "2g",
-    "spark.driver.defaultJavaOptions": "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
-                                       " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
-                                       + _JVM_COMMON,
+    "spark.driver.defaultJavaOptions": _JIT + _JVM_COMMON,
+    "spark.executor.defaultJavaOptions": _JIT,
 }
 # A small input's JVM: the quick compiler (C1) alone, whose code the few rows of each query never make worth
 # C2's compiling (GermEval B, every family, local[2]: 18 % faster; the 450k DAG's set-based and MGIA 40-70 %
 # slower: benchmarks/RESULTS.md); with C1 alone the JVM would size its code cache at 48 MB, which the code of
-# hundreds of queries fills (the JVM then stops compiling): the size it has with both compilers.
+# hundreds of queries fills (the JVM then stops compiling): the size it has with both compilers. The executors of
+# a cluster too (a GermEval B sample, every family, on a standalone worker: half the CPU time of C2's).
 SMALL_INPUT_ROWS = 500_000  # rows of truth and predictions together
-SMALL_INPUT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m" + _JVM_COMMON
+SMALL_INPUT_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+SMALL_INPUT_JAVA_OPTIONS = SMALL_INPUT_JIT + _JVM_COMMON
 
 
 def open_spark(run: Any, rows: int | None = None) -> SparkEngine:
@@ -56,7 +61,8 @@ def open_spark(run: Any, rows: int | None = None) -> SparkEngine:
         from .connect import connect_session
 
         return SparkEngine(connect_session(run))
-    small = {"spark.driver.defaultJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if (
+    small = {"spark.driver.defaultJavaOptions": SMALL_INPUT_JAVA_OPTIONS,
+             "spark.executor.defaultJavaOptions": SMALL_INPUT_JIT} if (
         rows is not None and rows < SMALL_INPUT_ROWS) else {}
     settings = {**SPARK_DEFAULTS, "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)), **small,
                 **dict(run.spark_conf)}
