@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from hiersql.engines.spark.session import unanswered
+
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 180  # seconds for a JVM to start and register (a busy 2-core machine: the CI's)
 
@@ -51,10 +53,10 @@ class Started:
             self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             env=env, start_new_session=True)
 
-    def wait_for(self, ready: Callable[[str], bool], what: str) -> None:
-        """Until ``ready(the log's text)``; a process that ended, or a timeout, fails the test with the log."""
+    def wait_for(self, ready: Callable[[], bool], what: str) -> None:
+        """Until ``ready()``; a process that ended, or a timeout, fails the test with the log."""
         end = time.monotonic() + START_TIMEOUT
-        while not ready(self.log.read_text(errors="replace")):
+        while not ready():
             if self.process.poll() is not None or time.monotonic() > end:
                 pytest.fail(f"{what} did not start:\n{self.log.read_text(errors='replace')[-3000:]}")
             time.sleep(0.2)
@@ -84,7 +86,9 @@ def standalone_cluster(folder: Path, cores: int = 2, memory: str = "2g") -> Iter
         started.append(Started([spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host",
                                 "127.0.0.1", "--cores", str(cores), "--memory", memory, "--webui-port", "0",
                                 "--work-dir", str(folder / "work")], folder / "worker.log", env))
-        started[1].wait_for(lambda log: "Successfully registered with master" in log, "the standalone worker")
+        worker = started[1]
+        worker.wait_for(lambda: "Successfully registered with master" in worker.log.read_text(errors="replace"),
+                        "the standalone worker")
         yield master_url
     finally:
         for process in reversed(started):
@@ -95,7 +99,7 @@ def standalone_cluster(folder: Path, cores: int = 2, memory: str = "2g") -> Iter
 def connect_server(folder: Path, master: str, *conf: str) -> Iterator[str]:
     """A Spark Connect server on ``master`` started by pyspark's ``sbin/start-connect-server.sh`` (``--wait``:
     in the foreground), listening on loopback, with the Spark settings ``conf`` (``KEY=VALUE``); its ``sc://``
-    URL once it listens."""
+    URL once it accepts connections (its log may say nothing: its JVM's logging is the settings')."""
     port = free_port()
     settings = ["spark.connect.grpc.binding.address=127.0.0.1", f"spark.connect.grpc.binding.port={port}",
                 "spark.ui.enabled=false", *conf]
@@ -103,7 +107,7 @@ def connect_server(folder: Path, master: str, *conf: str) -> Iterator[str]:
                       *(arg for setting in settings for arg in ("--conf", setting))],
                      folder / "connect.log", spark_env(folder))
     try:
-        server.wait_for(lambda log: "Spark Connect server started at" in log, "the Spark Connect server")
+        server.wait_for(lambda: unanswered([("127.0.0.1", port)]) is None, "the Spark Connect server")
         yield f"sc://127.0.0.1:{port}"
     finally:
         server.stop()

@@ -18,7 +18,7 @@ import pytest
 
 from hiersql.engines.spark.session import SMALL_INPUT_JAVA_OPTIONS, SMALL_INPUT_JIT
 from hiersql.plan import Row
-from tests._engine_cases import ALL_FAMILIES, GERMEVAL_SYSTEMS, assert_rows_match, cli_rows, families_of
+from tests._engine_cases import ALL_FAMILIES, GERMEVAL_SYSTEMS, assert_rows_match, families_of
 from tests._spark_cluster import (
     connect_server,
     event_log_settings,
@@ -55,6 +55,14 @@ def sample(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str
         lines = (canonical / "pred_b" / f"{system}.tsv").read_text().splitlines(keepends=True)
         args += ["--pred", sampled(lines, folder / f"{system}.tsv")]
     return [*args, "--metrics", "all"]
+
+
+@pytest.fixture(scope="module")
+def want(sample: list[str]) -> list[Row]:
+    """The rows of the embedded DuckDB run of the sample (every family)."""
+    run = subprocess.run([sys.executable, "-m", "hiersql", "evaluate", *sample, "--format", "csv"],
+                         capture_output=True, text=True, timeout=300, check=True)
+    return csv_rows(run.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +109,7 @@ def assert_every_family_in_the_executors(run: subprocess.CompletedProcess, want:
     assert plans and not any("hiersql-stages-" in plan for plan in plans)
 
 
-def test_every_family_on_a_standalone_cluster(sample, cluster, capsys, tmp_path):
-    want = cli_rows(capsys, sample)
+def test_every_family_on_a_standalone_cluster(sample, want, cluster, tmp_path):
     events = tmp_path / "events"
     settings = [ONE_CORE, f"hiersql.partitionRows={PARTITION_ROWS}", *event_log_settings(events)]
     run = evaluate([*sample, "--engine", "spark", "--spark-master", cluster,
@@ -110,9 +117,8 @@ def test_every_family_on_a_standalone_cluster(sample, cluster, capsys, tmp_path)
     assert_every_family_in_the_executors(run, want, events)
 
 
-def test_every_family_through_spark_connect(sample, connect, capsys, tmp_path):
+def test_every_family_through_spark_connect(sample, want, connect, tmp_path):
     url, events = connect
-    want = cli_rows(capsys, sample)
     run = evaluate([*sample, "--engine", "spark", "--spark-remote", url,
                     "--spark-conf", f"hiersql.partitionRows={PARTITION_ROWS}"], tmp_path)
     assert_every_family_in_the_executors(run, want, events)

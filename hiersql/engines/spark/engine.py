@@ -435,7 +435,7 @@ class SparkEngine(Engine):
         return Path(self.stage_dir) / f"{next(self._stored)}-{name}"
 
 
-SOLVED = -1  # column _table of the row that a partition solved per partition adds (SparkEngine.solve)
+SOLVED = -1  # column _table of the row each partition solved adds to its output (SparkEngine.solve)
 
 
 def _partition_solver(step: Python, params: dict[str, object], options: Options, keyed: Sequence[str],
