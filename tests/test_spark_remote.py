@@ -58,10 +58,10 @@ def sample(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str
 
 
 @pytest.fixture(scope="module")
-def want(sample: list[str]) -> list[Row]:
+def want(sample: list[str], tmp_path_factory: pytest.TempPathFactory) -> list[Row]:
     """The rows of the embedded DuckDB run of the sample (every family)."""
-    run = subprocess.run([sys.executable, "-m", "hiersql", "evaluate", *sample, "--format", "csv"],
-                         capture_output=True, text=True, timeout=300, check=True)
+    run = evaluate(sample, tmp_path_factory.mktemp("duckdb"))
+    assert run.returncode == 0, run.stderr
     return csv_rows(run.stdout)
 
 
