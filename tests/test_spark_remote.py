@@ -134,3 +134,14 @@ def test_a_spark_remote_that_does_not_answer_is_exit_2_naming_it(sample, cluster
         assert run.stderr.startswith(f"hiersql: error: --spark-remote: {reason} (") and len(
             run.stderr.splitlines()) == 1, run.stderr
         assert "secret" not in run.stderr
+
+
+def test_a_setting_the_spark_connect_server_refuses_is_exit_2_naming_it(sample, connect, tmp_path):
+    """A setting of the server's JVM cannot change once it runs: one line naming that --spark-conf, exit 2."""
+    url, _ = connect
+    run = evaluate([*sample, "--engine", "spark", "--spark-remote", url, "--spark-conf", "spark.driver.memory=3g"],
+                   tmp_path)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.startswith("hiersql: error: --spark-conf: the Spark Connect server refuses it: ") and len(
+        run.stderr.splitlines()) == 1, run.stderr
+    assert run.stderr.endswith(": 'spark.driver.memory=3g'\n")

@@ -8,6 +8,7 @@ solves the other steps. No JVM starts here: the client is pyspark's (``pip insta
 
 from __future__ import annotations
 
+import atexit
 import warnings
 from typing import Any
 
@@ -31,7 +32,8 @@ def connect_session(run: Any) -> Any:
     own settings otherwise: none of :data:`~hiersql.engines.spark.SPARK_DEFAULTS`, which are the JVM's that
     this process would start). A server that does not accept the connection, or does not answer as a Spark
     Connect server, is an :class:`~hiersql.errors.InputError` naming ``--spark-remote``, said at once (the
-    client would retry for ten minutes); a setting it refuses one naming that ``--spark-conf``."""
+    client would retry for ten minutes); a setting it refuses one naming that ``--spark-conf``. The session is
+    released on the server when this process ends."""
     from urllib.parse import urlsplit
 
     from .session import unanswered
@@ -65,6 +67,7 @@ def connect_session(run: Any) -> Any:
                          value=display(url)) from None
     finally:
         session.client.set_retry_policies(retries)
+    atexit.register(session.stop)  # the server then drops the session's views and checkpoints (else in an hour)
     for key, value in run.spark_conf:
         try:
             session.conf.set(key, value)
