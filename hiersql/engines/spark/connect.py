@@ -50,7 +50,9 @@ def connect_session(run: Any) -> Any:
     except ImportError as exc:  # pyspark without its connect extra (grpcio, ...)
         raise InputError(f"Spark Connect needs pyspark's connect extra, pip install 'pyspark[connect]' ({exc})",
                          "--spark-remote", value=display(url)) from None
-    session = SparkSession.builder.remote(url).getOrCreate()  # pyspark's API in Spark Connect's mode from now on
+    # a session of its own on the server (its own views), at this URL whatever this process opened before; pyspark's
+    # API in Spark Connect's mode from now on
+    session = SparkSession.builder.remote(url).create()
     retries = session.client.get_retry_policies()
     session.client.set_retry_policies([DefaultPolicy(max_retries=3)])  # about a second, for the check alone
     try:
