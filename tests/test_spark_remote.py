@@ -85,10 +85,55 @@ def connect(cluster: str, tmp_path_factory: pytest.TempPathFactory):
         yield url, events
 
 
+class Evaluation:
+    """``hiersql evaluate ARGS --format csv`` started in a process of its own, its output and temporary files in
+    ``folder``; :meth:`result` waits for it."""
+
+    def __init__(self, args: list[str], folder: Path) -> None:
+        self.args, self.folder = args, folder
+        with (folder / "stdout").open("w") as out, (folder / "stderr").open("w") as err:
+            self.process = subprocess.Popen([sys.executable, "-m", "hiersql", "evaluate", *args, "--format", "csv"],
+                                            stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=folder,
+                                            env=spark_env(folder))
+
+    def result(self) -> subprocess.CompletedProcess:
+        code = self.process.wait(900)
+        return subprocess.CompletedProcess(self.args, code, (self.folder / "stdout").read_text(),
+                                           (self.folder / "stderr").read_text())
+
+    def stop(self) -> None:
+        """End the process (by its id) if it still runs."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def on_cluster(sample: list[str], cluster: str, tmp_path_factory: pytest.TempPathFactory):
+    """The sample evaluated on the cluster, started (not waited for), and the folder of its event log."""
+    folder = tmp_path_factory.mktemp("standalone")
+    events = folder / "events"
+    settings = [ONE_CORE, f"hiersql.partitionRows={PARTITION_ROWS}", *event_log_settings(events)]
+    run = Evaluation([*sample, "--engine", "spark", "--spark-master", cluster,
+                      *(arg for setting in settings for arg in ("--spark-conf", setting))], folder)
+    yield run, events
+    run.stop()
+
+
+@pytest.fixture(scope="module")
+def through_connect(sample: list[str], connect: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory):
+    """The sample evaluated through the Spark Connect server, started (not waited for), and the folder of the
+    server's event log."""
+    url, events = connect
+    run = Evaluation([*sample, "--engine", "spark", "--spark-remote", url,
+                      "--spark-conf", f"hiersql.partitionRows={PARTITION_ROWS}"], tmp_path_factory.mktemp("remote"))
+    yield run, events
+    run.stop()
+
+
 def evaluate(args: list[str], folder: Path) -> subprocess.CompletedProcess:
-    """``hiersql evaluate ARGS --format csv`` in a process of its own (its temporary files in ``folder``)."""
-    return subprocess.run([sys.executable, "-m", "hiersql", "evaluate", *args, "--format", "csv"],
-                          capture_output=True, text=True, timeout=900, cwd=folder, env=spark_env(folder))
+    """``hiersql evaluate ARGS --format csv`` in a process of its own, waited for."""
+    return Evaluation(args, folder).result()
 
 
 def csv_rows(text: str) -> list[Row]:
@@ -104,24 +149,19 @@ def assert_every_family_in_the_executors(run: subprocess.CompletedProcess, want:
     assert_rows_match(got, want)
     stages, plans = python_step_tasks(events)
     assert len(stages) >= 3 and all(stages.values())  # pairings, path_cover, matching
-    assert {executor for tasks in stages.values() for executor in tasks} - {"driver"} == {
-        executor for tasks in stages.values() for executor in tasks}
+    assert "driver" not in {executor for tasks in stages.values() for executor in tasks}
     assert plans and not any("hiersql-stages-" in plan for plan in plans)
 
 
-def test_every_family_on_a_standalone_cluster(sample, want, cluster, tmp_path):
-    events = tmp_path / "events"
-    settings = [ONE_CORE, f"hiersql.partitionRows={PARTITION_ROWS}", *event_log_settings(events)]
-    run = evaluate([*sample, "--engine", "spark", "--spark-master", cluster,
-                    *(arg for setting in settings for arg in ("--spark-conf", setting))], tmp_path)
-    assert_every_family_in_the_executors(run, want, events)
+def test_every_family_on_a_standalone_cluster(want, on_cluster, through_connect):
+    """The run through Spark Connect is started too (its fixture), so that the two compute side by side."""
+    run, events = on_cluster
+    assert_every_family_in_the_executors(run.result(), want, events)
 
 
-def test_every_family_through_spark_connect(sample, want, connect, tmp_path):
-    url, events = connect
-    run = evaluate([*sample, "--engine", "spark", "--spark-remote", url,
-                    "--spark-conf", f"hiersql.partitionRows={PARTITION_ROWS}"], tmp_path)
-    assert_every_family_in_the_executors(run, want, events)
+def test_every_family_through_spark_connect(want, through_connect):
+    run, events = through_connect
+    assert_every_family_in_the_executors(run.result(), want, events)
 
 
 def test_a_spark_remote_that_does_not_answer_is_exit_2_naming_it(sample, cluster, tmp_path):
