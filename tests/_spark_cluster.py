@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hiersql.engines.spark.session import unanswered
+from hiersql.engines.spark.connect import unanswered
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 180  # seconds for a JVM to start and register (a busy 2-core machine: the CI's)

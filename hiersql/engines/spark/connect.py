@@ -36,8 +36,6 @@ def connect_session(run: Any) -> Any:
     released on the server when this process ends."""
     from urllib.parse import urlsplit
 
-    from .session import unanswered
-
     url = run.spark_remote
     address = urlsplit(url.split("/;", 1)[0])
     reason = unanswered([(address.hostname or "", address.port or DEFAULT_PORT)])
@@ -79,3 +77,18 @@ def connect_session(run: Any) -> Any:
             raise InputError(f"the Spark Connect server refuses it: {spark_message(exc)}", "--spark-conf",
                              value=f"{key}={value}") from None
     return session
+
+
+def unanswered(addresses: list[tuple[str, int]]) -> str | None:
+    """``None`` if one of ``addresses`` (host, port) accepts a TCP connection (within 5 s), else why the first
+    did not (a Spark Connect server, a standalone master: said before pyspark or a JVM is asked)."""
+    import socket
+
+    reasons = []
+    for host, port in addresses:
+        try:
+            socket.create_connection((host, port), timeout=5).close()
+            return None
+        except OSError as exc:
+            reasons.append(exc.strerror or str(exc))
+    return reasons[0]

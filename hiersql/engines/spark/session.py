@@ -142,25 +142,12 @@ def _check_master(master: str) -> None:
     :class:`InputError` naming it (the JVM would start, then retry for a minute, logging every try)."""
     if not master.startswith("spark://"):
         return
+    from .connect import unanswered
+
     addresses = [address.rpartition(":") for address in master[len("spark://"):].split(",")]
     reason = unanswered([(host.strip("[]"), int(port)) for host, _, port in addresses])
     if reason is not None:
         raise InputError(f"no master answers there ({reason})", "--spark-master", value=master)
-
-
-def unanswered(addresses: list[tuple[str, int]]) -> str | None:
-    """``None`` if one of ``addresses`` (host, port) accepts a TCP connection (within 5 s), else why the first
-    did not."""
-    import socket
-
-    reasons = []
-    for host, port in addresses:
-        try:
-            socket.create_connection((host, port), timeout=5).close()
-            return None
-        except OSError as exc:
-            reasons.append(exc.strerror or str(exc))
-    return reasons[0]
 
 
 # Lines a JVM prints whatever went wrong (and its note on the incubator modules Spark 4 loads), which say
