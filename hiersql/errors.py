@@ -77,9 +77,9 @@ def query_interrupted(exc: BaseException) -> bool:
 def secrets(source: object) -> list[str]:
     """The passwords a connection string holds, as written and percent-decoded: a URI's user part
     (``postgresql://me:pw@h/db``; up to the last ``@`` before the path, and each part of it between ``@``: a
-    password written with an ``@`` in it, which a driver splits at the first), its ``?password=`` and a libpq
-    keyword string's ``password=``. Also of a text that is not well formed: a library's error may quote the URI,
-    or the password, of one it could not parse (:func:`masked`)."""
+    password written with an ``@`` in it, which a driver splits at the first), its ``?password=``, a libpq
+    keyword string's ``password=`` and a Spark Connect URL's ``;token=``. Also of a text that is not well
+    formed: a library's error may quote the URI, or the password, of one it could not parse (:func:`masked`)."""
     from urllib.parse import unquote
 
     text = str(source)
@@ -88,6 +88,7 @@ def secrets(source: object) -> list[str]:
     if user:
         found += [user.group(1), *user.group(1).split("@")]
     found += re.findall(r"[?&]password=([^&]*)", text)
+    found += re.findall(r";token=([^;]*)", text)  # a Spark Connect URL's (sc://host/;token=...)
     found += [v.strip("'") for v in re.findall(r"\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|[^\s']\S*)", text)]
     out = []
     for secret in found:
@@ -110,8 +111,11 @@ def masked(message: str, *sources: object) -> str:
 def display(source: object) -> str:
     """A reference, path or connection string as messages show it: without a password, whether in a URI's
     user part (``postgresql://me:pw@h/db``: left out), in its query (``?password=pw``) or as a keyword of a
-    libpq string (``host=h password='p w'``), both shown as ``password=***``."""
+    libpq string (``host=h password='p w'``), both shown as ``password=***``; a Spark Connect URL's token
+    (``sc://h/;token=t``) as ``token=***``."""
     text = str(source)
+    if text.startswith("sc://"):
+        return re.sub(r"(;token=)[^;]*", r"\1***", text)
     if text.startswith(("postgresql://", "postgres://")):
         text = re.sub(r"^(\w+://[^:@/]*):[^/]*@", r"\1@", text)  # to the last @ before the path
         return re.sub(r"([?&]password=)[^&:]*", r"\1***", text)

@@ -49,9 +49,10 @@ class OptionError(InputError):
     the offending item of a list). A ``ValueError``; as an :class:`~hiersql.errors.InputError` the command
     line reports it on one line with exit status 2."""
 
-    def __init__(self, option: str, rule: str, value: object) -> None:
+    def __init__(self, option: str, rule: str, value: object, excluded: str | None = None) -> None:
         self.option = option
         self.rule = rule
+        self.excluded = excluded  # the option this one was given with and excludes (:attr:`Option.excludes`)
         super().__init__(f"{option} {rule}", value=value)
 
 
@@ -99,6 +100,9 @@ class Option(NamedTuple):
         ``"value"``, ``"switch"`` (``store_true``) or ``"append"`` (repeatable).
     engine:
         For a run option that only one engine uses: that engine.
+    excludes:
+        ``(other option, why)``: the other option may not have a value other than its default when this one
+        has.
     """
 
     name: str
@@ -115,6 +119,7 @@ class Option(NamedTuple):
     default_text: str | None = None
     flag_kind: str = "value"
     engine: str | None = None
+    excludes: tuple[str, str] | None = None
 
     @property
     def flag(self) -> str:
@@ -346,6 +351,16 @@ def _spark_master(value: Any) -> str:
                   " k8s://URL or yarn")
 
 
+# A Spark Connect server: sc://HOST[:PORT][/;KEY=VALUE...] (pyspark's ChannelBuilder reads the parameters)
+_SPARK_REMOTE = re.compile(r"sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?(/(;[^;=\s]+=[^;\s]*)*)?")
+
+
+def _spark_remote(value: Any) -> str | None:
+    if value is None or isinstance(value, str) and _SPARK_REMOTE.fullmatch(value):
+        return value
+    raise _Broken("must be sc://HOST[:PORT] with optional /;KEY=VALUE parameters (a Spark Connect server)")
+
+
 def _settings(value: Any) -> tuple[tuple[str, str], ...]:
     """``KEY=VALUE`` texts, ``(key, value)`` pairs or a mapping → a tuple of pairs; a key given twice is an
     error."""
@@ -430,6 +445,10 @@ RUN_OPTIONS: tuple[Option, ...] = (
            annotation="str | None", metavar="URL", engine="postgres"),
     Option("spark_master", "local[*]", "Spark master (with --engine spark)", _spark_master, metavar="URL",
            engine="spark"),
+    Option("spark_remote", None, "Spark Connect server to compute in, instead of a session of this process's"
+           " own (with --engine spark; not with --spark-master)", _spark_remote, annotation="str | None",
+           metavar="sc://HOST:PORT", engine="spark",
+           excludes=("spark_master", "a Spark Connect server runs on the master it was started with")),
     Option("spark_conf", (), "a Spark setting (with --engine spark); repeatable", _settings,
            annotation="tuple[tuple[str, str], ...]", metavar="KEY=VALUE", flag_kind="append", engine="spark"),
     Option("memory_limit", None, "DuckDB memory limit (larger intermediates spill to disk)", _size,
@@ -454,6 +473,18 @@ def _check_all(self: Any) -> None:
         if option.engine and self.engine != option.engine and getattr(self, option.name) != option.default:
             raise OptionError(option.name, f"is only read by the {option.engine} engine",
                               getattr(self, option.name))
+        if option.excludes is None or getattr(self, option.name) == option.default:
+            continue
+        other, = (o for o in self.declaration if o.name == option.excludes[0])
+        if getattr(self, other.name) != other.default:
+            raise OptionError(option.name, _excluding(option, other.name), getattr(self, option.name),
+                              excluded=other.name)
+
+
+def _excluding(option: Option, other: str) -> str:
+    """The rule ``option`` breaks when given with the option it excludes, named ``other`` (its keyword or its
+    flag)."""
+    return f"cannot be given with {other} ({option.excludes[1]})"
 
 
 def _with(self: Any, **changes: Any) -> Any:
@@ -471,8 +502,8 @@ _CLASSES = {
                 "names the keyword and the value). ``average`` and ``labels`` take a string or a list and are kept "
                 "as tuples."),
     "RunOptions": (RUN_OPTIONS, "Where and with what resources the measures are computed, checked when built; an "
-                   "engine's own settings (``postgres_url``, ``spark_master``, ``spark_conf``) are an error with "
-                   "another engine."),
+                   "engine's own settings (``postgres_url``, ``spark_master``, ``spark_remote``, ``spark_conf``) are "
+                   "an error with another engine."),
 }
 
 
@@ -577,4 +608,5 @@ def from_args(cls: type, args: argparse.Namespace) -> Any:
         option = next(o for o in cls.declaration if o.name == exc.option)
         text = getattr(args, option.name)
         shown = exc.value if isinstance(exc.value, str) or text is None else text
-        raise InputError(exc.rule, option.flag, value=display(shown)) from None
+        rule = exc.rule if exc.excluded is None else _excluding(option, declared(exc.excluded)[0].flag)
+        raise InputError(rule, option.flag, value=display(shown)) from None

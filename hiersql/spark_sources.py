@@ -5,7 +5,8 @@ turned into hiersql's tables (``truth``, ``instances``, ``predictions``, ``syste
 inside Spark, never through hiersql's DuckDB store (:func:`spark_source`):
 
 - a Parquet file, glob or folder of part files (``runs.parquet``, ``runs/*.parquet``, ``runs.parquet/`` with
-  ``key=value`` partition folders read as columns), read with ``spark.read.parquet``;
+  ``key=value`` partition folders read as columns), read with ``spark.read.parquet`` at its absolute path (a
+  Spark Connect server, or a cluster's executors, read it there: a shared mount) or as its URI (``s3a://``);
 - ``spark:[db.]table``: a table or (temporary) view of the session's catalog (a part in double quotes is
   literal, as in :func:`hiersql.sources.split_name`);
 - ``spark:SELECT …``: one ``SELECT`` statement (parsed by sqlglot first; anything else is refused before
@@ -30,6 +31,7 @@ the labels of an instance are ranked by name, with one warning.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -139,7 +141,9 @@ def open_frame(spark: Any, source: Any, name: str | None = None) -> tuple[Any, s
             schema, table = sources.split_name(rest.strip(), where)
             return spark.table(".".join(_backticked(p) for p in (schema, table) if p is not None)), where, table
         check_path(text, where)
-        return spark.read.parquet(text), where, Path(text).stem
+        # a path of this machine as Spark's driver (on Spark Connect, the server) finds it from any folder
+        path = text if sources.is_uri(text) else os.path.abspath(text)
+        return spark.read.parquet(path), where, Path(text).stem
     except InputError:
         raise
     except Exception as exc:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 import sqlglot
 
-from hiersql.engines import STAGE_DIR, STORE_TABLES, SparkEngine
+from hiersql.engines import PARTITION_AT, STAGE_DIR, STORE_TABLES, SparkEngine
 from hiersql.errors import InputError
 from hiersql.metrics import Options, compute
 from hiersql.store import Store
@@ -106,11 +106,25 @@ def test_every_family_on_a_dag_equals_duckdb(spark, graph):
 
 def test_partitioned_steps_on_the_driver_of_a_local_master_by_default(spark):
     """``partition_rows="auto"``: on the conftest's ``local[2]`` every step is solved on the driver (the
-    Python workers share its cores; ``None``: the per-partition tests pass ``0``); a number given is kept."""
+    Python workers share its cores; ``None``: the per-partition tests pass ``0``), unless the session's
+    ``hiersql.partitionRows`` says otherwise; a number given is kept."""
     assert spark.sparkContext.master.startswith("local")
     assert SparkEngine(spark).partition_rows is None
     assert SparkEngine(spark, partition_rows=0).partition_rows == 0
     assert SparkEngine(spark, partition_rows=10).partition_rows == 10
+    for value, want in (("0", 0), ("100", 100)):  # the setting, on any master (the cluster tests cross it)
+        spark.conf.set(PARTITION_AT, value)
+        try:
+            assert SparkEngine(spark).partition_rows == want
+        finally:
+            spark.conf.unset(PARTITION_AT)
+    spark.conf.set(PARTITION_AT, "many")
+    try:
+        with pytest.raises(InputError, match=r"^--spark-conf: must be a whole number of rows, 0 or more: "
+                                             r"'hiersql.partitionRows=many'$"):
+            SparkEngine(spark)
+    finally:
+        spark.conf.unset(PARTITION_AT)
 
 
 def test_closure_by_recursive_cte_in_spark_on_a_dag(spark):

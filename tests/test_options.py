@@ -41,7 +41,8 @@ def test_defaults_are_the_spec_defaults():
         "tn": "published", "k": (1, 5), "severity_distance": "height", "offset": 0.0,
     }
     assert dataclasses.asdict(RunOptions()) == {"engine": "duckdb", "postgres_url": None, "spark_master": "local[*]",
-                                                "spark_conf": (), "memory_limit": None}
+                                                "spark_remote": None, "spark_conf": (), "memory_limit": None,
+                                                "threads": None}
 
 
 def test_values_are_normalised_and_options_stay_immutable():
@@ -312,6 +313,12 @@ def _evaluate(tmp_path: Path, capsys, *extra: str, truth: str = "1\tb\n2\td\n", 
     (["--engine", "spark", "--spark-master", "lcoal[2]"], "--spark-master", "or yarn: 'lcoal[2]'"),
     (["--engine", "spark", "--spark-master", "local[two]"], "--spark-master", "local[N,F], "),
     (["--engine", "spark", "--spark-master", "spark:/host:7077"], "--spark-master", "'spark:/host:7077'"),
+    (["--engine", "spark", "--spark-remote", "http://h:15002"], "--spark-remote", "must be sc://HOST[:PORT]"),
+    (["--spark-remote", "sc://h:15002"], "--spark-remote", "only read by the spark engine"),
+    # a Spark Connect server runs on its own master: both flags named, the URL's token not shown
+    (["--engine", "spark", "--spark-remote", "sc://h/;token=s3cret", "--spark-master", "local[2]"], "--spark-remote",
+     "cannot be given with --spark-master (a Spark Connect server runs on the master it was started with):"
+     " 'sc://h/;token=***'"),
 ])
 def test_bad_option_exits_2_with_one_line_naming_flag_and_value(tmp_path, capsys, args, flag, shown):
     code, out, err = _evaluate(tmp_path, capsys, *args)
@@ -326,6 +333,12 @@ def test_bad_option_exits_2_with_one_line_naming_flag_and_value(tmp_path, capsys
 def test_the_masters_spark_starts_on_are_taken(master):
     """The forms of SparkContext (local ones) and of Spark's launcher (yarn; spark, k8s URLs)."""
     assert RunOptions(engine="spark", spark_master=master).spark_master == master
+
+
+@pytest.mark.parametrize("url", ["sc://localhost", "sc://127.0.0.1:15002", "sc://[::1]:15002",
+                                 "sc://spark.example.com:443/;use_ssl=true;token=abc", "sc://h:1/"])
+def test_the_spark_connect_urls_are_taken(url):
+    assert RunOptions(engine="spark", spark_remote=url).spark_remote == url
 
 
 def test_zero_division_values_reach_the_measures(tmp_path, capsys):

@@ -20,6 +20,7 @@ from .duckdb import DuckDBEngine
 from .postgres import PostgresEngine
 from .registry import open_engine
 from .spark import (
+    PARTITION_AT,
     PARTITION_ROWS,
     PLANS_AT_ONCE,
     SMALL_INPUT_JAVA_OPTIONS,
@@ -31,7 +32,7 @@ from .spark import (
     spark_log,
 )
 
-__all__ = ["EXACT_SUM_BOUND", "PARTITION_ROWS", "PLANS_AT_ONCE", "SMALL_INPUT_JAVA_OPTIONS", "SMALL_INPUT_ROWS",
-           "SPARK_DEFAULTS", "STAGE_DIR", "STORE_TABLES", "DuckDBEngine", "Engine", "EngineDialect", "PostgresEngine",
-           "SparkEngine", "_spark_schema", "family_params", "open_engine", "render", "render_family", "solve_arrow",
-           "spark_log", "summary_rows"]
+__all__ = ["EXACT_SUM_BOUND", "PARTITION_AT", "PARTITION_ROWS", "PLANS_AT_ONCE", "SMALL_INPUT_JAVA_OPTIONS",
+           "SMALL_INPUT_ROWS", "SPARK_DEFAULTS", "STAGE_DIR", "STORE_TABLES", "DuckDBEngine", "Engine",
+           "EngineDialect", "PostgresEngine", "SparkEngine", "_spark_schema", "family_params", "open_engine", "render",
+           "render_family", "solve_arrow", "spark_log", "summary_rows"]

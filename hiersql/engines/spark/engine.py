@@ -18,6 +18,7 @@ from ...options import Options
 from ...plan import FamilyPlan, Python, Row, Sql, Step
 from ..base import STORE_TABLES, Engine, solve_arrow
 from ..compile import _tree
+from .connect import is_connect, master_of
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 STAGE_DIR = "hiersql.stageDir"  # Spark setting: where SparkEngine stores its stages (a path all executors see)
 PLANS_AT_ONCE = "hiersql.plansAtOnce"  # Spark setting: how many plans SparkEngine.run_plans runs side by side
+PARTITION_AT = "hiersql.partitionRows"  # Spark setting: SparkEngine's partition_rows when "auto" (0: always)
 
 # a partitioned step's keyed inputs from which it is solved per partition (Spark on a cluster); below, the driver
 # reads the stored inputs' files and solves them in less time than the Python workers take to start and receive
@@ -49,9 +51,10 @@ class SparkEngine(Engine):
     sides. A local checkpoint would cut the lineage too, but it keeps the size estimate of the plan it cut
     (products of join sizes, far above any broadcast threshold). The directory is setting
     ``hiersql.stageDir`` of the session (:data:`STAGE_DIR`) when given, a directory every executor reads at
-    the same path (a shared mount); else, on a ``local`` master, a temporary directory of the driver; else
-    there is none, and stages are local checkpoints. :meth:`close` removes it (so does the end of the
-    process).
+    the same path (a shared mount); else, on a ``local`` master of a session of this process, a temporary
+    directory of the driver; else (a cluster, whose executors do not see the driver's disk, or a Spark Connect
+    server, which does not see this process's) there is none, and stages are local checkpoints. :meth:`close`
+    removes it (so does the end of the process).
 
     Parameters
     ----------
@@ -62,9 +65,10 @@ class SparkEngine(Engine):
     partition_rows:
         Python steps that declare ``partition_by`` are solved per partition in the executors when their keyed
         inputs hold at least this many rows (:meth:`solve`); ``0``: always; ``None``: never; ``"auto"``
-        (default): :data:`PARTITION_ROWS` on a cluster, never on a ``local`` master, whose Python workers
-        share the driver's cores (the shuffle of the tagged rows and the workers' start made the 450k DAG's
-        pairings 4-6 times slower than on the driver: benchmarks/RESULTS.md).
+        (default): setting ``hiersql.partitionRows`` of the session (:data:`PARTITION_AT`) when given, else
+        :data:`PARTITION_ROWS` on a cluster, never on a ``local`` master, whose Python workers share the
+        driver's cores (the shuffle of the tagged rows and the workers' start made the 450k DAG's pairings 4-6
+        times slower than on the driver: benchmarks/RESULTS.md).
     """
 
     dialect = "spark"
@@ -73,8 +77,7 @@ class SparkEngine(Engine):
                  partition_rows: int | Literal["auto"] | None = "auto") -> None:
         super().__init__(tables)
         self.spark = spark
-        self.partition_rows = (None if spark.sparkContext.master.startswith("local") else PARTITION_ROWS
-                               ) if partition_rows == "auto" else partition_rows
+        self.partition_rows = _partition_rows(spark) if partition_rows == "auto" else partition_rows
         self.plans_at_once = _plans_at_once(spark)
         self._read_once: set[str] = set()
         self._views: dict[str, Counter[str]] = {}  # plain views: the views each reads (with how often)
@@ -120,12 +123,7 @@ class SparkEngine(Engine):
         return [tuple(row) for row in self.spark.sql(sql).collect()]
 
     def arrow(self, sql: str) -> pa.Table:
-        frame = self.spark.sql(sql)
-        if hasattr(frame, "toArrow"):  # Spark 4
-            return frame.toArrow()
-        import pyarrow as pa
-
-        return pa.Table.from_pandas(frame.toPandas(), preserve_index=False)
+        return self.spark.sql(sql).toArrow()
 
     def write(self, name: str, data: pa.Table) -> None:
         """With a :attr:`stage_dir` and a plain ``name``, as a Parquet file there that Spark reads (no Spark
@@ -247,9 +245,10 @@ class SparkEngine(Engine):
                   on_plan: Callable[[FamilyPlan], None] | None = None) -> list[list[Row]]:
         """As :meth:`Engine.run_plans`, :attr:`plans_at_once` plans at a time, each on a fork of this engine
         (its own stages, the same session and tables) in a thread of its own that inherits the session's local
-        properties (job group, scheduler pool). The rows, and an error (the first plan's in ``runs`` order),
-        do not depend on which plan ends first; on an interrupt the plans' jobs are cancelled (each job the
-        threads start is, until they end) before it is raised again."""
+        properties (job group, scheduler pool) and operation tags. The rows, and an error (the first plan's in
+        ``runs`` order), do not depend on which plan ends first; on an interrupt the plans' operations are
+        interrupted (each one the threads start is, by a tag of theirs, until they end) before it is raised
+        again."""
         if len(runs) < 2 or self.plans_at_once < 2:
             return super().run_plans(runs, options, on_plan)
         from concurrent.futures import ThreadPoolExecutor, wait
@@ -258,11 +257,11 @@ class SparkEngine(Engine):
 
         self._node_closure_for(*(body for plan, _ in runs for body in sqlfiles.queries(plan.file, self.dialect)
                                  .values()))  # made once here, not by two forks at once
-        context, tag = self.spark.sparkContext, f"hiersql-plans-{id(runs)}"
+        tag = f"hiersql-plans-{id(runs)}"
 
         @inheritable_thread_target(self.spark)
         def run(plan: FamilyPlan, metrics: Sequence[str]) -> list[Row]:
-            context.addJobTag(tag)
+            self.spark.addTag(tag)
             if on_plan is not None:
                 on_plan(plan)
             return self._fork().run_plan(plan, metrics, options)
@@ -271,10 +270,10 @@ class SparkEngine(Engine):
         try:
             futures = [pool.submit(run, plan, metrics) for plan, metrics in runs]
             wait(futures)
-        except BaseException:  # an interrupt: the plans' jobs are cancelled until their threads end
+        except BaseException:  # an interrupt: the plans' operations are interrupted until their threads end
             pool.shutdown(wait=False, cancel_futures=True)
             while True:
-                context.cancelJobsWithTag(tag)
+                self.spark.interruptTag(tag)
                 if not wait(futures, timeout=0.2).not_done:
                     break
             raise
@@ -338,8 +337,10 @@ class SparkEngine(Engine):
         (``mapInArrow``): each keyed table is hashed on its key columns into ``spark.sql.shuffle.partitions``
         partitions, the rows of one key value of every keyed table meet in one partition, the other inputs
         come whole to every partition (collected once through Arrow), and each partition's tables are solved
-        on a DuckDB connection of the Python worker (:func:`solve_arrow`); the data warnings the partitions
-        raise are raised again on the driver (in the order of their text). Other steps run on the driver, and
+        on a DuckDB connection of the Python worker (:func:`solve_arrow`); the partitions' output is stored
+        once (a local checkpoint), with a row per partition solved that holds the text of the data warnings it
+        raised, which are raised again on the driver (in the order of their text): the same on Spark Connect,
+        which has no accumulators. Other steps run on the driver, and
         so do partitioned ones whose keyed inputs hold fewer than ``partition_rows`` rows (``None``: every step
         on the driver; 0: every partitioned step per partition): on small inputs, starting Python workers and
         shuffling the tagged rows cost more than the solver."""
@@ -352,7 +353,7 @@ class SparkEngine(Engine):
 
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-        from pyspark.sql.types import IntegerType, StructField, StructType
+        from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, StructType
 
         keyed = [name for name in step.reads if name in step.partition_by]
         frames = {name: self.spark.table(self._source(name)) for name in keyed}
@@ -369,18 +370,17 @@ class SparkEngine(Engine):
               F.lit(None).cast(frames[other].schema).alias(f"t{j}") for j, other in enumerate(keyed)),
         ) for i, name in enumerate(keyed)]
         partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
-        solved = self.spark.sparkContext.accumulator(0)
-        raised = self.spark.sparkContext.accumulator([], _Concatenated())
-        schema = StructType([StructField("_table", IntegerType()), *(
-            StructField(f"w{j}", from_arrow_schema(outputs[name])) for j, name in enumerate(step.writes))])
+        schema = StructType([StructField("_table", IntegerType()), StructField("_raised", ArrayType(StringType())),
+                             *(StructField(f"w{j}", from_arrow_schema(outputs[name]))
+                               for j, name in enumerate(step.writes))])
         result = reduce(lambda a, b: a.unionByName(b), tagged).repartition(partitions, "_part").mapInArrow(
-            _partition_solver(step, params, options, keyed, inputs, whole, outputs, solved, raised), schema)
-        if len(step.writes) > 1:
-            result = result.localCheckpoint(eager=True)
+            _partition_solver(step, params, options, keyed, inputs, whole, outputs), schema
+        ).localCheckpoint(eager=True)
+        raised = result.where(F.col("_table") == SOLVED).select("_raised").collect()
         for j, name in enumerate(step.writes):
             self._register(name, result.where(F.col("_table") == j).select(f"w{j}.*"))
-        self.partitions_solved[step.name] = solved.value
-        for message in sorted(raised.value):
+        self.partitions_solved[step.name] = len(raised)
+        for message in sorted(text for row in raised for text in row[0]):
             warnings.warn(message, DataWarning, stacklevel=2)
 
     def _rows(self, tables: Iterable[str]) -> int:
@@ -435,25 +435,17 @@ class SparkEngine(Engine):
         return Path(self.stage_dir) / f"{next(self._stored)}-{name}"
 
 
-class _Concatenated:
-    """A Spark accumulator's parameter: lists, added by concatenation."""
-
-    def zero(self, value: list) -> list:
-        return []
-
-    def addInPlace(self, value: list, other: list) -> list:  # noqa: N802  (the name Spark calls)
-        return [*value, *other]
+SOLVED = -1  # column _table of the row each partition solved adds to its output (SparkEngine.solve)
 
 
 def _partition_solver(step: Python, params: dict[str, object], options: Options, keyed: Sequence[str],
                       inputs: Mapping[str, pa.Schema], whole: Mapping[str, pa.Table],
-                      outputs: Mapping[str, pa.Schema], solved: Any, raised: Any
-                      ) -> Callable[[Iterable[Any]], Iterable[Any]]:
+                      outputs: Mapping[str, pa.Schema]) -> Callable[[Iterable[Any]], Iterable[Any]]:
     """The function ``mapInArrow`` runs on each partition of a step's tagged input (:meth:`SparkEngine.solve`):
     column ``_table`` says which keyed table a row belongs to (``keyed[_table]``), ``t<i>`` holds its row;
-    it yields the tables the step writes, ``w<j>`` the rows of ``step.writes[j]``. ``solved`` (an
-    accumulator) counts the partitions solved, ``raised`` (an accumulator of lists) collects the text of the
-    data warnings they raise."""
+    it yields the tables the step writes, ``w<j>`` the rows of ``step.writes[j]``, then, if it had rows to
+    solve, one row whose ``_table`` is :data:`SOLVED` and whose ``_raised`` lists the text of the data
+    warnings it raised."""
 
     def run(batches: Iterable[Any]) -> Iterable[Any]:
         import pyarrow as pa
@@ -471,16 +463,19 @@ def _partition_solver(step: Python, params: dict[str, object], options: Options,
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DataWarning)
             written = solve_arrow(step, params, options, tables)
-        solved.add(1)
-        raised.add([str(w.message) for w in caught if issubclass(w.category, DataWarning)])
+        names = ["_table", "_raised", *(f"w{k}" for k in range(len(step.writes)))]
+
+        def batch_of(table: int, raised: pa.Array, columns: dict[int, pa.Array], n: int) -> pa.RecordBatch:
+            return pa.RecordBatch.from_arrays(
+                [pa.array([table] * n, pa.int32()), raised, *(columns.get(k, pa.nulls(n, pa.struct(list(
+                    outputs[other])))) for k, other in enumerate(step.writes))], names=names)
+
         for j, name in enumerate(step.writes):
             for batch in written[name].cast(outputs[name]).to_batches():
-                n = batch.num_rows
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([j] * n, pa.int32()),
-                     *(batch.to_struct_array() if k == j else pa.nulls(n, pa.struct(list(outputs[other])))
-                       for k, other in enumerate(step.writes))],
-                    names=["_table", *(f"w{k}" for k in range(len(step.writes)))])
+                yield batch_of(j, pa.nulls(batch.num_rows, pa.list_(pa.string())), {j: batch.to_struct_array()},
+                               batch.num_rows)
+        messages = [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
+        yield batch_of(SOLVED, pa.array([messages], pa.list_(pa.string())), {}, 1)
 
     return run
 
@@ -516,11 +511,12 @@ def _spark_schema(data: pa.Table) -> str:
 
 def _stage_dir(spark: Any) -> str | None:
     """A new temporary directory for :class:`SparkEngine`'s stages: under setting :data:`STAGE_DIR` of the
-    session when given, else under the driver's temporary directory on a ``local`` master; else ``None``."""
+    session when given, else under the driver's temporary directory on a ``local`` master of a session of
+    this process; else ``None``."""
     import tempfile
 
     root = spark.conf.get(STAGE_DIR, None)
-    if not root and not spark.sparkContext.master.startswith("local"):
+    if not root and (is_connect(spark) or not master_of(spark).startswith("local")):
         return None
     try:
         return tempfile.mkdtemp(prefix="hiersql-stages-", dir=root or None)
@@ -530,6 +526,17 @@ def _stage_dir(spark: Any) -> str | None:
         raise InputError(f"no folder for the stages can be made there ({exc.strerror})", "--spark-conf",
                          value=f"{STAGE_DIR}={root}") from None
 
+
+
+def _partition_rows(spark: Any) -> int | None:
+    """:class:`SparkEngine`'s ``partition_rows="auto"``: setting :data:`PARTITION_AT` of the session when given,
+    else ``None`` on a ``local`` master and :data:`PARTITION_ROWS` on a cluster."""
+    value = spark.conf.get(PARTITION_AT, None)
+    if value is None:
+        return None if master_of(spark).startswith("local") else PARTITION_ROWS
+    if not value.isdigit():
+        raise InputError("must be a whole number of rows, 0 or more", "--spark-conf", value=f"{PARTITION_AT}={value}")
+    return int(value)
 
 
 def _plans_at_once(spark: Any) -> int:

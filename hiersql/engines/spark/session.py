@@ -18,8 +18,12 @@ from .engine import SparkEngine
 # fraction of a second; the loops over many rows still reach C2 (an aggregate of a join of 12 M rows ran
 # faster so than with the defaults or with C1 alone: benchmarks/RESULTS.md). They apply to a JVM that the
 # session starts (not to one already running); a user's spark.driver.extraJavaOptions come after them and win.
+# A cluster's executors (JVMs started for the application) compile as the driver does (spark.executor.
+# defaultJavaOptions: their collector and logging are the cluster's).
 # Its logging: warnings and errors, not every start-up step (hiersql/spark-log4j2.properties); no console
 # progress bar of Spark's stages (hiersql's commands show their own steps on stderr).
+_JIT = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000"
+        " -XX:Tier4BackEdgeThreshold=400000")
 _JVM_COMMON = " -XX:+UseSerialGC -Dlog4j2.configurationFile=" + (
     Path(__file__).parents[2] / "spark-log4j2.properties").as_uri()
 SPARK_DEFAULTS = {
@@ -27,31 +31,38 @@ SPARK_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "2g",
-    "spark.driver.defaultJavaOptions": "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
-                                       " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
-                                       + _JVM_COMMON,
+    "spark.driver.defaultJavaOptions": _JIT + _JVM_COMMON,
+    "spark.executor.defaultJavaOptions": _JIT,
 }
 # A small input's JVM: the quick compiler (C1) alone, whose code the few rows of each query never make worth
 # C2's compiling (GermEval B, every family, local[2]: 18 % faster; the 450k DAG's set-based and MGIA 40-70 %
 # slower: benchmarks/RESULTS.md); with C1 alone the JVM would size its code cache at 48 MB, which the code of
-# hundreds of queries fills (the JVM then stops compiling): the size it has with both compilers.
+# hundreds of queries fills (the JVM then stops compiling): the size it has with both compilers. The executors of
+# a cluster too (a GermEval B sample, every family, on a standalone worker: half the CPU time of C2's).
 SMALL_INPUT_ROWS = 500_000  # rows of truth and predictions together
-SMALL_INPUT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m" + _JVM_COMMON
+SMALL_INPUT_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+SMALL_INPUT_JAVA_OPTIONS = SMALL_INPUT_JIT + _JVM_COMMON
 
 
 def open_spark(run: Any, rows: int | None = None) -> SparkEngine:
-    """The :class:`SparkEngine` of a :class:`~hiersql.options.RunOptions`: a session on ``run.spark_master``
-    with ``run.spark_conf`` over :data:`SPARK_DEFAULTS` (and, unless set, as many shuffle partitions as local
-    cores: small inputs do not pay Spark's 200). ``rows``, the truth and prediction rows to evaluate when known
-    before Spark starts: under :data:`SMALL_INPUT_ROWS` a JVM the session starts has
-    :data:`SMALL_INPUT_JAVA_OPTIONS`."""
+    """The :class:`SparkEngine` of a :class:`~hiersql.options.RunOptions`: with ``run.spark_remote``, a
+    session of that Spark Connect server (:func:`~hiersql.engines.spark.connect.connect_session`); else a
+    session on ``run.spark_master`` with ``run.spark_conf`` over :data:`SPARK_DEFAULTS` (and, unless set, as
+    many shuffle partitions as local cores: small inputs do not pay Spark's 200). ``rows``, the truth and
+    prediction rows to evaluate when known before Spark starts: under :data:`SMALL_INPUT_ROWS` a JVM the session
+    starts has :data:`SMALL_INPUT_JAVA_OPTIONS`."""
     import os
     import sys
 
     # pyspark warns of pandas >= 3 as not fully supported; what hiersql asks of it (Arrow in and out,
     # mapInArrow, an empty table from pandas) runs under pandas 3 in the engine tests
     warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
-    small = {"spark.driver.defaultJavaOptions": SMALL_INPUT_JAVA_OPTIONS} if (
+    if run.spark_remote is not None:
+        from .connect import connect_session
+
+        return SparkEngine(connect_session(run))
+    small = {"spark.driver.defaultJavaOptions": SMALL_INPUT_JAVA_OPTIONS,
+             "spark.executor.defaultJavaOptions": SMALL_INPUT_JIT} if (
         rows is not None and rows < SMALL_INPUT_ROWS) else {}
     settings = {**SPARK_DEFAULTS, "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)), **small,
                 **dict(run.spark_conf)}
@@ -129,19 +140,14 @@ def _checked(builder: Any, run: Any) -> Any:
 def _check_master(master: str) -> None:
     """A ``spark://HOST:PORT[,HOST:PORT...]`` master none of whose hosts accepts a connection is an
     :class:`InputError` naming it (the JVM would start, then retry for a minute, logging every try)."""
-    import socket
-
     if not master.startswith("spark://"):
         return
-    reasons = []
-    for address in master[len("spark://"):].split(","):
-        host, _, port = address.rpartition(":")
-        try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
-            return
-        except OSError as exc:
-            reasons.append(exc.strerror or str(exc))
-    raise InputError(f"no master answers there ({reasons[0]})", "--spark-master", value=master)
+    from .connect import unanswered
+
+    addresses = [address.rpartition(":") for address in master[len("spark://"):].split(",")]
+    reason = unanswered([(host.strip("[]"), int(port)) for host, _, port in addresses])
+    if reason is not None:
+        raise InputError(f"no master answers there ({reason})", "--spark-master", value=master)
 
 
 # Lines a JVM prints whatever went wrong (and its note on the incubator modules Spark 4 loads), which say
