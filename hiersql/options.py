@@ -180,12 +180,17 @@ def _zero_division(value: Any) -> float:
     raise _Broken("must be 0, 1 or nan")
 
 
-def _distance(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0:
-        return int(value)
-    raise _Broken("must be an integer >= 0")
+def _optional_int(minimum: int) -> Callable[[Any], int | None]:
+    """``None``, or an integer (not a bool) ``>= minimum``."""
+
+    def check(value: Any) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum:
+            return int(value)
+        raise _Broken(f"must be an integer >= {minimum}")
+
+    return check
 
 
 def _boolean(value: Any) -> bool:
@@ -324,14 +329,6 @@ def machine_memory() -> int:
     return min(memory, int(limit)) if limit.isdigit() else memory
 
 
-def _threads(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
-        return int(value)
-    raise _Broken("must be an integer >= 1")
-
-
 def _text(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and value.strip()):
         return value
@@ -391,8 +388,8 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
            _comma_list("average"), "tuple[str, ...]", choices=AVERAGES, families=FAMILIES, metavar="LIST"),
     Option("include_root", False, "count the root in augmented sets and LCA graphs", _boolean, annotation="bool",
            families=("set_based", "lca"), sql=True, flag_kind="switch"),
-    Option("max_distance", None, "ancestors, paths and pairings only up to K edges", _distance, _number_text(int),
-           "int | None", families=("set_based", "pair_based", "lca"), sql=True, metavar="K",
+    Option("max_distance", None, "ancestors, paths and pairings only up to K edges", _optional_int(0),
+           _number_text(int), "int | None", families=("set_based", "pair_based", "lca"), sql=True, metavar="K",
            default_text="no limit"),
     Option("beta", 1.0, "beta of the hierarchical F-measure", _number("a finite number >= 0", lambda x: x >= 0),
            _number_text(float), "float", families=("set_based",), sql=True, metavar="X"),
@@ -453,7 +450,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
            annotation="tuple[tuple[str, str], ...]", metavar="KEY=VALUE", flag_kind="append", engine="spark"),
     Option("memory_limit", None, "DuckDB memory limit (larger intermediates spill to disk)", _size,
            annotation="str | None", metavar="SIZE", default_text="DuckDB's"),
-    Option("threads", None, "threads DuckDB computes with", _threads, _number_text(int), "int | None",
+    Option("threads", None, "threads DuckDB computes with", _optional_int(1), _number_text(int), "int | None",
            metavar="N", default_text="one per core"),
 )
 # The run options of the DuckDB store that holds the inputs: flags of every command that reads inputs.
