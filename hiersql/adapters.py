@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .inputs import is_indicator
+
 NODE_NAMES = ("label", "path")
 
 
@@ -87,7 +89,7 @@ def labels_from_indicator(matrix: Any, classes: Sequence[Any]) -> list[list[Any]
     names = list(classes)
     if array.ndim != 2 or array.shape[1] != len(names):
         raise ValueError(f"matrix must have shape (n, {len(names)}) (one column per class), got {array.shape}")
-    if array.dtype.kind != "b" and not np.isin(array, (0, 1)).all():
+    if array.dtype.kind != "b" and not is_indicator(array):
         raise ValueError("matrix must hold 0/1 or bool only (an indicator matrix)")
     rows, columns = np.nonzero(array)
     out: list[list[Any]] = [[] for _ in range(array.shape[0])]

@@ -153,7 +153,7 @@ def check_not_a_matrix(value: Any, parameter: str) -> None:
         kind, rows = "a sparse matrix", ""
     elif getattr(value, "ndim", 1) != 2 or not hasattr(value, "dtype"):
         return
-    elif value.dtype.kind == "b" or (value.dtype.kind in "iuf" and value.size and _all_zero_or_one(value)):
+    elif value.dtype.kind == "b" or (value.dtype.kind in "iuf" and value.size and is_indicator(value)):
         kind = "a 2-D array of 0/1 or bool"
     else:
         cells = {str(cell) for cell in value.ravel().tolist()} if value.dtype.kind in "OUS" else set()
@@ -167,7 +167,8 @@ def check_not_a_matrix(value: Any, parameter: str) -> None:
                          f" as MultiLabelBinarizer.classes_){rows}", shown)
 
 
-def _all_zero_or_one(array: Any) -> bool:
+def is_indicator(array: Any) -> bool:
+    """Whether every value of ``array`` is 0 or 1 (an indicator matrix's values)."""
     import numpy as np
 
     return bool(np.isin(array, (0, 1)).all())
