@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m compileall -q hiersql  # as a wheel install would: no start-up compiling, also where PYTHONDONTWRITEBYTECODE is set
-	$(PY) -c "from hiersql.lca_hemkit import load_kernel; load_kernel()"  # HEMKit's LCA kernel compiled into numba's cache once (~25 s), not in the first hiersql hemkit
+	$(PY) -c "from hiersql.measures.lca.hemkit import load_kernel; load_kernel()"  # HEMKit's LCA kernel compiled into numba's cache once (~25 s), not in the first hiersql hemkit
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -15,7 +15,7 @@ data=$(cd "$(dirname "$0")/../../shared/data" && pwd)
 scores=$(dirname "$0")/data/transposon_scores
 mkdir -p "$scores"
 for model in RFSB TopDown; do
-    [ -f "$scores/$model.tsv" ] || PYTHONPATH=$new $py -c "import sys; from hiersql import curves; \
+    [ -f "$scores/$model.tsv" ] || PYTHONPATH=$new $py -c "import sys; from hiersql.analyses import curves; \
 curves.read_transposon_scores(sys.argv[1]).to_csv(sys.argv[2], sep='\t', header=False, index=False)" \
         "$data/transposon/predictions_$model.txt" "$scores/$model.tsv"
 done

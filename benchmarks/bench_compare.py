@@ -56,9 +56,10 @@ def timed(cmd: list[str]) -> tuple[float, float, float]:
 
 def steps() -> None:
     """The time of each step, in this process."""
-    from hiersql import Evaluator, stats
-    from hiersql.compare import _fill_tables, _matrices, instance_statistic
-    from hiersql.evaluator import make_options
+    from hiersql import Evaluator
+    from hiersql.analyses import stats
+    from hiersql.analyses.compare import _fill_tables, _matrices, instance_statistic
+    from hiersql.api.evaluator import make_options
 
     start = time.perf_counter()
     ev = Evaluator(GERMEVAL / "hierarchy.txt").add_truth(GERMEVAL / "blurbs_test_label.txt", "germeval-b")

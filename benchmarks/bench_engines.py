@@ -47,11 +47,11 @@ def main() -> None:
 
     import duckdb
 
+    from hiersql.api.macros import install_macros
     from hiersql.engines import DuckDBEngine, PostgresEngine, SparkEngine
-    from hiersql.macros import install_macros
-    from hiersql.metrics import Options, compute, family, resolve
-    from hiersql.store import Store
-    from hiersql.taxonomy import Taxonomy
+    from hiersql.inputs.store import Store
+    from hiersql.inputs.taxonomy import Taxonomy
+    from hiersql.measures import Options, compute, family, resolve
 
     results: list[tuple[str, float]] = []
     systems = sorted(p.stem for p in (DATA / "pred_b").glob("*.tsv"))[: args.systems or None]

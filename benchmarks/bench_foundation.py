@@ -121,9 +121,9 @@ T = [time.perf_counter(), time.process_time()]
 def lap(step):
     w, c = time.perf_counter(), time.process_time()
     print(f"{step}\\t{w - T[0]:.3f}\\t{c - T[1]:.3f}"); T[:] = [w, c]
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
-from hiersql.metrics import Options, set_based
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import Options, set_based
 lap("import hiersql")
 tax, folder = sys.argv[1], sys.argv[2]
 taxonomy = Taxonomy.from_file(tax); lap("Taxonomy.from_file")

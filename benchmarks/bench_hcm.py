@@ -21,11 +21,11 @@ from pathlib import Path
 
 T0 = time.perf_counter()
 
-from hiersql.decoding import read_transposon, transposon_taxonomy  # noqa: E402
 from hiersql.errors import DataWarning  # noqa: E402
-from hiersql.metrics import Options, confusion  # noqa: E402
-from hiersql.store import Store  # noqa: E402
-from hiersql.taxonomy import Taxonomy  # noqa: E402
+from hiersql.inputs.decoding import read_transposon, transposon_taxonomy  # noqa: E402
+from hiersql.inputs.store import Store  # noqa: E402
+from hiersql.inputs.taxonomy import Taxonomy  # noqa: E402
+from hiersql.measures import Options, confusion  # noqa: E402
 
 MODELS = ("HC_GA", "HC_LGA", "NLLCPN", "RFSB", "TERL", "TopDown")
 

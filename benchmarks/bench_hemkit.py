@@ -82,10 +82,10 @@ def part_mesh(repeat: int) -> str:
 
 def child_big(folder: str) -> None:
     """The measured work of part 2 (runs in the child process)."""
-    from hiersql.evaluator import make_options
-    from hiersql.metrics import lca
-    from hiersql.store import Store
-    from hiersql.taxonomy import Taxonomy
+    from hiersql.api.evaluator import make_options
+    from hiersql.inputs.store import Store
+    from hiersql.inputs.taxonomy import Taxonomy
+    from hiersql.measures import lca
 
     data = Path(folder)
     t0 = time.perf_counter()

@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hiersql.metrics import Options, flat  # noqa: E402
-from hiersql.metrics import multilabel as ml  # noqa: E402
-from hiersql.store import Store  # noqa: E402
-from hiersql.taxonomy import Taxonomy  # noqa: E402
+from hiersql.inputs.store import Store  # noqa: E402
+from hiersql.inputs.taxonomy import Taxonomy  # noqa: E402
+from hiersql.measures import Options, flat  # noqa: E402
+from hiersql.measures import multilabel as ml  # noqa: E402
 
 
 def timed(label: str, fn):
@@ -78,7 +78,7 @@ def main() -> None:
     timed("multilabel: class_scores", lambda: ml.class_scores(store))
     timed("multilabel: confusion_long, depth 1", lambda: ml.confusion_long(store, depth=1))
     if args.germeval:
-        from hiersql.report import heatmap, save
+        from hiersql.analyses.report import heatmap, save
 
         system = store.systems()[0]
         matrix = timed(f"matrix({system})", lambda: ml.matrix(store, system))

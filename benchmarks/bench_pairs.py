@@ -47,9 +47,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
-    from hiersql.metrics import Options, pair_based
-    from hiersql.store import Store
-    from hiersql.taxonomy import Taxonomy
+    from hiersql.inputs.store import Store
+    from hiersql.inputs.taxonomy import Taxonomy
+    from hiersql.measures import Options, pair_based
 
     meta = ensure_data(args.data, args.seed)
     print(f"MeSH: {meta['nodes']} nodes, {meta['edges']} edges; {meta['instances']} instances, "

@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hiersql.engines import DuckDBEngine, open_engine  # noqa: E402
-from hiersql.metrics import FAMILIES, REGISTRY, Options, compute  # noqa: E402
+from hiersql.inputs.store import Store  # noqa: E402
+from hiersql.inputs.taxonomy import Taxonomy  # noqa: E402
+from hiersql.measures import FAMILIES, REGISTRY, Options, compute  # noqa: E402
 from hiersql.options import RunOptions  # noqa: E402
-from hiersql.store import Store  # noqa: E402
-from hiersql.taxonomy import Taxonomy  # noqa: E402
 
 
 def _fields(stat: str) -> list[str]:

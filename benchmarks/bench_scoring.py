@@ -5,7 +5,7 @@ weights; ``--objects`` single-label objects whose true
 label is a random non-root node (5 % of them are ghost objects with no truth); ``--systems`` systems that
 predict the truth with probability 1/2, its parent or a child with probability 1/4, a random node otherwise,
 and nothing for 5 % of the objects (missed detections). Then the same pairs as confusion matrices
-(``pair_counts``). Times loading and :func:`hiersql.metrics.scoring.evaluate` (all eight measures, micro and
+(``pair_counts``). Times loading and :func:`hiersql.measures.scoring.evaluate` (all eight measures, micro and
 macro, every system in one SQL pass) and the flat rows::
 
     python benchmarks/bench_scoring.py [--nodes 30000] [--objects 100000] [--systems 10] [--seed 1]
@@ -63,10 +63,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
-    from hiersql import scoring_trees as st
-    from hiersql.metrics import Options, scoring
-    from hiersql.store import Store
-    from hiersql.taxonomy import Taxonomy
+    from hiersql.inputs.store import Store
+    from hiersql.inputs.taxonomy import Taxonomy
+    from hiersql.measures import Options, scoring
+    from hiersql.measures.scoring import trees as st
 
     rng = random.Random(args.seed)
     edges = random_tree(args.nodes, rng)

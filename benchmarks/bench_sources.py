@@ -14,7 +14,7 @@ the medians of alternated runs), reporting the median wall time of each variant 
   Target: Parquet no slower than TSV.
 
 With ``--engine spark`` the same two cases are timed into a Spark engine (``local[2]``, or ``--spark-master``):
-Spark reading the Parquet itself (:func:`hiersql.spark_sources.load`) against the old path, the store reading
+Spark reading the Parquet itself (:func:`hiersql.engines.spark.sources.load`) against the old path, the store reading
 the Parquet with DuckDB and its tables uploaded (``Store.load`` + ``SparkEngine.copy_store``); GermEval B's
 truth and runs as Parquet (``gold.parquet``, ``runs.parquet`` with the ``model`` column), the big case's
 predictions as Parquet with a system column, the taxonomy (and the big case's truth) from the TSV files in
@@ -162,8 +162,8 @@ def bench_spark(runs: int, cases: set[str], big: Path, master: str, driver_memor
     import json
 
     from hiersql.engines import open_engine
+    from hiersql.engines.spark.sources import load
     from hiersql.options import RunOptions
-    from hiersql.spark_sources import load
 
     engine = open_engine(RunOptions(engine="spark", spark_master=master,
                                     spark_conf={"spark.driver.memory": driver_memory}))

@@ -19,8 +19,8 @@ stage is), which is how a large input reaches a Spark cluster anyway. ``--stages
 (``SparkEngine._materialize_tree``; a stage read once is a view, its work falls in the stage that reads it) and of
 each Python step.
 
-The Spark variants broadcast one array or map of ancestors per node (``sql/distances.sql``, ``sql/lca.sql``,
-``sql/set_based.sql``): on the 325,000-node DAG give the driver ``spark.driver.memory=8g``.
+The Spark variants broadcast one array or map of ancestors per node (``pair_based.sql``, ``lca.sql``,
+``set_based.sql``): on the 325,000-node DAG give the driver ``spark.driver.memory=8g``.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hiersql.engines import STORE_TABLES, DuckDBEngine, SparkEngine, open_engine  # noqa: E402
-from hiersql.metrics import Options, compute  # noqa: E402
+from hiersql.inputs.store import Store  # noqa: E402
+from hiersql.inputs.taxonomy import Taxonomy  # noqa: E402
+from hiersql.measures import Options, compute  # noqa: E402
 from hiersql.options import RunOptions  # noqa: E402
-from hiersql.store import Store  # noqa: E402
-from hiersql.taxonomy import Taxonomy  # noqa: E402
 
 GROUPS = {
     "set_based": ["hierarchical_precision", "hierarchical_recall", "hierarchical_f1"],

@@ -2,7 +2,7 @@
 
 DuckDB's Python client re-acquires the GIL between execution tasks; while another thread runs Python code,
 each re-acquisition waits up to ``sys.getswitchinterval()``. At 50 µs and below the query runs at its own
-speed (hiersql.concurrency.fast_switching sets 50 µs while SQL runs beside Python). Usage::
+speed (hiersql.engines.concurrency.fast_switching sets 50 µs while SQL runs beside Python). Usage::
 
     .venv/bin/python benchmarks/duckdb_gil.py
 """

@@ -1,5 +1,5 @@
-"""The checks of scikit-learn's parameters shared by the one-shot functions, :class:`~hiersql.evaluator.Evaluator`
-and :func:`hiersql.metrics.compute`: ``average`` (which a measure has: :func:`~hiersql.plan.averages_of`),
+"""The checks of scikit-learn's parameters shared by the one-shot functions, :class:`~hiersql.api.evaluator.Evaluator`
+and :func:`hiersql.measures.compute`: ``average`` (which a measure has: :func:`~hiersql.plan.averages_of`),
 ``labels`` (never ignored), ``zero_division`` and ``sample_weight``. What each average means per family:
 ``docs/sklearn.md``."""
 
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from .options import OptionError
 
 if TYPE_CHECKING:
+    from .inputs.taxonomy import Taxonomy
     from .plan import FamilyPlan
-    from .taxonomy import Taxonomy
 
 
 class UndefinedMetricWarning(UserWarning):
@@ -24,7 +24,7 @@ class UndefinedMetricWarning(UserWarning):
 
 def check_zero_division(value: Any) -> tuple[float, bool]:
     """``(value used, warn)``: ``"warn"`` is 0 with an :class:`UndefinedMetricWarning`; 0, 1 and nan are
-    checked by :class:`~hiersql.metrics.Options`."""
+    checked by :class:`~hiersql.measures.Options`."""
     if isinstance(value, str) and value == "warn":
         return 0.0, True
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and (value in (0, 1) or math.isnan(value)):

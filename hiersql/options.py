@@ -31,13 +31,13 @@ from .errors import InputError, display
 
 # The characters stripped from both ends of a label and of an instance id, whatever the source, and of the
 # labels an option names: the Unicode space separators (category Zs), which DuckDB's trim() strips in the file
-# readers (sql/readers.sql); not tabs or line breaks (docs/conventions.md, Labels).
+# readers (readers.sql); not tabs or line breaks (docs/conventions.md, Labels).
 SPACES = " \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
 
 if TYPE_CHECKING:  # made on first use by the module's __getattr__; to a type checker they are Any
     Options = RunOptions = Any
 
-# the modules of hiersql.metrics
+# the modules of hiersql.measures
 FAMILIES = ("set_based", "flat", "confusion", "pair_based", "lca", "scoring", "severity")
 AVERAGES = ("micro", "macro", "samples", "weighted", "label_macro")  # the values of ``average`` (docs/sklearn.md)
 DEFAULT_AVERAGES = ("micro", "macro")

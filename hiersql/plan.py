@@ -31,12 +31,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import duckdb
 
-    from .options import Options
+    from ..options import Options
 
 AVERAGES = ("micro", "macro", "samples", "weighted", "label_macro", "")
 CLASSES = "_classes"  # Measure.unit of a per-class measure: the counts of class_counts_sql
@@ -401,7 +402,7 @@ def _with_classes(plan: FamilyPlan, sql: str, weighted: bool, fixed_classes: boo
     return f"WITH {CLASSES} AS ({class_counts_sql(plan, weighted, fixed_classes)})\n{sql}"
 
 
-SUMMED_FILE = "summed.json"  # of sqlfiles.sql_dir(): the summed forms of the declared expressions
+SUMMED_FILE = Path(__file__).with_name("summed.json")  # the summed forms of the declared expressions
 WEIGHT = "_w.weight"  # the sample weight of a unit, as summary_sql joins it
 
 
@@ -436,15 +437,12 @@ def summed_by_sqlglot(sql: str, weight: str | None) -> str:
 def _summed_file() -> dict[str, str]:
     import json
 
-    from .sqlfiles import sql_dir
-
-    path = sql_dir() / SUMMED_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    return json.loads(SUMMED_FILE.read_text()) if SUMMED_FILE.exists() else {}
 
 
 def summed_forms(measures: Iterable[Measure]) -> dict[str, str]:
     """The contents of :data:`SUMMED_FILE` for ``measures`` (``"weight<TAB>expression"`` → its summed form),
-    written by :func:`hiersql.metrics.write_summed_file`."""
+    written by :func:`hiersql.measures.write_summed_file`."""
     return {f"{weight or ''}\t{sql}": summed_by_sqlglot(sql, weight)
             for m in measures if m.denominator is not None and not m.total and "micro" in m.averages
             for sql in (m.numerator, m.denominator, m.undefined) if sql for weight in (None, WEIGHT)}

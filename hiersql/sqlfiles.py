@@ -6,14 +6,14 @@ file runs unchanged in DuckDB with native parameters; for other dialects sqlglot
 each parameter by a literal and writes the dialect (:func:`render`).
 
 A query may read the result of another query of the same file by its name, as if it were a table: DuckDB
-materialises it as a temporary table (:meth:`hiersql.store.Store.run`); :func:`render` inlines it
+materialises it as a temporary table (:meth:`hiersql.inputs.store.Store.run`); :func:`render` inlines it
 as a common table expression.
 
 A header ``-- name: NAME (VARIANT)`` gives an engine-specific variant of query ``NAME``: the same columns and
 rows, computed with functions only that engine has (``duckdb``: list functions; ``spark``: array functions,
 written in DuckDB's syntax like every query and transpiled by sqlglot); ``(duckdb, spark)`` gives one for both.
 ``queries(file)`` and :func:`render` give the portable queries, which every dialect can run;
-``queries(file, "duckdb")`` puts the variants in their place (:meth:`hiersql.store.Store.run` does;
+``queries(file, "duckdb")`` puts the variants in their place (:meth:`hiersql.inputs.store.Store.run` does;
 ``render(..., variant="spark")`` for Spark). Tests check that
 both give the same rows.
 
@@ -34,25 +34,31 @@ _NAME = re.compile(r"^--\s*name:\s*(\w+)(?:\s*\((\w+(?:\s*,\s*\w+)*)\))?\s*$", r
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 
 
-def sql_dir() -> Path:
-    """The folder of ``.sql`` files: inside the installed package, else ``sql/`` at the top of the repo."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "sql", here.parent / "sql"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"no sql/ folder next to {here}")
+@cache
+def _paths() -> dict[str, Path]:
+    """Every ``.sql`` file of the package by name: a family's file sits beside its module
+    (``measures/lca/lca.sql``), the store's and the analyses' beside theirs; names are unique (a test holds it)."""
+    return {p.stem: p for p in sorted(Path(__file__).resolve().parent.rglob("*.sql"))}
+
+
+def sql_path(file: str) -> Path:
+    """The path of the SQL file named ``file`` (without ``.sql``)."""
+    try:
+        return _paths()[file]
+    except KeyError:
+        raise FileNotFoundError(f"no SQL file named {file!r} in hiersql") from None
 
 
 def available() -> list[str]:
     """Names of all SQL files (without ``.sql``)."""
-    return sorted(p.stem for p in sql_dir().glob("*.sql"))
+    return sorted(_paths())
 
 
 @cache
 def queries(file: str, variant: str | None = None) -> dict[str, str]:
-    """The named queries of ``sql/<file>.sql``, in file order; with ``variant``, the queries written for it
+    """The named queries of ``<file>.sql``, in file order; with ``variant``, the queries written for it
     (``-- name: NAME (variant)``) replace the portable ones of the same name."""
-    text = (sql_dir() / f"{file}.sql").read_text(encoding="utf-8")
+    text = sql_path(file).read_text(encoding="utf-8")
     marks = list(_NAME.finditer(text))
     if not marks:
         return {file: text.strip().rstrip(";")}
@@ -67,8 +73,8 @@ def queries(file: str, variant: str | None = None) -> dict[str, str]:
 
 
 def variants(file: str) -> set[str]:
-    """The variant names used in ``sql/<file>.sql`` (``duckdb`` for ``-- name: NAME (duckdb)``)."""
-    text = (sql_dir() / f"{file}.sql").read_text(encoding="utf-8")
+    """The variant names used in ``<file>.sql`` (``duckdb`` for ``-- name: NAME (duckdb)``)."""
+    text = sql_path(file).read_text(encoding="utf-8")
     return {v for m in _NAME.finditer(text) for v in _variants(m)}
 
 
@@ -135,7 +141,7 @@ def dependencies(file: str, name: str, variant: str | None = None, text: str | N
 
 def composed(file: str, name: str, variant: str | None = None, skip: frozenset[str] | set[str] = frozenset(),
              text: str | None = None) -> str:
-    """Query ``name`` of ``sql/<file>.sql`` (or ``text``, as in :func:`dependencies`) with the queries it reads
+    """Query ``name`` of ``<file>.sql`` (or ``text``, as in :func:`dependencies`) with the queries it reads
     that are not in ``skip`` (tables already made) as common table expressions, composed as text: the queries
     run as written (DuckDB variants, native parameters), unlike :func:`render`, which parses and rewrites."""
     all_queries = queries(file, variant)

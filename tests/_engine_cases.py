@@ -7,9 +7,9 @@ import itertools
 import math
 from pathlib import Path
 
-from hiersql.metrics import FAMILIES, Options, Row, compute
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import FAMILIES, Options, Row, compute
 
 SET_BASED = ["hierarchical_precision", "hierarchical_recall", "hierarchical_f1", "symmetric_difference_loss"]
 
@@ -106,7 +106,7 @@ def all_metrics() -> list[str]:
 
 def sql_metrics() -> list[str]:
     """The measures of the families without a Python step (set-based and flat), for the option sweeps."""
-    from hiersql.metrics import REGISTRY
+    from hiersql.measures import REGISTRY
 
     return [*REGISTRY["set_based"], *REGISTRY["flat"]]
 
@@ -119,7 +119,7 @@ def reference(store: Store, metrics: list[str], options: Options) -> list[Row]:
 
 def families_of(rows: list[Row]) -> set[str]:
     """The families that have rows among ``rows``."""
-    from hiersql.metrics import catalog
+    from hiersql.measures import catalog
 
     return {catalog()[r.metric][0] for r in rows}
 
@@ -135,7 +135,7 @@ def families_apart(options: Options, base: Options = DAG_BASE, per_partition: bo
     option the two set differently (:data:`hiersql.options.MEASURE_OPTIONS` declares which family reads which
     option) and, with ``per_partition``, those with a Python step that declares ``partition_by`` (solved per
     partition of the data instead of once)."""
-    from hiersql.metrics import plan_of
+    from hiersql.measures import plan_of
     from hiersql.options import MEASURE_OPTIONS
     from hiersql.plan import Python
 
@@ -148,7 +148,7 @@ def families_apart(options: Options, base: Options = DAG_BASE, per_partition: bo
 def assert_dag_case(engine, options: Options, per_partition: bool = False) -> None:
     """``engine`` (holding :func:`dag_store`'s tables) gives DuckDB's rows on the DAG: of every family with
     :data:`DAG_BASE`, of the families apart from it (:func:`families_apart`) otherwise."""
-    from hiersql.metrics import catalog
+    from hiersql.measures import catalog
 
     want = reference(dag_store(), all_metrics(), options)
     assert families_of(want) == ALL_FAMILIES - {"scoring"}  # scoring trees are trees

@@ -64,7 +64,7 @@ def file_reference(data_dir: Path) -> dict[tuple[str, str, str], float]:
 def rank_by_name(con) -> None:
     """Renumber the ranks of the store's ``truth`` and ``predictions`` by label name within each instance: how
     hiersql ranks the labels of a table without a row order, a rank column or a score column
-    (``hiersql.sources.RANK_ORDER``), restated here independently of it."""
+    (``hiersql.inputs.sources.RANK_ORDER``), restated here independently of it."""
     for table, key in (("truth", "instance_id"), ("predictions", "system, instance_id")):
         on = " AND ".join(f"t.{k.strip()} = r.{k.strip()}" for k in (*key.split(","), "label"))
         con.execute(f"UPDATE {table} AS t SET rank = r.k FROM (SELECT {key}, label, row_number() OVER"
@@ -77,7 +77,7 @@ def by_name_reference(data_dir: Path, metrics: tuple[str, ...] = ("all",)) -> di
     ranked by name (:func:`rank_by_name`): the values of GermEval B's tables read without a rank or score
     column."""
     from hiersql import Evaluator, Taxonomy
-    from hiersql.metrics import Options
+    from hiersql.measures import Options
     from tests._engine_cases import all_metrics, reference
 
     folder = canonical(data_dir)

@@ -1,4 +1,4 @@
-"""Adapters (hiersql/adapters.py): HiClass padded path arrays and UNK-padded paths to label sets; by hand,
+"""Adapters (hiersql/inputs/adapters.py): HiClass padded path arrays and UNK-padded paths to label sets; by hand,
 and hiersql's measures on the adapted sets against HiClass's own metrics (hiclass.metrics) on the same arrays."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from hiclass import metrics as hiclass_metrics
 
 import hiersql
-from hiersql.adapters import labels_from_paths, labels_from_unk_paths, taxonomy_from_paths
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.adapters import labels_from_paths, labels_from_unk_paths, taxonomy_from_paths
+from hiersql.inputs.taxonomy import Taxonomy
 
 
 def test_two_dimensional_paths_by_hand():

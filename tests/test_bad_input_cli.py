@@ -307,7 +307,7 @@ def test_bad_input_is_one_line_exit_2(case: Case, tmp_path: Path, capsys: pytest
 
 
 def test_suite_walks_every_command() -> None:
-    from hiersql.commands import COMMANDS
+    from hiersql.cli import COMMANDS
 
     walked = {c.argv[0] for c in CASES if c.argv}
     assert {name.replace("_", "-") for name in COMMANDS} <= walked

@@ -53,7 +53,7 @@ def test_byte_order_mark_is_not_part_of_the_first_node(tmp_path, suffix, text):
 
 
 def test_byte_order_mark_in_hemkit_files(tmp_path):
-    from hiersql.hemkit import hemkit, hemkit_taxonomy
+    from hiersql.api.hemkit import hemkit, hemkit_taxonomy
 
     hierarchy = write(tmp_path, "h.txt", BOM + "a b\na c\nb d\n")
     assert "a" in hemkit_taxonomy(hierarchy) and BOM + "a" not in hemkit_taxonomy(hierarchy)
@@ -288,7 +288,7 @@ def test_line_longer_than_duckdbs_default_maximum_is_read(tmp_path, capsys):
 
 
 def test_line_beyond_the_readers_maximum_is_reported_as_such(tmp_path):
-    from hiersql.sources import read_error
+    from hiersql.inputs.sources import read_error
 
     path = write(tmp_path, "p.tsv", "1\t" + "b" * 300_000 + "\n")
     with pytest.raises(duckdb.Error) as caught:

@@ -1,4 +1,4 @@
-"""Breakdowns (sql/breakdowns.sql): per level, per depth of the true label, per class (the classification
+"""Breakdowns (breakdowns.sql): per level, per depth of the true label, per class (the classification
 report), flat per level; by hand, against scikit-learn's classification_report, and on GermEval 2019 subtask B
 against an independent pandas/networkx computation."""
 
@@ -16,10 +16,10 @@ from sklearn.metrics import classification_report as sk_report
 from sklearn.preprocessing import MultiLabelBinarizer
 
 import hiersql
-from hiersql import breakdowns
-from hiersql.metrics import Options
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.analyses import breakdowns
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import Options
 
 from .conftest import ROOT
 
@@ -234,7 +234,7 @@ def test_germeval_report_matches_sklearn(germeval):
 
 
 def _micro_hp(store: Store, system: str) -> float:
-    from hiersql.metrics import set_based
+    from hiersql.measures import set_based
 
     rows = set_based.evaluate(store, ["hierarchical_precision"], Options(average=("micro",)))
     return next(r.value for r in rows if r.system == system)

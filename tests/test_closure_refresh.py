@@ -10,8 +10,8 @@ import duckdb
 import pytest
 
 from hiersql.cli import main
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
 from tests._engine_cases import HAND_EDGES
 
 

@@ -1,4 +1,4 @@
-"""hiersql.compare and ``hiersql compare``: values as ``evaluate`` gives them, intervals and tests against
+"""hiersql.analyses.compare and ``hiersql compare``: values as ``evaluate`` gives them, intervals and tests against
 SciPy on the per-instance values, the grouping rule by hand, the output formats and bad input."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from scipy import stats as sp
 
 from hiersql import Evaluator, Taxonomy
+from hiersql.analyses.compare import InstanceStatistic, compare, depth_breakdown, instance_statistic
+from hiersql.api.evaluator import make_options
 from hiersql.cli import main
-from hiersql.compare import InstanceStatistic, compare, depth_breakdown, instance_statistic
 from hiersql.errors import DataWarning
-from hiersql.evaluator import make_options
 
 DEMO_SYSTEMS = ("cautious", "flat_errors", "shallow")
 
@@ -95,7 +95,7 @@ def test_interval_matches_scipy_bootstrap_of_per_instance_values(demo):
 def test_hcm_micro_interval_is_the_bootstrap_of_the_summed_counts(demo):
     """hcm_f1 micro = 2ΣTP / (2ΣTP + ΣFP + ΣFN): its interval is the paired bootstrap of that ratio over the
     instances, from the per-instance counts of ``per_instance("hcm_f1")``."""
-    from hiersql import stats
+    from hiersql.analyses import stats
 
     comparison = demo.compare(["hcm_f1"], n_resamples=300, seed=3, average="micro")
     counts = demo.per_instance("hcm_f1").sort_values(["system", "instance_id"])
@@ -188,7 +188,7 @@ def test_label_macro_with_fixed_universe_uses_the_macro_sign_test(demo):
     assert set(merged["items"]) == {"labels"}
     np.testing.assert_allclose(merged["value"], merged["value_eval"], rtol=1e-12)
     comparison = demo.compare(["label_f1"], n_resamples=50, average="macro", labels=tuple(labels))
-    from hiersql.metrics import flat
+    from hiersql.measures import flat
 
     per_label = flat.per_label(demo.store, make_options(labels=tuple(labels))).pivot(
         index="label", columns="system", values="label_f1")

@@ -8,7 +8,7 @@ import io
 import pytest
 from matplotlib.image import imread
 
-from hiersql import report
+from hiersql.analyses import report
 from hiersql.cli import main
 
 LABELS = ["l1", "l2", "l3", "l4"]

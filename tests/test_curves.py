@@ -1,4 +1,4 @@
-"""Hierarchical precision-recall curves and calibration (sql/curves.sql, sql/calibration.sql) against
+"""Hierarchical precision-recall curves and calibration (curves.sql, calibration.sql) against
 scikit-learn on the same flattened scores: hand examples and the transposon data of Riehl et al."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import auc, average_precision_score, brier_score_loss, log_loss, precision_recall_curve
 
-from hiersql import calibration, curves
-from hiersql.decoding import TRANSPOSON_COLUMNS, read_scores, transposon_taxonomy
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.analyses import calibration, curves
+from hiersql.inputs.decoding import TRANSPOSON_COLUMNS, read_scores, transposon_taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
 
 # r > {a, b}; a > {a1, a2}; b > {b1}
 EDGES = [("r", "a"), ("r", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")]
@@ -229,7 +229,7 @@ def test_threshold_sweep_matches_one_store_per_threshold(data_dir):
                         names=["instance_id", "label"])
     truth = truth[truth["instance_id"].astype(int) <= 300]
     sweep = curves.threshold_sweep(scores, TRANSPOSON_COLUMNS, tax, truth, [0.3, 0.9])
-    from hiersql.decoding import top_down_threshold
+    from hiersql.inputs.decoding import top_down_threshold
 
     sets = truth.groupby("instance_id")["label"].apply(list)
     y_true = [sets[str(i)] for i in range(1, 301)]

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hiersql.decoding import (
+from hiersql.errors import DataWarning, InputError
+from hiersql.inputs.decoding import (
     TRANSPOSON_COLUMNS,
     decode,
     read_scores,
@@ -19,8 +20,7 @@ from hiersql.decoding import (
     top_down_threshold,
     transposon_taxonomy,
 )
-from hiersql.errors import DataWarning, InputError
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.taxonomy import Taxonomy
 
 # r > x, y; x > x1, x2; y > y1
 TAX = Taxonomy.from_edges([("r", "x"), ("r", "y"), ("x", "x1"), ("x", "x2"), ("y", "y1")])

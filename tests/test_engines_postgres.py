@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from hiersql.engines import PostgresEngine
-from hiersql.metrics import Options, compute
+from hiersql.measures import Options, compute
 from tests._engine_cases import (
     ALL_FAMILIES,
     GERMEVAL_CASES,

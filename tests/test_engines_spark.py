@@ -18,9 +18,9 @@ import sqlglot
 
 from hiersql.engines import PARTITION_AT, STAGE_DIR, STORE_TABLES, SparkEngine
 from hiersql.errors import InputError
-from hiersql.metrics import Options, compute
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import Options, compute
 from tests._engine_cases import (
     ALL_FAMILIES,
     OPTION_CASES,

@@ -1,4 +1,4 @@
-"""Error profile (sql/error_profile.sql): categories, distances, LCA depths, path consistency; by hand on a
+"""Error profile (error_profile.sql): categories, distances, LCA depths, path consistency; by hand on a
 tree and a DAG, and on GermEval 2019 subtask B against an independent computation (root paths in Python)."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from collections import Counter, defaultdict
 import pandas as pd
 import pytest
 
-from hiersql import error_profile, sqlfiles
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql import sqlfiles
+from hiersql.analyses import error_profile
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
 
 
 def _store(edges, y_true, y_pred) -> Store:
@@ -180,9 +181,9 @@ def test_germeval_profile_against_an_independent_computation(germeval):
 # ------------------------------------------------------------------------------------------------ PostgreSQL
 @pytest.mark.postgres
 def test_the_new_sql_files_run_on_postgres(pg_dsn):
-    """The queries of sql/error_profile.sql, breakdowns.sql, curves.sql and calibration.sql, transpiled and run
+    """The queries of error_profile.sql, breakdowns.sql, curves.sql and calibration.sql, transpiled and run
     by a real PostgreSQL server on a DAG example with scores, give DuckDB's rows."""
-    from hiersql import breakdowns
+    from hiersql.analyses import breakdowns
     from hiersql.engines import PostgresEngine
 
     store = _store(DAG, [["z"], ["w"], ["w", "z"], ["m"], []], [["m"], ["m", "x"], ["z"], ["x"], ["w"]])

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from hiersql import Evaluator
+from hiersql.api.evaluator import compute, make_options
 from hiersql.cli import main
 from hiersql.errors import InputError
-from hiersql.evaluator import compute, make_options
-from hiersql.metrics import REGISTRY, check_averages, resolve
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import REGISTRY, check_averages, resolve
 from hiersql.options import OptionError
-from hiersql.taxonomy import Taxonomy
 from tests.test_scoring import FIG1
 
 

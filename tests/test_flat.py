@@ -1,4 +1,4 @@
-"""Flat multi-label measures (sql/flat.sql, hiersql/metrics/flat.py; SPEC §7, Krstinić §2)."""
+"""Flat multi-label measures (flat.sql, hiersql/measures/flat/__init__.py; SPEC §7, Krstinić §2)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from hiersql import sqlfiles
-from hiersql.metrics import Options, compute, flat
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import Options, compute, flat
 
 
 def _sets(vectors: str) -> list[set[str]]:

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hiersql.metrics import Options, resolve
-from hiersql.metrics.confusion import (
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import Options, resolve
+from hiersql.measures.confusion import (
     METRICS,
     evaluate,
     greedy_matching,
@@ -20,8 +22,6 @@ from hiersql.metrics.confusion import (
     hierarchical_confusion_matrix,
     per_instance,
 )
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
 
 # root > a, b;  a > a1, a2, a3;  a1 > a11, a12;  b > b1
 TREE = [("root", "a"), ("root", "b"), ("a", "a1"), ("a", "a2"), ("a", "a3"), ("a1", "a11"), ("a1", "a12"),

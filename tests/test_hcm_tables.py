@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from hiersql.decoding import read_transposon, transposon_taxonomy
 from hiersql.errors import DataWarning
-from hiersql.metrics.confusion import hierarchical_confusion_matrix
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.decoding import read_transposon, transposon_taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures.confusion import hierarchical_confusion_matrix
 
 COLUMNS = ("tp", "tn", "fp", "fn", "accuracy", "precision", "recall", "f1", "mcc")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from hiersql.api.hemkit import hemkit, hemkit_taxonomy, line_mean
 from hiersql.cli import main
 from hiersql.errors import InputError
-from hiersql.hemkit import hemkit, hemkit_taxonomy, line_mean
 
 # cat_hier.txt: 10>20, 20>{1,2}, 10>30, 30>{5,4,3}, 90>30, 70>3, 10>70 (the line "10 20" twice, no newline at
 # the end); parentless 10 and 90 get the dummy root R. Ancestors (edges up): 1, 2: 20 (1), 10 (2), R (3);
@@ -226,9 +226,9 @@ def test_mesh_extended_lca_graphs_against_networkx(data_dir, tmp_path):
     independent networkx computation of SPEC §4 on the hierarchy with its dummy root."""
     from functools import cache
 
-    from hiersql.evaluator import make_options
-    from hiersql.hemkit import hemkit_store
-    from hiersql.metrics import lca
+    from hiersql.api.evaluator import make_options
+    from hiersql.api.hemkit import hemkit_store
+    from hiersql.measures import lca
 
     mesh = data_dir / "mesh" / "mesh_hierarchy_int.txt"
     reverse = nx.DiGraph()

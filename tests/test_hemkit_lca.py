@@ -1,4 +1,4 @@
-"""HEMKit's LCA graphs (``lca_graph="hemkit"``, :mod:`hiersql.lca_hemkit`): HEMKit's own printed numbers.
+"""HEMKit's LCA graphs (``lca_graph="hemkit"``, :mod:`hiersql.measures.lca.hemkit`): HEMKit's own printed numbers.
 
 Every expected value below is what HEMKit printed (``BioASQ/Evaluation-Measures``, ``hierarchical/software``,
 built with ``g++ -O2`` from a copy whose only change is ``std::setprecision(17)`` on its output stream), on the
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
+from hiersql.api.hemkit import hemkit, line_mean
 from hiersql.cli import main
-from hiersql.hemkit import hemkit, line_mean
-from hiersql.lca_hemkit import HemkitLCA, hemkit_parents
-from hiersql.lca_hemkit_kernel import cxx_sort_order
-from hiersql.metrics.lca import lca_f1
+from hiersql.measures.lca import lca_f1
+from hiersql.measures.lca.hemkit import HemkitLCA, hemkit_parents
+from hiersql.measures.lca.hemkit_kernel import cxx_sort_order
 
 from ._hemkit_cases import (
     DISTANCES,
@@ -472,7 +472,7 @@ def test_evaluate_lca_graph_hemkit(data_dir, capsys):
 @pytest.mark.parametrize("seed", sorted(RANDOM))
 def test_random_dags(seed):
     """HEMKit's LCA-P/R/F means on random_dag(seed) (6-30 nodes, multiple parents, 3 instances of up to 6
-    labels a side) at four distances: the pure selection of :mod:`hiersql.lca_hemkit`, means as HEMKit adds."""
+    labels a side) at four distances: the pure selection of :mod:`hiersql.measures.lca.hemkit`, means as HEMKit adds."""
     edges, instances = random_dag(seed)
     for max_distance, expected in zip(RANDOM_DISTANCES, RANDOM[seed], strict=True):
         lca = HemkitLCA(hemkit_parents(edges), max_distance, max_distance + 1)
@@ -528,9 +528,9 @@ def test_graphs_on_names(fixtures_dir):
     """``lca.graphs`` with ``lca_graph="hemkit"``: the node names of the graphs derived by hand above for
     s4_stop_early (6 gets no path) and s2_meeting_beyond_d at d = 1 (HEMKit's marker -1 under the name of the
     virtual ancestor beyond the distance)."""
-    from hiersql.evaluator import make_options
-    from hiersql.hemkit import hemkit_store
-    from hiersql.metrics import lca
+    from hiersql.api.evaluator import make_options
+    from hiersql.api.hemkit import hemkit_store
+    from hiersql.measures import lca
 
     for case, max_distance, expected in (
         ("s4_stop_early", 100000, {"t": {"3", "4", "6", "1", "2"}, "p": {"2", "1"}}),
@@ -551,8 +551,8 @@ def test_hemkit_command_runs_its_own_plan(data_dir):
     """The HEMKit command runs ``lca.HEMKIT_PLAN`` (HEMKit's graphs, then ``lca_instance``) and none of the SQL
     stages the other LCA selections need: after it, the store holds those two tables and no ``lca_labels``,
     ``lca_pair_meetings`` or ``lca_open_*``; the numbers are HEMKit's (EXAMPLE, d = 4)."""
-    from hiersql.hemkit import hemkit_scores, hemkit_store
-    from hiersql.metrics import lca
+    from hiersql.api.hemkit import hemkit_scores, hemkit_store
+    from hiersql.measures import lca
 
     assert [getattr(step, "name", getattr(step, "query", None)) for step in lca.HEMKIT_PLAN.steps] == \
         ["hemkit_graphs", "lca_instance"]

@@ -2,13 +2,13 @@
 
 The graph is read from the source (``ast``), not from ``sys.modules``: every ``import`` and ``from ... import``
 of a module counts wherever it stands (module level, inside a function — the lazy imports —, under
-``TYPE_CHECKING``), resolved to the most specific module it names (``from .metrics import set_based`` is
-``hiersql.metrics.set_based``, ``from .metrics import Options`` is ``hiersql.metrics``). A call of
+``TYPE_CHECKING``), resolved to the most specific module it names (``from .measures import set_based`` is
+``hiersql.measures.set_based``, ``from .measures import Options`` is ``hiersql.measures``). A call of
 ``importlib.import_module`` counts too: a literal name is that module, an f-string every module its literal
-prefix starts (``f"hiersql.metrics.{name}"``: every family), any other argument every hiersql module named by a
+prefix starts (``f"hiersql.measures.{name}"``: every family), any other argument every hiersql module named by a
 string in that file (the lazy exports of ``hiersql/__init__.py``). An import of a package that contains the
 importing module is left out: Python initialises a package before any of its modules, so that import never
-loads anything (the family modules read the registry of ``hiersql.metrics`` this way).
+loads anything (the family modules read the registry of ``hiersql.measures`` this way).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hiersql"
-CLI = ("hiersql.cli", "hiersql.commands", "hiersql.__main__")
+CLI = ("hiersql.cli", "hiersql.__main__")
 
 
 def module_files() -> dict[str, Path]:
@@ -117,11 +117,11 @@ def test_the_walk_sees_lazy_and_dynamic_imports():
     """The graph holds edges of each kind it claims to read, so that an empty cycle list means something."""
     graph = import_graph()
     assert "hiersql.plan" in graph["hiersql.engines.base"]  # module level
-    assert "hiersql.concurrency" in graph["hiersql.compare"]  # inside a function
-    assert "hiersql.store" in graph["hiersql.engines.base"]  # under TYPE_CHECKING
-    assert "hiersql.metrics.lca" in graph["hiersql.metrics"]  # importlib.import_module(f"hiersql.metrics.{name}")
-    assert "hiersql.evaluator" in graph["hiersql"]  # the lazy exports of hiersql/__init__.py
-    assert "hiersql.metrics" not in graph["hiersql.metrics.lca"]  # its own package: initialised first
+    assert "hiersql.engines.concurrency" in graph["hiersql.analyses.compare"]  # inside a function
+    assert "hiersql.inputs.store" in graph["hiersql.engines.base"]  # under TYPE_CHECKING
+    assert "hiersql.measures.lca" in graph["hiersql.measures"]  # importlib.import_module(f"hiersql.measures.{name}")
+    assert "hiersql.api.evaluator" in graph["hiersql"]  # the lazy exports of hiersql/__init__.py
+    assert "hiersql.measures" not in graph["hiersql.measures.lca"]  # its own package: initialised first
 
 
 @pytest.mark.parametrize(("graph", "expected"), [
@@ -144,3 +144,19 @@ def test_the_library_never_imports_the_command_line():
     library = {m for m in graph if not any(m == c or m.startswith(c + ".") for c in CLI)}
     wrong = sorted((m, t) for m in library for t in graph[m] if any(t == c or t.startswith(c + ".") for c in CLI))
     assert not wrong
+
+
+# the packages from the bottom up; a module of one imports only from its own package, those below it and the
+# base modules at the top of hiersql (errors, options, averages, plan, sqlfiles, files)
+LAYERS = ("inputs", "engines", "measures", "analyses", "api", "jobs", "cli")
+
+
+def test_a_package_imports_only_the_packages_below_it():
+    def layer(module: str) -> int | None:
+        parts = module.split(".")
+        return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+    graph = import_graph()
+    upward = sorted((m, t) for m in graph for t in graph[m]
+                    if layer(m) is not None and layer(t) is not None and layer(t) > layer(m))
+    assert not upward

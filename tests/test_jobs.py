@@ -125,9 +125,9 @@ predictions = "{canonical / 'pred_b' / '[A-C]*.tsv'}"
         assert values(a.results()) == pytest.approx(values(b.results()), rel=1e-12, abs=1e-15)
     together.close()
     alone.close()
-    from hiersql.evaluator import compute, make_options
-    from hiersql.inputs import parse_preds
-    from hiersql.store import Store
+    from hiersql.api.evaluator import compute, make_options
+    from hiersql.inputs.arguments import parse_preds
+    from hiersql.inputs.store import Store
 
     store = Store()
     store.load(canonical / "taxonomy.tsv", canonical / "truth_b.tsv",

@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 from hiersql import Evaluator
+from hiersql.analyses.compare import TESTS, compare, measure_name
 from hiersql.cli import main
-from hiersql.compare import TESTS, compare, measure_name
 from hiersql.jobs.diff import NO_TEST
 from tests.test_jobs import make_job
 from tests.test_jobs_postgres import queue_url  # noqa: F401 (a fixture: a new database on the server)
@@ -328,7 +328,7 @@ def test_per_instance_tables_of_the_evaluations_stages_are_those_computed_afresh
     same rows."""
     from hiersql.engines import DuckDBEngine
     from hiersql.errors import InputError
-    from hiersql.metrics import REGISTRY, compute, plan_of
+    from hiersql.measures import REGISTRY, compute, plan_of
     from hiersql.options import make_options
 
     demo = fixtures_dir / "demo"

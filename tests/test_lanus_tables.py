@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hiersql.metrics.scoring import score_confusions
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures.scoring import score_confusions
 
 MODELS = {
     "1": "model1.tsv",  # 100 on the diagonal (the paper does not print it)
@@ -81,7 +81,7 @@ def test_near_boundary_cells_are_the_only_exceptions(table) -> None:
 
 
 def test_model_4b_is_model_4_plus_10_missed(fixtures_dir: Path) -> None:
-    from hiersql.metrics.scoring import read_confusion
+    from hiersql.measures.scoring import read_confusion
 
     lanus = fixtures_dir / "lanus"
     tree = Taxonomy.from_file(lanus / "tree.tsv")

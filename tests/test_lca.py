@@ -11,12 +11,12 @@ import pytest
 import sqlglot
 
 from hiersql import sqlfiles
+from hiersql.api.evaluator import make_options
 from hiersql.cli import main
 from hiersql.errors import DataWarning
-from hiersql.evaluator import make_options
-from hiersql.metrics import compute, lca, store_from_sets
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import compute, lca, store_from_sets
 
 # Fig. 8(b): the tree of Fig. 8(a) plus the DAG edges 3 -> 2.1 and 3 -> 3.2.2.
 FIG8B = [("0", "1"), ("0", "2"), ("0", "3"), ("1", "1.1"), ("1", "1.2"), ("2", "2.1"), ("3", "3.1"),

@@ -9,9 +9,9 @@ import duckdb
 import pytest
 
 from hiersql.cli import main
-from hiersql.metrics import REGISTRY, Options, Row, compute
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import REGISTRY, Options, Row, compute
 from tests._engine_cases import (
     HAND_EDGES,
     HAND_PRED,

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from hiersql import Evaluator, Taxonomy
-from hiersql.compare import oriented
-from hiersql.metrics import REGISTRY, declared, higher_is_better, plan_of
+from hiersql.analyses.compare import oriented
+from hiersql.measures import REGISTRY, declared, higher_is_better, plan_of
 from hiersql.plan import AVERAGES
 
 SEEDS = (3, 11, 29)
@@ -149,22 +149,21 @@ def test_values_do_not_depend_on_the_names_of_the_labels(case):
 def test_the_measures_page_is_the_declarations():
     from pathlib import Path
 
-    from hiersql.metrics import reference
+    from hiersql.measures import reference
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "measures.md").read_text(encoding="utf-8")
     assert page.endswith("\n\n" + reference()), "docs/measures.md: regenerate its table (see the page's header)"
 
 
 def test_the_summed_forms_file_is_sqlglots_rewrite_of_every_declared_expression():
-    """``sql/summed.json`` (the micro sums of the declared expressions, read instead of running sqlglot) is
-    exactly what sqlglot's rewrite gives for every measure; after a change: ``hiersql.metrics.write_summed_file()``."""
+    """``hiersql/summed.json`` (the micro sums of the declared expressions, read instead of running sqlglot) is
+    exactly what sqlglot's rewrite gives for every measure; after a change: ``hiersql.measures.write_summed_file()``."""
     import json
 
     from hiersql.plan import SUMMED_FILE, summed_forms
-    from hiersql.sqlfiles import sql_dir
 
     forms = summed_forms(m for family in REGISTRY for m in plan_of(family).measures)
-    assert json.loads((sql_dir() / SUMMED_FILE).read_text()) == forms
+    assert json.loads(SUMMED_FILE.read_text()) == forms
     assert forms["\tn_both"] == "COALESCE(CAST(SUM(n_both) AS DOUBLE), 0)"
     assert forms["_w.weight\tn_pred"] == "COALESCE(CAST(SUM(_w.weight * n_pred) AS DOUBLE), 0)"
 

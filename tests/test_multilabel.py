@@ -1,4 +1,4 @@
-"""Multi-label confusion matrix of Krstinić et al. (sql/multilabel.sql, metrics/multilabel.py; SPEC §7)."""
+"""Multi-label confusion matrix of Krstinić et al. (multilabel.sql, metrics/multilabel.py; SPEC §7)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from hiersql import sqlfiles
-from hiersql.metrics import multilabel as ml
-from hiersql.metrics.multilabel import EMPTY, multilabel_confusion_matrix
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import multilabel as ml
+from hiersql.measures.multilabel import EMPTY, multilabel_confusion_matrix
 
 LABELS = ["l1", "l2", "l3", "l4"]
 

@@ -1,14 +1,14 @@
 """GIE of the problems with at most one predicted class is computed in closed form
 (``pair_based._single_prediction_gie``), the other problems by the flow: the values equal those of the flow
-on all problems (``hiersql.pairing.solve``), exactly, and a hand-computed case."""
+on all problems (``hiersql.measures.pair_based.pairing.solve``), exactly, and a hand-computed case."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from hiersql.metrics import Options, pair_based
-from hiersql.pairing import Problems, solve
+from hiersql.measures import Options, pair_based
+from hiersql.measures.pair_based.pairing import Problems, solve
 
 
 def data_of(problems: Problems) -> pair_based._Data:

@@ -1,7 +1,7 @@
 """The one-shot functions of the families with Python steps (LCA graphs, pairings) give exactly the values of
 :class:`hiersql.Evaluator` on the same sets: the one-shot engine composes the stages no Python step reads into
 the stages that read them, folds the options into the SQL and runs small calls on one DuckDB thread without
-join reordering (``hiersql/oneshot.py``); the Evaluator runs every stage as a table of the store. Equality is
+join reordering (``hiersql/engines/oneshot.py``); the Evaluator runs every stage as a table of the store. Equality is
 exact (``==``): the means add in instance order on both paths.
 """
 
@@ -12,9 +12,9 @@ from collections import defaultdict
 import pytest
 
 import hiersql
-from hiersql import oneshot
+from hiersql.engines import oneshot
 from hiersql.errors import DataWarning, InputError
-from hiersql.metrics import lca, pair_based
+from hiersql.measures import lca, pair_based
 from hiersql.plan import Python
 from tests._engine_cases import DAG_EDGES, DAG_PRED, DAG_TRUTH
 

@@ -15,10 +15,10 @@ import pytest
 
 import hiersql
 from hiersql import sqlfiles
+from hiersql.api.evaluator import make_options
 from hiersql.cli import build_parser, main
 from hiersql.errors import InputError
-from hiersql.evaluator import make_options
-from hiersql.metrics import FAMILIES, REGISTRY, Options, plan_of
+from hiersql.measures import FAMILIES, REGISTRY, Options, plan_of
 from hiersql.options import (
     MEASURE_OPTIONS,
     RUN_OPTIONS,
@@ -105,8 +105,8 @@ def test_unknown_keywords_are_type_errors():
 
 def test_the_evaluator_and_the_one_shot_functions_check_through_options():
     from hiersql import Evaluator, Taxonomy
-    from hiersql.metrics.pair_based import mgia
-    from hiersql.metrics.set_based import hierarchical_precision
+    from hiersql.measures.pair_based import mgia
+    from hiersql.measures.set_based import hierarchical_precision
 
     tax = [("r", "a"), ("r", "b")]
     ev = Evaluator(Taxonomy.from_edges(tax)).add_truth([["a"]]).add_predictions("s", [["b"]])
@@ -234,7 +234,7 @@ def test_declared_families_are_the_modules_that_read_the_option():
             assert option.families == FAMILIES
             continue
         if option.name == "zero_division":  # read by the runner: the families whose ratios fall back on it
-            from hiersql.metrics import plan_of
+            from hiersql.measures import plan_of
 
             uses = {fam for fam in FAMILIES
                     if any(m.denominator and m.zero == "$zero_division" for m in plan_of(fam).measures)}
@@ -358,7 +358,7 @@ def test_sql_rejects_parameters_the_query_does_not_take(capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and err.startswith("hiersql: error: --param: unknown parameter")
     assert "'unknown'" in err
-    assert "takes augment, beta, include_root, max_distance, zero_division" in err  # sql/set_based.sql
+    assert "takes augment, beta, include_root, max_distance, zero_division" in err  # set_based.sql
     assert main(["sql", "hp", "--dmax", "3"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("hiersql: error: --dmax: sets no parameter of the query") and "'3'" in err

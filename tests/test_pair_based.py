@@ -1,4 +1,4 @@
-"""Pair distances in SQL (sql/distances.sql) and the pair-based measures (hiersql.metrics.pair_based):
+"""Pair distances in SQL (pair_based.sql) and the pair-based measures (hiersql.measures.pair_based):
 hand-computed trees and DAGs, and the MeSH DAG of the real data against networkx."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from hiersql import sqlfiles
+from hiersql.api.evaluator import Evaluator
 from hiersql.engines import DuckDBEngine
 from hiersql.errors import InputError
-from hiersql.evaluator import Evaluator
-from hiersql.metrics import Options
-from hiersql.metrics import pair_based as pb
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import Options
+from hiersql.measures import pair_based as pb
 
 # Kosmopoulos Fig. 11: T1, P1, P2 are children of B (their lowest common ancestor), B and C of A.
 FIG11 = [("A", "B"), ("A", "C"), ("B", "T1"), ("B", "P1"), ("B", "P2")]
@@ -34,7 +34,7 @@ def distances(edges, truth, pred, max_distance=None, max_climb=None) -> dict[tup
     store.add_truth([truth])
     store.add_predictions("s", [pred])
     params = {"max_distance": max_distance, "max_climb": max_climb}
-    rows = store.run("distances", "pair_distances", params).fetchall()
+    rows = store.run("pair_based", "pair_distances", params).fetchall()
     assert {(r[0], r[1]) for r in rows} <= {("s", "0")}
     return {(r[2], r[3]): r[4] for r in rows}
 
@@ -90,7 +90,7 @@ def test_generic_query_measures_a_callers_pairs():
     store.load_taxonomy(Taxonomy.from_edges(BELOW))
     store.con.execute("CREATE TEMP TABLE label_pairs AS SELECT * FROM (VALUES ('x', '1', 'u', 'v'),"
                       " ('x', '2', 'c', 'p1'), ('x', '2', 'c', 'c')) AS t(system, instance_id, u, v)")
-    sql = sqlfiles.queries("distances")["pair_distances_of"]
+    sql = sqlfiles.queries("pair_based")["pair_distances_of"]
     rows = store.con.execute(sql, {"max_distance": None, "max_climb": None}).fetchall()
     assert sorted(rows) == [("x", "1", "u", "v", 6), ("x", "2", "c", "c", 0), ("x", "2", "c", "p1", 3)]
 
@@ -107,7 +107,7 @@ def test_mesh_distances_match_networkx(data_dir):
     store.add_truth([[u] for u, _ in pairs])
     store.add_predictions("s", [[v] for _, v in pairs])
     params = {"max_distance": None, "max_climb": None}
-    got = {int(r[1]): r[4] for r in store.run("distances", "pair_distances", params).fetchall()}
+    got = {int(r[1]): r[4] for r in store.run("pair_based", "pair_distances", params).fetchall()}
     up = tax.graph.reverse(copy=False)
 
     def expected(u: str, v: str) -> int:

@@ -18,10 +18,10 @@ import hiersql
 from hiersql.cli import main
 from hiersql.engines import DuckDBEngine
 from hiersql.errors import InputError
-from hiersql.metrics import Options, compute
-from hiersql.metrics import pair_based as pb
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import Options, compute
+from hiersql.measures import pair_based as pb
 from tests._engine_cases import assert_rows_match, germeval_store
 
 # r > {a, b}; a > {a1, a2}; a1 > {a11}; b > {b1}. Depths: a, b 1; a1, a2, b1 2; a11 3.
@@ -240,8 +240,8 @@ def test_spark_equals_duckdb(spark):
 
 
 def test_compare_tests_the_tree_induced_error_with_the_option():
-    from hiersql.compare import compare
-    from hiersql.evaluator import Evaluator
+    from hiersql.analyses.compare import compare
+    from hiersql.api.evaluator import Evaluator
 
     ev = Evaluator(Taxonomy.from_edges(TREE)).add_truth([["a1"], ["b1"], ["a2"], ["a"]])
     ev.add_predictions("s1", [["a1"], ["a2"], [], []])

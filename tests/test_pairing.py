@@ -1,4 +1,5 @@
-"""The min-cost flow pairing framework (Kosmopoulos et al. 2015 §2.3.1, Fig. 3) of hiersql.pairing."""
+"""The min-cost flow pairing framework (Kosmopoulos et al. 2015 §2.3.1, Fig. 3) of
+hiersql.measures.pair_based.pairing."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from hiersql.pairing import SETTINGS, Bounds, Problems, solve
+from hiersql.measures.pair_based.pairing import SETTINGS, Bounds, Problems, solve
 
 NO = np.nan  # no candidate pair
 

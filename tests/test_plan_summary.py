@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from hiersql.engines import DuckDBEngine, Engine, PostgresEngine, SparkEngine, render
-from hiersql.metrics import Options, plan_of
+from hiersql.measures import Options, plan_of
 from hiersql.plan import AVERAGES, CLASSES, FamilyPlan, Measure, summary_sql
 from tests._engine_cases import germeval_store
 

@@ -17,7 +17,7 @@ import pytest
 from hiersql import sqlfiles
 from hiersql.engines import PLANS_AT_ONCE, SparkEngine
 from hiersql.errors import InputError
-from hiersql.metrics import FAMILIES, Options, compute, plan_of
+from hiersql.measures import FAMILIES, Options, compute, plan_of
 from hiersql.plan import Python
 from tests._engine_cases import all_metrics, assert_rows_match, families_of, hand_store, reference
 

@@ -58,7 +58,7 @@ def by_files(data_dir):
     folder = data_dir / "canonical"
     store = Store()
     store.load(folder / "taxonomy.tsv", folder / "truth_b.tsv", {s: folder / "pred_b" / f"{s}.tsv" for s in SYSTEMS})
-    from hiersql.metrics import compute
+    from hiersql.measures import compute
 
     values = {(r.system, r.metric, r.average): r.value for r in compute(store, METRICS.split(","))}
     return store, values
@@ -209,7 +209,7 @@ def test_a_job_ranks_by_the_column_and_sees_a_reordered_instance_as_changed(tabl
 @pytest.mark.spark
 @pytest.mark.slow
 def test_spark_reads_the_ranks_of_the_column(spark, tables, by_files, data_dir, tmp_path):
-    from hiersql.spark_sources import load
+    from hiersql.engines.spark.sources import load
 
     gold, runs = tables
     for name, data in (("gold", gold), ("runs", runs)):  # the runs as two part files, rows of a system in both

@@ -1,6 +1,6 @@
 """Ranks are defined or asked for (issue 42, item 1), systems are never merged silently (item 2).
 
-A label's rank within its instance follows one rule for every source (``hiersql.sources.RANK_ORDER``): the rank
+A label's rank within its instance follows one rule for every source (``hiersql.inputs.sources.RANK_ORDER``): the rank
 column, else the score descending (ties by label), else a file's order, else the label. GermEval 2019 subtask B
 as one table in several physical orders (a DuckDB table, a shuffled Parquet file, DuckDB queries, a PostgreSQL
 table after updates that move its rows, Spark's read of the Parquet) gives byte-identical output, equal to the
@@ -21,7 +21,7 @@ import pytest
 from hiersql import Evaluator, Store, Taxonomy
 from hiersql.cli import main
 from hiersql.errors import DataWarning
-from hiersql.metrics import compute
+from hiersql.measures import compute
 from tests._sources_cases import GOLD, RUNS, TABLE_COLUMNS, germeval_rows, rank_by_name
 
 SYSTEMS = ("Averbis__BOHB_CNN", "EricssonResearch__fconv_A6C1Y", "twistbytes__sklearn_hier_threshold")
@@ -253,7 +253,7 @@ def test_a_forgotten_system_column_is_a_warning_naming_it(tmp_path, capsys):
 def test_spark_ranks_the_shuffled_parquet_as_duckdb_does(spark, tables, data_dir, tmp_path):
     from hiersql import InputError
     from hiersql.engines import SparkEngine
-    from hiersql.spark_sources import load
+    from hiersql.engines.spark.sources import load
 
     for name, seed in ((GOLD, 5), (RUNS, 6)):  # two part files each, rows shuffled
         (tmp_path / f"{name}.parquet").mkdir()

@@ -77,7 +77,7 @@ def test_out_that_cannot_be_the_page(fixtures_dir, tmp_path, monkeypatch, capsys
 
 
 def test_a_failed_write_keeps_the_page_that_was_there(tmp_path):
-    from hiersql.report import write_report
+    from hiersql.analyses.report import write_report
 
     page = tmp_path / "page.html"
     assert write_report("<p>first</p>", page) == page
@@ -94,7 +94,7 @@ def test_table_sources_are_reported_with_the_sha_256_of_their_rows(fixtures_dir,
     import duckdb
     import pandas as pd
 
-    from hiersql.commands.report import source_digest
+    from hiersql.cli.report import source_digest
     from hiersql.jobs.spec import content_hash
 
     demo = fixtures_dir / "demo"

@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from hiersql.analyses.compare import measure_name
 from hiersql.cli import main
-from hiersql.compare import measure_name
 from tests.test_jobs import make_job
 
 

@@ -15,11 +15,11 @@ import pytest
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
 
-from hiersql import curves
+from hiersql.analyses import curves
+from hiersql.analyses.report import calibration_section, reliability_diagram
 from hiersql.cli import main
-from hiersql.report import calibration_section, reliability_diagram
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
 from tests.test_report_browser import (  # noqa: F401 (chromium: a fixture)
     WIDTH,
     _scroll_width,

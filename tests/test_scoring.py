@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from hiersql import scoring_trees as st
 from hiersql.cli import main
 from hiersql.errors import InputError
-from hiersql.metrics import Options, scoring
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import Options, scoring
+from hiersql.measures.scoring import trees as st
 
 FIG1 = [("A", "B"), ("A", "C"), ("B", "D"), ("B", "E"), ("C", "F"), ("C", "G"), ("F", "H"), ("F", "I"),
         ("G", "J"), ("G", "K"), ("G", "L")]
@@ -336,7 +336,7 @@ def test_per_instance_on_an_unweighted_tree_fills_pl_alone(fig1) -> None:
 
 def test_evaluator_runs_pl_on_an_unweighted_tree_and_skips_it_on_a_dag(fig1) -> None:
     from hiersql import Evaluator
-    from hiersql.evaluator import compute, make_options
+    from hiersql.api.evaluator import compute, make_options
 
     ev = Evaluator(fig1).add_truth([["H"]]).add_predictions("s", [["I"]])
     assert [r.value for r in ev.rows(["pl"])] == pytest.approx([1 - 2 / 5] * 2)  # micro and macro
@@ -428,7 +428,7 @@ def test_cli_bad_tree_exits_2(tmp_path: Path, fixtures_dir: Path, capsys) -> Non
 # ---------------------------------------------------------------------- real data
 def _python_scores(tree: Taxonomy, truth: dict, pred: dict, offset: float) -> dict[str, float]:
     """Micro PL, LPP, LPPTPS, LPPPPS computed in Python, pairing as documented (shared labels, then rank order),
-    with m and l by brute force: an independent check of sql/scoring.sql."""
+    with m and l by brute force: an independent check of scoring.sql."""
     weights, depths = st.weighted_depths(tree), tree.depths()
     longest, m = _brute_force_constants(tree)
 

@@ -1,5 +1,5 @@
 """Set-based measures on hand-computed examples (Kosmopoulos Fig. 8(b), Fig. 7, the demo fixture), each run
-with both ways of counting of ``sql/set_based.sql`` (pair rows, and DuckDB's per-instance lists; the two are
+with both ways of counting of ``set_based.sql`` (pair rows, and DuckDB's per-instance lists; the two are
 compared on real data in test_set_based_lists.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 import hiersql
 from hiersql import Evaluator, Taxonomy
-from hiersql.metrics import set_based
+from hiersql.measures import set_based
 
 
 @pytest.fixture(autouse=True, params=["pairs", "lists"])

@@ -1,4 +1,4 @@
-"""The two ways of counting of ``sql/set_based.sql`` give the same per-instance rows on real data: the
+"""The two ways of counting of ``set_based.sql`` give the same per-instance rows on real data: the
 portable pair rows and the DuckDB variant with per-instance lists (``$list_counts``), whatever share of the
 nodes the lists keep as bits (``$list_bits``: none, a few, all of a small taxonomy)."""
 
@@ -9,8 +9,8 @@ import random
 import pytest
 
 from hiersql import Evaluator, Taxonomy
-from hiersql.evaluator import make_options
-from hiersql.metrics import set_based
+from hiersql.api.evaluator import make_options
+from hiersql.measures import set_based
 
 BITS = (0, 1, 25, set_based.LIST_BITS)
 

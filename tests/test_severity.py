@@ -155,7 +155,7 @@ SYSTEMS = {"m": scored_rows(SCORES, LABELS), "worse": scored_rows(1 - SCORES, LA
 
 @pytest.mark.parametrize("distance", ["height", "edges"])
 def test_histogram_of_the_mistakes_by_hand(distance):
-    from hiersql.metrics.severity import histogram, tradeoff
+    from hiersql.measures.severity import histogram, tradeoff
     from hiersql.options import make_options
 
     ev = evaluator(TREE, TRUTH, SYSTEMS)
@@ -364,7 +364,7 @@ def test_command_line(tmp_path, capsys):
 def _engine_equals_duckdb(make_engine, distances: tuple[str, ...]) -> None:
     """The severity rows of another engine (``make_engine()``, closed after) equal DuckDB's on a scored and a
     hard system."""
-    from hiersql.metrics import compute
+    from hiersql.measures import compute
     from hiersql.options import make_options
     from tests._engine_cases import assert_rows_match
 
@@ -400,7 +400,7 @@ def test_macro_gives_one_k(tmp_path):
     """hiersql_severity(top_k := k): the rows of that k (average '') as the Python API's '@k' rows."""
     import duckdb
 
-    from hiersql.store import Store
+    from hiersql.inputs.store import Store
 
     path = tmp_path / "user.duckdb"
     store = Store(path)
@@ -421,7 +421,7 @@ def test_macro_gives_one_k(tmp_path):
 def test_all_leaves_out_the_pairwise_measures_of_a_large_class_set(monkeypatch):
     """Hierarchical precision and mAP compare every pair of classes: under the family's name (or all) only up
     to PAIRWISE_CLASSES classes; named, always."""
-    from hiersql.metrics import severity
+    from hiersql.measures import severity
 
     ev = evaluator(TREE, TRUTH, {"m": scored_rows(SCORES, LABELS)})
     assert "hierarchical_map_at_k" in set(ev.evaluate("severity", k=1)["metric"])

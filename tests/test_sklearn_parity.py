@@ -25,8 +25,8 @@ from sklearn.metrics import precision_recall_fscore_support as prfs
 from sklearn.preprocessing import MultiLabelBinarizer
 
 import hiersql
-from hiersql import oneshot
 from hiersql.averages import UndefinedMetricWarning
+from hiersql.engines import oneshot
 from hiersql.errors import InputError
 from hiersql.options import OptionError
 
@@ -421,7 +421,7 @@ def test_germeval_b_equals_sklearn_with_sample_weights(germeval_b, average):
 def test_the_new_averages_and_fixed_labels_on_postgres_equal_duckdb(pg_dsn, tax):
     """The generated SQL of the new averages (per-class counts, weighted means, NaN left out) on PostgreSQL."""
     from hiersql.engines import DuckDBEngine, PostgresEngine
-    from hiersql.metrics import Options, catalog, compute, plan_of
+    from hiersql.measures import Options, catalog, compute, plan_of
     from hiersql.plan import averages_of
     from tests._engine_cases import assert_rows_match
 

@@ -21,7 +21,7 @@ import pytest
 from hiersql import Evaluator, InputError, Store, Taxonomy
 from hiersql.cli import main
 from hiersql.errors import DataWarning
-from hiersql.sources import quote, split_name
+from hiersql.inputs.sources import quote, split_name
 from tests._sources_cases import (
     COLUMN_FLAGS,
     GENRES,
@@ -619,7 +619,7 @@ def test_a_taxonomy_tables_bad_row_is_named_by_its_edge_not_a_row_number(tmp_pat
 def test_an_empty_system_name_is_said_as_such(tmp_path, capsys):
     """``--pred =runs.tsv`` (and ``predictions = "=runs.tsv"`` in a job file) said "file not found" of
     '=runs.tsv' (tu s24-jobs finding 7); a file whose name starts with '=' is still read."""
-    from hiersql.inputs import parse_preds
+    from hiersql.inputs.arguments import parse_preds
 
     (tmp_path / "runs.tsv").write_text("i1\ta1\n")
     with pytest.raises(InputError) as caught:
@@ -632,8 +632,8 @@ def test_an_empty_system_name_is_said_as_such(tmp_path, capsys):
 def test_a_uri_of_another_file_system_is_kept_as_given(tmp_path):
     """``--pred`` (and job files) keep a URI (``s3a://``, ``hdfs://``, ``file://``) as text for Spark to read: a
     path would turn ``s3a://b/x`` into ``s3a:/b/x``, and a job file's folder would be put before it."""
-    from hiersql.inputs import parse_preds
-    from hiersql.sources import is_uri
+    from hiersql.inputs.arguments import parse_preds
+    from hiersql.inputs.sources import is_uri
 
     assert parse_preds(["a=s3a://b/runs.parquet", "hdfs://nn:8020/runs/*.parquet", "c=file:///r.parquet"],
                        base=tmp_path) == [("a", "s3a://b/runs.parquet"), (None, "hdfs://nn:8020/runs/*.parquet"),

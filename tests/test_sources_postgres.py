@@ -202,7 +202,7 @@ def test_a_large_table_copied_in_parallel_parts_equals_one_copy(warehouse):
     the same order as one COPY."""
     import duckdb
 
-    from hiersql import sources
+    from hiersql.inputs import sources
 
     base, _ = warehouse
     con = duckdb.connect()

@@ -108,8 +108,8 @@ def test_a_parquet_path_that_names_no_file_is_said_before_a_jvm_starts(data_dir,
 def test_a_warning_names_the_installed_library_that_raised_it():
     assert _library("/v/lib/python3.11/site-packages/pyspark/testing/utils.py") == "pyspark: "
     assert _library("/usr/lib/python3/dist-packages/six.py") == "six: "
-    assert _library("/v/lib/python3.11/site-packages/hiersql/metrics/lca.py") == ""
-    assert _library("/home/me/hiersql/hiersql/metrics/lca.py") == ""  # an editable install: hiersql's own file
+    assert _library("/v/lib/python3.11/site-packages/hiersql/measures/lca/__init__.py") == ""
+    assert _library("/home/me/hiersql/hiersql/engines/oneshot.py") == ""  # an editable install: hiersql's own file
     assert _library("") == ""
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hiersql.engines import SparkEngine
-from hiersql.metrics import Options
+from hiersql.measures import Options
 from tests.test_spark_lca_open import OPEN_STAGES
 from tests.test_spark_lca_options import OPTION_STAGES, beyond
 from tests.test_spark_scale_variants import LCA_STAGES, assert_lca_stages_equal, hard_case_store

@@ -1,5 +1,5 @@
 """The stages that feed the LCA minimal-graph step on Spark (``lca_multi_paths``, read by ``lca_open_instances``
-and ``lca_open_links (spark)``, stored once; ``lca_open_nodes (spark)`` in sql/lca.sql): their
+and ``lca_open_links (spark)``, stored once; ``lca_open_nodes (spark)`` in lca.sql): their
 rows equal DuckDB's portable ones, batch by batch, and so the greedy and optimal LCA measures."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hiersql.engines import SparkEngine
-from hiersql.metrics import Options, lca
+from hiersql.measures import Options, lca
 from tests.test_spark_scale_variants import assert_lca_stages_equal, generated  # noqa: F401  (a fixture)
 
 OPEN_STAGES = {

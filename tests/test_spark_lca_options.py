@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from hiersql.engines import SparkEngine
-from hiersql.metrics import Options
+from hiersql.measures import Options
 from tests.test_spark_scale_variants import assert_lca_stages_equal, generated  # noqa: F401  (a fixture)
 
 OPTION_STAGES = {

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from hiersql.engines import EXACT_SUM_BOUND, SparkEngine, render
-from hiersql.metrics import Options, compute
+from hiersql.measures import Options, compute
 from tests._engine_cases import germeval_store
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

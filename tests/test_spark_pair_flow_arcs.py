@@ -1,4 +1,4 @@
-"""``pair_flow_arcs`` (sql/distances.sql): the pairing step reads the candidate pairs only when it solves a flow
+"""``pair_flow_arcs`` (pair_based.sql): the pairing step reads the candidate pairs only when it solves a flow
 over them. MGIA with its nearest-class pairing alone leaves it empty, and its values are those of a run that
 reads every pair (MGIA computed beside GIE); on Spark, solved on the driver or per partition (the keyed pairs
 then empty in every partition) and on PostgreSQL, they equal DuckDB's on the small DAG of the hard cases."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from hiersql.engines import DuckDBEngine, PostgresEngine, SparkEngine
-from hiersql.metrics import Options, compute
-from hiersql.metrics.pair_based import PLAN
+from hiersql.measures import Options, compute
+from hiersql.measures.pair_based import PLAN
 from tests._engine_cases import assert_rows_match, reference, rows_and_stages
 from tests.test_spark_scale_variants import PAIR_CASES, hard_case_store
 

@@ -1,4 +1,4 @@
-"""``mgia_nearest (spark)`` and ``pair_problem_sizes`` (sql/distances.sql): on Spark the nearest distance
+"""``mgia_nearest (spark)`` and ``pair_problem_sizes`` (pair_based.sql): on Spark the nearest distance
 of each class is a group of ``pair_arcs`` alone, for the classes some pair reaches; the problem sizes count the
 others (an empty other side, nothing within the bounds) at dmax. On the small DAG of the hard cases the sizes
 and the mutual pairs the pairing step reads equal DuckDB's row for row, and so do MGIA's values."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from hiersql.engines import DuckDBEngine, SparkEngine
-from hiersql.metrics import Options
-from hiersql.metrics.pair_based import PLAN
+from hiersql.measures import Options
+from hiersql.measures.pair_based import PLAN
 from tests._engine_cases import assert_rows_match, reference, rows_and_stages
 from tests.test_spark_scale_variants import PAIR_CASES, hard_case_store
 

@@ -1,4 +1,4 @@
-"""The Spark variant of the set-based counts (``set_counts (spark)`` in sql/set_based.sql: per-node arrays
+"""The Spark variant of the set-based counts (``set_counts (spark)`` in set_based.sql: per-node arrays
 merged per instance) gives the counts of the portable pair rows, as DuckDB computes them, on every option of
 the set-based family and on empty sides; and a dead branch of a variant does not make Spark compute the pair
 stages it reads."""
@@ -12,10 +12,10 @@ import pytest
 from hiersql import sqlfiles
 from hiersql.engines import DuckDBEngine, SparkEngine
 from hiersql.errors import DataWarning
-from hiersql.metrics import Options, compute
-from hiersql.metrics.set_based import PLAN
-from hiersql.store import Store
-from hiersql.taxonomy import Taxonomy
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
+from hiersql.measures import Options, compute
+from hiersql.measures.set_based import PLAN
 from tests._engine_cases import SET_BASED, assert_rows_match, reference, rows_and_stages
 
 # A DAG with a real root R: X has the parents A1 and B1, so the truth of i2 and the prediction of i5 reach A
@@ -179,7 +179,7 @@ def test_spark_pair_distances_equal_duckdb(spark, generated, case):
     """``pair_distances_of (spark)`` (ancestor maps per node, the least sum over the shared keys) and
     ``pair_arcs (spark)`` (the same maps per class pair of a problem): the pairs and their distances equal the
     portable joins', and so the pair-based measures per instance."""
-    from hiersql.metrics import pair_based
+    from hiersql.measures import pair_based
 
     engine = SparkEngine(spark, partition_rows=None)
     engine.copy_store(generated)
@@ -201,7 +201,7 @@ def test_spark_pair_arcs_on_the_hard_cases_equal_duckdb(spark, store, case):
     system predicting nothing ("quiet") and an instance nobody predicts (i4): the arcs equal DuckDB's, and so
     do every pair-based measure; ``pair_distances_of``, which the portable ``pair_arcs`` reads, is not
     computed (a plain view no stage reads)."""
-    from hiersql.metrics import pair_based
+    from hiersql.measures import pair_based
 
     engine = SparkEngine(spark, partition_rows=None)
     engine.copy_store(store)
@@ -231,7 +231,7 @@ def assert_lca_stages_equal(engine: SparkEngine, store: Store, options: Options,
     """The rows of ``stages`` (queries of the LCA plan's stages) computed by ``engine`` (a new Spark engine)
     equal DuckDB's for ``store``, and so do the LCA measures, in one run of the plan; DuckDB's rows of the
     stages."""
-    from hiersql.metrics import lca
+    from hiersql.measures import lca
 
     engine.copy_store(store)
     metrics = ["lca_precision", "lca_recall", "lca_f1"]
@@ -264,9 +264,9 @@ def test_a_hint_comment_closing_a_select_list_becomes_a_spark_hint():
     from hiersql import engines
 
     for params in ({"max_distance": None, "max_climb": None}, {"max_distance": 2, "max_climb": 2}):
-        spark = engines.render("distances", "pair_distances_of", params, "spark", pretty=False)
+        spark = engines.render("pair_based", "pair_distances_of", params, "spark", pretty=False)
         assert "SELECT /*+ BROADCAST(cu), BROADCAST(cv) */ l.system" in spark
-        assert "BROADCAST" not in engines.render("distances", "pair_distances_of", params, "duckdb")
+        assert "BROADCAST" not in engines.render("pair_based", "pair_distances_of", params, "duckdb")
     meetings = engines.render("lca", "lca_pair_meetings", {"max_distance": None}, "spark", pretty=False)
     assert "SELECT /*+ BROADCAST(cx), BROADCAST(cz) */ q.inst" in meetings
     assert "SELECT /*+ BROADCAST(a) */ s.inst" in meetings  # lca_labels (spark), composed in
@@ -282,8 +282,8 @@ def test_the_ancestor_maps_are_broadcast_whatever_their_size(spark, generated):
     engine = SparkEngine(spark)
     engine.copy_store(generated)
     engine.execute("CREATE OR REPLACE TEMPORARY VIEW label_pairs AS "
-                   + engines.render("distances", "label_pairs", {}, "spark"))
-    sql = engines.render("distances", "pair_distances_of", {"max_distance": None, "max_climb": None}, "spark",
+                   + engines.render("pair_based", "label_pairs", {}, "spark"))
+    sql = engines.render("pair_based", "pair_distances_of", {"max_distance": None, "max_climb": None}, "spark",
                          skip=frozenset({"label_pairs"}))
     before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")

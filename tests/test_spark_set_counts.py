@@ -1,4 +1,4 @@
-"""The shape of ``set_counts (spark)`` (sql/set_based.sql): both sides' labels are hashed on the instance and
+"""The shape of ``set_counts (spark)`` (set_based.sql): both sides' labels are hashed on the instance and
 joined to the broadcast per-node arrays, and the arrays are merged per (system, instance) with no exchange of
 the arrays; the values are those of DuckDB (tests/test_spark_scale_variants.py runs every option)."""
 
@@ -10,8 +10,8 @@ import re
 import pytest
 
 from hiersql.engines import SparkEngine, family_params, render
-from hiersql.metrics import Options, compute
-from hiersql.metrics.set_based import PLAN
+from hiersql.measures import Options, compute
+from hiersql.measures.set_based import PLAN
 from tests.test_spark_scale_variants import PAIR_STAGES, hard_case_store
 
 PARAMS = family_params(PLAN, Options())

@@ -1,4 +1,4 @@
-"""With the Spark engine, Spark reads Parquet, Spark tables and Spark DataFrames itself (hiersql.spark_sources).
+"""With the Spark engine, Spark reads Parquet, Spark tables and Spark DataFrames itself (hiersql.engines.spark.sources).
 
 GermEval 2019 subtask B as Parquet (``gold``, ``runs`` with a system column split over two part files,
 ``genres``) gives every family's values of the file-based DuckDB run; a Spark table saved in a temporary
@@ -16,9 +16,9 @@ import pytest
 from hiersql import InputError, Store, Taxonomy
 from hiersql.cli import main
 from hiersql.engines import SparkEngine
+from hiersql.engines.spark.sources import load, open_frame, parquet_rows, spark_source
 from hiersql.errors import DataWarning
-from hiersql.metrics import compute
-from hiersql.spark_sources import load, open_frame, parquet_rows, spark_source
+from hiersql.measures import compute
 from tests._jvm import run_with_jvm_log
 from tests._sources_cases import (
     GENRES,

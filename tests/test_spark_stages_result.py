@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from hiersql.engines import SparkEngine
-from hiersql.metrics import Options, compute
-from hiersql.metrics.confusion import PLAN as HCM
-from hiersql.metrics.flat import PLAN as FLAT
+from hiersql.measures import Options, compute
+from hiersql.measures.confusion import PLAN as HCM
+from hiersql.measures.flat import PLAN as FLAT
 from tests._engine_cases import assert_rows_match, hand_store, reference, spark_jobs
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -11,7 +11,7 @@ import pytest
 
 from hiersql.engines import SparkEngine
 from hiersql.errors import DataWarning
-from hiersql.metrics import Options
+from hiersql.measures import Options
 from hiersql.plan import Python
 
 

@@ -3,6 +3,8 @@ queries it reads, transpiles to PostgreSQL and Spark. Files added later are pick
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import sqlglot
 from sqlglot import exp
@@ -30,9 +32,9 @@ def _is_query(text: str) -> bool:
     return len(statements) == 1 and isinstance(statements[0], exp.Query)
 
 
-def test_the_glob_sees_the_sql_folder():
-    on_disk = sorted(p.stem for p in sqlfiles.sql_dir().glob("*.sql"))
-    assert on_disk == FILES
+def test_every_sql_file_of_the_package_is_found_by_a_unique_name():
+    on_disk = [p.stem for p in Path(sqlfiles.__file__).parent.rglob("*.sql")]
+    assert sorted(on_disk) == FILES and len(set(on_disk)) == len(on_disk)
     assert {"schema", "closure", "set_based"} <= set(FILES)
 
 
@@ -57,7 +59,7 @@ def test_named_query_transpiles(file, name, dialect):
               for p in sqlfiles.parameters(sqlfiles.queries(file)[q])}
     outputs = [(sqlfiles.render(file, name, params, dialect), None)]
     if name == list(sqlfiles.queries(file))[-1]:  # what an engine runs (folded, dialect fixes); it reads the rest
-        # with the engine's variants (sql/lca.sql's lca_labels (spark) reads no lca_above)
+        # with the engine's variants (lca.sql's lca_labels (spark) reads no lca_above)
         outputs.append((engines.render(file, name, params, dialect), dialect_of(dialect).variant))
     for sql, variant in outputs:
         back = sqlglot.parse_one(sql + "\n", read=dialect)
@@ -122,7 +124,7 @@ def test_rename_keeps_the_old_name_as_alias():
 def test_spark_gets_double_literals_and_union_all_recursion():
     sql = engines.render("closure", dialect="spark", pretty=False)
     assert "UNION ALL" in sql
-    from hiersql.metrics import set_based
+    from hiersql.measures import set_based
     from hiersql.plan import instance_values_sql
 
     summary = engines.render("set_based", "set_based_instance_values",  # the generated per-instance ratios
@@ -160,7 +162,7 @@ def test_cli_sql_for_one_metric_runs_in_duckdb(capsys):
 
 
 def test_cli_sql_options_become_literals(capsys):
-    from hiersql.metrics import Options, Row
+    from hiersql.measures import Options, Row
     from tests._engine_cases import SET_BASED, assert_rows_match, hand_store, reference
 
     store = hand_store()
@@ -192,7 +194,7 @@ def test_cli_sql_table_renames_and_dialects(capsys):
     (["hf", "--table", "truth"], "expected NAME=TABLE"),
     (["closure", "--query", "nope"], "no such query"),
     # a parameter without a value would be printed as a driver's placeholder (%(max_depth)s), which psql refuses
-    (["closure", "--dialect", "postgres"], "--query: query closure of sql/closure.sql takes parameters without a"
+    (["closure", "--dialect", "postgres"], "--query: query closure of closure.sql takes parameters without a"
      " value here: give them with --param max_depth=VALUE: 'closure'"),
     (["hf", "--lca-graph", "greedy"], "--lca-graph: shapes the plan of the lca family: 'greedy'"),
 ])

@@ -1,4 +1,4 @@
-"""hiersql.stats against SciPy (binomtest, wilcoxon, bootstrap, permutation_test, kendalltau, spearmanr) and
+"""hiersql.analyses.stats against SciPy (binomtest, wilcoxon, bootstrap, permutation_test, kendalltau, spearmanr) and
 against hand computations."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sp
 
-from hiersql import stats
+from hiersql.analyses import stats
 
 
 def _matrix(n: int, s: int, seed: int, levels: int | None = None) -> np.ndarray:

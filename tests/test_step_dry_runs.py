@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from hiersql.engines import DuckDBEngine, solve_arrow
-from hiersql.metrics import FAMILIES, Options, compute, plan_of
+from hiersql.measures import FAMILIES, Options, compute, plan_of
 from hiersql.plan import Python
 from tests._engine_cases import all_metrics, dag_store, hand_store
 

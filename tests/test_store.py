@@ -81,7 +81,7 @@ def test_missing_ids_in_a_submission_have_empty_predicted_sets(tmp_path):
     (tmp_path / "sub.txt").write_text("subtask_a\nx\ta\n")
     store = store_with(tmp_path / "gold.txt", "germeval-a")
     store.add_predictions("s", tmp_path / "sub.txt", "germeval-a")
-    from hiersql.metrics import Options, set_based
+    from hiersql.measures import Options, set_based
 
     per = set_based.per_instance(store, Options()).set_index("instance_id")
     assert per.loc["y", "n_pred"] == 0 and per.loc["y", "hierarchical_recall"] == 0
@@ -193,7 +193,7 @@ def test_fast_switching_keeps_the_short_interval_until_the_last_user_leaves():
     import sys
     import threading
 
-    from hiersql.concurrency import SWITCH_INTERVAL, beside_python, fast_switching
+    from hiersql.engines.concurrency import SWITCH_INTERVAL, beside_python, fast_switching
 
     before = sys.getswitchinterval()
     entered, release = threading.Event(), threading.Event()

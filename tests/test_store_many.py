@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from hiersql import DataWarning, InputError, Store, Taxonomy
-from hiersql.store import LOAD_STEPS
+from hiersql.inputs.store import LOAD_STEPS
 
 TAX = Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")])
 TRUTH = "1\ta1\n2\tb\n3\tb1\n"

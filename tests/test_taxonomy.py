@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from hiersql import InputError, Store, Taxonomy, sqlfiles
-from hiersql.closure import walks_every_path
 from hiersql.errors import DataWarning
-from hiersql.taxonomy import VIRTUAL_ROOT
+from hiersql.inputs.closure import walks_every_path
+from hiersql.inputs.taxonomy import VIRTUAL_ROOT
 
 
 def closure_of(tax: Taxonomy) -> dict[tuple[str, str], int]:

@@ -17,8 +17,8 @@ from .dialect import dialect as dialect_of
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..store import Store
-    from ..taxonomy import Taxonomy
+    from ..inputs.store import Store
+    from ..inputs.taxonomy import Taxonomy
 
 STORE_TABLES = ("edges", "nodes", "closure", "instances", "truth", "predictions", "systems", "pair_counts")
 
@@ -42,7 +42,7 @@ class Engine:
     dialect = "duckdb"
     weighted = False  # the summaries weigh each instance by the table sample_weights(instance_id, weight)
     # a plan of SQL stages only: compose its stages into the queries that read them instead of materialising
-    # them (fewer statements for small inputs: the one-shot calls, hiersql.oneshot)
+    # them (fewer statements for small inputs: the one-shot calls, hiersql.engines.oneshot)
     compose_stages = False
 
     def __init__(self, tables: Mapping[str, str] | None = None) -> None:
@@ -111,14 +111,14 @@ class Engine:
         self._taxonomy = store.taxonomy
 
     def build_closure(self, max_depth: int | None = None) -> None:
-        """Compute ``closure`` inside the engine from its ``edges`` and ``nodes`` (``sql/closure.sql``), up to
+        """Compute ``closure`` inside the engine from its ``edges`` and ``nodes`` (``closure.sql``), up to
         ``max_depth`` edges when given."""
         self._materialize(self.table("closure"), self.render("closure", params={"max_depth": max_depth}))
 
     def taxonomy(self) -> Taxonomy:
         """The taxonomy of the engine's ``edges`` table (the store's, when copied from one)."""
         if self._taxonomy is None:
-            from ..taxonomy import Taxonomy
+            from ..inputs.taxonomy import Taxonomy
 
             edges = self.arrow(f"SELECT parent, child, weight FROM {self.quoted(self.table('edges'))}")
             weighted = edges.column("weight").null_count < len(edges)

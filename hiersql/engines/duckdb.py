@@ -14,11 +14,11 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from ..store import Store
+    from ..inputs.store import Store
 
 
 class DuckDBEngine(Engine):
-    """DuckDB: a :class:`~hiersql.store.Store`, a DuckDB connection, or a DuckDB file.
+    """DuckDB: a :class:`~hiersql.inputs.store.Store`, a DuckDB connection, or a DuckDB file.
 
     The store's own tables are read in place; stages are temporary tables of the connection, the DuckDB
     variants of queries (``-- name: NAME (duckdb)``) replace the portable ones, parameters are bound natively,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..results import save_rows  # where `hiersql evaluate --db` finds it
+from ..inputs.results import save_rows
 
 if TYPE_CHECKING:
     from .queue import Queue

@@ -9,9 +9,9 @@ submission; with ``--since RUN`` submitted by the end of that run (the last unit
 ``--since DATE`` submitted before that time (UTC). A unit whose key did not change has the same rows: no change.
 
 The change ``Δ = current - previous`` of a measure with a paired test in ``compare``
-(:func:`hiersql.compare.instance_statistic`: ``θ = Σ_i num_i / Σ_i den_i``, or a mean) is tested on the two
+(:func:`hiersql.analyses.compare.instance_statistic`: ``θ = Σ_i num_i / Σ_i den_i``, or a mean) is tested on the two
 runs' stored per-instance values (:mod:`hiersql.jobs.instances`) as ``compare`` tests two systems on the same
-items (:func:`hiersql.compare.paired_tests`: the sign test, Wilcoxon's signed-rank test, the paired bootstrap
+items (:func:`hiersql.analyses.compare.paired_tests`: the sign test, Wilcoxon's signed-rank test, the paired bootstrap
 and the paired permutation test; Kosmopoulos et al. 2015 §4.2, Efron & Tibshirani 1993 §16.4): the two runs are
 the two systems, paired by item (``H0``: the runs' values come from the same distribution on each item). It is
 *significant* when the p-value of the chosen test is below ``alpha``. No test (``n/a``, with the reason) when the
@@ -178,8 +178,8 @@ def changed(previous: float | None, current: float | None) -> bool:
 
 def _test(con: Any, rows: list[dict[str, Any]], tests: Tests) -> None:
     """Fill the p-value, interval and significance of ``rows`` (both values stored under other keys), or their
-    note ``n/a``: the tests of :func:`hiersql.compare.paired_tests` on the runs' per-instance tables."""
-    from ..compare import instance_matrices, instance_statistic, paired_tests, table_key
+    note ``n/a``: the tests of :func:`hiersql.analyses.compare.paired_tests` on the runs' per-instance tables."""
+    from ..analyses.compare import instance_matrices, instance_statistic, paired_tests, table_key
     from ..options import make_options
 
     if not rows:

@@ -2,11 +2,12 @@
 change of a system between two runs as ``hiersql compare`` tests two systems (:mod:`hiersql.jobs.diff`).
 
 A measure has a paired test in ``compare`` when its value is a mean or a ratio of sums of per-instance values
-(:func:`hiersql.compare.instance_statistic`: ``θ = Σ_i num_i / Σ_i den_i``, or the mean of ``num_i``), read from
-its family's per-instance table (:func:`hiersql.compare.instance_table`). A worker computes those tables for
+(:func:`hiersql.analyses.compare.instance_statistic`: ``θ = Σ_i num_i / Σ_i den_i``, or the mean of ``num_i``), read
+from
+its family's per-instance table (:func:`hiersql.analyses.compare.instance_table`). A worker computes those tables for
 the measures of its batch (the same function, on the batch's store, reading the stages of the evaluation:
 :meth:`hiersql.engines.Engine.reuse_stages`) and keeps, per unit, the columns that the statistics read: the
-table's name (:func:`hiersql.compare.table_key`), its item ids (a JSON list, stored once per distinct list
+table's name (:func:`hiersql.analyses.compare.table_key`), its item ids (a JSON list, stored once per distinct list
 under its SHA-256 in ``instance_items``, but for batches committed together) and the columns' float64 values,
 column after column, zlib-compressed (``instance_values``). They are written with the unit's results, in the
 transaction of its claim (:meth:`hiersql.jobs.queue.Connection.finish`), and deleted with them (``hiersql jobs
@@ -34,7 +35,7 @@ FLOAT = "<f8"  # the stored values: little-endian float64, whatever the machine 
 class InstanceTable(NamedTuple):
     """One system's rows of a per-instance table, encoded for the queue."""
 
-    name: str  # hiersql.compare.table_key of the statistics that read it
+    name: str  # hiersql.analyses.compare.table_key of the statistics that read it
     digest: str  # SHA-256 of the JSON list of item ids
     ids: bytes  # that list, zlib-compressed
     columns: str  # JSON list of the columns stored
@@ -50,11 +51,11 @@ class Computed(NamedTuple):
 
 def instance_tables(engine: Engine, rows: list[Row], options: Options) -> dict[str, list[InstanceTable]]:
     """``{system: its per-instance tables}`` for the measures of ``rows`` (those of one evaluation by
-    ``engine`` with ``options``) that have a paired test (:func:`~hiersql.compare.instance_statistic`): the
-    tables of :func:`~hiersql.compare.instance_table` computed by ``engine``, each with the columns its
+    ``engine`` with ``options``) that have a paired test (:func:`~hiersql.analyses.compare.instance_statistic`): the
+    tables of :func:`~hiersql.analyses.compare.instance_table` computed by ``engine``, each with the columns its
     statistics read."""
-    from ..compare import instance_statistic, instance_table, table_key
-    from ..metrics import plan_of
+    from ..analyses.compare import instance_statistic, instance_table, table_key
+    from ..measures import plan_of
 
     wanted: dict[str, tuple[Any, list[str]]] = {}  # table name: (a statistic that reads it, the columns)
     for metric, average in dict.fromkeys((r.metric, r.average) for r in rows):

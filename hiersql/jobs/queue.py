@@ -206,7 +206,7 @@ class Queue:
     def _open_duckdb(self) -> Any:
         import duckdb
 
-        from ..dbfile import check_file
+        from ..inputs.dbfile import check_file
 
         check_file(self.url, self.url, self.read_only)  # a CSV or Parquet file would be an in-memory queue
         deadline = time.monotonic() + self.wait
@@ -331,10 +331,10 @@ class Connection(Reading):
         table, if a table of the queue's names (:func:`table_forms`) has other columns: it is the user's, which
         :data:`SCHEMA` would alter (``results``) or leave for the queue's statements to fail on, half way
         through a submission. The check ``hiersql evaluate --db`` makes of its file
-        (:func:`hiersql.store.check_own_tables`). On PostgreSQL every relation of the schema counts (a view,
+        (:func:`hiersql.inputs.store.check_own_tables`). On PostgreSQL every relation of the schema counts (a view,
         an index), as ``CREATE TABLE IF NOT EXISTS`` counts them, and so does a type of one of the names (an
         enum: ``CREATE TABLE`` would fail on it); DuckDB's names ignore case, as DuckDB does."""
-        from ..store import check_own_tables, duckdb_tables
+        from ..inputs.store import check_own_tables, duckdb_tables
 
         forms = table_forms()
         if self.queue.postgres:

@@ -23,7 +23,7 @@ def chosen_metrics(names: list[str], where: str, singly: bool = False) -> list[s
     """The metric names of ``names`` (names, aliases or groups, as ``--metrics`` takes them), in their order;
     ``singly``: only those named one by one (a family, a group or ``all`` left out). An unknown name is an
     :class:`~hiersql.errors.InputError` naming ``where``."""
-    from ..metrics import GROUPS, resolve
+    from ..measures import GROUPS, resolve
 
     out: list[str] = []
     for name in names:
@@ -73,8 +73,8 @@ def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool, trend: pd
     behind a toggle (in tables of :data:`MAIN_COLUMNS` measures, the systems in the first table's order),
     the trend of the ranking's measures over the submissions of ``trend`` (rows of the same columns;
     :func:`~hiersql.jobs.trend.trend_table`), then the units."""
-    from ..compare import ordered_systems
-    from ..report import STORED_NOTE, ranking_table, results_ranking
+    from ..analyses.compare import ordered_systems
+    from ..analyses.report import STORED_NOTE, ranking_table, results_ranking
 
     stored = part[part["metric"].notna()]
     if stored.empty:

@@ -132,7 +132,7 @@ class Stores:
         if self.group == unit.group:
             return self.store
         self.close()
-        from ..store import Store
+        from ..inputs.store import Store
 
         work = unit.work
         for name in ("taxonomy", "truth"):
@@ -163,8 +163,8 @@ _taxonomies_lock = threading.Lock()
 def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | None = None) -> Any:
     """The taxonomy of ``path`` (whose content hashes to ``digest``; a table's ``parent`` and ``child``
     columns when named), parsed once for all worker threads."""
-    from ..sources import is_reference
-    from ..taxonomy import Taxonomy
+    from ..inputs.sources import is_reference
+    from ..inputs.taxonomy import Taxonomy
 
     key = (path, digest, parent, child)
     with _taxonomies_lock:
@@ -177,7 +177,7 @@ def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | No
 
 
 def _label_columns(work: dict[str, Any]) -> dict[str, str]:
-    """The column keywords of a unit's label tables, as :meth:`hiersql.store.Store.load` takes them."""
+    """The column keywords of a unit's label tables, as :meth:`hiersql.inputs.store.Store.load` takes them."""
     columns = work.get("columns", {})
     return {key: columns[key] for key in LABEL_COLUMN_KEYS if key in columns}
 
@@ -185,7 +185,7 @@ def _label_columns(work: dict[str, Any]) -> dict[str, str]:
 def _check_unchanged(work: dict[str, Any], name: str, cache: dict[str, str] | None = None) -> None:
     """The unit's source ``name`` (``taxonomy``, ``truth``, ``prediction``) has the content it had when the
     job was submitted (:func:`~hiersql.jobs.spec.content_hash`; ``cache`` shared by a batch's units)."""
-    from ..sources import display, is_reference
+    from ..inputs.sources import display, is_reference
 
     source = work[name]
     role = "predictions" if name == "prediction" else name
@@ -236,7 +236,8 @@ def _compute(store: Any, units: list[Claimed]) -> tuple[list[Any], dict[str, lis
     """Load exactly the systems of ``units`` (after deleting every other) and evaluate them: the result rows,
     and each system's per-instance tables (:func:`~hiersql.jobs.instances.instance_tables`)."""
     from ..engines import DuckDBEngine
-    from ..evaluator import compute, make_options
+    from ..measures import compute
+    from ..options import make_options
 
     work = units[0].work
     with store.transaction():
@@ -353,7 +354,6 @@ def children(workers: int) -> list[Child]:
     if fork:  # the work's modules (sqlglot's dialect is loaded on first use), imported once for both processes
         import sqlglot.dialects.duckdb  # noqa: F401
 
-        from .. import engines, evaluator, store  # noqa: F401
     return [Child(_threads_per_worker(workers), fork) for _ in range(workers)]
 
 

@@ -33,7 +33,7 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS attempts (attempt_id VARCHAR PRIMARY KEY, unit_id VARCHAR NOT NULL,"
     " run_id VARCHAR, worker VARCHAR, started_at TIMESTAMP NOT NULL, error VARCHAR)",
     "CREATE INDEX IF NOT EXISTS attempts_unit ON attempts (unit_id)",
-    # the per-instance table ``tbl`` (hiersql.compare.table_key) of a unit's run: its columns (a JSON list),
+    # the per-instance table ``tbl`` (hiersql.analyses.compare.table_key) of a unit's run: its columns (a JSON list),
     # their float64 values column after column, zlib-compressed, and the digest of its item ids
     "CREATE TABLE IF NOT EXISTS instance_values (run_id VARCHAR NOT NULL, key VARCHAR NOT NULL,"
     " unit_id VARCHAR NOT NULL, tbl VARCHAR NOT NULL, items VARCHAR NOT NULL, columns VARCHAR NOT NULL,"
@@ -102,8 +102,8 @@ def table_forms() -> dict[str, list[list[str]]]:
     schemas."""
     import duckdb
 
+    from ..inputs.store import duckdb_tables
     from ..sqlfiles import queries
-    from ..store import duckdb_tables
 
     with duckdb.connect() as scratch:
         for statement in SCHEMA:

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..inputs import LABEL_FORMATS
+from ..inputs.arguments import LABEL_FORMATS
 from .queue import is_postgres
 
 if TYPE_CHECKING:
-    from ..sources import Columns
+    from ..inputs.sources import Columns
 
 UNKNOWN_LABELS = ("error", "ignore")
 DEFAULT_METRICS = ("hp", "hr", "hf")
@@ -128,7 +128,7 @@ class _Lines:
 
 def load_spec(path: str | Path) -> Spec:
     """Read and check a job file: its keys and their types, the label formats, the measures (through
-    :func:`hiersql.metrics.resolve`), the options (through the options schema,
+    :func:`hiersql.measures.resolve`), the options (through the options schema,
     :func:`hiersql.options.options_from_mapping`, and the families' own checks), that every file exists and
     every glob matches. Relative paths are taken from the job file's folder.
 
@@ -153,7 +153,7 @@ def load_spec(path: str | Path) -> Spec:
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc).splitlines()[0])
         raise InputError(f"job file is not valid TOML ({message})", path,
                          int(found.group(1)) if found else None) from None
-    from ..sources import format_unused
+    from ..inputs.sources import format_unused
 
     lines = _Lines(text)
 
@@ -234,9 +234,9 @@ _FORMAT_UNUSED = ("names the format of label text files (and of a wide CSV file)
 
 def _check_column_keys(ds: dict[str, Any], truth: str, predictions: list[str], fmt: str, fail) -> None:
     """A label column key of a dataset with no table source it applies to
-    (:func:`hiersql.sources.unused_label_column`): an error, not a key left unused (at the top of the file such
+    (:func:`hiersql.inputs.sources.unused_label_column`): an error, not a key left unused (at the top of the file such
     keys serve the datasets that have tables)."""
-    from ..sources import unused_label_column
+    from ..inputs.sources import unused_label_column
 
     role = unused_label_column(label_columns(ds), truth, predictions, fmt)
     if role is not None:
@@ -245,8 +245,9 @@ def _check_column_keys(ds: dict[str, Any], truth: str, predictions: list[str], f
 
 
 def label_columns(keys: dict[str, Any]) -> Columns:
-    """The :class:`hiersql.sources.Columns` of the label column keys among ``keys`` (:data:`LABEL_COLUMN_KEYS`)."""
-    from ..sources import Columns
+    """The :class:`hiersql.inputs.sources.Columns` of the label column keys among ``keys``
+    (:data:`LABEL_COLUMN_KEYS`)."""
+    from ..inputs.sources import Columns
 
     return Columns(**{key[:-len("_col")]: keys[key] for key in LABEL_COLUMN_KEYS if key in keys})
 
@@ -271,7 +272,7 @@ def _check_keys(table: dict[str, Any], allowed: dict[str, str], dataset: int | N
 
 
 def _check_metrics(metrics: list[str], fail) -> None:
-    from ..metrics import resolve
+    from ..measures import resolve
 
     try:
         resolve(metrics)
@@ -314,8 +315,7 @@ def _example(metrics: list[str], options: Any) -> None:
     """Evaluate ``metrics`` with ``options`` on a two-leaf taxonomy, one family at a time: the families' checks
     of option values run before any input is read. Errors that depend on the input (a measure that does not
     apply to it, a taxonomy without edge weights) are judged on the real input, when the unit runs."""
-    from ..evaluator import compute
-    from ..metrics import check_averages, resolve, store_from_sets
+    from ..measures import check_averages, compute, resolve, store_from_sets
 
     check_averages(list(metrics), options)  # what does not depend on the input: judged here, with its key
     store = store_from_sets([["a"], ["b"]], [["a"], ["a"]], [("r", "a"), ("r", "b")])
@@ -333,7 +333,7 @@ def _example(metrics: list[str], options: Any) -> None:
 def _source(text: str, base: Path, fail, role: str) -> str:
     """A taxonomy or truth source: a file (relative to ``base``), which must exist, or a table
     (:func:`_table_source`)."""
-    from ..sources import is_reference
+    from ..inputs.sources import is_reference
 
     if is_reference(text):
         return _table_source(text, base, fail, role)
@@ -348,7 +348,7 @@ def _table_source(text: str, base: Path, fail, role: str) -> str:
     server reachable and the table on it), a DuckDB file's path made absolute (relative to ``base``)."""
     import duckdb
 
-    from ..sources import display, duckdb_file, open_table
+    from ..inputs.sources import display, duckdb_file, open_table
 
     if not text.startswith(TABLE_SCHEMES):
         raise fail("a job reads files and duckdb:PATH::table or postgresql://...::schema.table sources", text)
@@ -370,8 +370,8 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
                  ) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
     """The ``(system, source)`` of each unit, and the rows' digest of the systems of tables with a system
     column (:func:`_table_systems`)."""
-    from ..inputs import parse_preds
-    from ..sources import is_reference, is_table
+    from ..inputs.arguments import parse_preds
+    from ..inputs.sources import is_reference, is_table
 
     try:
         for spec in preds:  # one by one, to name the file of an entry as written (a glob's match: from base)
@@ -409,7 +409,7 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
 def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | None, fail
                    ) -> list[tuple[str, str]] | None:
     """The systems of a predictions table with a system column (``system_col``, or a column named
-    ``system``), read as the store reads it (:func:`hiersql.sources.expand`): ``(system, SHA-256 of its rows
+    ``system``), read as the store reads it (:func:`hiersql.inputs.sources.expand`): ``(system, SHA-256 of its rows
     by instance, each instance's in rank order)`` (the order of the instances is no part of a system's
     content; that of an instance's labels is, as their ranks), only ``system`` when it is given
     (``NAME=FILE``). ``None`` when the table has no system column, or cannot be read while no ``system_col``
@@ -417,7 +417,7 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
     the system name of its one unit is its table's)."""
     import duckdb
 
-    from ..sources import expand, is_reference
+    from ..inputs.sources import expand, is_reference
 
     wanted = label_columns(columns)
     con = duckdb.connect()
@@ -457,7 +457,7 @@ def content_hash(source: str, role: str, fmt: str, columns: dict[str, str], cach
     hash, for sources shared by many units)."""
     import duckdb
 
-    from ..sources import edge_rows, is_reference, label_table, open_table
+    from ..inputs.sources import edge_rows, is_reference, label_table, open_table
 
     if not is_reference(source):
         return file_hash(source, cache)
@@ -503,7 +503,7 @@ def _digest(value: Any) -> str:
 def units(spec: Spec) -> list[Unit]:
     """The units of ``spec``, in job order, with their keys (:func:`unit_key`)."""
     from .. import __version__
-    from ..metrics import resolve
+    from ..measures import resolve
     from ..options import options_from_mapping
 
     hashes: dict[str, str] = {}

@@ -23,7 +23,7 @@ from .connect import is_connect, master_of
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ...store import Store
+    from ...inputs.store import Store
 
 STAGE_DIR = "hiersql.stageDir"  # Spark setting: where SparkEngine stores its stages (a path all executors see)
 PLANS_AT_ONCE = "hiersql.plansAtOnce"  # Spark setting: how many plans SparkEngine.run_plans runs side by side
@@ -95,7 +95,7 @@ class SparkEngine(Engine):
             self._cleanup()
 
     # The Spark variants of the set-based, pair-based and LCA queries read the closure on node positions,
-    # node_closure (sql/schema.sql): the store's copy, or computed once from the engine's closure and nodes.
+    # node_closure (schema.sql): the store's copy, or computed once from the engine's closure and nodes.
     def _bound(self, names: Iterable[str]) -> None:
         """Hiersql tables ``names`` were given new rows: ``node_closure`` is there if it was among them, and is
         to be computed again if ``closure`` or ``nodes`` was without it."""
@@ -324,7 +324,7 @@ class SparkEngine(Engine):
     def use_frame(self, name: str, frame: Any, computed: bool = False) -> None:
         """Make the Spark DataFrame ``frame`` hiersql table ``name`` (under :meth:`table`), computed once as
         :meth:`write` does for Arrow data, or as it is when ``computed`` (a selection of a local checkpoint):
-        the inputs Spark read itself (:mod:`hiersql.spark_sources`)."""
+        the inputs Spark read itself (:mod:`hiersql.engines.spark.sources`)."""
         self._bound({name})
         if computed and "." not in self.table(name):
             frame.createOrReplaceTempView(self.table(name))

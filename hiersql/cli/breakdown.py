@@ -1,0 +1,124 @@
+"""``hiersql breakdown``: set-based measures per level, per depth of the true label, or per class (a
+classification report); and the error profile (docs/breakdowns.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..options import add_flags, declared
+from .common import add_input_arguments, load_store
+
+BY = ("level", "depth", "class", "flat-level", "errors", "distances", "consistency", "auprc", "calibration",
+      "severity")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "breakdown", help="measures per level, per depth, per class; error profile",
+        description="Break the set-based measures down by taxonomy level (--by level), by the depth of the "
+                    "deepest true label (--by depth) or by class (--by class: a classification report); flat "
+                    "P/R/F per level (--by flat-level); the error categories of the predicted labels "
+                    "(--by errors), distance statistics (--by distances) or the path-consistency rate "
+                    "(--by consistency); for scored predictions (a score column), the areas under the pooled "
+                    "hierarchical precision-recall curves (--by auprc) and calibration per level (--by "
+                    "calibration); the mistakes of the top-1 labels counted by their distance to the truth "
+                    "(--by severity: Bertinetto et al.'s histogram).",
+    )
+    add_input_arguments(p)
+    p.add_argument("--by", default="level", choices=BY, help="what to break down by (default: level)")
+    p.add_argument("--format", default="table", choices=("table", "csv"),
+                   help="table (the text report for --by class) or csv (full float precision)")
+    p.add_argument("--include-root", action="store_true", help="count the root in the augmented sets")
+    p.add_argument("--max-distance", type=int, metavar="K", help="ancestors only up to K edges")
+    p.add_argument("--augment", default="ancestors", choices=("ancestors", "descendants", "cesa_bianchi"),
+                   help="set augmentation (default: ancestors)")
+    p.add_argument("--beta", type=float, default=1.0, help="beta of the F-measures (default 1)")
+    p.add_argument("--zero-division", type=float, default=0.0, help="value of 0/0 ratios (default 0)")
+    p.add_argument("--digits", type=int, default=2, help="decimals of the text report (default 2)")
+    p.add_argument("--bins", type=int, default=10, help="calibration bins (default 10)")
+    add_flags(p, declared("severity_distance"))
+    p.add_argument("--html", metavar="FILE.html", help="with --by calibration: also write the reliability "
+                   "diagrams per level, each with its ECE, and the table to a self-contained page")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..analyses import breakdowns, calibration, curves, error_profile
+    from ..errors import InputError
+    from ..measures.severity import histogram as severity_histogram
+    from ..options import make_options
+
+    if args.max_distance is not None and args.max_distance < 0:
+        raise InputError("must be >= 0", "--max-distance", value=args.max_distance)
+    if args.digits < 0:
+        raise InputError("must be >= 0", "--digits", value=args.digits)
+    if args.bins < 2:
+        raise InputError("must be >= 2", "--bins", value=args.bins)
+    if args.html:
+        _check_html(args)
+    severity = {} if args.severity_distance is None else {"severity_distance": args.severity_distance}
+    options = make_options(include_root=args.include_root, max_distance=args.max_distance, augment=args.augment,
+                           beta=args.beta, zero_division=args.zero_division, **severity)
+    store = load_store(args)
+    try:
+        if args.by in ("auprc", "calibration") and not calibration.scored_systems(store):
+            raise InputError(f"--by {args.by} needs scored predictions (instance_id, label, score rows); the"
+                             " predictions have no score", "--pred", value=",".join(args.pred))
+        if args.by == "class" and args.format == "table":
+            sys.stdout.write(breakdowns.report(store, options, digits=args.digits).text)
+            return 0
+        frame = {
+            "level": lambda: breakdowns.by_level(store, options),
+            "depth": lambda: breakdowns.by_depth(store, options),
+            "class": lambda: breakdowns.report(store, options).frame,
+            "flat-level": lambda: breakdowns.flat_by_level(store, options),
+            "errors": lambda: error_profile.error_categories(store),
+            "distances": lambda: error_profile.distance_statistics(store),
+            "consistency": lambda: error_profile.path_consistency(store),
+            "auprc": lambda: _areas(curves, store),
+            "calibration": lambda: calibration.calibration_by_level(store, args.bins),
+            "severity": lambda: severity_histogram(store, options),
+        }[args.by]()
+        if args.html:
+            from ..analyses.report import calibration_section, html_page
+            from .common import write_page
+
+            page = html_page("hiersql calibration", [calibration_section(store, store.systems(), args.bins, frame)])
+            write_page(page, args.html, "--html")
+    finally:
+        store.close()
+    if args.format == "csv":
+        frame.to_csv(sys.stdout, index=False, float_format=lambda x: repr(float(x)), lineterminator="\n")
+    else:
+        sys.stdout.write(frame.to_string(index=False) + "\n")
+    return 0
+
+
+def _check_html(args: argparse.Namespace) -> None:
+    """``--html``: only with ``--by calibration``, a ``.html`` file in a folder that exists."""
+    from pathlib import Path
+
+    from ..errors import InputError
+    from .common import check_page_target
+
+    out = Path(args.html)
+    if args.by != "calibration":
+        raise InputError(f"only with --by calibration (not --by {args.by})", "--html", value=args.html)
+    if out.suffix.lower() not in (".html", ".htm") or out.is_dir():
+        raise InputError("must name a .html file", "--html", value=args.html)
+    if not out.resolve().parent.is_dir():
+        raise InputError("folder of the page does not exist", "--html", value=args.html)
+    check_page_target(args.html, "--html")
+
+
+def _areas(curves, store):
+    """Per system: average precision (step rule) micro and macro, and the trapezoid area of the pooled curve."""
+    areas = curves.areas(store)
+    frame = curves.summarise_areas(areas).rename(columns={"value": "average_precision_micro"})
+    for column, kwargs in (("average_precision_macro", {"average": "macro"}),
+                           ("auprc_trapezoid_micro", {"rule": "trapezoid"})):
+        other = curves.summarise_areas(areas, **kwargs).rename(columns={"value": column})
+        frame = frame.merge(other, on="system", how="left")
+    return frame

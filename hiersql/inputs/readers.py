@@ -1,0 +1,578 @@
+"""Reading label sources into the staging tables of a DuckDB connection, and checking them.
+
+Every reader fills the temp tables ``_incoming(src, instance_id, label, line, pos, score[, score_text],
+ord, rank)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`STAGED`), ``src`` being the position of a
+source in the list read; :class:`~hiersql.inputs.store.Store` then moves the checked rows into ``truth`` or
+``predictions`` in one transaction. The formats (SPEC §1, §10) are those of :data:`LABEL_FORMATS`, mappings of
+columns, sequences of label sets, and the tables of :mod:`hiersql.inputs.sources`; the rules are the module docstring
+of :mod:`hiersql.inputs.store`. Every reader strips the spaces around instance ids and labels (DuckDB's ``trim``:
+:data:`~hiersql.options.SPACES`), whatever the source, as the text readers of ``readers.sql`` do.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .. import sqlfiles
+from ..errors import DataWarning, InputError
+from . import rules as rules
+from . import sources
+from .arguments import LABEL_FORMATS, argument_error, check_label_source, label_set_members
+from .sources import Columns, locate
+
+if TYPE_CHECKING:
+    import duckdb
+
+LabelSource = Any  # path, table reference, DataFrame, Arrow table, DuckDB relation, columns or label sets
+STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader fills
+# Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
+# Lines up to 1 GiB (DuckDB's default maximum is 2 MB; a longer line is reported as such, sources.read_error).
+RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='', header=false,"
+            " auto_detect=false, filename=true, max_line_size=1073741824)")
+
+
+class Staged(NamedTuple):
+    """What :func:`stage` read: the name of each source in messages, ``(src, count)`` of the sources whose
+    duplicate ``(instance_id, label)`` rows were collapsed, the system of each source (predictions), and the
+    tables whose labels were ranked by name (:func:`warn_ranked_by_name`)."""
+
+    wheres: list[str]
+    duplicates: list[tuple[int, int]]
+    systems: list[str | None]
+    by_name: list[str]
+
+
+def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSource, str | None]], format: str,
+          columns: Columns, predictions: bool) -> Staged:
+    """Read every ``(system, source, name)`` into the temp tables ``_incoming(src, instance_id, label,
+    line, pos, score, rank)`` and ``_incoming_instances(src, instance_id, line)``. The sources are first
+    expanded (:func:`hiersql.inputs.sources.expand`: a predictions table with a system column is one source
+    per system); ``src`` is the position of a source in that list. The text files are read together
+    (:func:`_stage_text`), and so are the mappings of columns and label sets (:func:`_stage_columns`)
+    and the systems of one table (:func:`_stage_table`). Then the checks that need no taxonomy
+    (:func:`_check_labels`). Returns the name of each source used in messages (its path, or ``name``, or
+    ``<DataFrame>`` and the like), the duplicates collapsed and the system of each source. A ``format`` that
+    is not one of :data:`LABEL_FORMATS`, a source of no kind the readers know or a system that is not a
+    non-empty string (or ``None``) is an :class:`~hiersql.options.OptionError` naming ``format``, ``source``
+    or ``system``, before anything is read."""
+    check_format(format)
+    for system, source, _ in items:
+        check_label_source(source)
+        if predictions and system is not None and not (isinstance(system, str) and system.strip()):
+            raise argument_error("system", "must be a non-empty string (or None for a table with a system column)",
+                                 system)
+    tables: list[sources.Table] = []
+    try:
+        entries = sources.expand(con, items, format, columns, predictions, tables)
+        wheres = [e.where for e in entries]
+        parts: dict[int, list[int]] = {}  # the sources of each table, by the table's id
+        for i, entry in enumerate(entries):
+            if isinstance(entry.source, sources.Part):
+                parts.setdefault(id(entry.source.labels), []).append(i)
+        in_tables = {i for srcs in parts.values() for i in srcs}
+        text = [i for i, e in enumerate(entries)
+                if isinstance(e.source, str | Path) and _is_text(Path(e.source), format)]
+        mappings = [i for i, e in enumerate(entries) if i not in in_tables and _is_columns(e.source)]
+        batched = set(text) | set(mappings) | in_tables
+        steps = [step for step in (text, mappings) if step] + list(parts.values()) + [
+            [i] for i in range(len(entries)) if i not in batched]
+        for k, step in enumerate(steps):
+            if step is text:
+                _stage_text(con, [Path(entries[i].source) for i in text], text, format, wheres)
+            elif step is mappings:
+                _stage_columns(con, [(i, entries[i].source) for i in mappings], wheres)
+            elif step[0] in in_tables:
+                _stage_table(con, [(i, entries[i].source) for i in step], wheres)
+            else:  # a wide file
+                _stage_wide(con, Path(entries[step[0]].source), step[0], wheres)
+            if len(steps) > 1:
+                for table in STAGED:
+                    con.execute(f"DROP TABLE IF EXISTS {table}_{k}")
+                    con.execute(f"ALTER TABLE {table} RENAME TO {table}_{k}")
+        if len(steps) > 1:
+            for table in STAGED:
+                temp_table(con, table, " UNION ALL BY NAME ".join(f"SELECT * FROM {table}_{k}"
+                                                                  for k in range(len(steps))))
+                for k in range(len(steps)):
+                    con.execute(f"DROP TABLE {table}_{k}")
+        if not predictions and first_row(con, "SELECT count(score) FROM _incoming")[0]:  # the truth has no scores
+            _incoming(con, "SELECT * EXCLUDE (rank, score), NULL::DOUBLE AS score FROM _incoming", ordered=True)
+        duplicates = _check_labels(con, wheres)
+        if predictions:
+            _warn_unread_systems(con, entries, duplicates)
+        return Staged(wheres, duplicates, [e.system for e in entries], _ranked_by_name(con, entries))
+    finally:
+        for opened in tables:
+            opened.close()
+
+
+def _parts(entries: list[sources.Entry]) -> dict[int, sources.Part]:
+    """The parts of label tables among ``entries``, by ``src``."""
+    return {src: entry.source for src, entry in enumerate(entries) if isinstance(entry.source, sources.Part)}
+
+
+def _ranked_by_name(con: duckdb.DuckDBPyConnection, entries: list[sources.Entry]) -> list[str]:
+    """The tables (how messages name them) whose labels are ranked by name (:meth:`~hiersql.inputs.sources.LabelTable.
+    ranked_by_name`) where the ranks mean something: some instance has two labels or more."""
+    srcs = {src: part.labels.table.where for src, part in _parts(entries).items() if part.labels.ranked_by_name()}
+    if not srcs:
+        return []
+    several = {src for (src,) in con.execute("SELECT DISTINCT src FROM _incoming WHERE rank > 1 AND src IN"
+                                             " (SELECT unnest($srcs))", {"srcs": list(srcs)}).fetchall()}
+    return list(dict.fromkeys(where for src, where in srcs.items() if src in several))
+
+
+def _warn_unread_systems(con: duckdb.DuckDBPyConnection, entries: list[sources.Entry],
+                         duplicates: list[tuple[int, int]]) -> None:
+    """Warn of a predictions table without a system column whose ``(instance_id, label)`` rows repeat while a
+    text column that is not read holds several values: it may name systems, merged into one."""
+    parts = _parts(entries)
+    for src, _ in duplicates:
+        part = parts.get(src)
+        if part is None or part.system is not None:
+            continue
+        for column in part.labels.unread_columns(con):
+            warn_unread_system(part.labels.table.where, column)
+
+
+def warn_unread_system(where: str, column: str) -> None:
+    """Warn that table ``where``, read without a system column, has repeated ``(instance_id, label)`` rows and
+    a text ``column`` that no role reads and that holds several values: the systems it may name were merged."""
+    warn_data(f"{where}: (instance_id, label) rows repeat and column {column!r}, which is not read, holds several"
+              f" values: if it names systems, they were merged into one; give --system-col {column} (system_col=)")
+
+
+def warn_ranked_by_name(by_name: Iterable[str]) -> None:
+    """One warning naming the tables whose labels were ranked by name (no row order, no rank or score column:
+    :data:`~hiersql.inputs.sources.RANK_ORDER`), the measures that read ranks and ``--rank-col``."""
+    tables = list(dict.fromkeys(by_name))
+    if tables:
+        warn_data(f"{', '.join(tables)}: no rank or score column and no row order: the labels of an instance are"
+                  f" ranked by name for the measures that read ranks ({sources.RANK_READERS}); give their order"
+                  " with --rank-col (rank_col=)")
+
+
+def check_format(format: Any) -> None:
+    """``format`` must be one of :data:`LABEL_FORMATS`."""
+    if not isinstance(format, str) or format not in LABEL_FORMATS:
+        raise argument_error("format", f"must be one of {', '.join(LABEL_FORMATS)}", format)
+
+
+def check_label_keywords(label_sources: list[Any], format: Any, columns: Columns) -> None:
+    """The keywords of a Python call that reads ``label_sources`` (:class:`~hiersql.api.evaluator.Evaluator`'s
+    ``add_truth``, ``add_predictions`` and ``add_predictions_many``), as the command line checks its flags: a
+    column keyword (``instance_col``, ...) with no table source it applies to
+    (:func:`~hiersql.inputs.sources.unused_label_column`), or a ``format`` other than ``long`` when no source is a
+    file it applies to (tables are read by their columns, label sets and mappings as they are), is an
+    :class:`~hiersql.options.OptionError` naming the keyword, not a keyword silently left unused."""
+    check_format(format)
+    role = sources.unused_label_column(columns, None, label_sources, format)
+    if role is not None:
+        raise argument_error(f"{role}_col", "names a column of table sources (a DataFrame, an Arrow table, a DuckDB"
+                             " relation, Parquet, CSV with a header, duckdb:, postgresql://, sql:), and no source it"
+                             " applies to is one", getattr(columns, role))
+    if sources.format_unused(format, label_sources):
+        raise argument_error("format", "names the format of label text files (and of a wide CSV file), and no"
+                             " source is one (a table is read by its columns, label sets as they are)", format)
+
+
+def set_aside(con: duckdb.DuckDBPyConnection, suffix: str, back: bool = False) -> None:
+    """Keep the staging tables aside as ``_incoming{suffix}`` (or bring them ``back``)."""
+    for table in STAGED:
+        old, new = (f"{table}{suffix}", table) if back else (table, f"{table}{suffix}")
+        con.execute(f"DROP TABLE IF EXISTS {new}")
+        con.execute(f"ALTER TABLE {old} RENAME TO {new}")
+
+
+def _stage_text(con: duckdb.DuckDBPyConnection, paths: list[Path], srcs: list[int], format: str,
+                wheres: list[str]) -> None:
+    """Stage text files (``long`` TSV, ``lines``, ``germeval-*``) with one read and one query per step."""
+    _raw_lines(con, paths, srcs)
+    q = sqlfiles.queries("readers")
+    if format == "long":
+        _stage_long(con, q, wheres)
+    elif format == "lines":
+        _incoming(con, f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
+        temp_table(con, "_incoming_instances", q["lines_instances"])
+    else:
+        _stage_germeval(con, format[-1], q, wheres)
+
+
+def _raw_lines(con: duckdb.DuckDBPyConnection, paths: list[Path], srcs: list[int]) -> None:
+    """Temp table ``raw_lines(src, line, raw)``: every physical line of file ``paths[k]`` as source
+    ``srcs[k]``, numbered from 1 in each file, blank lines as NULL. All files are read by one ``read_csv``
+    (``filename=true``; a file listed twice is read once); lines keep their order within a file."""
+    files = list(dict.fromkeys(str(p) for p in paths))
+    try:
+        temp_table(
+            con, "raw_lines",
+            f"WITH r AS (SELECT row_number() OVER () AS n, filename, raw FROM {RAW_READ}),"
+            " first_lines AS (SELECT filename, min(n) AS first FROM r GROUP BY filename),"
+            " sources AS (SELECT unnest($files) AS filename, unnest($srcs) AS src)"
+            " SELECT s.src, r.n - f.first + 1 AS line, r.raw FROM r"
+            " JOIN first_lines f ON f.filename = r.filename JOIN sources s ON s.filename = r.filename",
+            {"paths": files, "files": [str(p) for p in paths], "srcs": srcs},
+        )
+    except Exception:  # duckdb.Error: invalid UTF-8, unreadable file, ...: name the file
+        for path in files:
+            try:
+                con.execute(f"SELECT count(*) FROM {RAW_READ}", {"paths": [path]}).fetchall()
+            except Exception as exc:
+                raise sources.read_error(exc, path) from None
+        raise
+
+
+def _stage_long(con: duckdb.DuckDBPyConnection, q: dict[str, str], wheres: list[str]) -> None:
+    _incoming(
+        con, f"SELECT *, TRY_CAST(score_text AS DOUBLE) AS score FROM ({q['long_rows']})",
+    )
+    bad = first_row(
+        con, "SELECT src, line, raw, n_fields FROM _incoming WHERE n_fields NOT IN (2, 3) ORDER BY src, line LIMIT 1"
+    )
+    if bad:
+        raise InputError(
+            f"expected 2 fields (instance_id, label) or 3 (instance_id, label, score), found {bad[3]}",
+            wheres[bad[0]], bad[1], bad[2],
+        )
+    _check_score_text(con, wheres)
+    temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
+
+
+def _check_score_text(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
+    bad = first_row(
+        con, "SELECT src, line, score_text, instance_id FROM _incoming WHERE score_text IS NOT NULL"
+        " AND score_text <> '' AND (score IS NULL OR isnan(score)) ORDER BY src, line LIMIT 1"
+    )
+    if bad:
+        raise InputError("score is not a number", *locate(wheres[bad[0]], bad[1], "score", bad[3]), bad[2])
+
+
+def _stage_germeval(con: duckdb.DuckDBPyConnection, subtask: str, q: dict[str, str], wheres: list[str]) -> None:
+    temp_table(con, "germeval_lines", q["germeval_lines"])
+    bad = first_row(
+        con, "SELECT src, line, raw FROM germeval_lines WHERE section IS NULL ORDER BY src, line LIMIT 1"
+    )
+    if bad:
+        raise InputError("line before any 'subtask_a'/'subtask_b' header", wheres[bad[0]], bad[1], bad[2])
+    section = f"subtask_{subtask}"
+    dup = first_row(
+        con, "SELECT src, instance_id, min(line), max(line) FROM germeval_lines WHERE section = $s"
+        " GROUP BY src, instance_id HAVING count(*) > 1 ORDER BY src, 3 LIMIT 1", {"s": section},
+    )
+    if dup:
+        raise InputError(f"instance listed twice in {section} (first on line {dup[2]})", wheres[dup[0]],
+                         dup[3], dup[1])
+    _incoming(
+        con, f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['germeval_rows']})",
+        {"section": section},
+    )
+    temp_table(
+        con, "_incoming_instances",
+        "SELECT src, instance_id, line FROM germeval_lines WHERE section = $s", {"s": section},
+    )
+
+
+def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: list[str]) -> None:
+    """A 0/1 matrix (``.csv``: commas, else tabs): the header (read here, never sniffed: DuckDB's sniffer
+    takes the last row of a ragged file for the header) is the instance id column then one column per
+    label; DuckDB reads the rows into columns named by position (no name from the file enters the SQL),
+    and a row with another number of fields than the header is an error naming its line."""
+    import duckdb
+
+    sep = "," if path.suffix.lower() == ".csv" else "\t"
+    header, rel = sources.read_csv_rows(con, path, sep, wheres[src])
+    labels = [h.strip() for h in header[1:]]
+    if not labels:
+        raise InputError("wide label file needs a header: an instance_id column and one column per label",
+                         wheres[src], 1, sep.join(header))
+    seen: set[str] = set()
+    for label in labels:
+        if not label or label in seen:
+            raise InputError("wide header has an empty or repeated label", wheres[src], 1, label)
+        seen.add(label)
+    try:
+        _register(con, "_wide_src", rel)
+        # DuckDB's reader skips blank lines: row k is the k-th non-blank line after the header
+        temp_table(con, "_wide", f"SELECT l.line, w.* EXCLUDE (k) FROM (SELECT row_number() OVER () AS k, * FROM"
+                   f" _wide_src) w JOIN (SELECT row_number() OVER () AS k, n AS line FROM (SELECT row_number()"
+                   f" OVER () AS n, raw FROM {RAW_READ}) WHERE n > 1 AND raw IS NOT NULL) l USING (k)",
+                   {"paths": [str(path)]})
+    except duckdb.Error as exc:
+        raise sources.read_error(exc, wheres[src]) from None
+    finally:
+        con.execute("DROP VIEW IF EXISTS _wide_src")
+    cells = ", ".join(f"c{i}" for i in range(1, len(header)))
+    temp_table(con, "_wide_cells", f"SELECT line, trim(c0) AS instance_id, unnest([{cells}]) AS v,"
+               f" generate_subscripts([{cells}], 1) AS pos FROM _wide")
+    dup = first_row(con, "SELECT trim(c0), min(line), max(line) FROM _wide GROUP BY trim(c0) HAVING count(*) > 1"
+                    " ORDER BY 2 LIMIT 1")
+    if dup:  # one row per instance: two would be merged silently
+        raise InputError(f"instance listed twice (first on line {dup[1]})", wheres[src], dup[2], dup[0])
+    bad = first_row(con, "SELECT line, pos, v FROM _wide_cells WHERE v IS NULL"
+                    " OR trim(v) NOT IN ('0', '1', '0.0', '1.0') ORDER BY line, pos LIMIT 1")
+    if bad:
+        raise InputError(f"wide matrix cell of column {labels[bad[1] - 1]!r} is not 0 or 1", wheres[src],
+                         bad[0], bad[2])
+    _incoming(
+        con, "SELECT $src AS src, instance_id, list_extract($labels, pos) AS label, line, pos, NULL::DOUBLE AS score"
+        " FROM _wide_cells WHERE trim(v) IN ('1', '1.0')", {"src": src, "labels": labels},
+    )
+    temp_table(con, "_incoming_instances", "SELECT $src AS src, trim(c0) AS instance_id, line FROM _wide",
+               {"src": src})
+    con.execute("DROP TABLE _wide_cells")
+
+
+def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, sources.Part]], wheres: list[str]) -> None:
+    """The systems ``parts`` (``(src, part)``) of one table (:mod:`hiersql.inputs.sources`), in one query: the
+    rows of each system, or every row for a table without a system column."""
+    rows = parts[0][1].labels.rows()
+    if parts[0][1].system is None:
+        pick, params = f"(SELECT $src AS src) s, ({rows}) r", {"src": parts[0][0]}
+    else:
+        pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
+        params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
+    _incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, r.pos,"
+                   f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True)
+    _check_rows(con, wheres)
+    if "rank" in parts[0][1].labels.columns:
+        bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"
+                             " OR NOT isfinite(ord) ORDER BY src, line LIMIT 1")
+        if bad:
+            raise InputError("rank is not a number", *locate(wheres[bad[0]], bad[1], "rank", bad[3]), bad[2])
+
+
+def _check_rows(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
+    """Missing ids or labels and bad scores of a staged table; then ``_incoming_instances``."""
+    bad = first_row(
+        con, "SELECT src, line, instance_id, label FROM _incoming WHERE instance_id IS NULL OR label IS NULL"
+        " OR trim(label) = '' OR lower(label) = 'nan' OR lower(instance_id) = 'nan'"
+        " ORDER BY src, line LIMIT 1"
+    )
+    if bad:
+        role = "instance" if bad[2] is None or bad[2].lower() == "nan" else "label"
+        raise InputError(rules.MISSING,
+                         *locate(wheres[bad[0]], bad[1], role, None if role == "instance" else bad[2]),
+                         f"instance_id={bad[2]!r}, label={bad[3]!r}")
+    _check_score_text(con, wheres)
+    temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
+
+
+def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]], wheres: list[str]) -> None:
+    """Mappings of columns (``{"instance_id": [...], "label": [...], "score": [...]}``) and sequences of
+    label sets (the instance id is the position, from 0; a label set as :func:`~hiersql.inputs.arguments.
+    label_set_members` reads it; an empty set is an instance), all sent to DuckDB as list parameters of one
+    statement."""
+    src: list[int] = []
+    table: dict[str, list[Any]] = {"instance_id": [], "label": [], "score": [], "line": [], "pos": []}
+    set_sizes: dict[int, int] = {}  # src -> number of label sets
+    for i, source in items:
+        if isinstance(source, Mapping):
+            rows = _mapping_rows(source, wheres[i])
+        else:
+            rows = _label_set_rows(source, wheres[i])
+            set_sizes[i] = rows.pop("n_sets")
+        src += [i] * len(rows["label"])
+        for name in table:
+            table[name] += rows[name]
+    _incoming(
+        con, "SELECT unnest($src) AS src, trim(unnest($instance_id)) AS instance_id, trim(unnest($label)) AS label,"
+        " unnest($line) AS line, unnest($pos) AS pos, unnest($score) AS score_text,"
+        " TRY_CAST(unnest($score) AS DOUBLE) AS score",
+        {"src": src} | table,
+    )
+    _check_rows(con, wheres)
+    if set_sizes:  # every label set is an instance, an empty one too
+        temp_table(
+            con, "_incoming_instances",
+            "SELECT * FROM _incoming_instances WHERE src NOT IN (SELECT unnest($srcs))"
+            " UNION ALL SELECT src, CAST(i AS VARCHAR) AS instance_id, i + 1 AS line FROM"
+            " (SELECT src, unnest(range(n)) AS i FROM (SELECT unnest($srcs) AS src, unnest($sizes) AS n))",
+            {"srcs": list(set_sizes), "sizes": list(set_sizes.values())},
+        )
+
+
+def _check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tuple[int, int]]:
+    """The checks of the staged labels that need no taxonomy (:meth:`hiersql.inputs.store.Store.load` runs them while
+    the taxonomy loads): empty ids and labels are errors; duplicate ``(instance_id, label)`` rows are collapsed (counts
+    returned, warned by :func:`check_staged`) and the ranks renumbered."""
+    bad = first_row(
+        con, "SELECT src, line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
+        " ORDER BY src, line LIMIT 1"
+    )
+    if bad:
+        raise InputError(rules.EMPTY_INSTANCE, *locate(wheres[bad[0]], bad[1], "instance", None), bad[2])
+    bad = first_row(
+        con, "SELECT src, line, instance_id FROM _incoming WHERE label IS NULL OR label = ''"
+        " ORDER BY src, line LIMIT 1"
+    )
+    if bad:
+        raise InputError(rules.EMPTY_LABEL, *locate(wheres[bad[0]], bad[1], "label", bad[2]),
+                         f"instance_id={bad[2]!r}")
+    dups = con.execute(
+        "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
+        " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"
+    ).fetchall()
+    if dups:  # the first in rank order is kept
+        _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming QUALIFY row_number() OVER (PARTITION BY src,"
+                       f" instance_id, label ORDER BY {sources.RANK_ORDER}) = 1", ordered=True)
+    return dups
+
+
+def _incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, object] | None = None,
+              ordered: bool = False) -> None:
+    """The staging table ``_incoming``: the ``rows`` of a reader (``src, instance_id, label, line, pos,
+    score[, score_text]``, and, when ``ordered``, ``ord`` and ``in_order``: the value of a table's rank column
+    and whether its rows have an order; else none and an order) and each label's ``rank``, its position within
+    its instance by :data:`~hiersql.inputs.sources.RANK_ORDER`."""
+    if not ordered:
+        rows = f"SELECT *, NULL::DOUBLE AS ord, true AS in_order FROM ({rows})"
+    temp_table(con, "_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY"
+               f" {sources.RANK_ORDER}) AS rank FROM ({rows})", params)
+
+
+def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:
+    """Unknown labels (an error, or dropped and the ranks renumbered); warns of the duplicates collapsed.
+    Warnings are per source."""
+    if unknown not in ("error", "ignore"):
+        raise argument_error("unknown", "must be 'error' or 'ignore'", unknown)
+    wheres = staged.wheres
+    virtual = first_row(
+        con, "SELECT i.src, i.line, i.label, i.instance_id FROM _incoming i JOIN nodes n ON n.label = i.label"
+        " AND n.is_virtual ORDER BY i.src, i.line LIMIT 1"
+    )
+    if virtual:  # a name hiersql made up, above the taxonomy's parentless nodes: no label can mean it
+        raise InputError(rules.VIRTUAL_ROOT, *locate(wheres[virtual[0]], virtual[1], "label", virtual[3]), virtual[2])
+    unknowns = con.execute(
+        "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*),"
+        " first(i.instance_id ORDER BY i.line, i.pos) FROM _incoming i"
+        " ANTI JOIN nodes n ON n.label = i.label GROUP BY i.src ORDER BY i.src"
+    ).fetchall()
+    if unknowns:
+        if unknown == "error":
+            src, line, label, _, instance = unknowns[0]
+            raise InputError(rules.UNKNOWN_LABEL, *locate(wheres[src], line, "label", instance), label)
+        con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
+        _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming", ordered=True)  # the ranks renumbered
+        for src, _, label, count, _ in unknowns:
+            warn_data(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
+    for src, count in staged.duplicates:
+        warn_data(f"{wheres[src]}: {count} {rules.DUPLICATES}")
+
+
+def check_no_truth(con: duckdb.DuckDBPyConnection, wheres: list[str], no_truth: str) -> None:
+    if no_truth not in ("error", "ignore"):
+        raise argument_error("no_truth", "must be 'error' or 'ignore'", no_truth)
+    missing = con.execute(
+        "SELECT s.src, min(s.line), first(s.instance_id ORDER BY s.line), count(*) FROM _incoming_instances s"
+        " ANTI JOIN instances i ON i.instance_id = s.instance_id GROUP BY s.src ORDER BY s.src"
+    ).fetchall()
+    if not missing:
+        return
+    if no_truth == "error":
+        src, line, instance, _ = missing[0]
+        raise InputError(rules.NO_TRUTH, *locate(wheres[src], line, "instance", instance),
+                         instance)
+    con.execute("DELETE FROM _incoming WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
+    for src, _, instance, count in missing:
+        warn_data(f"{wheres[src]}: ignored {count} predicted instance(s) with no truth (first: {instance!r})")
+
+
+def _register(con: duckdb.DuckDBPyConnection, name: str, rel: Any) -> None:
+    """Register a relation as a view; a relation of another DuckDB connection goes through Arrow."""
+    import duckdb
+
+    try:
+        con.register(name, rel)
+    except duckdb.InvalidInputException:
+        con.register(name, rel.arrow())
+
+
+def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None) -> tuple | None:
+    """The first row of a query (the result is fetched completely, as DuckDB requires)."""
+    rows = con.execute(sql, params or {}).fetchall()
+    return rows[0] if rows else None
+
+
+def temp_table(con: duckdb.DuckDBPyConnection, table: str, sql: str, params: dict[str, object] | None = None) -> None:
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {sql}", params or {})
+
+
+def _is_text(path: Path, format: str) -> bool:
+    """Check a label file (present, not empty); true when it is read as raw text lines
+    (``long`` TSV, ``lines``, ``germeval-*``), false for Parquet, ``wide`` and ``long`` CSV files."""
+    if not path.is_file():
+        raise InputError("label source is a folder, not a file" if path.is_dir() else "label file not found", path)
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return False
+    text = format != "wide" and not (format == "long" and suffix == ".csv")
+    if not text and path.stat().st_size == 0:  # not even the header; an empty text file has no label
+        raise InputError("label file is empty (it needs a header)", path)
+    return text
+
+
+def _is_columns(source: LabelSource) -> bool:
+    """A mapping of columns or a sequence of label sets (not a path, DataFrame or relation)."""
+    return not isinstance(source, str | Path) and not hasattr(source, "columns")
+
+
+def _mapping_rows(columns: Mapping[str, Any], where: str) -> dict[str, list[Any]]:
+    """The ``instance_id``, ``label``, ``score`` (as text) and ``line`` lists of a mapping of columns."""
+    named = {str(k).lower(): list(v) for k, v in columns.items()}
+    if not {"instance_id", "label"} <= set(named):
+        raise InputError(f"label table needs columns instance_id, label; it has {list(columns)}", where)
+    n = len(named["label"])
+    if any(len(v) != n for v in named.values()):
+        raise InputError(f"columns of different lengths: { {k: len(v) for k, v in named.items()} }", where)
+    return {"instance_id": _texts(named["instance_id"]), "label": _texts(named["label"]),
+            "score": _texts(named.get("score", [None] * n)), "line": list(range(1, n + 1)), "pos": [1] * n}
+
+
+def _label_set_rows(sets: Iterable[Any], where: str) -> dict[str, Any]:
+    """The rows of a sequence of label sets (instance id = position from 0, line = position from 1, pos =
+    position in the set from 1) and ``n_sets``, their number; ``where`` names the source in errors."""
+    ids: list[str] = []
+    labels: list[Any] = []
+    lines: list[int] = []
+    positions: list[int] = []
+    n = 0
+    for n, labelset in enumerate(sets, start=1):
+        members = label_set_members(labelset, where, n - 1)
+        ids += [str(n - 1)] * len(members)
+        labels += members
+        lines += [n] * len(members)
+        positions += range(1, len(members) + 1)
+    return {"instance_id": ids, "label": _texts(labels), "score": [None] * len(ids), "line": lines,
+            "pos": positions, "n_sets": n}
+
+
+def _texts(values: list[Any]) -> list[str | None]:
+    """Values as text for DuckDB (one type per list parameter); ``None`` stays missing."""
+    if set(map(type, values)) <= {str, type(None)}:  # the usual case, checked at C speed
+        return values
+    return [v if isinstance(v, str) or v is None else str(v) for v in values]
+
+
+def prediction_items(
+    predictions: Mapping[str | None, LabelSource] | Iterable[tuple[str | None, LabelSource]],
+) -> list[tuple[str | None, LabelSource, str | None]]:
+    """``(system, source, name)`` for every system (``name``: how messages call a source that is not a file
+    or a reference: ``SYSTEM=<DataFrame>`` and the like). A system named twice is an error, raised by
+    :func:`hiersql.inputs.sources.expand` once the systems of tables with a system column are known."""
+    if not isinstance(predictions, Mapping | Iterable) or isinstance(predictions, str | bytes):
+        raise argument_error("predictions", "must be a mapping {system: source} or (system, source) pairs",
+                             predictions)
+    items = list(predictions.items() if isinstance(predictions, Mapping) else predictions)
+    for item in items:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise argument_error("predictions", "must be a mapping {system: source} or (system, source) pairs",
+                                 item)
+    return [(system, source, None if isinstance(source, str | Path) or system is None
+             else f"{system}={sources.default_name(source)}") for system, source in items]
+
+
+def warn_data(message: str) -> None:
+    warnings.warn(message, DataWarning, stacklevel=4)

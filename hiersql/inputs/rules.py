@@ -1,0 +1,284 @@
+"""The input rules of the label readers, declared once for the SQL door (``hiersql install-macros``, ``hiersql sql``).
+
+``hiersql evaluate`` reads labels through :mod:`hiersql.inputs.readers`, which strips the spaces around ids and labels,
+refuses what is missing or unknown and collapses duplicates. The SQL door reads the user's tables (``truth``,
+``predictions``, ``instances``, ``systems``) as they are. :data:`RULES` states each reader rule once, as SQL, with
+the reader's message (the constants below, which :mod:`hiersql.inputs.readers` imports). From it come:
+
+- :func:`problems_sql`: one row per problem ``(table_name, column_name, row_key, value, rule, action, message)``,
+  the body of the ``hiersql_check()`` macro;
+- :func:`guard_sql`: the first problem whose ``action`` is ``error`` raised as one error, in front of every
+  measure (DuckDB ``error()``, Spark ``raise_error()``, elsewhere a failing cast that quotes the message);
+- :func:`cleaned_sql`: the rows the measures read, cleaned as the readers clean them (ids and labels trimmed,
+  duplicates collapsed, unknown labels and instances without truth dropped: with the default options those are
+  errors of the guard, so dropping changes a number only where ``unknown``/``no_truth`` is ``ignore``).
+
+So a measure over the SQL door equals ``hiersql evaluate`` over the same rows, or fails naming the fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+# The readers' messages (hiersql.inputs.readers imports them; hiersql.inputs.sources says MISSING_SYSTEM).
+MISSING = "missing instance_id or label (empty, None or NaN)"
+EMPTY_INSTANCE = "empty instance_id"
+EMPTY_LABEL = "empty label"
+UNKNOWN_LABEL = "label not in the taxonomy"
+VIRTUAL_ROOT = "label is the virtual root added above the taxonomy's parentless nodes, not one of its nodes"
+NO_TRUTH = "predicted instance has no truth"
+DUPLICATES = "duplicate (instance_id, label) row(s) collapsed"
+MISSING_SYSTEM = "missing system (NULL or empty)"
+NO_INSTANCE = "truth has no instance"
+# What the readers do without a word, and what only tables given to the SQL door can hold.
+SPACES = "spaces around the value (stripped, as the readers strip them)"
+DUPLICATE_INSTANCE = "instance listed twice (collapsed)"
+DUPLICATE_SYSTEM = "system listed twice (collapsed)"
+UNLISTED_INSTANCE = "instance of the truth not in instances"
+UNLISTED_SYSTEM = "system of the predictions not in systems"
+
+INPUT_TABLES = ("truth", "predictions", "instances", "systems")
+# The columns that name a row of each table in messages and in hiersql_check()'s row_key.
+KEYS = {"truth": ("instance_id",), "predictions": ("system", "instance_id"), "instances": ("instance_id",),
+        "systems": ("system",)}
+# The columns the rules and the cleaned rows read from each input table (rank too where the HCM reads it).
+COLUMNS = {"truth": ("instance_id", "label"), "predictions": ("system", "instance_id", "label"),
+           "instances": ("instance_id",), "systems": ("system",)}
+# The options that turn a rule's error into dropped rows, as in hiersql evaluate (--unknown, --no-truth).
+OPTIONS = {"unknown": ("error", "ignore"), "no_truth": ("error", "ignore")}
+
+
+class Rule(NamedTuple):
+    """One input rule: rows ``r`` of ``table`` (or of ``source``, a query over it) where ``where`` holds are a
+    problem of ``column``. ``action``: ``error`` (the measures refuse to run), ``stripped``/``collapsed`` (the
+    measures read the cleaned rows, :func:`cleaned_sql`), or an option of :data:`OPTIONS` (an error, or the
+    rows ``dropped`` when that option is ``ignore``)."""
+
+    name: str
+    table: str
+    column: str
+    where: str
+    message: str
+    action: str
+    source: str | None = None
+
+
+def _present(column: str) -> str:
+    """``r.column`` holds a value (not NULL, blank or NaN, as the readers' missing-value rule)."""
+    return f"trim(r.{column}) <> '' AND lower(trim(r.{column})) <> 'nan'"
+
+
+def _missing(column: str) -> str:
+    return f"r.{column} IS NULL OR trim(r.{column}) = '' OR lower(trim(r.{column})) = 'nan'"
+
+
+def _label_rules(table: str) -> list[Rule]:
+    """The rules of the ids and labels of ``truth`` or ``predictions``."""
+    keys = ", ".join(f"trim({k}) AS {k}" if k == "instance_id" else k for k in KEYS[table])
+    return [
+        Rule("missing_instance_id", table, "instance_id", _missing("instance_id"), MISSING, "error"),
+        Rule("missing_label", table, "label", _missing("label"), MISSING, "error"),
+        Rule("spaces", table, "instance_id", "r.instance_id <> trim(r.instance_id)", SPACES, "stripped"),
+        Rule("spaces", table, "label", "r.label <> trim(r.label)", SPACES, "stripped"),
+        Rule("unknown_label", table, "label", f"{_present('label')} AND NOT EXISTS (SELECT 1 FROM nodes AS n"
+             " WHERE n.label = trim(r.label))", UNKNOWN_LABEL, "unknown"),
+        Rule("virtual_root", table, "label", "EXISTS (SELECT 1 FROM nodes AS n WHERE n.is_virtual AND n.label ="
+             " trim(r.label))", VIRTUAL_ROOT, "error"),
+        Rule("duplicate", table, "label", "r.n > 1", DUPLICATES, "collapsed",
+             f"SELECT {keys}, trim(label) AS label, count(*) AS n FROM {table}"
+             f" GROUP BY {', '.join(f'trim({k})' if k == 'instance_id' else k for k in KEYS[table])}, trim(label)"),
+    ]
+
+
+def _listed(table: str, column: str) -> str:
+    """``r.column`` is a value of ``table.column`` (both trimmed for instance ids)."""
+    side = (lambda c: f"trim({c})") if column == "instance_id" else (lambda c: c)
+    return f"EXISTS (SELECT 1 FROM {table} AS l WHERE {side('l.' + column)} = {side('r.' + column)})"
+
+
+RULES: tuple[Rule, ...] = (
+    *_label_rules("truth"),
+    Rule("unlisted_instance", "truth", "instance_id", f"{_present('instance_id')} AND NOT"
+         f" {_listed('instances', 'instance_id')}", UNLISTED_INSTANCE, "error"),
+    *_label_rules("predictions"),
+    Rule("missing_system", "predictions", "system", "r.system IS NULL OR r.system = ''", MISSING_SYSTEM, "error"),
+    Rule("unlisted_system", "predictions", "system", f"r.system <> '' AND NOT {_listed('systems', 'system')}",
+         UNLISTED_SYSTEM, "error"),
+    Rule("no_truth", "predictions", "instance_id", f"{_present('instance_id')} AND NOT"
+         f" {_listed('instances', 'instance_id')}", NO_TRUTH, "no_truth"),
+    Rule("missing_instance_id", "instances", "instance_id", _missing("instance_id"), EMPTY_INSTANCE, "error"),
+    Rule("spaces", "instances", "instance_id", "r.instance_id <> trim(r.instance_id)", SPACES, "stripped"),
+    Rule("duplicate", "instances", "instance_id", "r.n > 1", DUPLICATE_INSTANCE, "collapsed",
+         "SELECT trim(instance_id) AS instance_id, count(*) AS n FROM instances GROUP BY trim(instance_id)"),
+    Rule("no_instance", "instances", "instance_id", "r.n = 0", NO_INSTANCE, "error",
+         "SELECT CAST(NULL AS VARCHAR) AS instance_id, count(*) AS n FROM instances"),
+    Rule("missing_system", "systems", "system", "r.system IS NULL OR r.system = ''", MISSING_SYSTEM, "error"),
+    Rule("duplicate", "systems", "system", "r.n > 1", DUPLICATE_SYSTEM, "collapsed",
+         "SELECT system, count(*) AS n FROM systems GROUP BY system"),
+)
+
+
+def _quoted(expression: str) -> str:
+    """``'...'`` around the text of ``expression``, or ``NULL`` (a value as the messages show it)."""
+    return f"coalesce('''' || CAST({expression} AS VARCHAR) || '''', 'NULL')"
+
+
+def _action(rule: Rule) -> str:
+    if rule.action in OPTIONS:
+        return f"CASE WHEN ${rule.action} = 'ignore' THEN 'dropped' ELSE 'error' END"
+    return f"'{rule.action}'"
+
+
+def _rule_sql(rule: Rule, names: Mapping[str, str]) -> str:
+    """The problems of one rule (DuckDB SQL over hiersql's table names; the message names the user's table,
+    ``names[rule.table]``, quoted as a string literal by sqlglot)."""
+    from sqlglot import exp
+
+    key = " || ', ' || ".join(f"'{k}=' || {_quoted('r.' + k)}" for k in KEYS[rule.table])
+    if rule.name == "no_instance":  # the table as a whole
+        key, where = "NULL", f"{exp.Literal.string(names[rule.table] + ': ').sql()}"
+    else:
+        where = f"{exp.Literal.string(names[rule.table] + ', column ' + repr(rule.column) + ', ').sql()} || {key}" \
+                " || ': '"
+    value = "NULL" if rule.name == "no_instance" else f"CAST(r.{rule.column} AS VARCHAR)"
+    tail = "" if rule.name == "no_instance" else f" || ': ' || {_quoted('r.' + rule.column)}"
+    source = f"({rule.source})" if rule.source else rule.table
+    return (f"SELECT {exp.Literal.string(names[rule.table]).sql()} AS table_name, '{rule.column}' AS column_name,"
+            f" {key} AS row_key, {value} AS value, '{rule.name}' AS rule, {_action(rule)} AS action,"
+            f" 'hiersql: ' || {where} || {exp.Literal.string(rule.message).sql()}{tail} AS message"
+            f" FROM {source} AS r WHERE {rule.where}")
+
+
+def problems_sql(tables: Mapping[str, str] | None = None) -> str:
+    """DuckDB SQL of every problem of the input tables (``tables`` renames them, as ``--table``), one row per
+    problem: ``(table_name, column_name, row_key, value, rule, action, message)``, ordered. ``$unknown`` and
+    ``$no_truth`` (``error`` or ``ignore``) decide the action of unknown labels and instances without truth."""
+    from ..sqlfiles import _parse, _rename_tables
+
+    names = {t: (tables or {}).get(t, t) for t in INPUT_TABLES}
+    union = " UNION ALL ".join(_rule_sql(rule, names) for rule in RULES)
+    tree = _parse(f"SELECT * FROM ({union}) AS p ORDER BY table_name, column_name, row_key, value, rule")
+    return _rename_tables(tree, dict(tables or {})).sql(dialect="duckdb")
+
+
+def fail_function(dialect: str) -> str:
+    """The SQL of a failure that shows text ``{}`` in ``dialect``: DuckDB's ``error``, Spark's ``raise_error``,
+    elsewhere a cast of the text to an integer (the database's message quotes it)."""
+    return {"duckdb": "error({})", "spark": "raise_error({})", "databricks": "raise_error({})"}.get(
+        dialect, "CAST({} AS INTEGER)")
+
+
+def guard_sql(tables: Mapping[str, str] | None = None, dialect: str = "duckdb",
+              listed: str = ": SELECT * FROM hiersql_check()") -> str:
+    """A one-row aggregate that fails with the first problem (the smallest message) whose action is ``error``,
+    adding how many there are and ``listed`` (where to see them all); no row when there is none."""
+    first = f"min(message) || ' (' || CAST(count(*) AS VARCHAR) || ' error(s) in all{listed})'"
+    # CASE as well as HAVING: Spark computes an aggregate's select list before its HAVING
+    return (f"SELECT CASE WHEN count(*) > 0 THEN {fail_function(dialect).format(first)} END AS failed"
+            f" FROM ({problems_sql(tables)}) AS p WHERE action = 'error' HAVING count(*) > 0")
+
+
+def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool = False) -> str:
+    """DuckDB SQL of the rows the measures read from input table ``table``: ids and labels trimmed, one row per
+    distinct key (``rank``: the smallest rank of the collapsed rows, which keeps their order; a prediction's
+    ``score``: the highest, the row the readers keep), labels not in
+    the taxonomy and predicted instances without truth left out (errors of :func:`guard_sql` unless
+    ``$unknown``/``$no_truth`` is ``ignore``, when the readers drop them too)."""
+    from ..sqlfiles import _parse, _rename_tables
+
+    known = "EXISTS (SELECT 1 FROM nodes AS n WHERE n.label = trim(r.label))"
+    extra = ", min(r.rank) AS rank" if rank else ""
+    sql = {
+        "truth": f"SELECT trim(r.instance_id) AS instance_id, trim(r.label) AS label{extra} FROM truth AS r"
+                 f" WHERE {known} GROUP BY trim(r.instance_id), trim(r.label)",
+        "predictions": f"SELECT r.system, trim(r.instance_id) AS instance_id, trim(r.label) AS label{extra},"
+                       " max(r.score) AS score"
+                       f" FROM predictions AS r WHERE {known} AND {_listed('instances', 'instance_id')}"
+                       " GROUP BY r.system, trim(r.instance_id), trim(r.label)",
+        "instances": "SELECT DISTINCT trim(instance_id) AS instance_id FROM instances",
+        "systems": "SELECT DISTINCT system FROM systems",
+    }[table]
+    return _rename_tables(_parse(sql), dict(tables or {})).sql(dialect="duckdb")
+
+
+class InputTable(str):
+    """A user's table read under hiersql's column names: the string is the table's name (as messages name it),
+    :attr:`query` the DuckDB query that reads it (:func:`input_sql`), which table renames put in its place
+    (:func:`hiersql.sqlfiles._rename_tables`)."""
+
+    query: str
+
+    def __new__(cls, name: str, query: str) -> InputTable:
+        out = super().__new__(cls, name)
+        out.query = query
+        return out
+
+
+def input_sql(table: str, source: str, columns: Mapping[str, str]) -> str:
+    """The query of a user's ``table`` (``truth`` or ``predictions``) read from ``source`` (the text of a
+    ``FROM`` item) under hiersql's column names; ``columns``: the SQL of the user's column of each role
+    (``instance``, ``label``, and for the predictions ``system``, ``score``; ``rank``: ``NULL`` for none).
+    Each label is ranked within its instance by the rule every reader follows
+    (:data:`hiersql.inputs.sources.RANK_ORDER`: the rank column, else the score descending, else the label: a table has
+    no row order). Text, not parsed: the dbt package's ``columns`` are Jinja (:mod:`hiersql.api.dbt`)."""
+    from .sources import RANK_ORDER
+
+    system = table == "predictions"
+    selected = [*([f"CAST({columns['system']} AS TEXT) AS system"] if system else []),
+                f"CAST({columns['instance']} AS TEXT) AS instance_id", f"CAST({columns['label']} AS TEXT) AS label",
+                f"CAST({columns['score'] if system else 'NULL'} AS DOUBLE PRECISION) AS score",
+                f"CAST({columns.get('rank', 'NULL')} AS DOUBLE PRECISION) AS ord",
+                "FALSE AS in_order", "CAST(NULL AS INTEGER) AS line", "1 AS pos"]
+    keys = "system, instance_id" if system else "instance_id"
+    return (f"SELECT {keys}, label, score, row_number() OVER (PARTITION BY {keys} ORDER BY {RANK_ORDER}) AS rank\n"
+            "FROM (\n  SELECT\n    " + ",\n    ".join(selected) + f"\n  FROM {source}\n) AS r\n")
+
+
+def cleaned_names(tables: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``tables`` (the ``--table`` renames) with each input table renamed to its cleaned rows,
+    ``hiersql_<table>`` (:func:`cleaned_sql`): what the measures' SQL reads."""
+    return {**dict(tables or {}), **{t: f"hiersql_{t}" for t in INPUT_TABLES}}
+
+
+def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, options: Mapping[str, str],
+                  pretty: bool = True) -> str:
+    """The statements to run before ``sql`` (a measure's SQL in ``dialect`` that reads the cleaned input tables
+    of :func:`cleaned_names`): the check query of :func:`guard_sql`, which fails on the first fault, then one
+    ``CREATE OR REPLACE TEMPORARY VIEW hiersql_<table>`` per input table ``sql`` reads (:func:`cleaned_sql`).
+    ``options``: the values of ``unknown`` and ``no_truth``. Empty when ``sql`` reads no input table."""
+    import re
+
+    import sqlglot
+    from sqlglot import exp
+
+    from ..sqlfiles import _literal
+
+    read = [t for t in INPUT_TABLES if re.search(rf"\bhiersql_{t}\b", sql)]
+    if not read:
+        return ""
+    values = {name: _literal(options[name]) for name in OPTIONS}
+
+    def written(text: str) -> str:
+        tree = exp.replace_placeholders(sqlglot.parse_one(text + "\n", read="duckdb"), **values)
+        return tree.sql(dialect=dialect, pretty=pretty)
+
+    rank = re.search(r"\brank\b", sql) is not None  # the HCM orders the labels of a set by rank
+    out = ["-- hiersql input rules (docs/sql.md): fails with the first fault of the input tables, where hiersql"
+           f" evaluate would refuse them (unknown={options['unknown']}, no_truth={options['no_truth']})",
+           written(guard_sql(tables, dialect, listed="")) + ";",
+           "-- the input rows as hiersql evaluate reads them: ids and labels trimmed, duplicates collapsed"]
+    out += [written(f"CREATE OR REPLACE TEMPORARY VIEW hiersql_{t} AS {cleaned_sql(t, tables, rank)}") + ";"
+            for t in read]
+    return "\n".join(out) + "\n\n"
+
+
+def rules_table() -> str:
+    """The rules as the Markdown table of docs/sql.md (a test checks the page against it)."""
+    head = "| table | column | rule | action | message |\n| --- | --- | --- | --- | --- |\n"
+    return head + "".join(f"| `{r.table}` | `{r.column}` | `{r.name}` | {_described(r.action)} | {r.message} |\n"
+                          for r in RULES)
+
+
+def _described(action: str) -> str:
+    return f"error (dropped when `{action}` is `ignore`)" if action in OPTIONS else action

@@ -1,0 +1,344 @@
+"""Hierarchical confusion matrix (Riehl, Neunteufel, Hemberg 2021; SPEC §6).
+
+Per instance, the taxonomy nodes along the predicted and true root paths are counted as TP, FP, FN and TN;
+the counts are summed over instances and the binary measures of the paper's Table II are computed from the
+sums (``micro``) or averaged over the per-instance values (``macro``). hiersql follows the authors' code,
+which produced the published tables (see ``docs/hierarchical_confusion_matrix.md`` for every difference with
+the paper's formulas):
+
+- label sets become root paths by a greedy path cover (:func:`greedy_path_cover`); the true labels are the last
+  nodes of the chosen paths and own all their root paths;
+- predicted paths are taken by ``m`` (longest common path with any true path) descending, ties by the node
+  names descending; each is scored against the first remaining (true label, path) with the strictly longest
+  common path, which removes that label (:func:`greedy_matching`); a predicted path with no true label left
+  adds ``FP = |p| - 1``, a true label left unmatched adds ``FN`` = its shortest path length - 1;
+- the counts of a (true path, predicted path) pair are SQL (``confusion.sql``), for all pairs at once.
+
+References
+----------
+Kevin Riehl, Michael Neunteufel, Martin Hemberg, "Hierarchical confusion matrix for classification
+performance evaluation", 2021/2023, §IV (eq. 4-10) and Table II; code at
+github.com/DerKevinRiehl/HierarchicalConfusionMatrix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...engines import DuckDBEngine, Engine
+from ...plan import FamilyPlan, Measure, Python, Sql
+from .. import REGISTRY, Options, Row, as_engine
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+    from ...inputs.store import Store
+    from ...inputs.taxonomy import Taxonomy
+
+COUNTS = ("tp", "fp", "fn", "tn")
+MEASURES = ("accuracy", "precision", "recall", "f1", "mcc", "fnr", "fpr", "tnr", "pt")
+METRICS = REGISTRY["confusion"]
+
+
+# ---------------------------------------------------------------------------------------------- public API
+def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
+    """Summed counts (``average=""``) and derived measures (``micro`` from the summed counts, ``macro`` the
+    mean of the per-instance values) of ``metrics`` for every system."""
+    return DuckDBEngine(store).run_plan(PLAN, metrics, options)
+
+
+def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
+    """Columns ``system, instance_id, tp, fp, fn, tn`` and the per-instance value of each ratio of the family:
+    one row per system and truth instance."""
+    return as_engine(source).per_instance(PLAN, options).to_pandas()
+
+
+def hierarchical_confusion_matrix(store: Store, tn: str = "published", zero_division: float = 0.0
+                                  ) -> pd.DataFrame:
+    """One row per system: ``system, tp, fp, fn, tn`` (summed over instances) and the measures
+    ``accuracy, precision, recall, f1, mcc, fnr, fpr, tnr, pt`` computed from the summed counts.
+
+    Parameters
+    ----------
+    store:
+        A store holding a taxonomy, the truth and the predictions of one or more systems.
+    tn:
+        ``"published"`` (the authors' code: siblings of the common path and direct children of its last node)
+        or ``"descendants"`` (the paper's formula; not the published numbers).
+    zero_division:
+        Value of a ratio whose denominator is 0.
+
+    Notes
+    -----
+    Riehl et al. Table II on the summed counts: accuracy ``(TP+TN)/(TP+TN+FP+FN)``, precision ``TP/(TP+FP)``,
+    recall ``TP/(TP+FN)``, F1 ``2TP/(2TP+FP+FN)``, MCC ``(TP·TN-FP·FN)/sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN))``
+    (floating point), FNR ``FN/(FN+TP)``, FPR ``FP/(FP+TN)``, TNR ``TN/(TN+FP)``, prevalence threshold
+    ``(sqrt(TPR(1-TNR))+TNR-1)/(TPR+TNR-1)``.
+    """
+    import pandas as pd
+
+    options = Options(tn=tn, zero_division=zero_division, average=("micro",))
+    long = pd.DataFrame(evaluate(store, list(METRICS), options), columns=["system", "metric", "average", "value"])
+    table = long.pivot(index="system", columns="metric", values="value")
+    table = table.rename(columns=lambda c: c.removeprefix("hcm_")).reindex(columns=[*COUNTS, *MEASURES])
+    table = pd.DataFrame(table).astype(dict.fromkeys(COUNTS, "int64") | dict.fromkeys(MEASURES, "float64"))
+    return table.reset_index().rename_axis(columns=None)
+
+
+def hierarchical_confusion(
+    y_true: Sequence[Iterable[str]],
+    y_pred: Sequence[Iterable[str]],
+    taxonomy: Taxonomy | Iterable[tuple[str, str]] | Any,
+    *,
+    tn: str = "published",
+    zero_division: float = 0.0,
+) -> dict[str, float]:
+    """scikit-learn style one-shot: the hierarchical confusion matrix of label sets.
+
+    ``y_true[i]`` and ``y_pred[i]`` are the labels of instance ``i`` in their given order (the order breaks
+    ties of the greedy path cover and matching; a string is one label); ``taxonomy`` in any form the other
+    one-shot functions take. Returns ``{"tp", "fp", "fn", "tn"}`` (ints) and the measures of
+    :data:`MEASURES` from the summed counts.
+
+    >>> hierarchical_confusion([["a1"]], [["a2"]], [("a", "a1"), ("a", "a2")])["fp"]
+    1
+    """
+    from .. import store_from_sets
+
+    store = store_from_sets(y_true, y_pred, taxonomy)
+    try:
+        row = hierarchical_confusion_matrix(store, tn=tn, zero_division=zero_division).iloc[0]
+    finally:
+        store.close()
+    return {k: (int(row[k]) if k in COUNTS else float(row[k])) for k in (*COUNTS, *MEASURES)}
+
+
+# ---------------------------------------------------------------------------------------------- greedy steps
+def greedy_path_cover(group: np.ndarray, cand: np.ndarray, covers: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The greedy path cover of every label set at once (SPEC §6).
+
+    Each row says that candidate path ``cand`` of group (label set) ``group`` holds label ``covers`` of the
+    set. Candidates are numbered from 0 in their order (group, then label rank, then path order), so the
+    ids of a group are contiguous; ``covers`` ids are global. Repeatedly, every group whose labels are not
+    all covered takes the candidate holding the most not-yet-covered labels (the first one wins ties).
+
+    Returns the chosen candidate ids and the step (0, 1, ...) at which each was chosen in its group.
+    """
+    if not len(cand):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    n_cand, n_lab = int(cand.max()) + 1, int(covers.max()) + 1
+    cand_group = np.zeros(n_cand, dtype=np.int64)
+    cand_group[cand] = group
+    label_group = np.zeros(n_lab, dtype=np.int64)
+    label_group[covers] = group
+    covered = np.zeros(n_lab, dtype=bool)
+    live = np.ones(len(cand), dtype=bool)  # rows of candidates not yet taken, in groups not yet done
+    chosen: list[np.ndarray] = []
+    steps: list[np.ndarray] = []
+    while live.any():
+        rows = np.flatnonzero(live)
+        gain = np.bincount(cand[rows], weights=~covered[covers[rows]], minlength=n_cand).astype(np.int64)
+        ids = np.flatnonzero(np.bincount(cand[rows], minlength=n_cand))
+        # per group the largest gain, then the smallest id: the maximum of gain * (n + 1) + (n - id)
+        key = gain[ids] * (n_cand + 1) + (n_cand - ids)
+        g = cand_group[ids]
+        starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        best = n_cand - np.maximum.reduceat(key, starts) % (n_cand + 1)
+        chosen.append(best)
+        steps.append(np.full(len(best), len(steps)))
+        taken = np.zeros(n_cand, dtype=bool)
+        taken[best] = True
+        covered[covers[rows[taken[cand[rows]]]]] = True
+        open_groups = np.bincount(label_group[~covered], minlength=int(group.max()) + 1) > 0
+        live = live & ~taken[cand] & open_groups[group]
+    return np.concatenate(chosen), np.concatenate(steps)
+
+
+def greedy_matching(group: np.ndarray, rank: np.ndarray, label: np.ndarray, common: np.ndarray
+                    ) -> np.ndarray:
+    """The greedy matching of predicted paths to true labels for every instance at once (SPEC §6).
+
+    One row per (predicted path, true label, true path) of a group (instance); ``rank`` is the position of
+    the predicted path in the processing order (m descending, then node names descending), ``label`` a
+    global id of the true label, and rows are sorted by group, then true label order, then path order.
+    Processing the predicted paths in rank order, each takes among the rows of labels not yet taken the
+    first one with the strictly largest ``common``; that removes the label.
+
+    Returns a boolean mask of the chosen rows.
+    """
+    chosen = np.zeros(len(group), dtype=bool)
+    if not len(group):
+        return chosen
+    taken = np.zeros(int(label.max()) + 1, dtype=bool)
+    by_rank = np.argsort(rank, kind="stable")
+    bounds = np.searchsorted(rank[by_rank], np.arange(int(rank.max()) + 2))
+    for r in range(int(rank.max()) + 1):
+        rows = by_rank[bounds[r]:bounds[r + 1]]
+        rows = rows[~taken[label[rows]]]
+        if not len(rows):
+            continue
+        order = np.lexsort((rows, -common[rows], group[rows]))
+        firsts = np.unique(group[rows[order]], return_index=True)[1]
+        best = rows[order][firsts]
+        chosen[best] = True
+        taken[label[best]] = True
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+_COVER = ("hcm_systems", "hcm_instances", "hcm_labels", "hcm_set_labels")
+_PAIRS = ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_common",
+          "hcm_prefix_tn", "hcm_pair_counts", "hcm_candidates")
+
+
+def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+    return {"tn": options.tn}
+
+
+def solve_root_paths(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The root paths of every label (``hcm_paths``, ``hcm_path_nodes``): DuckDB queries with lists, run on
+    the step's DuckDB connection (a taxonomy-sized input, whatever the engine)."""
+    from ... import sqlfiles
+
+    queries = sqlfiles.queries("confusion", "duckdb")
+    for name in ("hcm_paths", "hcm_path_nodes"):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {queries[name]}")
+
+
+def solve_path_cover(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The greedy path cover step: ``hcm_cover_choice`` (the chosen candidate paths, with the step at which
+    each true label's path was chosen) from ``hcm_cover_candidates``."""
+    on = SimpleNamespace(con=con)  # the helpers read and write a store's connection
+    c = _fetch(on, "hcm_cover_candidates", ("grp", "rank", "label_id", "label_no", "path_no", "on_path"), 5)
+    cand = _dense(c["grp"], c["rank"], c["label_id"], c["label_no"], c["path_no"])
+    best, step = greedy_path_cover(c["grp"], cand, c["on_path"])
+    first = np.unique(cand, return_index=True)[1]
+    rows = c["row_no"][first[best]]
+    stride = con.execute("SELECT max(stride) FROM hcm_systems").fetchall()[0][0]  # None: no system, truth only
+    truth = c["grp"][first[best]] < (np.iinfo(np.int64).max if stride is None else stride)
+    _put_rows(on, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), rows, _n_rows(c),
+              ("step", rows[truth], step[truth]))
+
+
+def solve_matching(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
+    """The greedy matching step: ``hcm_match``, the rows of ``hcm_candidates`` chosen."""
+    on = SimpleNamespace(con=con)
+    m = _fetch(on, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"), 3)
+    pred = _dense(*(m[k] for k in ("grp", "p_label", "p_path")), order=np.lexsort((m["p_path"], m["p_label"],
+                                                                               m["grp"])))
+    rank = _processing_rank(m["grp"], pred, m["n_common"], m["name_rank"])
+    chosen = greedy_matching(m["grp"], rank, _dense(m["grp"], m["j"]), m["n_common"])
+    _put_rows(on, "hcm_match", "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", *COUNTS),
+              m["row_no"][chosen], _n_rows(m))
+
+
+def _n_rows(fetched: dict[str, np.ndarray]) -> int:
+    """One more than the largest ``row_no`` fetched (the rows of a partition keep their numbers)."""
+    return int(fetched["row_no"].max(initial=-1)) + 1
+
+
+_TPR, _TNR = "1.0 * tp / (tp + fn)", "1.0 * tn / (fp + tn)"
+PLAN = FamilyPlan(
+    name="confusion",
+    file="confusion",
+    metrics=METRICS,
+    steps=(
+        *(Sql(q) for q in _COVER),
+        Python("root_paths", solve_root_paths, reads=("hcm_labels", "edges", "nodes"),
+               writes=("hcm_paths", "hcm_path_nodes")),
+        Sql("hcm_cover_candidates"),
+        Python("path_cover", solve_path_cover, reads=("hcm_cover_candidates", "hcm_systems"),
+               writes=("hcm_cover_choice",), partition_by={"hcm_cover_candidates": "grp"}),
+        *(Sql(q) for q in _PAIRS),
+        Python("matching", solve_matching, reads=("hcm_candidates",), writes=("hcm_match",),
+               partition_by={"hcm_candidates": "grp"}),
+        Sql("hcm_instance"),
+    ),
+    instance="hcm_instance",
+    measures=(
+        *(Measure(f"hcm_{c}", c, averages=("",), total=True, higher_is_better=c in ("tp", "tn"),
+                  bounds=(0.0, math.inf)) for c in ("tp", "fp", "fn", "tn")),
+        Measure("hcm_accuracy", "tp + tn", "tp + tn + fp + fn"),
+        Measure("hcm_precision", "tp", "tp + fp"),
+        Measure("hcm_recall", "tp", "tp + fn"),
+        Measure("hcm_f1", "2 * tp", "2 * tp + fp + fn"),
+        Measure("hcm_mcc", "1.0 * tp * tn - 1.0 * fp * fn",
+                "sqrt(1.0 * (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))", bounds=(-1.0, 1.0)),
+        Measure("hcm_fnr", "fn", "tp + fn", higher_is_better=False),
+        Measure("hcm_fpr", "fp", "fp + tn", higher_is_better=False),
+        Measure("hcm_tnr", "tn", "fp + tn"),
+        Measure("hcm_pt", f"sqrt({_TPR} * (1 - {_TNR})) + {_TNR} - 1", f"{_TPR} + {_TNR} - 1",
+                undefined="tp + fn = 0 OR fp + tn = 0", higher_is_better=False),
+    ),
+    params=_params,
+)
+
+
+def _fetch(store: Store, table: str, columns: Sequence[str], n_keys: int) -> dict[str, np.ndarray]:
+    """Integer ``columns`` of ``table`` and its ``row_no`` as numpy arrays, rows sorted by the first
+    ``n_keys`` columns."""
+    keys = ", ".join(columns[:n_keys])
+    data = store.con.sql(f"SELECT row_no, {', '.join(columns)} FROM {table} ORDER BY {keys}").fetchnumpy()
+    return {k: np.asarray(data[k], dtype=np.int64) for k in ("row_no", *columns)}
+
+
+def _dense(*keys: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Dense ids (from 0) of the rows' key tuples, increasing with the keys. Rows must be sorted by the keys,
+    or ``order`` must sort them."""
+    n = len(keys[0])
+    order = np.arange(n) if order is None else order
+    change = np.zeros(n, dtype=bool)
+    for k in keys:
+        change[1:] |= k[order][1:] != k[order][:-1]
+    ids = np.empty(n, dtype=np.int64)
+    ids[order] = np.cumsum(change)
+    return ids
+
+
+def _processing_rank(group: np.ndarray, pred: np.ndarray, common: np.ndarray, name_rank: np.ndarray
+                     ) -> np.ndarray:
+    """Per row, the position (from 0) of its predicted path ``pred`` within its group when the paths are
+    taken by m (the path's largest ``common``) descending, then by ``name_rank`` descending."""
+    n_pred = int(pred.max(initial=-1)) + 1
+    m = np.full(n_pred, -1, dtype=np.int64)
+    np.maximum.at(m, pred, common)
+    pred_group = np.zeros(n_pred, dtype=np.int64)
+    pred_group[pred] = group
+    pred_name = np.zeros(n_pred, dtype=np.int64)
+    pred_name[pred] = name_rank
+    order = np.lexsort((-pred_name, -m, pred_group))
+    starts = np.searchsorted(pred_group[order], pred_group[order], side="left")
+    position = np.empty(n_pred, dtype=np.int64)
+    position[order] = np.arange(n_pred) - starts
+    return position[pred]
+
+
+def _put_rows(store: Store, table: str, source: str, columns: Sequence[str], row_nos: np.ndarray, n_rows: int,
+              value: tuple[str, np.ndarray, np.ndarray] | None = None) -> None:
+    """Write the rows ``row_nos`` (column ``row_no``, 0 to ``n_rows - 1``) of temp table ``source``, their
+    ``columns``, as the temp table ``table``; ``value = (name, rows, values)`` adds the column ``name``:
+    ``values`` on the rows ``rows``, 0 on the others.
+
+    The choice travels as a BIT string parameter read by ``get_bit`` (the values, few, as list parameters):
+    a pyarrow table would make DuckDB import pandas (≈ 0.4 s; it does so to scan any Python object), and
+    fixed-width digits read by ``substr`` cost 4 times as much."""
+    mask = np.zeros(max(n_rows, 1), dtype=np.uint8)
+    mask[row_nos] = 1
+    params: dict[str, object] = {"mask": (mask + ord("0")).tobytes().decode("ascii")}
+    select, join = ", ".join(f"s.{c}" for c in columns), ""
+    if value is not None:
+        name, rows, values = value
+        select += f", coalesce(v.value, 0) AS {name}"
+        join = " LEFT JOIN (SELECT unnest($rows) AS row_no, unnest($values) AS value) AS v ON v.row_no = s.row_no"
+        params |= {"rows": np.asarray(rows).tolist(), "values": np.asarray(values).tolist()}
+    store.con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {select} FROM {source} AS s{join}"
+        " WHERE get_bit(CAST($mask AS BIT), CAST(s.row_no AS INTEGER)) = 1", params,
+    )

@@ -1,0 +1,784 @@
+"""HEMKit's LCA graphs of many instances at once, compiled with numba (rules S0-S7 of ``docs/lca.md``).
+
+Everything here works on arrays: nodes are dense indices ``0..N`` (``N`` is HEMKit's marker -1, beyond every
+path), ``ids[v]`` their HEMKit ids (what every order and every sum of ids is taken on), ``par_ptr``/``par_idx``
+the parents of each node in the order HEMKit visits them, and the labels of each instance in CSR form. See
+:mod:`hiersql.measures.lca.hemkit` for the rules and the public functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_THRESHOLD = 16  # libstdc++'s _S_threshold
+
+
+# ---------------------------------------------------------------------------------------------- std::sort
+@njit(cache=True)
+def cxx_sort_order(keys):
+    """The permutation ``std::sort`` of libstdc++ leaves ``0..n-1`` in when comparing ``keys[i] < keys[j]``:
+    introsort (median-of-three quicksort down to runs of 16, heapsort past ``2·floor(log2 n)`` levels), then
+    insertion sort. Not stable: equal keys end in an order that depends on the input order."""
+    a = np.empty(len(keys), np.int64)
+    _cxx_sort(a, keys)
+    return a
+
+
+@njit(cache=True)
+def _cxx_sort(a, keys):
+    """:func:`cxx_sort_order` into ``a`` (as long as ``keys``)."""
+    n = len(keys)
+    for i in range(n):
+        a[i] = i
+    if n > 1:
+        depth = 0
+        m = n
+        while m > 1:
+            m >>= 1
+            depth += 1
+        _introsort(a, keys, 0, n, 2 * depth)
+        _final_insertion_sort(a, keys, 0, n)
+
+
+@njit(cache=True)
+def _introsort(a, k, first, last, depth):
+    """libstdc++'s ``__introsort_loop``, its recursion on the upper part kept on a stack (the parts are
+    disjoint: the order they are sorted in changes nothing; numba's cache cannot hold a recursive function)."""
+    todo = [(first, last, depth)]
+    while todo:
+        first, last, depth = todo.pop()
+        while last - first > _THRESHOLD:
+            if depth == 0:
+                _heap_sort(a, k, first, last)
+                break
+            depth -= 1
+            cut = _partition_pivot(a, k, first, last)
+            todo.append((cut, last, depth))
+            last = cut
+
+
+@njit(cache=True)
+def _partition_pivot(a, k, first, last):
+    mid = first + (last - first) // 2
+    x, y, z = first + 1, mid, last - 1
+    if k[a[x]] < k[a[y]]:
+        if k[a[y]] < k[a[z]]:
+            pick = y
+        elif k[a[x]] < k[a[z]]:
+            pick = z
+        else:
+            pick = x
+    elif k[a[x]] < k[a[z]]:
+        pick = x
+    elif k[a[y]] < k[a[z]]:
+        pick = z
+    else:
+        pick = y
+    a[first], a[pick] = a[pick], a[first]
+    pivot = k[a[first]]
+    lo, hi = first + 1, last
+    while True:
+        while k[a[lo]] < pivot:
+            lo += 1
+        hi -= 1
+        while pivot < k[a[hi]]:
+            hi -= 1
+        if not lo < hi:
+            return lo
+        a[lo], a[hi] = a[hi], a[lo]
+        lo += 1
+
+
+@njit(cache=True)
+def _final_insertion_sort(a, k, first, last):
+    if last - first > _THRESHOLD:
+        _insertion_sort(a, k, first, first + _THRESHOLD)
+        for i in range(first + _THRESHOLD, last):
+            _linear_insert(a, k, i)
+    else:
+        _insertion_sort(a, k, first, last)
+
+
+@njit(cache=True)
+def _insertion_sort(a, k, first, last):
+    for i in range(first + 1, last):
+        if k[a[i]] < k[a[first]]:
+            value = a[i]
+            for j in range(i, first, -1):
+                a[j] = a[j - 1]
+            a[first] = value
+        else:
+            _linear_insert(a, k, i)
+
+
+@njit(cache=True)
+def _linear_insert(a, k, i):
+    value = a[i]
+    while k[value] < k[a[i - 1]]:
+        a[i] = a[i - 1]
+        i -= 1
+    a[i] = value
+
+
+@njit(cache=True)
+def _heap_sort(a, k, first, last):
+    n = last - first
+    if n >= 2:
+        parent = (n - 2) // 2
+        while True:
+            _adjust_heap(a, k, first, parent, n, a[first + parent])
+            if parent == 0:
+                break
+            parent -= 1
+    while last - first > 1:
+        last -= 1
+        value = a[last]
+        a[last] = a[first]
+        _adjust_heap(a, k, first, 0, last - first, value)
+
+
+@njit(cache=True)
+def _adjust_heap(a, k, first, hole, n, value):
+    top = hole
+    child = hole
+    while child < (n - 1) // 2:
+        child = 2 * (child + 1)
+        if k[a[first + child]] < k[a[first + child - 1]]:
+            child -= 1
+        a[first + hole] = a[first + child]
+        hole = child
+    if n % 2 == 0 and child == (n - 2) // 2:
+        child = 2 * (child + 1)
+        a[first + hole] = a[first + child - 1]
+        hole = child - 1
+    parent = (hole - 1) // 2
+    while hole > top and k[a[first + parent]] < k[value]:
+        a[first + hole] = a[first + parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    a[first + hole] = value
+
+
+# ---------------------------------------------------------------------------------------------- S1
+@njit(cache=True)
+def upward_paths(par_ptr, par_idx, ids, wanted, max_distance):
+    """S1 for the nodes with ``wanted[v]``: every simple upward path (depth first, parents in the given
+    order), ending at a node without parents, after ``max_distance`` edges (< 0: no limit) or before a node it
+    already holds, then closed by the marker (index ``N``). Returns ``(first, count, start, length, nodes,
+    sums)``: the paths of ``v`` are ``first[v] .. first[v] + count[v] - 1``; path ``p`` holds
+    ``nodes[start[p]:start[p] + length[p]]`` (the label first), ``sums`` the prefix sums of their ids."""
+    n = len(par_ptr) - 1
+    beyond = n
+    first = np.full(n + 1, -1, np.int64)
+    count = np.zeros(n + 1, np.int64)
+    start = [np.int64(0)][:0]
+    length = [np.int64(0)][:0]
+    nodes = [np.int64(0)][:0]
+    sums = [np.int64(0)][:0]
+    buf = np.empty(64, np.int64)
+    stack = np.empty((64, 3), np.int64)  # (offset in buf, length, extend)
+    for v in range(n):
+        if not wanted[v]:
+            continue
+        first[v] = len(start)
+        used = 1
+        buf[0] = v
+        stack[0, 0], stack[0, 1], stack[0, 2] = 0, 1, 1
+        top = 1
+        while top:
+            top -= 1
+            off, size, extend = stack[top, 0], stack[top, 1], stack[top, 2]
+            last = buf[off + size - 1]
+            above = par_ptr[last + 1] - par_ptr[last] if extend else 0
+            if above == 0 or (max_distance >= 0 and size - 1 == max_distance):
+                start.append(len(nodes))
+                length.append(size + 1)
+                total = 0
+                for i in range(size):
+                    total += ids[buf[off + i]]
+                    nodes.append(buf[off + i])
+                    sums.append(total)
+                nodes.append(beyond)
+                sums.append(total + ids[beyond])
+                count[v] += 1
+                continue
+            for q in range(par_ptr[last + 1] - 1, par_ptr[last] - 1, -1):  # the first parent on top
+                parent = par_idx[q]
+                cycle = False
+                for i in range(size):
+                    if buf[off + i] == parent:
+                        cycle = True
+                        break
+                if top == len(stack):
+                    grown = np.empty((2 * len(stack), 3), np.int64)
+                    grown[:top] = stack
+                    stack = grown
+                if cycle:
+                    stack[top, 0], stack[top, 1], stack[top, 2] = off, size, 0
+                else:
+                    if used + size + 1 > len(buf):
+                        grown_buf = np.empty(2 * (used + size + 1), np.int64)
+                        grown_buf[:used] = buf[:used]
+                        buf = grown_buf
+                    buf[used:used + size] = buf[off:off + size]
+                    buf[used + size] = parent
+                    stack[top, 0], stack[top, 1], stack[top, 2] = used, size + 1, 1
+                    used += size + 1
+                top += 1
+    return (first, count, np.array(start, np.int64), np.array(length, np.int64), np.array(nodes, np.int64),
+            np.array(sums, np.int64))
+
+
+# ---------------------------------------------------------------------------------------------- S0
+@njit(cache=True)
+def _most_specific(labels, par_ptr, par_idx, drop_distance, seen, above, queue, stamp):
+    """S0: ``labels`` (deduplicated) without those that are ancestors, at most ``drop_distance`` edges up
+    (< 0: any distance), of another of them. ``seen``, ``above``, ``queue``: scratch; returns the labels kept
+    and the last stamp used."""
+    stamp += 1
+    n = 0
+    uniq = np.empty(len(labels), np.int64)
+    for x in labels:
+        if seen[x] != stamp:
+            seen[x] = stamp
+            uniq[n] = x
+            n += 1
+    if n < 2:
+        return uniq[:n], stamp
+    stamp += 1
+    mark = stamp  # the ancestors of any label
+    for x in uniq[:n]:
+        stamp += 1
+        seen[x] = stamp
+        queue[0] = x
+        lo, hi = 0, 1
+        steps = 0
+        while lo < hi and (drop_distance < 0 or steps < drop_distance):  # one level of parents at a time
+            steps += 1
+            end = hi
+            for i in range(lo, end):
+                u = queue[i]
+                for q in range(par_ptr[u], par_ptr[u + 1]):
+                    p = par_idx[q]
+                    if seen[p] != stamp:
+                        seen[p] = stamp
+                        queue[hi] = p
+                        hi += 1
+                    if p != x:
+                        above[p] = mark
+            lo = end
+    kept = 0
+    for x in uniq[:n]:
+        if above[x] != mark:
+            uniq[kept] = x
+            kept += 1
+    return uniq[:kept], stamp
+
+
+# ---------------------------------------------------------------------------------------------- S2-S7
+@njit(cache=True)
+def _sort_by_id(values, ids):
+    """``values`` sorted by their ids (an insertion sort: a handful of labels), in place; returns them."""
+    for i in range(1, len(values)):
+        v = values[i]
+        j = i
+        while j > 0 and ids[values[j - 1]] > ids[v]:
+            values[j] = values[j - 1]
+            j -= 1
+        values[j] = v
+    return values
+
+
+@njit(cache=True)
+def _hits(pnodes, start, size, marks, stamp):
+    """How many nodes of the path ``pnodes[start:start + size]`` are marked with ``stamp``."""
+    hits = 0
+    for i in range(start, start + size):
+        if marks[pnodes[i]] == stamp:
+            hits += 1
+    return hits
+
+
+@njit(cache=True)
+def _add_path(pnodes, start, size, graph, side, stamp, nodes, counts):
+    """Add a path to graph ``side`` (marks ``graph[side]``; new nodes listed in ``nodes[side]``)."""
+    for i in range(start, start + size):
+        v = pnodes[i]
+        if graph[side, v] != stamp:
+            graph[side, v] = stamp
+            nodes[side, counts[side]] = v
+            counts[side] += 1
+
+
+@njit(cache=True)
+def _link(links, n, a, v):
+    """S3: ancestor ``a`` links label ``v`` (the pairs ``links[:n]`` stay distinct); returns the new ``n``."""
+    for i in range(n):
+        if links[i, 0] == a and links[i, 1] == v:
+            return n
+    links[n, 0] = a
+    links[n, 1] = v
+    return n + 1
+
+
+@njit(cache=True)
+def _candidates(one_sided, others, first, pcount, pstart, plen, pnodes, psums, reach, stamp, cand, n_cand,
+                bounds, tried, n_tried, tried_ptr, links, n_links, f_sum, f_row, h_low, h_pos, order):
+    """S2, S3 for the labels ``one_sided`` of one side against the labels ``others`` of the other side:
+    writes from ``cand[n_cand]`` on the rows ``(label, partner, own start, own length, their start, their
+    length)`` of each label's pairs of minimum cost in HEMKit's order (``std::sort`` by id sum), into
+    ``bounds[i]`` label ``i``'s range of rows, from ``tried[n_tried]`` on the nodes of its own candidate
+    paths (label ``i``'s end at ``tried_ptr[i + 1]``), from ``links[n_links]`` on the links. Returns the new
+    ``n_cand``, ``n_tried``, ``n_links``. ``f_sum``, ``f_row``, ``h_low``, ``h_pos``, ``order``: scratch."""
+    their_paths = 0
+    for z in others:
+        their_paths += pcount[z]
+        for p in range(first[z], first[z] + pcount[z]):
+            for i in range(pstart[p], pstart[p] + plen[p]):
+                reach[pnodes[i]] = stamp
+    for li in range(len(one_sided)):
+        x = one_sided[li]
+        best = -1
+        found = 0
+        # f_row: partner, own start, own length, their start, their length
+        for k in range(pcount[x]):
+            s = pstart[first[x] + k]
+            pos = 0
+            while reach[pnodes[s + pos]] != stamp:  # the first hit (the marker closes every path)
+                pos += 1
+            node = pnodes[s + pos]
+            own_sum = psums[s + pos]
+            low = -1
+            for z in others:
+                for j in range(first[z], first[z] + pcount[z]):
+                    t = pstart[j]
+                    for at in range(plen[j]):
+                        if pnodes[t + at] == node:
+                            cost = pos + at
+                            if cost < low or low < 0:
+                                low = cost
+                            if cost < best or best < 0:
+                                best = cost
+                                found = 0
+                            if cost == best:
+                                f_sum[found] = own_sum + psums[t + at]
+                                f_row[found, 0] = z
+                                f_row[found, 1] = s
+                                f_row[found, 2] = pos + 1
+                                f_row[found, 3] = t
+                                f_row[found, 4] = at + 1
+                                found += 1
+                            break
+            h_low[k] = low
+            h_pos[k] = pos
+        for k in range(pcount[x]):
+            if h_low[k] == best:
+                s = pstart[first[x] + k]
+                for q in range(s, s + h_pos[k] + 1):
+                    tried[n_tried] = pnodes[q]
+                    n_tried += 1
+        tried_ptr[li + 1] = n_tried
+        bounds[li, 0] = n_cand
+        _cxx_sort(order[:found], f_sum[:found])
+        for i in order[:found]:
+            cand[n_cand, 0] = x
+            cand[n_cand, 1:] = f_row[i]
+            n_cand += 1
+            a = pnodes[f_row[i, 1] + f_row[i, 2] - 1]
+            n_links = _link(links, n_links, a, x)
+            n_links = _link(links, n_links, a, f_row[i, 0])
+        bounds[li, 1] = n_cand
+    return n_cand, n_tried, n_links
+
+
+@njit(cache=True)
+def _overlap(pnodes, start, size, one_sided, tried, tried_ptr, skip):
+    """The most nodes of a path found on the candidate paths of one label of ``one_sided`` other than
+    ``skip`` (label ``i``'s at ``tried[tried_ptr[i]:tried_ptr[i + 1]]``)."""
+    most = 0
+    for li in range(len(one_sided)):
+        if one_sided[li] == skip:
+            continue
+        count = 0
+        for i in range(start, start + size):
+            v = pnodes[i]
+            for q in range(tried_ptr[li], tried_ptr[li + 1]):
+                if tried[q] == v:
+                    count += 1
+                    break
+        if count > most:
+            most = count
+    return most
+
+
+@njit(cache=True)
+def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach, gmark, pmark, cmark, linking,
+              served, graph, now, gnodes, gcounts, ws, rows_ws, pairs_ws):
+    """S2-S6 for one instance with labels on one side only; ``gmark``/``pmark`` and ``graph`` hold the
+    labels (stamp ``now``); uses the stamps ``now + 1 .. now + 3``; the nodes added to Gt and Gp are listed in
+    ``gnodes`` (``gcounts`` of each side). ``ws``, ``rows_ws``, ``pairs_ws``: scratch, grown by the caller
+    (:func:`_needs`)."""
+    gold_only = ws[0]
+    n_gold = 0
+    for x in true:
+        if pmark[x] != now:
+            gold_only[n_gold] = x
+            n_gold += 1
+    gold_only = gold_only[:n_gold]
+    pred_only = ws[1]
+    both = ws[2]
+    n_pred = n_both = 0
+    for x in pred:
+        if gmark[x] != now:
+            pred_only[n_pred] = x
+            n_pred += 1
+        else:
+            both[n_both] = x
+            n_both += 1
+    pred_only = pred_only[:n_pred]
+    both = both[:n_both]
+    # S2, S3
+    cand = rows_ws[:, :6]
+    f_row = rows_ws[:, 6:11]
+    f_sum = rows_ws[:, 11]
+    order_ws = rows_ws[:, 12]
+    links = pairs_ws[:, :2]
+    gold_bounds = ws[3:5].T[:n_gold]
+    pred_bounds = ws[5:7].T[:n_pred]
+    gold_ptr = ws[7]
+    pred_ptr = ws[8]
+    gold_tried = ws[9]
+    pred_tried = ws[10]
+    h_low = ws[11]
+    h_pos = ws[12]
+    gold_ptr[0] = pred_ptr[0] = 0
+    n_cand, _, n_links = _candidates(gold_only, pred, first, pcount, pstart, plen, pnodes, psums, reach, now + 1,
+                                     cand, 0, gold_bounds, gold_tried, 0, gold_ptr, links, 0, f_sum, f_row, h_low,
+                                     h_pos, order_ws)
+    n_cand, _, n_links = _candidates(pred_only, true, first, pcount, pstart, plen, pnodes, psums, reach, now + 2,
+                                     cand, n_cand, pred_bounds, pred_tried, 0, pred_ptr, links, n_links, f_sum,
+                                     f_row, h_low, h_pos, order_ws)
+    # S4: the ancestors by labels linked (descending), then id (descending)
+    ancs = pairs_ws[:, 2]
+    n_linked = pairs_ws[:, 3]
+    n_ancs = 0
+    for i in range(n_links):
+        a = links[i, 0]
+        found = -1
+        for q in range(n_ancs):
+            if ancs[q] == a:
+                found = q
+                break
+        if found < 0:
+            ancs[n_ancs] = a
+            n_linked[n_ancs] = 1
+            n_ancs += 1
+        else:
+            n_linked[found] += 1
+    order = pairs_ws[:, 4]  # insertion sort: a handful of ancestors
+    for q in range(n_ancs):
+        i = q
+        while i > 0 and (n_linked[order[i - 1]] < n_linked[q]
+                         or (n_linked[order[i - 1]] == n_linked[q] and ids[ancs[order[i - 1]]] < ids[ancs[q]])):
+            order[i] = order[i - 1]
+            i -= 1
+        order[i] = q
+    for i in range(n_links):  # linking[label]: the number of ancestors still linking it
+        linking[links[i, 1]] = 0
+    for i in range(n_links):
+        linking[links[i, 1]] += 1
+    kept = pairs_ws[:, 5]
+    n_kept = 0
+    for q in order[:n_ancs]:
+        a = ancs[q]
+        redundant = True
+        for i in range(n_links):
+            if links[i, 0] == a and linking[links[i, 1]] == 1:
+                redundant = False
+                break
+        if redundant:
+            for i in range(n_links):
+                if links[i, 0] == a:
+                    linking[links[i, 1]] -= 1
+        else:
+            kept[n_kept] = a
+            n_kept += 1
+    total = len(true) + len(pred)
+    s4 = now + 1  # S4's served marks
+    for x in both:
+        served[0, x] = s4
+        served[1, x] = s4
+    n_served = 2 * n_both
+    chosen = pairs_ws[:, 6]
+    n_chosen = 0
+    labels = pairs_ws[:, 7]
+    for a in kept[:n_kept]:
+        if n_served == total:
+            break
+        n_labels = 0
+        for i in range(n_links):
+            if links[i, 0] == a:
+                labels[n_labels] = links[i, 1]
+                n_labels += 1
+        for v in _sort_by_id(labels[:n_labels], ids):
+            if gmark[v] == now and served[0, v] != s4:
+                if cmark[a] != now:
+                    cmark[a] = now
+                    chosen[n_chosen] = a
+                    n_chosen += 1
+                gmark[a] = now
+                served[0, v] = s4
+                n_served += 1
+            if pmark[v] == now and served[1, v] != s4:
+                if cmark[a] != now:
+                    cmark[a] = now
+                    chosen[n_chosen] = a
+                    n_chosen += 1
+                pmark[a] = now
+                served[1, v] = s4
+                n_served += 1
+    # S5: one pair per (label, partner), filed under the ancestor of the last candidate
+    filed = pairs_ws[:, 8:13]  # ancestor, node, side, path start, path length
+    n_filed = 0
+    partners = rows_ws[:, 13]
+    group = rows_ws[:, 14]
+    for side in range(2):
+        bounds = gold_bounds if side == 0 else pred_bounds
+        for li in range(len(bounds)):
+            c0, c1 = bounds[li, 0], bounds[li, 1]
+            n_partners = 0
+            for c in range(c0, c1):
+                z = cand[c, 1]
+                new = True
+                for u in range(n_partners):
+                    if partners[u] == z:
+                        new = False
+                        break
+                if new:
+                    partners[n_partners] = z
+                    n_partners += 1
+            for z in _sort_by_id(partners[:n_partners], ids):
+                n_group = 0
+                for c in range(c0, c1):
+                    if cand[c, 1] == z:
+                        group[n_group] = c
+                        n_group += 1
+                x = cand[group[0], 0]
+                gold_label, pred_label = (x, z) if side == 0 else (z, x)
+                last = group[n_group - 1]
+                anc = pnodes[cand[last, 2] + cand[last, 3] - 1]
+                if cmark[anc] != now:
+                    continue
+                has_gold = has_pred = False
+                for f in range(n_filed):
+                    if filed[f, 0] == anc:
+                        if filed[f, 1] == gold_label:
+                            has_gold = True
+                        if filed[f, 1] == pred_label:
+                            has_pred = True
+                if has_gold and has_pred:
+                    continue
+                n_usable = 0
+                for c in group[:n_group]:
+                    if cmark[pnodes[cand[c, 2] + cand[c, 3] - 1]] == now:
+                        n_usable += 1
+                if n_usable == 0:
+                    continue
+                best = -1
+                common = -1
+                recorded = 0
+                for c in group[:n_group]:
+                    if cmark[pnodes[cand[c, 2] + cand[c, 3] - 1]] != now:
+                        continue
+                    if n_usable == 1:
+                        best = c
+                        break
+                    if side == 0:
+                        gs, gl, ps, pl = cand[c, 2], cand[c, 3], cand[c, 4], cand[c, 5]
+                    else:
+                        gs, gl, ps, pl = cand[c, 4], cand[c, 5], cand[c, 2], cand[c, 3]
+                    count = _hits(pnodes, ps, pl, pmark, now) + _hits(pnodes, gs, gl, gmark, now)
+                    if count > common:
+                        best, common, recorded = c, count, 0
+                    elif count == common:
+                        overlap = (_overlap(pnodes, gs, gl, gold_only, gold_tried, gold_ptr, gold_label)
+                                   + _overlap(pnodes, ps, pl, pred_only, pred_tried, pred_ptr, pred_label))
+                        if overlap > recorded:
+                            best, recorded = c, overlap
+                if side == 0:
+                    gs, gl, ps, pl = cand[best, 2], cand[best, 3], cand[best, 4], cand[best, 5]
+                else:
+                    gs, gl, ps, pl = cand[best, 4], cand[best, 5], cand[best, 2], cand[best, 3]
+                if not has_pred:
+                    filed[n_filed, 0], filed[n_filed, 1], filed[n_filed, 2] = anc, pred_label, 1
+                    filed[n_filed, 3], filed[n_filed, 4] = ps, pl
+                    n_filed += 1
+                if not has_gold:
+                    filed[n_filed, 0], filed[n_filed, 1], filed[n_filed, 2] = anc, gold_label, 0
+                    filed[n_filed, 3], filed[n_filed, 4] = gs, gl
+                    n_filed += 1
+    # S6: the graphs
+    s6 = now + 3
+    for x in both:
+        served[0, x] = s6
+        served[1, x] = s6
+    n_served = 2 * n_both
+    entries = pairs_ws[:, 13]
+    for a in _sort_by_id(chosen[:n_chosen], ids):
+        if n_served == total:
+            break
+        n_entries = 0
+        for e in range(n_filed):
+            if filed[e, 0] == a:
+                i = n_entries  # in order of the nodes' ids
+                while i > 0 and ids[filed[entries[i - 1], 1]] > ids[filed[e, 1]]:
+                    entries[i] = entries[i - 1]
+                    i -= 1
+                entries[i] = e
+                n_entries += 1
+        added_gold = added_pred = 0
+        small_gold = small_pred = -1
+        for e in entries[:n_entries]:
+            node, side, size = filed[e, 1], filed[e, 2], filed[e, 4]
+            if served[side, node] == s6:
+                small = small_gold if side == 0 else small_pred
+                if small < 0 or size < filed[small, 4] or (size == filed[small, 4]
+                                                           and ids[node] < ids[filed[small, 1]]):
+                    if side == 0:
+                        small_gold = e
+                    else:
+                        small_pred = e
+            else:
+                _add_path(pnodes, filed[e, 3], size, graph, side, now, gnodes, gcounts)
+                if side == 0:
+                    added_gold += 1
+                else:
+                    added_pred += 1
+                served[side, node] = s6
+                n_served += 1
+        if added_gold and not added_pred and small_pred >= 0:
+            _add_path(pnodes, filed[small_pred, 3], filed[small_pred, 4], graph, 1, now, gnodes, gcounts)
+        if added_pred and not added_gold and small_gold >= 0:
+            _add_path(pnodes, filed[small_gold, 3], filed[small_gold, 4], graph, 0, now, gnodes, gcounts)
+
+
+@njit(cache=True)
+def _needs(true, pred, first, pcount, plen):
+    """The scratch one instance needs: ``(width of ws, rows of rows_ws)`` (:func:`_instance`); the rows bound
+    the candidate pairs, twice the product of the paths of both sides."""
+    width = max(len(true), len(pred)) + 1
+    paths_true = paths_pred = nodes = 0
+    for side in range(2):
+        for x in true if side == 0 else pred:
+            if side == 0:
+                paths_true += pcount[x]
+            else:
+                paths_pred += pcount[x]
+            width = max(width, pcount[x])
+            for p in range(first[x], first[x] + pcount[x]):
+                nodes += plen[p]
+    return max(width, nodes), max(1, 2 * paths_true * paths_pred)
+
+
+@njit(cache=True, nogil=True)
+def graphs_many(par_ptr, par_idx, ids, gold_ptr, gold_idx, pred_ptr, pred_idx, max_distance, drop_distance,
+                ignore):
+    """HEMKit's graphs of every instance ``i`` (labels ``gold_idx[gold_ptr[i]:gold_ptr[i + 1]]``, the same
+    for ``pred``): ``(counts, out_ptr, out_node, out_side)`` with ``counts[i] = (|Gt|, |Gp|, |Gt ∩ Gp|)``
+    (node ``ignore`` left out; < 0: none) and the nodes of both graphs of instance ``i`` at
+    ``out_node[out_ptr[i]:out_ptr[i + 1]]`` (``out_side``: 1 in Gt only, 2 in Gp only, 3 in both).
+    ``max_distance``, ``drop_distance``: < 0 for no limit. Node ``len(par_ptr) - 1`` is the marker."""
+    size = len(par_ptr)
+    wanted = np.zeros(size, np.bool_)
+    wanted[gold_idx] = True
+    wanted[pred_idx] = True
+    first, pcount, pstart, plen, pnodes, psums = upward_paths(par_ptr, par_idx, ids, wanted, max_distance)
+    seen = np.zeros(size, np.int64)
+    above = np.zeros(size, np.int64)
+    queue = np.empty(size, np.int64)
+    reach = np.zeros(size, np.int64)
+    gmark = np.zeros(size, np.int64)  # HEMKit's gold set: the true labels and the ancestors chosen for them
+    pmark = np.zeros(size, np.int64)
+    cmark = np.zeros(size, np.int64)
+    linking = np.zeros(size, np.int64)
+    served = np.zeros((2, size), np.int64)
+    graph = np.zeros((2, size), np.int64)
+    gnodes = np.empty((2, size), np.int64)
+    gcounts = np.zeros(2, np.int64)
+    ws = np.zeros((13, 16), np.int64)  # grown as instances need (_needs)
+    rows_ws = np.zeros((16, 15), np.int64)
+    pairs_ws = np.zeros((32, 14), np.int64)
+    stamp = 0
+    m = len(gold_ptr) - 1
+    counts = np.zeros((m, 3), np.int64)
+    out_ptr = np.zeros(m + 1, np.int64)
+    out_node = np.empty(max(16, 4 * (len(gold_idx) + len(pred_idx))), np.int64)
+    out_side = np.empty(len(out_node), np.int64)
+    n_out = 0
+    for inst in range(m):
+        true, stamp = _most_specific(gold_idx[gold_ptr[inst]:gold_ptr[inst + 1]], par_ptr, par_idx,
+                                     drop_distance, seen, above, queue, stamp)
+        pred, stamp = _most_specific(pred_idx[pred_ptr[inst]:pred_ptr[inst + 1]], par_ptr, par_idx,
+                                     drop_distance, seen, above, queue, stamp)
+        true = _sort_by_id(true, ids)
+        pred = _sort_by_id(pred, ids)
+        stamp += 1
+        now = stamp
+        stamp += 3
+        gcounts[0] = gcounts[1] = 0
+        for x in true:
+            gmark[x] = now
+            graph[0, x] = now
+            gnodes[0, gcounts[0]] = x
+            gcounts[0] += 1
+        for x in pred:
+            pmark[x] = now
+            graph[1, x] = now
+            gnodes[1, gcounts[1]] = x
+            gcounts[1] += 1
+        shared = 0
+        for x in pred:
+            if gmark[x] == now:
+                shared += 1
+        if len(true) + len(pred) > 2 * shared and len(true) and len(pred):
+            width, rows = _needs(true, pred, first, pcount, plen)
+            if width > ws.shape[1]:
+                ws = np.zeros((13, max(width, 2 * ws.shape[1])), np.int64)
+            if rows > len(rows_ws):
+                rows = max(rows, 2 * len(rows_ws))
+                rows_ws = np.zeros((rows, 15), np.int64)
+                pairs_ws = np.zeros((2 * rows, 14), np.int64)
+            _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach, gmark, pmark, cmark,
+                      linking, served, graph, now, gnodes, gcounts, ws, rows_ws, pairs_ws)
+        if n_out + gcounts[0] + gcounts[1] > len(out_node):
+            grown = max(2 * len(out_node), n_out + gcounts[0] + gcounts[1])
+            node_buf = np.empty(grown, np.int64)
+            node_buf[:n_out] = out_node[:n_out]
+            out_node = node_buf
+            side_buf = np.empty(grown, np.int64)
+            side_buf[:n_out] = out_side[:n_out]
+            out_side = side_buf
+        nt = npred = nb = 0
+        for i in range(gcounts[0]):
+            v = gnodes[0, i]
+            if v == ignore:
+                continue
+            nt += 1
+            in_both = graph[1, v] == now
+            nb += in_both
+            out_node[n_out] = v
+            out_side[n_out] = 3 if in_both else 1
+            n_out += 1
+        for i in range(gcounts[1]):
+            v = gnodes[1, i]
+            if v == ignore:
+                continue
+            npred += 1
+            if graph[0, v] != now:
+                out_node[n_out] = v
+                out_side[n_out] = 2
+                n_out += 1
+        counts[inst, 0], counts[inst, 1], counts[inst, 2] = nt, npred, nb
+        out_ptr[inst + 1] = n_out
+    return counts, out_ptr, out_node[:n_out].copy(), out_side[:n_out].copy()

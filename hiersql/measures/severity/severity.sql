@@ -1,0 +1,192 @@
+-- Mistake severity, hierarchical distance@k and hierarchical precision@k (Bertinetto et al., "Making Better
+-- Mistakes", CVPR 2020, §4 and their run_xent.py; Karthik et al., ICLR 2021). docs/severity.md has the table.
+-- Per (system, instance) the predicted labels are ranked: by score, highest first, ties by label; a
+-- prediction without score by its rank as read (hard predictions). The top k are the first $top_k of them
+-- (fewer when fewer are ranked). With Y the true labels of the instance and p_j its j-th ranked label:
+--   d(u, v) = 0 when u = v, else min over the common ancestors a of u and v of height(a)      ($severity_distance
+--             'height': the height of the LCA in a tree, height(a) = the longest of a's shortest paths to a
+--             leaf below it; the authors' "ILSVRC" distance)
+--          or min over the common ancestors a of up(u, a) + up(v, a)                 ('edges': the edge count)
+--   d_j = min over t in Y of d(t, p_j)          (one true label: d(y, p_j); several: the nearest one)
+--   hit = [some p_j of the top k is in Y]       n = the number of ranked labels in the top k (<= $top_k)
+--   similarity s_j = 1 - d_j / D, D the largest d(a, b) over the classes C (the taxonomy's leaves and every
+--   label of the truth and the predictions); best_j = the j-th largest 1 - d(y, c) / D over c in C.
+-- The per-instance values (hiersql.measures.severity declares the measures over severity_instance):
+--   top-k accuracy = hit; hdist@k = Σ_{j<=n} d_j / n; best hdist@k = min_{j<=n} d_j;
+--   mistake severity@k = Σ_{j<=n} d_j / n over the instances whose top-1 is wrong (d_1 > 0);
+--   hierarchical precision@k = Σ_{j<=n} s_j / Σ_{j<=k} best_j (one true label only);
+--   hierarchical mAP@k = the mean of hierarchical precision@k' over k' = 1 .. k (one true label only).
+-- Which k a system has (the one rule, severity_systems.ranked): k = 1 always; k > 1 only for a system that scored
+-- its labels (a prediction with a score); a system without scores (hard predictions) has no values, no rows, at
+-- k > 1: severity_instance and the summary (severity_ranked_systems) leave it out.
+-- Reads: truth, predictions, systems, instances, closure, nodes.
+
+-- name: severity_heights
+-- (label, height): each node's longest shortest path down to a leaf (0 for a leaf).
+SELECT c.ancestor AS label, max(c.distance) AS height
+FROM closure AS c
+JOIN nodes AS n ON n.label = c.descendant
+WHERE n.is_leaf
+GROUP BY c.ancestor
+
+-- name: severity_systems
+-- (system, ranked): whether the top $top_k of a system is defined: k = 1, or the system gave scores.
+SELECT s.system, $top_k = 1 OR max(CASE WHEN p.score IS NOT NULL THEN 1 ELSE 0 END) = 1 AS ranked
+FROM systems AS s
+LEFT JOIN predictions AS p ON p.system = s.system
+GROUP BY s.system
+
+-- name: severity_ranked_systems
+-- (system): the systems that have values at $top_k: the rows of the summary.
+SELECT system FROM severity_systems WHERE ranked
+
+-- name: severity_top
+-- (system, instance_id, label, position): the top $top_k labels of each (system, instance), position 1 first.
+SELECT system, instance_id, label, position
+FROM (
+    SELECT p.system, p.instance_id, p.label,
+           row_number() OVER (PARTITION BY p.system, p.instance_id
+                              ORDER BY p.score DESC NULLS LAST, CASE WHEN p.score IS NULL THEN p.rank END,
+                                       p.label) AS position
+    FROM predictions AS p
+) AS r
+WHERE position <= $top_k
+
+-- name: severity_classes
+-- (label): the classes C that a retrieval may return: the leaves and every label seen.
+SELECT label FROM nodes WHERE is_leaf
+UNION
+SELECT label FROM truth
+UNION
+SELECT label FROM predictions
+
+-- name: severity_pairs
+-- (u, v): the label pairs whose distance is needed: each true label with its instance's top-k labels (with
+-- hierarchical precision, $precision, none: severity_distances has every pair of classes, which holds them).
+SELECT DISTINCT t.label AS u, p.label AS v
+FROM severity_top AS p
+JOIN truth AS t ON t.instance_id = p.instance_id
+WHERE NOT $precision
+
+-- name: severity_distances
+-- (u, v, distance): the least over the common ancestors of u and v, for the pairs of severity_pairs; for
+-- hierarchical precision ($precision), of every pair of classes (the best retrievals and D), read from the
+-- closure of the classes.
+SELECT pr.u, pr.v,
+       CASE WHEN pr.u = pr.v THEN 0
+            WHEN $severity_distance = 'height' THEN min(h.height)
+            ELSE min(cu.distance + cv.distance) END AS distance
+FROM severity_pairs AS pr
+JOIN closure AS cu ON cu.descendant = pr.u
+JOIN closure AS cv ON cv.descendant = pr.v AND cv.ancestor = cu.ancestor
+JOIN severity_heights AS h ON h.label = cu.ancestor
+GROUP BY pr.u, pr.v
+UNION ALL
+SELECT a.label, b.label,
+       CASE WHEN a.label = b.label THEN 0
+            WHEN $severity_distance = 'height' THEN min(h.height)
+            ELSE min(cu.distance + cv.distance) END
+FROM severity_classes AS a
+JOIN closure AS cu ON cu.descendant = a.label
+JOIN closure AS cv ON cv.ancestor = cu.ancestor
+JOIN severity_classes AS b ON b.label = cv.descendant
+JOIN severity_heights AS h ON h.label = cu.ancestor
+WHERE $precision
+GROUP BY a.label, b.label
+
+-- name: severity_best_ranks
+-- (label, position, best, diameter): per class y of the truth, Σ_{j<=position} best_j for position <= k, the
+-- similarities of the classes nearest to y (y itself first); and D. Empty unless $precision (then every row
+-- of severity_distances is a pair of classes).
+SELECT r.u AS label, r.position,
+       sum(1.0 - 1.0 * r.distance / m.diameter) OVER (PARTITION BY r.u ORDER BY r.position) AS best,
+       m.diameter
+FROM (
+    SELECT d.u, d.distance,
+           row_number() OVER (PARTITION BY d.u ORDER BY d.distance, d.v) AS position
+    FROM severity_distances AS d
+    WHERE $precision AND d.u IN (SELECT label FROM truth)
+) AS r
+CROSS JOIN (SELECT max(distance) AS diameter FROM severity_distances) AS m
+WHERE r.position <= $top_k AND m.diameter > 0
+
+-- name: severity_best
+-- (label, best, diameter): Σ_{j<=k} best_j of each class of the truth (the running sums only grow), and D.
+SELECT label, max(best) AS best, min(diameter) AS diameter
+FROM severity_best_ranks
+GROUP BY label
+
+-- name: severity_ranked_distances
+-- (system, instance_id, position, distance, hit): each top-k label's distance to the nearest true label.
+SELECT p.system, p.instance_id, p.position, min(d.distance) AS distance,
+       max(CASE WHEN t.label = p.label THEN 1 ELSE 0 END) AS hit
+FROM severity_top AS p
+JOIN truth AS t ON t.instance_id = p.instance_id
+JOIN severity_distances AS d ON d.u = t.label AND d.v = p.label
+GROUP BY p.system, p.instance_id, p.position
+
+-- name: severity_average_precision
+-- (system, instance_id, average_precision): for an instance with one true label y, the mean over
+-- k' = 1 .. min(k, |C|) of its hierarchical precision@k' = Σ_{j<=min(k', n)} s_j / Σ_{j<=k'} best_j(y).
+SELECT system, instance_id, avg(ratio) AS average_precision
+FROM (
+    SELECT sy.system, y.instance_id, b.position,
+           coalesce(max(c.similarity), 0) / max(b.best) AS ratio
+    FROM severity_ranked_systems AS sy
+    CROSS JOIN (
+        SELECT instance_id, min(label) AS label FROM truth GROUP BY instance_id HAVING count(*) = 1
+    ) AS y
+    JOIN severity_best_ranks AS b ON b.label = y.label
+    LEFT JOIN (
+        SELECT rd.system, rd.instance_id, rd.position,
+               sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best_ranks))
+                   OVER (PARTITION BY rd.system, rd.instance_id ORDER BY rd.position) AS similarity
+        FROM severity_ranked_distances AS rd
+    ) AS c ON c.system = sy.system AND c.instance_id = y.instance_id AND c.position <= b.position
+    GROUP BY sy.system, y.instance_id, b.position
+) AS k
+GROUP BY system, instance_id
+
+-- name: severity_instance
+-- One row per (system with values at $top_k, instance of the truth): n_true = |Y|, n = the labels in the top k,
+-- hit, top1 = d_1, total = Σ d_j, nearest = min d_j, similarity = Σ s_j, best_similarity (NULL where
+-- hierarchical precision is not defined: not asked for, D = 0 or |Y| ≠ 1), average_precision (mAP@k).
+SELECT s.system, i.instance_id,
+       coalesce(y.n_true, 0) AS n_true,
+       coalesce(r.n, 0) AS n,
+       coalesce(r.hit, 0) AS hit,
+       r.top1, r.total, r.nearest,
+       CASE WHEN b.best IS NOT NULL THEN coalesce(r.total_similarity, 0) END AS similarity,
+       b.best AS best_similarity,
+       ap.average_precision
+FROM severity_systems AS s
+CROSS JOIN instances AS i
+LEFT JOIN (
+    SELECT instance_id, count(*) AS n_true, min(label) AS label FROM truth GROUP BY instance_id
+) AS y ON y.instance_id = i.instance_id
+LEFT JOIN (
+    SELECT rd.system, rd.instance_id, count(*) AS n, max(rd.hit) AS hit,
+           min(CASE WHEN rd.position = 1 THEN rd.distance END) AS top1,
+           sum(rd.distance) AS total, min(rd.distance) AS nearest,
+           sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best)) AS total_similarity
+    FROM severity_ranked_distances AS rd
+    GROUP BY rd.system, rd.instance_id
+) AS r ON r.system = s.system AND r.instance_id = i.instance_id
+LEFT JOIN severity_best AS b ON b.label = y.label AND y.n_true = 1
+LEFT JOIN severity_average_precision AS ap ON ap.system = s.system AND ap.instance_id = i.instance_id
+WHERE s.ranked
+
+-- name: severity_histogram
+-- (system, distance, instances): the mistakes by their severity (Bertinetto et al. 2020, Fig. 1): per system,
+-- the instances whose top-1 label is wrong (d_1 > 0) at each distance d_1, for every distance that some
+-- system's mistakes have (0 where this system has none). Σ distance · instances / Σ instances over a system's
+-- rows is its mistake severity at k = 1.
+SELECT s.system, d.distance, count(i.instance_id) AS instances
+FROM severity_ranked_systems AS s
+CROSS JOIN (SELECT DISTINCT top1 AS distance FROM severity_instance WHERE top1 > 0) AS d
+LEFT JOIN severity_instance AS i ON i.system = s.system AND i.top1 = d.distance
+GROUP BY s.system, d.distance
+
+-- name: severity_class_count
+-- (n): |C|, the classes hierarchical precision and mAP compare every class with (|C|² pairs).
+SELECT count(*) AS n FROM severity_classes
