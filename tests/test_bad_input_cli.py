@@ -142,6 +142,12 @@ CASES = [
          ["inj.csv:3", "label not in the taxonomy", "'b\" AS v FROM _wide WHERE false); DROP TABLE results; --'"],
          {"w.csv": WIDE, "inj.csv": 'instance_id,b,c,"b"" AS v FROM _wide WHERE false); DROP TABLE results; --"\n'
                                     "1,1,0,0\n2,0,1,1\n"}),
+    Case("wide header label not in the taxonomy", ev(truth="{d}/w.csv", pred="s={d}/u.csv", fmt="wide"),
+         ["u.csv:1", "wide header", "not in the taxonomy", "'zebra'"],
+         {"w.csv": WIDE, "u.csv": "instance_id,b,c,d,zebra\n1,1,0,0,0\n2,0,1,1,0\n"}),
+    Case("wide header virtual root", ev(truth="{d}/w.csv", pred="s={d}/u.csv", fmt="wide", tax="{d}/t2.tsv"),
+         ["u.csv:1", "wide header", "virtual root", "'__root__'"],
+         {"t2.tsv": "a\tb\na\tc\nx\td\n", "w.csv": WIDE, "u.csv": "instance_id,b,c,d,__root__\n1,1,0,0,0\n"}),
     Case("virtual root as a truth label", ev(), ["truth.tsv:2", "virtual root", "'__root__'"],
          {"tax.tsv": "a\tb\nc\td\n", "truth.tsv": "1\tb\n2\t__root__\n"}),
     Case("virtual root as a predicted label", ev(), ["pred.tsv:1", "virtual root", "'__root__'"],
