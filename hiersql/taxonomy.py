@@ -181,6 +181,9 @@ class Taxonomy:
         """From a DataFrame with a parent and a child column (and optionally a weight column)."""
         if not hasattr(df, "columns"):
             raise argument_error("df", "must be a pandas DataFrame", df)
+        from .sources import check_column_names
+
+        check_column_names(df.columns, source)
         wanted = [parent, child] + ([weight] if weight else [])
         missing = [c for c in wanted if c not in df.columns]
         if missing:
