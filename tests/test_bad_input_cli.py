@@ -155,6 +155,12 @@ CASES = [
     Case("lines format not UTF-8", ev(fmt="lines"), ["pred.tsv:2", "not UTF-8"],
          {"truth.tsv": "b\nd\n", "pred.tsv": b"b\n\xff d\n"}),
     # --- options of evaluate owned here: --labels, --db, --wait
+    Case("--per-instance a file", ev("--per-instance", "{d}/truth.tsv"),
+         ["error: --per-instance: is a file, not a folder", "truth.tsv'"]),
+    Case("--per-instance under a file", ev("--per-instance", "{d}/truth.tsv/per"),
+         ["error: --per-instance:", "truth.tsv is not a folder", "truth.tsv/per'"]),
+    Case("--per-instance a family's file is a folder", ev("--per-instance", "{d}/per"),
+         ["error: --per-instance: cannot write", "per/set_based.csv'"], {"per/set_based.csv/keep": ""}),
     Case("--labels outside the taxonomy", ev("--metrics", "hamming_loss", "--labels", "b,zebra"),
          ["--labels", "not in the taxonomy", "'zebra'"]),
     Case("--labels given twice", ev("--metrics", "hamming_loss", "--labels", "b,c,b"), ["--labels", "twice", "'b'"]),
@@ -293,6 +299,7 @@ def _write(folder: Path, files: dict[str, str | bytes]) -> None:
     base = {"tax.tsv": TAX, "truth.tsv": TRUTH, "pred.tsv": TRUTH}
     for name, text in {**base, **files}.items():
         path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(text, bytes):
             path.write_bytes(text)
         else:

@@ -125,15 +125,30 @@ def check_page_target(path: str, flag: str) -> None:
     """Check where an HTML page goes before any work (:func:`hiersql.report.write_report`): ``FILE.html`` not a
     folder, a folder (for ``index.html``) not a file, under a folder that exists (or can be made) and takes
     files."""
-    import os
-
     out = Path(path)
     page = out.suffix.lower() in (".html", ".htm")
     if page and out.is_dir():
         raise InputError("is a folder; give FILE.html, or a folder name without .html", flag, value=path)
     if not page and out.exists() and not out.is_dir():
         raise InputError("is a file, not a folder for index.html (name the page FILE.html)", flag, value=path)
-    base = (out.parent if page else out).absolute()
+    _check_writable(out.parent if page else out, flag, path)
+
+
+def check_folder_target(path: str, flag: str, files: str) -> None:
+    """Check a folder to write ``files`` into (``<family>.csv``) before any work: not a file, under a folder
+    that exists (or can be made) and takes files."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"is a file, not a folder for {files}", flag, value=path)
+    _check_writable(out, flag, path)
+
+
+def _check_writable(folder: Path, flag: str, path: str) -> None:
+    """``folder``, or the nearest of its parents that exists (the others are made), is a folder this process
+    may write in; else an error naming ``flag`` and ``path``."""
+    import os
+
+    base = folder.absolute()
     while not base.exists():
         base = base.parent
     if not base.is_dir():
