@@ -83,6 +83,17 @@ CASES = [
          ["hiersql hemkit: error:", "PRED, MAX_DISTANCE, MAX_ERROR"]),
     Case("scoring --offset not a number", scoring("--offset", "low"), ["hiersql scoring: error:", "--offset", "'low'"]),
     Case("install-macros without --db", ["install-macros"], ["hiersql install-macros: error:", "--db"]),
+    # empty values: as paths they were the current folder ("label source is a folder"), or no flag at all
+    Case("--pred empty", ev(pred=""), ["error: --pred: empty value", "''"]),
+    Case("--pred blank", ev(pred=" "), ["error: --pred: empty value", "' '"]),
+    Case("--pred NAME= without the source", ev(pred="s="), ["error: --pred: empty value", "NAME=SOURCE", "'s='"]),
+    Case("--truth empty", ev(truth=""), ["hiersql evaluate: error: argument --truth: empty value", "''"]),
+    Case("--taxonomy empty", ev(tax=""), ["hiersql evaluate: error: argument --taxonomy: empty value", "''"]),
+    Case("--db empty", ev("--db", ""), ["argument --db: empty value", "''"]),
+    Case("--per-instance empty", ev("--per-instance", ""), ["argument --per-instance: empty value", "''"]),
+    Case("compare --pred NAME= without the source", compare("--pred", "u="), ["--pred: empty value", "'u='"]),
+    Case("dbt --taxonomy empty", ["dbt", "--taxonomy", "", "--adapter", "duckdb", "--out", "{d}/pkg"],
+         ["hiersql dbt: error: argument --taxonomy: empty value", "''"]),
     # --- taxonomy readers
     Case("taxonomy is a folder", ev(tax="{d}"), ["taxonomy is a folder"]),
     Case("taxonomy CSV not UTF-8", ev(tax="{d}/tax.csv"), ["tax.csv", "not UTF-8"],

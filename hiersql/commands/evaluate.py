@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import Steps, add_input_arguments, load_store
+from .common import Steps, add_input_arguments, given, load_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_metric_arguments(p)
     p.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
     p.add_argument("--dataset", help="dataset name stored with the results (with --db)")
-    p.add_argument("--per-instance", metavar="DIR",
+    p.add_argument("--per-instance", type=given, metavar="DIR",
                    help="also write the per-instance values of each measure family to DIR/<family>.csv")
     p.set_defaults(func=run)
 
