@@ -144,3 +144,16 @@ def test_duplicates_collapse_with_warning(tmp_path):
     with pytest.warns(DataWarning, match=r"1 duplicate \(instance_id, label\) row\(s\) collapsed"):
         ev.add_truth(write(tmp_path, "y.tsv", "1\tb\n1\tb\n2\td\n"))
     assert ev.con.execute("SELECT count(*) FROM truth").fetchall() == [(2,)]
+
+
+def test_nul_byte_in_a_node_name_names_the_taxonomy_and_its_row():
+    """A NUL byte in a node name is the taxonomy's fault, named there (it was accepted, and a truth label that
+    then matched no node was blamed: issue 42)."""
+    import pandas as pd
+
+    from hiersql import InputError, Taxonomy
+
+    with pytest.raises(InputError, match=r"^<edges>:2: node name holds a NUL byte: 'c\\x00'$"):
+        Taxonomy.from_edges([("a", "b"), ("a", "c\0")])
+    with pytest.raises(InputError, match=r"^<DataFrame>:1: node name holds a NUL byte"):
+        Taxonomy.from_dataframe(pd.DataFrame({"parent": ["a\0"], "child": ["b"]}))

@@ -105,6 +105,14 @@ CASES = [
     Case("taxonomy Parquet corrupt", ev(tax="{d}/tax.parquet"), ["tax.parquet", "cannot read Parquet"],
          {"tax.parquet": b"PAR1 not really parquet PAR1"}),
     Case("taxonomy TSV not UTF-8", ev(), ["tax.tsv", "not UTF-8"], {"tax.tsv": b"a\tb\n\xff\tc\n"}),
+    # a NUL byte in a taxonomy's line: its file and line, not the truth's label that no longer matches a node
+    Case("taxonomy TSV NUL byte", ev(), ["tax.tsv:3", "NUL byte", "'b\\td\\x00'"], {"tax.tsv": "a\tb\na\tc\nb\td\0\n"}),
+    Case("taxonomy TSV NUL byte inside a name", ev(), ["tax.tsv:2", "NUL byte", "'a\\tc\\x00x'"],
+         {"tax.tsv": b"a\tb\na\tc\0x\nb\td\n"}),
+    Case("taxonomy CSV NUL byte", ev(tax="{d}/tax.csv"), ["tax.csv:3", "NUL byte", "'c\\x00'"],
+         {"tax.csv": "parent,child\na,b\na,c\0\nb,d\n"}),
+    Case("hemkit hierarchy NUL byte", hemkit("1", "0"), ["h.txt:2", "NUL byte", "'a c\\x00'"],
+         {**HEMKIT_FILES, "h.txt": "a b\na c\0\nb d\n"}),
     Case("taxonomy with a cycle", ev(), ["tax.tsv", "cycle", "'a -> b -> a'"], {"tax.tsv": "a\tb\nb\ta\nc\ta\n"}),
     # --- label readers: long TSV, long CSV, Parquet, wide, germeval, lines
     Case("truth not UTF-8", ev(), ["truth.tsv:2", "not UTF-8"], {"truth.tsv": b"1\tb\n2\t\xff\xfe\n"}),
