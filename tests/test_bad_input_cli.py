@@ -195,6 +195,18 @@ CASES = [
          {"empty.duckdb": b""}),
     Case("--db in a missing folder", ev("--db", "{d}/no/such/r.duckdb"),
          ["--db", "folder of the DuckDB file does not exist", "/no/such'"]),
+    # a URL is no path (it was a missing folder 'postgresql:'): --db of every command takes a DuckDB file
+    Case("--db a PostgreSQL URL", ev("--db", "postgresql://me@localhost/db"),
+         ["error: --db postgresql://me@localhost/db: takes the path of a DuckDB file, not a URL", "report --db URL"]),
+    Case("--db another URL", breakdown("--db", "s3://bucket/r.duckdb"),
+         ["error: --db s3://bucket/r.duckdb: takes the path of a DuckDB file, not a URL"]),
+    Case("report inputs --db a URL", ["report", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv", "--pred",
+                                      "s={d}/pred.tsv", "--db", "postgres://h/db", "--out", "{d}/r.html"],
+         ["--db postgres://h/db: takes the path of a DuckDB file, not a URL"]),
+    Case("install-macros --db a URL", ["install-macros", "--db", "postgresql://h/db"],
+         ["--db postgresql://h/db: takes the path of a DuckDB file, not a URL"]),
+    Case("demo --db a URL", ["demo", "--db", "postgresql://h/db"],
+         ["--db postgresql://h/db: takes the path of a DuckDB file, not a URL"]),
     # DuckDB either takes the limit and runs out while reading, or refuses a limit below what it already holds
     # (test_bad_input_silent.py checks both messages): one line naming the flag either way
     Case("--memory-limit too small", ev("--memory-limit", "1KB"), ["error: --memory-limit: "]),
