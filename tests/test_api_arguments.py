@@ -357,3 +357,25 @@ def test_spaces_around_labels_are_stripped_by_the_one_shot_functions():
            "y_pred[0]: label not in the taxonomy: 'a1\\t'", InputError)
     raises(lambda: hiersql.hierarchical_precision(y_true, [["  "], ["b"]], TAX),
            "y_pred[0]: missing label (empty, None or NaN): '  '", InputError)
+
+
+def test_a_table_with_a_column_name_twice_is_refused_naming_it():
+    """A DataFrame or an Arrow table with two ``label`` columns (DuckDB read the first and renamed the second
+    ``label_1``: issue 42) is refused, naming the source and the column, as a CSV file's header is; so is a
+    taxonomy's, and a name given twice in another case."""
+    import pyarrow as pa
+
+    two = pd.DataFrame([["0", "a1", "b"], ["1", "b", "a"]], columns=["instance_id", "label", "label"])
+    raises(lambda: Evaluator(TAX).add_truth(two), "<DataFrame>: column name given twice: 'label'", InputError)
+    raises(lambda: Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions("s", two),
+           "s=<DataFrame>: column name given twice: 'label'", InputError)
+    raises(lambda: Evaluator(TAX).add_truth([["a1"], ["b"]]).add_predictions_many({"s": two}),
+           "s=<DataFrame>: column name given twice: 'label'", InputError)
+    cased = pd.DataFrame({"instance_id": ["0"], "label": ["a1"], "Label": ["b"]})
+    raises(lambda: Evaluator(TAX).add_truth(cased), "<DataFrame>: column name given twice: 'Label'", InputError)
+    arrow = pa.table([pa.array(["0"]), pa.array(["a1"]), pa.array(["b"])], names=["instance_id", "label", "label"])
+    raises(lambda: Evaluator(TAX).add_truth(arrow), "<Arrow table>: column name given twice: 'label'", InputError)
+    edges = pd.DataFrame([["r", "a", "b"]], columns=["parent", "child", "child"])
+    raises(lambda: Taxonomy.from_dataframe(edges), "<DataFrame>: column name given twice: 'child'", InputError)
+    raises(lambda: Evaluator(edges), "<DataFrame>: column name given twice: 'child'", InputError)
+    raises(lambda: Taxonomy.from_table(edges), "<DataFrame>: column name given twice: 'child'", InputError)

@@ -123,6 +123,20 @@ def test_unknown_ignore_drops_and_counts(tmp_path):
     assert sorted(ev.con.execute("SELECT label FROM truth").fetchall()) == [("b",), ("d",)]
 
 
+def test_unknown_ignore_counts_the_unmarked_columns_of_a_wide_header(tmp_path):
+    """A wide header's label not in the taxonomy follows ``unknown`` though no row marks it (was accepted)."""
+    from hiersql import DataWarning, Evaluator, InputError
+
+    wide = write(tmp_path, "w.csv", "instance_id,b,zebra,d,yak\n1,1,0,0,0\n2,0,0,1,0\n")
+    with pytest.raises(InputError, match=r"w\.csv:1: wide header: label not in the taxonomy: 'zebra'"):
+        Evaluator(write(tmp_path, "t.tsv", TAX)).add_truth(wide, format="wide")
+    ev = Evaluator(write(tmp_path, "t.tsv", TAX))
+    with pytest.warns(DataWarning, match=r"w\.csv: ignored 2 column\(s\) of the wide header not in the taxonomy"
+                                         r" \(first: 'zebra'\)"):
+        ev.add_truth(wide, format="wide", unknown="ignore")
+    assert sorted(ev.con.execute("SELECT label FROM truth").fetchall()) == [("b",), ("d",)]
+
+
 def test_duplicates_collapse_with_warning(tmp_path):
     from hiersql import DataWarning, Evaluator
 
@@ -130,3 +144,16 @@ def test_duplicates_collapse_with_warning(tmp_path):
     with pytest.warns(DataWarning, match=r"1 duplicate \(instance_id, label\) row\(s\) collapsed"):
         ev.add_truth(write(tmp_path, "y.tsv", "1\tb\n1\tb\n2\td\n"))
     assert ev.con.execute("SELECT count(*) FROM truth").fetchall() == [(2,)]
+
+
+def test_nul_byte_in_a_node_name_names_the_taxonomy_and_its_row():
+    """A NUL byte in a node name is the taxonomy's fault, named there (it was accepted, and a truth label that
+    then matched no node was blamed: issue 42)."""
+    import pandas as pd
+
+    from hiersql import InputError, Taxonomy
+
+    with pytest.raises(InputError, match=r"^<edges>:2: node name holds a NUL byte: 'c\\x00'$"):
+        Taxonomy.from_edges([("a", "b"), ("a", "c\0")])
+    with pytest.raises(InputError, match=r"^<DataFrame>:1: node name holds a NUL byte"):
+        Taxonomy.from_dataframe(pd.DataFrame({"parent": ["a\0"], "child": ["b"]}))

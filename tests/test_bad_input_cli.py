@@ -83,6 +83,17 @@ CASES = [
          ["hiersql hemkit: error:", "PRED, MAX_DISTANCE, MAX_ERROR"]),
     Case("scoring --offset not a number", scoring("--offset", "low"), ["hiersql scoring: error:", "--offset", "'low'"]),
     Case("install-macros without --db", ["install-macros"], ["hiersql install-macros: error:", "--db"]),
+    # empty values: as paths they were the current folder ("label source is a folder"), or no flag at all
+    Case("--pred empty", ev(pred=""), ["error: --pred: empty value", "''"]),
+    Case("--pred blank", ev(pred=" "), ["error: --pred: empty value", "' '"]),
+    Case("--pred NAME= without the source", ev(pred="s="), ["error: --pred: empty value", "NAME=SOURCE", "'s='"]),
+    Case("--truth empty", ev(truth=""), ["hiersql evaluate: error: argument --truth: empty value", "''"]),
+    Case("--taxonomy empty", ev(tax=""), ["hiersql evaluate: error: argument --taxonomy: empty value", "''"]),
+    Case("--db empty", ev("--db", ""), ["argument --db: empty value", "''"]),
+    Case("--per-instance empty", ev("--per-instance", ""), ["argument --per-instance: empty value", "''"]),
+    Case("compare --pred NAME= without the source", compare("--pred", "u="), ["--pred: empty value", "'u='"]),
+    Case("dbt --taxonomy empty", ["dbt", "--taxonomy", "", "--adapter", "duckdb", "--out", "{d}/pkg"],
+         ["hiersql dbt: error: argument --taxonomy: empty value", "''"]),
     # --- taxonomy readers
     Case("taxonomy is a folder", ev(tax="{d}"), ["taxonomy is a folder"]),
     Case("taxonomy CSV not UTF-8", ev(tax="{d}/tax.csv"), ["tax.csv", "not UTF-8"],
@@ -94,6 +105,14 @@ CASES = [
     Case("taxonomy Parquet corrupt", ev(tax="{d}/tax.parquet"), ["tax.parquet", "cannot read Parquet"],
          {"tax.parquet": b"PAR1 not really parquet PAR1"}),
     Case("taxonomy TSV not UTF-8", ev(), ["tax.tsv", "not UTF-8"], {"tax.tsv": b"a\tb\n\xff\tc\n"}),
+    # a NUL byte in a taxonomy's line: its file and line, not the truth's label that no longer matches a node
+    Case("taxonomy TSV NUL byte", ev(), ["tax.tsv:3", "NUL byte", "'b\\td\\x00'"], {"tax.tsv": "a\tb\na\tc\nb\td\0\n"}),
+    Case("taxonomy TSV NUL byte inside a name", ev(), ["tax.tsv:2", "NUL byte", "'a\\tc\\x00x'"],
+         {"tax.tsv": b"a\tb\na\tc\0x\nb\td\n"}),
+    Case("taxonomy CSV NUL byte", ev(tax="{d}/tax.csv"), ["tax.csv:3", "NUL byte", "'c\\x00'"],
+         {"tax.csv": "parent,child\na,b\na,c\0\nb,d\n"}),
+    Case("hemkit hierarchy NUL byte", hemkit("1", "0"), ["h.txt:2", "NUL byte", "'a c\\x00'"],
+         {**HEMKIT_FILES, "h.txt": "a b\na c\0\nb d\n"}),
     Case("taxonomy with a cycle", ev(), ["tax.tsv", "cycle", "'a -> b -> a'"], {"tax.tsv": "a\tb\nb\ta\nc\ta\n"}),
     # --- label readers: long TSV, long CSV, Parquet, wide, germeval, lines
     Case("truth not UTF-8", ev(), ["truth.tsv:2", "not UTF-8"], {"truth.tsv": b"1\tb\n2\t\xff\xfe\n"}),
@@ -142,6 +161,12 @@ CASES = [
          ["inj.csv:3", "label not in the taxonomy", "'b\" AS v FROM _wide WHERE false); DROP TABLE results; --'"],
          {"w.csv": WIDE, "inj.csv": 'instance_id,b,c,"b"" AS v FROM _wide WHERE false); DROP TABLE results; --"\n'
                                     "1,1,0,0\n2,0,1,1\n"}),
+    Case("wide header label not in the taxonomy", ev(truth="{d}/w.csv", pred="s={d}/u.csv", fmt="wide"),
+         ["u.csv:1", "wide header", "not in the taxonomy", "'zebra'"],
+         {"w.csv": WIDE, "u.csv": "instance_id,b,c,d,zebra\n1,1,0,0,0\n2,0,1,1,0\n"}),
+    Case("wide header virtual root", ev(truth="{d}/w.csv", pred="s={d}/u.csv", fmt="wide", tax="{d}/t2.tsv"),
+         ["u.csv:1", "wide header", "virtual root", "'__root__'"],
+         {"t2.tsv": "a\tb\na\tc\nx\td\n", "w.csv": WIDE, "u.csv": "instance_id,b,c,d,__root__\n1,1,0,0,0\n"}),
     Case("virtual root as a truth label", ev(), ["truth.tsv:2", "virtual root", "'__root__'"],
          {"tax.tsv": "a\tb\nc\td\n", "truth.tsv": "1\tb\n2\t__root__\n"}),
     Case("virtual root as a predicted label", ev(), ["pred.tsv:1", "virtual root", "'__root__'"],
@@ -149,6 +174,12 @@ CASES = [
     Case("lines format not UTF-8", ev(fmt="lines"), ["pred.tsv:2", "not UTF-8"],
          {"truth.tsv": "b\nd\n", "pred.tsv": b"b\n\xff d\n"}),
     # --- options of evaluate owned here: --labels, --db, --wait
+    Case("--per-instance a file", ev("--per-instance", "{d}/truth.tsv"),
+         ["error: --per-instance: is a file, not a folder", "truth.tsv'"]),
+    Case("--per-instance under a file", ev("--per-instance", "{d}/truth.tsv/per"),
+         ["error: --per-instance:", "truth.tsv is not a folder", "truth.tsv/per'"]),
+    Case("--per-instance a family's file is a folder", ev("--per-instance", "{d}/per"),
+         ["error: --per-instance: cannot write", "per/set_based.csv'"], {"per/set_based.csv/keep": ""}),
     Case("--labels outside the taxonomy", ev("--metrics", "hamming_loss", "--labels", "b,zebra"),
          ["--labels", "not in the taxonomy", "'zebra'"]),
     Case("--labels given twice", ev("--metrics", "hamming_loss", "--labels", "b,c,b"), ["--labels", "twice", "'b'"]),
@@ -164,6 +195,18 @@ CASES = [
          {"empty.duckdb": b""}),
     Case("--db in a missing folder", ev("--db", "{d}/no/such/r.duckdb"),
          ["--db", "folder of the DuckDB file does not exist", "/no/such'"]),
+    # a URL is no path (it was a missing folder 'postgresql:'): --db of every command takes a DuckDB file
+    Case("--db a PostgreSQL URL", ev("--db", "postgresql://me@localhost/db"),
+         ["error: --db postgresql://me@localhost/db: takes the path of a DuckDB file, not a URL", "report --db URL"]),
+    Case("--db another URL", breakdown("--db", "s3://bucket/r.duckdb"),
+         ["error: --db s3://bucket/r.duckdb: takes the path of a DuckDB file, not a URL"]),
+    Case("report inputs --db a URL", ["report", "--taxonomy", "{d}/tax.tsv", "--truth", "{d}/truth.tsv", "--pred",
+                                      "s={d}/pred.tsv", "--db", "postgres://h/db", "--out", "{d}/r.html"],
+         ["--db postgres://h/db: takes the path of a DuckDB file, not a URL"]),
+    Case("install-macros --db a URL", ["install-macros", "--db", "postgresql://h/db"],
+         ["--db postgresql://h/db: takes the path of a DuckDB file, not a URL"]),
+    Case("demo --db a URL", ["demo", "--db", "postgresql://h/db"],
+         ["--db postgresql://h/db: takes the path of a DuckDB file, not a URL"]),
     # DuckDB either takes the limit and runs out while reading, or refuses a limit below what it already holds
     # (test_bad_input_silent.py checks both messages): one line naming the flag either way
     Case("--memory-limit too small", ev("--memory-limit", "1KB"), ["error: --memory-limit: "]),
@@ -287,6 +330,7 @@ def _write(folder: Path, files: dict[str, str | bytes]) -> None:
     base = {"tax.tsv": TAX, "truth.tsv": TRUTH, "pred.tsv": TRUTH}
     for name, text in {**base, **files}.items():
         path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(text, bytes):
             path.write_bytes(text)
         else:

@@ -519,6 +519,10 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
     "empty system name": (DATASET.replace('["{pred}"]', '["=shallow.tsv"]'), 5,
                           "empty system name (NAME=SOURCE): '=shallow.tsv'"),
     "named file not found": (DATASET.replace('["{pred}"]', '["x=missing.tsv"]'), 5, "file not found: 'missing.tsv'"),
+    # an empty entry, or a name without its file (were the job file's folder: "is a folder, not a file")
+    "empty prediction": (DATASET.replace('["{pred}"]', '[""]'), 5, "empty value: it names no file, folder or table:"
+                                                                    " ''"),
+    "name without its file": (DATASET.replace('["{pred}"]', '["x="]'), 5, "(NAME=SOURCE): 'x='"),
     "glob matches a folder": (DATASET.replace('["{pred}"]', '["p/*.tsv"]'), 5,
                               "is a folder, not a file: 'p/sub.tsv'"),
 }

@@ -23,10 +23,11 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     (declared in :mod:`hiersql.options`)."""
     from ..options import STORE_OPTIONS, add_flags, declared
 
-    parser.add_argument("--taxonomy", required=True, metavar="SOURCE",
+    parser.add_argument("--taxonomy", required=True, type=given, metavar="SOURCE",
                         help="parent<TAB>child edges (whitespace pairs, .csv with header, .parquet detected),"
                              " or a table: duckdb:PATH::TABLE, postgresql://...::SCHEMA.TABLE, sql:SELECT ...")
-    parser.add_argument("--truth", required=True, metavar="SOURCE", help="true labels (a file or a table)")
+    parser.add_argument("--truth", required=True, type=given, metavar="SOURCE",
+                        help="true labels (a file or a table)")
     parser.add_argument("--pred", action="append", required=True, metavar="NAME=SOURCE",
                         help="predictions of one system, or of one system per value of the system column of a"
                              " table; repeat it, or give a glob (NAME = file stem)")
@@ -42,10 +43,21 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                         help="format of the truth and prediction files (default: long)")
     parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
                         help="a label not in the taxonomy: error (default) or drop it with a warning")
-    parser.add_argument("--db", metavar="FILE", help="DuckDB file to keep the tables and results in")
+    parser.add_argument("--db", type=given, metavar="FILE", help="DuckDB file to keep the tables and results in")
     add_flags(parser, declared(*STORE_OPTIONS))
     parser.add_argument("--wait", type=seconds, default=0.0, metavar="SECONDS",
                         help="with --db: wait up to SECONDS for another process to release the file (default 0)")
+
+
+def given(text: str) -> str:
+    """An argparse type: a value that names a file, a folder or a table, not an empty one
+    (:func:`~hiersql.inputs.check_source_text`: ``--truth ""`` would read the current folder)."""
+    from ..inputs.arguments import check_source_text
+
+    try:
+        return check_source_text(text, None)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def seconds(text: str) -> float:
@@ -125,15 +137,30 @@ def check_page_target(path: str, flag: str) -> None:
     """Check where an HTML page goes before any work (:func:`hiersql.analyses.report.write_report`): ``FILE.html`` not a
     folder, a folder (for ``index.html``) not a file, under a folder that exists (or can be made) and takes
     files."""
-    import os
-
     out = Path(path)
     page = out.suffix.lower() in (".html", ".htm")
     if page and out.is_dir():
         raise InputError("is a folder; give FILE.html, or a folder name without .html", flag, value=path)
     if not page and out.exists() and not out.is_dir():
         raise InputError("is a file, not a folder for index.html (name the page FILE.html)", flag, value=path)
-    base = (out.parent if page else out).absolute()
+    _check_writable(out.parent if page else out, flag, path)
+
+
+def check_folder_target(path: str, flag: str, files: str) -> None:
+    """Check a folder to write ``files`` into (``<family>.csv``) before any work: not a file, under a folder
+    that exists (or can be made) and takes files."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"is a file, not a folder for {files}", flag, value=path)
+    _check_writable(out, flag, path)
+
+
+def _check_writable(folder: Path, flag: str, path: str) -> None:
+    """``folder``, or the nearest of its parents that exists (the others are made), is a folder this process
+    may write in; else an error naming ``flag`` and ``path``."""
+    import os
+
+    base = folder.absolute()
     while not base.exists():
         base = base.parent
     if not base.is_dir():

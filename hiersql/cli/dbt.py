@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import given
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..api.dbt import ADAPTERS
@@ -21,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "dbt", help="write a dbt package of the measures SQL computes alone",
         description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--taxonomy", required=True, metavar="FILE", help="the taxonomy (written as seeds)")
+    parser.add_argument("--taxonomy", required=True, type=given, metavar="FILE",
+                        help="the taxonomy (written as seeds)")
     parser.add_argument("--adapter", required=True, choices=ADAPTERS, help="the dbt adapter of the project")
     parser.add_argument("--out", required=True, metavar="FOLDER", help="folder of the package (made if missing)")
     parser.add_argument("--families", metavar="LIST",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import Steps, add_input_arguments, load_store
+from .common import Steps, add_input_arguments, given, load_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_metric_arguments(p)
     p.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
     p.add_argument("--dataset", help="dataset name stored with the results (with --db)")
-    p.add_argument("--per-instance", metavar="DIR",
+    p.add_argument("--per-instance", type=given, metavar="DIR",
                    help="also write the per-instance values of each measure family to DIR/<family>.csv")
     p.set_defaults(func=run)
 
@@ -58,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     from ..measures import resolve
 
     groups = resolve(metrics, "--metrics")  # unknown names fail before any file is read
+    if args.per_instance:
+        from .common import check_folder_target
+
+        check_folder_target(args.per_instance, "--per-instance", "<family>.csv")
     # the label sources, for Spark: whether it reads any itself (Parquet, spark: tables), and their size
     labels = [args.truth, *(source for _, source in parse_preds(args.pred))] if run_options.engine == "spark" else []
     in_spark = bool(labels) and reads_any(labels[0], labels[1:])
@@ -106,19 +110,28 @@ def run(args: argparse.Namespace) -> int:
 
 def write_per_instance(store, groups: dict[str, list[str]], opts, folder: str, engine=None) -> None:
     """``folder/<family>.csv`` with the per-instance table of every requested family that has one (computed
-    by ``engine`` when given: the inputs Spark read are there, not in the store)."""
+    by ``engine`` when given: the inputs Spark read are there, not in the store), each written whole or not at
+    all (:func:`~hiersql.files.write_atomically`: an earlier run's file is replaced); a folder that cannot be
+    made or written (a full disk) is an error naming ``--per-instance``."""
     from pathlib import Path
 
+    from ..errors import InputError
+    from ..files import write_atomically
     from ..measures import family, plan_of
 
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    for fam in groups:
-        per_instance = getattr(family(fam), "per_instance", None)
-        if per_instance is None:
-            continue
-        table = per_instance(store, opts) if engine is None else engine.per_instance(plan_of(fam), opts).to_pandas()
-        table.to_csv(out / f"{fam}.csv", index=False)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for fam in groups:
+            per_instance = getattr(family(fam), "per_instance", None)
+            if per_instance is None:
+                continue
+            table = per_instance(store, opts) if engine is None else engine.per_instance(plan_of(fam),
+                                                                                         opts).to_pandas()
+            write_atomically(out / f"{fam}.csv", table.to_csv(index=False))
+    except OSError as exc:
+        raise InputError(f"cannot write the per-instance files ({exc.strerror or exc})", "--per-instance",
+                         value=str(exc.filename or folder)) from None
 
 
 def format_rows(rows: list, fmt: str) -> str:

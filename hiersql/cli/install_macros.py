@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import seconds
+from .common import given, seconds
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,10 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "install-macros", help="create DuckDB table macros (hiersql_set_based, ...) in a DuckDB file",
         description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--db", required=True, metavar="FILE", help="DuckDB file (created if missing)")
+    parser.add_argument("--db", required=True, type=given, metavar="FILE", help="DuckDB file (created if missing)")
     parser.add_argument("--table", action="append", default=[], metavar="NAME=TABLE",
                         help="the macros read hiersql table NAME from TABLE; repeatable")
-    parser.add_argument("--taxonomy", metavar="FILE", help="also load this taxonomy (edges, nodes, closure)")
+    parser.add_argument("--taxonomy", type=given, metavar="FILE",
+                        help="also load this taxonomy (edges, nodes, closure)")
     for table in ("truth", "predictions"):
         parser.add_argument(f"--{table}", metavar="TABLE",
                             help=f"your {table} table, read under your column names (the --*-col flags)")

@@ -29,6 +29,16 @@ LABEL_SOURCE = ("a path, a table reference, a DataFrame, an Arrow table, a DuckD
                 " or a sequence of label sets")
 
 LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")  # the label formats of hiersql.inputs.readers
+EMPTY_SOURCE = "empty value: it names no file, folder or table"
+
+
+def check_source_text(text: str, where: str | None) -> str:
+    """``text``, a source given as text (a flag's value, a job file's entry), when it names something; empty or
+    blank (``--truth ""``, ``NAME=``) it is an :class:`~hiersql.errors.InputError` naming ``where`` and the
+    value: as a path it would be the current folder, as a flag's value taken for no flag at all."""
+    if not text.strip():
+        raise InputError(EMPTY_SOURCE, where, value=text)
+    return text
 
 
 def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = None
@@ -43,11 +53,14 @@ def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = Non
 
     out: list[tuple[str | None, Path | str]] = []
     for spec in specs:
+        check_source_text(spec, where)
         if is_reference(spec) or is_uri(spec):
             out.append((None, spec))
             continue
         name, sep, path = spec.partition("=")
         if sep and name and not any(ch in name for ch in "*?[/"):
+            if not path.strip():  # "s=": a name without its source
+                raise InputError(f"{EMPTY_SOURCE} (NAME=SOURCE)", where, value=spec)
             kept = is_reference(path) or is_uri(path)  # not a path of this machine's
             out.append((name, path if kept else base / path if base is not None else Path(path)))
             continue

@@ -25,7 +25,16 @@ def check_file(path: str | Path, where: str, read_only: bool = False) -> None:
     """An :class:`~hiersql.errors.InputError` naming ``where`` unless ``path`` can be a DuckDB database file: a
     folder, a file in a folder that does not exist, a file that is not a DuckDB database (DuckDB 2 opens a CSV,
     text or Parquet file as an in-memory database with a view of it: what is written there is lost), or, when
-    ``read_only``, a missing file."""
+    ``read_only``, a missing file. A URL (``postgresql://...``) is no path: taken for one, it named a folder
+    ``postgresql:`` that does not exist."""
+    from .sources import is_uri
+
+    if is_uri(str(path)):
+        postgres = str(path).startswith(("postgresql://", "postgres://"))
+        raise InputError("takes the path of a DuckDB file, not a URL" + (
+            " (hiersql keeps its tables and results in DuckDB; a PostgreSQL job queue is reported by hiersql"
+            " report --db URL alone; --engine postgres --postgres-url URL computes in PostgreSQL)"
+            if postgres else ""), where)
     file = Path(path)
     if file.is_dir():
         raise InputError("is a folder, not a DuckDB file", where)

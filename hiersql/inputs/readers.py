@@ -36,13 +36,15 @@ RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='
 
 class Staged(NamedTuple):
     """What :func:`stage` read: the name of each source in messages, ``(src, count)`` of the sources whose
-    duplicate ``(instance_id, label)`` rows were collapsed, the system of each source (predictions), and the
-    tables whose labels were ranked by name (:func:`warn_ranked_by_name`)."""
+    duplicate ``(instance_id, label)`` rows were collapsed, the system of each source (predictions), the
+    tables whose labels were ranked by name (:func:`warn_ranked_by_name`), and the labels of the header of each
+    wide file, by ``src`` (checked against the taxonomy by :func:`check_staged`, marked by a row or not)."""
 
     wheres: list[str]
     duplicates: list[tuple[int, int]]
     systems: list[str | None]
     by_name: list[str]
+    headers: dict[int, list[str]]
 
 
 def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSource, str | None]], format: str,
@@ -65,6 +67,7 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
             raise argument_error("system", "must be a non-empty string (or None for a table with a system column)",
                                  system)
     tables: list[sources.Table] = []
+    headers: dict[int, list[str]] = {}
     try:
         entries = sources.expand(con, items, format, columns, predictions, tables)
         wheres = [e.where for e in entries]
@@ -87,7 +90,7 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
             elif step[0] in in_tables:
                 _stage_table(con, [(i, entries[i].source) for i in step], wheres)
             else:  # a wide file
-                _stage_wide(con, Path(entries[step[0]].source), step[0], wheres)
+                headers[step[0]] = _stage_wide(con, Path(entries[step[0]].source), step[0], wheres)
             if len(steps) > 1:
                 for table in STAGED:
                     con.execute(f"DROP TABLE IF EXISTS {table}_{k}")
@@ -103,7 +106,7 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
         duplicates = _check_labels(con, wheres)
         if predictions:
             _warn_unread_systems(con, entries, duplicates)
-        return Staged(wheres, duplicates, [e.system for e in entries], _ranked_by_name(con, entries))
+        return Staged(wheres, duplicates, [e.system for e in entries], _ranked_by_name(con, entries), headers)
     finally:
         for opened in tables:
             opened.close()
@@ -275,11 +278,12 @@ def _stage_germeval(con: duckdb.DuckDBPyConnection, subtask: str, q: dict[str, s
     )
 
 
-def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: list[str]) -> None:
+def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: list[str]) -> list[str]:
     """A 0/1 matrix (``.csv``: commas, else tabs): the header (read here, never sniffed: DuckDB's sniffer
     takes the last row of a ragged file for the header) is the instance id column then one column per
     label; DuckDB reads the rows into columns named by position (no name from the file enters the SQL),
-    and a row with another number of fields than the header is an error naming its line."""
+    and a row with another number of fields than the header is an error naming its line. Returns the labels
+    of the header (:func:`check_staged` checks them against the taxonomy, a column no row marks too)."""
     import duckdb
 
     sep = "," if path.suffix.lower() == ".csv" else "\t"
@@ -323,6 +327,7 @@ def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: li
     temp_table(con, "_incoming_instances", "SELECT $src AS src, trim(c0) AS instance_id, line FROM _wide",
                {"src": src})
     con.execute("DROP TABLE _wide_cells")
+    return labels
 
 
 def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, sources.Part]], wheres: list[str]) -> None:
@@ -458,8 +463,34 @@ def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -
         _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming", ordered=True)  # the ranks renumbered
         for src, _, label, count, _ in unknowns:
             warn_data(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
+    _check_headers(con, staged, unknown)
     for src, count in staged.duplicates:
         warn_data(f"{wheres[src]}: {count} {rules.DUPLICATES}")
+
+
+def _check_headers(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:
+    """The labels of the headers of wide files against the taxonomy, as the labels of the rows (after them,
+    which name the line of a row that marks such a column): a column that no row marks names a label too, so
+    one not in the taxonomy is an error naming the file's header (line 1), or with ``unknown="ignore"`` a
+    warning with the count of such columns; the virtual root is an error either way."""
+    if not staged.headers:
+        return
+    srcs = [src for src, labels in staged.headers.items() for _ in labels]
+    labels = [label for labels in staged.headers.values() for label in labels]
+    bad = con.execute(
+        "SELECT h.src, count(*), first(h.label ORDER BY h.k), bool_or(n.is_virtual), first(h.label ORDER BY"
+        " n.is_virtual DESC, h.k) FROM (SELECT unnest($srcs) AS src, unnest($labels) AS label,"
+        " generate_subscripts($labels, 1) AS k) h LEFT JOIN nodes n ON n.label = h.label"
+        " WHERE n.label IS NULL OR n.is_virtual GROUP BY h.src ORDER BY h.src",
+        {"srcs": srcs, "labels": labels},
+    ).fetchall()
+    for src, count, label, virtual, virtual_label in bad:
+        if virtual:
+            raise InputError(f"wide header: {rules.VIRTUAL_ROOT}", staged.wheres[src], 1, virtual_label)
+        if unknown == "error":
+            raise InputError(f"wide header: {rules.UNKNOWN_LABEL}", staged.wheres[src], 1, label)
+        warn_data(f"{staged.wheres[src]}: ignored {count} column(s) of the wide header not in the taxonomy"
+                  f" (first: {label!r})")
 
 
 def check_no_truth(con: duckdb.DuckDBPyConnection, wheres: list[str], no_truth: str) -> None:

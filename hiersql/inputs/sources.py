@@ -341,6 +341,8 @@ def open_table(con: duckdb.DuckDBPyConnection, source: Any, name: str | None = N
         table.stem, table.first_line = Path(str(source)).stem, 1 if parquet else 2
         return table
     where = name or default_name(source)
+    if _is_arrow(source) or _is_frame(source) or _is_spark(source):
+        check_column_names(source.schema.names if _is_arrow(source) else source.columns, where)
     if _is_arrow(source):
         return _relation(con, con.from_arrow(source), where, keyed=False, ordered=True)
     if _is_spark(source):  # collected: outside the Spark engine, hiersql reads it (hiersql.engines.spark.sources)
@@ -357,11 +359,7 @@ def _csv_table(con: duckdb.DuckDBPyConnection, path: Path, where: str, role: str
     import duckdb
 
     header, rel = read_csv_rows(con, path, ",", where, role)
-    seen: set[str] = set()
-    for column in header:
-        if column.lower() in seen:
-            raise InputError("column name given twice in the header", where, 1, column)
-        seen.add(column.lower())
+    check_column_names(header, where, 1)
     view, rows = f"_hiersql_source_{next(_attached)}", f"_hiersql_rows_{next(_attached)}"
     con.register(rows, rel)
     try:
@@ -380,6 +378,17 @@ def _csv_table(con: duckdb.DuckDBPyConnection, path: Path, where: str, role: str
 
     return Table(where, header, [("VARCHAR", "text")] * len(header), lambda _: quote(view), close=drop,
                  keyed=False, ordered=True)
+
+
+def check_column_names(names: Iterable[object], where: str, line: int | None = None) -> None:
+    """A column name given twice (in any case: DuckDB's names are not case-sensitive) is an error naming it
+    (``line``: the header's, of a file): of a DataFrame or an Arrow table, DuckDB would rename the second
+    ``label`` to ``label_1`` and read the first alone."""
+    seen: set[str] = set()
+    for column in names:
+        if str(column).lower() in seen:
+            raise InputError("column name given twice" + (" in the header" if line else ""), where, line, column)
+        seen.add(str(column).lower())
 
 
 def read_csv_rows(con: duckdb.DuckDBPyConnection, path: Path, sep: str, where: str,

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 VIRTUAL_ROOT = "__root__"
+NUL_IN_NAME = "node name holds a NUL byte"  # a text file's stray byte, no character of a name
 
 
 @contextmanager
@@ -181,6 +182,9 @@ class Taxonomy:
         """From a DataFrame with a parent and a child column (and optionally a weight column)."""
         if not hasattr(df, "columns"):
             raise argument_error("df", "must be a pandas DataFrame", df)
+        from .sources import check_column_names
+
+        check_column_names(df.columns, source)
         wanted = [parent, child] + ([weight] if weight else [])
         missing = [c for c in wanted if c not in df.columns]
         if missing:
@@ -303,6 +307,8 @@ def _name(value: Any, source: str, line: int) -> str:
     text = str(value).strip()
     if not text:
         raise InputError("empty node name", source, line, value)
+    if "\0" in text:
+        raise InputError(NUL_IN_NAME, source, line, value)
     return text
 
 
@@ -341,9 +347,13 @@ def read_text_edges(path: Path, format: str, weights: bool = True) -> list[Edge]
     third field is an error, not a weight."""
     try:
         with path.open(encoding="utf-8-sig") as fh:  # universal newlines; a byte order mark is no name
-            lines = fh.read().split("\n")
+            text = fh.read()
     except UnicodeDecodeError as exc:
         raise InputError(f"taxonomy file is not UTF-8 text ({exc.reason})", path) from None
+    lines = text.split("\n")
+    if "\0" in text:  # (a label file's NUL is a label not in the taxonomy: the taxonomy's is named here)
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise InputError(NUL_IN_NAME, path, line, lines[line - 1])
     if lines and lines[-1] == "":
         lines.pop()
     if not any(line.strip() for line in lines):
