@@ -51,7 +51,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 
 def given(text: str) -> str:
     """An argparse type: a value that names a file, a folder or a table, not an empty one
-    (:func:`~hiersql.inputs.check_source_text`: ``--truth ""`` would read the current folder)."""
+    (:func:`~hiersql.inputs.arguments.check_source_text`: ``--truth ""`` would read the current folder)."""
     from ..inputs.arguments import check_source_text
 
     try:
