@@ -2,7 +2,7 @@
 
 An :class:`Option` gives a name (the Python keyword; with ``-`` for ``_`` and a leading ``--``, the
 command-line flag), a default, a help text, its choices or rule, the families that read it, and whether it is
-a ``$parameter`` of the ``sql/`` files (then ``hiersql sql`` has its flag). From the two declarations,
+a ``$parameter`` of the SQL files (then ``hiersql sql`` has its flag). From the two declarations,
 :data:`MEASURE_OPTIONS` and :data:`RUN_OPTIONS`, come:
 
 - the frozen dataclasses :class:`Options` (what to compute) and :class:`RunOptions` (where to compute it),
@@ -88,7 +88,7 @@ class Option(NamedTuple):
     families:
         The measure families that read the option.
     sql:
-        A ``$parameter`` of the ``sql/`` files: ``hiersql sql`` has its flag.
+        A ``$parameter`` of the SQL files: ``hiersql sql`` has its flag.
     plan:
         Shapes the plans of its families (their derived ``$parameters``, which Python steps run):
         ``hiersql sql FAMILY`` has its flag.
@@ -560,7 +560,7 @@ def declared(*names: str) -> tuple[Option, ...]:
 
 
 def sql_options() -> tuple[Option, ...]:
-    """The options that are ``$parameters`` of the ``sql/`` files or shape a family's plan: the flags of
+    """The options that are ``$parameters`` of the SQL files or shape a family's plan: the flags of
     ``hiersql sql``."""
     return tuple(o for o in MEASURE_OPTIONS if o.sql or o.plan)
 

@@ -1,4 +1,5 @@
-"""The metric queries in ``sql/``: loading, parameters, composition and transpilation with sqlglot.
+"""The SQL files of hiersql (``<name>.sql`` beside the module that runs it): loading, parameters, composition
+and transpilation with sqlglot.
 
 A file holds one or more named queries, each introduced by a line ``-- name: NAME``; a file without such a
 line is one query named after the file. Parameters are written ``$name`` (DuckDB's named parameters), so a

@@ -1,4 +1,4 @@
-"""Multi-label confusion matrix of Krstinić et al. (multilabel.sql, metrics/multilabel.py; SPEC §7)."""
+"""Multi-label confusion matrix of Krstinić et al. (measures/multilabel/; SPEC §7)."""
 
 from __future__ import annotations
 

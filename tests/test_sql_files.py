@@ -1,4 +1,4 @@
-"""Every file of ``sql/`` parses with sqlglot (DuckDB dialect), and every named query, composed with the
+"""Every SQL file of hiersql parses with sqlglot (DuckDB dialect), and every named query, composed with the
 queries it reads, transpiles to PostgreSQL and Spark. Files added later are picked up by the glob."""
 
 from __future__ import annotations

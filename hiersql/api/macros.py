@@ -98,7 +98,7 @@ GENERATED = {"summary": lambda plan: summary_sql(plan, list(plan.metrics), ("mic
 
 
 def _raised(node):
-    """``CAST('hiersql: ...' || ... AS INTEGER)``, the portable failure of the ``sql/`` files (a database's
+    """``CAST('hiersql: ...' || ... AS INTEGER)``, the portable failure of the SQL files (a database's
     cast error quotes the text: ``closure_refresh``'s cycle), as DuckDB's ``error(...)``: the macro's error is
     the message itself."""
     from sqlglot import exp

@@ -1,7 +1,7 @@
 """``hiersql sql METRIC``: print the SQL that computes a measure, for any SQL dialect sqlglot writes.
 
 METRIC is a metric name or alias (SPEC §10), a family (``set_based``, ``flat``, a group such as ``hcm``) or
-the name of a file of ``sql/`` (``closure``). For a family, every stage of its plan (:mod:`hiersql.plan`) in
+the name of a SQL file (``closure``). For a family, every stage of its plan (:mod:`hiersql.plan`) in
 order, its ``$parameters`` replaced by the options given here, transpiled by sqlglot, the Python steps named
 where they come; for one metric the summary rows are filtered to it. For a file, the query ``--query`` (default:
 the file's last) composed with the queries it reads as CTEs. ``--table truth=dw.gold_labels`` points the

@@ -1,4 +1,4 @@
-"""The SQL of ``sql/`` in any dialect: a query (:func:`render`) or a family's plan (:func:`render_family`).
+"""The SQL files in any dialect: a query (:func:`render`) or a family's plan (:func:`render_family`).
 
 A query is composed by :func:`hiersql.sqlfiles.render` (the queries it reads as common table expressions, its
 ``$parameters`` as literals, tables renamed) in DuckDB's dialect, the one the files are written in, then

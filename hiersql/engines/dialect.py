@@ -1,7 +1,7 @@
 """What hiersql does differently per SQL dialect: one :class:`EngineDialect` record each, found by :func:`dialect`.
 
 A record says how a mean's float sums are made reproducible (:attr:`~EngineDialect.sums`), how a printed script
-makes and analyses a stage, which ``-- name: NAME (variant)`` bodies of ``sql/`` it reads, how it quotes the
+makes and analyses a stage, which ``-- name: NAME (variant)`` bodies of the SQL files it reads, how it quotes the
 names the runners create, and the rewrites applied to sqlglot's tree after the transpilation (small functions
 ``tree -> tree``, in the manner of sqlglot's ``transforms``). A dialect without a record of its own (Snowflake,
 BigQuery, ...) gets the default one: no ordered aggregates, temporary tables, no rewrite.
@@ -54,7 +54,8 @@ class EngineDialect:
         The statement after each stage of a printed script, as the dialect's runner does (``{}``: its name);
         ``None``: none.
     variant:
-        The ``-- name: NAME (variant)`` bodies of ``sql/`` that replace the portable ones (:mod:`hiersql.sqlfiles`);
+        The ``-- name: NAME (variant)`` bodies of the SQL files that replace the portable ones
+        (:mod:`hiersql.sqlfiles`);
         ``None``: the portable ones.
     rewrites:
         Applied in order to the tree of every query after sqlglot's parse, constant folding and pruning, before

@@ -1,5 +1,5 @@
-"""Metric families. Each module is a thin wrapper over its ``sql/`` file (or, for pairing problems, over
-:mod:`hiersql.measures.pair_based.pairing`) and exposes:
+"""Metric families. Each package is a thin wrapper over its SQL file (``<family>/<family>.sql``) and, for
+pairing problems, over :mod:`hiersql.measures.pair_based.pairing`; each exposes:
 
 - ``METRICS``: ``{metric name: short alias}`` of the measures it computes (SPEC §10 names), its entry of
   :data:`REGISTRY` (kept here so that resolving names imports no family module: the CLI starts fast);
