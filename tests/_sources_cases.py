@@ -64,7 +64,7 @@ def file_reference(data_dir: Path) -> dict[tuple[str, str, str], float]:
 def rank_by_name(con) -> None:
     """Renumber the ranks of the store's ``truth`` and ``predictions`` by label name within each instance: how
     hiersql ranks the labels of a table without a row order, a rank column or a score column
-    (``hiersql.inputs.sources.RANK_ORDER``), restated here independently of it."""
+    (``hiersql.inputs.tables.RANK_ORDER``), restated here independently of it."""
     for table, key in (("truth", "instance_id"), ("predictions", "system, instance_id")):
         on = " AND ".join(f"t.{k.strip()} = r.{k.strip()}" for k in (*key.split(","), "label"))
         con.execute(f"UPDATE {table} AS t SET rank = r.k FROM (SELECT {key}, label, row_number() OVER"

@@ -1,6 +1,6 @@
 """Ranks are defined or asked for (issue 42, item 1), systems are never merged silently (item 2).
 
-A label's rank within its instance follows one rule for every source (``hiersql.inputs.sources.RANK_ORDER``): the rank
+A label's rank within its instance follows one rule for every source (``hiersql.inputs.tables.RANK_ORDER``): the rank
 column, else the score descending (ties by label), else a file's order, else the label. GermEval 2019 subtask B
 as one table in several physical orders (a DuckDB table, a shuffled Parquet file, DuckDB queries, a PostgreSQL
 table after updates that move its rows, Spark's read of the Parquet) gives byte-identical output, equal to the

@@ -21,7 +21,7 @@ import pytest
 from hiersql import Evaluator, InputError, Store, Taxonomy
 from hiersql.cli import main
 from hiersql.errors import DataWarning
-from hiersql.inputs.sources import quote, split_name
+from hiersql.inputs.tables import quote, split_name
 from tests._sources_cases import (
     COLUMN_FLAGS,
     GENRES,

@@ -202,22 +202,22 @@ def test_a_large_table_copied_in_parallel_parts_equals_one_copy(warehouse):
     the same order as one COPY."""
     import duckdb
 
-    from hiersql.inputs import sources
+    from hiersql.inputs import postgres_tables, sources
 
     base, _ = warehouse
     con = duckdb.connect()
     got = {}
-    for pages in (sources.PG_PARALLEL_PAGES, 10**12):
+    for pages in (postgres_tables.PG_PARALLEL_PAGES, 10**12):
         table = sources.open_table(con, f"{base}::{RUNS}")
         assert table.kinds == ["text", "text", "text"]
-        parallel = sources.PG_PARALLEL_PAGES
-        sources.PG_PARALLEL_PAGES = pages
+        parallel = postgres_tables.PG_PARALLEL_PAGES
+        postgres_tables.PG_PARALLEL_PAGES = pages
         try:
             got[pages] = con.execute(f"SELECT * FROM {table.read(list(TABLE_COLUMNS[RUNS]))}").fetchall()
         finally:
-            sources.PG_PARALLEL_PAGES = parallel
+            postgres_tables.PG_PARALLEL_PAGES = parallel
             table.close()
-    assert got[sources.PG_PARALLEL_PAGES] == got[10**12]
+    assert got[postgres_tables.PG_PARALLEL_PAGES] == got[10**12]
     assert len(got[10**12]) == 178390
 
 

@@ -19,8 +19,8 @@ from ..engines import DuckDBEngine, Engine
 from ..errors import InputError
 from ..inputs.arguments import argument_error, is_sequence
 from ..inputs.readers import check_label_keywords, prediction_items
-from ..inputs.sources import Columns
 from ..inputs.store import LabelSource, Store
+from ..inputs.tables import Columns
 from ..inputs.taxonomy import Taxonomy, as_taxonomy
 from ..measures import Options, Row, compute
 from ..options import make_options

@@ -187,7 +187,7 @@ class UserTables:
         column that is not there is an :class:`~hiersql.errors.InputError` naming its flag."""
         from ..errors import InputError
         from ..inputs.rules import InputTable, input_sql
-        from ..inputs.sources import quote
+        from ..inputs.tables import quote
 
         out: dict[str, str] = {}
         for table, name, listing, key in (("truth", self.truth, "instances", "instance_id"),

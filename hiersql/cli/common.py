@@ -253,7 +253,8 @@ def _check_column_flags(args: argparse.Namespace, preds: list[Any]) -> None:
     """A label column flag with no table source it applies to (:func:`hiersql.inputs.sources.unused_label_column`), or
     a label format other than ``long`` with no source that is not a table: an error naming the flag, not a flag
     silently left unused."""
-    from ..inputs.sources import Columns, format_unused, unused_label_column
+    from ..inputs.sources import format_unused, unused_label_column
+    from ..inputs.tables import Columns
 
     columns = Columns(instance=args.instance_col, label=args.label_col, score=args.score_col,
                       system=args.system_col, rank=args.rank_col)

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import sqlfiles
 from ..errors import DataWarning, InputError
+from . import label_tables, sources
 from . import rules as rules
-from . import sources
 from .arguments import LABEL_FORMATS, argument_error, check_label_source, label_set_members
-from .sources import Columns, locate
+from .label_tables import locate
+from .tables import RANK_ORDER, RANK_READERS, Columns, Table
 
 if TYPE_CHECKING:
     import duckdb
@@ -51,7 +52,7 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
           columns: Columns, predictions: bool) -> Staged:
     """Read every ``(system, source, name)`` into the temp tables ``_incoming(src, instance_id, label,
     line, pos, score, rank)`` and ``_incoming_instances(src, instance_id, line)``. The sources are first
-    expanded (:func:`hiersql.inputs.sources.expand`: a predictions table with a system column is one source
+    expanded (:func:`hiersql.inputs.label_tables.expand`: a predictions table with a system column is one source
     per system); ``src`` is the position of a source in that list. The text files are read together
     (:func:`_stage_text`), and so are the mappings of columns and label sets (:func:`_stage_columns`)
     and the systems of one table (:func:`_stage_table`). Then the checks that need no taxonomy
@@ -66,14 +67,14 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
         if predictions and system is not None and not (isinstance(system, str) and system.strip()):
             raise argument_error("system", "must be a non-empty string (or None for a table with a system column)",
                                  system)
-    tables: list[sources.Table] = []
+    tables: list[Table] = []
     headers: dict[int, list[str]] = {}
     try:
-        entries = sources.expand(con, items, format, columns, predictions, tables)
+        entries = label_tables.expand(con, items, format, columns, predictions, tables)
         wheres = [e.where for e in entries]
         parts: dict[int, list[int]] = {}  # the sources of each table, by the table's id
         for i, entry in enumerate(entries):
-            if isinstance(entry.source, sources.Part):
+            if isinstance(entry.source, label_tables.Part):
                 parts.setdefault(id(entry.source.labels), []).append(i)
         in_tables = {i for srcs in parts.values() for i in srcs}
         text = [i for i, e in enumerate(entries)
@@ -112,14 +113,15 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
             opened.close()
 
 
-def _parts(entries: list[sources.Entry]) -> dict[int, sources.Part]:
+def _parts(entries: list[label_tables.Entry]) -> dict[int, label_tables.Part]:
     """The parts of label tables among ``entries``, by ``src``."""
-    return {src: entry.source for src, entry in enumerate(entries) if isinstance(entry.source, sources.Part)}
+    return {src: entry.source for src, entry in enumerate(entries) if isinstance(entry.source, label_tables.Part)}
 
 
-def _ranked_by_name(con: duckdb.DuckDBPyConnection, entries: list[sources.Entry]) -> list[str]:
-    """The tables (how messages name them) whose labels are ranked by name (:meth:`~hiersql.inputs.sources.LabelTable.
-    ranked_by_name`) where the ranks mean something: some instance has two labels or more."""
+def _ranked_by_name(con: duckdb.DuckDBPyConnection, entries: list[label_tables.Entry]) -> list[str]:
+    """The tables (how messages name them) whose labels are ranked by name
+    (:meth:`~hiersql.inputs.label_tables.LabelTable.ranked_by_name`) where the ranks mean something: some
+    instance has two labels or more."""
     srcs = {src: part.labels.table.where for src, part in _parts(entries).items() if part.labels.ranked_by_name()}
     if not srcs:
         return []
@@ -128,7 +130,7 @@ def _ranked_by_name(con: duckdb.DuckDBPyConnection, entries: list[sources.Entry]
     return list(dict.fromkeys(where for src, where in srcs.items() if src in several))
 
 
-def _warn_unread_systems(con: duckdb.DuckDBPyConnection, entries: list[sources.Entry],
+def _warn_unread_systems(con: duckdb.DuckDBPyConnection, entries: list[label_tables.Entry],
                          duplicates: list[tuple[int, int]]) -> None:
     """Warn of a predictions table without a system column whose ``(instance_id, label)`` rows repeat while a
     text column that is not read holds several values: it may name systems, merged into one."""
@@ -150,11 +152,11 @@ def warn_unread_system(where: str, column: str) -> None:
 
 def warn_ranked_by_name(by_name: Iterable[str]) -> None:
     """One warning naming the tables whose labels were ranked by name (no row order, no rank or score column:
-    :data:`~hiersql.inputs.sources.RANK_ORDER`), the measures that read ranks and ``--rank-col``."""
+    :data:`~hiersql.inputs.tables.RANK_ORDER`), the measures that read ranks and ``--rank-col``."""
     tables = list(dict.fromkeys(by_name))
     if tables:
         warn_data(f"{', '.join(tables)}: no rank or score column and no row order: the labels of an instance are"
-                  f" ranked by name for the measures that read ranks ({sources.RANK_READERS}); give their order"
+                  f" ranked by name for the measures that read ranks ({RANK_READERS}); give their order"
                   " with --rank-col (rank_col=)")
 
 
@@ -330,7 +332,7 @@ def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: li
     return labels
 
 
-def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, sources.Part]], wheres: list[str]) -> None:
+def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, label_tables.Part]], wheres: list[str]) -> None:
     """The systems ``parts`` (``(src, part)``) of one table (:mod:`hiersql.inputs.sources`), in one query: the
     rows of each system, or every row for a table without a system column."""
     rows = parts[0][1].labels.rows()
@@ -422,7 +424,7 @@ def _check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tup
     ).fetchall()
     if dups:  # the first in rank order is kept
         _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming QUALIFY row_number() OVER (PARTITION BY src,"
-                       f" instance_id, label ORDER BY {sources.RANK_ORDER}) = 1", ordered=True)
+                       f" instance_id, label ORDER BY {RANK_ORDER}) = 1", ordered=True)
     return dups
 
 
@@ -431,11 +433,11 @@ def _incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, objec
     """The staging table ``_incoming``: the ``rows`` of a reader (``src, instance_id, label, line, pos,
     score[, score_text]``, and, when ``ordered``, ``ord`` and ``in_order``: the value of a table's rank column
     and whether its rows have an order; else none and an order) and each label's ``rank``, its position within
-    its instance by :data:`~hiersql.inputs.sources.RANK_ORDER`."""
+    its instance by :data:`~hiersql.inputs.tables.RANK_ORDER`."""
     if not ordered:
         rows = f"SELECT *, NULL::DOUBLE AS ord, true AS in_order FROM ({rows})"
     temp_table(con, "_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY"
-               f" {sources.RANK_ORDER}) AS rank FROM ({rows})", params)
+               f" {RANK_ORDER}) AS rank FROM ({rows})", params)
 
 
 def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:
@@ -592,7 +594,7 @@ def prediction_items(
 ) -> list[tuple[str | None, LabelSource, str | None]]:
     """``(system, source, name)`` for every system (``name``: how messages call a source that is not a file
     or a reference: ``SYSTEM=<DataFrame>`` and the like). A system named twice is an error, raised by
-    :func:`hiersql.inputs.sources.expand` once the systems of tables with a system column are known."""
+    :func:`hiersql.inputs.label_tables.expand` once the systems of tables with a system column are known."""
     if not isinstance(predictions, Mapping | Iterable) or isinstance(predictions, str | bytes):
         raise argument_error("predictions", "must be a mapping {system: source} or (system, source) pairs",
                              predictions)

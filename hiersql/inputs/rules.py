@@ -220,9 +220,9 @@ def input_sql(table: str, source: str, columns: Mapping[str, str]) -> str:
     ``FROM`` item) under hiersql's column names; ``columns``: the SQL of the user's column of each role
     (``instance``, ``label``, and for the predictions ``system``, ``score``; ``rank``: ``NULL`` for none).
     Each label is ranked within its instance by the rule every reader follows
-    (:data:`hiersql.inputs.sources.RANK_ORDER`: the rank column, else the score descending, else the label: a table has
+    (:data:`hiersql.inputs.tables.RANK_ORDER`: the rank column, else the score descending, else the label: a table has
     no row order). Text, not parsed: the dbt package's ``columns`` are Jinja (:mod:`hiersql.api.dbt`)."""
-    from .sources import RANK_ORDER
+    from .tables import RANK_ORDER
 
     system = table == "predictions"
     selected = [*([f"CAST({columns['system']} AS TEXT) AS system"] if system else []),

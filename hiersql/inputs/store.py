@@ -15,7 +15,7 @@ pandas DataFrame, an Arrow table or a DuckDB relation, with the user's column na
 ``label_col=``, ``score_col=``, ``system_col=``, ``rank_col=``). A predictions table with a system column
 (``system_col``, or a column named ``system``) holds one system per distinct value. A label's ``rank`` is its
 position within its instance by the values of the rank column (``rank_col``), else by the score (descending),
-else as read (a file, a DataFrame), else by name (:data:`hiersql.inputs.sources.RANK_ORDER`; a SQL table, a query
+else as read (a file, a DataFrame), else by name (:data:`hiersql.inputs.tables.RANK_ORDER`; a SQL table, a query
 or Parquet without a rank or score column gets one warning).
 
 Rules: labels are sets (duplicates collapse, with a :class:`~hiersql.errors.DataWarning` giving the count); a
@@ -39,7 +39,7 @@ from ..errors import InputError
 from . import readers, sources
 from .closure import fill_taxonomy
 from .readers import LabelSource, Staged, first_row, prediction_items, temp_table, warn_data
-from .sources import Columns
+from .tables import Columns
 from .taxonomy import Taxonomy, as_taxonomy
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from ..inputs.arguments import LABEL_FORMATS
 from .queue import is_postgres
 
 if TYPE_CHECKING:
-    from ..inputs.sources import Columns
+    from ..inputs.tables import Columns
 
 UNKNOWN_LABELS = ("error", "ignore")
 DEFAULT_METRICS = ("hp", "hr", "hf")
@@ -245,9 +245,9 @@ def _check_column_keys(ds: dict[str, Any], truth: str, predictions: list[str], f
 
 
 def label_columns(keys: dict[str, Any]) -> Columns:
-    """The :class:`hiersql.inputs.sources.Columns` of the label column keys among ``keys``
+    """The :class:`hiersql.inputs.tables.Columns` of the label column keys among ``keys``
     (:data:`LABEL_COLUMN_KEYS`)."""
-    from ..inputs.sources import Columns
+    from ..inputs.tables import Columns
 
     return Columns(**{key[:-len("_col")]: keys[key] for key in LABEL_COLUMN_KEYS if key in keys})
 
@@ -409,7 +409,7 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
 def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | None, fail
                    ) -> list[tuple[str, str]] | None:
     """The systems of a predictions table with a system column (``system_col``, or a column named
-    ``system``), read as the store reads it (:func:`hiersql.inputs.sources.expand`): ``(system, SHA-256 of its rows
+    ``system``), read as the store reads it (:func:`hiersql.inputs.label_tables.expand`): ``(system, SHA-256 of its rows
     by instance, each instance's in rank order)`` (the order of the instances is no part of a system's
     content; that of an instance's labels is, as their ranks), only ``system`` when it is given
     (``NAME=FILE``). ``None`` when the table has no system column, or cannot be read while no ``system_col``
@@ -417,7 +417,8 @@ def _table_systems(path: str, fmt: str, columns: dict[str, str], system: str | N
     the system name of its one unit is its table's)."""
     import duckdb
 
-    from ..inputs.sources import expand, is_reference
+    from ..inputs.label_tables import expand
+    from ..inputs.sources import is_reference
 
     wanted = label_columns(columns)
     con = duckdb.connect()
@@ -457,7 +458,8 @@ def content_hash(source: str, role: str, fmt: str, columns: dict[str, str], cach
     hash, for sources shared by many units)."""
     import duckdb
 
-    from ..inputs.sources import edge_rows, is_reference, label_table, open_table
+    from ..inputs.label_tables import label_table
+    from ..inputs.sources import edge_rows, is_reference, open_table
 
     if not is_reference(source):
         return file_hash(source, cache)

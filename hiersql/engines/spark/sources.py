@@ -8,7 +8,7 @@ inside Spark, never through hiersql's DuckDB store (:func:`spark_source`):
   ``key=value`` partition folders read as columns), read with ``spark.read.parquet`` at its absolute path (a
   Spark Connect server, or a cluster's executors, read it there: a shared mount) or as its URI (``s3a://``);
 - ``spark:[db.]table``: a table or (temporary) view of the session's catalog (a part in double quotes is
-  literal, as in :func:`hiersql.inputs.sources.split_name`);
+  literal, as in :func:`hiersql.inputs.tables.split_name`);
 - ``spark:SELECT …``: one ``SELECT`` statement (parsed by sqlglot first; anything else is refused before
   Spark sees it), run by ``spark.sql``;
 - a Spark DataFrame (Python API).
@@ -25,7 +25,7 @@ spaces around ids and labels are stripped (:data:`hiersql.options.SPACES`), as e
 them. A row
 is named by its key (the instance and the system), and the first bad row is the first in Spark's scan order
 (the file, then the row within it). Ranks (the position of a label within its instance) follow the rule of every
-source, :data:`hiersql.inputs.sources.RANK_ORDER`: Spark's reads have no row order, so without a rank or score column
+source, :data:`hiersql.inputs.tables.RANK_ORDER`: Spark's reads have no row order, so without a rank or score column
 the labels of an instance are ranked by name, with one warning.
 """
 
@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import InputError, is_spark_error, spark_message
-from ...inputs import sources
+from ...inputs import label_tables, sources
+from ...inputs.label_tables import TableWhere, locate
 from ...inputs.readers import warn_data, warn_ranked_by_name, warn_unread_system
-from ...inputs.sources import Columns, TableWhere, locate
+from ...inputs.tables import QUERY, RANK_ORDER, Columns, Table, first_line_of, split_name
 from ...options import SPACES
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def _one_select(query: str, where: str) -> str:
     try:
         statements = [s for s in sqlglot.parse(query, read="spark") if s is not None]
     except sqlglot.errors.ParseError as exc:
-        raise InputError(f"query does not parse ({sources._first_line(exc)})", where) from None
+        raise InputError(f"query does not parse ({first_line_of(exc)})", where) from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query | exp.Values):
         raise InputError("a query source must be one SELECT statement", where, value=query.strip()[:80])
     return query
@@ -136,9 +137,9 @@ def open_frame(spark: Any, source: Any, name: str | None = None) -> tuple[Any, s
     try:
         if text.startswith(SCHEME):
             rest = text[len(SCHEME):]
-            if sources._QUERY.match(rest):
+            if QUERY.match(rest):
                 return spark.sql(_one_select(rest, where)), where, None
-            schema, table = sources.split_name(rest.strip(), where)
+            schema, table = split_name(rest.strip(), where)
             return spark.table(".".join(_backticked(p) for p in (schema, table) if p is not None)), where, table
         check_path(text, where)
         # a path of this machine as Spark's driver (on Spark Connect, the server) finds it from any folder
@@ -166,7 +167,7 @@ class _Source(NamedTuple):
     """A label source opened in Spark: its rows as ``_src, instance_id, label, score_text, score, rank_text,
     ord, _ranked, system, _system_text, _o, line, pos, in_order`` (``_src``: its number; ``ord``: the rank
     column's value, ``_ranked`` whether it has one; ``_system_text``: the system as written; ``_o``: the scan
-    order, for messages; ``line``, ``pos`` and ``in_order`` as :data:`~hiersql.inputs.sources.RANK_ORDER` reads them:
+    order, for messages; ``line``, ``pos`` and ``in_order`` as :data:`~hiersql.inputs.tables.RANK_ORDER` reads them:
     no row order), how messages name it, its columns by role, its system (``None``: the values of its system
     column name its systems), the system name given to a table with a system column (an error unless its
     only value), and its text columns that no role reads, by their positional names in ``frame`` (its
@@ -184,15 +185,15 @@ class _Source(NamedTuple):
 def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns: Columns, predictions: bool
           ) -> _Source:
     """Open source number ``k`` (``(system, source, name)``), find its columns by role (the rules and messages
-    of :func:`hiersql.inputs.sources.label_table`), and give its rows, lazily (no Spark job)."""
+    of :func:`hiersql.inputs.label_tables.label_table`), and give its rows, lazily (no Spark job)."""
     from pyspark.sql import functions as F
 
     system, source, name = item
     frame, where, stem = open_frame(spark, source, name)
     fields = frame.schema.fields
-    table = sources.Table(where, [f.name for f in fields], [_kind(f.dataType) for f in fields],
+    table = Table(where, [f.name for f in fields], [_kind(f.dataType) for f in fields],
                           read=lambda _: "", stem=stem)
-    labels = sources.label_table(table, columns, predictions)
+    labels = label_tables.label_table(table, columns, predictions)
     # columns by position: no name of the user's is ever parsed by Spark (case-insensitive, dots, backticks)
     frame = frame.toDF(*[f"c{i}" for i in range(len(fields))])
     col = {role: f"c{table.names.index(name)}" for role, name in labels.columns.items()}
@@ -282,7 +283,7 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         (F.col("_ranked") & (F.col("ord").isNull() | F.isnan("ord") | (F.abs("ord") == float("inf"))))
         .alias("_bad_rank"),
         F.coalesce("_is_virtual", F.lit(False)).alias("_virtual"),
-        F.expr(f"row_number() OVER (PARTITION BY {', '.join(unit)}, label ORDER BY {sources.RANK_ORDER}) > 1"
+        F.expr(f"row_number() OVER (PARTITION BY {', '.join(unit)}, label ORDER BY {RANK_ORDER}) > 1"
                ).alias("_dup"),
     ).withColumn("_unknown", F.col("_known").isNull() & ~F.col("_dup")).withColumn(
         "_no_truth", F.col("_has_truth").isNull())
@@ -292,7 +293,7 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     if no_truth == "ignore":
         keep &= ~F.col("_no_truth")
     # the rank of a kept row: the kept rows of its instance up to it in rank order
-    rank = F.expr(f"sum(CAST(_keep AS INT)) OVER (PARTITION BY {', '.join(unit)} ORDER BY {sources.RANK_ORDER}"
+    rank = F.expr(f"sum(CAST(_keep AS INT)) OVER (PARTITION BY {', '.join(unit)} ORDER BY {RANK_ORDER}"
                   " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)")
     try:
         rows = rows.withColumn("_keep", keep).withColumn("rank", rank.cast("int")).localCheckpoint(eager=True)
@@ -364,9 +365,9 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
 def _system_wheres(opened: list[_Source], by_source: dict[int, dict[str | None, Any]], predictions: bool,
                    line: Callable[[int, Any], int]) -> dict[tuple[int, str | None], TableWhere]:
     """How messages name each system (``(source number, system)``) of ``opened``, whose groups (per system)
-    are ``by_source``; a predictions table's system column is checked as :func:`hiersql.inputs.sources.expand` checks
-    it: a NULL or empty value (its row's number by ``line``), two spellings of one system, no row, a system
-    name given that is not its only value."""
+    are ``by_source``; a predictions table's system column is checked as
+    :func:`~hiersql.inputs.label_tables.expand` checks it: a NULL or empty value (its row's number by
+    ``line``), two spellings of one system, no row, a system name given that is not its only value."""
     wheres: dict[tuple[int, str | None], TableWhere] = {}
     for k, source in enumerate(opened):
         found = by_source.get(k, {})
@@ -380,7 +381,7 @@ def _system_wheres(opened: list[_Source], by_source: dict[int, dict[str | None, 
             raise InputError("missing system (NULL or empty)",
                              *locate(TableWhere(source.where, source.columns), at, "system", first["_first_id"]),
                              value=first["system"])
-        sources.check_spellings(((v, g["_spellings"]) for v, g in sorted(found.items())), source.columns["system"],
+        label_tables.check_spellings(((v, g["_spellings"]) for v, g in sorted(found.items())), source.columns["system"],
                                 source.where)
         if not found:
             raise InputError("the table has no rows, so no system", source.where)
@@ -516,7 +517,7 @@ def load(
         systems += found
         by_name += ranked
         frames.append(kept)
-    sources.check_distinct_systems(systems)
+    label_tables.check_distinct_systems(systems)
     warn_ranked_by_name(by_name)
     names = ("system", "instance_id", "label", "rank", "score")
     if not frames:
