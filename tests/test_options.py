@@ -227,8 +227,8 @@ def test_an_options_error_from_the_library_names_its_flag(tmp_path, capsys):
 
 
 def test_declared_families_are_the_modules_that_read_the_option():
-    folder = Path(hiersql.__file__).parent / "metrics"
-    sources = {fam: (folder / f"{fam}.py").read_text(encoding="utf-8") for fam in FAMILIES}
+    folder = Path(hiersql.__file__).parent / "measures"
+    sources = {fam: (folder / fam / "__init__.py").read_text(encoding="utf-8") for fam in FAMILIES}
     for option in MEASURE_OPTIONS:
         if option.name == "average":  # read by the runner for every family
             assert option.families == FAMILIES

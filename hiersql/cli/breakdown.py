@@ -8,6 +8,8 @@ import argparse
 from ..options import add_flags, declared
 from .common import add_input_arguments, load_store
 
+# the measure options the breakdowns read (declared once in hiersql.options, as evaluate's)
+MEASURE_OPTIONS = ("include_root", "max_distance", "augment", "beta", "zero_division", "severity_distance")
 BY = ("level", "depth", "class", "flat-level", "errors", "distances", "consistency", "auprc", "calibration",
       "severity")
 
@@ -28,15 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--by", default="level", choices=BY, help="what to break down by (default: level)")
     p.add_argument("--format", default="table", choices=("table", "csv"),
                    help="table (the text report for --by class) or csv (full float precision)")
-    p.add_argument("--include-root", action="store_true", help="count the root in the augmented sets")
-    p.add_argument("--max-distance", type=int, metavar="K", help="ancestors only up to K edges")
-    p.add_argument("--augment", default="ancestors", choices=("ancestors", "descendants", "cesa_bianchi"),
-                   help="set augmentation (default: ancestors)")
-    p.add_argument("--beta", type=float, default=1.0, help="beta of the F-measures (default 1)")
-    p.add_argument("--zero-division", type=float, default=0.0, help="value of 0/0 ratios (default 0)")
     p.add_argument("--digits", type=int, default=2, help="decimals of the text report (default 2)")
     p.add_argument("--bins", type=int, default=10, help="calibration bins (default 10)")
-    add_flags(p, declared("severity_distance"))
+    add_flags(p.add_argument_group("measure options"), declared(*MEASURE_OPTIONS))
     p.add_argument("--html", metavar="FILE.html", help="with --by calibration: also write the reliability "
                    "diagrams per level, each with its ECE, and the table to a self-contained page")
     p.set_defaults(func=run)
@@ -48,19 +44,15 @@ def run(args: argparse.Namespace) -> int:
     from ..analyses import breakdowns, calibration, curves, error_profile
     from ..errors import InputError
     from ..measures.severity import histogram as severity_histogram
-    from ..options import make_options
+    from ..options import Options, from_args
 
-    if args.max_distance is not None and args.max_distance < 0:
-        raise InputError("must be >= 0", "--max-distance", value=args.max_distance)
+    options = from_args(Options, args)  # a bad value names its flag, as evaluate's
     if args.digits < 0:
         raise InputError("must be >= 0", "--digits", value=args.digits)
     if args.bins < 2:
         raise InputError("must be >= 2", "--bins", value=args.bins)
     if args.html:
         _check_html(args)
-    severity = {} if args.severity_distance is None else {"severity_distance": args.severity_distance}
-    options = make_options(include_root=args.include_root, max_distance=args.max_distance, augment=args.augment,
-                           beta=args.beta, zero_division=args.zero_division, **severity)
     store = load_store(args)
     try:
         if args.by in ("auprc", "calibration") and not calibration.scored_systems(store):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..options import add_flags, declared
 from .common import add_input_arguments, check_plot_file, load_store
 
 
@@ -32,9 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="multilabel: collapse every label to its ancestors at depth K first")
     p.add_argument("--normalize", default="none", choices=("none", "recall", "precision"),
                    help="multilabel: print/plot the raw matrix (none), the recall or the precision matrix")
-    p.add_argument("--tn", default="published", choices=("published", "descendants"),
-                   help="hierarchical: true negatives as the authors' code (published) or the paper's formula")
-    p.add_argument("--zero-division", type=float, default=0.0, help="value of 0/0 ratios (default 0)")
+    add_flags(p.add_argument_group("measure options (--tn: --kind hierarchical)"), declared("tn", "zero_division"))
     p.add_argument("--plot", metavar="FILE.png", help="write a heat map (PNG, or any matplotlib format)")
     p.add_argument("--format", default="table", choices=("table", "csv"),
                    help="table (aligned, 2 decimals) or csv (long form, full precision)")
@@ -43,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
+    from ..options import Options, from_args
+
+    options = from_args(Options, args)  # a bad value names its flag, as evaluate's
 
     if args.depth is not None and args.kind != "multilabel":
         raise InputError("--depth applies to --kind multilabel only", "--depth", value=args.depth)
@@ -50,8 +52,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--normalize applies to --kind multilabel only", "--normalize", value=args.normalize)
     if args.depth is not None and args.depth < 0:
         raise InputError("--depth must be >= 0", "--depth", value=args.depth)
-    if not (0 <= args.zero_division <= 1 or args.zero_division != args.zero_division):
-        raise InputError("value of 0/0 ratios must be in [0, 1] (or nan)", "--zero-division", value=args.zero_division)
     if args.plot:
         check_plot_file(args.plot)
     store = load_store(args)
@@ -59,16 +59,16 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"deeper than the taxonomy (its deepest node is at depth {store.taxonomy.depth})",
                          "--depth", value=args.depth)
     if args.kind == "hierarchical":
-        _hierarchical(store, args)
+        _hierarchical(store, args, options)
     else:
-        _multilabel(store, args)
+        _multilabel(store, args, options)
     return 0
 
 
-def _hierarchical(store, args: argparse.Namespace) -> None:
+def _hierarchical(store, args: argparse.Namespace, options) -> None:
     from ..measures.confusion import hierarchical_confusion_matrix
 
-    table = hierarchical_confusion_matrix(store, tn=args.tn, zero_division=args.zero_division)
+    table = hierarchical_confusion_matrix(store, tn=options.tn, zero_division=options.zero_division)
     if args.plot:
         from ..analyses.report import binary_confusion
 
@@ -79,12 +79,12 @@ def _hierarchical(store, args: argparse.Namespace) -> None:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
 
 
-def _multilabel(store, args: argparse.Namespace) -> None:
+def _multilabel(store, args: argparse.Namespace, options) -> None:
     from ..errors import InputError
     from ..measures.multilabel import class_scores, confusion_long, pivot
 
     try:
-        cells = confusion_long(store, depth=args.depth, zero_division=args.zero_division)
+        cells = confusion_long(store, depth=args.depth, zero_division=options.zero_division)
     except ValueError as exc:  # a taxonomy node named like the ∅ row/column
         raise InputError(str(exc), args.taxonomy) from None
     column = "value" if args.normalize == "none" else args.normalize
@@ -102,7 +102,7 @@ def _multilabel(store, args: argparse.Namespace) -> None:
     if args.format == "csv":
         _print_csv(cells)
         return
-    scores = class_scores(store, depth=args.depth, zero_division=args.zero_division)
+    scores = class_scores(store, depth=args.depth, zero_division=options.zero_division)
     for system, matrix in matrices.items():
         print(_table(system, matrix, scores[scores["system"] == system]))
 
