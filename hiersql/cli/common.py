@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..inputs import rules
 from ..inputs.arguments import LABEL_FORMATS, parse_preds
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                              " (default: none: by score, else a file's order, else by label; docs/warehouse.md)")
     parser.add_argument("--labels-format", default="long", choices=LABEL_FORMATS,
                         help="format of the truth and prediction files (default: long)")
-    parser.add_argument("--unknown", default="error", choices=("error", "ignore"),
+    parser.add_argument("--unknown", default="error", choices=rules.OPTIONS["unknown"],
                         help="a label not in the taxonomy: error (default) or drop it with a warning")
     parser.add_argument("--db", type=given, metavar="FILE", help="DuckDB file to keep the tables and results in")
     add_flags(parser, declared(*STORE_OPTIONS))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..inputs.rules import OPTIONS
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -17,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("pred", metavar="PRED", help="one line of predicted labels per instance, as GOLD")
     p.add_argument("max_distance", metavar="MAX_DISTANCE", help="HEMKit's maximum distance (integer >= 0)")
     p.add_argument("max_error", metavar="MAX_ERROR", help="HEMKit's maximum error (number >= 0; MGIA only)")
-    p.add_argument("--unknown", default="error", choices=("error", "ignore"),
+    p.add_argument("--unknown", default="error", choices=OPTIONS["unknown"],
                    help="a label not in the hierarchy: error (default) or drop it with a warning")
     p.set_defaults(func=run)
 

@@ -443,8 +443,7 @@ def _incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, objec
 def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:
     """Unknown labels (an error, or dropped and the ranks renumbered); warns of the duplicates collapsed.
     Warnings are per source."""
-    if unknown not in ("error", "ignore"):
-        raise argument_error("unknown", "must be 'error' or 'ignore'", unknown)
+    rules.check_option("unknown", unknown)
     wheres = staged.wheres
     virtual = first_row(
         con, "SELECT i.src, i.line, i.label, i.instance_id FROM _incoming i JOIN nodes n ON n.label = i.label"
@@ -496,8 +495,7 @@ def _check_headers(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str)
 
 
 def check_no_truth(con: duckdb.DuckDBPyConnection, wheres: list[str], no_truth: str) -> None:
-    if no_truth not in ("error", "ignore"):
-        raise argument_error("no_truth", "must be 'error' or 'ignore'", no_truth)
+    rules.check_option("no_truth", no_truth)
     missing = con.execute(
         "SELECT s.src, min(s.line), first(s.instance_id ORDER BY s.line), count(*) FROM _incoming_instances s"
         " ANTI JOIN instances i ON i.instance_id = s.instance_id GROUP BY s.src ORDER BY s.src"

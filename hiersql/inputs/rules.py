@@ -49,6 +49,21 @@ COLUMNS = {"truth": ("instance_id", "label"), "predictions": ("system", "instanc
 OPTIONS = {"unknown": ("error", "ignore"), "no_truth": ("error", "ignore")}
 
 
+def option_rule(name: str) -> str:
+    """The rule of the input option ``name`` of :data:`OPTIONS`, as messages state it."""
+    return "must be " + " or ".join(repr(choice) for choice in OPTIONS[name])
+
+
+def check_option(name: str, value: object) -> str:
+    """``value`` of the input option ``name`` (:data:`OPTIONS`); another value is an
+    :class:`~hiersql.options.OptionError` naming the option, the choices and the value."""
+    if value not in OPTIONS[name]:
+        from .arguments import argument_error
+
+        raise argument_error(name, option_rule(name), value)
+    return value
+
+
 class Rule(NamedTuple):
     """One input rule: rows ``r`` of ``table`` (or of ``source``, a query over it) where ``where`` holds are a
     problem of ``column``. ``action``: ``error`` (the measures refuse to run), ``stripped``/``collapsed`` (the

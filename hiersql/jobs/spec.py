@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..inputs import rules
 from ..inputs.arguments import LABEL_FORMATS
 from .queue import is_postgres
 
 if TYPE_CHECKING:
     from ..inputs.tables import Columns
 
-UNKNOWN_LABELS = ("error", "ignore")
 DEFAULT_METRICS = ("hp", "hr", "hf")
 # key: the TOML types it may have, as named in messages
 TOP_KEYS = {"name": "a string", "queue": "a string", "metrics": "a list of strings", "options": "a table",
@@ -192,8 +192,8 @@ def load_spec(path: str | Path) -> Spec:
             raise fail(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", n if "format" in ds else None,
                        "format", fmt)
         unknown = ds.get("unknown", doc.get("unknown", "error"))
-        if unknown not in UNKNOWN_LABELS:
-            raise fail("unknown must be 'error' or 'ignore'", n if "unknown" in ds else None, "unknown", unknown)
+        if unknown not in rules.OPTIONS["unknown"]:
+            raise fail(f"unknown {rules.option_rule('unknown')}", n if "unknown" in ds else None, "unknown", unknown)
         at = n if "metrics" in ds else None
         metrics = ds.get("metrics", doc.get("metrics", list(DEFAULT_METRICS)))
         if isinstance(metrics, str):

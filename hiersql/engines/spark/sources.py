@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import InputError, is_spark_error, spark_message
-from ...inputs import label_tables, sources
+from ...inputs import label_tables, rules, sources
 from ...inputs.label_tables import TableWhere, locate
 from ...inputs.readers import warn_data, warn_ranked_by_name, warn_unread_system
 from ...inputs.tables import QUERY, RANK_ORDER, Columns, Table, first_line_of, split_name
@@ -255,9 +255,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     """
     from pyspark.sql import functions as F
 
-    for flag, value in (("unknown", unknown), ("no_truth", no_truth)):
-        if value not in ("error", "ignore"):
-            raise ValueError(f"{flag} must be 'error' or 'ignore'")
+    rules.check_option("unknown", unknown)
+    rules.check_option("no_truth", no_truth)
     spark = engine.spark
     rows = opened[0].rows
     for other in opened[1:]:
