@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..inputs.rules import OPTIONS
+from .common import given
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,9 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "over instances, with 17 significant digits. Input HEMKit would mishandle (tabs, blank "
                     "lines, empty predictions) is reported on stderr; unknown labels are an error.",
     )
-    p.add_argument("hierarchy", metavar="HIERARCHY", help="'parent child' lines (whitespace-separated)")
-    p.add_argument("gold", metavar="GOLD", help="one line of whitespace-separated true labels per instance")
-    p.add_argument("pred", metavar="PRED", help="one line of predicted labels per instance, as GOLD")
+    p.add_argument("hierarchy", type=given, metavar="HIERARCHY", help="'parent child' lines (whitespace-separated)")
+    p.add_argument("gold", type=given, metavar="GOLD", help="one line of whitespace-separated true labels per instance")
+    p.add_argument("pred", type=given, metavar="PRED", help="one line of predicted labels per instance, as GOLD")
     p.add_argument("max_distance", metavar="MAX_DISTANCE", help="HEMKit's maximum distance (integer >= 0)")
     p.add_argument("max_error", metavar="MAX_ERROR", help="HEMKit's maximum error (number >= 0; MGIA only)")
     p.add_argument("--unknown", default="error", choices=OPTIONS["unknown"],

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--taxonomy", type=given, metavar="FILE",
                         help="also load this taxonomy (edges, nodes, closure)")
     for table in ("truth", "predictions"):
-        parser.add_argument(f"--{table}", metavar="TABLE",
+        parser.add_argument(f"--{table}", type=given, metavar="TABLE",
                             help=f"your {table} table, read under your column names (the --*-col flags)")
     for role, default in (("instance", "instance_id"), ("label", "label"), ("system", "system"),
                           ("score", "score, if there"), ("rank", "none")):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .common import given
+
 PAPER_STRATEGIES = "decreasing,non-increasing,increasing"
 
 
@@ -15,9 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Score confusion matrices on a weighted scoring tree: PL, L, LPP, LPPTPS, LPPPPS and hF per"
                     " weight strategy, plus the flat macro/micro precision, recall and F1.",
     )
-    p.add_argument("--tree", required=True, metavar="FILE",
+    p.add_argument("--tree", required=True, type=given, metavar="FILE",
                    help="the tree: parent<TAB>child[<TAB>weight] (or .csv with parent,child[,weight])")
-    p.add_argument("--confusion", required=True, action="append", metavar="[NAME=]FILE",
+    p.add_argument("--confusion", required=True, action="append", type=given, metavar="[NAME=]FILE",
                    help="a confusion matrix (TSV, or .csv): header = corner cell, predicted labels [, missed];"
                         " rows = true label (or ghost) and counts; repeat for several systems (NAME = file stem)")
     p.add_argument("--strategy", metavar="LIST",
@@ -70,10 +72,13 @@ def run(args: argparse.Namespace) -> int:
 def _confusions(specs: list[str]) -> dict[str, Path]:
     """``NAME=FILE`` or ``FILE`` (name = file stem) → ``{name: path}``; a name given twice is an error."""
     from ..errors import InputError
+    from ..inputs.arguments import EMPTY_SOURCE
 
     out: dict[str, Path] = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
+        if sep and name and not path.strip():  # NAME= without the file would read the current folder
+            raise InputError(f"{EMPTY_SOURCE} (NAME=FILE)", "--confusion", value=spec)
         name, file = (name, Path(path)) if sep and name else (Path(spec).stem, Path(spec))
         if name in out:
             raise InputError("system name given twice", "--confusion", value=name)
