@@ -74,6 +74,10 @@ def test_evaluator_db_and_con_must_be_what_they_say(tmp_path, monkeypatch):
     raises(lambda: Evaluator(TAX, db=5), "db must be the path of a DuckDB file, or None (in memory): 5")
     raises(lambda: Evaluator(TAX, con="x.duckdb"), "con must be a DuckDB connection or None: 'x.duckdb'")
     assert list(tmp_path.iterdir()) == []  # no file "5" made
+    # the file checks of --db: a URL (the password not shown), a folder
+    raises(lambda: Evaluator(TAX, db="postgresql://me:secret@h/db"), "db: takes the path of a DuckDB file, not a URL",
+           InputError)
+    raises(lambda: Evaluator(TAX, db=str(tmp_path)), "db: is a folder, not a DuckDB file", InputError)
 
 
 # --------------------------------------------------------------------------------- label sets (one-shot)

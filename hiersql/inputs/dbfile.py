@@ -30,7 +30,7 @@ def check_file(path: str | Path, where: str, read_only: bool = False) -> None:
     from .sources import is_uri
 
     if is_uri(str(path)):
-        postgres = str(path).startswith(("postgresql://", "postgres://"))
+        postgres = str(path).startswith(("postgresql://", "postgres://")) and where.startswith("--")
         raise InputError("takes the path of a DuckDB file, not a URL" + (
             " (hiersql keeps its tables and results in DuckDB; a PostgreSQL job queue is reported by hiersql"
             " report --db URL alone; --engine postgres --postgres-url URL computes in PostgreSQL)"

@@ -79,6 +79,10 @@ class Store:
         import duckdb
 
         self.db = str(db) if db is not None else None
+        if con is None and self.db is not None and self.db != ":memory:":
+            from .dbfile import check_file
+
+            check_file(self.db, "db")  # a URL, a folder, a file that is not DuckDB's: one line naming it
         self.con = con if con is not None else duckdb.connect(self.db or ":memory:")
         if con is not None or self.db is not None:  # a database that may hold tables of its own
             _check_no_foreign_tables(self.con, self.db or "con", writes)
