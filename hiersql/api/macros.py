@@ -219,8 +219,9 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
                    taxonomy: Taxonomy | None = None, where: str = "con", user: UserTables | None = None
                    ) -> list[str]:
     """Create the table macros of ``macros.sql`` in DuckDB connection ``con`` and the empty helper tables
-    they read if missing (``flat_labels``), with ``taxonomy`` loaded first when given (hiersql's tables made,
-    :class:`~hiersql.inputs.store.Store`, and the taxonomy's filled), all in one transaction: a failure leaves the
+    they read if missing (``flat_labels``), with ``taxonomy`` loaded first when given (its tables ``edges``,
+    ``nodes``, ``closure``, ``node_closure`` made and filled, and the :data:`LABEL_TABLES` not renamed made
+    empty if missing; no other), all in one transaction: a failure leaves the
     database as it was. Returns the macro names. ``tables`` renames the tables the macros read, ``user`` reads
     the user's truth and predictions under their own column names; both are kept (in the comment of
     ``hiersql_check``): a re-install given neither reads the same tables. A table the macros read that is
@@ -230,7 +231,7 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
 
     from ..errors import InputError
     from ..inputs.closure import TAXONOMY_TABLES, fill_taxonomy
-    from ..inputs.store import Store
+    from ..inputs.store import make_tables
 
     if not tables and user is None:  # a re-install: the tables of the last one
         tables, user = _installed(con)
@@ -242,7 +243,8 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
     con.execute("BEGIN TRANSACTION")
     try:
         if taxonomy is not None:
-            Store(where, con=con, writes=TAXONOMY_TABLES)  # checks the user's tables, makes hiersql's
+            # the taxonomy's tables, and the label tables the macros read that are neither there nor renamed
+            make_tables(con, TAXONOMY_TABLES | (LABEL_TABLES - set(renames)), where)
             fill_taxonomy(con, taxonomy)
         con.execute("CREATE TABLE IF NOT EXISTS flat_labels (label VARCHAR)")
         for sql in statements.values():
@@ -264,6 +266,7 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
     return list(statements)
 
 
+LABEL_TABLES = frozenset({"instances", "truth", "predictions", "systems"})  # the label tables the macros read
 SETTINGS = "hiersql install-macros: "  # the comment of hiersql_check: this, then the tables as JSON
 
 

@@ -375,6 +375,23 @@ def _schema_columns() -> dict[str, list[str]]:
         return dict(duckdb_tables(scratch))
 
 
+def make_tables(con: duckdb.DuckDBPyConnection, tables: Iterable[str], where: str) -> None:
+    """Only ``tables`` of ``schema.sql`` in ``con``, a database of the user's (``install-macros --taxonomy``
+    makes the taxonomy's and no other): those missing are made as the schema declares them; one of those names
+    with other columns is the user's, an :class:`~hiersql.errors.InputError` naming ``where``."""
+    import duckdb
+
+    wanted = set(tables)
+    with duckdb.connect() as scratch:
+        scratch.execute(sqlfiles.queries("schema")["schema"])
+        forms = dict(duckdb_tables(scratch))
+        ddl = scratch.execute("SELECT table_name, sql FROM duckdb_tables() WHERE list_contains($t, table_name)",
+                              {"t": sorted(wanted)}).fetchall()
+    check_own_tables(duckdb_tables(con), {table: [forms[table]] for table in wanted}, where)
+    for _, sql in sorted(ddl):
+        con.execute(sql.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1))
+
+
 def duckdb_tables(con: Any) -> list[tuple[str, list[str]]]:
     """The tables of a DuckDB database (its current schema) with their columns in order."""
     return con.execute(
