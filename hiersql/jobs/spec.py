@@ -348,7 +348,8 @@ def _table_source(text: str, base: Path, fail, role: str) -> str:
     server reachable and the table on it), a DuckDB file's path made absolute (relative to ``base``)."""
     import duckdb
 
-    from ..inputs.sources import display, duckdb_file, open_table
+    from ..errors import display
+    from ..inputs.sources import duckdb_file, open_table
 
     if not text.startswith(TABLE_SCHEMES):
         raise fail("a job reads files and duckdb:PATH::table or postgresql://...::schema.table sources", text)
