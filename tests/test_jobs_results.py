@@ -209,3 +209,61 @@ def test_a_table_changed_under_a_run_fails_its_units_and_the_queue_keeps_no_rows
     assert out.count("its rows were not written to the results table: duckdb:") == 4
     assert "table 'scores' has no column 'key'" in out
     assert stored(tmp_path / "q.duckdb") == []
+
+
+# --- --on-failure CMD (issue 38)
+
+def failing_job(tmp_path: Path, fixtures_dir: Path, on_failure: str | None = None) -> Path:
+    """The demo job with one prediction file that fails (a label not in the taxonomy)."""
+    spec = make_job(tmp_path, fixtures_dir)
+    (tmp_path / "preds" / "broken.tsv").write_text("i1\tNope\n", encoding="utf-8")
+    if on_failure is not None:
+        spec.write_text(spec.read_text().replace('queue = "q.duckdb"\n',
+                                                 f"queue = \"q.duckdb\"\non_failure = '''{on_failure}'''\n"))
+    return spec
+
+
+HOOK = 'env | grep ^HIERSQL_ | sort > "$OUT/env.txt"; cat > "$OUT/stdin.json"; echo notified'
+
+
+def test_on_failure_runs_with_the_summary_in_its_environment_and_on_stdin(fixtures_dir, tmp_path, capsys,
+                                                                          monkeypatch):
+    import json
+
+    monkeypatch.setenv("OUT", str(tmp_path))
+    spec = failing_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec), "--on-failure", HOOK]) == 1
+    out, err = capsys.readouterr()
+    summary = f"{spec}: 1 of 5 unit(s) failed (`hiersql jobs status` lists the errors)"
+    assert err.splitlines() == ["notified", f"hiersql: error: {summary}"]  # its output on stderr
+    assert "notified" not in out
+    env = dict(line.split("=", 1) for line in (tmp_path / "env.txt").read_text().splitlines())
+    job_id = out.split()[1].rstrip(":")
+    assert env == {"HIERSQL_JOB": "demo-job", "HIERSQL_JOB_ID": job_id, "HIERSQL_SPEC": str(spec),
+                   "HIERSQL_QUEUE": str(tmp_path / "q.duckdb"), "HIERSQL_STATUS": "1", "HIERSQL_FAILED": "1",
+                   "HIERSQL_UNITS": "5", "HIERSQL_SUMMARY": summary}
+    told = json.loads((tmp_path / "stdin.json").read_text())
+    assert told["failures"] == [{"dataset": "demo", "system": "broken",
+                                 "error": told["failures"][0]["error"]}]
+    assert "'Nope'" in told["failures"][0]["error"]
+    assert told["counts"] == {"done": 4, "failed": 1} and told["job_id"] == job_id and told["status"] == 1
+
+
+def test_a_failing_on_failure_command_is_a_warning_and_the_exit_status_stays_1(fixtures_dir, tmp_path, capsys):
+    spec = failing_job(tmp_path, fixtures_dir, on_failure="echo oops >&2; exit 3")  # the job file's
+    assert main(["jobs", "run", str(spec)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["oops", "hiersql: warning: --on-failure: the command exited with status 3 (the run's exit status"
+                   " stays 1): 'echo oops >&2; exit 3'",
+                   f"hiersql: error: {spec}: 1 of 5 unit(s) failed (`hiersql jobs status` lists the errors)"]
+
+
+def test_on_failure_is_not_run_when_nothing_failed_and_the_flag_wins(fixtures_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OUT", str(tmp_path))
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "run", str(spec), "--on-failure", "touch \"$OUT/ran\""]) == 0
+    assert not (tmp_path / "ran").exists()
+    spec = failing_job(tmp_path, fixtures_dir, on_failure="touch \"$OUT/file\"")
+    assert main(["jobs", "run", str(spec), "--on-failure", "touch \"$OUT/flag\""]) == 1
+    assert (tmp_path / "flag").exists() and not (tmp_path / "file").exists()
+    capsys.readouterr()

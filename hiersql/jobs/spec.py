@@ -28,7 +28,7 @@ UNKNOWN_LABELS = ("error", "ignore")
 DEFAULT_METRICS = ("hp", "hr", "hf")
 # key: the TOML types it may have, as named in messages
 TOP_KEYS = {"name": "a string", "queue": "a string", "metrics": "a list of strings", "options": "a table",
-            "format": "a string", "unknown": "a string", "results": "a string",
+            "format": "a string", "unknown": "a string", "results": "a string", "on_failure": "a string",
             "dataset": "an array of tables ([[dataset]])"}
 DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
                 "predictions": "a string or a list of strings", "format": "a string", "unknown": "a string",
@@ -73,6 +73,7 @@ class Spec:
     datasets: tuple[Dataset, ...]
     queue_line: int | None = None
     results: str | None = None  # the results target (hiersql.jobs.targets), its paths absolute
+    on_failure: str | None = None  # the shell command run when units fail (hiersql.jobs.hooks)
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ def load_spec(path: str | Path) -> Spec:
     if doc.get("format", "long") != "long" and not top_format_read:
         raise fail(_FORMAT_UNUSED, None, "format", doc["format"])
     return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out),
-                lines.find(None, "queue") if "queue" in doc else None, results)
+                lines.find(None, "queue") if "queue" in doc else None, results, doc.get("on_failure"))
 
 
 _FORMAT_UNUSED = ("names the format of label text files (and of a wide CSV file), and every label source it applies"
