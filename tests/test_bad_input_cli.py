@@ -337,6 +337,8 @@ CASES = [
     Case("sql unknown dialect", ["sql", "hp", "--dialect", "cobol"], ["--dialect", "'cobol'"]),
     Case("jobs missing file", ["jobs", "run", "{d}/none.toml"], ["none.toml", "not found"]),
     Case("jobs bad action", ["jobs", "walk", "{d}/job.toml"], ["hiersql jobs: error:", "'walk'"]),
+    Case("jobs schedule --cron of six fields", ["jobs", "schedule", "{d}/job.toml", "--cron", "0 0 2 * * *"],
+         ["error: --cron: six fields are ambiguous (seconds first", "give five", "'0 0 2 * * *'"]),
     Case("jobs run --on-failure empty", ["jobs", "run", "{d}/job.toml", "--on-failure", ""],
          ["argument --on-failure: empty value", "''"]),
     Case("jobs results table of other columns", ["jobs", "check", "{d}/job.toml"],

@@ -123,7 +123,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = action("schedule", "submit and run SPEC at the times of a cron expression, until stopped")
     a.add_argument("spec", metavar="SPEC")
     queue_args(a)
-    a.add_argument("--cron", required=True, help='cron expression, e.g. "0 2 * * *" (a sixth field: seconds)')
+    a.add_argument("--cron", required=True, help='cron expression of five fields, minute hour day month weekday'
+                   ' (local time), e.g. "0 2 * * *"; or @daily, @hourly, ... (six fields are refused: ambiguous)')
     a.add_argument("--workers", type=int, default=1, metavar="N")
     a.add_argument("--runs", type=int, metavar="N", help="stop after N runs, failed ones included (default: never);"
                    " when any failed, exit status 2 if one had a bad job file or input, else 1 if units failed,"
@@ -301,7 +302,7 @@ def _schedule(args: argparse.Namespace) -> int:
 
     from ..errors import query_interrupted
     from ..jobs.runner import RunsFailed, exit_status, message
-    from ..jobs.schedule import check_cron, schedule
+    from ..jobs.schedule import check_cron, schedule, waiting
     from ..jobs.spec import load_spec
 
     check_cron(args.cron)
@@ -329,8 +330,11 @@ def _schedule(args: argparse.Namespace) -> int:
                         exc)
         sys.stdout.flush()
 
+    def said(at, seconds: float) -> None:  # each time it waits: when the next run is
+        print(f"hiersql: {args.spec}: {waiting(at, seconds)}", file=sys.stderr, flush=True)
+
     print(f"scheduled {args.spec} at '{args.cron}'", flush=True)
-    runs = schedule(args.cron, fire, args.runs)
+    runs = schedule(args.cron, fire, args.runs, on_wait=said)
     if failed:  # (--runs: each time counts, a failed run too) said, not only in the lines above
         raise RunsFailed(f"{len(failed)} of {runs} scheduled run(s) failed (their errors are above)", args.spec,
                          failed)
