@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import duckdb
 
-    from ..options import Options
+    from .options import Options
 
 AVERAGES = ("micro", "macro", "samples", "weighted", "label_macro", "")
 CLASSES = "_classes"  # Measure.unit of a per-class measure: the counts of class_counts_sql

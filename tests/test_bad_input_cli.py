@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,7 +28,7 @@ class Case(NamedTuple):
     id: str
     argv: list[str]
     expect: list[str]
-    files: dict[str, str | bytes] = {}
+    files: dict[str, str | bytes | Callable[[Path], None]] = {}  # a callable makes the file at its path
 
 
 def ev(*extra: str, tax: str = "{d}/tax.tsv", truth: str = "{d}/truth.tsv", pred: str = "s={d}/pred.tsv",
@@ -62,6 +63,24 @@ WIDE = "instance_id,b,c,d\n1,1,0,0\n2,0,1,1\n"
 NOT_DUCKDB = "this is a text file, not a DuckDB database\n"
 INJECTED = 'x"; DROP TABLE results; --'
 
+
+def scores_table(path: Path) -> None:
+    """A DuckDB file with a table ``scores`` of the results' columns but the unit hash, job and unit."""
+    import duckdb
+
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE scores (run_id VARCHAR, dataset VARCHAR, system VARCHAR, metric VARCHAR,"
+                    " average VARCHAR, value DOUBLE, created_at TIMESTAMP)")
+
+
+RESULTS_JOB = """results = "duckdb:team.duckdb::scores"
+[[dataset]]
+name = "d"
+taxonomy = "tax.tsv"
+truth = "truth.tsv"
+predictions = "pred.tsv"
+"""
+
 CASES = [
     # --- the command line itself (argparse): one line, the command and the flag, no usage dump
     Case("no command", [], ["hiersql: error:", "COMMAND"]),
@@ -91,6 +110,26 @@ CASES = [
     Case("--taxonomy empty", ev(tax=""), ["hiersql evaluate: error: argument --taxonomy: empty value", "''"]),
     Case("--db empty", ev("--db", ""), ["argument --db: empty value", "''"]),
     Case("--per-instance empty", ev("--per-instance", ""), ["argument --per-instance: empty value", "''"]),
+    Case("--out empty", ev("--out", ""), ["argument --out: empty value", "''"]),
+    # --- evaluate --out: a results table (docs/jobs.md, Results tables)
+    Case("--out not a target", ev("--out", "{d}/r.csv"),
+         ["--out: expected duckdb:PATH::[schema.]table, postgresql://...::[schema.]table or parquet:FOLDER",
+          "r.csv'"]),
+    Case("--out duckdb without a table", ev("--out", "duckdb:{d}/r.duckdb"),
+         ["--out: expected LOCATION::[schema.]table", "r.duckdb'"]),
+    Case("--out duckdb bad table name", ev("--out", "duckdb:{d}/r.duckdb::a.b.c"),
+         ["--out: expected [schema.]table after '::'", "::a.b.c'"]),
+    Case("--out postgresql query", ev("--out", "postgresql://me:secret@localhost/db::SELECT 1"),
+         ["--out: a results table is a [schema.]table, not a query", "postgresql://me@localhost/db::SELECT 1'"]),
+    Case("--out duckdb not a DuckDB file", ev("--out", "duckdb:{d}/notes.txt::results"),
+         ["--out", "not a DuckDB database"], {"notes.txt": NOT_DUCKDB}),
+    Case("--out table of other columns", ev("--out", "duckdb:{d}/team.duckdb::scores"),
+         ["--out: table 'scores' has no column 'key'", "run_id, dataset, system, metric, average, value, created_at,"
+          " key, job_id, unit_id", "'key'"], {"team.duckdb": scores_table}),
+    Case("--out parquet folder is a file", ev("--out", "parquet:{d}/tax.tsv"),
+         ["--out", "is a file, not a folder of Parquet files", "tax.tsv'"]),
+    Case("--out parquet folder in no folder", ev("--out", "parquet:{d}/no/such"),
+         ["--out", "the folder of the Parquet folder does not exist", "no'"]),
     Case("compare --pred NAME= without the source", compare("--pred", "u="), ["--pred: empty value", "'u='"]),
     Case("install-macros --truth empty", ["install-macros", "--db", "{d}/m.duckdb", "--truth", ""],
          ["hiersql install-macros: error: argument --truth: empty value", "''"]),
@@ -309,6 +348,16 @@ CASES = [
     Case("sql unknown dialect", ["sql", "hp", "--dialect", "cobol"], ["--dialect", "'cobol'"]),
     Case("jobs missing file", ["jobs", "run", "{d}/none.toml"], ["none.toml", "not found"]),
     Case("jobs bad action", ["jobs", "walk", "{d}/job.toml"], ["hiersql jobs: error:", "'walk'"]),
+    Case("jobs schedule --cron of six fields", ["jobs", "schedule", "{d}/job.toml", "--cron", "0 0 2 * * *"],
+         ["error: --cron: six fields are ambiguous (seconds first", "give five", "'0 0 2 * * *'"]),
+    Case("jobs run --on-failure empty", ["jobs", "run", "{d}/job.toml", "--on-failure", ""],
+         ["argument --on-failure: empty value", "''"]),
+    Case("jobs results table of other columns", ["jobs", "check", "{d}/job.toml"],
+         ["job.toml:1", "table 'scores' has no column 'key'", "'key'"],
+         {"job.toml": RESULTS_JOB, "team.duckdb": scores_table}),
+    Case("jobs results not a target", ["jobs", "check", "{d}/job.toml"],
+         ["job.toml:1", "expected duckdb:PATH::[schema.]table", "'results.csv'"],
+         {"job.toml": RESULTS_JOB.replace("duckdb:team.duckdb::scores", "results.csv")}),
     Case("report missing database", ["report", "--db", "{d}/none.duckdb", "--out", "{d}/r.html"],
          ["none.duckdb", "not found"]),
     Case("report inputs without --pred", ["report", "--taxonomy", "{d}/tax.tsv", "--out", "{d}/r.html"],
@@ -342,7 +391,9 @@ def _write(folder: Path, files: dict[str, str | bytes]) -> None:
     for name, text in {**base, **files}.items():
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
+        if callable(text):
+            text(path)
+        elif isinstance(text, bytes):
             path.write_bytes(text)
         else:
             path.write_text(text, encoding="utf-8")

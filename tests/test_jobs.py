@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,19 @@ predictions = ["shallow=preds/shallow.tsv"]
 options = {{ include_root = true }}
 {extra}""", encoding="utf-8")
     return spec
+
+
+@pytest.fixture
+def no_wait(monkeypatch):
+    """``jobs schedule`` runs at once instead of waiting for the next minute of ``* * * * *``."""
+    from hiersql.jobs import schedule as scheduler
+
+    monkeypatch.setattr(scheduler, "_sleep", lambda seconds: None)
+
+
+def said_by_schedule(err: str) -> list[str]:
+    """The lines of stderr but the schedule's ``next run at`` ones."""
+    return [line for line in err.splitlines() if ": next run at " not in line]
 
 
 def stored(queue: Path, history: bool = False) -> list[tuple]:
@@ -403,7 +417,7 @@ def duckdb_tables(path: Path) -> dict[str, tuple[list, list]]:
 @pytest.mark.parametrize(("table", "action"), [("results", "run"), ("jobs", "run"), ("units", "submit"),
                                                ("attempts", "schedule"), ("Results", "run"), ("jobs", "status")])
 def test_a_queue_file_with_a_table_of_the_users_is_refused_and_left_as_it_is(fixtures_dir, tmp_path, capsys,
-                                                                              table, action):
+                                                                              table, action, no_wait):
     # tuA finding 14: the user's table was given the columns of the queue's (and the other tables made, units
     # queued), then an internal error; now, as `evaluate --db` does, one line and nothing made or changed.
     # DuckDB's names ignore case: the user's "Results" is the queue's results (named as the user wrote it)
@@ -415,12 +429,12 @@ def test_a_queue_file_with_a_table_of_the_users_is_refused_and_left_as_it_is(fix
         con.execute(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(row))})', row)
     before = duckdb_tables(path)
     args = {"run": ["run", str(spec)], "submit": ["submit", str(spec)], "status": ["status", "--queue", str(path)],
-            "schedule": ["schedule", str(spec), "--cron", "* * * * * *", "--runs", "1"]}[action]
+            "schedule": ["schedule", str(spec), "--cron", "* * * * *", "--runs", "1"]}[action]
     assert main(["jobs", *args]) == 2
     said = (f"hiersql: error: {path}: has a table {table!r} that is not hiersql's (its columns"
             f" {', '.join(c.split()[0] for c in columns.split(', '))}; hiersql's {QUEUE_COLUMNS[table.lower()]}):"
             f" give hiersql a database of its own: {table!r}")
-    err = capsys.readouterr().err.splitlines()
+    err = said_by_schedule(capsys.readouterr().err)
     assert err == [said] + ([f"hiersql: error: {spec}: 1 of 1 scheduled run(s) failed (their errors are above)"]
                             if action == "schedule" else [])
     assert duckdb_tables(path) == before and list(before) == [table]
@@ -591,6 +605,11 @@ def test_check_rejects_a_job_file_that_is_not_utf8(tmp_path, capsys):
     assert capsys.readouterr().err == f"hiersql: error: {spec}:2: job file is not UTF-8: b'\\xe9'\n"
 
 
+# ``python -c NO_WAIT ARGS...``: ``hiersql ARGS...`` whose schedule runs at once (no_wait in another process)
+NO_WAIT = ("import sys; from hiersql.jobs import schedule; schedule._sleep = lambda seconds: None;"
+           " from hiersql.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
 def test_second_process_on_a_duckdb_queue_exits_75_naming_the_holder(fixtures_dir, tmp_path):
     """Busy is not broken (issue 38 item 4): a queue file another process holds is exit status 75
     (EX_TEMPFAIL), not the 2 of bad input or the 1 of failed units; a schedule whose one run found it busy
@@ -601,36 +620,44 @@ def test_second_process_on_a_duckdb_queue_exits_75_naming_the_holder(fixtures_di
     with queue.connect():  # this process holds the file
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         for action in (["run"], ["status"], ["results"], ["diff"], ["prune", "--keep", "1"],
-                       ["schedule", str(spec), "--cron", "* * * * * *", "--runs", "1"]):
-            done = subprocess.run([sys.executable, "-m", "hiersql", "jobs", *action, "--queue",
+                       ["schedule", str(spec), "--cron", "* * * * *", "--runs", "1"]):
+            done = subprocess.run([sys.executable, "-c", NO_WAIT, "jobs", *action, "--queue",
                                    str(tmp_path / "q.duckdb")], capture_output=True, text=True, env=env, timeout=60)
             assert done.returncode == 75, done.stderr
-            lines = done.stderr.splitlines()
+            lines = said_by_schedule(done.stderr)
             assert f"in use by process {os.getpid()}" in lines[0]
             assert lines[1:] == ([f"hiersql: error: {spec}: 1 of 1 scheduled run(s) failed (their errors are above)"]
                                  if action[0] == "schedule" else [])
     queue.close()
 
 
-def test_schedule_fires_every_second(fixtures_dir, tmp_path, capsys):
+def test_schedule_runs_and_says_each_time_when_the_next_run_is(fixtures_dir, tmp_path, capsys, monkeypatch):
+    from hiersql.jobs import schedule as scheduler
+
+    waits: list[float] = []
+    monkeypatch.setattr(scheduler, "_sleep", waits.append)
     spec = make_job(tmp_path, fixtures_dir)
-    start = time.monotonic()
-    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * * *", "--runs", "2"]) == 0
-    assert time.monotonic() - start < 20
-    out = capsys.readouterr().out
+    start = datetime.now()
+    assert main(["jobs", "schedule", str(spec), "--cron", "*/5 * * * *", "--runs", "2"]) == 0
+    out, err = capsys.readouterr()
     assert "4 unit(s), 4 queued, 0 unchanged" in out and "4 unit(s), 0 queued, 4 unchanged" in out
-    with duckdb.connect(str(tmp_path / "q.duckdb"), read_only=True) as con:
-        fired = [r[0] for r in con.execute("SELECT submitted_at FROM jobs ORDER BY 1").fetchall()]
-    assert len(fired) == 2 and fired[1] - fired[0] >= timedelta(seconds=0.5)
+    lines = err.splitlines()
+    # (the waits are not slept: the second is 5 min from the first, less the time the run took)
+    assert len(lines) == 2 and len(waits) == 2 and 0 < waits[0] <= 300 and 240 < waits[1] - waits[0] <= 300
+    first = (start + timedelta(minutes=5 - start.minute % 5)).replace(second=0, microsecond=0)
+    zone = first.astimezone().strftime("%Z")
+    assert re.fullmatch(rf"hiersql: {re.escape(str(spec))}: next run at {first:%Y-%m-%d %H:%M:%S} {zone} \(in"
+                        r" (\d+ min \d+ s|\d+ min|\d+ s)\)", lines[0]), lines[0]
+    assert lines[1].startswith(f"hiersql: {spec}: next run at {first + timedelta(minutes=5):%Y-%m-%d %H:%M:%S}")
 
 
-def test_schedule_says_how_many_runs_failed(fixtures_dir, tmp_path, capsys):
+def test_schedule_says_how_many_runs_failed(fixtures_dir, tmp_path, capsys, no_wait):
     # a unit that fails each time: each run fails (exit 1 of `jobs run`), and so does the schedule's end
     (tmp_path / "bad.tsv").write_text("i1\tNope\n", encoding="utf-8")
     spec = job_text(tmp_path, fixtures_dir, DATASET.replace("{pred}", str(tmp_path / "bad.tsv")))
-    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * * *", "--runs", "2",
+    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * *", "--runs", "2",
                  "--queue", str(tmp_path / "q.duckdb")]) == 1
-    err = capsys.readouterr().err.splitlines()
+    err = said_by_schedule(capsys.readouterr().err)
     assert err == [f"hiersql: error: {spec}: 1 of 1 unit(s) failed (`hiersql jobs status` lists the errors)"] * 2 + [
         f"hiersql: error: {spec}: 2 of 2 scheduled run(s) failed (their errors are above)"]
 
@@ -643,7 +670,8 @@ def test_a_schedule_exits_with_the_gravest_status_of_its_failed_runs(statuses, c
     assert RunsFailed("3 of 3 scheduled run(s) failed", "nightly.toml", statuses).exit_status == code
 
 
-def test_schedule_stops_when_a_duckdb_query_of_a_run_is_interrupted(fixtures_dir, tmp_path, capsys, monkeypatch):
+def test_schedule_stops_when_a_duckdb_query_of_a_run_is_interrupted(fixtures_dir, tmp_path, capsys, monkeypatch,
+                                                                    no_wait):
     """Ctrl-C or SIGTERM while a run's submission is in a DuckDB query: DuckDB stops the query and raises its
     own error ("Query interrupted"), which the scheduler took for a failed run, and went on (tu s24-jobs finding
     2: only SIGKILL stopped it); now it stops as jobs run does. The query is a real one, stopped as DuckDB stops
@@ -663,9 +691,9 @@ def test_schedule_stops_when_a_duckdb_query_of_a_run_is_interrupted(fixtures_dir
 
     monkeypatch.setattr(Connection, "submit", slow_submit)
     start = time.monotonic()
-    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * * *", "--runs", "3"]) == 130
+    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * *", "--runs", "3"]) == 130
     assert time.monotonic() - start < 20
-    assert capsys.readouterr().err == "hiersql: interrupted\n"
+    assert said_by_schedule(capsys.readouterr().err) == ["hiersql: interrupted"]
 
 
 @pytest.mark.parametrize(("flags", "said"), [
@@ -695,6 +723,64 @@ def test_schedule_follows_the_cron_times():
 
     assert schedule("0 2 * * *", fire, runs=3, clock=lambda: clock[0], sleep=sleep) == 3
     assert fired == [datetime(2026, 3, d, 2, 0) for d in (2, 3, 4)]
+
+
+def test_a_run_whose_time_passed_while_the_previous_one_went_on_starts_at_once():
+    """docs/jobs.md: "a run whose time has passed while the previous one was still going starts at once; times
+    missed meanwhile are skipped" (before, the next time after the end was waited for: the passed one was lost).
+    Hourly, runs of 2 h 30 min: 02:00 ends at 04:30, when 03:00 and 04:00 have passed: one run at once, at
+    04:30, which ends at 07:00, on the time of 07:00: one more at once; then 08:00, on time."""
+    clock = [datetime(2026, 3, 1, 1, 20)]
+    fired, told = [], []
+
+    def sleep(seconds: float) -> None:
+        clock[0] += timedelta(seconds=seconds)
+
+    def fire() -> None:
+        fired.append(clock[0])
+        clock[0] += timedelta(hours=2, minutes=30) if len(fired) < 3 else timedelta(minutes=10)
+
+    assert schedule("0 * * * *", fire, runs=4, clock=lambda: clock[0], sleep=sleep,
+                    on_wait=lambda at, seconds: told.append((at, seconds))) == 4
+    day = datetime(2026, 3, 1)
+    assert fired == [day.replace(hour=2), day.replace(hour=4, minute=30), day.replace(hour=7),
+                     day.replace(hour=8)]
+    assert told == [(day.replace(hour=2), 40 * 60), (day.replace(hour=4), -30 * 60), (day.replace(hour=7), 0),
+                    (day.replace(hour=8), 50 * 60)]
+
+
+@pytest.mark.parametrize("cron", ["0 0 2 * * *", "*/10 * * * * *", "0 2 * * * 2026"])
+def test_a_cron_of_six_fields_is_refused_as_ambiguous(fixtures_dir, tmp_path, capsys, cron):
+    spec = make_job(tmp_path, fixtures_dir)
+    assert main(["jobs", "schedule", str(spec), "--cron", cron]) == 2
+    err = capsys.readouterr().err
+    if len(cron.split()) == 6:
+        assert err == ("hiersql: error: --cron: six fields are ambiguous (seconds first, as in Quartz and Spring, or"
+                       f" last, as in croniter?): give five (minute hour day month weekday): {cron!r}\n")
+    else:
+        assert err == f"hiersql: error: --cron: not a cron expression (minute hour day month weekday): {cron!r}\n"
+    assert not (tmp_path / "q.duckdb").exists()
+
+
+def test_waiting_says_the_time_with_its_zone_and_how_long():
+    from hiersql.jobs.schedule import waiting
+
+    at = datetime(2026, 11, 24, 2, 0)
+    zone = at.astimezone().strftime("%Z")
+    assert waiting(at, 3 * 3600 + 12 * 60 + 5) == f"next run at 2026-11-24 02:00:00 {zone} (in 3 h 12 min)"
+    assert waiting(at, 42) == f"next run at 2026-11-24 02:00:00 {zone} (in 42 s)"
+    assert waiting(at, -5) == (f"next run at 2026-11-24 02:00:00 {zone}: now (its time passed while the previous"
+                               " run went on)")
+
+
+def test_a_schedule_runs_on_failure_after_each_failed_run(fixtures_dir, tmp_path, capsys, monkeypatch, no_wait):
+    (tmp_path / "bad.tsv").write_text("i1\tNope\n", encoding="utf-8")
+    spec = job_text(tmp_path, fixtures_dir, DATASET.replace("{pred}", str(tmp_path / "bad.tsv")))
+    monkeypatch.setenv("OUT", str(tmp_path / "told.txt"))
+    assert main(["jobs", "schedule", str(spec), "--cron", "* * * * *", "--runs", "2", "--queue",
+                 str(tmp_path / "q.duckdb"), "--on-failure", 'echo "$HIERSQL_STATUS $HIERSQL_FAILED" >> "$OUT"']) == 1
+    assert (tmp_path / "told.txt").read_text() == "1 1\n1 1\n"
+    capsys.readouterr()
 
 
 def test_schedule_rejects_a_bad_cron_expression(fixtures_dir, tmp_path, capsys):

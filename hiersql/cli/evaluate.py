@@ -13,7 +13,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_input_arguments(p)
     add_metric_arguments(p)
     p.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
-    p.add_argument("--dataset", help="dataset name stored with the results (with --db)")
+    p.add_argument("--dataset", help="dataset name stored with the results (with --db, --out)")
+    p.add_argument("--out", type=given, metavar="TARGET",
+                   help="also append the result rows to a table: duckdb:PATH::[schema.]table,"
+                   " postgresql://...::[schema.]table or parquet:FOLDER (made if missing; a run on unchanged"
+                   " inputs replaces its rows; docs/jobs.md, Results tables)")
     p.add_argument("--per-instance", type=given, metavar="DIR",
                    help="also write the per-instance values of each measure family to DIR/<family>.csv")
     p.set_defaults(func=run)
@@ -62,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
         from .common import check_folder_target
 
         check_folder_target(args.per_instance, "--per-instance", "<family>.csv")
+    if args.out:  # a bad target, or a table of other columns, fails before any file is read
+        from ..jobs.targets import check_target
+
+        check_target(args.out, "--out", args.wait)
     # the label sources, for Spark: whether it reads any itself (Parquet, spark: tables), and their size
     labels = [args.truth, *(source for _, source in parse_preds(args.pred))] if run_options.engine == "spark" else []
     in_spark = bool(labels) and reads_any(labels[0], labels[1:])
@@ -97,15 +105,44 @@ def run(args: argparse.Namespace) -> int:
             computed = {catalog()[row.metric][0] for row in rows}
             write_per_instance(store, {f: m for f, m in groups.items() if f in computed}, opts, args.per_instance,
                                engine if in_spark else None)
+        run_id = None
         if args.db:
             from ..jobs import save_rows
 
-            save_rows(store, rows, dataset=args.dataset)
+            run_id = save_rows(store, rows, dataset=args.dataset)
+        if args.out:
+            write_out(store, rows, args, groups, opts, run_id)
         print(format_rows(rows, args.format), end="")
         return 0
     finally:  # the server connection, the Spark engine's stage folder
         if engine is not None:
             engine.close()
+
+
+def write_out(store, rows: list, args: argparse.Namespace, groups: dict[str, list[str]], opts,
+              run_id: str | None = None) -> None:
+    """Append ``rows`` to the ``--out`` target (:mod:`hiersql.jobs.targets`), keyed per system by
+    :func:`~hiersql.inputs.results.system_keys` (the rows of a system whose inputs Spark read itself, which the
+    store does not hold: by a hash of those rows), in one transaction."""
+    import dataclasses
+    import hashlib
+    import json
+    import uuid
+
+    from .. import __version__
+    from ..inputs.results import system_keys
+    from ..jobs.queue import now
+    from ..jobs.targets import write_results
+
+    identity = {"version": __version__, "dataset": args.dataset, "metrics": groups, "options": dataclasses.asdict(opts)}
+    keys = system_keys(store, identity)
+    for system in {r.system for r in rows} - set(keys):
+        mine = [[r.metric, r.average, repr(r.value)] for r in rows if r.system == system]
+        keys[system] = hashlib.sha256(json.dumps([identity, system, mine], sort_keys=True, default=str).encode()
+                                      ).hexdigest()
+    run_id, stamp = run_id or uuid.uuid4().hex[:12], now()
+    write_results(args.out, [(run_id, args.dataset, r.system, r.metric, r.average or None, r.value, stamp,
+                              keys[r.system], None, None) for r in rows], "--out", args.wait)
 
 
 def write_per_instance(store, groups: dict[str, list[str]], opts, folder: str, engine=None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..jobs import MAX_ATTEMPTS, MAX_BATCH
+from .common import given
 from .compare import add_test_arguments, check_test_arguments
 
 DESCRIPTION = """\
@@ -15,6 +16,9 @@ Job file (TOML; paths relative to it; details in docs/jobs.md):
 
   name = "nightly"                   # default: the file's stem
   queue = "jobs.duckdb"              # or postgresql://...; default: jobs.duckdb here; --queue wins
+  results = "duckdb:team.duckdb::eval.results"   # also append the rows here (or postgresql://...::schema.table,
+                                     # parquet:FOLDER); made if missing; once per unit hash
+  on_failure = "notify-team"         # shell command run when units fail (--on-failure wins)
   metrics = ["hp", "hr", "hf"]       # any names or aliases of `hiersql evaluate --metrics`
   [options]                          # any option of hiersql.measures.Options
   average = ["micro", "macro"]
@@ -63,6 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help=f"units of one dataset a worker claims and evaluates together, at most (default"
                        f" {MAX_BATCH}; each worker takes an even share of what is queued)")
 
+    def on_failure_arg(a: argparse.ArgumentParser) -> None:
+        a.add_argument("--on-failure", metavar="CMD", type=given,
+                       help="a shell command to run when units fail (a schedule: when a run fails), told what failed"
+                       " in HIERSQL_JOB, HIERSQL_FAILED, HIERSQL_SUMMARY, ... and as JSON on its stdin; its own"
+                       " failure is a warning (default: the job file's on_failure)")
+
     def attempts_arg(a: argparse.ArgumentParser) -> None:
         a.add_argument("--max-attempts", type=int, default=MAX_ATTEMPTS, metavar="N",
                        help="claims of a unit whose worker stops before committing it (killed, crashed, a lost"
@@ -85,6 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--recompute", action="store_true", help="with SPEC: compute every unit, even unchanged ones")
     batch_arg(a)
     attempts_arg(a)
+    on_failure_arg(a)
     a = action("status", "per job: units queued, running, done, skipped, failed, cancelled, and the errors")
     queue_args(a)
     job_arg(a)
@@ -112,13 +123,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = action("schedule", "submit and run SPEC at the times of a cron expression, until stopped")
     a.add_argument("spec", metavar="SPEC")
     queue_args(a)
-    a.add_argument("--cron", required=True, help='cron expression, e.g. "0 2 * * *" (a sixth field: seconds)')
+    a.add_argument("--cron", required=True, help='cron expression of five fields, minute hour day month weekday'
+                   ' (local time), e.g. "0 2 * * *"; or @daily, @hourly, ... (six fields are refused: ambiguous)')
     a.add_argument("--workers", type=int, default=1, metavar="N")
     a.add_argument("--runs", type=int, metavar="N", help="stop after N runs, failed ones included (default: never);"
                    " when any failed, exit status 2 if one had a bad job file or input, else 1 if units failed,"
                    " else 75 (the queue file was busy)")
     batch_arg(a)
     attempts_arg(a)
+    on_failure_arg(a)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -176,7 +189,13 @@ def _action(args: argparse.Namespace, kids: list) -> int:
         if args.action == "submit":
             return _submit(queue, args, spec)
         if args.action == "run":
-            return _run(queue, args, spec, kids)
+            from ..jobs.runner import UnitsFailed
+
+            try:
+                return _run(queue, args, spec, kids)
+            except UnitsFailed as exc:
+                _on_failure(args, spec, queue.url, exc)
+                raise
         with queue.connect() as con:
             if args.action == "status":
                 _print_status(con.status(args.job))
@@ -245,9 +264,28 @@ def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -
     bars.close()
     _print_summary(summary)
     if summary.failures:
-        raise UnitsFailed(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
-                          " (`hiersql jobs status` lists the errors)", args.spec or queue.url)
+        failed = UnitsFailed(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
+                             " (`hiersql jobs status` lists the errors)", args.spec or queue.url)
+        failed.summary, failed.job_id = summary, jobs[0] if spec is not None and jobs else None
+        raise failed
     return 0
+
+
+def _on_failure(args: argparse.Namespace, spec, queue: str, exc: BaseException) -> None:
+    """Run ``--on-failure`` (else the job file's ``on_failure``), if any, for the failed run ``exc``
+    (:func:`hiersql.jobs.hooks.on_failure`)."""
+    command = args.on_failure or (spec.on_failure if spec is not None else None)
+    if not command:
+        return
+    from ..errors import display
+    from ..jobs.hooks import on_failure
+    from ..jobs.runner import exit_status, message
+
+    summary = getattr(exc, "summary", None)
+    job = spec.name if spec is not None else ",".join(args.job or [])
+    on_failure(command, job=job, job_id=getattr(exc, "job_id", None), spec=args.spec, queue=display(queue),
+               status=exit_status(exc), summary=message(exc),
+               counts=dict(summary.counts) if summary else None, failures=summary.failures if summary else None)
 
 
 def _print_summary(summary) -> None:
@@ -264,16 +302,17 @@ def _schedule(args: argparse.Namespace) -> int:
 
     from ..errors import query_interrupted
     from ..jobs.runner import RunsFailed, exit_status, message
-    from ..jobs.schedule import check_cron, schedule
+    from ..jobs.schedule import check_cron, schedule, waiting
     from ..jobs.spec import load_spec
 
     check_cron(args.cron)
-    load_spec(args.spec)  # a bad job file stops here; later it is reported at each fire
+    last = [load_spec(args.spec)]  # a bad job file stops here; later it is reported at each fire
     failed: list[int] = []  # the exit status of each failed run
 
     def fire() -> None:
+        queue = None
         try:
-            spec = load_spec(args.spec)  # read again: it may have changed since the last run
+            last[0] = spec = load_spec(args.spec)  # read again: it may have changed since the last run
             queue = _queue(args, spec)  # opened per run: between runs the queue file is free
             try:
                 _run(queue, argparse.Namespace(**{**vars(args), "job": None, "recompute": False}), spec)
@@ -284,10 +323,18 @@ def _schedule(args: argparse.Namespace) -> int:
                 raise KeyboardInterrupt from None
             failed.append(exit_status(exc))
             print(f"hiersql: error: {message(exc)}", file=sys.stderr)
+            from ..jobs import queue_url
+
+            spec = last[0]  # (the last job file that could be read)
+            _on_failure(args, spec, queue.url if queue is not None else queue_url(args.queue, spec.queue, spec.path),
+                        exc)
         sys.stdout.flush()
 
+    def said(at, seconds: float) -> None:  # each time it waits: when the next run is
+        print(f"hiersql: {args.spec}: {waiting(at, seconds)}", file=sys.stderr, flush=True)
+
     print(f"scheduled {args.spec} at '{args.cron}'", flush=True)
-    runs = schedule(args.cron, fire, args.runs)
+    runs = schedule(args.cron, fire, args.runs, on_wait=said)
     if failed:  # (--runs: each time counts, a failed run too) said, not only in the lines above
         raise RunsFailed(f"{len(failed)} of {runs} scheduled run(s) failed (their errors are above)", args.spec,
                          failed)

@@ -47,7 +47,9 @@ def queue_url(given: str | None, spec_queue: str | None = None, spec_path: str |
 def submit(queue: Queue, spec: Spec | str | Path, recompute: bool = False) -> tuple[str, int, int]:
     """Queue the units of a job file (read and checked by :func:`~hiersql.jobs.spec.load_spec` unless a
     :class:`~hiersql.jobs.spec.Spec` is given); returns the job id, the number of units and how many were
-    queued (the others are unchanged: their keys have results)."""
+    queued (the others are unchanged: their keys have results). When the job names a results table
+    (``results``), the rows of the unchanged units that it lacks are written to it now (one transaction): a
+    table named after the units were computed, or emptied since, gets them too."""
     from .spec import Spec, load_spec, units
 
     if not isinstance(spec, Spec):
@@ -55,4 +57,9 @@ def submit(queue: Queue, spec: Spec | str | Path, recompute: bool = False) -> tu
     work = units(spec)
     with queue.connect() as con:
         job_id, queued = con.submit(spec.name, str(spec.path.resolve()), work, recompute)
+        rows = con.latest_rows([u.key for u in work]) if spec.results and queued < len(work) else []
+    if rows:
+        from .targets import write_results
+
+        write_results(spec.results, rows, f"{spec.path}: results", missing_only=True)
     return job_id, len(work), queued

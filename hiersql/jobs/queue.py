@@ -37,15 +37,14 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError, display, masked
 from ..files import write_atomically
 from .reading import Reading
-from .schema import SCHEMA, create_views, relations, table_forms
+from .schema import RESULT_COLUMNS, SCHEMA, create_views, relations, table_forms
 
 if TYPE_CHECKING:
     from .instances import Computed
 
 UNIT_COLUMNS = ("unit_id, job_id, dataset, system, key, grp, work, recompute,"
                 " (SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id) AS tries")
-RESULT_INSERT = ("run_id", "dataset", "system", "metric", "average", "value", "created_at", "key", "job_id",
-                 "unit_id")
+RESULT_INSERT = tuple(name for name, _ in RESULT_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -65,6 +64,13 @@ class Claimed:
 
 def now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
+
+
+def result_rows(run_id: str, done: list[tuple[Claimed, Computed]], stamp: datetime) -> list[tuple]:
+    """The result rows (values of :data:`RESULT_INSERT`) of the units ``done`` ``(unit, what it computed)`` in
+    run ``run_id`` at ``stamp``: those the queue stores and a results target is given."""
+    return [(run_id, unit.dataset, r.system, r.metric, r.average or None, r.value, stamp, unit.key, unit.job_id,
+             unit.unit_id) for unit, computed in done for r in computed.rows]
 
 
 def is_postgres(url: str) -> bool:
@@ -386,6 +392,20 @@ class Connection(Reading):
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         return job_id, sum(r[-1] == "queued" for r in rows)
 
+    def latest_rows(self, keys: list[str]) -> list[tuple]:
+        """The result rows (values of :data:`RESULT_INSERT`) of the latest run of each of ``keys`` that has
+        results (the rule of the views: :data:`~hiersql.jobs.schema.KEY_RUNS`)."""
+        from .schema import KEY_RUNS
+
+        rows: list[tuple] = []
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            rows += self.execute(
+                f"WITH runs AS ({KEY_RUNS}) SELECT {', '.join(f'r.{c}' for c in RESULT_INSERT)} FROM results r"
+                f" JOIN runs l ON l.key = r.key AND l.run_id = r.run_id AND l.n = 1 WHERE r.key IN"
+                f" ({', '.join('?' * len(part))}) ORDER BY r.key, r.system, r.metric, r.average", part)
+        return rows
+
     def _keys_with_results(self, keys: list[str]) -> set[str]:
         found: set[str] = set()
         for start in range(0, len(keys), 500):
@@ -490,19 +510,17 @@ class Connection(Reading):
             self.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
         return bool(self.execute("SELECT count(*) FROM results WHERE key = ?", (key,))[0][0])
 
-    def finish(self, run_id: str, worker: str, outcomes: list[tuple[Claimed, str, Computed | None, str | None]]
-               ) -> None:
+    def finish(self, run_id: str, worker: str, outcomes: list[tuple[Claimed, str, Computed | None, str | None]],
+               stamp: datetime | None = None) -> None:
         """Write claimed units' statuses and the rows and per-instance tables of the done ones
         (:func:`~hiersql.jobs.instances.store_tables`), in the transaction of :meth:`claim`. ``outcomes``:
         ``(unit, status, computed, error)`` with status ``done`` (what it computed), ``failed`` (its error) or
-        ``skipped`` (its key has results, :meth:`has_results`)."""
+        ``skipped`` (its key has results, :meth:`has_results`). ``stamp``: the time of the rows (default: now)."""
         from .instances import store_tables
 
-        stamp = now()
+        stamp = stamp or now()
         done = [(unit, computed) for unit, status, computed, _ in outcomes if status == "done" and computed]
-        rows = [(run_id, unit.dataset, r.system, r.metric, r.average or None, r.value, stamp, unit.key,
-                 unit.job_id, unit.unit_id) for unit, computed in done for r in computed.rows]
-        self.insert_many("results", RESULT_INSERT, rows)
+        self.insert_many("results", RESULT_INSERT, result_rows(run_id, done, stamp))
         store_tables(self, run_id, done)
         states = [(status, error, worker, run_id if status != "skipped" else None, stamp, unit.unit_id)
                   for unit, status, _, error in outcomes]

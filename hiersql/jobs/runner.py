@@ -42,7 +42,7 @@ from typing import Any
 from ..errors import InputError
 from . import MAX_ATTEMPTS, MAX_BATCH
 from .instances import Computed, InstanceTable, instance_tables
-from .queue import Claimed, Connection, Queue, out_of_space
+from .queue import Claimed, Connection, Queue, now, out_of_space, result_rows
 from .spec import LABEL_COLUMN_KEYS, content_hash
 
 RETRIES = 5  # transient errors in a row before a worker gives up
@@ -185,7 +185,8 @@ def _label_columns(work: dict[str, Any]) -> dict[str, str]:
 def _check_unchanged(work: dict[str, Any], name: str, cache: dict[str, str] | None = None) -> None:
     """The unit's source ``name`` (``taxonomy``, ``truth``, ``prediction``) has the content it had when the
     job was submitted (:func:`~hiersql.jobs.spec.content_hash`; ``cache`` shared by a batch's units)."""
-    from ..inputs.sources import display, is_reference
+    from ..errors import display
+    from ..inputs.sources import is_reference
 
     source = work[name]
     role = "predictions" if name == "prediction" else name
@@ -456,13 +457,15 @@ class Worker:
         try:
             todo = [u for u in units if u.unit_id not in spent and (u.recompute or not con.has_results(u.key))]
             outcome = self._evaluate(todo) if todo else {}
+            stamp = now()
+            export(self.run_id, todo, outcome, stamp)  # before the queue's commit: see export
             outcome |= {u.unit_id: ("failed", con.gave_up(u)) for u in units if u.unit_id in spent}
             outcomes = []
             for unit in units:
                 status, value = outcome.get(unit.unit_id, ("skipped", None))
                 outcomes.append((unit, status, value if status == "done" else None,
                                  value if status == "failed" else None))
-            con.finish(self.run_id, self.name, outcomes)
+            con.finish(self.run_id, self.name, outcomes, stamp)
             events = [Event(u.job_id, u.dataset, u.system, status, error) for u, status, _, error in outcomes]
         except WorkerLost as exc:  # its units are claimed again, one at a time
             try:  # why, noted before the rollback frees the units: a worker claiming one next may give up on it
@@ -480,6 +483,29 @@ class Worker:
         for event in events:
             self.on_unit(event)
         return True
+
+
+def export(run_id: str, units: list[Claimed], outcome: dict[str, tuple[str, Computed | str]], stamp: Any) -> None:
+    """Write the rows of the done ``units`` whose job names a results target (``work["results"]``) to it, one
+    transaction per target (:func:`hiersql.jobs.targets.write_results`), before the queue's transaction commits:
+    if that one is rolled back the units are computed again and their rows replace those written (by their
+    keys), so the target never lacks the rows of a unit done in the queue. A target that refuses them fails
+    those units (in ``outcome``) with its error: the queue does not store what the team's table lacks, and the
+    next submission queues them again."""
+    from .targets import write_results
+
+    by_target: dict[str, list[tuple[Claimed, Computed]]] = {}
+    for unit in units:
+        status, value = outcome.get(unit.unit_id, ("skipped", None))
+        if status == "done" and unit.work.get("results") and isinstance(value, Computed):
+            by_target.setdefault(unit.work["results"], []).append((unit, value))
+    for target, done in by_target.items():
+        try:
+            write_results(target, result_rows(run_id, done, stamp))
+        except Exception as exc:
+            error = f"its rows were not written to the results table: {message(exc)}"
+            for unit, _ in done:
+                outcome[unit.unit_id] = ("failed", error)
 
 
 def new_run_id() -> str:

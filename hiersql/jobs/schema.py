@@ -16,6 +16,15 @@ from typing import Any
 
 from ..errors import InputError
 
+# The columns of the result rows, in order: those of the results table of ``hiersql evaluate --db``
+# (hiersql/inputs/schema.sql), then those the queue adds (:data:`KEYED`): the unit's key (a SHA-256 of its inputs),
+# its job and unit. The queue's ``results`` table and a results target (``hiersql evaluate --out``, a job file's
+# ``results``: :mod:`hiersql.jobs.targets`) have them all.
+RESULT_COLUMNS = (("run_id", "VARCHAR NOT NULL"), ("dataset", "VARCHAR"), ("system", "VARCHAR NOT NULL"),
+                  ("metric", "VARCHAR NOT NULL"), ("average", "VARCHAR"), ("value", "DOUBLE PRECISION"),
+                  ("created_at", "TIMESTAMP"), ("key", "VARCHAR"), ("job_id", "VARCHAR"), ("unit_id", "VARCHAR"))
+KEYED = 7  # RESULT_COLUMNS[KEYED:] are the queue's own
+
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, spec VARCHAR NOT NULL,"
     " submitted_at TIMESTAMP NOT NULL)",
@@ -23,11 +32,8 @@ SCHEMA = (
     " dataset VARCHAR NOT NULL, system VARCHAR NOT NULL, key VARCHAR NOT NULL, grp VARCHAR NOT NULL,"
     " work VARCHAR NOT NULL, recompute BOOLEAN NOT NULL, status VARCHAR NOT NULL, error VARCHAR,"
     " worker VARCHAR, run_id VARCHAR, finished_at TIMESTAMP)",
-    "CREATE TABLE IF NOT EXISTS results (run_id VARCHAR NOT NULL, dataset VARCHAR, system VARCHAR NOT NULL,"
-    " metric VARCHAR NOT NULL, average VARCHAR, value DOUBLE PRECISION, created_at TIMESTAMP)",
-    "ALTER TABLE results ADD COLUMN IF NOT EXISTS key VARCHAR",
-    "ALTER TABLE results ADD COLUMN IF NOT EXISTS job_id VARCHAR",
-    "ALTER TABLE results ADD COLUMN IF NOT EXISTS unit_id VARCHAR",
+    f"CREATE TABLE IF NOT EXISTS results ({', '.join(f'{n} {t}' for n, t in RESULT_COLUMNS[:KEYED])})",
+    *(f"ALTER TABLE results ADD COLUMN IF NOT EXISTS {n} {t}" for n, t in RESULT_COLUMNS[KEYED:]),
     # one row per claim of a unit, committed before it is evaluated: a claim whose batch was never committed
     # (its worker killed or crashed, a transient error) stays counted; ``error`` says why, when known
     "CREATE TABLE IF NOT EXISTS attempts (attempt_id VARCHAR PRIMARY KEY, unit_id VARCHAR NOT NULL,"

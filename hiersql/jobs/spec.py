@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 DEFAULT_METRICS = ("hp", "hr", "hf")
 # key: the TOML types it may have, as named in messages
 TOP_KEYS = {"name": "a string", "queue": "a string", "metrics": "a list of strings", "options": "a table",
-            "format": "a string", "unknown": "a string", "dataset": "an array of tables ([[dataset]])"}
+            "format": "a string", "unknown": "a string", "results": "a string", "on_failure": "a string",
+            "dataset": "an array of tables ([[dataset]])"}
 DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
                 "predictions": "a string or a list of strings", "format": "a string", "unknown": "a string",
                 "metrics": "a list of strings", "options": "a table"}
@@ -71,6 +72,8 @@ class Spec:
     queue: str | None
     datasets: tuple[Dataset, ...]
     queue_line: int | None = None
+    results: str | None = None  # the results target (hiersql.jobs.targets), its paths absolute
+    on_failure: str | None = None  # the shell command run when units fail (hiersql.jobs.hooks)
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,13 @@ def load_spec(path: str | Path) -> Spec:
     queue = doc.get("queue")
     if isinstance(queue, str) and not is_postgres(queue) and not (base / queue).parent.is_dir():
         raise fail("the queue's folder does not exist", None, "queue", queue)
+    results = None
+    if "results" in doc:  # a bad target, a server out of reach, a table of other columns: the key's line
+        from .targets import check_target, parse_target
+
+        where = f"{path}:{lines.find(None, 'results')}"
+        results = parse_target(doc["results"], where, base)
+        check_target(results, where)
     out = []
     names: set[str] = set()
     checked_options: dict[str, Any] = {}
@@ -225,7 +235,7 @@ def load_spec(path: str | Path) -> Spec:
     if doc.get("format", "long") != "long" and not top_format_read:
         raise fail(_FORMAT_UNUSED, None, "format", doc["format"])
     return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out),
-                lines.find(None, "queue") if "queue" in doc else None)
+                lines.find(None, "queue") if "queue" in doc else None, results, doc.get("on_failure"))
 
 
 _FORMAT_UNUSED = ("names the format of label text files (and of a wide CSV file), and every label source it applies"
@@ -348,7 +358,8 @@ def _table_source(text: str, base: Path, fail, role: str) -> str:
     server reachable and the table on it), a DuckDB file's path made absolute (relative to ``base``)."""
     import duckdb
 
-    from ..inputs.sources import display, duckdb_file, open_table
+    from ..errors import display
+    from ..inputs.sources import duckdb_file, open_table
 
     if not text.startswith(TABLE_SCHEMES):
         raise fail("a job reads files and duckdb:PATH::table or postgresql://...::schema.table sources", text)
@@ -528,6 +539,8 @@ def units(spec: Spec) -> list[Unit]:
                     "prediction": source, "format": ds.format, "unknown": ds.unknown,
                     "metrics": list(ds.metrics), "options": ds.options, "columns": ds.columns,
                     "hashes": {"taxonomy": shared["taxonomy"], "truth": shared["truth"], "prediction": prediction}}
+            if spec.results:  # where its rows go too (no part of its key: the values do not depend on it)
+                work["results"] = spec.results
             # a system of a table with a system column: the digest of its rows (its file holds other systems)
             out.append(Unit(ds.name, system, unit_key(shared, system, ds.row_digests.get(system, prediction)), group,
                             work))
