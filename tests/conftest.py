@@ -123,6 +123,7 @@ def _chunk_sizes(total: int, workers: int) -> list[int]:
     return sizes
 
 
+@pytest.hookimpl(trylast=True)  # after -m/-k deselect: the shares are of the tests that run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In xdist's workers (``make test``: worksteal), each worker's first share of the collection starts with
     slow modules (:data:`SLOW_MODULES`, :data:`TOGETHER`); the order is the same on every worker, as xdist
