@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 
 import duckdb
 import pytest
@@ -40,11 +41,22 @@ def _rows(con, sql: str) -> list[Row]:
     return [Row(*r) for r in con.execute(sql).fetchall()]
 
 
-@pytest.fixture
-def hand_db(tmp_path):
-    path = tmp_path / "user.duckdb"
+@pytest.fixture(scope="module")
+def installed_hand_db(tmp_path_factory):
+    """The hand example's file with the macros installed by ``hiersql install-macros`` (~7 s: it generates
+    every macro's SQL), once per module."""
+    path = tmp_path_factory.mktemp("hand") / "user.duckdb"
     _hand_file(path).close()
     assert main(["install-macros", "--db", str(path)]) == 0
+    assert not path.with_name(path.name + ".wal").exists()  # closed: the file alone holds it
+    return path
+
+
+@pytest.fixture
+def hand_db(installed_hand_db, tmp_path):
+    """A test's own copy of that file (a test may change its tables)."""
+    path = tmp_path / "user.duckdb"
+    shutil.copyfile(installed_hand_db, path)
     return path
 
 

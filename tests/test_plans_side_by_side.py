@@ -65,7 +65,8 @@ def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, 
     default; here from 0 rows on), or one after the other on the caller's thread, the steps on the driver. A
     step solved per partition first runs on no rows of its keyed tables to learn the schemas it writes, which
     warns of nothing (were it silenced instead, the process-wide filter would hide the other plan's warnings:
-    tests/test_step_dry_runs.py checks every step)."""
+    tests/test_step_dry_runs.py checks every step). The threads inherit the caller's local properties: every
+    job of the plans is in the caller's job group."""
     import pyspark
 
     engine = engine_of(spark, hand, at_once)
@@ -73,10 +74,20 @@ def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, 
     if at_once is None:
         engine.partition_rows = 0
     threads: dict[str, str] = {}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        rows = compute(engine, all_metrics(), Options(),
-                       on_family=lambda fam: threads.__setitem__(fam, threading.current_thread().name))
+    tracker, context = spark.sparkContext.statusTracker(), spark.sparkContext
+    before = set(tracker.getJobIdsForGroup(None))
+    group = f"hiersql-test-plans-{at_once}"
+    context.setJobGroup(group, "plans side by side")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rows = compute(engine, all_metrics(), Options(),
+                           on_family=lambda fam: threads.__setitem__(fam, threading.current_thread().name))
+    finally:
+        for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            context.setLocalProperty(key, None)
+    assert tracker.getJobIdsForGroup(group)
+    assert set(tracker.getJobIdsForGroup(None)) - before == set()
     spark_own = os.path.dirname(pyspark.__file__)  # pyspark's own notes (pandas 3) are not the steps'
     assert [str(w.message) for w in caught if not w.filename.startswith(spark_own)] == []
     assert set(threads) == families_of(rows) and len(threads) >= 4
@@ -125,23 +136,6 @@ def test_the_error_is_the_first_failing_familys_in_the_order_asked(spark, hand):
     runs = [(failing("set_based", 2.0), ["hierarchical_f1"]), (failing("flat", 0.0), ["example_f1"])]
     with pytest.raises(InputError, match="set_based failed"):
         engine.run_plans(runs, Options())
-    engine.close()
-
-
-@pytest.mark.spark
-def test_the_plans_jobs_carry_the_callers_job_group(spark, hand):
-    """The threads inherit the caller's local properties: every job of the plans is in its job group."""
-    engine = engine_of(spark, hand, None)
-    tracker, context = spark.sparkContext.statusTracker(), spark.sparkContext
-    before = set(tracker.getJobIdsForGroup(None))
-    context.setJobGroup("hiersql-test-group", "plans side by side")
-    try:
-        compute(engine, ["hierarchical_f1", "example_f1", "hcm_f1"], Options())
-    finally:
-        for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
-            context.setLocalProperty(key, None)
-    assert tracker.getJobIdsForGroup("hiersql-test-group")
-    assert set(tracker.getJobIdsForGroup(None)) - before == set()
     engine.close()
 
 

@@ -36,13 +36,24 @@ def germeval_file(tmp_path_factory, data_dir):
     return path
 
 
-def _dirty(germeval_file, tmp_path, sql: str):
-    """A copy of the file with ``sql`` run on the user's tables and the macros installed over them."""
-    path = tmp_path / "user.duckdb"
+@pytest.fixture(scope="module")
+def installed_file(germeval_file, tmp_path_factory):
+    """A copy of that file with the macros installed over the user's tables (``hiersql install-macros``, ~7 s:
+    it generates every macro's SQL, whatever the rows), once per module."""
+    path = tmp_path_factory.mktemp("installed") / "user.duckdb"
     shutil.copy(germeval_file, path)
+    assert main(["install-macros", "--db", str(path), "--table", "truth=gold", "--table", "predictions=runs"]) == 0
+    assert not path.with_name(path.name + ".wal").exists()  # closed: the file alone holds it
+    return path
+
+
+def _dirty(installed_file, tmp_path, sql: str):
+    """A copy of the file with the macros installed over the user's tables, then ``sql`` run on those tables
+    (the macros read the tables when queried, as after a user's load that follows the install)."""
+    path = tmp_path / "user.duckdb"
+    shutil.copy(installed_file, path)
     with duckdb.connect(str(path)) as con:
         con.execute(sql)
-    assert main(["install-macros", "--db", str(path), "--table", "truth=gold", "--table", "predictions=runs"]) == 0
     return path
 
 
@@ -73,16 +84,16 @@ CLEANED = {
 
 
 @pytest.mark.parametrize("case", CLEANED)
-def test_rows_the_readers_clean_give_evaluates_values(germeval_file, tmp_path, capsys, data_dir, case):
-    path = _dirty(germeval_file, tmp_path, CLEANED[case])
+def test_rows_the_readers_clean_give_evaluates_values(installed_file, tmp_path, capsys, data_dir, case):
+    path = _dirty(installed_file, tmp_path, CLEANED[case])
     want = _evaluate(capsys, path, data_dir)
     assert_rows_match(_macro_rows(path), want, tol=1e-12)
 
 
-def test_check_lists_the_duplicates_the_readers_count(germeval_file, tmp_path):
+def test_check_lists_the_duplicates_the_readers_count(installed_file, tmp_path):
     """hiersql_check() lists each duplicated (instance_id, label) of the predictions once, as 'collapsed'; the
     readers' warnings (one per system) count the extra rows: one per listed group here, every group a pair."""
-    path = _dirty(germeval_file, tmp_path, CLEANED["duplicates"])
+    path = _dirty(installed_file, tmp_path, CLEANED["duplicates"])
     with duckdb.connect(str(path)) as con:
         listed = con.execute("SELECT count(*) FROM hiersql_check() WHERE table_name = 'runs' AND rule = 'duplicate'"
                              " AND action = 'collapsed'").fetchall()[0][0]
@@ -120,9 +131,9 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("case", REFUSED)
-def test_rows_evaluate_refuses_make_the_macros_fail(germeval_file, tmp_path, capsys, data_dir, case):
+def test_rows_evaluate_refuses_make_the_macros_fail(installed_file, tmp_path, capsys, data_dir, case):
     sql, where, message = REFUSED[case]
-    path = _dirty(germeval_file, tmp_path, sql)
+    path = _dirty(installed_file, tmp_path, sql)
     with pytest.raises(InputError, match=re.escape(message)):
         _load(path)
     for macro in ("hiersql_set_based", "hiersql_set_based_instance", "hiersql_flat", "hiersql_flat_instance"):
@@ -134,9 +145,9 @@ def test_rows_evaluate_refuses_make_the_macros_fail(germeval_file, tmp_path, cap
 
 
 @pytest.mark.parametrize(("case", "option"), [("lower_labels", "unknown"), ("id_not_in_truth", "no_truth")])
-def test_ignore_drops_the_rows_as_evaluate_does(germeval_file, tmp_path, case, option):
+def test_ignore_drops_the_rows_as_evaluate_does(installed_file, tmp_path, case, option):
     """``unknown := 'ignore'`` and ``no_truth := 'ignore'`` give the values of evaluate with that option."""
-    path = _dirty(germeval_file, tmp_path, REFUSED[case][0])
+    path = _dirty(installed_file, tmp_path, REFUSED[case][0])
     with pytest.warns(match="ignored"):
         store = _load(path, **{option: "ignore"})
     want = reference(store, [*REGISTRY["set_based"], *REGISTRY["flat"]], Options())
@@ -149,8 +160,8 @@ def test_ignore_drops_the_rows_as_evaluate_does(germeval_file, tmp_path, case, o
 RULE_OF = {"unknown": "unknown_label", "no_truth": "no_truth"}
 
 
-def test_an_empty_truth_is_an_error(germeval_file, tmp_path):
-    path = _dirty(germeval_file, tmp_path, "DELETE FROM gold; CREATE TABLE no_instances AS SELECT * FROM instances"
+def test_an_empty_truth_is_an_error(installed_file, tmp_path):
+    path = _dirty(installed_file, tmp_path, "DELETE FROM gold; CREATE TABLE no_instances AS SELECT * FROM instances"
                                            " WHERE false")
     assert main(["install-macros", "--db", str(path), "--table", "truth=gold", "--table", "predictions=runs",
                  "--table", "instances=no_instances"]) == 0
@@ -161,8 +172,8 @@ def test_an_empty_truth_is_an_error(germeval_file, tmp_path):
         con.execute("SELECT * FROM hiersql_set_based()").fetchall()
 
 
-def test_clean_tables_have_no_problem(germeval_file, tmp_path):
-    path = _dirty(germeval_file, tmp_path, "SELECT 1")
+def test_clean_tables_have_no_problem(installed_file, tmp_path):
+    path = _dirty(installed_file, tmp_path, "SELECT 1")
     with duckdb.connect(str(path)) as con:
         assert con.execute("SELECT * FROM hiersql_check()").fetchall() == []
 
@@ -215,12 +226,12 @@ def _run_postgres(pg_dsn, path, scripts: list[str]) -> list[Row]:
 @pytest.mark.postgres
 @pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
 @pytest.mark.parametrize("case", [*CLEANED, *REFUSED])
-def test_printed_sql_gives_evaluates_values_or_fails(germeval_file, tmp_path, capsys, data_dir, request, dialect,
+def test_printed_sql_gives_evaluates_values_or_fails(installed_file, tmp_path, capsys, data_dir, request, dialect,
                                                      case):
     """The printed script (check query, cleaned views, the measures) run by DuckDB and by PostgreSQL, on the
     user's dirty tables: evaluate's values, or a failure quoting the first fault (PostgreSQL's cast error quotes
     the message: ``invalid input syntax for type integer: "hiersql: runs, column 'label', ..."``)."""
-    path = _dirty(germeval_file, tmp_path, {**CLEANED, **{k: v[0] for k, v in REFUSED.items()}}[case])
+    path = _dirty(installed_file, tmp_path, {**CLEANED, **{k: v[0] for k, v in REFUSED.items()}}[case])
     scripts = _printed(capsys, dialect)
     run = (lambda: _run_duckdb(path, scripts)) if dialect == "duckdb" else (
         lambda: _run_postgres(request.getfixturevalue("pg_dsn"), path, scripts))
@@ -235,9 +246,9 @@ def test_printed_sql_gives_evaluates_values_or_fails(germeval_file, tmp_path, ca
 
 
 @pytest.mark.postgres
-def test_printed_sql_takes_the_ignore_options(germeval_file, tmp_path, capsys, pg_dsn):
+def test_printed_sql_takes_the_ignore_options(installed_file, tmp_path, capsys, pg_dsn):
     """``--unknown ignore --no-truth ignore``: the printed PostgreSQL script gives evaluate's values with both."""
-    path = _dirty(germeval_file, tmp_path, f"{REFUSED['lower_labels'][0]}; {REFUSED['id_not_in_truth'][0]}")
+    path = _dirty(installed_file, tmp_path, f"{REFUSED['lower_labels'][0]}; {REFUSED['id_not_in_truth'][0]}")
     with pytest.warns(match="ignored"):
         store = _load(path, unknown="ignore", no_truth="ignore")
     want = reference(store, [*REGISTRY["set_based"], *REGISTRY["flat"]], Options())
