@@ -366,30 +366,31 @@ class Store:
 
 
 @functools.cache
-def _schema_columns() -> dict[str, list[str]]:
-    """The columns of each table of ``schema.sql``, in order (from the schema made in a scratch database)."""
+def _schema_tables() -> dict[str, tuple[list[str], str]]:
+    """Each table of ``schema.sql``: its columns in order and its ``CREATE TABLE`` statement (from the schema
+    made in a scratch database)."""
     import duckdb
 
     with duckdb.connect() as scratch:
         scratch.execute(sqlfiles.queries("schema")["schema"])
-        return dict(duckdb_tables(scratch))
+        ddl = dict(scratch.execute("SELECT table_name, sql FROM duckdb_tables()").fetchall())
+        return {table: (columns, ddl[table]) for table, columns in duckdb_tables(scratch)}
+
+
+def _schema_columns() -> dict[str, list[str]]:
+    """The columns of each table of ``schema.sql``, in order."""
+    return {table: columns for table, (columns, _) in _schema_tables().items()}
 
 
 def make_tables(con: duckdb.DuckDBPyConnection, tables: Iterable[str], where: str) -> None:
     """Only ``tables`` of ``schema.sql`` in ``con``, a database of the user's (``install-macros --taxonomy``
     makes the taxonomy's and no other): those missing are made as the schema declares them; one of those names
     with other columns is the user's, an :class:`~hiersql.errors.InputError` naming ``where``."""
-    import duckdb
-
-    wanted = set(tables)
-    with duckdb.connect() as scratch:
-        scratch.execute(sqlfiles.queries("schema")["schema"])
-        forms = dict(duckdb_tables(scratch))
-        ddl = scratch.execute("SELECT table_name, sql FROM duckdb_tables() WHERE list_contains($t, table_name)",
-                              {"t": sorted(wanted)}).fetchall()
-    check_own_tables(duckdb_tables(con), {table: [forms[table]] for table in wanted}, where)
-    for _, sql in sorted(ddl):
-        con.execute(sql.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1))
+    schema = _schema_tables()
+    wanted = sorted(set(tables))
+    check_own_tables(duckdb_tables(con), {table: [schema[table][0]] for table in wanted}, where)
+    for table in wanted:
+        con.execute(schema[table][1].replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1))
 
 
 def duckdb_tables(con: Any) -> list[tuple[str, list[str]]]:
