@@ -63,6 +63,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
+    from hiersql.engines import DuckDBEngine
     from hiersql.inputs.store import Store
     from hiersql.inputs.taxonomy import Taxonomy
     from hiersql.measures import Options, scoring
@@ -84,7 +85,7 @@ def main() -> None:
     hf = next(r.value for r in rows if r[:3] == ("sys0", "scoring_hf", "micro"))
     print(f"  {len(rows)} rows; sys0 micro hF = {hf:.4f}")
     timed("flat rows", lambda: scoring.flat(store))
-    pairs = store.run("scoring", "scoring_pairs", {}).count("*").fetchall()[0][0]
+    pairs = len(DuckDBEngine(store).frame("scoring", "scoring_pairs"))
     print(f"  {pairs} scored pairs")
 
     cm = Store()
@@ -100,8 +101,10 @@ def main() -> None:
 
 def _copy_counts(src, dst) -> None:
     """Aggregate the label pairs of ``src`` into counted pairs of ``dst``."""
-    counts = src.run("scoring", "scoring_pairs", {}).aggregate(
-        "system, truth, prediction, sum(n) AS n", "system, truth, prediction").df()
+    from hiersql.engines import DuckDBEngine
+
+    pairs = DuckDBEngine(src).frame("scoring", "scoring_pairs")
+    counts = pairs.groupby(["system", "truth", "prediction"], as_index=False, dropna=False)["n"].sum()
     dst.con.register("_counts", counts)
     dst.con.execute("INSERT INTO pair_counts SELECT system, truth, prediction, n FROM _counts")
     dst.con.unregister("_counts")

@@ -6,15 +6,15 @@ line is one query named after the file. Parameters are written ``$name`` (DuckDB
 file runs unchanged in DuckDB with native parameters; for other dialects sqlglot parses the query, replaces
 each parameter by a literal and writes the dialect (:func:`render`).
 
-A query may read the result of another query of the same file by its name, as if it were a table: DuckDB
-materialises it as a temporary table (:meth:`hiersql.inputs.store.Store.run`); :func:`render` inlines it
-as a common table expression.
+A query may read the result of another query of the same file by its name, as if it were a table: an
+engine materialises it as a table when a plan stages it (:meth:`hiersql.engines.Engine.stage`), else
+:func:`render` and :func:`composed` inline it as a common table expression.
 
 A header ``-- name: NAME (VARIANT)`` gives an engine-specific variant of query ``NAME``: the same columns and
 rows, computed with functions only that engine has (``duckdb``: list functions; ``spark``: array functions,
 written in DuckDB's syntax like every query and transpiled by sqlglot); ``(duckdb, spark)`` gives one for both.
 ``queries(file)`` and :func:`render` give the portable queries, which every dialect can run;
-``queries(file, "duckdb")`` puts the variants in their place (:meth:`hiersql.inputs.store.Store.run` does;
+``queries(file, "duckdb")`` puts the variants in their place (the DuckDB engine's stages do;
 ``render(..., variant="spark")`` for Spark). Tests check that
 both give the same rows.
 

@@ -7,6 +7,7 @@ import itertools
 import math
 from pathlib import Path
 
+from hiersql.engines import DuckDBEngine
 from hiersql.inputs.store import Store
 from hiersql.inputs.taxonomy import Taxonomy
 from hiersql.measures import FAMILIES, Options, Row, compute
@@ -54,6 +55,14 @@ OPTION_CASES = {
 }
 # On GermEval, descendant augmentation makes ~1M rows (systems predicting top-level genres): hand example only.
 GERMEVAL_CASES = ("defaults", "root_k1_beta2")
+
+
+def query_rows(store: Store, file: str, query: str, params: dict | None = None, order: str = "") -> list[tuple]:
+    """The rows of query ``query`` of ``<file>.sql`` on the store's DuckDB, made as the engine stages it,
+    sorted by ``order``."""
+    engine = DuckDBEngine(store)
+    engine.stage(file, query, dict(params or {}), set())
+    return engine.execute(f"SELECT * FROM {query}" + (f" ORDER BY {order}" if order else ""))
 
 
 def hand_store() -> Store:

@@ -106,7 +106,7 @@ SLOW_MODULES = {
     "test_severity.py": 35, "test_fuzz_inputs.py": 35, "test_spark_lca_open.py": 30,
     "test_spark_stages_result.py": 25, "test_pair_based_empty_root.py": 25, "test_jobs_diff.py": 25,
     "test_spark_ordered_means.py": 20, "test_sources_postgres.py": 20, "test_jobs_tables.py": 17,
-    "test_compare_engines.py": 15, "test_report_browser.py": 20,
+    "test_compare_engines.py": 15, "test_report_browser.py": 20, "test_breakdown_engines.py": 50,
 }
 # Slow modules that go to one worker together: they read DuckDB's rows of every family on all of GermEval B
 # (tests/_engine_cases.germeval_b_all, ~20 s; _sources_cases.by_name_reference, as long), made once per process.

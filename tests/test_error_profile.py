@@ -12,6 +12,7 @@ from hiersql import sqlfiles
 from hiersql.analyses import error_profile
 from hiersql.inputs.store import Store
 from hiersql.inputs.taxonomy import Taxonomy
+from tests._engine_cases import query_rows
 
 
 def _store(edges, y_true, y_pred) -> Store:
@@ -208,9 +209,9 @@ def test_the_new_sql_files_run_on_postgres(pg_dsn):
                   ("calibration", "reliability", {"n_bins": 3, "eps": 2.0 ** -52})]
         for file, query, params in cases:
             text = generated[query] if file == "breakdowns" else None
-            mine = store.run(file, query, params) if text is None else store.con.sql(
-                sqlfiles.render(file, query, params, "duckdb", pretty=False, text=text))
-            ours = sorted(mine.fetchall(), key=repr)
+            mine = query_rows(store, file, query, params) if text is None else store.con.sql(
+                sqlfiles.render(file, query, params, "duckdb", pretty=False, text=text)).fetchall()
+            ours = sorted(mine, key=repr)
             theirs = sorted(engine.execute(sqlfiles.render(file, query, params, engine.dialect, engine.tables,
                                                            pretty=False, text=text)), key=repr)
             assert len(ours) == len(theirs), (file, query)

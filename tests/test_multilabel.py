@@ -14,6 +14,7 @@ from hiersql.inputs.store import Store
 from hiersql.inputs.taxonomy import Taxonomy
 from hiersql.measures import multilabel as ml
 from hiersql.measures.multilabel import EMPTY, multilabel_confusion_matrix
+from tests._engine_cases import query_rows
 
 LABELS = ["l1", "l2", "l3", "l4"]
 
@@ -237,7 +238,7 @@ def test_rendered_sql_gives_the_same_matrix():
     params = {"empty": EMPTY, "depth": 1, "zero_division": 0.0}
     rendered = sqlfiles.render("multilabel", "ml_matrix", params, dialect="duckdb")
     got = {row[:3]: row[3] for row in store.con.execute(rendered).fetchall()}
-    expected = {row[:3]: row[3] for row in store.run("multilabel", "ml_matrix", params).fetchall()}
+    expected = {row[:3]: row[3] for row in query_rows(store, "multilabel", "ml_matrix", params)}
     assert got == pytest.approx(expected)
     # s2 at depth 1: ({A,B},{B}) scenario (iii), ({A},∅) missed, ({B},{B}) exact
     assert {k[1:]: v for k, v in got.items() if k[0] == "s2"} == {("A", "B"): 1, ("A", EMPTY): 1, ("B", "B"): 2}

@@ -15,6 +15,7 @@ from hiersql.inputs.store import Store
 from hiersql.inputs.taxonomy import Taxonomy
 from hiersql.measures import Options
 from hiersql.measures import pair_based as pb
+from tests._engine_cases import query_rows
 
 # Kosmopoulos Fig. 11: T1, P1, P2 are children of B (their lowest common ancestor), B and C of A.
 FIG11 = [("A", "B"), ("A", "C"), ("B", "T1"), ("B", "P1"), ("B", "P2")]
@@ -34,7 +35,7 @@ def distances(edges, truth, pred, max_distance=None, max_climb=None) -> dict[tup
     store.add_truth([truth])
     store.add_predictions("s", [pred])
     params = {"max_distance": max_distance, "max_climb": max_climb}
-    rows = store.run("pair_based", "pair_distances", params).fetchall()
+    rows = query_rows(store, "pair_based", "pair_distances", params)
     assert {(r[0], r[1]) for r in rows} <= {("s", "0")}
     return {(r[2], r[3]): r[4] for r in rows}
 
@@ -107,7 +108,7 @@ def test_mesh_distances_match_networkx(data_dir):
     store.add_truth([[u] for u, _ in pairs])
     store.add_predictions("s", [[v] for _, v in pairs])
     params = {"max_distance": None, "max_climb": None}
-    got = {int(r[1]): r[4] for r in store.run("pair_based", "pair_distances", params).fetchall()}
+    got = {int(r[1]): r[4] for r in query_rows(store, "pair_based", "pair_distances", params)}
     up = tax.graph.reverse(copy=False)
 
     def expected(u: str, v: str) -> int:

@@ -11,6 +11,7 @@ import pytest
 from hiersql import Evaluator, Taxonomy
 from hiersql.api.evaluator import make_options
 from hiersql.measures import set_based
+from tests._engine_cases import query_rows
 
 BITS = (0, 1, 25, set_based.LIST_BITS)
 
@@ -20,8 +21,8 @@ def _per_instance_both_ways(store, **options):
     :data:`BITS` bits, for ``options``."""
     params = set_based.sql_params(make_options(**options))
     pairs, *lists = (
-        store.run("set_based", "set_based_instance", {**params, "list_counts": bits is not None,
-                                                      "list_bits": bits or 0}).order("system, instance_id").fetchall()
+        query_rows(store, "set_based", "set_based_instance", {**params, "list_counts": bits is not None,
+                                                              "list_bits": bits or 0}, "system, instance_id")
         for bits in (None, *BITS)
     )
     return pairs, lists

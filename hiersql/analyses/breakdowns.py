@@ -19,43 +19,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import sqlfiles
-from ..measures import Options, family
+from ..measures import Options, as_engine, family
 from ..measures import set_based as _set_based
 from ..plan import instance_measures, instance_values_sql, value_sql
 
 if TYPE_CHECKING:
-    import duckdb
     import pandas as pd
 
+    from ..engines import Engine
     from ..inputs.store import Store
 
 MEASURES = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1", "symmetric_difference_loss")
 
 
-def _params(store: Store, options: Options) -> dict[str, object]:
-    """Materialise ``set_pairs`` (set_based.sql) for ``options`` and name it ``set_pairs`` (a temp view of
-    the result), with ``set_pair_counts`` (that file's query, a temp view over it): the tables the breakdown
-    queries read; return the parameters of ``breakdowns.sql``."""
+def _params(engine: Engine, options: Options) -> dict[str, object]:
+    """Stage ``set_pairs`` and ``set_pair_counts`` of ``set_based.sql`` for ``options`` in ``engine``: the
+    tables the breakdown queries read; return the parameters of ``breakdowns.sql``."""
     params = _set_based.sql_params(options)
-    rel = store.run("set_based", "set_pairs", params)
-    store.con.execute(f"CREATE OR REPLACE TEMP VIEW set_pairs AS SELECT * FROM {rel.alias}")
-    store.con.execute("CREATE OR REPLACE TEMP VIEW set_pair_counts AS "
-                      + sqlfiles.queries("set_based")["set_pair_counts"])
+    done: set[str] = set()
+    for query in ("set_pairs", "set_pair_counts"):
+        engine.stage("set_based", query, params, done)
     return {"zero_division": params["zero_division"], "beta": params["beta"]}
 
 
-def by_level(store: Store, options: Options | None = None) -> pd.DataFrame:
+def by_level(source: Store | Engine, options: Options | None = None) -> pd.DataFrame:
     """Set-based measures restricted to each level ``k`` of the taxonomy (the nodes at depth ``k``).
 
     ``hP_k = Σ_i |Ŷaug_i ∩ Yaug_i ∩ L_k| / Σ_i |Ŷaug_i ∩ L_k|`` (micro; recall and F alike), and the mean of
     the per-instance ratios over the instances whose true or predicted augmented set reaches level ``k``
     (macro). Returns ``system, level, average, support, n_instances`` and the four set-based measures.
     """
-    return _grouped(store, options or Options(), "level")
+    return _grouped(as_engine(source), options or Options(), "level")
 
 
-def by_depth(store: Store, options: Options | None = None, measures: str = "set_based") -> pd.DataFrame:
+def by_depth(source: Store | Engine, options: Options | None = None, measures: str = "set_based") -> pd.DataFrame:
     """Measures over the instances grouped by the depth of their deepest true label (``depth``; 0 for an
     empty truth).
 
@@ -64,16 +61,16 @@ def by_depth(store: Store, options: Options | None = None, measures: str = "set_
     measure of it: the mean of that family's per-instance values within each group (``average="macro"``),
     which works for every family with per-instance values.
     """
-    options = options or Options()
+    options, engine = options or Options(), as_engine(source)
     if measures == "set_based":
-        return _grouped(store, options, "depth")
+        return _grouped(engine, options, "depth")
     from ..measures import FAMILIES, catalog
 
     if measures not in FAMILIES and measures not in catalog():
         raise ValueError(f"measures must be a family ({', '.join(FAMILIES)}) or a measure name, got {measures!r}")
     name, metric = (measures, None) if measures in FAMILIES else catalog()[measures]
-    values = family(name).per_instance(store, options)
-    depths = store.run("breakdowns", "depth_groups").df()
+    values = family(name).per_instance(engine, options)
+    depths = engine.frame("breakdowns", "depth_groups")
     frame = values.merge(depths, on="instance_id")
     columns = [metric] if metric else [c for c in values.columns
                                        if c not in ("system", "instance_id") and frame[c].dtype.kind in "fiub"]
@@ -83,21 +80,21 @@ def by_depth(store: Store, options: Options | None = None, measures: str = "set_
     return out
 
 
-def per_instance(store: Store, options: Options | None = None, breakdown: str = "level") -> pd.DataFrame:
+def per_instance(source: Store | Engine, options: Options | None = None, breakdown: str = "level") -> pd.DataFrame:
     """The per-instance terms of :func:`by_level` (``breakdown="level"``: one row per system, instance and
     level its sets reach) or :func:`by_depth` (``"depth"``: one row per system and instance, with its depth
     group): ``n_true, n_pred, n_both`` and the four set-based measures' per-instance values."""
     if breakdown not in ("level", "depth"):
         raise ValueError(f"breakdown must be 'level' or 'depth', got {breakdown!r}")
-    rel = _run(store, "grouped_values", _params(store, options or Options()))
-    frame = rel.filter(f"breakdown = '{breakdown}'").order("system, instance_id, grp").df()
-    return frame.drop(columns="breakdown").rename(columns={"grp": breakdown}).reset_index(drop=True)
+    engine = as_engine(source)
+    frame = _run(engine, "grouped_values", _params(engine, options or Options()), breakdown,
+                 "system, instance_id, grp")
+    return frame.drop(columns="breakdown").rename(columns={"grp": breakdown})
 
 
-def _grouped(store: Store, options: Options, breakdown: str) -> pd.DataFrame:
-    rel = _run(store, "grouped_summary", _params(store, options))
-    frame = rel.filter(f"breakdown = '{breakdown}'").order("system, grp, average DESC").df()
-    return frame.drop(columns="breakdown").rename(columns={"grp": breakdown}).reset_index(drop=True)
+def _grouped(engine: Engine, options: Options, breakdown: str) -> pd.DataFrame:
+    frame = _run(engine, "grouped_summary", _params(engine, options), breakdown, "system, grp, average DESC")
+    return frame.drop(columns="breakdown").rename(columns={"grp": breakdown})
 
 
 def queries() -> dict[str, str]:
@@ -131,23 +128,24 @@ def queries() -> dict[str, str]:
     }
 
 
-def _run(store: Store, name: str, params: dict[str, object]) -> duckdb.DuckDBPyRelation:
-    """The rows of the generated query ``name`` of :func:`queries`, composed with the queries of
-    ``breakdowns.sql`` it reads."""
-    sql = sqlfiles.render("breakdowns", name, params, pretty=False, text=queries()[name])
-    return store.con.sql(sql)
+def _run(engine: Engine, name: str, params: dict[str, object], breakdown: str | None, order: str
+         ) -> pd.DataFrame:
+    """The rows of the generated query ``name`` of :func:`queries` (of ``breakdown`` only, when given),
+    composed with the queries of ``breakdowns.sql`` it reads, sorted by ``order``."""
+    where = "" if breakdown is None else f"breakdown = '{breakdown}'"
+    return engine.frame("breakdowns", name, params, where=where, order=order, text=queries()[name])
 
 
-def flat_by_level(store: Store, options: Options | None = None) -> pd.DataFrame:
+def flat_by_level(source: Store | Engine, options: Options | None = None) -> pd.DataFrame:
     """Flat precision, recall and F-beta of the labels at each depth, taken as given (no ancestors added):
     micro pools ``TP, FP, FN`` over the classes of the level, macro averages the per-class values. Returns
     ``system, level, average, support, precision, recall, f1``."""
     params = _set_based.sql_params(options or Options())
-    rel = _run(store, "flat_level_summary", {"zero_division": params["zero_division"], "beta": params["beta"]})
-    return rel.order("system, level, average DESC").df()
+    return _run(as_engine(source), "flat_level_summary", {"zero_division": params["zero_division"],
+                                                          "beta": params["beta"]}, None, "system, level, average DESC")
 
 
-def by_class(store: Store, options: Options | None = None, labels: list[str] | None = None) -> pd.DataFrame:
+def by_class(source: Store | Engine, options: Options | None = None, labels: list[str] | None = None) -> pd.DataFrame:
     """Per-class hierarchical precision, recall and F-beta with support: class ``c`` is predicted for
     instance ``i`` when ``c ∈ Ŷaug_i`` and true when ``c ∈ Yaug_i``;
     ``P_c = TP_c / (TP_c + FP_c)``, ``R_c = TP_c / (TP_c + FN_c)``, support = ``TP_c + FN_c``: the per-class
@@ -157,16 +155,15 @@ def by_class(store: Store, options: Options | None = None, labels: list[str] | N
     position); ``labels`` picks and orders them (a class no set holds gets support 0 and zero-division values).
     Returns ``system, label, depth, tp, fp, fn, precision, recall, f1, support``.
     """
-    return _classes(store, options or Options(), labels)[0]
+    return _classes(as_engine(source), options or Options(), labels)[0]
 
 
-def _classes(store: Store, options: Options, labels: list[str] | None, averages: tuple[str, ...] = ()
+def _classes(engine: Engine, options: Options, labels: list[str] | None, averages: tuple[str, ...] = ()
              ) -> tuple[pd.DataFrame, dict[tuple[str, str, str], float]]:
     """:func:`by_class`'s frame and, from the same run of the set-based plan, its summary values of hP, hR, hF
     with ``averages``: ``{(system, average, metric): value}``."""
     import pandas as pd
 
-    from ..engines import DuckDBEngine
     from ..plan import class_micro_sql, class_report_sql, summary_sql
 
     options = _with_labels(options, labels)
@@ -176,9 +173,9 @@ def _classes(store: Store, options: Options, labels: list[str] | None, averages:
     if averages:
         queries["_class_averages"] = summary_sql(_set_based.PLAN, ratios, averages, True,
                                                  fixed_classes=labels is not None)
-    rows = DuckDBEngine(store).run_queries(_set_based.PLAN, ratios, options, queries)
+    rows = engine.run_queries(_set_based.PLAN, ratios, options, queries)
     frame = pd.DataFrame(rows["_class_report"], columns=["system", "label", "tp", "fp", "fn", "tn", "support", *ratios])
-    nodes = store.con.execute("SELECT label, depth, position FROM nodes").df()
+    nodes = engine.arrow(f"SELECT label, depth, position FROM {engine.quoted(engine.table('nodes'))}").to_pandas()
     frame = frame.merge(nodes, on="label").rename(columns=dict(zip(ratios, ("precision", "recall", "f1"),
                                                                    strict=True)))
     if labels is None:
@@ -217,7 +214,7 @@ class ClassificationReport:
         return self.frame.to_html(index=False, na_rep="", float_format=lambda x: f"{x:.4f}")
 
 
-def report(store: Store, options: Options | None = None, labels: list[str] | None = None,
+def report(source: Store | Engine, options: Options | None = None, labels: list[str] | None = None,
            digits: int = 2) -> ClassificationReport:
     """The classification report of every system of ``store`` (see :func:`classification_report`): the
     per-class rows of :func:`by_class`, then ``micro avg`` (the pooled counts of the listed classes),
@@ -225,11 +222,11 @@ def report(store: Store, options: Options | None = None, labels: list[str] | Non
     (``samples``, over the whole augmented sets)."""
     import pandas as pd
 
-    options = options or Options()
+    options, engine = options or Options(), as_engine(source)
     names = {"label_macro": "macro avg", "weighted": "weighted avg", "samples": "samples avg"}
-    classes, values = _classes(store, options, labels, tuple(names))
-    parts, texts = [], []
-    for system in store.systems():
+    classes, values = _classes(engine, options, labels, tuple(names))
+    parts, texts, systems = [], [], engine.systems()
+    for system in systems:
         mine = classes[classes["system"] == system]
         tp, fp, fn = (int(mine[c].sum()) for c in ("tp", "fp", "fn"))
         rows = [(name, *(values[system, average, metric] for metric in MEASURES[:3]))
@@ -240,7 +237,7 @@ def report(store: Store, options: Options | None = None, labels: list[str] | Non
         table = pd.concat([mine.astype({"depth": "Int64"}), averages.astype({"depth": "Int64"})],
                           ignore_index=True)
         parts.append(table)
-        texts.append(_text(system, table, digits, len(store.systems()) > 1))
+        texts.append(_text(system, table, digits, len(systems) > 1))
     frame = pd.concat(parts, ignore_index=True) if parts else classes
     return ClassificationReport(frame, "\n".join(texts))
 

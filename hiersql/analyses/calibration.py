@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..measures import as_engine
+
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..engines import Engine
     from ..inputs.store import Store
 
 STRATEGIES = ("uniform", "quantile")
@@ -33,27 +36,29 @@ def _params(n_bins: int) -> dict[str, object]:
     return {"n_bins": int(n_bins), "eps": EPS}
 
 
-def scored_systems(store: Store) -> dict[str, int]:
+def scored_systems(source: Store | Engine) -> dict[str, int]:
     """``{system: number of its scores outside [0, 1]}`` for the systems with at least one scored prediction
     (calibration needs probabilities: a system with scores outside [0, 1] has none)."""
-    return dict(store.con.execute(
-        "SELECT system, count(*) FILTER (WHERE score < 0 OR score > 1) FROM predictions WHERE score IS NOT NULL"
-        " GROUP BY system ORDER BY system").fetchall())
+    engine = as_engine(source)
+    return dict(sorted(engine.execute(
+        "SELECT system, sum(CASE WHEN score < 0 OR score > 1 THEN 1 ELSE 0 END) FROM"
+        f" {engine.quoted(engine.table('predictions'))} WHERE score IS NOT NULL GROUP BY system")))
 
 
-def calibration_by_level(store: Store, n_bins: int = 10) -> pd.DataFrame:
+def calibration_by_level(source: Store | Engine, n_bins: int = 10) -> pd.DataFrame:
     """Per (system, level): ``n`` scored pairs, ``brier``, ``log_loss``, ``ece_uniform`` (equal-width bins)
     and ``ece_quantile`` (equal-mass bins), ``n_bins`` bins; level 0 pools every level."""
-    return store.run("calibration", "calibration_summary", _params(n_bins)).order("system, level").df()
+    return as_engine(source).frame("calibration", "calibration_summary", _params(n_bins), order="system, level")
 
 
-def reliability(store: Store, n_bins: int = 10, strategy: str = "uniform") -> pd.DataFrame:
+def reliability(source: Store | Engine, n_bins: int = 10, strategy: str = "uniform") -> pd.DataFrame:
     """Reliability diagram data per (system, level): for each non-empty bin, ``n``, ``mean_score`` and
     ``fraction_positive`` (scikit-learn's ``calibration_curve`` gives the last two)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    rel = store.run("calibration", "reliability", _params(n_bins))
-    return rel.filter(f"strategy = '{strategy}'").order("system, level, bin").df().drop(columns="strategy")
+    frame = as_engine(source).frame("calibration", "reliability", _params(n_bins), where=f"strategy = '{strategy}'",
+                                    order="system, level, bin")
+    return frame.drop(columns="strategy")
 
 
 def plot_reliability(frame: pd.DataFrame, ax: Any = None, title: str | None = None) -> Any:

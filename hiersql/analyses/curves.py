@@ -21,9 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..measures import as_engine
+
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..engines import Engine
     from ..inputs.store import Store
     from ..inputs.taxonomy import Taxonomy
 
@@ -75,30 +78,29 @@ def read_transposon_scores(path: str, conditional: bool = True) -> pd.DataFrame:
     return score_columns(read_scores(path), TRANSPOSON_COLUMNS, transposon_taxonomy(), conditional)
 
 
-def pr_curve(store: Store, per_class: bool = False) -> pd.DataFrame:
+def pr_curve(source: Store | Engine, per_class: bool = False) -> pd.DataFrame:
     """The pooled hierarchical precision-recall curve of every system (``system, threshold, precision,
     recall, tp, fp``, thresholds decreasing); with ``per_class`` the curve of every class with a positive
     instead (a ``label`` column)."""
-    rel = store.run("curves", "pr_curve")
-    rel = rel.filter("label <> ''" if per_class else "label = ''")
-    frame = rel.order("system, label, threshold DESC").df()
+    frame = as_engine(source).frame("curves", "pr_curve", where="label <> ''" if per_class else "label = ''",
+                                    order="system, label, threshold DESC")
     return frame if per_class else frame.drop(columns="label")
 
 
-def average_precision(store: Store, average: str | None = "micro", rule: str = "step") -> pd.DataFrame:
+def average_precision(source: Store | Engine, average: str | None = "micro", rule: str = "step") -> pd.DataFrame:
     """Area under the hierarchical precision-recall curves: ``system, value`` (``average="micro"``: the
     pooled curve; ``"macro"``: the mean over the classes with a positive) or ``system, label, value`` per
     class (``average=None``). ``rule="step"`` (default) is average precision
     ``Σ_k (R_k − R_{k−1}) P_k`` (scikit-learn's ``average_precision_score``); ``"trapezoid"`` interpolates
     linearly from ``(0, 1)`` (``sklearn.metrics.auc``), which overestimates the area (Davis & Goadrich 2006).
     """
-    return summarise_areas(areas(store), average, rule)
+    return summarise_areas(areas(source), average, rule)
 
 
-def areas(store: Store) -> pd.DataFrame:
+def areas(source: Store | Engine) -> pd.DataFrame:
     """Both areas of every curve: ``system, label, average_precision, auprc_trapezoid`` (label ``""``: the
     pooled curve), from one run of ``curves.sql``."""
-    return store.run("curves", "pr_area").order("system, label").df()
+    return as_engine(source).frame("curves", "pr_area", order="system, label")
 
 
 def summarise_areas(frame: pd.DataFrame, average: str | None = "micro", rule: str = "step") -> pd.DataFrame:
@@ -118,13 +120,13 @@ def summarise_areas(frame: pd.DataFrame, average: str | None = "micro", rule: st
     return classes.groupby("system", as_index=False)["value"].mean()
 
 
-def precision_at_recall(store: Store, recall: float, per_class: bool = False) -> pd.DataFrame:
+def precision_at_recall(source: Store | Engine, recall: float, per_class: bool = False) -> pd.DataFrame:
     """The highest precision of a threshold whose recall is at least ``recall`` (NaN when none reaches it):
     ``system, precision`` on the pooled curve, or ``system, label, precision`` per class."""
     if not 0.0 <= recall <= 1.0:
         raise ValueError(f"recall must be in [0, 1], got {recall!r}")
-    rel = store.run("curves", "precision_at_recall", {"recall": float(recall)})
-    frame = rel.filter("label <> ''" if per_class else "label = ''").order("system, label").df()
+    frame = as_engine(source).frame("curves", "precision_at_recall", {"recall": float(recall)},
+                                    where="label <> ''" if per_class else "label = ''", order="system, label")
     return frame if per_class else frame.drop(columns="label")
 
 

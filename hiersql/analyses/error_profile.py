@@ -16,64 +16,69 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..measures import as_engine
+
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..engines import Engine
     from ..inputs.store import Store
 
 CATEGORIES = ("exact", "ancestor", "descendant", "sibling", "same_branch", "cross_branch", "spurious", "missed")
 
 
-def predicted_profile(store: Store) -> pd.DataFrame:
+def predicted_profile(source: Store | Engine) -> pd.DataFrame:
     """Per predicted label (``system, instance_id, label, depth``): its ``category``, the ``distance`` to the
     nearest true label of its instance and ``lca_depth``, the depth of its deepest common ancestor with a true
     label (both NA for a spurious label)."""
-    return store.run("error_profile", "predicted_profile").order("system, instance_id, label").df()
+    return as_engine(source).frame("error_profile", "predicted_profile", order="system, instance_id, label")
 
 
-def missed_labels(store: Store) -> pd.DataFrame:
+def missed_labels(source: Store | Engine) -> pd.DataFrame:
     """The true labels no predicted label reaches (``u ∉ An(P) ∪ P``): ``system, instance_id, label, depth``."""
-    return store.run("error_profile", "missed_labels").order("system, instance_id, label").df()
+    return as_engine(source).frame("error_profile", "missed_labels", order="system, instance_id, label")
 
 
-def error_categories(store: Store) -> pd.DataFrame:
+def error_categories(source: Store | Engine) -> pd.DataFrame:
     """``system, category, n, share`` for the categories of :data:`CATEGORIES` (share of the predicted labels;
     for ``missed``, of the true labels); a category with no label has ``n = 0``."""
     import pandas as pd
 
-    found = store.run("error_profile", "error_categories").df()
-    grid = pd.DataFrame([(s, c) for s in store.systems() for c in CATEGORIES], columns=["system", "category"])
+    engine = as_engine(source)
+    found = engine.frame("error_profile", "error_categories")
+    grid = pd.DataFrame([(s, c) for s in engine.systems() for c in CATEGORIES], columns=["system", "category"])
     out = grid.merge(found, on=["system", "category"], how="left").fillna({"n": 0, "share": 0.0})
     return out.astype({"n": "int64"})
 
 
-def distance_statistics(store: Store) -> pd.DataFrame:
+def distance_statistics(source: Store | Engine) -> pd.DataFrame:
     """Per system: ``n_labels`` (predicted labels of instances with a truth), the ``mean_distance``,
     ``median_distance`` and ``max_distance`` from each to its nearest true label, ``macro_mean_distance`` (the
     mean over predicted classes of the class's mean distance) and ``mean_lca_depth``."""
-    return store.run("error_profile", "distance_statistics").order("system").df()
+    return as_engine(source).frame("error_profile", "distance_statistics", order="system")
 
 
-def distance_histogram(store: Store, kind: str = "distance") -> pd.DataFrame:
+def distance_histogram(source: Store | Engine, kind: str = "distance") -> pd.DataFrame:
     """``system, value, n``: how many predicted labels lie at each nearest-true ``distance``
     (``kind="distance"``) or have their deepest LCA with a true label at each depth (``kind="lca_depth"``)."""
     if kind not in ("distance", "lca_depth"):
         raise ValueError(f"kind must be 'distance' or 'lca_depth', got {kind!r}")
-    rel = store.run("error_profile", "distance_histogram")
-    return rel.filter(f"kind = '{kind}'").order("system, value").df().drop(columns="kind")
+    frame = as_engine(source).frame("error_profile", "distance_histogram", where=f"kind = '{kind}'",
+                                    order="system, value")
+    return frame.drop(columns="kind")
 
 
-def class_distances(store: Store) -> pd.DataFrame:
+def class_distances(source: Store | Engine) -> pd.DataFrame:
     """Per (system, predicted class): ``n`` labels and their ``mean_distance`` to the nearest true label."""
-    return store.run("error_profile", "class_distances").order("system, label").df()
+    return as_engine(source).frame("error_profile", "class_distances", order="system, label")
 
 
-def path_consistency(store: Store) -> pd.DataFrame:
+def path_consistency(source: Store | Engine) -> pd.DataFrame:
     """Per system: ``n_sets`` non-empty predicted sets, ``n_inconsistent`` of them not closed under ancestors
     (a label without one of its non-root ancestors), and ``inconsistency_rate = n_inconsistent / n_sets``."""
-    return store.run("error_profile", "path_consistency").order("system").df()
+    return as_engine(source).frame("error_profile", "path_consistency", order="system")
 
 
-def path_consistency_instance(store: Store) -> pd.DataFrame:
+def path_consistency_instance(source: Store | Engine) -> pd.DataFrame:
     """Per non-empty predicted set: ``n_labels``, ``n_missing_ancestors`` and ``consistent``."""
-    return store.run("error_profile", "consistency_instance").order("system, instance_id").df()
+    return as_engine(source).frame("error_profile", "consistency_instance", order="system, instance_id")

@@ -4,9 +4,10 @@ classification report); and the error profile (docs/breakdowns.md)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from ..options import add_flags, declared
-from .common import add_input_arguments, load_store
+from ..options import RUN_OPTIONS, STORE_OPTIONS, add_flags, declared
+from .common import add_input_arguments, engine_of, load_store
 
 # the measure options the breakdowns read (declared once in hiersql.options, as evaluate's)
 MEASURE_OPTIONS = ("include_root", "max_distance", "augment", "beta", "zero_division", "severity_distance")
@@ -33,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--digits", type=int, default=2, help="decimals of the text report (default 2)")
     p.add_argument("--bins", type=int, default=10, help="calibration bins (default 10)")
     add_flags(p.add_argument_group("measure options"), declared(*MEASURE_OPTIONS))
+    add_flags(p.add_argument_group("run options"), [o for o in RUN_OPTIONS if o.name not in STORE_OPTIONS])
     p.add_argument("--html", metavar="FILE.html", help="with --by calibration: also write the reliability "
                    "diagrams per level, each with its ECE, and the table to a self-contained page")
     p.set_defaults(func=run)
@@ -41,9 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..analyses import breakdowns, calibration, curves, error_profile
     from ..errors import InputError
-    from ..measures.severity import histogram as severity_histogram
     from ..options import Options, from_args
 
     options = from_args(Options, args)  # a bad value names its flag, as evaluate's
@@ -55,24 +55,11 @@ def run(args: argparse.Namespace) -> int:
         _check_html(args)
     store = load_store(args)
     try:
-        if args.by in ("auprc", "calibration") and not calibration.scored_systems(store):
-            raise InputError(f"--by {args.by} needs scored predictions (instance_id, label, score rows); the"
-                             " predictions have no score", "--pred", value=",".join(args.pred))
+        with engine_of(args, store) as engine:
+            frame = _frame(args, engine or store, options)
         if args.by == "class" and args.format == "table":
-            sys.stdout.write(breakdowns.report(store, options, digits=args.digits).text)
+            sys.stdout.write(frame)
             return 0
-        frame = {
-            "level": lambda: breakdowns.by_level(store, options),
-            "depth": lambda: breakdowns.by_depth(store, options),
-            "class": lambda: breakdowns.report(store, options).frame,
-            "flat-level": lambda: breakdowns.flat_by_level(store, options),
-            "errors": lambda: error_profile.error_categories(store),
-            "distances": lambda: error_profile.distance_statistics(store),
-            "consistency": lambda: error_profile.path_consistency(store),
-            "auprc": lambda: _areas(curves, store),
-            "calibration": lambda: calibration.calibration_by_level(store, args.bins),
-            "severity": lambda: severity_histogram(store, options),
-        }[args.by]()
         if args.html:
             from ..analyses.report import calibration_section, html_page
             from .common import write_page
@@ -86,6 +73,32 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(frame.to_string(index=False) + "\n")
     return 0
+
+
+def _frame(args: argparse.Namespace, source: Any, options: Any) -> Any:
+    """What ``--by`` names, computed by ``source`` (the engine of ``--engine``, or the store's DuckDB): a frame,
+    or the text of the classification report (``--by class --format table``)."""
+    from ..analyses import breakdowns, calibration, curves, error_profile
+    from ..errors import InputError
+    from ..measures.severity import histogram as severity_histogram
+
+    if args.by in ("auprc", "calibration") and not calibration.scored_systems(source):
+        raise InputError(f"--by {args.by} needs scored predictions (instance_id, label, score rows); the"
+                         " predictions have no score", "--pred", value=",".join(args.pred))
+    if args.by == "class" and args.format == "table":
+        return breakdowns.report(source, options, digits=args.digits).text
+    return {
+        "level": lambda: breakdowns.by_level(source, options),
+        "depth": lambda: breakdowns.by_depth(source, options),
+        "class": lambda: breakdowns.report(source, options).frame,
+        "flat-level": lambda: breakdowns.flat_by_level(source, options),
+        "errors": lambda: error_profile.error_categories(source),
+        "distances": lambda: error_profile.distance_statistics(source),
+        "consistency": lambda: error_profile.path_consistency(source),
+        "auprc": lambda: _areas(curves, source),
+        "calibration": lambda: calibration.calibration_by_level(source, args.bins),
+        "severity": lambda: severity_histogram(source, options),
+    }[args.by]()
 
 
 def _check_html(args: argparse.Namespace) -> None:
@@ -105,9 +118,9 @@ def _check_html(args: argparse.Namespace) -> None:
     check_page_target(args.html, "--html")
 
 
-def _areas(curves, store):
+def _areas(curves: Any, source: Any) -> Any:
     """Per system: average precision (step rule) micro and macro, and the trapezoid area of the pooled curve."""
-    areas = curves.areas(store)
+    areas = curves.areas(source)
     frame = curves.summarise_areas(areas).rename(columns={"value": "average_precision_micro"})
     for column, kwargs in (("average_precision_macro", {"average": "macro"}),
                            ("auprc_trapezoid_micro", {"rule": "trapezoid"})):

@@ -15,6 +15,7 @@ from .compile import _tree, render
 from .dialect import dialect as dialect_of
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
     from ..inputs.store import Store
@@ -149,6 +150,25 @@ class Engine:
         it: a plan's last query, whose rows the runner returns."""
         self.stage(file, query, params, done, text)
         return self.execute(f"SELECT * FROM {query}")
+
+    def frame(self, file: str, query: str, params: Mapping[str, object] | None = None, *, where: str = "",
+              order: str = "", text: str | None = None) -> pd.DataFrame:
+        """The rows of query ``query`` of ``sql/<file>.sql`` (or of the query ``text`` reading that file's
+        queries), made as :meth:`stage` makes it, kept where ``where`` holds (SQL written by the library, never
+        input), as a pandas frame sorted by ``order`` (``"system, level DESC"``): how the analyses read a query
+        on any engine. The sort is pandas' (code-point order of strings, missing values last), not the
+        engine's, whose collation may differ (a PostgreSQL server's locale)."""
+        self.stage(file, query, dict(params or {}), set(), text)
+        frame = self.arrow(f"SELECT * FROM {query}" + (f" WHERE {where}" if where else "")).to_pandas()
+        if not order:
+            return frame
+        keys = [part.split() for part in order.split(",")]
+        return frame.sort_values([k[0] for k in keys], ascending=[k[-1].upper() != "DESC" for k in keys],
+                                 kind="stable").reset_index(drop=True)
+
+    def systems(self) -> list[str]:
+        """The systems of the engine's ``systems`` table, in code-point order."""
+        return sorted(row[0] for row in self.execute(f"SELECT system FROM {self.quoted(self.table('systems'))}"))
 
     # -- plans
     def run_plans(self, runs: Sequence[tuple[FamilyPlan, Sequence[str]]], options: Options,

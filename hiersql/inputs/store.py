@@ -45,10 +45,6 @@ from .taxonomy import Taxonomy, as_taxonomy
 if TYPE_CHECKING:
     import duckdb
 
-# SQL files whose intermediate queries nobody reads after Store.run: run as one composed query, which lets
-# DuckDB pipeline them instead of writing each to a temp table (benchmarks/RESULTS.md, "Foundation, after
-# composing the set-based queries").
-COMPOSED = frozenset({"set_based"})
 # The steps of Store.load, as its on_step hook names them.
 LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
 
@@ -337,26 +333,6 @@ class Store:
             )
 
     # ------------------------------------------------------------------ queries
-    def run(
-        self, file: str, name: str | None = None, params: dict[str, object] | None = None
-    ) -> duckdb.DuckDBPyRelation:
-        """Run query ``name`` of ``sql/<file>.sql``; queries it reads are first materialised as temp tables
-        named after them, except for the files of :data:`COMPOSED`, whose queries are run as one query with
-        the queries it reads as common table expressions. DuckDB variants of queries
-        (``-- name: NAME (duckdb)``, :func:`hiersql.sqlfiles.queries`) replace the portable ones. Returns the
-        result as a DuckDB relation."""
-        queries = sqlfiles.queries(file, "duckdb")
-        name = name or list(queries)[-1]
-        params = params or {}
-        if file in COMPOSED:
-            sql = sqlfiles.composed(file, name, "duckdb")
-        else:
-            sql = queries[name]
-            for dep in sqlfiles.dependencies(file, name, "duckdb"):
-                temp_table(self.con, dep, queries[dep], sqlfiles.bind(queries[dep], params))
-        temp_table(self.con, f"_{name}_result", sql, sqlfiles.bind(sql, params))
-        return self.con.table(f"_{name}_result")
-
     def transaction(self) -> _Transaction:
         """``with store.transaction(): ...`` commits on success and rolls back on any error."""
         return _Transaction(self.con)

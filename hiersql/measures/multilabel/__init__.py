@@ -21,47 +21,51 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .. import as_engine
 from ..flat import LabelSets, label_set_store
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ...engines import Engine
     from ...inputs.store import Store
 
 EMPTY = "∅"
 KINDS = ("raw", "recall", "precision")
 
 
-def _params(store: Store, depth: int | None, zero_division: float) -> dict[str, object]:
+def _frame(source: Store | Engine, query: str, depth: int | None, zero_division: float, order: str
+           ) -> pd.DataFrame:
+    """The rows of query ``query`` of ``multilabel.sql``, sorted by ``order``."""
     if depth is not None and depth < 0:
         raise ValueError("depth must be >= 0")
-    if store.con.execute("SELECT count(*) FROM nodes WHERE label = $e", {"e": EMPTY}).fetchall()[0][0]:
+    engine = as_engine(source)
+    if EMPTY in engine.taxonomy().nodes:
         raise ValueError(f"the taxonomy has a node named {EMPTY!r}, the name of the empty-set row/column")
-    return {"empty": EMPTY, "depth": depth, "zero_division": float(zero_division)}
+    params = {"empty": EMPTY, "depth": depth, "zero_division": float(zero_division)}
+    return engine.frame("multilabel", query, params, order=order)
 
 
-def confusion_long(store: Store, *, depth: int | None = None, zero_division: float = 0.0) -> pd.DataFrame:
+def confusion_long(source: Store | Engine, *, depth: int | None = None, zero_division: float = 0.0) -> pd.DataFrame:
     """The non-zero cells of every system's matrix: columns ``system, true_label, pred_label, value`` (raw
     matrix M), ``recall`` (cell / row sum) and ``precision`` (cell / column sum).
 
     Parameters
     ----------
-    store:
-        A store with a taxonomy, the truth and one or more systems.
+    source:
+        A store with a taxonomy, the truth and one or more systems, or an engine holding them.
     depth:
         Replace every label by its ancestors at this depth first (labels shallower than ``depth`` stay).
     zero_division:
         Value of 0/0 ratios.
     """
-    rel = store.run("multilabel", "ml_normalized", _params(store, depth, zero_division))
-    return rel.order("system, true_label, pred_label").df()
+    return _frame(source, "ml_normalized", depth, zero_division, "system, true_label, pred_label")
 
 
-def class_scores(store: Store, *, depth: int | None = None, zero_division: float = 0.0) -> pd.DataFrame:
+def class_scores(source: Store | Engine, *, depth: int | None = None, zero_division: float = 0.0) -> pd.DataFrame:
     """Per (system, label of a row or column): ``row_total, column_total, diagonal`` and the per-class
     ``precision`` (diagonal / column sum) and ``recall`` (diagonal / row sum) of Krstinić Table 5."""
-    rel = store.run("multilabel", "ml_class", _params(store, depth, zero_division))
-    return rel.order("system, label").df()
+    return _frame(source, "ml_class", depth, zero_division, "system, label")
 
 
 def label_order(store: Store, labels: Iterable[str]) -> list[str]:

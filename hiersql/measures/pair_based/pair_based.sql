@@ -32,8 +32,7 @@ FROM (
 JOIN nodes AS n ON n.position = m.descendant
 
 -- name: pair_distances_of
--- (system, instance_id, u, v, distance) for every row of label_pairs. Store.run materialises the query
--- label_pairs above; to measure other pairs, execute this query's text (sqlfiles.queries("pair_based")) with
+-- (system, instance_id, u, v, distance) for every row of label_pairs, the query label_pairs above; to measure other pairs, execute this query's text (sqlfiles.queries("pair_based")) with
 -- your own table or view label_pairs(system, instance_id, u, v).
 SELECT l.system, l.instance_id, l.u, l.v, pd.distance
 FROM label_pairs AS l

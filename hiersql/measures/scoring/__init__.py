@@ -126,9 +126,10 @@ def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
 def flat(store: Store) -> list[Row]:
     """The paper's flat rows: macro and micro precision, recall and F1 over the classes seen in the truth or
     the predictions, plus a "none" class when there are detection errors; 0/0 counts as 1 (SPEC §8)."""
-    _check(DuckDBEngine(store), UNWEIGHTED, Options())
-    rel = store.run("scoring", "scoring_flat")
-    return [Row(*r) for r in rel.order("system, metric, average").fetchall()]
+    engine = DuckDBEngine(store)
+    _check(engine, UNWEIGHTED, Options())
+    frame = engine.frame("scoring", "scoring_flat", order="system, metric, average")
+    return [Row(*r) for r in frame.itertuples(index=False, name=None)]
 
 
 class StrategyRow(NamedTuple):
