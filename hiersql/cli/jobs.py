@@ -278,8 +278,8 @@ def _on_failure(args: argparse.Namespace, spec, queue: str, exc: BaseException) 
     if not command:
         return
     from ..errors import display
+    from ..jobs.evaluation import exit_status, message
     from ..jobs.hooks import on_failure
-    from ..jobs.runner import exit_status, message
 
     summary = getattr(exc, "summary", None)
     job = spec.name if spec is not None else ",".join(args.job or [])
@@ -301,7 +301,8 @@ def _schedule(args: argparse.Namespace) -> int:
     import sys
 
     from ..errors import query_interrupted
-    from ..jobs.runner import RunsFailed, exit_status, message
+    from ..jobs.evaluation import exit_status, message
+    from ..jobs.runner import RunsFailed
     from ..jobs.schedule import check_cron, schedule, waiting
     from ..jobs.spec import load_spec
 

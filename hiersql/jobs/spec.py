@@ -29,7 +29,7 @@ DEFAULT_METRICS = ("hp", "hr", "hf")
 # key: the TOML types it may have, as named in messages
 TOP_KEYS = {"name": "a string", "queue": "a string", "metrics": "a list of strings", "options": "a table",
             "format": "a string", "unknown": "a string", "results": "a string", "on_failure": "a string",
-            "dataset": "an array of tables ([[dataset]])"}
+            "run": "a table", "dataset": "an array of tables ([[dataset]])"}
 DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
                 "predictions": "a string or a list of strings", "format": "a string", "unknown": "a string",
                 "metrics": "a list of strings", "options": "a table"}
@@ -74,6 +74,7 @@ class Spec:
     queue_line: int | None = None
     results: str | None = None  # the results target (hiersql.jobs.targets), its paths absolute
     on_failure: str | None = None  # the shell command run when units fail (hiersql.jobs.hooks)
+    run: dict[str, Any] | None = None  # the [run] table: the engine the units compute in (hiersql.options.RunOptions)
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ def load_spec(path: str | Path) -> Spec:
         where = f"{path}:{lines.find(None, 'results')}"
         results = parse_target(doc["results"], where, base)
         check_target(results, where)
+    run = _check_run(doc["run"], lambda m, k, v: fail(m, None, k, v)) if "run" in doc else None
     out = []
     names: set[str] = set()
     checked_options: dict[str, Any] = {}
@@ -235,7 +237,7 @@ def load_spec(path: str | Path) -> Spec:
     if doc.get("format", "long") != "long" and not top_format_read:
         raise fail(_FORMAT_UNUSED, None, "format", doc["format"])
     return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out),
-                lines.find(None, "queue") if "queue" in doc else None, results, doc.get("on_failure"))
+                lines.find(None, "queue") if "queue" in doc else None, results, doc.get("on_failure"), run)
 
 
 _FORMAT_UNUSED = ("names the format of label text files (and of a wide CSV file), and every label source it applies"
@@ -288,6 +290,31 @@ def _check_metrics(metrics: list[str], fail) -> None:
         resolve(metrics)
     except InputError as exc:
         raise fail(exc.message, exc.value) from None
+
+
+def run_keys() -> tuple[str, ...]:
+    """The keys of the ``[run]`` table: the run options that choose the engine (``engine``, ``postgres_url``,
+    ``spark_master``, ...; :data:`hiersql.options.RUN_OPTIONS` but the store's memory and threads, which the
+    workers' own flags give)."""
+    from ..options import RUN_OPTIONS, STORE_OPTIONS
+
+    return tuple(o.name for o in RUN_OPTIONS if o.name not in STORE_OPTIONS)
+
+
+def _check_run(run: dict[str, Any], fail) -> dict[str, Any]:
+    """The ``[run]`` table through :class:`~hiersql.options.RunOptions` (known keys, values each option's check
+    accepts, options of another engine refused); returned as given (the workers build their engine from it)."""
+    from ..options import OptionError, RunOptions
+
+    for key in run:
+        if key not in run_keys():
+            raise fail(f"unknown key in [run] (known: {', '.join(run_keys())})", key, key)
+    try:
+        RunOptions(**run)
+    except OptionError as exc:
+        raise fail(f"bad [run] value ({exc.option} {exc.rule})", exc.option if exc.option in run else None,
+                   exc.value) from None
+    return dict(run)
 
 
 def _check_options(metrics: list[str], options: dict[str, Any], fail) -> None:
@@ -541,6 +568,8 @@ def units(spec: Spec) -> list[Unit]:
                     "hashes": {"taxonomy": shared["taxonomy"], "truth": shared["truth"], "prediction": prediction}}
             if spec.results:  # where its rows go too (no part of its key: the values do not depend on it)
                 work["results"] = spec.results
+            if spec.run:  # the engine it computes in (no part of its key: every engine gives the same values)
+                work["run"] = spec.run
             # a system of a table with a system column: the digest of its rows (its file holds other systems)
             out.append(Unit(ds.name, system, unit_key(shared, system, ds.row_digests.get(system, prediction)), group,
                             work))
