@@ -18,6 +18,10 @@ written in DuckDB's syntax like every query and transpiled by sqlglot); ``(duckd
 ``render(..., variant="spark")`` for Spark). Tests check that
 both give the same rows.
 
+What a query reads is what sqlglot's scope analysis finds in its tree (:func:`reads`): a table of one of its
+scopes, not its own common table expression, a column or a string that spells a name. The answers for the
+files' own queries are kept in ``reads.json`` (:data:`READS_FILE`), so that a plain run need not parse them.
+
 A variant may keep the portable computation for some parameters in a branch switched off by a parameter
 (``UNION ALL SELECT ... FROM set_pair_counts WHERE $augment = 'cesa_bianchi'``): given ``params``,
 :func:`dependencies` leaves out the queries read only by such a dead branch, so that a runner that materialises
@@ -109,35 +113,93 @@ def bind(sql: str, params: dict[str, object]) -> dict[str, object]:
 
 
 def dependencies(file: str, name: str, variant: str | None = None, text: str | None = None,
-                 params: Mapping[str, object] | None = None) -> list[str]:
-    """Other queries of the same file that ``name`` reads, in file order (recursively); a name mentioned in a
-    ``--`` comment is not a read. ``variant`` as in :func:`queries`; ``text`` is the query's text when it is
-    not one of the file's (a generated summary). With ``params``, a query read only in a ``SELECT`` whose
-    ``WHERE`` is false once those parameters are set (a branch switched off) is not a read."""
+                 params: Mapping[str, object] | None = None, skip: frozenset[str] | set[str] = frozenset()
+                 ) -> list[str]:
+    """Other queries of the same file that ``name`` reads, in file order (recursively), as sqlglot's tree of
+    each query has them (:func:`reads`). ``variant`` as in :func:`queries`; ``text`` is the query's text when
+    it is not one of the file's (a generated summary). With ``params``, a query read only in a ``SELECT`` whose
+    ``WHERE`` is false once those parameters are set (a branch switched off) is not a read. A query in
+    ``skip`` (a table already made) is a table: neither it nor what it reads is a dependency."""
     all_queries = queries(file, variant)
-    code = {q: without_comments(body) for q, body in all_queries.items()}
-    if text is not None:
-        code[name] = without_comments(text)
     found: list[str] = []
 
-    def reads(query: str, other: str) -> bool:
-        if not re.search(rf"\b{other}\b", code[query]):
-            return False
-        if params is None:
-            return True
+    def direct(query: str) -> set[str]:
         body = text if text is not None and query == name else all_queries[query]
-        bound = bind_known(body, params)
-        return other in _live_tables(body, tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
-                                                        for k, v in bound.items())))
+        out = set(reads(file, query, variant, body, skip))
+        if params is not None and out:
+            bound = bind_known(body, params)
+            out &= _live_tables(body, tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                                    for k, v in bound.items())))
+        return out
 
     def visit(query: str) -> None:
+        mine = direct(query)
         for other in all_queries:
-            if other != query and other not in found and reads(query, other):
+            if other in mine and other not in found:
                 visit(other)
                 found.append(other)
 
     visit(name)
     return [q for q in all_queries if q in found]
+
+
+READS_FILE = Path(__file__).with_name("reads.json")  # the tables each query of the SQL files reads
+
+
+def reads(file: str, query: str, variant: str | None = None, text: str | None = None,
+          skip: frozenset[str] | set[str] = frozenset()) -> frozenset[str]:
+    """The queries of ``<file>.sql`` but those in ``skip`` that query ``query`` (or ``text``) reads directly:
+    the unqualified tables of its sqlglot tree (:func:`read_tables`) that are queries of the file. The file's
+    own queries are looked up in :data:`READS_FILE` (a test holds it equal to sqlglot's answer), and a text
+    that names no query outside ``skip`` is not parsed: a plain DuckDB run does not import sqlglot."""
+    all_queries = queries(file, variant)
+    body = text if text is not None else all_queries[query]
+    named = {q for q in all_queries if q != query and q not in skip and q in body}  # no name, no read
+    if not named:
+        return frozenset()
+    known = _reads_file().get(_digest(body))
+    return frozenset(named & (set(known) if known is not None else read_tables(body)))
+
+
+@cache
+def read_tables(sql: str) -> frozenset[str]:
+    """The unqualified tables query ``sql`` reads, by sqlglot's scope analysis: the sources of every scope of
+    its tree that are tables, not its own common table expressions."""
+    from sqlglot import exp
+    from sqlglot.optimizer.scope import traverse_scope
+
+    return frozenset(source.name for scope in traverse_scope(_parse(sql))
+                     for source in scope.sources.values() if isinstance(source, exp.Table) and not source.db)
+
+
+def read_forms() -> dict[str, list[str]]:
+    """The contents of :data:`READS_FILE`: for every query of every SQL file (portable and variants), the digest
+    of its text → :func:`read_tables`."""
+    bodies = {body for file in _paths() for variant in (None, *sorted(variants(file)))
+              for body in queries(file, variant).values()}
+    return {_digest(body): sorted(read_tables(body)) for body in sorted(bodies)}
+
+
+def write_reads_file() -> None:
+    """Write :data:`READS_FILE` after a SQL file changed (``python -c "import hiersql.sqlfiles as s;
+    s.write_reads_file()"``; a test holds the file current)."""
+    import json
+
+    READS_FILE.write_text(json.dumps(read_forms(), indent=1) + "\n")
+    _reads_file.cache_clear()
+
+
+@cache
+def _reads_file() -> dict[str, list[str]]:
+    import json
+
+    return json.loads(READS_FILE.read_text()) if READS_FILE.exists() else {}
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def composed(file: str, name: str, variant: str | None = None, skip: frozenset[str] | set[str] = frozenset(),
@@ -147,7 +209,7 @@ def composed(file: str, name: str, variant: str | None = None, skip: frozenset[s
     run as written (DuckDB variants, native parameters), unlike :func:`render`, which parses and rewrites."""
     all_queries = queries(file, variant)
     sql = text if text is not None else all_queries[name]
-    deps = [dep for dep in dependencies(file, name, variant, text) if dep not in skip]
+    deps = dependencies(file, name, variant, text, skip=skip)
     if not deps:
         return sql
     ctes = ",\n".join(f"{dep} AS (\n{all_queries[dep]}\n)" for dep in deps)
@@ -158,8 +220,8 @@ def readers(file: str, variant: str | None = None) -> dict[str, set[str]]:
     """``{query: the queries of the same file that read it directly}`` (portable queries, or with ``variant``'s
     in their place as in :func:`queries`)."""
     all_queries = queries(file, variant)
-    code = {q: without_comments(body) for q, body in all_queries.items()}
-    return {q: {r for r in all_queries if r != q and re.search(rf"\b{q}\b", code[r])} for q in all_queries}
+    direct = {r: reads(file, r, variant) for r in all_queries}
+    return {q: {r for r in all_queries if q in direct[r]} for q in all_queries}
 
 
 def render(
@@ -187,9 +249,7 @@ def render(
     name = name or list(all_queries)[-1]
     ctes: list[exp.CTE] = []
     recursive = False
-    for dep in dependencies(file, name, variant, text=text):
-        if dep in skip:
-            continue
+    for dep in dependencies(file, name, variant, text=text, skip=skip):
         body = _parse(all_queries[dep])
         recursive |= _pop_ctes(body, ctes)
         ctes.append(exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(dep))))

@@ -87,6 +87,20 @@ def test_a_name_in_a_comment_is_not_a_dependency():
     assert sqlfiles.dependencies("set_based", "set_pairs") == ["labelled_sets", "augmented", "cesa_supported"]
 
 
+def test_reads_are_sqlglots_scopes_not_words():
+    """A query's reads are the tables of its scopes: a common table expression of its own, a column or a string
+    that spells another query's name, are not reads; ``hiersql/reads.json`` (read instead of parsing in plain
+    runs) holds sqlglot's answer for every query; after a change: ``hiersql.sqlfiles.write_reads_file()``."""
+    import json
+
+    text = ("WITH set_pairs AS (SELECT 1 AS augmented) SELECT augmented, 'labelled_sets' AS s FROM set_pairs"
+            " JOIN cesa_supported USING (augmented)")
+    assert sqlfiles.reads("set_based", "mine", text=text) == {"cesa_supported"}
+    assert sqlfiles.dependencies("set_based", "mine", text=text) == ["labelled_sets", "augmented", "cesa_supported"]
+    assert sqlfiles.dependencies("set_based", "set_counts", "duckdb", skip={"set_pairs"}) == ["set_pair_counts"]
+    assert json.loads(sqlfiles.READS_FILE.read_text()) == sqlfiles.read_forms()
+
+
 def test_duckdb_variants_replace_portable_queries_only_when_asked():
     portable, duck = sqlfiles.queries("set_based"), sqlfiles.queries("set_based", "duckdb")
     assert sqlfiles.variants("set_based") == {"duckdb", "spark"}
