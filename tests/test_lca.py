@@ -13,6 +13,7 @@ import sqlglot
 from hiersql import sqlfiles
 from hiersql.api.evaluator import make_options
 from hiersql.cli import main
+from hiersql.engines import DuckDBEngine
 from hiersql.errors import DataWarning
 from hiersql.inputs.store import Store
 from hiersql.inputs.taxonomy import Taxonomy
@@ -223,8 +224,10 @@ def test_optimal_equals_brute_force_on_random_dags():
                                 Taxonomy.from_edges(sorted(edges)))
         opts = options(include_root=True)
         params = lca._params(opts, store)
-        lca._prepare(store, params, "lca_open_instances", ("lca_open_instances",))
-        batches = lca._stage_open(store, params)
+        engine, done = DuckDBEngine(store), set()
+        for name in sqlfiles.dependencies("lca", "lca_open_instances"):
+            engine.stage("lca", name, params, done)
+        batches = lca._stage_open(engine, params, done)
         lca._rank_nodes(store.con, store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0])
         for inst in (i for b in batches for i in lca._open_instances(store, b).values()):
             optimal, fell_back = lca._optimal(inst, set())

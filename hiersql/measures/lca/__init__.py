@@ -85,22 +85,6 @@ def beyond_name(store: Store) -> str:
     return name
 
 
-def _materialise(store: Store, name: str, params: dict[str, object]) -> None:
-    """Run query ``name`` of ``lca.sql`` as it is (reading whatever tables carry the names it reads)
-    into a temp table of that name."""
-    sql = sqlfiles.queries("lca", "duckdb")[name]
-    store.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", sqlfiles.bind(sql, params))
-
-
-def _prepare(store: Store, params: dict[str, object], target: str, done: tuple[str, ...] = ()) -> list[str]:
-    """Materialise the queries of ``lca.sql`` that ``target`` reads, and ``target``, except those in
-    ``done``; returns the names materialised."""
-    names = [name for name in (*sqlfiles.dependencies("lca", target), target) if name not in done]
-    for name in names:
-        _materialise(store, name, params)
-    return names
-
-
 def _batches(con: duckdb.DuckDBPyConnection) -> list[int]:
     """The batches of ``lca_open_instances`` (all of them, or those of one partition of the step), in order."""
     return [batch for (batch,) in con.execute("SELECT DISTINCT batch FROM lca_open_instances ORDER BY batch"
@@ -140,14 +124,14 @@ def _rank_nodes(con: duckdb.DuckDBPyConnection, root: Node) -> Node:
     return con.execute("SELECT rank FROM lca_node_rank WHERE position = $r", {"r": root}).fetchall()[0][0]
 
 
-def _stage_open(store: Store, params: dict[str, object]) -> list[int]:
-    """Materialise the options, path nodes and path links of the instances with a choice, by batch; returns
-    the batches."""
+def _stage_open(engine: DuckDBEngine, params: dict[str, object], done: set[str]) -> list[int]:
+    """Stage the options, path nodes and path links of the instances with a choice, by batch; returns the
+    batches."""
     params = {**params, "batch_size": BATCH}
     for name in ("lca_multi_paths", "lca_open_instances", "lca_open_options", "lca_open_ends", "lca_open_nodes",
                  "lca_open_links"):
-        _materialise(store, name, params)
-    return _batches(store.con)
+        engine.stage("lca", name, params, done)
+    return _batches(engine.con)
 
 
 def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, set[str]]]:
@@ -156,14 +140,16 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
     params = _params(options, store)
     if options.lca_graph == "hemkit":
         return lca_hemkit.store_graph_names(store.con, params["max_distance"], params["beyond"])
-    _prepare(store, params, "lca_extended_names")
+    engine, done = DuckDBEngine(store), set()
+    for name in (*sqlfiles.dependencies("lca", "lca_extended_names"), "lca_extended_names"):
+        engine.stage("lca", name, params, done)  # each a table: the solvers read lca_instances too
     out: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"t": set(), "p": set()})
     for system, instance, side, v in store.con.execute("SELECT * FROM lca_extended_names").fetchall():
         out[(system, instance)][side].add(v)
     if options.lca_graph != "extended":
         keys = {inst: (system, instance) for inst, system, instance in store.con.execute(
             "SELECT inst, system, instance_id FROM lca_instances").fetchall()}
-        batches = _stage_open(store, params)
+        batches = _stage_open(engine, params, done)
         root = _rank_nodes(store.con, store.con.execute("SELECT position FROM nodes WHERE is_root").fetchall()[0][0])
         names = dict(store.con.execute("SELECT r.rank, n.label FROM lca_node_rank AS r JOIN nodes AS n"
                                        " USING (position)").fetchall())
