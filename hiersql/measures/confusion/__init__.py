@@ -204,12 +204,10 @@ def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -
 
 def solve_root_paths(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
     """The root paths of every label (``hcm_paths``, ``hcm_path_nodes``): DuckDB queries with lists, run on
-    the step's DuckDB connection (a taxonomy-sized input, whatever the engine)."""
-    from ... import sqlfiles
-
-    queries = sqlfiles.queries("confusion", "duckdb")
+    the step's DuckDB connection (a taxonomy-sized input, whatever the engine), which holds the tables it reads."""
+    engine, done = DuckDBEngine(con), {"hcm_labels", "edges", "nodes"}
     for name in ("hcm_paths", "hcm_path_nodes"):
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {queries[name]}")
+        engine.stage("confusion", name, params, done)
 
 
 def solve_path_cover(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
