@@ -100,17 +100,19 @@ def spark():
 # modules go first, the longest first, each to the least loaded worker, and the many short tests after them
 # are what the workers steal to finish together. A module stays whole (its module-scoped fixtures start once).
 SLOW_MODULES = {
-    "test_engines_spark.py": 330, "test_spark_remote.py": 200, "test_plans_side_by_side.py": 125,
-    "test_engines_postgres.py": 90, "test_spark_sources.py": 80, "test_sources.py": 80, "test_jobs_kill.py": 70,
+    "test_engines.py": 250, "test_engines_spark.py": 190, "test_spark_remote.py": 200,
+    "test_plans_side_by_side.py": 125,
+    "test_engines_postgres.py": 40, "test_spark_sources.py": 80, "test_sources.py": 80, "test_jobs_kill.py": 70,
     "test_spark_cli_log.py": 50, "test_dbt.py": 45, "test_macros.py": 45, "test_reproducible.py": 40,
     "test_severity.py": 35, "test_fuzz_inputs.py": 35, "test_spark_lca_open.py": 30,
     "test_spark_stages_result.py": 25, "test_pair_based_empty_root.py": 25, "test_jobs_diff.py": 25,
     "test_spark_ordered_means.py": 20, "test_sources_postgres.py": 20, "test_jobs_tables.py": 17,
-    "test_compare_engines.py": 15, "test_report_browser.py": 20, "test_breakdown_engines.py": 50,
+    "test_compare_engines.py": 15, "test_report_browser.py": 20
 }
 # Slow modules that go to one worker together: they read DuckDB's rows of every family on all of GermEval B
 # (tests/_engine_cases.germeval_b_all, ~20 s; _sources_cases.by_name_reference, as long), made once per process.
-TOGETHER = (("test_engines_spark.py", "test_engines_postgres.py", "test_sources.py", "test_sources_postgres.py"),)
+TOGETHER = (("test_engines.py", "test_engines_spark.py", "test_engines_postgres.py", "test_sources.py",
+             "test_sources_postgres.py"),)
 
 
 def _chunk_sizes(total: int, workers: int) -> list[int]:

@@ -14,18 +14,14 @@ import pytest
 from hiersql.engines import PostgresEngine
 from hiersql.measures import Options, compute
 from tests._engine_cases import (
-    ALL_FAMILIES,
     GERMEVAL_CASES,
     HAND_EXPECTED,
     OPTION_CASES,
     SET_BASED,
-    all_metrics,
     assert_dag_case,
     assert_hand_values,
     assert_rows_match,
     dag_store,
-    families_of,
-    germeval_b_all,
     germeval_store,
     hand_store,
     reference,
@@ -54,24 +50,6 @@ def test_server_is_postgres(pg):
     assert "PostgreSQL" in pg.execute("SELECT version()")[0][0]
 
 
-def test_hand_example_by_hand(pg):
-    store = hand_store()
-    pg.copy_store(store)
-    rows = compute(pg, SET_BASED)
-    assert_hand_values(rows)
-    assert_rows_match(rows, reference(store, SET_BASED, Options()), tol=1e-12)
-
-
-@pytest.mark.parametrize("options", [*OPTION_CASES.values(), Options(augment="cesa_bianchi")],
-                         ids=[*OPTION_CASES, "cesa_bianchi"])
-def test_hand_example_equals_duckdb(pg, options):
-    """All SQL families and options, the Cesa-Bianchi tolerance included."""
-    store = hand_store()
-    pg.copy_store(store)
-    metrics = all_metrics()
-    assert_rows_match(compute(pg, metrics, options), reference(store, metrics, options))
-
-
 @pytest.mark.parametrize("case", GERMEVAL_CASES)
 def test_germeval_b_sample_equals_duckdb(pg, germeval, case):
     options = OPTION_CASES[case]
@@ -82,26 +60,10 @@ def test_germeval_b_sample_equals_duckdb(pg, germeval, case):
     assert_rows_match(rows, reference(germeval, metrics, options))
 
 
-def test_every_family_on_germeval_b_all_systems_equals_duckdb(pg, data_dir):
-    """GermEval 2019 subtask B, every submission: every family (the Python steps of pairs, LCA graphs and the
-    HCM matching solved between PostgreSQL stages) gives DuckDB's values."""
-    store, want = germeval_b_all(data_dir)
-    systems = store.systems()
-    assert len(systems) == 19
-    pg.copy_store(store)
-    rows = compute(pg, all_metrics(), Options())
-    assert families_of(rows) == ALL_FAMILIES
-    assert {r.system for r in rows} == set(systems)
-    assert_rows_match(rows, list(want))
-
-
-@pytest.mark.parametrize("graph", ["optimal", "greedy", "extended"])
-def test_every_family_on_a_dag_equals_duckdb(pg, graph):
-    """A DAG with several shortest paths: the minimal LCA graphs of each selection, the pairings and HCM. Every
-    family with the exact graphs; then the families that the greedy graphs with a maximum distance, and every
-    option of the graphs, compute otherwise."""
+def test_extended_lca_graphs_on_a_dag_equal_duckdb(pg):
+    """The extended LCA graphs on the DAG (the minimal ones: tests/test_engines.py)."""
     pg.copy_store(dag_store())
-    assert_dag_case(pg, Options(lca_graph=graph, max_distance=2 if graph == "greedy" else None))
+    assert_dag_case(pg, Options(lca_graph="extended"))
 
 
 def test_fixed_label_universe_travels(pg):

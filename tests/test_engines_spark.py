@@ -22,20 +22,13 @@ from hiersql.inputs.store import Store
 from hiersql.inputs.taxonomy import Taxonomy
 from hiersql.measures import Options, compute
 from tests._engine_cases import (
-    ALL_FAMILIES,
-    OPTION_CASES,
     SET_BASED,
-    all_metrics,
     assert_dag_case,
-    assert_hand_values,
     assert_rows_match,
     dag_store,
-    families_of,
-    germeval_b_all,
     germeval_store,
     hand_store,
     reference,
-    sql_metrics,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -46,62 +39,16 @@ def germeval(data_dir):
     return germeval_store(data_dir)
 
 
-@pytest.fixture(scope="module")
-def hand(spark):
-    store = hand_store()
-    engine = SparkEngine(spark)
-    engine.copy_store(store)
-    return store, engine
-
-
-def test_hand_example_by_hand(hand):
-    store, engine = hand  # every family: on the DAG and GermEval below
-    rows = compute(engine, sql_metrics())
-    assert_hand_values([r for r in rows if r.metric in SET_BASED])
-    assert_rows_match(rows, reference(store, sql_metrics(), Options()), tol=1e-12)
-
-
-CASES = {**{c: o for c, o in OPTION_CASES.items() if c != "defaults"}, "cesa_bianchi": Options(augment="cesa_bianchi")}
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_hand_example_equals_duckdb(hand, case):
-    """Set-based options (the flat measures read only zero_division: with the descendants case), the
-    Cesa-Bianchi tolerance included (joins, no correlated subquery)."""
-    store, engine = hand
-    options = CASES[case]
-    metrics = sql_metrics() if options.zero_division else SET_BASED
-    assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
-
-
-def test_every_family_on_germeval_b_all_systems_equals_duckdb(spark, data_dir):
-    """GermEval 2019 subtask B, every submission: every family (the Python steps of pairs, LCA graphs and the
-    HCM matching solved between Spark stages) gives DuckDB's values."""
-    store, want = germeval_b_all(data_dir)
-    systems = store.systems()
-    assert len(systems) == 19
-    engine = SparkEngine(spark)
-    engine.copy_store(store)
-    rows = compute(engine, all_metrics(), Options())
-    assert families_of(rows) == ALL_FAMILIES
-    assert {r.system for r in rows} == set(systems)
-    assert_rows_match(rows, list(want))
-
-
-@pytest.mark.parametrize("graph", ["optimal", "greedy", "hemkit"])
-def test_every_family_on_a_dag_equals_duckdb(spark, graph):
-    """A DAG with several shortest paths: the minimal LCA graphs of each selection, the pairings and HCM. Every
-    family with the exact graphs and every step on the driver; then the families that each other case computes
-    otherwise: the greedy graphs with a maximum distance, and HEMKit's graphs with every step that declares
-    partition_by solved per partition in the executors (partition_rows=0: however few rows; 4 shuffle
-    partitions, the conftest's local[2] on 2 cores or more)."""
-    per_partition = graph == "hemkit"
-    engine = SparkEngine(spark, partition_rows=0 if per_partition else None)
+def test_hemkit_graphs_and_every_step_solved_per_partition_in_the_executors(spark):
+    """A DAG with several shortest paths: HEMKit's graphs with every step that declares partition_by solved per
+    partition in the executors (partition_rows=0: however few rows; 4 shuffle partitions, the conftest's
+    local[2] on 2 cores or more); the minimal graphs on the driver: tests/test_engines.py."""
+    engine = SparkEngine(spark, partition_rows=0)
     engine.copy_store(dag_store())
-    assert_dag_case(engine, Options(lca_graph=graph, max_distance=2 if graph == "greedy" else None), per_partition)
-    if per_partition:  # the others (LCA minimal graphs, HCM root paths) on the driver: docs/engines.md
-        assert engine.partitions_solved.keys() == {"pairings", "path_cover", "matching", "hemkit_graphs"}
-        assert min(engine.partitions_solved.values()) > 1
+    assert_dag_case(engine, Options(lca_graph="hemkit"), per_partition=True)
+    # the others (LCA minimal graphs, HCM root paths) on the driver: docs/engines.md
+    assert engine.partitions_solved.keys() == {"pairings", "path_cover", "matching", "hemkit_graphs"}
+    assert min(engine.partitions_solved.values()) > 1
 
 
 def test_partitioned_steps_on_the_driver_of_a_local_master_by_default(spark):

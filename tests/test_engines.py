@@ -1,0 +1,175 @@
+"""One suite over every registered engine (``hiersql.engines.registry.FACTORIES``: a real PostgreSQL server
+and real Spark, local mode): every family, option and analysis gives the rows of the embedded DuckDB run.
+
+Each case runs once per engine. What an engine does otherwise is in its own module (``test_engines_postgres``:
+schemas, privileges, printed scripts; ``test_engines_spark``: stages, partitions, broadcasts). Spark runs a few
+dozen jobs per evaluation, so its hand cases use the SQL families (:data:`HAND_METRICS`); every family runs on
+both engines on GermEval B and on the DAG.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pandas as pd
+import pytest
+
+from hiersql.analyses import curves
+from hiersql.cli import main
+from hiersql.engines import PostgresEngine, SparkEngine
+from hiersql.engines.registry import FACTORIES
+from hiersql.measures import Options, compute
+from tests._engine_cases import (
+    ALL_FAMILIES,
+    OPTION_CASES,
+    SET_BASED,
+    all_metrics,
+    assert_dag_case,
+    assert_hand_values,
+    assert_rows_match,
+    dag_store,
+    families_of,
+    germeval_b_all,
+    hand_store,
+    reference,
+    sql_metrics,
+)
+
+MARKS = {"postgres": [pytest.mark.postgres], "spark": [pytest.mark.spark, pytest.mark.slow]}
+ENGINES = [pytest.param(name, marks=MARKS[name], id=name) for name in FACTORIES]
+HAND_CASES = {**{c: o for c, o in OPTION_CASES.items() if c != "defaults"},
+              "cesa_bianchi": Options(augment="cesa_bianchi")}
+# the measures of the hand cases per engine: every family on PostgreSQL; on Spark the set-based ones (and the
+# flat ones when the case sets zero_division, the only option they read)
+HAND_METRICS = {"postgres": lambda options: all_metrics(),
+                "spark": lambda options: sql_metrics() if options.zero_division else SET_BASED}
+
+
+@pytest.fixture(params=ENGINES)
+def engine_name(request) -> str:
+    assert request.param in MARKS, f"engine {request.param} registered without marks in this suite"
+    return request.param
+
+
+@pytest.fixture
+def engine(engine_name, request):
+    """A new engine of ``engine_name``: PostgreSQL on the test server's emptied ``public`` schema, Spark on the
+    worker's session."""
+    if engine_name == "postgres":
+        opened = PostgresEngine(request.getfixturevalue("pg_dsn"))
+        opened.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        opened.execute("CREATE SCHEMA public")
+    else:
+        opened = SparkEngine(request.getfixturevalue("spark"))
+    yield opened
+    opened.close()
+
+
+def test_hand_example_by_hand(engine):
+    store = hand_store()
+    engine.copy_store(store)
+    rows = compute(engine, sql_metrics())
+    assert_hand_values([r for r in rows if r.metric in SET_BASED])
+    assert_rows_match(rows, reference(store, sql_metrics(), Options()), tol=1e-12)
+
+
+@pytest.mark.parametrize("case", HAND_CASES)
+def test_hand_example_equals_duckdb(engine, engine_name, case):
+    """The options of the set-based measures, the Cesa-Bianchi tolerance included (joins, no correlated
+    subquery)."""
+    store = hand_store()
+    engine.copy_store(store)
+    options = HAND_CASES[case]
+    metrics = HAND_METRICS[engine_name](options)
+    assert_rows_match(compute(engine, metrics, options), reference(store, metrics, options))
+
+
+def test_every_family_on_germeval_b_all_systems_equals_duckdb(engine, data_dir):
+    """GermEval 2019 subtask B, every submission: every family (the Python steps of pairs, LCA graphs and the
+    HCM matching solved between the engine's stages) gives DuckDB's values."""
+    store, want = germeval_b_all(data_dir)
+    systems = store.systems()
+    assert len(systems) == 19
+    engine.copy_store(store)
+    rows = compute(engine, all_metrics(), Options())
+    assert families_of(rows) == ALL_FAMILIES
+    assert {r.system for r in rows} == set(systems)
+    assert_rows_match(rows, list(want))
+
+
+@pytest.mark.parametrize("graph", ["optimal", "greedy"])
+def test_every_family_on_a_dag_equals_duckdb(engine, graph):
+    """A DAG with several shortest paths: every family with the exact LCA graphs; then the families that the
+    greedy graphs with a maximum distance compute otherwise."""
+    engine.copy_store(dag_store())
+    assert_dag_case(engine, Options(lca_graph=graph, max_distance=2 if graph == "greedy" else None))
+
+
+# ------------------------------------------------------------------------------ hiersql breakdown --engine
+BY = ("level", "depth", "class", "flat-level", "errors", "distances", "consistency", "severity")
+SCORED_BY = ("auprc", "calibration")
+
+
+def _frame(capsys, args: list[str]) -> pd.DataFrame:
+    assert main(["breakdown", *args, "--format", "csv"]) == 0
+    return pd.read_csv(io.StringIO(capsys.readouterr().out), keep_default_na=False, na_values=[""])
+
+
+def _assert_same(got: pd.DataFrame, want: pd.DataFrame, what: str) -> None:
+    assert list(got.columns) == list(want.columns), what
+    assert len(got) == len(want) > 0, what
+    for column in want.columns:
+        for mine, theirs in zip(got[column], want[column], strict=True):
+            if isinstance(theirs, float) and math.isnan(theirs):
+                assert isinstance(mine, float) and math.isnan(mine), (what, column)
+            elif isinstance(theirs, float):
+                assert mine == pytest.approx(theirs, rel=1e-9, abs=1e-12), (what, column)
+            else:
+                assert mine == theirs, (what, column)
+
+
+def _engine_args(name: str, request) -> list[str]:
+    if name == "postgres":
+        return ["--engine", "postgres", "--postgres-url", request.getfixturevalue("pg_dsn")]
+    request.getfixturevalue("spark")  # the worker's session, which the command's engine joins
+    return ["--engine", "spark", "--spark-master", "local[2]"]
+
+
+@pytest.fixture(scope="module")
+def germeval_args(data_dir) -> list[str]:
+    canonical = data_dir / "canonical"
+    return ["--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
+            *(a for s in ("LT-UHH__baseline", "Averbis__BOHB_CNN", "twistbytes__thresholding")
+              for a in ("--pred", f"{s}={canonical / 'pred_b' / f'{s}.tsv'}"))]
+
+
+@pytest.fixture(scope="module")
+def scored_args(data_dir, tmp_path_factory) -> list[str]:
+    """The RFSB model's marginal scores and the truth of the first 1,000 transposon instances."""
+    folder = tmp_path_factory.mktemp("scored")
+    scores = curves.read_transposon_scores(data_dir / "transposon" / "predictions_RFSB.txt")
+    scores[scores["instance_id"].astype(int) <= 1000].to_csv(folder / "RFSB.tsv", sep="\t", header=False,
+                                                              index=False)
+    truth = pd.read_csv(data_dir / "canonical" / "truth_transposon.tsv", sep="\t", header=None, dtype=str)
+    truth[truth[0].astype(int) <= 1000].to_csv(folder / "truth.tsv", sep="\t", header=False, index=False)
+    return ["--taxonomy", str(data_dir / "canonical" / "taxonomy_transposon.tsv"), "--truth",
+            str(folder / "truth.tsv"), "--pred", f"RFSB={folder / 'RFSB.tsv'}"]
+
+
+def test_every_breakdown_on_the_engine_equals_duckdb(engine_name, germeval_args, scored_args, request, capsys):
+    """``hiersql breakdown --by B --engine E``: every breakdown of hard predictions on three real GermEval B
+    systems, the scored ones on the RFSB model's transposon scores; numbers to 1e-9, everything else equal; the
+    text of ``--by class`` (scikit-learn's layout, two decimals) byte for byte."""
+    extra = _engine_args(engine_name, request)
+    text = ["breakdown", *germeval_args, "--by", "class"]
+    assert main([*text, *extra]) == 0
+    got = capsys.readouterr().out
+    assert main(text) == 0
+    assert got == capsys.readouterr().out
+    for by in BY:
+        args = [*germeval_args, "--by", by, *(["--include-root", "--beta", "2"] if by == "level" else [])]
+        _assert_same(_frame(capsys, [*args, *extra]), _frame(capsys, args), f"--by {by}")
+    for by in SCORED_BY:
+        args = [*scored_args, "--by", by, *(["--bins", "5"] if by == "calibration" else [])]
+        _assert_same(_frame(capsys, [*args, *extra]), _frame(capsys, args), f"--by {by}")
