@@ -78,7 +78,7 @@ def main() -> None:
     timed("multilabel: class_scores", lambda: ml.class_scores(store))
     timed("multilabel: confusion_long, depth 1", lambda: ml.confusion_long(store, depth=1))
     if args.germeval:
-        from hiersql.analyses.report import heatmap, save
+        from hiersql.analyses.figures import heatmap, save
 
         system = store.systems()[0]
         matrix = timed(f"matrix({system})", lambda: ml.matrix(store, system))

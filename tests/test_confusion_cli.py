@@ -8,7 +8,7 @@ import io
 import pytest
 from matplotlib.image import imread
 
-from hiersql.analyses import report
+from hiersql.analyses import figures
 from hiersql.cli import main
 
 LABELS = ["l1", "l2", "l3", "l4"]
@@ -76,8 +76,8 @@ def test_normalize_recall(table4, capsys):
 def test_plot_pixel_size_one_and_several_systems(table4, capsys):
     png = table4 / "m.png"
     assert main(_args(table4, "--plot", str(png))) == 0
-    width, height = report.heatmap_size(4)
-    assert _png_size(png) == (round(width * report.DPI), round(height * report.DPI))
+    width, height = figures.heatmap_size(4)
+    assert _png_size(png) == (round(width * figures.DPI), round(height * figures.DPI))
     # 4 labels: 0.8 in per cell + margins (2.5 + 1.5 wide, 2.5 + 0.6 high)
     assert _png_size(png) == (720, 630)
     assert main(_args(table4, "--plot", str(png), preds=("a=pred.tsv", "b=same.tsv"))) == 0
@@ -110,8 +110,8 @@ def test_germeval_depth_one_plot(data_dir, tmp_path, capsys):
     rows = lines[3:-1]
     assert sorted(next(g for g in genres if row.startswith(g + " ")) for row in rows) == sorted(genres)
     assert lines[-1].startswith("precision")
-    width, height = report.heatmap_size(len(genres))
-    assert _png_size(png) == (round(width * report.DPI), round(height * report.DPI))
+    width, height = figures.heatmap_size(len(genres))
+    assert _png_size(png) == (round(width * figures.DPI), round(height * figures.DPI))
 
 
 def test_hierarchical_kind(table4, tmp_path, capsys):
@@ -127,7 +127,7 @@ def test_hierarchical_kind(table4, tmp_path, capsys):
     # a1 vs a2: common path root>a: TP 1, FP 1 (a2), FN 1 (a1), TN 1 (b, sibling of a);
     # b vs b: TP 1, TN 1 (a, sibling of b)
     assert (row["system"], row["tp"], row["fp"], row["fn"], row["tn"]) == ("s", "2", "1", "1", "2")
-    assert _png_size(png) == (round(3.2 * report.DPI), round(3.4 * report.DPI))
+    assert _png_size(png) == (round(3.2 * figures.DPI), round(3.4 * figures.DPI))
 
 
 @pytest.mark.parametrize(

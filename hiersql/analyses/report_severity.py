@@ -26,7 +26,7 @@ import math
 from html import escape
 from typing import TYPE_CHECKING
 
-from .report import _short
+from .figures import short_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -99,7 +99,7 @@ def tradeoff_plot(points: pd.DataFrame) -> str:
     grid += "".join(f"<line x1='{TRADE_LEFT}' y1='{y(t):.2f}' x2='{right}' y2='{y(t):.2f}' stroke='{GRID}'/>"
                     f"<text x='{TRADE_LEFT - 5}' y='{y(t) + 4:.2f}' text-anchor='end'>{_number(t)}</text>"
                     for t in ys)
-    at = [(x(r.top1_error), y(r.mistake_severity), _short(str(r.system))) for r in shown.itertuples()]
+    at = [(x(r.top1_error), y(r.mistake_severity), short_label(str(r.system))) for r in shown.itertuples()]
     labels = _label_rows(at)
     dots = "".join(
         f"<circle class='system' cx='{cx:.2f}' cy='{cy:.2f}' r='4.5' fill='{COLOUR}' fill-opacity='.8' "
@@ -157,7 +157,7 @@ def histogram_panel(system: str, counts: pd.DataFrame, distances: list[int], hig
     return (f"<svg class='severity-histogram' role='img' width='{width}' height='{HIST_H}' viewBox='0 0 {width} "
             f"{HIST_H}' font-size='10' fill='#222' data-system='{escape(system)}' "
             f"aria-label='{escape(system)}: mistakes by severity'><text x='8' y='14' font-size='11' "
-            f"font-weight='600'>{escape(_short(system))}</text><text x='8' y='28'>{total:,} mistakes</text>"
+            f"font-weight='600'>{escape(short_label(system))}</text><text x='8' y='28'>{total:,} mistakes</text>"
             f"{grid}{''.join(bars)}"
             f"<text x='{HIST_LEFT + (width - HIST_LEFT) / 2:.1f}' y='{HIST_H - 6}' text-anchor='middle'>"
             "distance d of the top-1 label</text></svg>")

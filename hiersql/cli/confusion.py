@@ -70,7 +70,7 @@ def _hierarchical(store, args: argparse.Namespace, options) -> None:
 
     table = hierarchical_confusion_matrix(store, tn=options.tn, zero_division=options.zero_division)
     if args.plot:
-        from ..analyses.report import binary_confusion
+        from ..analyses.figures import binary_confusion
 
         _save(binary_confusion(table), Path(args.plot))
     if args.format == "csv":
@@ -91,7 +91,7 @@ def _multilabel(store, args: argparse.Namespace, options) -> None:
     systems = store.systems()
     matrices = {system: pivot(cells[cells["system"] == system], column, store=store) for system in systems}
     if args.plot:  # before printing: a closed pipe (| head) must not lose the figures
-        from ..analyses.report import heatmap
+        from ..analyses.figures import heatmap
 
         paths = _plot_paths(Path(args.plot), systems)
         for system, matrix in matrices.items():
@@ -133,7 +133,7 @@ def _save(fig, path: Path) -> None:
     unwritable file) is an error naming ``--plot``."""
     import sys
 
-    from ..analyses.report import save
+    from ..analyses.figures import save
     from ..errors import InputError
 
     try:

@@ -131,7 +131,7 @@ def plot(rows: list, systems: list[str], strategies: list[str], offset: float, p
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..analyses.report import save
+    from ..analyses.figures import save
 
     average = "micro" if any(r.average == "micro" for r in rows) else "macro"
     values = {(r.strategy, r.metric, r.system): r.value for r in rows if r.average == average}
