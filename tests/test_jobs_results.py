@@ -258,6 +258,29 @@ def test_a_failing_on_failure_command_is_a_warning_and_the_exit_status_stays_1(f
                    f"hiersql: error: {spec}: 1 of 5 unit(s) failed (`hiersql jobs status` lists the errors)"]
 
 
+def test_an_on_failure_command_that_hangs_is_killed_with_what_it_started(fixtures_dir, tmp_path, capsys,
+                                                                           monkeypatch):
+    """A hook that never ends (a mail server that never answers) does not hold the run: after
+    ``hooks.TIMEOUT`` seconds the shell and the process it started are killed, one warning says so, and the
+    exit status stays the run's."""
+    import time
+
+    from hiersql.jobs import hooks
+
+    monkeypatch.setattr(hooks, "TIMEOUT", 2.0)
+    pid_file = tmp_path / "pid"
+    spec = failing_job(tmp_path, fixtures_dir, on_failure=f"sleep 600 & echo $! > {pid_file}; wait")
+    start = time.monotonic()
+    assert main(["jobs", "run", str(spec)]) == 1
+    assert time.monotonic() - start < 60
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("hiersql: warning: --on-failure: the command ran longer than 2 s and was killed (the run's"
+                      f" exit status stays 1): 'sleep 600 & echo $! > {pid_file}; wait'"), err
+    sleeper = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{sleeper}").exists() or "Z" in Path(f"/proc/{sleeper}/stat").read_text().split()[2]
+
+
 def test_on_failure_is_not_run_when_nothing_failed_and_the_flag_wins(fixtures_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OUT", str(tmp_path))
     spec = make_job(tmp_path, fixtures_dir)

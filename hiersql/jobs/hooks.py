@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import warnings
 from typing import Any
+
+TIMEOUT = 300.0  # seconds a command may run: a hook that hangs (a mail server that never answers) must not hold the run
+
 
 
 def on_failure(command: str, *, job: str, job_id: str | None, spec: str | None, queue: str, status: int,
@@ -26,8 +30,9 @@ def on_failure(command: str, *, job: str, job_id: str | None, spec: str | None, 
     - the same, with every failed unit (``dataset``, ``system``, ``error``) and the counts by status, as a JSON
       object on its standard input.
 
-    Its output goes to hiersql's stderr (stdout stays the run's). A command that cannot start or exits with
-    another status than 0 is one warning on stderr. Returns its exit status (``None``: it could not start)."""
+    Its output goes to hiersql's stderr (stdout stays the run's). A command that cannot start, exits with
+    another status than 0, or runs longer than :data:`TIMEOUT` seconds (then it and every process it started
+    are killed) is one warning on stderr. Returns its exit status (``None``: it could not start)."""
     counts = dict(counts or {})
     failures = list(failures or [])
     facts: dict[str, Any] = {"job": job, "job_id": job_id, "spec": spec, "queue": queue, "status": status,
@@ -38,18 +43,24 @@ def on_failure(command: str, *, job: str, job_id: str | None, spec: str | None, 
                           "failures": [{"dataset": d, "system": s, "error": e} for d, s, e in failures]})
     sys.stdout.flush()
     try:
-        done = subprocess.run(command, shell=True, input=payload, text=True, env=env, capture_output=True,
-                              check=False)
+        child = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     except OSError as exc:
         warnings.warn(f"--on-failure: the command could not start ({exc.strerror or exc}): {command!r}",
                       RuntimeWarning, stacklevel=2)
         return None
-    for text in (done.stdout, done.stderr):
+    try:
+        out, err = child.communicate(payload, timeout=TIMEOUT)
+        how = None if not child.returncode else (f"was killed by signal {-child.returncode}" if child.returncode < 0
+                                                 else f"exited with status {child.returncode}")
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)  # its own session: the shell and what it started
+        out, err = child.communicate()
+        how = f"ran longer than {TIMEOUT:g} s and was killed"
+    for text in (out, err):
         if text:
             sys.stderr.write(text if text.endswith("\n") else text + "\n")
-    if done.returncode:
-        how = (f"was killed by signal {-done.returncode}" if done.returncode < 0
-               else f"exited with status {done.returncode}")
+    if how:
         warnings.warn(f"--on-failure: the command {how} (the run's exit status stays {status}): {command!r}",
                       RuntimeWarning, stacklevel=2)
-    return done.returncode
+    return child.returncode
