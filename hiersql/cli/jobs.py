@@ -244,29 +244,32 @@ def _submit(queue, args: argparse.Namespace, spec) -> int:
 
 
 def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -> int:
-    from ..jobs import submit
-    from ..jobs.runner import Summary, UnitsFailed, run
+    from ..jobs.runner import Summary, UnitsFailed, run, run_job
 
-    jobs = args.job
-    if spec is not None:
-        job_id, total, queued = submit(queue, spec, args.recompute)
+    def submitted(job_id: str, total: int, queued: int) -> None:
         print(f"job {job_id}: {total} unit(s), {queued} queued, {total - queued} unchanged")
-        jobs = [job_id]
-    bars = _Bars(queue, jobs)
+        bars.start([job_id])
+
+    bars = _Bars(queue)
     summary = Summary()
+    options = {"on_unit": bars.update, "processes": kids, "summary": summary}
     try:
-        run(queue, jobs, args.workers, args.batch, on_unit=bars.update, max_attempts=args.max_attempts,
-            processes=kids, summary=summary)
-    except BaseException:  # Ctrl-C, SIGTERM (maybe as DuckDB's interrupted query), a full disk: what was
-        bars.close()  # committed before the run stopped
+        if spec is not None:
+            run_job(spec, queue, workers=args.workers, recompute=args.recompute, max_batch=args.batch,
+                    max_attempts=args.max_attempts, on_submit=submitted, **options)
+        else:
+            bars.start(args.job)
+            run(queue, args.job, args.workers, args.batch, max_attempts=args.max_attempts, **options)
+    except BaseException:  # Ctrl-C, SIGTERM (maybe as DuckDB's interrupted query), a full disk, failed units:
+        bars.close()  # what was committed before the run stopped
         _print_summary(summary)
         raise
     bars.close()
     _print_summary(summary)
-    if summary.failures:
+    if summary.failures:  # queued jobs run without a job file
         failed = UnitsFailed(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
-                             " (`hiersql jobs status` lists the errors)", args.spec or queue.url)
-        failed.summary, failed.job_id = summary, jobs[0] if spec is not None and jobs else None
+                             " (`hiersql jobs status` lists the errors)", queue.url)
+        failed.summary, failed.job_id = summary, None
         raise failed
     return 0
 
@@ -345,15 +348,19 @@ def _schedule(args: argparse.Namespace) -> int:
 class _Bars:
     """A tqdm bar per job on stderr, only on a terminal."""
 
-    def __init__(self, queue, jobs: list[str] | None) -> None:
+    def __init__(self, queue) -> None:
+        self.queue = queue
+        self.bars: dict[str, object] = {}
+
+    def start(self, jobs: list[str] | None) -> None:
+        """A bar for each of ``jobs`` (all when ``None``) with queued units."""
         import sys
 
-        self.bars: dict[str, object] = {}
         if not sys.stderr.isatty():
             return
         from tqdm import tqdm
 
-        with queue.connect() as con:
+        with self.queue.connect() as con:
             for i, job in enumerate(j for j in con.status(jobs) if j["queued"]):
                 self.bars[job["job_id"]] = tqdm(total=job["queued"], desc=job["name"], unit="unit",
                                                 position=i, file=sys.stderr, leave=True)

@@ -369,6 +369,43 @@ def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch
     return summary
 
 
+def run_job(spec: Any, queue: Queue | str | None = None, *, workers: int = 1, recompute: bool = False,
+            max_batch: int = MAX_BATCH, max_attempts: int = MAX_ATTEMPTS, wait: float = 0.0,
+            on_submit: Callable[[str, int, int], None] | None = None, **run_options: Any) -> Summary:
+    """Submit the job file ``spec`` (a path or a checked :class:`~hiersql.jobs.spec.Spec`) and process its
+    units, as ``hiersql jobs run JOB`` does: the call an orchestrator's task (Airflow, Dagster) makes.
+
+    ``queue``: a :class:`~hiersql.jobs.queue.Queue`, a DuckDB file or a ``postgresql://`` URL; default the job
+    file's ``queue``. ``on_submit(job_id, units, queued)`` is called once the units are queued; ``run_options``
+    go to :func:`run` (``on_unit``, ``processes``, ``summary``). Returns the :class:`Summary`. Raises
+    :class:`UnitsFailed` (``exit_status`` 1; ``.summary``, ``.job_id``) when units failed,
+    :class:`~hiersql.jobs.queue.QueueBusy` (75) when another process holds a DuckDB queue file for longer than
+    ``wait`` seconds, and :class:`~hiersql.errors.InputError` (2) for a bad job file."""
+    from . import queue_url, submit
+    from .spec import Spec, load_spec
+
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec)
+    opened = None
+    if not isinstance(queue, Queue):
+        named = (str(spec.path), spec.queue_line) if queue is None and spec.queue else ("queue", None)
+        queue = opened = Queue(queue_url(queue, spec.queue, spec.path), wait=wait, named=named)
+    try:
+        job_id, total, queued = submit(queue, spec, recompute)
+        if on_submit is not None:
+            on_submit(job_id, total, queued)
+        summary = run(queue, [job_id], workers, max_batch, max_attempts=max_attempts, **run_options)
+    finally:
+        if opened is not None:
+            opened.close()
+    if summary.failures:
+        failed = UnitsFailed(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
+                             " (`hiersql jobs status` lists the errors)", str(spec.path))
+        failed.summary, failed.job_id = summary, job_id
+        raise failed
+    return summary
+
+
 def _threads(team: list[Worker], add: Callable[[Event], None], on_unit: Callable[[Event], None],
              publish: Callable[[], None]) -> None:
     """Run ``team`` in threads, which ``add`` each unit they commit as they commit it (so that nothing is
