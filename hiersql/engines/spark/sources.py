@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ...errors import InputError, is_spark_error, spark_message
 from ...inputs import label_tables, rules, sources
 from ...inputs.label_tables import TableWhere, locate
-from ...inputs.readers import warn_data, warn_ranked_by_name, warn_unread_system
+from ...inputs.staging import warn_data, warn_ranked_by_name, warn_unread_system
 from ...inputs.tables import QUERY, RANK_ORDER, Columns, Table, first_line_of, split_name
 from ...options import SPACES
 
@@ -394,7 +394,7 @@ def _system_wheres(opened: list[_Source], by_source: dict[int, dict[str | None, 
 
 def _warn_unread_systems(source: _Source) -> None:
     """A predictions source without a system column whose rows repeat: warn of each text column that no role
-    reads and that holds several values (:func:`hiersql.inputs.readers.warn_unread_system`; one Spark job)."""
+    reads and that holds several values (:func:`hiersql.inputs.staging.warn_unread_system`; one Spark job)."""
     from pyspark.sql import functions as F
 
     if source.unread:
