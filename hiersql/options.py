@@ -14,19 +14,18 @@ a ``$parameter`` of the SQL files (then ``hiersql sql`` has its flag). From the 
   (``--beta: must be a finite number >= 0: 'nan'``);
 - :func:`options_from_mapping`, the ``options`` table of a job file, whose errors name the file and the key.
 
-This module imports only the standard library and :mod:`hiersql.errors`: the command line builds its parsers
-from it at start-up (the dataclasses are made on first use, see :func:`__getattr__`).
+The checks and parsers of the values are in :mod:`hiersql.option_checks`. This module imports only the standard
+library, :mod:`hiersql.errors` and that module: the command line builds its parsers from it at start-up (the
+dataclasses are made on first use, see :func:`__getattr__`).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import numbers
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import option_checks as checks
 from .errors import InputError, display
 
 # The characters stripped from both ends of a label and of an instance id, whatever the source, and of the
@@ -56,15 +55,6 @@ class OptionError(InputError):
         super().__init__(f"{option} {rule}", value=value)
 
 
-class _Broken(Exception):
-    """Raised by a check or a parser: the value breaks ``rule``; ``item`` is the offending item of a list."""
-
-    def __init__(self, rule: str, item: object = None) -> None:
-        super().__init__(rule)
-        self.rule = rule
-        self.item = item
-
-
 class Option(NamedTuple):
     """One option.
 
@@ -77,7 +67,7 @@ class Option(NamedTuple):
     help:
         One sentence for ``--help``; the default and the choices are appended.
     check:
-        ``value -> normalised value``; raises ``_Broken(rule)`` when the value is not allowed.
+        ``value -> normalised value``; raises ``checks.Broken(rule)`` when the value is not allowed.
     parse:
         ``command-line text -> value`` handed to ``check`` (texts that are not numbers stay texts, and ``check``
         rejects them with its rule).
@@ -143,111 +133,16 @@ def _shown(value: Any) -> str:
     return "none" if value is None else str(value)
 
 
-# ------------------------------------------------------------------------------------- checks and parsers
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _choice(*choices: str) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        if isinstance(value, str) and value in choices:
-            return value
-        raise _Broken(f"must be one of {', '.join(choices)}")
-
-    return check
-
-
-def _number(rule: str, allowed: Callable[[float], bool]) -> Callable[[Any], float]:
-    """A finite real number (not a bool) for which ``allowed`` holds."""
-
-    def check(value: Any) -> float:
-        if _is_number(value) and math.isfinite(value) and allowed(float(value)):
-            return float(value)
-        raise _Broken(f"must be {rule}")
-
-    return check
-
-
-def _zero_division(value: Any) -> float:
-    """0, 1 or nan, as scikit-learn's ``zero_division`` without its ``"warn"``."""
-    if _is_number(value) and (value in (0, 1) or math.isnan(value)):
-        return float(value)
-    if value == "warn":
-        raise _Broken("must be 0, 1 or nan (scikit-learn's 'warn' is offered by the one-shot functions, "
-                      "Evaluator and hiersql evaluate)")
-    if isinstance(value, str) and value.strip().lower() in ("0", "1", "nan"):  # a job file's "nan": TOML's
-        raise _Broken("must be the number 0, 1 or nan, not text (in a job file: zero_division = nan)")  # is nan
-    raise _Broken("must be 0, 1 or nan")
-
-
-def _optional_int(minimum: int) -> Callable[[Any], int | None]:
-    """``None``, or an integer (not a bool) ``>= minimum``."""
-
-    def check(value: Any) -> int | None:
-        if value is None:
-            return None
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum:
-            return int(value)
-        raise _Broken(f"must be an integer >= {minimum}")
-
-    return check
-
-
-def _boolean(value: Any) -> bool:
-    if isinstance(value, bool) or (isinstance(value, numbers.Integral) and value in (0, 1)):
-        return bool(value)
-    raise _Broken("must be true or false")
-
-
-def _names(allowed: tuple[str, ...] = (), *, at_least_one: str | None = None) -> Callable[[Any], tuple[str, ...]]:
-    """A string (one name) or an iterable of strings → a tuple, each one of ``allowed`` when given; not empty
-    when ``at_least_one`` (the noun of the error: an empty list would silently give no value)."""
-    rule = f"must be one or more of {', '.join(allowed)}" if allowed else "must be label names (strings)"
-
-    def check(value: Any) -> tuple[str, ...]:
-        if isinstance(value, str):
-            value = (value,)
-        if isinstance(value, Mapping) or not isinstance(value, Iterable):
-            raise _Broken(rule)
-        out = tuple(value)
-        for item in out:
-            if not isinstance(item, str) or (allowed and item not in allowed):
-                raise _Broken(rule, item)
-        if at_least_one and not out:
-            raise _Broken(f"must name at least one {at_least_one}")
-        return out
-
-    return check
-
-
-def _ks(value: Any) -> tuple[int, ...]:
-    """One k or several (each an integer >= 1), as an increasing tuple without repeats."""
-    items = (value,) if isinstance(value, numbers.Integral | str) else value
-    if isinstance(items, Mapping) or not isinstance(items, Iterable):
-        raise _Broken("must be integers >= 1")
-    out: list[int] = []
-    for item in items:
-        if not (isinstance(item, numbers.Integral) and not isinstance(item, bool) and item >= 1):
-            raise _Broken("must be integers >= 1", item)
-        if int(item) not in out:
-            out.append(int(item))
-    if not out:
-        raise _Broken("must name at least one k")
-    return tuple(sorted(out))
-
-
-def _int_list(text: str) -> tuple[Any, ...]:
-    """``1,5`` → ``(1, 5)``; an item that is not an integer stays text (the check rejects it)."""
-    return tuple(_number_text(int)(item) for item in _comma_list("k")(text))
-
-
+# ----------------------------------------------------------------------------------------------- labels
+# The check of ``labels`` (the others are in hiersql.option_checks): it strips the names as stripped_labels, whose
+# OptionError names the parameter of the API's label arguments (hiersql.inputs.arguments).
 def _optional_labels(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
     try:
-        return stripped_labels(_names(at_least_one="label")(value))
+        return stripped_labels(checks.names(at_least_one="label")(value))
     except OptionError as exc:
-        raise _Broken(exc.rule, exc.value) from None
+        raise checks.Broken(exc.rule, exc.value) from None
 
 
 def stripped_labels(names: Iterable[str], parameter: str = "labels") -> tuple[str, ...]:
@@ -261,151 +156,36 @@ def stripped_labels(names: Iterable[str], parameter: str = "labels") -> tuple[st
     return tuple(out)
 
 
-def _comma_list(noun: str, quoted: bool = False) -> Callable[[str], tuple[str, ...]]:
-    """``a,b`` → ``("a", "b")``; a text that names nothing (``","``) is an error. With ``quoted``, an item
-    in double quotes is taken whole, as a CSV field (``a,"b, c"`` → ``("a", "b, c")``): names may hold commas."""
-
-    def parse(text: str) -> tuple[str, ...]:
-        if quoted:
-            import csv
-
-            try:
-                fields = next(csv.reader([text], skipinitialspace=True, strict=True), [])
-            except csv.Error:
-                raise _Broken(f"is a comma-separated list of {noun}s, a {noun} with a comma in double quotes"
-                              ) from None
-        else:
-            fields = text.split(",")
-        items = tuple(x.strip() for x in fields if x.strip())
-        if not items:
-            raise _Broken(f"gives no {noun}")
-        return items
-
-    return parse
-
-
-def _number_text(cast: type) -> Callable[[str], Any]:
-    """``cast(text)``, or the text itself when it is not a number (the check then rejects it)."""
-
-    def parse(text: str) -> Any:
-        try:
-            return cast(text)
-        except ValueError:
-            return text
-
-    return parse
-
-
-_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]i?B?)\s*", re.IGNORECASE)
-
-
-def _size(value: Any) -> str | None:
-    """A DuckDB memory size with a unit (``500MB``, ``2GiB``: DuckDB's powers of 1000 and of 1024), greater
-    than 0 and at most this machine's memory (DuckDB takes a larger one and then fails as if the disk were
-    full)."""
-    if value is None:
-        return None
-    match = _SIZE.fullmatch(value) if isinstance(value, str) else None
-    if match is None or not float(match.group(1)) > 0:
-        raise _Broken("must be a size > 0 with a unit, such as 500MB, 3GB or 2GiB")
-    unit = match.group(2).upper()
-    size = float(match.group(1)) * (1024 if "I" in unit else 1000) ** ("KMGT".index(unit[0]) + 1)
-    memory = machine_memory()
-    if size > memory:
-        raise _Broken(f"must be at most this machine's memory ({memory / 2**30:.1f} GiB)")
-    return value.strip()
-
-
-def machine_memory() -> int:
-    """Bytes of memory of this machine (its physical pages), or of its control group when that is smaller."""
-    import os
-
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    try:
-        with open("/sys/fs/cgroup/memory.max") as file:
-            limit = file.read().strip()
-    except OSError:
-        return memory
-    return min(memory, int(limit)) if limit.isdigit() else memory
-
-
-def _text(value: Any) -> str | None:
-    if value is None or (isinstance(value, str) and value.strip()):
-        return value
-    raise _Broken("must be a non-empty text")
-
-
-# The masters Spark starts on (its launcher takes yarn and URLs beginning with spark, k8s or local; SparkContext
-# then reads these local forms), checked before any input is read.
-_SPARK_MASTER = re.compile(r"local(\[(\d+|\*)(\s*,\s*\d+)?\])?|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
-                           r"|(spark|k8s)://\S+|yarn")
-
-
-def _spark_master(value: Any) -> str:
-    if isinstance(value, str) and _SPARK_MASTER.fullmatch(value):
-        return value
-    raise _Broken("must be local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT,"
-                  " k8s://URL or yarn")
-
-
-# A Spark Connect server: sc://HOST[:PORT][/;KEY=VALUE...] (pyspark's ChannelBuilder reads the parameters)
-_SPARK_REMOTE = re.compile(r"sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?(/(;[^;=\s]+=[^;\s]*)*)?")
-
-
-def _spark_remote(value: Any) -> str | None:
-    if value is None or isinstance(value, str) and _SPARK_REMOTE.fullmatch(value):
-        return value
-    raise _Broken("must be sc://HOST[:PORT] with optional /;KEY=VALUE parameters (a Spark Connect server)")
-
-
-def _settings(value: Any) -> tuple[tuple[str, str], ...]:
-    """``KEY=VALUE`` texts, ``(key, value)`` pairs or a mapping → a tuple of pairs; a key given twice is an
-    error."""
-    items = list(value.items()) if isinstance(value, Mapping) else list(value)
-    out: dict[str, str] = {}
-    for raw in items:
-        item = raw
-        if isinstance(raw, str):
-            key, sep, setting = raw.partition("=")
-            item = (key.strip(), setting.strip()) if sep else None
-        if not (isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) and x for x in item)):
-            raise _Broken("must be KEY=VALUE settings", raw)
-        if item[0] in out:
-            raise _Broken("sets a key twice", item[0])
-        out[item[0]] = item[1]
-    return tuple(out.items())
-
-
 # ---------------------------------------------------------------------------------------------- declaration
 def _choice_option(name: str, choices: tuple[str, ...], help: str, families: tuple[str, ...], **kw: Any) -> Option:
-    return Option(name, choices[0], help, _choice(*choices), choices=choices, families=families,
+    return Option(name, choices[0], help, checks.choice(*choices), choices=choices, families=families,
                   metavar="{" + ",".join(choices) + "}", **kw)
 
 
 MEASURE_OPTIONS: tuple[Option, ...] = (
     Option("average", DEFAULT_AVERAGES, "averages of the measures that have them, comma-separated",
-           _names(AVERAGES),
-           _comma_list("average"), "tuple[str, ...]", choices=AVERAGES, families=FAMILIES, metavar="LIST"),
-    Option("include_root", False, "count the root in augmented sets and LCA graphs", _boolean, annotation="bool",
+           checks.names(AVERAGES),
+           checks.comma_list("average"), "tuple[str, ...]", choices=AVERAGES, families=FAMILIES, metavar="LIST"),
+    Option("include_root", False, "count the root in augmented sets and LCA graphs", checks.boolean, annotation="bool",
            families=("set_based", "lca"), sql=True, flag_kind="switch"),
-    Option("max_distance", None, "ancestors, paths and pairings only up to K edges", _optional_int(0),
-           _number_text(int), "int | None", families=("set_based", "pair_based", "lca"), sql=True, metavar="K",
+    Option("max_distance", None, "ancestors, paths and pairings only up to K edges", checks.optional_int(0),
+           checks.number_text(int), "int | None", families=("set_based", "pair_based", "lca"), sql=True, metavar="K",
            default_text="no limit"),
-    Option("beta", 1.0, "beta of the hierarchical F-measure", _number("a finite number >= 0", lambda x: x >= 0),
-           _number_text(float), "float", families=("set_based",), sql=True, metavar="X"),
+    Option("beta", 1.0, "beta of the hierarchical F-measure", checks.number("a finite number >= 0", lambda x: x >= 0),
+           checks.number_text(float), "float", families=("set_based",), sql=True, metavar="X"),
     Option("zero_division", 0.0, "value of a ratio whose denominator is 0: 0, 1 or nan; hiersql evaluate also "
-           "takes warn (0 and a warning per ill-defined value)", _zero_division,
-           _number_text(float), "float", families=("set_based", "flat", "confusion", "lca"), sql=True,
+           "takes warn (0 and a warning per ill-defined value)", checks.zero_division,
+           checks.number_text(float), "float", families=("set_based", "flat", "confusion", "lca"), sql=True,
            metavar="X"),
     _choice_option("augment", ("ancestors", "descendants", "cesa_bianchi"),
                    "set augmentation of the hierarchical precision, recall and F", ("set_based",), sql=True),
     Option("labels", None, "the classes of the flat label-based measures and of the per-class averages of the "
            "set-based ones, comma-separated (a label with a comma in double quotes: 'a,\"b, c\"')", _optional_labels,
-           _comma_list("label", quoted=True), "tuple[str, ...] | None",
+           checks.comma_list("label", quoted=True), "tuple[str, ...] | None",
            families=("flat", "set_based"), metavar="LIST",
            default_text="the classes seen"),
     Option("dmax", 5.0, "cost of pairing a class with a default class (GIE, MGIA)",
-           _number("a finite number > 0", lambda x: x > 0), _number_text(float), "float",
+           checks.number("a finite number > 0", lambda x: x > 0), checks.number_text(float), "float",
            families=("pair_based",), sql=True, metavar="X"),
     _choice_option("lca_graph", ("greedy", "optimal", "extended", "hemkit"),
                    "LCA graphs: the greedy Algorithm 1, the exact minimum, every option, or HEMKit's rules",
@@ -426,32 +206,32 @@ MEASURE_OPTIONS: tuple[Option, ...] = (
     _choice_option("tn", ("published", "descendants"), "true negatives of the hierarchical confusion matrix",
                    ("confusion",), sql=True),
     Option("k", (1, 5), "the k of the top-k measures (mistake severity, hierarchical distance@k), comma-separated;"
-           " a system without scores has rows at k = 1 only", _ks, _int_list, "tuple[int, ...]", families=("severity",),
-           plan=True, metavar="LIST"),
+           " a system without scores has rows at k = 1 only", checks.ks, checks.int_list, "tuple[int, ...]",
+           families=("severity",), plan=True, metavar="LIST"),
     _choice_option("severity_distance", ("height", "edges"),
                    "distance of the top-k measures: the height of the lowest common ancestor (Bertinetto et al.),"
                    " or the edge count of the pair-based measures", ("severity",), sql=True),
     Option("offset", 0.0, "offset o of the scoring-tree measures, <= 0",
-           _number("<= 0 (a finite number)", lambda x: x <= 0), _number_text(float), "float",
+           checks.number("<= 0 (a finite number)", lambda x: x <= 0), checks.number_text(float), "float",
            families=("scoring",), sql=True, metavar="O"),
 )
 
 RUN_OPTIONS: tuple[Option, ...] = (
     _choice_option("engine", ENGINES, "where the measures are computed", ()),
-    Option("postgres_url", None, "PostgreSQL server to compute in (with --engine postgres)", _text,
+    Option("postgres_url", None, "PostgreSQL server to compute in (with --engine postgres)", checks.non_empty_text,
            annotation="str | None", metavar="URL", engine="postgres"),
-    Option("spark_master", "local[*]", "Spark master (with --engine spark)", _spark_master, metavar="URL",
+    Option("spark_master", "local[*]", "Spark master (with --engine spark)", checks.spark_master, metavar="URL",
            engine="spark"),
     Option("spark_remote", None, "Spark Connect server to compute in, instead of a session of this process's"
-           " own (with --engine spark; not with --spark-master)", _spark_remote, annotation="str | None",
+           " own (with --engine spark; not with --spark-master)", checks.spark_remote, annotation="str | None",
            metavar="sc://HOST:PORT", engine="spark",
            excludes=("spark_master", "a Spark Connect server runs on the master it was started with")),
-    Option("spark_conf", (), "a Spark setting (with --engine spark); repeatable", _settings,
+    Option("spark_conf", (), "a Spark setting (with --engine spark); repeatable", checks.settings,
            annotation="tuple[tuple[str, str], ...]", metavar="KEY=VALUE", flag_kind="append", engine="spark"),
-    Option("memory_limit", None, "DuckDB memory limit (larger intermediates spill to disk)", _size,
+    Option("memory_limit", None, "DuckDB memory limit (larger intermediates spill to disk)", checks.size,
            annotation="str | None", metavar="SIZE", default_text="DuckDB's"),
-    Option("threads", None, "threads DuckDB computes with", _optional_int(1), _number_text(int), "int | None",
-           metavar="N", default_text="one per core"),
+    Option("threads", None, "threads DuckDB computes with", checks.optional_int(1), checks.number_text(int),
+           "int | None", metavar="N", default_text="one per core"),
 )
 # The run options of the DuckDB store that holds the inputs: flags of every command that reads inputs.
 STORE_OPTIONS = ("memory_limit", "threads")
@@ -464,7 +244,7 @@ def _check_all(self: Any) -> None:
         value = getattr(self, option.name)
         try:
             object.__setattr__(self, option.name, option.check(value))
-        except _Broken as broken:
+        except checks.Broken as broken:
             raise OptionError(option.name, broken.rule, value if broken.item is None else broken.item) from None
     for option in self.declaration:
         if option.engine and self.engine != option.engine and getattr(self, option.name) != option.default:
@@ -587,7 +367,7 @@ def parse_flag(option: Option, text: str) -> Any:
     :class:`~hiersql.errors.InputError` naming the flag and the text."""
     try:
         return option.parse(text)
-    except _Broken as broken:
+    except checks.Broken as broken:
         raise InputError(broken.rule, option.flag, value=display(text)) from None
 
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import pytest
 
 from hiersql.cli import main
-from hiersql.options import machine_memory
+from hiersql.option_checks import machine_memory
 
 TAX = "a\tb\na\tc\nb\td\n"
 TRUTH = "1\tb\n2\td\n"

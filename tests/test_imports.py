@@ -147,7 +147,7 @@ def test_the_library_never_imports_the_command_line():
 
 
 # the packages from the bottom up; a module of one imports only from its own package, those below it and the
-# base modules at the top of hiersql (errors, options, averages, plan, sqlfiles, files)
+# base modules at the top of hiersql (errors, options, option_checks, averages, plan, sqlfiles, files)
 LAYERS = ("inputs", "engines", "measures", "analyses", "api", "jobs", "cli")
 
 

@@ -1,51 +1,47 @@
-"""Reading label sources into the staging tables of a DuckDB connection, and checking them.
+"""Reading label sources into the staging tables of a DuckDB connection.
 
 Every reader fills the temp tables ``_incoming(src, instance_id, label, line, pos, score[, score_text],
-ord, rank)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`STAGED`), ``src`` being the position of a
-source in the list read; :class:`~hiersql.inputs.store.Store` then moves the checked rows into ``truth`` or
-``predictions`` in one transaction. The formats (SPEC §1, §10) are those of :data:`LABEL_FORMATS`, mappings of
-columns, sequences of label sets, and the tables of :mod:`hiersql.inputs.sources`; the rules are the module docstring
-of :mod:`hiersql.inputs.store`. Every reader strips the spaces around instance ids and labels (DuckDB's ``trim``:
+ord, rank)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`~hiersql.inputs.staging.STAGED`), ``src``
+being the position of a source in the list read; :mod:`hiersql.inputs.staging` checks them and
+:class:`~hiersql.inputs.store.Store` then moves the checked rows into ``truth`` or ``predictions`` in one
+transaction. The formats (SPEC §1, §10) are those of :data:`LABEL_FORMATS`, mappings of columns, sequences of label
+sets, and the tables of :mod:`hiersql.inputs.sources`; the rules are the module docstring of
+:mod:`hiersql.inputs.store`. Every reader strips the spaces around instance ids and labels (DuckDB's ``trim``:
 :data:`~hiersql.options.SPACES`), whatever the source, as the text readers of ``readers.sql`` do.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
-from ..errors import DataWarning, InputError
+from ..errors import InputError
 from . import label_tables, sources
-from . import rules as rules
 from .arguments import LABEL_FORMATS, argument_error, check_label_source, label_set_members
 from .label_tables import locate
-from .tables import RANK_ORDER, RANK_READERS, Columns, Table
+from .staging import (
+    STAGED,
+    Staged,
+    check_labels,
+    check_rows,
+    check_score_text,
+    first_row,
+    incoming,
+    temp_table,
+    warn_unread_system,
+)
+from .tables import Columns, Table
 
 if TYPE_CHECKING:
     import duckdb
 
 LabelSource = Any  # path, table reference, DataFrame, Arrow table, DuckDB relation, columns or label sets
-STAGED = ("_incoming", "_incoming_instances")  # the staging tables every reader fills
 # Every physical line of the files $paths as one VARCHAR column (no delimiter, quote or escape can occur).
 # Lines up to 1 GiB (DuckDB's default maximum is 2 MB; a longer line is reported as such, sources.read_error).
 RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='', escape='', header=false,"
             " auto_detect=false, filename=true, max_line_size=1073741824)")
-
-
-class Staged(NamedTuple):
-    """What :func:`stage` read: the name of each source in messages, ``(src, count)`` of the sources whose
-    duplicate ``(instance_id, label)`` rows were collapsed, the system of each source (predictions), the
-    tables whose labels were ranked by name (:func:`warn_ranked_by_name`), and the labels of the header of each
-    wide file, by ``src`` (checked against the taxonomy by :func:`check_staged`, marked by a row or not)."""
-
-    wheres: list[str]
-    duplicates: list[tuple[int, int]]
-    systems: list[str | None]
-    by_name: list[str]
-    headers: dict[int, list[str]]
 
 
 def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSource, str | None]], format: str,
@@ -56,9 +52,9 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
     per system); ``src`` is the position of a source in that list. The text files are read together
     (:func:`_stage_text`), and so are the mappings of columns and label sets (:func:`_stage_columns`)
     and the systems of one table (:func:`_stage_table`). Then the checks that need no taxonomy
-    (:func:`_check_labels`). Returns the name of each source used in messages (its path, or ``name``, or
-    ``<DataFrame>`` and the like), the duplicates collapsed and the system of each source. A ``format`` that
-    is not one of :data:`LABEL_FORMATS`, a source of no kind the readers know or a system that is not a
+    (:func:`~hiersql.inputs.staging.check_labels`). Returns the name of each source used in messages (its path, or
+    ``name``, or ``<DataFrame>`` and the like), the duplicates collapsed and the system of each source. A ``format``
+    that is not one of :data:`LABEL_FORMATS`, a source of no kind the readers know or a system that is not a
     non-empty string (or ``None``) is an :class:`~hiersql.options.OptionError` naming ``format``, ``source``
     or ``system``, before anything is read."""
     check_format(format)
@@ -103,8 +99,8 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
                 for k in range(len(steps)):
                     con.execute(f"DROP TABLE {table}_{k}")
         if not predictions and first_row(con, "SELECT count(score) FROM _incoming")[0]:  # the truth has no scores
-            _incoming(con, "SELECT * EXCLUDE (rank, score), NULL::DOUBLE AS score FROM _incoming", ordered=True)
-        duplicates = _check_labels(con, wheres)
+            incoming(con, "SELECT * EXCLUDE (rank, score), NULL::DOUBLE AS score FROM _incoming", ordered=True)
+        duplicates = check_labels(con, wheres)
         if predictions:
             _warn_unread_systems(con, entries, duplicates)
         return Staged(wheres, duplicates, [e.system for e in entries], _ranked_by_name(con, entries), headers)
@@ -143,23 +139,6 @@ def _warn_unread_systems(con: duckdb.DuckDBPyConnection, entries: list[label_tab
             warn_unread_system(part.labels.table.where, column)
 
 
-def warn_unread_system(where: str, column: str) -> None:
-    """Warn that table ``where``, read without a system column, has repeated ``(instance_id, label)`` rows and
-    a text ``column`` that no role reads and that holds several values: the systems it may name were merged."""
-    warn_data(f"{where}: (instance_id, label) rows repeat and column {column!r}, which is not read, holds several"
-              f" values: if it names systems, they were merged into one; give --system-col {column} (system_col=)")
-
-
-def warn_ranked_by_name(by_name: Iterable[str]) -> None:
-    """One warning naming the tables whose labels were ranked by name (no row order, no rank or score column:
-    :data:`~hiersql.inputs.tables.RANK_ORDER`), the measures that read ranks and ``--rank-col``."""
-    tables = list(dict.fromkeys(by_name))
-    if tables:
-        warn_data(f"{', '.join(tables)}: no rank or score column and no row order: the labels of an instance are"
-                  f" ranked by name for the measures that read ranks ({RANK_READERS}); give their order"
-                  " with --rank-col (rank_col=)")
-
-
 def check_format(format: Any) -> None:
     """``format`` must be one of :data:`LABEL_FORMATS`."""
     if not isinstance(format, str) or format not in LABEL_FORMATS:
@@ -184,14 +163,6 @@ def check_label_keywords(label_sources: list[Any], format: Any, columns: Columns
                              " source is one (a table is read by its columns, label sets as they are)", format)
 
 
-def set_aside(con: duckdb.DuckDBPyConnection, suffix: str, back: bool = False) -> None:
-    """Keep the staging tables aside as ``_incoming{suffix}`` (or bring them ``back``)."""
-    for table in STAGED:
-        old, new = (f"{table}{suffix}", table) if back else (table, f"{table}{suffix}")
-        con.execute(f"DROP TABLE IF EXISTS {new}")
-        con.execute(f"ALTER TABLE {old} RENAME TO {new}")
-
-
 def _stage_text(con: duckdb.DuckDBPyConnection, paths: list[Path], srcs: list[int], format: str,
                 wheres: list[str]) -> None:
     """Stage text files (``long`` TSV, ``lines``, ``germeval-*``) with one read and one query per step."""
@@ -200,7 +171,7 @@ def _stage_text(con: duckdb.DuckDBPyConnection, paths: list[Path], srcs: list[in
     if format == "long":
         _stage_long(con, q, wheres)
     elif format == "lines":
-        _incoming(con, f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
+        incoming(con, f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['lines_rows']})")
         temp_table(con, "_incoming_instances", q["lines_instances"])
     else:
         _stage_germeval(con, format[-1], q, wheres)
@@ -231,7 +202,7 @@ def _raw_lines(con: duckdb.DuckDBPyConnection, paths: list[Path], srcs: list[int
 
 
 def _stage_long(con: duckdb.DuckDBPyConnection, q: dict[str, str], wheres: list[str]) -> None:
-    _incoming(
+    incoming(
         con, f"SELECT *, TRY_CAST(score_text AS DOUBLE) AS score FROM ({q['long_rows']})",
     )
     bad = first_row(
@@ -242,17 +213,8 @@ def _stage_long(con: duckdb.DuckDBPyConnection, q: dict[str, str], wheres: list[
             f"expected 2 fields (instance_id, label) or 3 (instance_id, label, score), found {bad[3]}",
             wheres[bad[0]], bad[1], bad[2],
         )
-    _check_score_text(con, wheres)
+    check_score_text(con, wheres)
     temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
-
-
-def _check_score_text(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
-    bad = first_row(
-        con, "SELECT src, line, score_text, instance_id FROM _incoming WHERE score_text IS NOT NULL"
-        " AND score_text <> '' AND (score IS NULL OR isnan(score)) ORDER BY src, line LIMIT 1"
-    )
-    if bad:
-        raise InputError("score is not a number", *locate(wheres[bad[0]], bad[1], "score", bad[3]), bad[2])
 
 
 def _stage_germeval(con: duckdb.DuckDBPyConnection, subtask: str, q: dict[str, str], wheres: list[str]) -> None:
@@ -270,7 +232,7 @@ def _stage_germeval(con: duckdb.DuckDBPyConnection, subtask: str, q: dict[str, s
     if dup:
         raise InputError(f"instance listed twice in {section} (first on line {dup[2]})", wheres[dup[0]],
                          dup[3], dup[1])
-    _incoming(
+    incoming(
         con, f"SELECT src, instance_id, label, line, pos, NULL::DOUBLE AS score FROM ({q['germeval_rows']})",
         {"section": section},
     )
@@ -285,7 +247,8 @@ def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: li
     takes the last row of a ragged file for the header) is the instance id column then one column per
     label; DuckDB reads the rows into columns named by position (no name from the file enters the SQL),
     and a row with another number of fields than the header is an error naming its line. Returns the labels
-    of the header (:func:`check_staged` checks them against the taxonomy, a column no row marks too)."""
+    of the header (:func:`~hiersql.inputs.staging.check_staged` checks them against the taxonomy, a column no row
+    marks too)."""
     import duckdb
 
     sep = "," if path.suffix.lower() == ".csv" else "\t"
@@ -322,7 +285,7 @@ def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: li
     if bad:
         raise InputError(f"wide matrix cell of column {labels[bad[1] - 1]!r} is not 0 or 1", wheres[src],
                          bad[0], bad[2])
-    _incoming(
+    incoming(
         con, "SELECT $src AS src, instance_id, list_extract($labels, pos) AS label, line, pos, NULL::DOUBLE AS score"
         " FROM _wide_cells WHERE trim(v) IN ('1', '1.0')", {"src": src, "labels": labels},
     )
@@ -341,30 +304,14 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, label_ta
     else:
         pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
         params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
-    _incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, r.pos,"
+    incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, r.pos,"
                    f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True)
-    _check_rows(con, wheres)
+    check_rows(con, wheres)
     if "rank" in parts[0][1].labels.columns:
         bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"
                              " OR NOT isfinite(ord) ORDER BY src, line LIMIT 1")
         if bad:
             raise InputError("rank is not a number", *locate(wheres[bad[0]], bad[1], "rank", bad[3]), bad[2])
-
-
-def _check_rows(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
-    """Missing ids or labels and bad scores of a staged table; then ``_incoming_instances``."""
-    bad = first_row(
-        con, "SELECT src, line, instance_id, label FROM _incoming WHERE instance_id IS NULL OR label IS NULL"
-        " OR trim(label) = '' OR lower(label) = 'nan' OR lower(instance_id) = 'nan'"
-        " ORDER BY src, line LIMIT 1"
-    )
-    if bad:
-        role = "instance" if bad[2] is None or bad[2].lower() == "nan" else "label"
-        raise InputError(rules.MISSING,
-                         *locate(wheres[bad[0]], bad[1], role, None if role == "instance" else bad[2]),
-                         f"instance_id={bad[2]!r}, label={bad[3]!r}")
-    _check_score_text(con, wheres)
-    temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
 
 
 def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]], wheres: list[str]) -> None:
@@ -384,13 +331,13 @@ def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]],
         src += [i] * len(rows["label"])
         for name in table:
             table[name] += rows[name]
-    _incoming(
+    incoming(
         con, "SELECT unnest($src) AS src, trim(unnest($instance_id)) AS instance_id, trim(unnest($label)) AS label,"
         " unnest($line) AS line, unnest($pos) AS pos, unnest($score) AS score_text,"
         " TRY_CAST(unnest($score) AS DOUBLE) AS score",
         {"src": src} | table,
     )
-    _check_rows(con, wheres)
+    check_rows(con, wheres)
     if set_sizes:  # every label set is an instance, an empty one too
         temp_table(
             con, "_incoming_instances",
@@ -401,116 +348,6 @@ def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]],
         )
 
 
-def _check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tuple[int, int]]:
-    """The checks of the staged labels that need no taxonomy (:meth:`hiersql.inputs.store.Store.load` runs them while
-    the taxonomy loads): empty ids and labels are errors; duplicate ``(instance_id, label)`` rows are collapsed (counts
-    returned, warned by :func:`check_staged`) and the ranks renumbered."""
-    bad = first_row(
-        con, "SELECT src, line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
-        " ORDER BY src, line LIMIT 1"
-    )
-    if bad:
-        raise InputError(rules.EMPTY_INSTANCE, *locate(wheres[bad[0]], bad[1], "instance", None), bad[2])
-    bad = first_row(
-        con, "SELECT src, line, instance_id FROM _incoming WHERE label IS NULL OR label = ''"
-        " ORDER BY src, line LIMIT 1"
-    )
-    if bad:
-        raise InputError(rules.EMPTY_LABEL, *locate(wheres[bad[0]], bad[1], "label", bad[2]),
-                         f"instance_id={bad[2]!r}")
-    dups = con.execute(
-        "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
-        " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"
-    ).fetchall()
-    if dups:  # the first in rank order is kept
-        _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming QUALIFY row_number() OVER (PARTITION BY src,"
-                       f" instance_id, label ORDER BY {RANK_ORDER}) = 1", ordered=True)
-    return dups
-
-
-def _incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, object] | None = None,
-              ordered: bool = False) -> None:
-    """The staging table ``_incoming``: the ``rows`` of a reader (``src, instance_id, label, line, pos,
-    score[, score_text]``, and, when ``ordered``, ``ord`` and ``in_order``: the value of a table's rank column
-    and whether its rows have an order; else none and an order) and each label's ``rank``, its position within
-    its instance by :data:`~hiersql.inputs.tables.RANK_ORDER`."""
-    if not ordered:
-        rows = f"SELECT *, NULL::DOUBLE AS ord, true AS in_order FROM ({rows})"
-    temp_table(con, "_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY"
-               f" {RANK_ORDER}) AS rank FROM ({rows})", params)
-
-
-def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:
-    """Unknown labels (an error, or dropped and the ranks renumbered); warns of the duplicates collapsed.
-    Warnings are per source."""
-    rules.check_option("unknown", unknown)
-    wheres = staged.wheres
-    virtual = first_row(
-        con, "SELECT i.src, i.line, i.label, i.instance_id FROM _incoming i JOIN nodes n ON n.label = i.label"
-        " AND n.is_virtual ORDER BY i.src, i.line LIMIT 1"
-    )
-    if virtual:  # a name hiersql made up, above the taxonomy's parentless nodes: no label can mean it
-        raise InputError(rules.VIRTUAL_ROOT, *locate(wheres[virtual[0]], virtual[1], "label", virtual[3]), virtual[2])
-    unknowns = con.execute(
-        "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*),"
-        " first(i.instance_id ORDER BY i.line, i.pos) FROM _incoming i"
-        " ANTI JOIN nodes n ON n.label = i.label GROUP BY i.src ORDER BY i.src"
-    ).fetchall()
-    if unknowns:
-        if unknown == "error":
-            src, line, label, _, instance = unknowns[0]
-            raise InputError(rules.UNKNOWN_LABEL, *locate(wheres[src], line, "label", instance), label)
-        con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
-        _incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming", ordered=True)  # the ranks renumbered
-        for src, _, label, count, _ in unknowns:
-            warn_data(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
-    _check_headers(con, staged, unknown)
-    for src, count in staged.duplicates:
-        warn_data(f"{wheres[src]}: {count} {rules.DUPLICATES}")
-
-
-def _check_headers(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:
-    """The labels of the headers of wide files against the taxonomy, as the labels of the rows (after them,
-    which name the line of a row that marks such a column): a column that no row marks names a label too, so
-    one not in the taxonomy is an error naming the file's header (line 1), or with ``unknown="ignore"`` a
-    warning with the count of such columns; the virtual root is an error either way."""
-    if not staged.headers:
-        return
-    srcs = [src for src, labels in staged.headers.items() for _ in labels]
-    labels = [label for labels in staged.headers.values() for label in labels]
-    bad = con.execute(
-        "SELECT h.src, count(*), first(h.label ORDER BY h.k), bool_or(n.is_virtual), first(h.label ORDER BY"
-        " n.is_virtual DESC, h.k) FROM (SELECT unnest($srcs) AS src, unnest($labels) AS label,"
-        " generate_subscripts($labels, 1) AS k) h LEFT JOIN nodes n ON n.label = h.label"
-        " WHERE n.label IS NULL OR n.is_virtual GROUP BY h.src ORDER BY h.src",
-        {"srcs": srcs, "labels": labels},
-    ).fetchall()
-    for src, count, label, virtual, virtual_label in bad:
-        if virtual:
-            raise InputError(f"wide header: {rules.VIRTUAL_ROOT}", staged.wheres[src], 1, virtual_label)
-        if unknown == "error":
-            raise InputError(f"wide header: {rules.UNKNOWN_LABEL}", staged.wheres[src], 1, label)
-        warn_data(f"{staged.wheres[src]}: ignored {count} column(s) of the wide header not in the taxonomy"
-                  f" (first: {label!r})")
-
-
-def check_no_truth(con: duckdb.DuckDBPyConnection, wheres: list[str], no_truth: str) -> None:
-    rules.check_option("no_truth", no_truth)
-    missing = con.execute(
-        "SELECT s.src, min(s.line), first(s.instance_id ORDER BY s.line), count(*) FROM _incoming_instances s"
-        " ANTI JOIN instances i ON i.instance_id = s.instance_id GROUP BY s.src ORDER BY s.src"
-    ).fetchall()
-    if not missing:
-        return
-    if no_truth == "error":
-        src, line, instance, _ = missing[0]
-        raise InputError(rules.NO_TRUTH, *locate(wheres[src], line, "instance", instance),
-                         instance)
-    con.execute("DELETE FROM _incoming WHERE instance_id NOT IN (SELECT instance_id FROM instances)")
-    for src, _, instance, count in missing:
-        warn_data(f"{wheres[src]}: ignored {count} predicted instance(s) with no truth (first: {instance!r})")
-
-
 def _register(con: duckdb.DuckDBPyConnection, name: str, rel: Any) -> None:
     """Register a relation as a view; a relation of another DuckDB connection goes through Arrow."""
     import duckdb
@@ -519,16 +356,6 @@ def _register(con: duckdb.DuckDBPyConnection, name: str, rel: Any) -> None:
         con.register(name, rel)
     except duckdb.InvalidInputException:
         con.register(name, rel.arrow())
-
-
-def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None) -> tuple | None:
-    """The first row of a query (the result is fetched completely, as DuckDB requires)."""
-    rows = con.execute(sql, params or {}).fetchall()
-    return rows[0] if rows else None
-
-
-def temp_table(con: duckdb.DuckDBPyConnection, table: str, sql: str, params: dict[str, object] | None = None) -> None:
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {sql}", params or {})
 
 
 def _is_text(path: Path, format: str) -> bool:
@@ -605,5 +432,3 @@ def prediction_items(
              else f"{system}={sources.default_name(source)}") for system, source in items]
 
 
-def warn_data(message: str) -> None:
-    warnings.warn(message, DataWarning, stacklevel=4)

@@ -3,7 +3,7 @@
 ``hiersql evaluate`` reads labels through :mod:`hiersql.inputs.readers`, which strips the spaces around ids and labels,
 refuses what is missing or unknown and collapses duplicates. The SQL door reads the user's tables (``truth``,
 ``predictions``, ``instances``, ``systems``) as they are. :data:`RULES` states each reader rule once, as SQL, with
-the reader's message (the constants below, which :mod:`hiersql.inputs.readers` imports). From it come:
+the reader's message (the constants below, which :mod:`hiersql.inputs.staging` imports). From it come:
 
 - :func:`problems_sql`: one row per problem ``(table_name, column_name, row_key, value, rule, action, message)``,
   the body of the ``hiersql_check()`` macro;
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-# The readers' messages (hiersql.inputs.readers imports them; hiersql.inputs.sources says MISSING_SYSTEM).
+# The readers' messages (hiersql.inputs.staging imports them; hiersql.inputs.sources says MISSING_SYSTEM).
 MISSING = "missing instance_id or label (empty, None or NaN)"
 EMPTY_INSTANCE = "empty instance_id"
 EMPTY_LABEL = "empty label"

@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import InputError
-from . import readers, sources
+from . import readers, sources, staging
 from .closure import fill_taxonomy
-from .readers import LabelSource, Staged, first_row, prediction_items, temp_table, warn_data
+from .readers import LabelSource, prediction_items
+from .staging import Staged, first_row, temp_table, warn_data
 from .tables import Columns
 from .taxonomy import Taxonomy, as_taxonomy
 
@@ -136,7 +137,7 @@ class Store:
         columns = Columns(instance=instance_col, label=label_col, rank=rank_col)
         staged = readers.stage(self.con, [(None, source, name)], format, columns, predictions=False)
         self._commit_truth(staged, unknown)
-        readers.warn_ranked_by_name(staged.by_name)
+        staging.warn_ranked_by_name(staged.by_name)
 
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
         """Check the staged truth and replace ``truth`` and ``instances`` with it, in one transaction."""
@@ -145,7 +146,7 @@ class Store:
                              " a GermEval file without the subtask's section)",
                              staged.wheres[0])
         with self.transaction():
-            readers.check_staged(self.con, staged, unknown)
+            staging.check_staged(self.con, staged, unknown)
             self.con.execute("DELETE FROM truth")
             self.con.execute("DELETE FROM instances")
             self.con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM _incoming_instances")
@@ -270,10 +271,10 @@ class Store:
             try:
                 truth_staged = readers.stage(self.con, [(None, truth, None)], format, columns, predictions=False)
                 if items:
-                    readers.set_aside(self.con, "_truth")
+                    staging.set_aside(self.con, "_truth")
                     pred_staged = readers.stage(self.con, items, format, columns, predictions=True)
-                    readers.set_aside(self.con, "_predictions")
-                    readers.set_aside(self.con, "_truth", back=True)
+                    staging.set_aside(self.con, "_predictions")
+                    staging.set_aside(self.con, "_truth", back=True)
                 read = True
             except InputError as exc:  # raised after the taxonomy's own error, if any
                 staged = exc
@@ -287,9 +288,9 @@ class Store:
         self._commit_truth(truth_staged, unknown)
         if items:
             step(LOAD_STEPS[2])
-            readers.set_aside(self.con, "_predictions", back=True)
+            staging.set_aside(self.con, "_predictions", back=True)
             self._commit_predictions(pred_staged, unknown, no_truth)
-        readers.warn_ranked_by_name(truth_staged.by_name + (pred_staged.by_name if items else []))
+        staging.warn_ranked_by_name(truth_staged.by_name + (pred_staged.by_name if items else []))
 
     def systems(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()]
@@ -308,14 +309,14 @@ class Store:
             return
         staged = readers.stage(self.con, items, format, columns, predictions=True)
         self._commit_predictions(staged, unknown, no_truth)
-        readers.warn_ranked_by_name(staged.by_name)
+        staging.warn_ranked_by_name(staged.by_name)
 
     def _commit_predictions(self, staged: Staged, unknown: str, no_truth: str) -> None:
         """Check the staged predictions and replace those systems' rows, in one transaction."""
         with self.transaction():
-            readers.check_staged(self.con, staged, unknown)
+            staging.check_staged(self.con, staged, unknown)
             wheres = staged.wheres
-            readers.check_no_truth(self.con, wheres, no_truth)
+            staging.check_no_truth(self.con, wheres, no_truth)
             for (src,) in self.con.execute(
                 "SELECT src FROM (SELECT unnest(range($n)) AS src) ANTI JOIN _incoming USING (src) ORDER BY src",
                 {"n": len(staged.systems)},

@@ -142,6 +142,38 @@ def load_spec(path: str | Path) -> Spec:
         The first fault, naming the job file, its line and the value.
     """
     path = Path(path)
+    text, doc = _read_toml(path)
+    lines = _Lines(text)
+
+    def fail(message: str, dataset: int | None, key: str | None = None, value: object = None) -> InputError:
+        return InputError(message, path, lines.find(dataset, key, value), value)
+
+    _check_keys(doc, TOP_KEYS, None, fail)
+    datasets = _dataset_tables(doc, text, path, fail)
+    base = path.parent
+    queue = doc.get("queue")
+    if isinstance(queue, str) and not is_postgres(queue) and not (base / queue).parent.is_dir():
+        raise fail("the queue's folder does not exist", None, "queue", queue)
+    results = None
+    if "results" in doc:  # a bad target, a server out of reach, a table of other columns: the key's line
+        from .targets import check_target, parse_target
+
+        where = f"{path}:{lines.find(None, 'results')}"
+        results = parse_target(doc["results"], where, base)
+        check_target(results, where)
+    run = _check_run(doc["run"], lambda m, k, v: fail(m, None, k, v)) if "run" in doc else None
+    names: set[str] = set()
+    checked_options: dict[str, Any] = {}
+    read = [_dataset(n, ds, doc, base, names, checked_options, fail) for n, ds in enumerate(datasets)]
+    if doc.get("format", "long") != "long" and not any(reads_top_format for _, reads_top_format in read):
+        raise fail(_FORMAT_UNUSED, None, "format", doc["format"])
+    return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(dataset for dataset, _ in read),
+                lines.find(None, "queue") if "queue" in doc else None, results, doc.get("on_failure"), run)
+
+
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The text of the job file at ``path`` and its TOML document; a missing file, bytes that are not UTF-8 or
+    text that is not TOML is an :class:`~hiersql.errors.InputError` naming the file and the line."""
     if not path.is_file():
         raise InputError("job file not found", path)
     raw = path.read_bytes()
@@ -157,14 +189,12 @@ def load_spec(path: str | Path) -> Spec:
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc).splitlines()[0])
         raise InputError(f"job file is not valid TOML ({message})", path,
                          int(found.group(1)) if found else None) from None
-    from ..inputs.sources import format_unused
+    return text, doc
 
-    lines = _Lines(text)
 
-    def fail(message: str, dataset: int | None, key: str | None = None, value: object = None) -> InputError:
-        return InputError(message, path, lines.find(dataset, key, value), value)
-
-    _check_keys(doc, TOP_KEYS, None, fail)
+def _dataset_tables(doc: dict[str, Any], text: str, path: Path, fail) -> list[dict[str, Any]]:
+    """The ``[[dataset]]`` tables of the job file's ``doc``: at least one, and an array of tables (a
+    ``[dataset]`` table is named by its header's line in ``text``)."""
     datasets = doc.get("dataset")
     if datasets is None or (isinstance(datasets, list | dict) and not datasets):  # (dataset = 3: below)
         raise fail("job file lists no [[dataset]]", None)
@@ -174,70 +204,55 @@ def load_spec(path: str | Path) -> Spec:
             raise InputError("'dataset' must be an array of tables ([[dataset]])", path,
                              text[:header.start()].count("\n") + 1, header.group().strip())
         raise fail("'dataset' must be an array of tables ([[dataset]])", None, "dataset", datasets)
-    base = path.parent
-    queue = doc.get("queue")
-    if isinstance(queue, str) and not is_postgres(queue) and not (base / queue).parent.is_dir():
-        raise fail("the queue's folder does not exist", None, "queue", queue)
-    results = None
-    if "results" in doc:  # a bad target, a server out of reach, a table of other columns: the key's line
-        from .targets import check_target, parse_target
+    return datasets
 
-        where = f"{path}:{lines.find(None, 'results')}"
-        results = parse_target(doc["results"], where, base)
-        check_target(results, where)
-    run = _check_run(doc["run"], lambda m, k, v: fail(m, None, k, v)) if "run" in doc else None
-    out = []
-    names: set[str] = set()
-    checked_options: dict[str, Any] = {}
-    top_format_read = False
-    for n, ds in enumerate(datasets):
-        _check_keys(ds, DATASET_KEYS, n, fail)
-        for key in ("name", "taxonomy", "truth", "predictions"):
-            if key not in ds:
-                raise fail(f"dataset lacks '{key}'", n)
-        name = ds["name"]
-        if name in names:
-            raise fail("dataset name used twice", n, "name", name)
-        names.add(name)
-        fmt = ds.get("format", doc.get("format", "long"))
-        if fmt not in LABEL_FORMATS:
-            raise fail(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", n if "format" in ds else None,
-                       "format", fmt)
-        unknown = ds.get("unknown", doc.get("unknown", "error"))
-        if unknown not in rules.OPTIONS["unknown"]:
-            raise fail(f"unknown {rules.option_rule('unknown')}", n if "unknown" in ds else None, "unknown", unknown)
-        at = n if "metrics" in ds else None
-        metrics = ds.get("metrics", doc.get("metrics", list(DEFAULT_METRICS)))
-        if isinstance(metrics, str):
-            metrics = [m.strip() for m in metrics.split(",") if m.strip()]
-        if not metrics:
-            raise fail("no measures given", at, "metrics", metrics)
-        _check_metrics(metrics, lambda m, v, at=at: fail(m, at, "metrics", v))
-        options = {**doc.get("options", {}), **ds.get("options", {})}
-        signature = json.dumps([metrics, options], sort_keys=True)
-        if signature not in checked_options:
-            _check_options(metrics, options, lambda m, k, v, n=n, ds=ds: fail(
-                m, n if k in ds.get("options", {}) else None, k, v))
-            checked_options[signature] = True
-        taxonomy = _source(ds["taxonomy"], base, lambda m, v, n=n: fail(m, n, "taxonomy", v), "taxonomy")
-        truth = _source(ds["truth"], base, lambda m, v, n=n: fail(m, n, "truth", v), "label")
-        preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
-        columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
-        predictions, row_digests = _predictions(preds, base, fmt, columns,
-                                                lambda m, v, n=n: fail(m, n, "predictions", v))
-        _check_column_keys(ds, truth, [source for _, source in predictions], fmt,
-                           lambda m, k, v, n=n: fail(m, n, k, v))
-        if format_unused(fmt, [truth, *(p for _, p in predictions)]):
-            if "format" in ds:
-                raise fail(_FORMAT_UNUSED, n, "format", fmt)
-        elif "format" not in ds:
-            top_format_read = True
-        out.append(Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns,
-                           row_digests))
-    if doc.get("format", "long") != "long" and not top_format_read:
-        raise fail(_FORMAT_UNUSED, None, "format", doc["format"])
-    return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(out),
-                lines.find(None, "queue") if "queue" in doc else None, results, doc.get("on_failure"), run)
+
+def _dataset(n: int, ds: dict[str, Any], doc: dict[str, Any], base: Path, names: set[str],
+             checked_options: dict[str, Any], fail) -> tuple[Dataset, bool]:
+    """The ``n``-th ``[[dataset]]`` table ``ds`` checked, with the keys of the top of ``doc`` as its defaults;
+    ``names`` are the names of the datasets before it (this one's is added), ``checked_options`` the signatures
+    of the measures and options already checked (this one's is added). Returns the dataset and whether it reads
+    the top-level ``format`` (it has no ``format`` of its own and a label source the format applies to)."""
+    from ..inputs.sources import format_unused
+
+    _check_keys(ds, DATASET_KEYS, n, fail)
+    for key in ("name", "taxonomy", "truth", "predictions"):
+        if key not in ds:
+            raise fail(f"dataset lacks '{key}'", n)
+    name = ds["name"]
+    if name in names:
+        raise fail("dataset name used twice", n, "name", name)
+    names.add(name)
+    fmt = ds.get("format", doc.get("format", "long"))
+    if fmt not in LABEL_FORMATS:
+        raise fail(f"unknown label format (one of {', '.join(LABEL_FORMATS)})", n if "format" in ds else None,
+                   "format", fmt)
+    unknown = ds.get("unknown", doc.get("unknown", "error"))
+    if unknown not in rules.OPTIONS["unknown"]:
+        raise fail(f"unknown {rules.option_rule('unknown')}", n if "unknown" in ds else None, "unknown", unknown)
+    at = n if "metrics" in ds else None
+    metrics = ds.get("metrics", doc.get("metrics", list(DEFAULT_METRICS)))
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    if not metrics:
+        raise fail("no measures given", at, "metrics", metrics)
+    _check_metrics(metrics, lambda m, v: fail(m, at, "metrics", v))
+    options = {**doc.get("options", {}), **ds.get("options", {})}
+    signature = json.dumps([metrics, options], sort_keys=True)
+    if signature not in checked_options:
+        _check_options(metrics, options, lambda m, k, v: fail(m, n if k in ds.get("options", {}) else None, k, v))
+        checked_options[signature] = True
+    taxonomy = _source(ds["taxonomy"], base, lambda m, v: fail(m, n, "taxonomy", v), "taxonomy")
+    truth = _source(ds["truth"], base, lambda m, v: fail(m, n, "truth", v), "label")
+    preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
+    columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
+    predictions, row_digests = _predictions(preds, base, fmt, columns, lambda m, v: fail(m, n, "predictions", v))
+    _check_column_keys(ds, truth, [source for _, source in predictions], fmt, lambda m, k, v: fail(m, n, k, v))
+    unused = format_unused(fmt, [truth, *(p for _, p in predictions)])
+    if unused and "format" in ds:
+        raise fail(_FORMAT_UNUSED, n, "format", fmt)
+    return (Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns, row_digests),
+            not unused and "format" not in ds)
 
 
 _FORMAT_UNUSED = ("names the format of label text files (and of a wide CSV file), and every label source it applies"

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ...errors import InputError, is_spark_error, spark_message
 from ...inputs import label_tables, rules, sources
 from ...inputs.label_tables import TableWhere, locate
-from ...inputs.readers import warn_data, warn_ranked_by_name, warn_unread_system
+from ...inputs.staging import warn_data, warn_ranked_by_name, warn_unread_system
 from ...inputs.tables import QUERY, RANK_ORDER, Columns, Table, first_line_of, split_name
 from ...options import SPACES
 
@@ -251,12 +251,61 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     (:func:`_ranked_by_name`).
 
     Two Spark jobs: the rows with their checks as columns, computed once (one shuffle of the rows, by
-    instance), then the counts per system.
+    instance), then the counts per system (:func:`_flagged`).
     """
     from pyspark.sql import functions as F
 
     rules.check_option("unknown", unknown)
     rules.check_option("no_truth", no_truth)
+    rows, groups = _flagged(engine, opened, predictions, unknown, no_truth)
+
+    def line(k: int, o: Any) -> int:
+        """The number of the row at ``o`` in the scan order of source ``k`` (for messages, on errors only)."""
+        before = (F.col("_o.file") < o["file"]) | ((F.col("_o.file") == o["file"]) & (F.col("_o.row") < o["row"]))
+        return rows.filter((F.col("_src") == k) & before).count() + 1
+
+    by_source: dict[int, dict[str | None, Any]] = {}
+    for group in groups:
+        by_source.setdefault(group["_src"], {})[group["system"]] = group
+    wheres = _system_wheres(opened, by_source, predictions, line)
+    order = list(wheres)
+    stats = {key: by_source.get(key[0], {}).get(key[1]) for key in order}
+    _raise_first_error(stats, order, wheres, unknown, no_truth, line)
+    for key in order:
+        group = stats[key]
+        if group is None:
+            continue
+        if group["dups"] and predictions and opened[key[0]].system is not None:
+            _warn_unread_systems(opened[key[0]])
+        if group["dups"]:
+            warn_data(f"{wheres[key]}: {group['dups']} duplicate (instance_id, label) row(s) collapsed")
+        if unknown == "ignore" and group["_unknown"]:
+            warn_data(f"{wheres[key]}: ignored {group['_unknown']} label(s) not in the taxonomy (first:"
+                  f" {group['_unknown_first']['label']!r})")
+        if no_truth == "ignore" and group["_no_truth"]:  # counted in instances, as the store does
+            count = rows.filter(F.col("_no_truth") & (F.col("_src") == key[0]) & (F.col("system") == key[1])
+                                ).select("instance_id").distinct().count()
+            warn_data(f"{wheres[key]}: ignored {count} predicted instance(s) with no truth"
+                  f" (first: {group['_no_truth_first']['instance_id']!r})")
+        if predictions and not group["kept"]:
+            warn_data(f"{wheres[key]}: no predicted label; evaluated as a system that predicted nothing for every"
+                  " instance")
+    kept = rows.filter("_keep").select("system", "instance_id", "label", "rank", "score")
+    by_name = _ranked_by_name(opened, by_source)
+    if not predictions and not groups:  # a truth without rows
+        return rows, kept, [], by_name
+    return rows, kept, [(str(system), str(wheres[(k, system)])) for k, system in order], by_name
+
+
+def _flagged(engine: SparkEngine, opened: list[_Source], predictions: bool, unknown: str, no_truth: str
+             ) -> tuple[Any, list[Any]]:
+    """The rows of ``opened`` with their checks as columns (the flags of :data:`_ERRORS`, ``_dup``, ``_keep``:
+    the row is kept, and ``rank``: its rank among the kept rows of its instance), computed once (one shuffle of
+    the rows, by instance; a local checkpoint), and the groups of those rows per source and system with their
+    counts and their first bad row of each kind (a second Spark job). A source Spark cannot read is an
+    :class:`~hiersql.errors.InputError` naming the first source."""
+    from pyspark.sql import functions as F
+
     spark = engine.spark
     rows = opened[0].rows
     for other in opened[1:]:
@@ -308,18 +357,17 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         if not is_spark_error(exc):
             raise
         raise InputError(f"cannot read ({spark_message(exc)})", opened[0].where) from None
+    return rows, groups
 
-    def line(k: int, o: Any) -> int:
-        """The number of the row at ``o`` in the scan order of source ``k`` (for messages, on errors only)."""
-        before = (F.col("_o.file") < o["file"]) | ((F.col("_o.file") == o["file"]) & (F.col("_o.row") < o["row"]))
-        return rows.filter((F.col("_src") == k) & before).count() + 1
 
-    by_source: dict[int, dict[str | None, Any]] = {}
-    for group in groups:
-        by_source.setdefault(group["_src"], {})[group["system"]] = group
-    wheres = _system_wheres(opened, by_source, predictions, line)
-    order = list(wheres)
-    stats = {key: by_source.get(key[0], {}).get(key[1]) for key in order}
+def _raise_first_error(stats: dict[tuple[int, str | None], Any], order: list[tuple[int, str | None]],
+                       wheres: dict[tuple[int, str | None], TableWhere], unknown: str, no_truth: str,
+                       line: Callable[[int, Any], int]) -> None:
+    """The first fault of :data:`_ERRORS`, in the store's order of the checks, then of the systems (``order``),
+    among the groups ``stats`` of :func:`_flagged` as an :class:`~hiersql.errors.InputError` naming the system
+    (``wheres``), the instance and the value, or the row's number by ``line`` when it has no instance id; the
+    labels not in the taxonomy and the instances without truth are no fault when ``unknown`` or ``no_truth`` is
+    ``ignore``."""
     for flag, message, role in _ERRORS:
         if flag == "_unknown" and unknown == "ignore" or flag == "_no_truth" and no_truth == "ignore":
             continue
@@ -335,30 +383,6 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
                  "_no_truth": row["instance_id"]}.get(flag, row["label"])
         at = line(key[0], row["_o"]) if instance_id is None else None
         raise InputError(message, *locate(wheres[key], at, role, instance_id), value)
-    for key in order:
-        group = stats[key]
-        if group is None:
-            continue
-        if group["dups"] and predictions and opened[key[0]].system is not None:
-            _warn_unread_systems(opened[key[0]])
-        if group["dups"]:
-            warn_data(f"{wheres[key]}: {group['dups']} duplicate (instance_id, label) row(s) collapsed")
-        if unknown == "ignore" and group["_unknown"]:
-            warn_data(f"{wheres[key]}: ignored {group['_unknown']} label(s) not in the taxonomy (first:"
-                  f" {group['_unknown_first']['label']!r})")
-        if no_truth == "ignore" and group["_no_truth"]:  # counted in instances, as the store does
-            count = rows.filter(F.col("_no_truth") & (F.col("_src") == key[0]) & (F.col("system") == key[1])
-                                ).select("instance_id").distinct().count()
-            warn_data(f"{wheres[key]}: ignored {count} predicted instance(s) with no truth"
-                  f" (first: {group['_no_truth_first']['instance_id']!r})")
-        if predictions and not group["kept"]:
-            warn_data(f"{wheres[key]}: no predicted label; evaluated as a system that predicted nothing for every"
-                  " instance")
-    kept = rows.filter("_keep").select("system", "instance_id", "label", "rank", "score")
-    by_name = _ranked_by_name(opened, by_source)
-    if not predictions and not groups:  # a truth without rows
-        return rows, kept, [], by_name
-    return rows, kept, [(str(system), str(wheres[(k, system)])) for k, system in order], by_name
 
 
 def _system_wheres(opened: list[_Source], by_source: dict[int, dict[str | None, Any]], predictions: bool,
@@ -394,7 +418,7 @@ def _system_wheres(opened: list[_Source], by_source: dict[int, dict[str | None, 
 
 def _warn_unread_systems(source: _Source) -> None:
     """A predictions source without a system column whose rows repeat: warn of each text column that no role
-    reads and that holds several values (:func:`hiersql.inputs.readers.warn_unread_system`; one Spark job)."""
+    reads and that holds several values (:func:`hiersql.inputs.staging.warn_unread_system`; one Spark job)."""
     from pyspark.sql import functions as F
 
     if source.unread:
