@@ -95,7 +95,7 @@ def test_table_sources_are_reported_with_the_sha_256_of_their_rows(fixtures_dir,
     import pandas as pd
 
     from hiersql.cli.report import source_digest
-    from hiersql.jobs.spec import content_hash
+    from hiersql.jobs.keys import content_hash
 
     demo = fixtures_dir / "demo"
 

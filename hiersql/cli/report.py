@@ -93,7 +93,7 @@ def source_digest(source: object, role: str, args: argparse.Namespace) -> str:
 
     from ..analyses.report import file_digest
     from ..inputs.sources import is_reference
-    from ..jobs.spec import COLUMN_KEYS, content_hash
+    from ..jobs.keys import COLUMN_KEYS, content_hash
 
     text = str(source)
     if is_reference(text):

@@ -12,8 +12,8 @@ from typing import Any
 
 from ..errors import InputError
 from .instances import Computed, InstanceTable, instance_tables
+from .keys import LABEL_COLUMN_KEYS, content_hash
 from .queue import Claimed
-from .spec import LABEL_COLUMN_KEYS, content_hash
 
 
 def message(exc: BaseException) -> str:
