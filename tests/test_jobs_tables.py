@@ -146,3 +146,55 @@ def test_postgres_tables_equal_the_file_based_run(rows, data_dir, pg_dsn, tmp_pa
                     " = %s)", [rows[RUNS][-1][0], rows[RUNS][-1][0]])
     assert main(["jobs", "run", str(spec)]) == 0
     assert "19 unit(s), 1 queued, 18 unchanged" in capsys.readouterr().out
+
+
+def test_parquet_folders_are_read_and_keyed_by_their_rows(fixtures_dir, tmp_path, capsys):
+    """Folders of Parquet part files (as Spark writes them) as a job's taxonomy, truth and predictions (one
+    table of every system, a system column): the values of ``hiersql evaluate`` on the same folders; parts
+    rewritten as three parts of the same rows (in the same order: an instance's labels are ranked by it)
+    leave every unit unchanged."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    demo = fixtures_dir / "demo"
+    systems = ("cautious", "shallow")
+    con = duckdb.connect()
+    for name, sql in (
+        ("taxonomy", f"SELECT column0 AS parent, column1 AS child FROM read_csv('{demo / 'taxonomy.tsv'}',"
+                     " header=false, delim='\\t', all_varchar=true)"),
+        ("truth", f"SELECT column0 AS instance_id, column1 AS label FROM read_csv('{demo / 'truth.tsv'}',"
+                  " header=false, delim='\\t', all_varchar=true)"),
+        ("predictions", " UNION ALL ".join(
+            f"SELECT '{s}' AS system, column0 AS instance_id, column1 AS label FROM read_csv("
+            f"'{demo / f'{s}.tsv'}', header=false, delim='\\t', all_varchar=true)" for s in systems)),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        rows = con.sql(sql).order("ALL")
+        n = len(rows.fetchall())
+        con.sql(f"SELECT * FROM ({sql}) ORDER BY ALL LIMIT {n // 2}").write_parquet(str(folder / "part-0.parquet"))
+        con.sql(f"SELECT * FROM ({sql}) ORDER BY ALL OFFSET {n // 2}").write_parquet(str(folder / "part-1.parquet"))
+    spec = tmp_path / "job.toml"
+    spec.write_text('name = "pq"\nqueue = "q.duckdb"\nmetrics = ["hp", "hf", "lca_f1"]\n'
+                    '[options]\naverage = ["micro"]\n[[dataset]]\nname = "demo"\ntaxonomy = "taxonomy"\n'
+                    'truth = "truth"\npredictions = "predictions"\n')
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert main(["jobs", "run", str(spec)]) == 0
+    capsys.readouterr()
+    got = {(r[1], r[2], r[3]): r[4] for r in stored(tmp_path / "q.duckdb")}
+    assert main(["evaluate", "--taxonomy", str(tmp_path / "taxonomy"), "--truth", str(tmp_path / "truth"),
+                 "--pred", str(tmp_path / "predictions"), "--metrics", "hp,hf,lca_f1", "--average", "micro",
+                 "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()[1:]
+    want = {(s, m, a): float(v) for s, m, a, v in (line.split(",") for line in lines)}
+    assert got == want and {s for s, _, _ in got} == set(systems)
+    for name in ("truth", "predictions"):  # the same rows, in three parts
+        folder = tmp_path / name
+        rows = con.sql(f"SELECT * FROM read_parquet('{folder}/*.parquet') ORDER BY ALL").to_arrow_table()
+        for part in folder.iterdir():
+            part.unlink()
+        third = len(rows) // 3
+        for k, start in enumerate((0, third, 2 * third)):
+            pq.write_table(rows.slice(start, third if k < 2 else None), folder / f"part-{k}.parquet")
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "2 unit(s), 0 queued, 2 unchanged" in capsys.readouterr().out

@@ -149,11 +149,17 @@ class Taxonomy:
         HEMKit), ``csv`` (header with ``parent``, ``child`` and optional ``weight``) or ``parquet``.
 
         Without ``format`` the suffix decides (``.csv``, ``.parquet``); a text file whose first line has a tab
-        is TSV, otherwise whitespace pairs. Blank lines are skipped.
+        is TSV, otherwise whitespace pairs. Blank lines are skipped. A folder of Parquet part files (as Spark
+        writes them) is read as a table (:meth:`from_table`).
         """
         if not isinstance(path, str | PathLike):
             raise argument_error("path", "must be a path (a str or a pathlib.Path)", path)
         path = Path(path)
+        if path.is_dir() and format in (None, "parquet"):
+            from .sources import is_parquet
+
+            if is_parquet(path):
+                return cls.from_table(path)
         if not path.is_file():
             raise InputError("taxonomy is a folder, not a file" if path.is_dir() else "taxonomy file not found", path)
         format = format or _guess_format(path)

@@ -74,15 +74,15 @@ ROWS_DIGEST = ("sha256(coalesce(string_agg(concat_ws(chr(31), coalesce(system, c
 def content_hash(source: str, role: str, fmt: str, columns: dict[str, str], cache: dict[str, str] | None = None
                  ) -> str:
     """SHA-256 of what a unit reads from ``source`` as its ``role`` (``taxonomy``, ``truth`` or
-    ``predictions``): a file's bytes (:func:`file_hash`); a table source's rows as the readers read them with
-    the job's ``columns``: a taxonomy's edges (sorted), labels as :data:`ROWS_DIGEST` (``cache``: source →
-    hash, for sources shared by many units)."""
+    ``predictions``): a file's bytes (:func:`file_hash`); the rows of a table source or of a folder of Parquet
+    files as the readers read them with the job's ``columns``: a taxonomy's edges (sorted), labels as
+    :data:`ROWS_DIGEST` (``cache``: source → hash, for sources shared by many units)."""
     import duckdb
 
     from ..inputs.label_tables import label_table
     from ..inputs.sources import edge_rows, is_reference, open_table
 
-    if not is_reference(source):
+    if not is_reference(source) and not Path(source).is_dir():
         return file_hash(source, cache)
     key = f"{role}\x00{source}"
     if cache is not None and key in cache:

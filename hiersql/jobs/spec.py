@@ -369,14 +369,14 @@ def _example(metrics: list[str], options: Any) -> None:
 
 
 def _source(text: str, base: Path, fail, role: str) -> str:
-    """A taxonomy or truth source: a file (relative to ``base``), which must exist, or a table
-    (:func:`_table_source`)."""
-    from ..inputs.sources import is_reference
+    """A taxonomy or truth source: a file or a folder of Parquet files (relative to ``base``), which must exist,
+    or a table (:func:`_table_source`)."""
+    from ..inputs.sources import is_parquet, is_reference
 
     if is_reference(text):
         return _table_source(text, base, fail, role)
     path = base / text
-    if not path.is_file():
+    if not path.is_file() and not (path.is_dir() and is_parquet(path)):
         raise fail("is a folder, not a file" if path.is_dir() else "file not found", text)
     return str(path.resolve())
 
@@ -410,12 +410,12 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
     """The ``(system, source)`` of each unit, and the rows' digest of the systems of tables with a system
     column (:func:`_table_systems`)."""
     from ..inputs.arguments import parse_preds
-    from ..inputs.sources import is_reference, is_table
+    from ..inputs.sources import is_parquet, is_reference, is_table
 
     try:
         for spec in preds:  # one by one, to name the file of an entry as written (a glob's match: from base)
             for name, file in parse_preds([spec], "predictions", base):
-                if is_reference(file) or file.is_file():
+                if is_reference(file) or file.is_file() or (file.is_dir() and is_parquet(file)):
                     continue
                 written = spec.partition("=")[2] if name is not None and spec.startswith(f"{name}=") else spec
                 if file.is_dir():
