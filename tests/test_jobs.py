@@ -1127,3 +1127,19 @@ def test_a_label_format_no_source_reads_is_the_job_files_fault(fixtures_dir, tmp
                 " CSV file), and every label source it applies to is a table, read by its columns: 'lines'\n"
         else:
             assert err == ""
+
+
+def test_a_dataset_whose_glob_matches_nothing_is_a_warning_and_the_others_run(fixtures_dir, tmp_path, capsys):
+    """One dataset of a nightly whose predictions glob matches no file (the folder is empty tonight): one
+    warning naming the job file, the line and the glob; the other datasets are checked and run. (A job none of
+    whose datasets has a prediction is an error: tests of BAD_SPECS.)"""
+    spec = make_job(tmp_path, fixtures_dir, extra='[[dataset]]\nname = "tonight"\ntaxonomy = "taxonomy.tsv"\n'
+                                                  'truth = "truth.tsv"\npredictions = "empty/*.tsv"\n')
+    line = spec.read_text().splitlines().index('predictions = "empty/*.tsv"') + 1
+    said = (f"hiersql: warning: {spec}:{line}: glob matches no file: 'empty/*.tsv' (dataset 'tonight': it has no"
+            " unit; the other datasets run)\n")
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr() == (f"{spec}: 3 dataset(s), 4 unit(s)\n", said)
+    assert main(["jobs", "run", str(spec)]) == 0
+    out, err = capsys.readouterr()
+    assert "4 unit(s) processed: 4 done" in out and err == said

@@ -30,6 +30,7 @@ LABEL_SOURCE = ("a path, a table reference, a DataFrame, an Arrow table, a DuckD
 
 LABEL_FORMATS = ("long", "lines", "germeval-a", "germeval-b", "wide")  # the label formats of hiersql.inputs.readers
 EMPTY_SOURCE = "empty value: it names no file, folder or table"
+GLOB_MATCHES_NOTHING = "glob matches no file"
 
 
 def check_source_text(text: str, where: str | None) -> str:
@@ -70,7 +71,7 @@ def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = Non
         matches = sorted(glob.glob(pattern))
         if not matches:
             if any(ch in spec for ch in "*?["):
-                raise InputError("glob matches no file", where, value=spec)
+                raise InputError(GLOB_MATCHES_NOTHING, where, value=spec)
             matches = [pattern]
         out.extend((None if is_table(m) else Path(m).stem, Path(m)) for m in matches)
     seen: set[str] = set()

@@ -12,11 +12,12 @@ import dataclasses
 import json
 import re
 import tomllib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import DataWarning, InputError
 from ..inputs import rules
 from ..inputs.arguments import LABEL_FORMATS
 from .keys import COLUMN_KEYS, content_hash, json_digest, label_columns, table_systems
@@ -159,9 +160,15 @@ def load_spec(path: str | Path) -> Spec:
     names: set[str] = set()
     checked_options: dict[str, Any] = {}
     read = [_dataset(n, ds, doc, base, names, checked_options, fail) for n, ds in enumerate(datasets)]
-    if doc.get("format", "long") != "long" and not any(reads_top_format for _, reads_top_format in read):
+    missed = [(dataset, fault) for dataset, _, faults in read for fault in faults]
+    if missed and not any(dataset.predictions for dataset, _, _ in read):  # no unit at all: the first fault
+        raise missed[0][1]
+    for dataset, fault in missed:
+        left = "its other sources run" if dataset.predictions else "it has no unit; the other datasets run"
+        warnings.warn(f"{fault} (dataset {dataset.name!r}: {left})", DataWarning, stacklevel=2)
+    if doc.get("format", "long") != "long" and not any(reads_top_format for _, reads_top_format, _ in read):
         raise fail(_FORMAT_UNUSED, None, "format", doc["format"])
-    return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(dataset for dataset, _ in read),
+    return Spec(path, doc.get("name", path.stem), doc.get("queue"), tuple(dataset for dataset, _, _ in read),
                 lines.find(None, "queue") if "queue" in doc else None, results, doc.get("on_failure"), run)
 
 
@@ -202,11 +209,12 @@ def _dataset_tables(doc: dict[str, Any], text: str, path: Path, fail) -> list[di
 
 
 def _dataset(n: int, ds: dict[str, Any], doc: dict[str, Any], base: Path, names: set[str],
-             checked_options: dict[str, Any], fail) -> tuple[Dataset, bool]:
+             checked_options: dict[str, Any], fail) -> tuple[Dataset, bool, list[InputError]]:
     """The ``n``-th ``[[dataset]]`` table ``ds`` checked, with the keys of the top of ``doc`` as its defaults;
     ``names`` are the names of the datasets before it (this one's is added), ``checked_options`` the signatures
-    of the measures and options already checked (this one's is added). Returns the dataset and whether it reads
-    the top-level ``format`` (it has no ``format`` of its own and a label source the format applies to)."""
+    of the measures and options already checked (this one's is added). Returns the dataset, whether it reads
+    the top-level ``format`` (it has no ``format`` of its own and a label source the format applies to), and the
+    faults of its globs that match no file (left out)."""
     from ..inputs.sources import format_unused
 
     _check_keys(ds, DATASET_KEYS, n, fail)
@@ -240,13 +248,14 @@ def _dataset(n: int, ds: dict[str, Any], doc: dict[str, Any], base: Path, names:
     truth = _source(ds["truth"], base, lambda m, v: fail(m, n, "truth", v), "label")
     preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
     columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
-    predictions, row_digests = _predictions(preds, base, fmt, columns, lambda m, v: fail(m, n, "predictions", v))
+    predictions, row_digests, missed = _predictions(preds, base, fmt, columns,
+                                                    lambda m, v: fail(m, n, "predictions", v))
     _check_column_keys(ds, truth, [source for _, source in predictions], fmt, lambda m, k, v: fail(m, n, k, v))
     unused = format_unused(fmt, [truth, *(p for _, p in predictions)])
     if unused and "format" in ds:
         raise fail(_FORMAT_UNUSED, n, "format", fmt)
     return (Dataset(name, taxonomy, truth, predictions, fmt, unknown, tuple(metrics), options, columns, row_digests),
-            not unused and "format" not in ds)
+            not unused and "format" not in ds, missed)
 
 
 _FORMAT_UNUSED = ("names the format of label text files (and of a wide CSV file), and every label source it applies"
@@ -406,12 +415,22 @@ def _table_source(text: str, base: Path, fail, role: str) -> str:
 
 
 def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str], fail
-                 ) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
-    """The ``(system, source)`` of each unit, and the rows' digest of the systems of tables with a system
-    column (:func:`_table_systems`)."""
-    from ..inputs.arguments import parse_preds
+                 ) -> tuple[tuple[tuple[str, str], ...], dict[str, str], list[InputError]]:
+    """The ``(system, source)`` of each unit, the rows' digest of the systems of tables with a system column
+    (:func:`table_systems`), and the faults of the globs that match no file: those are left out (a nightly's
+    other sources and datasets run: :func:`load_spec` warns)."""
+    from ..inputs.arguments import GLOB_MATCHES_NOTHING, parse_preds
     from ..inputs.sources import is_parquet, is_reference, is_table
 
+    missed = []
+    for spec in list(preds):
+        try:
+            parse_preds([spec], "predictions", base)
+        except InputError as exc:
+            if exc.message != GLOB_MATCHES_NOTHING:
+                raise fail(exc.message, exc.value) from None
+            missed.append(fail(exc.message, exc.value))
+            preds = [p for p in preds if p != spec]
     try:
         for spec in preds:  # one by one, to name the file of an entry as written (a glob's match: from base)
             for name, file in parse_preds([spec], "predictions", base):
@@ -442,7 +461,7 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
     for system in systems:
         if systems.count(system) > 1:
             raise fail("two prediction files have the same system name", system)
-    return tuple(named), row_digests
+    return tuple(named), row_digests, missed
 
 
 def units(spec: Spec) -> list[Unit]:
