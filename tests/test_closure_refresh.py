@@ -87,3 +87,65 @@ def test_the_printed_refresh_fails_on_a_cycle_in_postgres(pg_dsn, data_dir, caps
         assert time.monotonic() - started < 30
     finally:
         engine.close()
+
+
+def _loaded_nodes(edges) -> dict[str, tuple]:
+    """The nodes the loader builds from ``edges``: label → (depth, is_root, is_leaf, is_virtual)."""
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(edges))
+    rows = store.con.execute("SELECT label, depth, is_root, is_leaf, is_virtual FROM nodes").fetchall()
+    store.close()
+    return {label: tuple(rest) for label, *rest in rows}
+
+
+def test_the_nodes_macro_rebuilds_nodes_as_the_loader_does(tmp_path):
+    """After an edge to a new node, hiersql_nodes() gives the loader's nodes of the edited taxonomy (depth,
+    root, leaf, virtual); the old nodes keep their positions, a new one comes after them."""
+    con = _installed(tmp_path / "hand.duckdb", Taxonomy.from_edges(HAND_EDGES))
+    old = dict(con.execute("SELECT label, position FROM nodes").fetchall())
+    con.execute("INSERT INTO edges VALUES ('D', 'G', NULL), ('G', 'H', NULL)")
+    rows = con.execute("SELECT label, depth, is_root, is_leaf, is_virtual, position FROM hiersql_nodes()").fetchall()
+    assert {label: tuple(rest[:4]) for label, *rest in rows} == _loaded_nodes([*HAND_EDGES, ("D", "G"), ("G", "H")])
+    positions = {label: row[-1] for label, *row in rows}
+    assert {k: positions[k] for k in old} == old
+    assert (positions["G"], positions["H"]) == (max(old.values()) + 1, max(old.values()) + 2)
+    assert con.execute("SELECT * FROM hiersql_root_edges()").fetchall() == []  # A is the user's root
+
+
+def test_a_new_top_under_a_virtual_root_is_joined_as_the_loader_joins_it(tmp_path):
+    forest = [("a", "b"), ("c", "d")]
+    con = _installed(tmp_path / "forest.duckdb", Taxonomy.from_edges(forest))
+    (root,), = con.execute("SELECT label FROM nodes WHERE is_virtual").fetchall()
+    con.execute("INSERT INTO edges VALUES ('x', 'y', NULL)")
+    assert con.execute("SELECT * FROM hiersql_root_edges()").fetchall() == [(root, "x", None)]
+    con.execute("INSERT INTO edges SELECT * FROM hiersql_root_edges()")
+    got = {label: tuple(rest) for label, *rest in con.execute(
+        "SELECT label, depth, is_root, is_leaf, is_virtual FROM hiersql_nodes()").fetchall()}
+    assert got == _loaded_nodes([*forest, ("x", "y")])
+
+
+def test_a_node_no_path_joins_to_the_root_fails_naming_it(tmp_path):
+    con = _installed(tmp_path / "hand.duckdb", Taxonomy.from_edges(HAND_EDGES))
+    con.execute("INSERT INTO edges VALUES ('X', 'Y', NULL)")
+    with pytest.raises(duckdb.Error, match="hiersql: edges: no path joins these nodes to the root A: X, Y"):
+        con.execute("SELECT * FROM hiersql_nodes()").fetchall()
+
+
+@pytest.mark.postgres
+def test_the_printed_nodes_refresh_gives_the_loaders_nodes_in_postgres(pg_dsn, data_dir, capsys):
+    """``hiersql sql closure --query nodes_refresh --dialect postgres`` over GermEval's taxonomy (a virtual
+    root over its top genres) in PostgreSQL: the nodes hiersql loaded, every column."""
+    from hiersql.engines import PostgresEngine
+    from tests._engine_cases import germeval_store
+
+    store = germeval_store(data_dir, ())
+    engine = PostgresEngine(pg_dsn)
+    try:
+        engine.copy_store(store, tables=("edges", "nodes"))
+        assert main(["sql", "closure", "--query", "nodes_refresh", "--param", "max_depth=null",
+                     "--dialect", "postgres"]) == 0
+        got = sorted(engine.execute(capsys.readouterr().out))
+    finally:
+        engine.close()
+    assert got == sorted(store.con.execute("SELECT * FROM nodes").fetchall())
+    assert any(row[4] for row in got)  # the virtual root

@@ -138,7 +138,7 @@ def test_tables_under_other_names(tmp_path, capsys):
     store.con.execute("ALTER TABLE truth RENAME TO gold_labels")
     store.close()
     assert main(["install-macros", "--db", str(path), "--table", "truth=gold_labels"]) == 0
-    assert "installed hiersql_closure, hiersql_set_based" in capsys.readouterr().out
+    assert "installed hiersql_closure, hiersql_nodes, hiersql_root_edges, hiersql_set_based" in capsys.readouterr().out
     con = duckdb.connect(str(path))
     assert_hand_values(_rows(con, "SELECT * FROM hiersql_set_based()" + ORDER))
 

@@ -18,6 +18,17 @@
 -- after editing the taxonomy: INSERT INTO closure SELECT * FROM hiersql_closure().
 SELECT * FROM closure.closure_refresh
 
+-- name: hiersql_nodes
+-- (label, depth, is_root, is_leaf, is_virtual, position): nodes rebuilt from edges and the refreshed closure,
+-- e.g. after editing edges: CREATE TEMP TABLE n AS SELECT * FROM hiersql_nodes(); DELETE FROM nodes;
+-- INSERT INTO nodes SELECT * FROM n.
+SELECT * FROM closure.nodes_refresh
+
+-- name: hiersql_root_edges
+-- (parent, child, weight): under a virtual root, its edge to every parentless node of edges:
+-- INSERT INTO edges SELECT * FROM hiersql_root_edges().
+SELECT * FROM closure.root_edges_refresh
+
 -- name: hiersql_set_based
 -- (system, metric, average, value): hP, hR, hF (micro, macro) and SDL of every system.
 SELECT * FROM set_based.summary

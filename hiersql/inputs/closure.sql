@@ -96,6 +96,61 @@ WHERE (
 ) IS NULL
 GROUP BY ancestor, descendant
 
+-- name: nodes_refresh
+-- (label, depth, is_root, is_leaf, is_virtual, position): nodes rebuilt after the taxonomy tables were edited
+-- by hand (the hiersql_nodes() macro; `hiersql sql closure --query nodes_refresh`), as the loader builds them:
+-- every node of nodes and of edges; the root stays the root (virtual or not); depth is the distance from the
+-- root in the refreshed closure (closure_refresh: a cycle fails there); is_leaf: no child in edges; a node new
+-- in edges comes after the others in position, in name order. A node that no path joins to the root fails,
+-- naming it (give it a parent: under a virtual root, the rows of root_edges_refresh).
+WITH the_root AS (
+    SELECT label, is_virtual FROM nodes WHERE is_root
+),
+root_depths AS (
+    SELECT c.descendant AS label, c.distance AS depth
+    FROM closure_refresh AS c
+    JOIN the_root AS r ON c.ancestor = r.label
+),
+node_labels AS (
+    SELECT label FROM nodes
+    UNION
+    SELECT parent FROM edges
+    UNION
+    SELECT child FROM edges
+),
+placed_nodes AS (
+    SELECT l.label, n.position,
+           (SELECT max(position) FROM nodes)
+           + row_number() OVER (PARTITION BY n.position IS NULL ORDER BY l.label) AS next_position
+    FROM node_labels AS l
+    LEFT JOIN nodes AS n ON n.label = l.label
+)
+SELECT p.label, d.depth, p.label = r.label AS is_root,
+       p.label NOT IN (SELECT parent FROM edges) AS is_leaf,
+       p.label = r.label AND r.is_virtual AS is_virtual,
+       coalesce(p.position, p.next_position) AS position
+FROM placed_nodes AS p
+CROSS JOIN the_root AS r
+LEFT JOIN root_depths AS d ON d.label = p.label
+WHERE (
+    SELECT CAST('hiersql: edges: no path joins these nodes to the root ' || min(r2.label) || ': '
+                || string_agg(l.label, ', ' ORDER BY l.label) AS INTEGER)
+    FROM node_labels AS l
+    CROSS JOIN the_root AS r2
+    LEFT JOIN root_depths AS d2 ON d2.label = l.label
+    WHERE d2.label IS NULL
+    HAVING count(*) > 0
+) IS NULL
+
+-- name: root_edges_refresh
+-- (parent, child, weight): under a virtual root, an edge from it to every node of edges that has no parent,
+-- as the loader joins the tops of a forest; to insert into edges after editing it by hand (the
+-- hiersql_root_edges() macro). No row when the root is a node of the user's.
+SELECT r.label AS parent, e.parent AS child, CAST(NULL AS DOUBLE) AS weight
+FROM (SELECT DISTINCT parent FROM edges) AS e
+CROSS JOIN (SELECT label FROM nodes WHERE is_root AND is_virtual) AS r
+WHERE e.parent <> r.label AND e.parent NOT IN (SELECT child FROM edges)
+
 -- name: closure
 -- UNION drops the (ancestor, descendant, distance) rows already found, so the walk is bounded by the
 -- closure times the number of distinct distances, whatever the number of paths of the DAG.
