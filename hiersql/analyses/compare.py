@@ -578,18 +578,13 @@ def _groups(systems: pd.Series, better: pd.Series, pair_table: pd.DataFrame | No
 
 def depth_breakdown(evaluator: EvaluatorLike | Store, **options: Any) -> pd.DataFrame:
     """Per-instance hF by the depth of the instance's deepest true label: ``system, depth, metric, value, n``
-    (``value`` the mean per-instance hierarchical F over the ``n`` instances at that depth; instances without
-    true labels are left out)."""
-    from ..measures import set_based
+    (``value`` the mean per-instance hierarchical F over the ``n`` instances at that depth), from
+    :func:`hiersql.analyses.breakdowns.by_depth`; the group of depth 0 (no true label below the root) is left
+    out."""
     from ..options import make_options
+    from .breakdowns import by_depth
 
-    store = getattr(evaluator, "store", evaluator)
-    per_instance = set_based.per_instance(store, make_options(**options))
-    depth = store.con.sql(
-        "SELECT t.instance_id, max(n.depth) AS depth FROM truth AS t JOIN nodes AS n ON n.label = t.label"
-        " GROUP BY t.instance_id").df()
-    joined = per_instance.merge(depth, on="instance_id", how="inner")
-    out = joined.groupby(["system", "depth"], as_index=False).agg(
-        value=("hierarchical_f1", "mean"), n=("hierarchical_f1", "size"))
+    frame = by_depth(getattr(evaluator, "store", evaluator), make_options(**options), measures="hierarchical_f1")
+    out = frame[frame["depth"] > 0].rename(columns={"hierarchical_f1": "value", "n_instances": "n"})
     out.insert(2, "metric", "hierarchical_f1")
-    return out.sort_values(["system", "depth"], ignore_index=True)
+    return out[["system", "depth", "metric", "value", "n"]].sort_values(["system", "depth"], ignore_index=True)
