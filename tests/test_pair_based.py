@@ -332,3 +332,17 @@ def test_orderings_between_the_measures_on_a_random_dag():
     assert flow["mgia"].between(0, 1).all()
     same = nearest[nearest["n_true"] == nearest["n_pred"]]
     assert (same["all_pairs_error"] >= same["tree_induced_error"]).all()
+
+
+@pytest.mark.parametrize("params", [{"max_distance": None, "max_climb": None}, {"max_distance": 2, "max_climb": None},
+                                    {"max_distance": None, "max_climb": 1}, {"max_distance": 3, "max_climb": 1}])
+def test_the_duckdb_variant_of_pair_distances_gives_the_portable_rows(params):
+    """``pair_distances_of (duckdb)`` (the join order fixed) and the portable query, on a DAG whose pairs meet
+    on several paths, under each bound."""
+    from tests._engine_cases import dag_store
+
+    store = dag_store()
+    variant = query_rows(store, "pair_based", "pair_distances", params)
+    portable = store.con.execute(sqlfiles.render("pair_based", "pair_distances", params, "duckdb",
+                                                 pretty=False)).fetchall()
+    assert len(variant) > 10 and sorted(variant) == sorted(portable)

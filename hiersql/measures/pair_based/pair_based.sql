@@ -47,6 +47,30 @@ JOIN (
 ) AS pd ON pd.u = l.u AND pd.v = l.v
 WHERE $max_distance IS NULL OR pd.distance <= $max_distance
 
+-- name: pair_distances_of (duckdb)
+-- The same rows, the join order fixed: each distinct pair with the ancestors of u first (MATERIALIZED keeps
+-- DuckDB from flattening it), then the ancestors of v that match. On a wide DAG DuckDB otherwise joined the
+-- closure to itself on the ancestor alone, every pair of nodes under a common ancestor (benchmarks/RESULTS.md,
+-- "Warehouse scale").
+WITH pair_ups AS MATERIALIZED (
+    SELECT d.u, d.v, cu.ancestor, cu.distance
+    FROM (SELECT DISTINCT u, v FROM label_pairs) AS d
+    JOIN closure AS cu ON cu.descendant = d.u
+    WHERE ($max_distance IS NULL OR cu.distance <= $max_distance)
+      AND ($max_climb IS NULL OR cu.distance <= $max_climb)
+)
+SELECT l.system, l.instance_id, l.u, l.v, pd.distance
+FROM label_pairs AS l
+JOIN (
+    SELECT p.u, p.v, min(p.distance + cv.distance) AS distance
+    FROM pair_ups AS p
+    JOIN closure AS cv ON cv.descendant = p.v AND cv.ancestor = p.ancestor
+    WHERE ($max_distance IS NULL OR cv.distance <= $max_distance)
+      AND ($max_climb IS NULL OR cv.distance <= $max_climb)
+    GROUP BY p.u, p.v
+) AS pd ON pd.u = l.u AND pd.v = l.v
+WHERE $max_distance IS NULL OR pd.distance <= $max_distance
+
 -- name: pair_distances_of (spark)
 -- The same rows on Spark without one row per (pair, common ancestor): a pair's distance is the least sum
 -- over the keys both ancestor maps hold. The portable join makes a row per ancestor of u for every distinct
