@@ -358,3 +358,17 @@ def test_greedy_ties_are_broken_by_name_not_by_the_order_of_the_edges(tmp_path, 
         values = [float(line.rsplit(",", 1)[1]) for line in capsys.readouterr().out.splitlines()[1:]]
         assert values == pytest.approx([3 / 5, 3 / 4, 2 / 3]), tax
 
+
+
+@pytest.mark.parametrize("max_distance", [None, 1, 2])
+def test_the_duckdb_variant_of_lca_pair_meetings_gives_the_portable_rows(max_distance):
+    """``lca_pair_meetings (duckdb)`` (the join order fixed) and the portable query, on a DAG whose pairs meet
+    on several paths."""
+    from tests._engine_cases import dag_store, query_rows
+
+    store = dag_store()
+    params = lca._params(options(max_distance=max_distance), store)
+    variant = query_rows(store, "lca", "lca_pair_meetings", params)
+    portable = store.con.execute(sqlfiles.render("lca", "lca_pair_meetings", params, "duckdb",
+                                                 pretty=False)).fetchall()
+    assert len(variant) > 5 and sorted(variant) == sorted(portable)

@@ -163,6 +163,27 @@ FROM common AS m
 JOIN (SELECT inst, t_label, p_label, min(up_t + up_p) AS d FROM common GROUP BY inst, t_label, p_label) AS b
     ON b.inst = m.inst AND b.t_label = m.t_label AND b.p_label = m.p_label AND m.up_t + m.up_p = b.d
 
+-- name: lca_pair_meetings (duckdb)
+-- The same rows, the join order fixed as in pair_distances_of (duckdb) (hiersql/measures/pair_based/
+-- pair_based.sql): each pair with the ancestors of its true label first (MATERIALIZED), then those of the
+-- predicted label that match.
+WITH pair_ups AS MATERIALIZED (
+    SELECT q.inst, q.t_label, q.p_label, q.t_shared, q.p_shared, cx.ancestor AS lca, cx.distance AS up_t
+    FROM lca_pairs AS q
+    JOIN lca_closure AS cx ON cx.descendant = q.t_label
+    WHERE $max_distance IS NULL OR cx.distance <= $max_distance
+),
+common AS (
+    SELECT u.inst, u.t_label, u.p_label, u.t_shared, u.p_shared, u.lca, u.up_t, cz.distance AS up_p
+    FROM pair_ups AS u
+    JOIN lca_closure AS cz ON cz.descendant = u.p_label AND cz.ancestor = u.lca
+    WHERE $max_distance IS NULL OR cz.distance <= $max_distance
+)
+SELECT m.inst, m.t_label, m.p_label, m.t_shared, m.p_shared, m.lca, m.up_t, m.up_p
+FROM common AS m
+JOIN (SELECT inst, t_label, p_label, min(up_t + up_p) AS d FROM common GROUP BY inst, t_label, p_label) AS b
+    ON b.inst = m.inst AND b.t_label = m.t_label AND b.p_label = m.p_label AND m.up_t + m.up_p = b.d
+
 -- name: lca_pair_meetings (spark)
 -- The same rows on Spark without one row per (pair, common ancestor) shuffled by ancestor: each pair looks
 -- its two ancestor maps up where it is (broadcast), and its lowest common ancestors are the shared keys of
