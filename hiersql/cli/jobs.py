@@ -266,11 +266,7 @@ def _run(queue, args: argparse.Namespace, spec=None, kids: list | None = None) -
         raise
     bars.close()
     _print_summary(summary)
-    if summary.failures:  # queued jobs run without a job file
-        failed = UnitsFailed(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
-                             " (`hiersql jobs status` lists the errors)", queue.url)
-        failed.summary, failed.job_id = summary, None
-        raise failed
+    UnitsFailed.check(summary, queue.url)  # queued jobs run without a job file (run_job raised for one)
     return 0
 
 

@@ -86,7 +86,7 @@ def source_digest(source: object, role: str, args: argparse.Namespace) -> str:
     """The SHA-256 of what was read from ``source`` as its ``role`` (taxonomy, truth, predictions): a file's
     bytes; a folder's or glob's files (their paths within it and bytes, in path order: Parquet part files); a
     table or query's rows as the readers read them with the command's column flags (as batch jobs key their
-    units: :func:`hiersql.jobs.spec.content_hash`); a Spark source is not read here."""
+    units: :func:`hiersql.jobs.keys.content_hash`); a Spark source is not read here."""
     import glob
     import hashlib
     from pathlib import Path

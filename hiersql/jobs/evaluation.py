@@ -107,7 +107,7 @@ def _label_columns(work: dict[str, Any]) -> dict[str, str]:
 
 def _check_unchanged(work: dict[str, Any], name: str, cache: dict[str, str] | None = None) -> None:
     """The unit's source ``name`` (``taxonomy``, ``truth``, ``prediction``) has the content it had when the
-    job was submitted (:func:`~hiersql.jobs.spec.content_hash`; ``cache`` shared by a batch's units)."""
+    job was submitted (:func:`~hiersql.jobs.keys.content_hash`; ``cache`` shared by a batch's units)."""
     from ..errors import display
     from ..inputs.sources import is_reference
 

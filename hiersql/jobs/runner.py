@@ -83,6 +83,17 @@ class UnitsFailed(InputError):
 
     exit_status = 1
 
+    @classmethod
+    def check(cls, summary: Summary, source: str, job_id: str | None = None) -> None:
+        """Raise one for the failures of ``summary`` (a run of the job ``job_id``, given as ``source``: the job
+        file or the queue), carrying ``.summary`` and ``.job_id``; nothing when no unit failed."""
+        if not summary.failures:
+            return
+        failed = cls(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
+                     " (`hiersql jobs status` lists the errors)", source)
+        failed.summary, failed.job_id = summary, job_id
+        raise failed
+
 
 class RunsFailed(InputError):
     """Runs of a schedule failed: the exit status of the gravest of ``statuses`` (:func:`exit_status` of each
@@ -398,11 +409,7 @@ def run_job(spec: Any, queue: Queue | str | None = None, *, workers: int = 1, re
     finally:
         if opened is not None:
             opened.close()
-    if summary.failures:
-        failed = UnitsFailed(f"{len(summary.failures)} of {sum(summary.counts.values())} unit(s) failed"
-                             " (`hiersql jobs status` lists the errors)", str(spec.path))
-        failed.summary, failed.job_id = summary, job_id
-        raise failed
+    UnitsFailed.check(summary, str(spec.path), job_id)
     return summary
 
 

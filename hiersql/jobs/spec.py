@@ -422,18 +422,19 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
     from ..inputs.arguments import GLOB_MATCHES_NOTHING, parse_preds
     from ..inputs.sources import is_parquet, is_reference, is_table
 
-    missed = []
-    for spec in list(preds):
-        try:
-            parse_preds([spec], "predictions", base)
-        except InputError as exc:
-            if exc.message != GLOB_MATCHES_NOTHING:
-                raise fail(exc.message, exc.value) from None
-            missed.append(fail(exc.message, exc.value))
-            preds = [p for p in preds if p != spec]
+    missed: list[InputError] = []
+    kept: list[str] = []
     try:
         for spec in preds:  # one by one, to name the file of an entry as written (a glob's match: from base)
-            for name, file in parse_preds([spec], "predictions", base):
+            try:
+                entries = parse_preds([spec], "predictions", base)
+            except InputError as exc:
+                if exc.message != GLOB_MATCHES_NOTHING:
+                    raise
+                missed.append(fail(exc.message, exc.value))
+                continue
+            kept.append(spec)
+            for name, file in entries:
                 if is_reference(file) or file.is_file() or (file.is_dir() and is_parquet(file)):
                     continue
                 written = spec.partition("=")[2] if name is not None and spec.startswith(f"{name}=") else spec
@@ -441,7 +442,7 @@ def _predictions(preds: list[str], base: Path, fmt: str, columns: dict[str, str]
                     raise fail("is a folder, not a file",
                                str(file.relative_to(base)) if file.is_relative_to(base) else str(file))
                 raise fail("file not found", written)
-        pairs = parse_preds(preds, "predictions", base)
+        pairs = parse_preds(kept, "predictions", base)
     except InputError as exc:
         if exc.source != "predictions":
             raise
