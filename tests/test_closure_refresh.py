@@ -57,36 +57,46 @@ def test_a_cycle_fails_within_seconds_naming_its_nodes(tmp_path, data_dir):
     assert time.monotonic() - started < 30
 
 
-@pytest.mark.postgres
-def test_the_printed_refresh_fails_on_a_cycle_in_postgres(pg_dsn, data_dir, capsys):
-    """``hiersql sql closure --query closure_refresh --dialect postgres`` over GermEval's taxonomy with a
-    cycle of three genres: PostgreSQL's cast error quotes the message naming them, in seconds."""
-    import psycopg
-
+@pytest.fixture
+def germeval_in_postgres(pg_dsn, data_dir):
+    """GermEval's taxonomy (a virtual root over its top genres) loaded by hiersql, and a PostgreSQL engine
+    holding a copy of its ``edges`` and ``nodes``."""
     from hiersql.engines import PostgresEngine
     from tests._engine_cases import germeval_store
 
     store = germeval_store(data_dir, ())
     engine = PostgresEngine(pg_dsn)
-    try:
-        engine.copy_store(store, tables=("edges", "nodes"))
-        assert main(["sql", "closure", "--query", "closure_refresh", "--param", "max_depth=null",
-                     "--dialect", "postgres"]) == 0
-        script = capsys.readouterr().out
-        # the printed refresh without a cycle: the closure hiersql computed
-        assert sorted(engine.execute(script)) == sorted(store.con.execute("SELECT * FROM closure").fetchall())
-        top, mid, low = store.con.execute(
-            "SELECT c1.ancestor, c1.descendant, c2.descendant FROM closure c1 JOIN closure c2"
-            " ON c2.ancestor = c1.descendant AND c2.distance = 1 JOIN nodes n ON n.label = c1.ancestor"
-            " WHERE c1.distance = 1 AND n.depth = 1 ORDER BY 1, 2, 3 LIMIT 1").fetchall()[0]
-        engine.conn.execute("INSERT INTO edges VALUES (%s, %s, NULL)", (low, top))
-        started = time.monotonic()
-        with pytest.raises(psycopg.errors.InvalidTextRepresentation, match=re.escape(
-                f"hiersql: edges: a cycle through the nodes {', '.join(sorted([top, mid, low]))}")):
-            engine.execute(script)
-        assert time.monotonic() - started < 30
-    finally:
-        engine.close()
+    engine.copy_store(store, tables=("edges", "nodes"))
+    yield store, engine
+    engine.close()
+
+
+def _printed(query: str, capsys) -> str:
+    """``hiersql sql closure --query QUERY --dialect postgres`` (unbounded)."""
+    assert main(["sql", "closure", "--query", query, "--param", "max_depth=null", "--dialect", "postgres"]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.postgres
+def test_the_printed_refresh_fails_on_a_cycle_in_postgres(germeval_in_postgres, capsys):
+    """``hiersql sql closure --query closure_refresh --dialect postgres`` over GermEval's taxonomy with a
+    cycle of three genres: PostgreSQL's cast error quotes the message naming them, in seconds."""
+    import psycopg
+
+    store, engine = germeval_in_postgres
+    script = _printed("closure_refresh", capsys)
+    # the printed refresh without a cycle: the closure hiersql computed
+    assert sorted(engine.execute(script)) == sorted(store.con.execute("SELECT * FROM closure").fetchall())
+    top, mid, low = store.con.execute(
+        "SELECT c1.ancestor, c1.descendant, c2.descendant FROM closure c1 JOIN closure c2"
+        " ON c2.ancestor = c1.descendant AND c2.distance = 1 JOIN nodes n ON n.label = c1.ancestor"
+        " WHERE c1.distance = 1 AND n.depth = 1 ORDER BY 1, 2, 3 LIMIT 1").fetchall()[0]
+    engine.conn.execute("INSERT INTO edges VALUES (%s, %s, NULL)", (low, top))
+    started = time.monotonic()
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation, match=re.escape(
+            f"hiersql: edges: a cycle through the nodes {', '.join(sorted([top, mid, low]))}")):
+        engine.execute(script)
+    assert time.monotonic() - started < 30
 
 
 def _loaded_nodes(edges) -> dict[str, tuple]:
@@ -132,20 +142,10 @@ def test_a_node_no_path_joins_to_the_root_fails_naming_it(tmp_path):
 
 
 @pytest.mark.postgres
-def test_the_printed_nodes_refresh_gives_the_loaders_nodes_in_postgres(pg_dsn, data_dir, capsys):
+def test_the_printed_nodes_refresh_gives_the_loaders_nodes_in_postgres(germeval_in_postgres, capsys):
     """``hiersql sql closure --query nodes_refresh --dialect postgres`` over GermEval's taxonomy (a virtual
     root over its top genres) in PostgreSQL: the nodes hiersql loaded, every column."""
-    from hiersql.engines import PostgresEngine
-    from tests._engine_cases import germeval_store
-
-    store = germeval_store(data_dir, ())
-    engine = PostgresEngine(pg_dsn)
-    try:
-        engine.copy_store(store, tables=("edges", "nodes"))
-        assert main(["sql", "closure", "--query", "nodes_refresh", "--param", "max_depth=null",
-                     "--dialect", "postgres"]) == 0
-        got = sorted(engine.execute(capsys.readouterr().out))
-    finally:
-        engine.close()
+    store, engine = germeval_in_postgres
+    got = sorted(engine.execute(_printed("nodes_refresh", capsys)))
     assert got == sorted(store.con.execute("SELECT * FROM nodes").fetchall())
     assert any(row[4] for row in got)  # the virtual root
