@@ -108,7 +108,11 @@ def test_a_table_changed_after_the_submission_fails_its_units_naming_it(rows, tm
 @pytest.mark.parametrize("source, message", [
     ("duckdb:dw.duckdb::gold_b", "no such table in the DuckDB file"),
     ("duckdb:missing.duckdb::gold", "DuckDB file not found"),
-    ("sql:SELECT * FROM gold", "a job reads files and duckdb:PATH::table or postgresql://...::schema.table sources"),
+    ("spark:gold", "a job reads files and duckdb:, postgresql:// and sql: sources (a spark: table is read by Spark,"
+                   " in one run)"),
+    ("sql:SELECT * FROM read_parquet('nosuch.parquet')", "query failed (IO Error: No files found that match the"
+                                                         " pattern"),
+    ("sql:SELECT * FROM gold WHERE", "cannot find the file paths of the query"),
 ])
 def test_a_truth_table_that_cannot_be_read_is_a_fault_of_the_job_file(rows, tmp_path, capsys, source, message):
     duckdb_tables(tmp_path / "dw.duckdb", rows)
@@ -117,6 +121,41 @@ def test_a_truth_table_that_cannot_be_read_is_a_fault_of_the_job_file(rows, tmp_
     err = capsys.readouterr().err
     assert err.startswith(f"hiersql: error: {spec}:14: {message}") and err.endswith(f": {source!r}\n"), err
     assert err.count("\n") == 1
+
+
+def test_query_sources_filter_tables_their_files_relative_to_the_job_file(rows, data_dir, tmp_path, monkeypatch,
+                                                                         capsys):
+    """``sql:`` queries (over Parquet files named relative to the job file, whatever the working directory)
+    and ``duckdb:PATH::SELECT`` queries as a job's sources: a filter leaves a system out; the units are keyed
+    by the queries' rows (a file rewritten with the same rows leaves them unchanged; a changed row queues its
+    system's unit alone)."""
+    import pyarrow.parquet as pq
+
+    (tmp_path / "data").mkdir()
+    for table, columns in TABLE_COLUMNS.items():
+        pq.write_table(pa.table({c: [row[i] for row in rows[table]] for i, c in enumerate(columns)}),
+                       tmp_path / "data" / f"{table}.parquet")
+    duckdb_tables(tmp_path / "dw.duckdb", rows)
+    first, second = sorted({row[0] for row in rows[RUNS]})[:2]
+    spec = job(tmp_path, f"sql:SELECT * FROM 'data/{GENRES}.parquet'",
+               f"duckdb:dw.duckdb::SELECT * FROM {GOLD} WHERE doc IN (SELECT doc FROM 'data/{GOLD}.parquet')",
+               f"sql:SELECT * FROM read_parquet('data/{RUNS}.parquet') WHERE model <> '{first}'")
+    monkeypatch.chdir(tmp_path.parent)
+    assert main(["jobs", "check", str(spec)]) == 0
+    assert capsys.readouterr().out == f"{spec}: 1 dataset(s), 18 unit(s)\n"
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "18 unit(s) processed: 18 done, 0 unchanged, 0 failed" in capsys.readouterr().out
+    assert_same_values(results(tmp_path / "q.duckdb"), {k: v for k, v in expected(data_dir).items() if k[0] != first})
+    runs = pq.read_table(tmp_path / "data" / f"{RUNS}.parquet")
+    pq.write_table(runs, tmp_path / "data" / f"{RUNS}.parquet", row_group_size=1000)  # the same rows
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "18 unit(s), 0 queued, 18 unchanged" in capsys.readouterr().out
+    changed = next(k for k, row in enumerate(rows[RUNS]) if row[0] == second)
+    genre = runs.column("genre").to_pylist()
+    genre[changed] = next(g for g in ("Kinderbuch & Jugendbuch", "Literatur & Unterhaltung") if g != genre[changed])
+    pq.write_table(runs.set_column(2, "genre", pa.array(genre)), tmp_path / "data" / f"{RUNS}.parquet")
+    assert main(["jobs", "run", str(spec)]) == 0
+    assert "18 unit(s), 1 queued, 17 unchanged" in capsys.readouterr().out
 
 
 @pytest.mark.postgres
@@ -198,3 +237,20 @@ def test_parquet_folders_are_read_and_keyed_by_their_rows(fixtures_dir, tmp_path
             pq.write_table(rows.slice(start, third if k < 2 else None), folder / f"part-{k}.parquet")
     assert main(["jobs", "run", str(spec)]) == 0
     assert "2 unit(s), 0 queued, 2 unchanged" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("query, anchored", [
+    ("SELECT * FROM read_csv(['a.csv', '/b.csv'], header = true)",
+     "SELECT * FROM READ_CSV(['/job/a.csv', '/b.csv'], header = TRUE)"),
+    ("SELECT * FROM parquet_scan('r/*.parquet') AS r JOIN 'gold.csv' USING (doc)",
+     'SELECT * FROM PARQUET_SCAN(\'/job/r/*.parquet\') AS r JOIN "/job/gold.csv" USING (doc)'),
+    ("SELECT * FROM read_parquet('s3://bucket/runs.parquet')", None),  # a URL
+    ('WITH "runs.v2" AS (SELECT 1 AS x) SELECT * FROM "runs.v2"', None),  # a CTE's name
+    ("SELECT 'a.csv' AS label FROM range(3)", None),  # a string that no file function reads
+])
+def test_a_querys_relative_file_paths_are_made_relative_to_the_job_file(query, anchored):
+    from pathlib import Path
+
+    from hiersql.inputs.sources import anchored_query
+
+    assert anchored_query(query, Path("/job")) == (query if anchored is None else anchored)

@@ -354,6 +354,48 @@ def _one_select(con: duckdb.DuckDBPyConnection, query: str, where: str) -> str:
     return query
 
 
+# The table functions of DuckDB whose first argument names files (a path, a glob or a list of them).
+_FILE_FUNCTIONS = re.compile(r"(read_\w+|\w+_scan|glob|parquet_\w+|sniff_csv)", re.IGNORECASE)
+
+
+def anchored_query(query: str, base: Path) -> str:
+    """``query`` (DuckDB SQL) with its relative file paths made relative to the folder ``base``: the first
+    argument of a file-reading table function (``read_parquet('runs/*.parquet')``, ``read_csv([...])``) and a
+    file named as a table (``FROM 'runs.parquet'``). ``query`` as given when it names no relative path; a URL
+    (``s3://...``) is left alone. A query that sqlglot cannot parse is an :class:`InputError`."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(query, read="duckdb")
+    except sqlglot.errors.ParseError as exc:
+        raise InputError(f"cannot find the file paths of the query ({first_line_of(exc)})", query.strip()[:80]
+                         ) from None
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    changed = False
+
+    def anchor(literal: exp.Expression) -> None:
+        nonlocal changed
+        for text in [literal, *literal.find_all(exp.Literal)]:
+            if isinstance(text, exp.Literal) and text.is_string and "://" not in text.this \
+                    and not Path(text.this).is_absolute():
+                text.replace(exp.Literal.string(str(base / text.this)))
+                changed = True
+
+    for table in list(tree.find_all(exp.Table)):
+        source = table.this
+        if isinstance(source, exp.Func):
+            name = source.name if isinstance(source, exp.Anonymous) else source.sql_name()
+            first = source.this if isinstance(source.this, exp.Expression) else (source.expressions or [None])[0]
+            if _FILE_FUNCTIONS.fullmatch(name) and isinstance(first, exp.Literal | exp.Array):
+                anchor(first)
+        elif isinstance(source, exp.Identifier) and source.quoted and not table.db and source.this not in ctes \
+                and "://" not in source.this and not Path(source.this).is_absolute() and "." in source.this:
+            source.set("this", str(base / source.this))
+            changed = True
+    return tree.sql(dialect="duckdb") if changed else query
+
+
 def _duckdb_file(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -> Table:
     """``duckdb:PATH::[schema.]table`` or ``duckdb:PATH::SELECT …``, with PATH attached read-only."""
     import duckdb

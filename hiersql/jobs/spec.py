@@ -34,9 +34,10 @@ DATASET_KEYS = {"name": "a string", "taxonomy": "a string", "truth": "a string",
 # the column names of table sources (hiersql.jobs.keys.COLUMN_KEYS)
 TOP_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
 DATASET_KEYS |= dict.fromkeys(COLUMN_KEYS, "a string")
-# The table sources a job reads where they are: ``duckdb:PATH::table`` (PATH relative to the job file) and
-# ``postgresql://...::schema.table``. A ``sql:`` query or a ``spark:`` table has no place outside one run.
-TABLE_SCHEMES = ("duckdb:", "postgresql://", "postgres://")
+# The table sources a job reads where they are: ``duckdb:PATH::table`` (PATH relative to the job file),
+# ``postgresql://...::schema.table``, their queries, and ``sql:`` queries (files relative to the job file). A
+# ``spark:`` table is read by a Spark session, which lives no longer than one run.
+TABLE_SCHEMES = ("duckdb:", "postgresql://", "postgres://", "sql:")
 
 
 @dataclass(frozen=True)
@@ -392,18 +393,27 @@ def _source(text: str, base: Path, fail, role: str) -> str:
 
 def _table_source(text: str, base: Path, fail, role: str) -> str:
     """A table source of :data:`TABLE_SCHEMES` that can be read now (the DuckDB file and its table there, the
-    server reachable and the table on it), a DuckDB file's path made absolute (relative to ``base``)."""
+    server reachable and the table on it), a DuckDB file's path made absolute (relative to ``base``), and so the
+    file paths of a query (:func:`~hiersql.inputs.sources.anchored_query`)."""
     import duckdb
 
     from ..errors import display
-    from ..inputs.sources import duckdb_file, open_table
+    from ..inputs.sources import anchored_query, duckdb_file, open_table
+    from ..inputs.tables import QUERY
 
     if not text.startswith(TABLE_SCHEMES):
-        raise fail("a job reads files and duckdb:PATH::table or postgresql://...::schema.table sources", text)
+        raise fail("a job reads files and duckdb:, postgresql:// and sql: sources (a spark: table is read by Spark,"
+                   " in one run)", text)
     source = text
-    if duckdb_file(text) is not None:  # a well-formed reference to a DuckDB file: the file's path made absolute
-        location, _, table = text[len("duckdb:"):].partition("::")
-        source = f"duckdb:{(base / location).resolve()}::{table}"
+    try:
+        if text.startswith("sql:"):  # the files it reads relative to the job file, as the job's own paths
+            source = "sql:" + anchored_query(text[len("sql:"):], base)
+        elif duckdb_file(text) is not None:  # a well-formed reference to a DuckDB file: its path made absolute
+            location, _, table = text[len("duckdb:"):].partition("::")
+            query = anchored_query(table, base) if QUERY.match(table) else table
+            source = f"duckdb:{(base / location).resolve()}::{query}"
+    except InputError as exc:
+        raise fail(exc.message, text) from None
     con = duckdb.connect()
     try:
         open_table(con, source, role=role).close()
