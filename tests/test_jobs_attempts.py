@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from hiersql.jobs import submit
@@ -76,20 +77,42 @@ def test_max_attempts_one_fails_at_the_first_stop(fixtures_dir, tmp_path):
     assert "4 done, 0 unchanged, 1 failed" in done.stdout
 
 
-def test_a_run_killed_by_its_unit_is_resumed_until_the_unit_gives_up(fixtures_dir, tmp_path):
-    """One worker evaluates in the run's own process: the unit kills the run; each next run claims the units
-    of the lost batch alone; the third kill is the last."""
+def test_one_worker_outlives_a_unit_that_kills_its_process(fixtures_dir, tmp_path):
+    """One worker evaluates in a child process too: the unit kills that process, not the run, which claims
+    the units of the lost batch alone, starts the child again and gives up on the unit at the third kill."""
     spec = killer_job(tmp_path, fixtures_dir)
+    done = hiersql("run", str(spec))
+    assert done.returncode == 1, done.stderr
+    assert "failed: demo/killer: gave up after 3 attempt(s) (--max-attempts): its worker process was killed by" \
+        " SIGKILL" in done.stdout, done.stdout
+    status = hiersql("status", "--queue", str(tmp_path / "q.duckdb")).stdout
+    assert "4 done, 0 skipped, 1 failed, 0 cancelled; 10 attempt(s), 4 unit(s) retried" in status, status
+    assert values(stored(tmp_path / "q.duckdb")) == reference(tmp_path, fixtures_dir)
+
+
+def test_a_run_killed_from_outside_costs_its_units_nothing(fixtures_dir, tmp_path):
+    """SIGKILL of a one-worker run while its child evaluates, four times (more than --max-attempts): no unit
+    gives up; the next run does every unit."""
+    spec = make_job(tmp_path, fixtures_dir)
     queue = ["--queue", str(tmp_path / "q.duckdb")]
     assert hiersql("submit", str(spec)).returncode == 0
-    for _ in range(3):
-        assert hiersql("run", *queue).returncode == -9
-    done = hiersql("run", *queue)
-    assert done.returncode == 1
-    assert "failed: demo/killer: gave up after 3 attempt(s) (--max-attempts): its worker stopped before committing" \
-        " it (killed, or the machine stopped)" in done.stdout, done.stdout
+    started = tmp_path / "started"
+    for _ in range(4):
+        started.unlink(missing_ok=True)
+        proc = subprocess.Popen([sys.executable, "-m", "hiersql", "jobs", "run", *queue], stdout=subprocess.DEVNULL,
+                                env=hook_env(HIERSQL_TEST_SLOW="30", HIERSQL_TEST_STARTED=str(started)))
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:  # claimed (attempts committed), evaluating
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=60) == -signal.SIGKILL
     status = hiersql("status", *queue).stdout
-    assert "4 done, 0 skipped, 1 failed, 0 cancelled; 10 attempt(s), 4 unit(s) retried" in status, status
+    # the first run's batch (the demo dataset's 3 units), then its first unit claimed alone by each next run
+    assert "4 queued, 0 running, 0 done, 0 skipped, 0 failed, 0 cancelled; 6 attempt(s), 1 unit(s) retried" \
+        in status, status
+    done = hiersql("run", *queue)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 unit(s) processed: 4 done, 0 unchanged, 0 failed" in done.stdout, done.stdout
     assert values(stored(tmp_path / "q.duckdb")) == reference(tmp_path, fixtures_dir)
 
 

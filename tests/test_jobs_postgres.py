@@ -122,19 +122,19 @@ def test_two_workers_do_every_unit_exactly_once(queue_url, spec, tmp_path):
 def test_a_lost_connection_is_retried(queue_url, spec, tmp_path, monkeypatch, caplog):
     queue = Queue(queue_url)
     submit(queue, spec)
-    evaluate = runner.evaluate
+    evaluate = runner.Child.evaluate  # (in the run's process, while its child evaluates)
     cut = []
 
-    def evaluate_and_cut(units, stores):
+    def evaluate_and_cut(child, units):
         if not cut:  # the server ends every other session of the database: the worker's two (its batch's,
             # mid-transaction, and the one that counts its claims)
             with psycopg.connect(queue_url, autocommit=True) as con:
                 cut.append(con.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                                        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
                                        ).fetchone()[0])
-        return evaluate(units, stores)
+        return evaluate(child, units)
 
-    monkeypatch.setattr(runner, "evaluate", evaluate_and_cut)
+    monkeypatch.setattr(runner.Child, "evaluate", evaluate_and_cut)
     monkeypatch.setattr(runner, "BACKOFF", 0.05)
     with pytest.warns(RuntimeWarning) as said:
         summary = runner.run(queue, max_batch=4)

@@ -196,14 +196,14 @@ def test_a_table_changed_under_a_run_fails_its_units_and_the_queue_keeps_no_rows
     spec = make_job(tmp_path, fixtures_dir)
     spec.write_text(spec.read_text().replace('queue = "q.duckdb"\n',
                                              'queue = "q.duckdb"\nresults = "duckdb:team.duckdb::scores"\n'))
-    evaluate_units = runner.evaluate
+    evaluate_units = runner.Child.evaluate  # (in the run's process, while its child evaluates)
 
-    def evaluate_then_break_the_table(units, stores):  # the team's table loses a column after the check
+    def evaluate_then_break_the_table(child, units):  # the team's table loses a column after the check
         if not (tmp_path / "team.duckdb").exists():
             users_table(tmp_path / "team.duckdb")
-        return evaluate_units(units, stores)
+        return evaluate_units(child, units)
 
-    monkeypatch.setattr(runner, "evaluate", evaluate_then_break_the_table)
+    monkeypatch.setattr(runner.Child, "evaluate", evaluate_then_break_the_table)
     assert main(["jobs", "run", str(spec)]) == 1
     out = capsys.readouterr().out
     assert out.count("its rows were not written to the results table: duckdb:") == 4

@@ -36,8 +36,8 @@ Job file (TOML; paths relative to it; details in docs/jobs.md):
 
 Queue: a DuckDB file (one process holds it and writes; `jobs status` reads the status that a run publishes
 beside the file), or PostgreSQL (start `hiersql jobs run --queue postgresql://...` on as many machines as you
-like). --workers N are threads of the run, each evaluating in a child process. A unit claimed --max-attempts
-times without a commit (its worker killed or crashed) fails.
+like). --workers N are threads of the run, each evaluating in a child process (one worker too). A unit whose
+evaluating process is killed or crashes --max-attempts times fails; a run stopped from outside costs nothing.
 Exit status: 0 all done; 1 some units failed (`jobs status` lists them); 2 a bad job file or input; 75 the
 DuckDB queue file is held by another process (try again later: EX_TEMPFAIL). One line on stderr each.
 """
@@ -75,9 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def attempts_arg(a: argparse.ArgumentParser) -> None:
         a.add_argument("--max-attempts", type=int, default=MAX_ATTEMPTS, metavar="N",
-                       help="claims of a unit whose worker stops before committing it (killed, crashed, a lost"
+                       help="failed attempts of a unit (its evaluating process killed or crashed, a lost"
                        f" connection) before it fails (default {MAX_ATTEMPTS}); such units are claimed one at a"
-                       " time")
+                       " time; a run stopped from outside (SIGKILL, the machine stopped) costs its units nothing")
 
     a = action("check", "check a job file as a run would (options, measures, files), without running it")
     a.add_argument("spec", metavar="SPEC", help="TOML job file")

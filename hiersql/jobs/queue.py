@@ -43,7 +43,9 @@ if TYPE_CHECKING:
     from .instances import Computed
 
 UNIT_COLUMNS = ("unit_id, job_id, dataset, system, key, grp, work, recompute,"
-                " (SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id) AS tries")
+                " (SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id) AS tries,"
+                " (SELECT count(*) FROM attempts a WHERE a.unit_id = units.unit_id AND a.error IS NOT NULL)"
+                " AS failures")
 RESULT_INSERT = tuple(name for name, _ in RESULT_COLUMNS)
 
 
@@ -60,6 +62,7 @@ class Claimed:
     work: dict[str, Any]
     recompute: bool
     attempts: int = 0  # earlier claims of this unit that were not committed
+    failures: int = 0  # those of them whose end the run saw (a reason noted): failed attempts
 
 
 def now() -> datetime:
@@ -440,7 +443,7 @@ class Connection(Reading):
             raise
         if not picked:
             self.rollback()
-        return [Claimed(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), bool(r[7]), int(r[8]))
+        return [Claimed(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), bool(r[7]), int(r[8]), int(r[9]))
                 for r in picked]
 
     def _claim_postgres(self, where: str, params: list[Any], workers: int, max_batch: int) -> list[tuple]:
@@ -496,12 +499,10 @@ class Connection(Reading):
         self.executemany("UPDATE attempts SET error = ? WHERE attempt_id = ?", [(error, a) for a in ids])
 
     def gave_up(self, unit: Claimed) -> str:
-        """The error of a unit whose every attempt ended without a commit: their number and the last reason
-        known."""
+        """The error of a unit with ``max_attempts`` failed attempts: their number and the last reason."""
         last = self.execute("SELECT error FROM attempts WHERE unit_id = ? AND error IS NOT NULL"
                             " ORDER BY started_at DESC LIMIT 1", (unit.unit_id,))
-        why = last[0][0] if last else "its worker stopped before committing it (killed, or the machine stopped)"
-        return f"gave up after {unit.attempts} attempt(s) (--max-attempts): {why}"
+        return f"gave up after {unit.failures} attempt(s) (--max-attempts): {last[0][0]}"
 
     def has_results(self, key: str) -> bool:
         """Whether ``key`` has results (committed by any worker). On PostgreSQL the key is first locked until

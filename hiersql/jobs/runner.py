@@ -6,19 +6,22 @@ first), read from their own files only, and evaluated together. A bad file fails
 loading or evaluation fails is evaluated again unit by unit, each in a store of its own system only. An
 empty prediction file is a system that predicted nothing, not a failure.
 
-Parallel workers are threads of the run's process, each evaluating in a child process of its own
-(:class:`Child`): DuckDB's Python client takes the GIL back between the tasks of a query, so two stores
-queried by threads of one process wait for each other. A child sends its batch's rows back, and the thread
-writes them and the statuses in the transaction of its claim. So on either queue the run's process holds
+Workers are threads of the run's process, each evaluating in a child process of its own (:class:`Child`),
+one worker too: DuckDB's Python client takes the GIL back between the tasks of a query, so two stores queried
+by threads of one process wait for each other; and a unit that kills the process evaluating it (a crash, the
+OOM killer) is told apart from the run stopped from outside. A child sends its batch's rows back, and the
+thread writes them and the statuses in the transaction of its claim. So on either queue the run's process holds
 every claim: a signal to it stops every worker (each commits its batch at hand), a child that dies is
 started again (its batch is claimed again), and a child whose run died sees its socket close and exits. On
 a DuckDB queue that process is the file's only writer; on PostgreSQL each thread has its own session, and
 any number of runs, on as many machines, share the queue.
 
-Every claim of a unit is counted (:meth:`~hiersql.jobs.queue.Connection.record_attempts`, committed before
+Every claim of a unit is recorded (:meth:`~hiersql.jobs.queue.Connection.record_attempts`, committed before
 the unit is evaluated). A batch whose worker stops (a child process killed or crashed, the run killed, a
-transient error) is claimed again one unit at a time, and a unit claimed ``max_attempts`` times without a
-commit fails with the last reason known.
+transient error) is claimed again one unit at a time. A claim whose end the run saw (its child process killed
+or crashed, a transient error: the reason is noted) is a failed attempt, and a unit with ``max_attempts`` of
+them fails with the last reason; a claim that ended with the run itself (SIGKILL from outside, the machine
+stopped: no reason noted) costs the unit nothing.
 """
 
 from __future__ import annotations
@@ -110,14 +113,16 @@ class WorkerLost(Exception):
 
 class Child:
     """A process that evaluates batches for one worker thread, keeping its loaded dataset between batches like
-    :class:`Stores`. ``fork``: a copy of this process, which must have one thread and no open database (then
-    the imports are shared); else a new interpreter (``python -m hiersql.jobs.child``), as after a crash."""
+    :class:`Stores`. ``fork``: a copy of this process, started now, which must have one thread and no open
+    database (then the imports are shared); else a new interpreter (``python -m hiersql.jobs.child``), started
+    when it is first given a batch (a run with nothing to evaluate starts none), and again after a crash."""
 
     def __init__(self, threads: int | None, fork: bool = False) -> None:
         self.threads = threads
         self.pid: int | None = None
         self.pipe: Any = None
-        self.start(fork)
+        if fork:
+            self.start(fork)
 
     def start(self, fork: bool = False) -> None:
         from multiprocessing.connection import Connection as Pipe
@@ -193,12 +198,10 @@ _running: list[Child] = []  # the children of this process with an open socket
 
 def children(workers: int) -> list[Child]:
     """The child processes that the workers of a run with ``workers`` workers evaluate in, on either queue
-    (one each; none for one worker, which evaluates in its thread), started now: forked when this process has
-    one thread (the modules they need imported first: the imports are shared), else new interpreters.
+    (one each): forked now when this process has one thread (the modules they need imported first: the
+    imports are shared), else new interpreters started as they are needed.
     Start them before any database is opened (``hiersql jobs run`` does, before it reads the job file), and
     give them to :func:`run`."""
-    if workers < 2:
-        return []
     fork = hasattr(os, "fork") and os.path.isdir("/proc/self/task") and len(os.listdir("/proc/self/task")) == 1
     if fork:  # the work's modules (sqlglot's dialect is loaded on first use), imported once for both processes
         import sqlglot.dialects.duckdb  # noqa: F401
@@ -250,17 +253,15 @@ def _exit_on_hangup(fd: int) -> None:
 
 
 class Worker:
-    """Claims and evaluates units until none of ``jobs`` (all when ``None``) is queued; in this thread, or in
-    ``child`` (a :class:`Child`: parallel workers)."""
+    """Claims units of ``jobs`` (all when ``None``) until none is queued, has ``child`` (a :class:`Child`)
+    evaluate them, and commits them."""
 
-    def __init__(self, queue: Queue, jobs: list[str] | None, run_id: str, name: str, workers: int = 1,
-                 max_batch: int = MAX_BATCH, on_unit: Callable[[Event], None] | None = None,
-                 max_attempts: int = MAX_ATTEMPTS, child: Child | None = None) -> None:
+    def __init__(self, queue: Queue, child: Child, jobs: list[str] | None, run_id: str, name: str,
+                 workers: int = 1, max_batch: int = MAX_BATCH, max_attempts: int = MAX_ATTEMPTS) -> None:
         self.queue, self.jobs, self.run_id, self.name = queue, jobs, run_id, name
         self.workers, self.max_batch, self.max_attempts = workers, max_batch, max_attempts
-        self.on_unit = on_unit or (lambda _: None)
+        self.on_unit: Callable[[Event], None] = lambda _: None
         self.stop = threading.Event()  # set: finish the batch at hand, then stop (Ctrl-C)
-        self.stores = Stores(_threads_per_worker(workers))
         self.child = child
 
     def run(self) -> None:
@@ -281,14 +282,7 @@ class Worker:
                                   f" in {delay:g} s (retry {failures} of {RETRIES})", RuntimeWarning, stacklevel=1)
                     time.sleep(delay)
         finally:
-            self.stores.close()
-            if self.child is not None:
-                self.child.close()
-
-    def _evaluate(self, units: list[Claimed]) -> dict[str, tuple[str, Computed | str]]:
-        if self.child is not None:
-            return self.child.evaluate(units)
-        return evaluate(units, self.stores)
+            self.child.close()
 
     def _one_batch(self, con: Connection, log: Connection) -> bool:
         """Claim, evaluate and commit one batch; false when nothing is queued. ``log``: a connection of its
@@ -296,7 +290,7 @@ class Worker:
         units = con.claim(self.jobs, self.workers, self.max_batch)
         if not units:
             return False
-        spent = {u.unit_id for u in units if u.attempts >= self.max_attempts}
+        spent = {u.unit_id for u in units if u.failures >= self.max_attempts}
         try:
             attempts = log.record_attempts([u for u in units if u.unit_id not in spent], self.run_id, self.name)
         except BaseException:
@@ -304,7 +298,7 @@ class Worker:
             raise
         try:
             todo = [u for u in units if u.unit_id not in spent and (u.recompute or not con.has_results(u.key))]
-            outcome = self._evaluate(todo) if todo else {}
+            outcome = self.child.evaluate(todo) if todo else {}
             stamp = now()
             export(self.run_id, todo, outcome, stamp)  # before the queue's commit: see export
             outcome |= {u.unit_id: ("failed", con.gave_up(u)) for u in units if u.unit_id in spent}
@@ -364,17 +358,17 @@ def run(queue: Queue, jobs: list[str] | None = None, workers: int = 1, max_batch
         on_unit: Callable[[Event], None] | None = None, max_attempts: int = MAX_ATTEMPTS,
         processes: list[Child] | None = None, summary: Summary | None = None) -> Summary:
     """Process the queued units of ``jobs`` (all when ``None``) with ``workers`` workers: threads of this
-    process (on a DuckDB queue, the file's one writer), each evaluating in a child process when there are
-    several (``processes``: from :func:`children`, else started here). A unit claimed ``max_attempts`` times
-    without a commit fails. Returns what was done, in ``summary`` when given (filled as units are committed:
-    what was done before an interrupt too); ``on_unit(event)`` is called in this process after each unit is
-    committed (until an interrupt)."""
+    process (on a DuckDB queue, the file's one writer), each evaluating in a child process of its own
+    (``processes``: from :func:`children`, else started here). A unit with ``max_attempts`` failed attempts
+    (its evaluating process killed or crashed, a transient error) fails. Returns what was done, in ``summary``
+    when given (filled as units are committed: what was done before an interrupt too); ``on_unit(event)`` is
+    called in this process after each unit is committed (until an interrupt)."""
     summary = summary if summary is not None else Summary()
     run_id = new_run_id()
     host = f"{socket.gethostname()}:{os.getpid()}"
-    # one worker too runs in a thread: Ctrl-C lets it commit its batch
-    kids = (processes if processes is not None else children(workers)) if workers > 1 else [None]
-    team = [Worker(queue, jobs, run_id, f"{host}:{i}", workers, max_batch, None, max_attempts, child)
+    # one worker too runs in a thread (Ctrl-C lets it commit its batch) and evaluates in a child process
+    kids = processes if processes is not None else children(workers)
+    team = [Worker(queue, child, jobs, run_id, f"{host}:{i}", workers, max_batch, max_attempts)
             for i, child in enumerate(kids)]
     _threads(team, summary.add, on_unit or (lambda _: None), queue.publish_status)
     return summary

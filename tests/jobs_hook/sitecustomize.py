@@ -1,7 +1,7 @@
 """Hooks for tests/test_jobs_attempts.py, in the processes that evaluate units: on this folder's path (it is
 imported by every Python process started with it on PYTHONPATH), with HIERSQL_TEST_KILLER=SYSTEM set, a batch
 holding the system SYSTEM ends its process with SIGKILL before it is evaluated; with HIERSQL_TEST_SLOW=SECONDS,
-each batch first sleeps that long."""
+each batch first sleeps that long (having written its process id to the file HIERSQL_TEST_STARTED, when set)."""
 
 import os
 
@@ -14,6 +14,9 @@ if os.environ.get("HIERSQL_TEST_KILLER") or os.environ.get("HIERSQL_TEST_SLOW"):
     _evaluate = runner.evaluate
 
     def _evaluate_or_die(units, stores):
+        if os.environ.get("HIERSQL_TEST_STARTED"):
+            with open(os.environ["HIERSQL_TEST_STARTED"], "w") as started:
+                started.write(str(os.getpid()))
         time.sleep(float(os.environ.get("HIERSQL_TEST_SLOW") or 0))
         if any(u.system == os.environ.get("HIERSQL_TEST_KILLER") for u in units):
             os.kill(os.getpid(), signal.SIGKILL)
