@@ -145,9 +145,9 @@ def dependencies(file: str, name: str, variant: str | None = None, text: str | N
 
 @cache
 def inputs(file: str, name: str) -> tuple[frozenset[str], frozenset[str]]:
-    """What the rows of query ``name`` of ``<file>.sql`` depend on: the ``$parameters`` and the tables that are
-    not queries of the file (the store's, helper tables, the tables of Python steps) of it and of every query it
-    reads, recursively, in every variant of the file (so a superset of what any one engine runs reads)."""
+    """What the rows of query ``name`` of ``<file>.sql`` depend on: the ``$parameters`` and the tables (the
+    store's, helper tables, the file's queries, which a Python step may write instead) of it and of every query
+    it reads, recursively, in every variant of the file (so a superset of what any one engine runs reads)."""
     params: set[str] = set()
     tables: set[str] = set()
     for variant in (None, *sorted(variants(file))):
@@ -155,7 +155,7 @@ def inputs(file: str, name: str) -> tuple[frozenset[str], frozenset[str]]:
         for query in (name, *dependencies(file, name, variant)):
             known = _reads_file().get(_digest(bodies[query]))
             params |= parameters(bodies[query])
-            tables |= (set(known) if known is not None else read_tables(bodies[query])) - bodies.keys()
+            tables |= set(known) if known is not None else read_tables(bodies[query])
     return frozenset(params), frozenset(tables)
 
 

@@ -244,7 +244,7 @@ class Engine:
         return params
 
     def _group_runs(self, plan: FamilyPlan, metrics: Sequence[str], options: Options, until: str | None = None
-              ) -> Iterator[tuple[list[str], Options, dict[str, object], set[str]]]:
+                    ) -> Iterator[tuple[list[str], Options, dict[str, object], set[str]]]:
         """Each run of ``plan.groups(metrics, options)``, prepared (:meth:`prepare`) and its steps run (up to the
         one that makes table ``until``, default all): ``(metrics, options, parameters, tables made)``.
 
