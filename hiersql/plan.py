@@ -180,6 +180,11 @@ class FamilyPlan:
         The table, or query of the file, ``(system)`` of the systems the summary has rows for (default: every
         system); severity: those that have values at a run's k (hard predictions have k = 1 only), whose rows
         the instance stage alone holds.
+    shared:
+        Queries of the file worth making once for all the runs of :attr:`groups` (severity: the ranking that
+        every k reads): a runner makes each as a table before a run's steps and reuses it in the next runs
+        while the ``$parameters`` its rows depend on (its own and those of every query it reads) keep their
+        values, and makes it again when they change (:meth:`~hiersql.engines.Engine._group_runs`).
     """
 
     name: str
@@ -202,6 +207,7 @@ class FamilyPlan:
     instance_counts_classes: bool = False
     average_of: Callable[[Options], str] | None = None
     systems: str = "systems"
+    shared: tuple[str, ...] = ()
 
     def steps_until(self, stage: str) -> tuple[Step, ...]:
         """The steps up to and including the one that makes table ``stage``."""

@@ -143,6 +143,22 @@ def dependencies(file: str, name: str, variant: str | None = None, text: str | N
     return [q for q in all_queries if q in found]
 
 
+@cache
+def inputs(file: str, name: str) -> tuple[frozenset[str], frozenset[str]]:
+    """What the rows of query ``name`` of ``<file>.sql`` depend on: the ``$parameters`` and the tables (the
+    store's, helper tables, the file's queries, which a Python step may write instead) of it and of every query
+    it reads, recursively, in every variant of the file (so a superset of what any one engine runs reads)."""
+    params: set[str] = set()
+    tables: set[str] = set()
+    for variant in (None, *sorted(variants(file))):
+        bodies = queries(file, variant)
+        for query in (name, *dependencies(file, name, variant)):
+            known = _reads_file().get(_digest(bodies[query]))
+            params |= parameters(bodies[query])
+            tables |= set(known) if known is not None else read_tables(bodies[query])
+    return frozenset(params), frozenset(tables)
+
+
 READS_FILE = Path(__file__).with_name("reads.json")  # the tables each query of the SQL files reads
 
 

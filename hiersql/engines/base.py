@@ -5,7 +5,7 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
@@ -186,9 +186,7 @@ class Engine:
         """The summary rows of ``metrics`` (of ``plan``'s family) with ``options.average``."""
         plan.check(self, metrics, options)
         rows: list[Row] = []
-        for group, group_options in plan.groups(metrics, options):
-            params = self.prepare(plan, group, group_options)
-            done = self._steps(plan, plan.steps, params, group_options)
+        for group, group_options, params, done in self._group_runs(plan, metrics, options):
             if plan.summary is not None:
                 summary = self.result(plan.file, plan.summary, params, done)
             else:
@@ -212,9 +210,7 @@ class Engine:
         ``metrics`` must fall in one group of :attr:`~hiersql.plan.FamilyPlan.groups` (one metric does)."""
         plan.check(self, metrics, options)
         out: dict[str, list[tuple]] = {}
-        for group, group_options in plan.groups(metrics, options):
-            params = self.prepare(plan, group, group_options)
-            done = self._steps(plan, plan.steps, params, group_options)
+        for _, _, params, done in self._group_runs(plan, metrics, options):
             for name, text in queries.items():
                 out[name] = self.result(plan.file, name, params, done, text=text)
         return out
@@ -227,9 +223,7 @@ class Engine:
         stage = plan.instance
         key = plan.unit_order.get(stage, "system, instance_id")
         out = None
-        for group, group_options in plan.groups(list(metrics or plan.metrics), options):
-            params = self.prepare(plan, group, group_options)
-            done = self._steps(plan, plan.steps_until(stage), params, group_options)
+        for group, _, params, done in self._group_runs(plan, list(metrics or plan.metrics), options, stage):
             self.stage(plan.file, f"{stage}_values", params, done, text=instance_values_sql(plan))
             table = self.arrow(f"SELECT * FROM {stage}_values ORDER BY {key}")
             if out is None:
@@ -249,9 +243,43 @@ class Engine:
             self.write(name, data)
         return params
 
-    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
-               ) -> set[str]:
-        done: set[str] = set(plan.tables(options))
+    def _group_runs(self, plan: FamilyPlan, metrics: Sequence[str], options: Options, until: str | None = None
+                    ) -> Iterator[tuple[list[str], Options, dict[str, object], set[str]]]:
+        """Each run of ``plan.groups(metrics, options)``, prepared (:meth:`prepare`) and its steps run (up to the
+        one that makes table ``until``, default all): ``(metrics, options, parameters, tables made)``.
+
+        With several runs, each query of :attr:`~hiersql.plan.FamilyPlan.shared` is made as a table before a
+        run's steps, and a later run reuses it (and the tables made with it) while the values of the
+        ``$parameters`` its rows depend on (:func:`hiersql.sqlfiles.inputs`) are those it was made with; else
+        it is made again. A query that reads a table a run writes (a helper table, a Python step's) is not
+        shared: the steps make it in every run, as they do with one run."""
+        groups = plan.groups(metrics, options)
+        made: dict[str, tuple[dict[str, object], set[str]]] = {}  # query -> (its parameters' values, tables)
+        for group, group_options in groups:
+            params = self.prepare(plan, group, group_options)
+            done: set[str] = set()
+            if len(groups) > 1:
+                written = {*plan.tables(group_options), *(t for s in plan.steps if isinstance(s, Python)
+                                                          for t in s.writes)}
+                for query in plan.shared:
+                    names, tables = sqlfiles.inputs(plan.file, query)
+                    if (tables | {query}) & written:
+                        continue
+                    values = {name: params.get(name) for name in names}
+                    if query in made and made[query][0] == values:
+                        done |= made[query][1]
+                    else:
+                        before = set(done)
+                        self.stage(plan.file, query, params, done)
+                        made[query] = (values, done - before)
+            steps = plan.steps if until is None else plan.steps_until(until)
+            yield group, group_options, params, self._steps(plan, steps, params, group_options, done)
+
+    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options,
+               made: frozenset[str] | set[str] = frozenset()) -> set[str]:
+        """Run ``steps`` (those not in ``made``, tables already made) with ``params``; the tables made, with
+        ``made`` and the plan's helper tables."""
+        done: set[str] = set(plan.tables(options)) | made
         compose = self.compose_stages and not any(isinstance(step, Python) for step in plan.steps)
         run = f"{plan.name} {plan.file} {sorted(params.items())!r} {options!r}"  # (reuse_stages)
         names = tuple(step.name if isinstance(step, Python) else step.query for step in steps)
@@ -268,7 +296,7 @@ class Engine:
                 for table in step.writes:
                     self.forget(table)
                     writers.setdefault(table, []).append(k)
-            elif not compose:
+            elif not compose and step.query not in made:
                 self.stage(plan.file, step.query, params, done)
                 writers.setdefault(step.query, []).append(k)
         if self._runs is not None and not compose:

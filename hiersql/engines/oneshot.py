@@ -343,13 +343,13 @@ class FoldedEngine(DuckDBEngine):
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {_stored(self.con, sql)}")
         done.add(query)
 
-    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
-               ) -> set[str]:
+    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options,
+               made: frozenset[str] | set[str] = frozenset()) -> set[str]:
         inline = _read_by_one(plan)
         if self.compose_instance and _per_plan(plan, _instance_composable):
             inline |= {plan.instance}
         return super()._steps(plan, [s for s in steps if not (isinstance(s, Sql) and s.query in inline)], params,
-                              options)
+                              options, made)
 
 
 _TAXONOMY_STAGES: dict[tuple[str, str], str] = {}  # (schema, stage) -> the folded text of the table made there

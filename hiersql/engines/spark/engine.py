@@ -226,8 +226,8 @@ class SparkEngine(Engine):
                     out[view] += times
         return out
 
-    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options
-               ) -> set[str]:
+    def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options,
+               made: frozenset[str] | set[str] = frozenset()) -> set[str]:
         kept = {plan.instance, *(m.unit for m in plan.measures if m.unit)}
         kept |= {name for step in steps if isinstance(step, Python) for name in step.reads}
         # read once in the file, or once among the queries these steps run (a query of the file that none of
@@ -237,7 +237,7 @@ class SparkEngine(Engine):
         self._read_once = {q for q, by in sqlfiles.readers(plan.file, "spark").items()
                            if (len(by) == 1 or len(by & run) == 1) and q not in kept}
         try:
-            return super()._steps(plan, steps, params, options)
+            return super()._steps(plan, steps, params, options, made)
         finally:
             self._read_once = set()
 

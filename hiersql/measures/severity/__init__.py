@@ -15,7 +15,9 @@ authors' distance; ``severity_distance="edges"``: the edge count). With ``n ≤ 
     hierarchical_map_at_k            = the mean of hierarchical_precision_at_k' over k' = 1 … k
 
 each averaged over the instances where it is defined. Every k of the option ``k`` is a run of the plan
-(:attr:`~hiersql.plan.FamilyPlan.groups`) whose rows carry ``@k`` in the ``average`` column. A system has
+(:attr:`~hiersql.plan.FamilyPlan.groups`) whose rows carry ``@k`` in the ``average`` column; the ranking of
+every predicted label, the class distances and the best retrievals do not depend on k and are made once for all
+runs (:attr:`~hiersql.plan.FamilyPlan.shared`), each run keeping the positions up to its k. A system has
 rows at k = 1, and at k > 1 only when it scored its labels (the query ``severity_systems`` holds the rule):
 hard predictions rank one label.
 
@@ -120,6 +122,7 @@ PLAN = FamilyPlan(
     average_of=lambda options: f"@{options.k[0]}",
     metric_applies=_metric_applies,
     systems="severity_ranked_systems",
+    shared=("severity_top", "severity_distances", "severity_best_ranks"),
 )
 
 

@@ -41,7 +41,8 @@ GROUP BY s.system
 SELECT system FROM severity_systems WHERE ranked
 
 -- name: severity_top
--- (system, instance_id, label, position): the top $top_k labels of each (system, instance), position 1 first.
+-- (system, instance_id, label, position): the labels of each (system, instance) ranked, position 1 first; the
+-- top k are those with position <= $top_k (every k reads this one ranking: hiersql.plan.FamilyPlan.shared).
 SELECT system, instance_id, label, position
 FROM (
     SELECT p.system, p.instance_id, p.label,
@@ -50,7 +51,6 @@ FROM (
                                        p.label) AS position
     FROM predictions AS p
 ) AS r
-WHERE position <= $top_k
 
 -- name: severity_classes
 -- (label): the classes C that a retrieval may return: the leaves and every label seen.
@@ -61,7 +61,7 @@ UNION
 SELECT label FROM predictions
 
 -- name: severity_pairs
--- (u, v): the label pairs whose distance is needed: each true label with its instance's top-k labels (with
+-- (u, v): the label pairs whose distance is needed: each true label with its instance's ranked labels (with
 -- hierarchical precision, $precision, none: severity_distances has every pair of classes, which holds them).
 SELECT DISTINCT t.label AS u, p.label AS v
 FROM severity_top AS p
@@ -95,9 +95,9 @@ WHERE $precision
 GROUP BY a.label, b.label
 
 -- name: severity_best_ranks
--- (label, position, best, diameter): per class y of the truth, Σ_{j<=position} best_j for position <= k, the
--- similarities of the classes nearest to y (y itself first); and D. Empty unless $precision (then every row
--- of severity_distances is a pair of classes).
+-- (label, position, best, diameter): per class y of the truth, Σ_{j<=position} best_j for every position (the
+-- readers keep position <= $top_k), the similarities of the classes nearest to y (y itself first); and D.
+-- Empty unless $precision (then every row of severity_distances is a pair of classes).
 SELECT r.u AS label, r.position,
        sum(1.0 - 1.0 * r.distance / m.diameter) OVER (PARTITION BY r.u ORDER BY r.position) AS best,
        m.diameter
@@ -108,12 +108,13 @@ FROM (
     WHERE $precision AND d.u IN (SELECT label FROM truth)
 ) AS r
 CROSS JOIN (SELECT max(distance) AS diameter FROM severity_distances) AS m
-WHERE r.position <= $top_k AND m.diameter > 0
+WHERE m.diameter > 0
 
 -- name: severity_best
 -- (label, best, diameter): Σ_{j<=k} best_j of each class of the truth (the running sums only grow), and D.
 SELECT label, max(best) AS best, min(diameter) AS diameter
 FROM severity_best_ranks
+WHERE position <= $top_k
 GROUP BY label
 
 -- name: severity_ranked_distances
@@ -123,6 +124,7 @@ SELECT p.system, p.instance_id, p.position, min(d.distance) AS distance,
 FROM severity_top AS p
 JOIN truth AS t ON t.instance_id = p.instance_id
 JOIN severity_distances AS d ON d.u = t.label AND d.v = p.label
+WHERE p.position <= $top_k
 GROUP BY p.system, p.instance_id, p.position
 
 -- name: severity_average_precision
@@ -136,7 +138,7 @@ FROM (
     CROSS JOIN (
         SELECT instance_id, min(label) AS label FROM truth GROUP BY instance_id HAVING count(*) = 1
     ) AS y
-    JOIN severity_best_ranks AS b ON b.label = y.label
+    JOIN severity_best_ranks AS b ON b.label = y.label AND b.position <= $top_k
     LEFT JOIN (
         SELECT rd.system, rd.instance_id, rd.position,
                sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best_ranks))
