@@ -520,6 +520,9 @@ BAD_SPECS = {  # case: (job file, line at fault, value named)
     "zero_division as text": ('[options]\nzero_division = "nan"\n' + DATASET, 2, "'nan'"),
     "truth is a folder": (DATASET.replace("{truth}", "."), 4, "'.'"),
     "queue in a missing folder": ('queue = "no/such/q.duckdb"\n' + DATASET, 1, "'no/such/q.duckdb'"),
+    # DuckDB would read 'sql:' as an extension's prefix (the run failed: tu issue 38)
+    "queue that is a query": ('queue = "sql:SELECT 1"\n' + DATASET, 1,
+                              "a queue is a DuckDB file or a postgresql:// URL: 'sql:SELECT 1'"),
     # text files have no column names: a dataset's column key would be left unused
     "column key of text files": (DATASET + 'system_col = "model"\n', 6, "'model'"),
     # the table's header, its line; an empty string is not of the wrong type; NAME=FILE names FILE; a glob's
@@ -588,9 +591,33 @@ def test_a_measure_that_does_not_apply_fails_its_units_naming_the_job_files_key(
         in capsys.readouterr().out  # was --metrics: evaluate's flag
 
 
+def test_a_taxonomy_every_unit_would_fail_on_is_the_job_files_fault(fixtures_dir, tmp_path, capsys):
+    """The dataset's taxonomy is read when the job is checked, and its measures evaluated on it: a node list
+    given as a taxonomy, or a measure reading edge weights (lpp) on a taxonomy without them, is exit 2 with
+    the taxonomy's own line (its file, line and value), before anything is queued (both ran, and every unit
+    failed: tu issue 38)."""
+    demo = fixtures_dir / "demo"
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text("".join(f"{line.split(chr(9))[1].strip()}\n" for line in
+                             (demo / "taxonomy.tsv").read_text(encoding="utf-8").splitlines()), encoding="utf-8")
+    first = nodes.read_text(encoding="utf-8").split()[0]
+    for body, said in (
+        (DATASET.replace("{tax}", str(nodes)), f"{nodes}:1: expected 2 fields (parent, child) or 3 (parent, child,"
+                                               f" weight), found 1: {first!r}"),
+        ('metrics = ["lpp"]\n' + DATASET, f"{demo / 'taxonomy.tsv'}: 15 edge(s) have no weight; first: thing ->"
+                                          " animal,"),
+    ):
+        spec = job_text(tmp_path, fixtures_dir, body)
+        assert main(["jobs", "check", str(spec)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"hiersql: error: {said}") and err.count("\n") == 1, err
+        assert main(["jobs", "run", str(spec), "--queue", str(tmp_path / "q.duckdb")]) == 2
+        assert capsys.readouterr().err == err and not (tmp_path / "q.duckdb").exists()
+
+
 def test_check_accepts_every_measure_with_other_options(fixtures_dir, tmp_path, capsys):
-    """Errors that depend on the input (the weighted scoring measures need edge weights) are not the job
-    file's: they are judged when a unit runs."""
+    """``all`` leaves out the measures that do not apply to the dataset's taxonomy (the weighted scoring
+    measures need edge weights), as evaluate does: no fault of the job file."""
     body = ('metrics = ["all"]\n[options]\nlca_graph = "optimal"\npairing = "flow"\ntn = "descendants"\n'
             'augment = "cesa_bianchi"\nlabels = ["jaguar", "wolf"]\nmax_distance = 2\n' + DATASET)
     spec = job_text(tmp_path, fixtures_dir, body)

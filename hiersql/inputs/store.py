@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import InputError
-from . import readers, sources, staging
+from . import readers, staging
 from .closure import fill_taxonomy
 from .readers import LabelSource, prediction_items
 from .staging import Staged, first_row, temp_table, warn_data
@@ -248,8 +248,7 @@ class Store:
 
         def load_taxonomy() -> Taxonomy:
             tax = taxonomy if isinstance(taxonomy, Taxonomy) else (
-                taxonomy() if callable(taxonomy) else Taxonomy.from_table(taxonomy)
-                if sources.is_reference(taxonomy) else Taxonomy.from_file(taxonomy))
+                taxonomy() if callable(taxonomy) else Taxonomy.from_source(taxonomy))
             con = self.con.cursor()
             try:
                 con.execute("BEGIN TRANSACTION")

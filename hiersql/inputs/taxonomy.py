@@ -226,6 +226,16 @@ class Taxonomy:
         return cls._from_rows(_checked_rows(rows, source_name, columns, keyed), source_name, numbered=not keyed)
 
     @classmethod
+    def from_source(cls, source: str | Path, parent: str | None = None, child: str | None = None) -> Taxonomy:
+        """From a table reference (``duckdb:``, ``postgresql://``, ``sql:``) or a file with the columns ``parent``
+        and ``child`` named (:meth:`from_table`), else from a file (:meth:`from_file`)."""
+        from .sources import is_reference
+
+        if parent or child or is_reference(source):
+            return cls.from_table(source, parent=parent, child=child)
+        return cls.from_file(source)
+
+    @classmethod
     def from_duckdb(cls, con: Any, table: str) -> Taxonomy:
         """From a table (or view) of a DuckDB connection with ``parent`` and ``child`` columns."""
         return cls.from_relation(con.table(table), table)

@@ -86,7 +86,6 @@ _taxonomies_lock = threading.Lock()
 def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | None = None) -> Any:
     """The taxonomy of ``path`` (whose content hashes to ``digest``; a table's ``parent`` and ``child``
     columns when named), parsed once for all worker threads."""
-    from ..inputs.sources import is_reference
     from ..inputs.taxonomy import Taxonomy
 
     key = (path, digest, parent, child)
@@ -94,8 +93,7 @@ def _taxonomy(path: str, digest: str, parent: str | None = None, child: str | No
         if key not in _taxonomies:
             if len(_taxonomies) >= 4:
                 _taxonomies.pop(next(iter(_taxonomies)))
-            _taxonomies[key] = Taxonomy.from_table(path, parent=parent, child=child) if (
-                parent or child or is_reference(path)) else Taxonomy.from_file(path)
+            _taxonomies[key] = Taxonomy.from_source(path, parent, child)
         return _taxonomies[key]
 
 

@@ -148,6 +148,8 @@ def load_spec(path: str | Path) -> Spec:
     datasets = _dataset_tables(doc, text, path, fail)
     base = path.parent
     queue = doc.get("queue")
+    if isinstance(queue, str) and not is_postgres(queue) and re.match(r"[A-Za-z][\w+.-]+:", queue):
+        raise fail("a queue is a DuckDB file or a postgresql:// URL", None, "queue", queue)
     if isinstance(queue, str) and not is_postgres(queue) and not (base / queue).parent.is_dir():
         raise fail("the queue's folder does not exist", None, "queue", queue)
     results = None
@@ -246,9 +248,14 @@ def _dataset(n: int, ds: dict[str, Any], doc: dict[str, Any], base: Path, names:
         _check_options(metrics, options, lambda m, k, v: fail(m, n if k in ds.get("options", {}) else None, k, v))
         checked_options[signature] = True
     taxonomy = _source(ds["taxonomy"], base, lambda m, v: fail(m, n, "taxonomy", v), "taxonomy")
+    columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
+    signature = json.dumps([taxonomy, columns.get("parent_col"), columns.get("child_col"), metrics, options],
+                           sort_keys=True)
+    if signature not in checked_options:
+        _check_taxonomy(taxonomy, columns, metrics, options)
+        checked_options[signature] = True
     truth = _source(ds["truth"], base, lambda m, v: fail(m, n, "truth", v), "label")
     preds = ds["predictions"] if isinstance(ds["predictions"], list) else [ds["predictions"]]
-    columns = {key: ds.get(key, doc.get(key)) for key in COLUMN_KEYS if key in ds or key in doc}
     predictions, row_digests, missed = _predictions(preds, base, fmt, columns,
                                                     lambda m, v: fail(m, n, "predictions", v))
     _check_column_keys(ds, truth, [source for _, source in predictions], fmt, lambda m, k, v: fail(m, n, k, v))
@@ -357,6 +364,30 @@ def _check_options(metrics: list[str], options: dict[str, Any], fail) -> None:
     except ValueError as exc:
         key = next((k for k in options if k in str(exc)), None)
         raise fail(f"bad option ({exc})", key, options.get(key) if key else None) from None
+
+
+def _check_taxonomy(source: str, columns: dict[str, str], metrics: list[str], options: dict[str, Any]) -> None:
+    """Read a dataset's taxonomy as its units read it (:meth:`~hiersql.inputs.taxonomy.Taxonomy.from_source`)
+    and evaluate its measures on it, one instance whose truth and prediction are a leaf: a fault of the
+    taxonomy that every unit would have (a file that does not parse, a DAG where a measure needs a tree, edges
+    without the weights a measure reads) is the job file's, raised with the taxonomy's own message (its file,
+    line and value). What depends on the labels is judged when the units run; their warnings (a repeated edge)
+    are the units' to give."""
+    from ..inputs.taxonomy import Taxonomy
+    from ..measures import compute, store_from_sets
+    from ..options import options_from_mapping
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tax = Taxonomy.from_source(source, columns.get("parent_col"), columns.get("child_col"))
+        store = store_from_sets([[tax.leaves[0]]], [[tax.leaves[0]]], tax)
+        try:
+            compute(store, metrics, options_from_mapping(options, "options"))
+        except InputError as exc:
+            if exc.source == tax.source:
+                raise
+        finally:
+            store.close()
 
 
 def _example(metrics: list[str], options: Any) -> None:
