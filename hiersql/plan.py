@@ -67,6 +67,7 @@ class Python:
     ``solve(con, params, options)`` receives a DuckDB connection on which the tables of ``reads`` exist
     (the runner's own connection for DuckDB; a scratch one holding Arrow copies for the other engines) and
     creates the tables of ``writes`` on it; the runner then makes them visible to the following stages.
+    ``why`` says in one clause why SQL does not compute it (``hiersql sql`` prints it where the step goes).
     ``when(options)`` says whether the step runs at all (a step that only rewrites a table made before it).
     ``partition_by`` (``{table of reads: key columns}``) says that the step solves independent units: run
     on any split of the rows by those keys (the rows of one key value in every table named together, the
@@ -81,6 +82,7 @@ class Python:
     solve: Callable[[duckdb.DuckDBPyConnection, dict[str, object], Options], None]
     reads: tuple[str, ...]
     writes: tuple[str, ...]
+    why: str
     when: Callable[[Options], bool] = lambda options: True
     partition_by: Mapping[str, str] = field(default_factory=dict)
 

@@ -27,6 +27,7 @@ from hiersql.options import (
     options_from_mapping,
     sql_options,
 )
+from hiersql.plan import Python
 
 NAN = float("nan")
 
@@ -409,3 +410,19 @@ def test_a_label_with_a_comma_is_given_in_double_quotes(tmp_path, capsys):
     assert value == hierarchical_f1([["b, c"], ["d"]], [["b, c"], ["a"]], tax, "label_macro",
                                     labels=["d", "b, c"]) == 0.5
 
+
+
+def test_each_python_step_says_in_one_printed_line_why_sql_does_not_compute_it(capsys):
+    """``hiersql sql`` prints one comment line per Python step: its declared reason and the command that runs
+    the script with it (issue 37); docs/sql.md's table holds the same reasons."""
+    docs = (Path(hiersql.__file__).resolve().parents[1] / "docs" / "sql.md").read_text(encoding="utf-8")
+    for family, flags in (("confusion", []), ("pair_based", []), ("lca", []), ("lca", ["--lca-graph", "hemkit"])):
+        options = Options(lca_graph=flags[1]) if flags else Options()
+        steps = [s for s in plan_of(family).steps if isinstance(s, Python) and s.when(options)]
+        assert main(["sql", family, *flags]) == 0
+        lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("-- Python step")]
+        assert len(lines) == len(steps) > 0
+        for step, line in zip(steps, lines, strict=True):
+            assert line.startswith(f"-- Python step {step.name} (") and f"): {step.why}; it reads " in line
+            assert line.endswith("; `hiersql evaluate --engine postgres` (or spark) runs the script with this step")
+            assert f"| `{step.name}` | {step.why} |" in docs

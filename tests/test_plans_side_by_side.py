@@ -126,7 +126,7 @@ def failing(fam: str, after: float):
         raise InputError(f"{fam} failed", "test")
 
     plan = plan_of(fam)
-    return dataclasses.replace(plan, steps=(*plan.steps, Python("fail", fail, reads=(), writes=())))
+    return dataclasses.replace(plan, steps=(*plan.steps, Python("fail", fail, reads=(), writes=(), why="a test step")))
 
 
 @pytest.mark.spark
@@ -153,7 +153,8 @@ def test_an_interrupt_ends_the_plans_before_it_is_raised(spark, hand):
         time.sleep(3.0)
 
     set_based, flat = plan_of("set_based"), plan_of("flat")
-    slow = dataclasses.replace(set_based, steps=(Python("sleep", sleep, reads=(), writes=()), *set_based.steps))
+    slow = dataclasses.replace(set_based, steps=(Python("sleep", sleep, reads=(), writes=(),
+                                                        why="a test step"), *set_based.steps))
     engine = engine_of(spark, hand, None)
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -24,7 +24,8 @@ def test_data_warnings_of_a_step_solved_per_partition_reach_the_driver(spark):
             warnings.warn(f"{n} number(s) doubled", DataWarning, stacklevel=2)
             warnings.warn("not a data warning", FutureWarning, stacklevel=2)
 
-    step = Python("double", double, reads=("numbers",), writes=("doubled",), partition_by={"numbers": "k"})
+    step = Python("double", double, reads=("numbers",), writes=("doubled",), why="a test step",
+                  partition_by={"numbers": "k"})
     engine = SparkEngine(spark, partition_rows=0)
     engine.write("numbers", pa.table({"k": list(range(20))}))
     with warnings.catch_warnings(record=True) as caught:

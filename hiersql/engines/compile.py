@@ -67,9 +67,10 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
                         out[-1] += "\n" + rules.analyze_statement.format(dep) + ";"
                     done.add(dep)
         else:
-            out.append(f"-- Python step {step.name} ({step.solve.__module__}.{step.solve.__name__}): reads "
-                       f"{', '.join(step.reads)}; writes {', '.join(step.writes)}"
-                       + (f"; the family's plan options: {shaping}" if shaping else ""))
+            out.append(f"-- Python step {step.name} ({step.solve.__module__}.{step.solve.__name__}): {step.why};"
+                       f" it reads {', '.join(step.reads)}; writes {', '.join(step.writes)}"
+                       + (f"; the family's plan options: {shaping}" if shaping else "")
+                       + "; `hiersql evaluate --engine postgres` (or spark) runs the script with this step")
             done.update(step.writes)
     out.append(query(last, summary, frozenset(done)) + ";")
     return "\n\n".join(out).rstrip(";")

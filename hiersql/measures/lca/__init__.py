@@ -214,6 +214,7 @@ OPEN_TABLES = ("lca_open_instances", "lca_open_options", "lca_open_nodes", "lca_
 HEMKIT_GRAPHS = Python("hemkit_graphs", solve_hemkit_graphs,
                        reads=("nodes", "edges", "truth", "predictions", "systems", "instances"),
                        writes=("lca_graph_counts",), when=lambda options: options.lca_graph == "hemkit",
+                       why="HEMKit's graphs follow its C++ code's loops step by step (hiersql.measures.lca.hemkit)",
                        partition_by={"truth": "instance_id", "predictions": "instance_id",
                                      "instances": "instance_id"})
 PLAN = FamilyPlan(
@@ -226,6 +227,8 @@ PLAN = FamilyPlan(
                            "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_ends",
                            "lca_open_nodes", "lca_open_links", "lca_open_counts")),
         Python("minimal_graphs", solve_minimal_graphs, reads=(*OPEN_TABLES, "nodes"), writes=("lca_open_counts",),
+               why="the minimal graphs are set covers: greedy (one choice at a time, each depending on the earlier"
+                   " ones) or optimal (an integer program, OR-Tools)",
                when=lambda options: options.lca_graph in ("greedy", "optimal"),
                partition_by=dict.fromkeys(OPEN_TABLES, "batch")),
         HEMKIT_GRAPHS,

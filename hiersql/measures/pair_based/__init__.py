@@ -282,6 +282,8 @@ PLAN = FamilyPlan(
                            "pair_problem_sizes", "pair_flow_arcs")),
         Python("pairings", solve_pairings, reads=("pair_problem_sizes", "pair_pred_classes", "pair_true_classes",
                                                   "pair_flow_arcs", "mgia_mutual_pairs"), writes=("pair_instance",),
+               why="GIE's and MGIA's pairings of each instance's true and predicted labels are minimum-cost flows"
+                   " (OR-Tools)",
                partition_by={table: "problem" for table in ("pair_problem_sizes", "pair_pred_classes",
                                                             "pair_true_classes", "pair_flow_arcs",
                                                             "mgia_mutual_pairs")}),
