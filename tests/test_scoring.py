@@ -129,7 +129,7 @@ def test_unknown_strategy_and_bad_level_weights(fig1) -> None:
 def test_tree_constants_of_fig1(fig1, strategy, m) -> None:
     store = Store()
     store.load_taxonomy(st.strategy(fig1, strategy))
-    (l_, m_, weighted), = query_rows(store, "scoring", "scoring_constants")
+    (l_, m_, weighted), = query_rows(store, "scoring", "scoring_constants", scoring.PLAN.params(Options()))
     assert (l_, weighted) == (5, True)
     assert m_ == pytest.approx(m)
 
@@ -159,7 +159,7 @@ def test_tree_constants_match_all_pairs_on_random_trees(seed: int) -> None:
     tree = builder(Taxonomy.from_edges(edges))
     store = Store()
     store.load_taxonomy(tree)
-    (l_, m_, weighted), = query_rows(store, "scoring", "scoring_constants")
+    (l_, m_, weighted), = query_rows(store, "scoring", "scoring_constants", scoring.PLAN.params(Options()))
     longest, smallest = _brute_force_constants(tree)
     assert (l_, weighted) == (longest, True)
     assert m_ == pytest.approx(smallest)

@@ -62,8 +62,9 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
         params.update({p: defaults["input_rules"][p] for p in sorted(sqlfiles.parameters(tree.sql(dialect="duckdb")))
                        if p in input_rules.OPTIONS})
         tree = tree.transform(_checked_parameter).transform(_raised)
-        args = [p for p, v in params.items() if v is _REQUIRED]
-        args += [f"{p} := {sqlfiles._literal(v).sql(dialect='duckdb')}" for p, v in params.items()
+        # quoted: a parameter may be a keyword of DuckDB's (offset), called as hiersql_scoring("offset" := -1)
+        args = [f'"{p}"' for p, v in params.items() if v is _REQUIRED]
+        args += [f'"{p}" := {sqlfiles._literal(v).sql(dialect="duckdb")}' for p, v in params.items()
                  if v is not _REQUIRED]
         out[name] = f"CREATE OR REPLACE MACRO {name}({', '.join(args)}) AS TABLE {tree.sql(dialect='duckdb')}"
     return out
@@ -125,12 +126,13 @@ def _checked_parameter(node):
     if not isinstance(node, exp.Placeholder):
         return node
     name = node.name
+    quoted = f'"{name}"'
     condition, rule = _RULES.get(name, ("{p} IS NOT NULL", "must not be NULL"))
     choices = _choices(name)
-    text = condition.format(p=name, choices=", ".join(f"'{c}'" for c in choices))
+    text = condition.format(p=quoted, choices=", ".join(f"'{c}'" for c in choices))
     message = f"hiersql: {name} {rule.format(choices=', '.join(choices))}: "
-    check = sqlglot.parse_one(f"CASE WHEN {text} THEN {name} ELSE error({exp.Literal.string(message).sql()}"
-                              f" || coalesce(CAST({name} AS VARCHAR), 'NULL')) END", read="duckdb")
+    check = sqlglot.parse_one(f"CASE WHEN {text} THEN {quoted} ELSE error({exp.Literal.string(message).sql()}"
+                              f" || coalesce(CAST({quoted} AS VARCHAR), 'NULL')) END", read="duckdb")
     return exp.select(check).subquery()
 
 
@@ -142,6 +144,8 @@ _RULES = {
     "max_depth": ("{p} IS NULL OR ({p} >= 0 AND {p} = floor({p}))", "must be an integer >= 0 or NULL"),
     "zero_division": ("CAST({p} AS DOUBLE) IN (0, 1) OR isnan(CAST({p} AS DOUBLE))", "must be 0, 1 or nan"),
     "top_k": ("{p} >= 1 AND {p} = floor({p})", "must be an integer >= 1"),
+    "offset": ("isfinite(CAST({p} AS DOUBLE)) AND {p} <= 0", "must be <= 0 (a finite number)"),
+    "weight_tolerance": ("isfinite(CAST({p} AS DOUBLE)) AND {p} >= 0", "must be a finite number >= 0"),
     "unknown": ("{p} IN ({choices})", "must be one of {choices}"),
     "no_truth": ("{p} IN ({choices})", "must be one of {choices}"),
 }
@@ -219,9 +223,9 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
                    taxonomy: Taxonomy | None = None, where: str = "con", user: UserTables | None = None
                    ) -> list[str]:
     """Create the table macros of ``macros.sql`` in DuckDB connection ``con`` and the empty helper tables
-    they read if missing (``flat_labels``), with ``taxonomy`` loaded first when given (its tables ``edges``,
-    ``nodes``, ``closure``, ``node_closure`` made and filled, and the :data:`LABEL_TABLES` not renamed made
-    empty if missing; no other), all in one transaction: a failure leaves the
+    they read if missing (``flat_labels``, ``pair_counts``), with ``taxonomy`` loaded first when given (its
+    tables ``edges``, ``nodes``, ``closure``, ``node_closure`` made and filled, and the :data:`LABEL_TABLES`
+    not renamed made empty if missing; no other), all in one transaction: a failure leaves the
     database as it was. Returns the macro names. ``tables`` renames the tables the macros read, ``user`` reads
     the user's truth and predictions under their own column names; both are kept (in the comment of
     ``hiersql_check``): a re-install given neither reads the same tables. A table the macros read that is
@@ -247,6 +251,8 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
             make_tables(con, TAXONOMY_TABLES | (LABEL_TABLES - set(renames)), where)
             fill_taxonomy(con, taxonomy)
         con.execute("CREATE TABLE IF NOT EXISTS flat_labels (label VARCHAR)")
+        con.execute("CREATE TABLE IF NOT EXISTS pair_counts (system VARCHAR NOT NULL, truth VARCHAR, prediction"
+                    " VARCHAR, n DOUBLE NOT NULL)")  # (hiersql/inputs/schema.sql)
         for sql in statements.values():
             con.execute(sql)
         con.execute(f"COMMENT ON MACRO TABLE hiersql_check IS {sqlfiles._literal(SETTINGS + settings).sql('duckdb')}")

@@ -51,6 +51,18 @@ SELECT * FROM flat.instance_values
 -- precision and mAP@k of every system, for one k (top_k := 5; average ''), from the predictions' scores.
 SELECT * FROM severity.summary
 
+-- name: hiersql_scoring
+-- (system, metric, average, value): PL, L, LPP, LPPTPS, LPPPPS and the hierarchical P/R/F of the scoring
+-- trees (Lanus et al.; micro, macro) of every system (offset := 0.0). The weighted measures' values are NULL
+-- unless the edge weights make a scoring tree (hiersql evaluate leaves them out then); a taxonomy that is not
+-- a tree, or a root that is a label, fails.
+SELECT * FROM scoring.scoring_summary WHERE (SELECT failed FROM scoring.scoring_tree_check) IS NULL
+
+-- name: hiersql_scoring_instance
+-- (system, instance_id, truth, prediction, n, pl, lca_reward, lpp, lpptps, lpppps): every scored pair (a
+-- missed or ghost detection: a NULL side), as hiersql_scoring checks and scores them.
+SELECT * FROM scoring.scoring_instance WHERE (SELECT failed FROM scoring.scoring_tree_check) IS NULL
+
 -- name: hiersql_check
 -- (table_name, column_name, row_key, value, rule, action, message): every problem of the input tables, the
 -- rows the measures refuse (action 'error') or clean ('stripped', 'collapsed', 'dropped').

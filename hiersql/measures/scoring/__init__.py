@@ -88,7 +88,11 @@ def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
 
 
 def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
-    return {"offset": float(options.offset)}
+    """``$offset``, and ``$weight_tolerance``: how far from 1 a root-to-leaf weight sum may be
+    (:data:`~hiersql.measures.scoring.trees.TOLERANCE`)."""
+    from .trees import TOLERANCE
+
+    return {"offset": float(options.offset), "weight_tolerance": TOLERANCE}
 
 
 PLAN = FamilyPlan(

@@ -1,6 +1,7 @@
 -- Scoring-tree measures (Lanus et al., "Hierarchical Scoring for Machine Learning Classifier Error Impact
 -- Evaluation", §III; SPEC §8). The taxonomy is a tree whose edge weights sit on the child (edges.weight);
--- W(n) = weight sum root -> n, W(root) = 0, every root-to-leaf sum is 1 (checked in Python before these run).
+-- W(n) = weight sum root -> n, W(root) = 0, every root-to-leaf sum is 1 (hiersql.measures.scoring.trees.validate
+-- checks it before these run; scoring_constants.weighted states the same rule, scoring_tree_check the tree's).
 -- Per (truth t, prediction p) pair: d = edge count between t and p, R = W(lca(t, p)), Pn = W(t) + W(p) - 2R,
 -- raw = R - Pn in [-2, 1]. With the offset o <= 0 ($offset) every score is (s - (s_min + o)) / (s_max - (s_min + o)):
 --   PL      s = -d          on [-l, 0]   ->  1 - d / (l - o)
@@ -78,7 +79,9 @@ WHERE NOT s.is_root
 -- name: scoring_constants
 -- l: longest path between two labels = the largest sum of the two highest branches below a node (a node
 -- other than the root may also end the path itself); m = min of raw / W(t) over all label pairs; weighted:
--- whether every edge has a weight (else the weighted scores are NULL: PL alone is defined).
+-- whether the edge weights make a scoring tree (every edge has a weight >= 0, every root-to-leaf sum is 1
+-- within $weight_tolerance, every node but the root has W > 0); else the weighted scores are NULL: PL alone
+-- is defined.
 SELECT
     (SELECT max(CASE WHEN n.is_root THEN b.h1 + b.h2 ELSE b.h1 + coalesce(b.h2, 0) END)
      FROM scoring_branches AS b
@@ -86,7 +89,37 @@ SELECT
     (SELECT min((3.0 * w_a - w_t - w_p) / nullif(w_t, 0))
      FROM scoring_lca_options
      WHERE w_p IS NOT NULL) AS m,
-    (SELECT count(weight) = count(*) FROM edges) AS weighted
+    (SELECT count(weight) = count(*) AND coalesce(min(weight), 0) >= 0 FROM edges)
+    AND NOT EXISTS (
+        SELECT 1
+        FROM scoring_nodes AS s
+        JOIN nodes AS n ON n.label = s.label
+        WHERE (n.is_leaf AND abs(s.w - 1) > $weight_tolerance) OR (NOT s.is_root AND s.w <= 0)
+    ) AS weighted
+
+-- name: scoring_tree_check
+-- (failed): NULL, or the failure (hiersql's cast error; DuckDB's macros raise it as error()) of a taxonomy
+-- that is not a tree (a node with several parents) or of a root that is a label: the checks that
+-- hiersql.measures.scoring makes before its measures run.
+WITH shared AS (
+    SELECT child FROM edges GROUP BY child HAVING count(*) > 1
+),
+root_labels AS (
+    SELECT 'truth' AS source, label FROM truth
+    UNION ALL SELECT 'predictions of ' || system, label FROM predictions
+    UNION ALL SELECT 'confusion matrix ' || system, truth FROM pair_counts
+    UNION ALL SELECT 'confusion matrix ' || system, prediction FROM pair_counts
+)
+SELECT CASE
+    WHEN EXISTS (SELECT 1 FROM shared)
+    THEN CAST('hiersql: edges: scoring trees must be trees (the paper''s measures are defined on trees); nodes'
+              || ' with several parents: ' || (SELECT min(child) FROM shared)
+              || CASE WHEN (SELECT count(*) FROM shared) > 1 THEN ' ...' ELSE '' END AS INTEGER)
+    WHEN EXISTS (SELECT 1 FROM root_labels WHERE label IN (SELECT label FROM nodes WHERE is_root))
+    THEN CAST((SELECT 'hiersql: ' || min(source) || ': the root of a scoring tree is never a label (Lanus et al.'
+                      || ' §III): ''' || min(label) || ''''
+               FROM root_labels WHERE label IN (SELECT label FROM nodes WHERE is_root)) AS INTEGER)
+END AS failed
 
 -- name: scoring_pairs
 -- (system, instance_id, truth, prediction, n): the pairs to score. From the label tables: within an instance a
