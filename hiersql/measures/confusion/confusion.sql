@@ -159,47 +159,61 @@ GROUP BY pr.t_label, pr.t_path, pr.p_label, pr.p_path
 -- name: hcm_prefix_tn
 -- For every true path t and common-path length k that occurs: |S \ t| (the siblings of t's first k nodes,
 -- with their descendants when $tn = 'descendants') plus |D \ t| (the children, or all descendants, of t's
--- k-th node). The two sets are counted apart (a DAG node can be in both).
+-- k-th node). The two sets are counted apart (a DAG node can be in both). S is found once per path: each of
+-- its nodes at the first position of t that reaches it, so |S_k \ t| is the number of those nodes off t at a
+-- position <= k.
 WITH prefixes AS (
     SELECT DISTINCT t_label, t_path, n_common AS k FROM hcm_pair_common
 ),
+true_paths AS (
+    SELECT t_label, t_path, max(k) AS max_k FROM prefixes GROUP BY t_label, t_path
+),
 siblings AS (
-    SELECT DISTINCT pf.t_label, pf.t_path, pf.k, sib.child AS node
-    FROM prefixes AS pf
-    JOIN hcm_path_nodes AS x ON x.label_id = pf.t_label AND x.path_no = pf.t_path AND x.pos <= pf.k
+    SELECT tp.t_label, tp.t_path, sib.child AS node, min(x.pos) AS pos
+    FROM true_paths AS tp
+    JOIN hcm_path_nodes AS x ON x.label_id = tp.t_label AND x.path_no = tp.t_path AND x.pos <= tp.max_k
     JOIN edges AS up ON up.child = x.node
     JOIN edges AS sib ON sib.parent = up.parent AND sib.child <> x.node
+    GROUP BY tp.t_label, tp.t_path, sib.child
 ),
-last_nodes AS (
-    SELECT pf.t_label, pf.t_path, pf.k, x.node
-    FROM prefixes AS pf
-    JOIN hcm_path_nodes AS x ON x.label_id = pf.t_label AND x.path_no = pf.t_path AND x.pos = pf.k
-),
-negatives AS (  -- kind 1: S, kind 2: D; a node in both counts twice, as in the authors' code
-    SELECT t_label, t_path, k, 1 AS kind, node FROM siblings WHERE $tn = 'published'
-    UNION
-    SELECT s.t_label, s.t_path, s.k, 1 AS kind, cl.descendant
+reached AS (  -- kind 1, S: the siblings, or all their descendants, at the first position that reaches them
+    SELECT t_label, t_path, node, pos FROM siblings WHERE $tn = 'published'
+    UNION ALL
+    SELECT s.t_label, s.t_path, cl.descendant, min(s.pos)
     FROM siblings AS s JOIN closure AS cl ON cl.ancestor = s.node
     WHERE $tn = 'descendants'
-    UNION
-    SELECT l.t_label, l.t_path, l.k, 2 AS kind, e.child
-    FROM last_nodes AS l JOIN edges AS e ON e.parent = l.node
-    WHERE $tn = 'published'
-    UNION
-    SELECT l.t_label, l.t_path, l.k, 2 AS kind, cl.descendant
-    FROM last_nodes AS l JOIN closure AS cl ON cl.ancestor = l.node AND cl.distance >= 1
-    WHERE $tn = 'descendants'
+    GROUP BY s.t_label, s.t_path, cl.descendant
 ),
-counted AS (
-    SELECT ng.t_label, ng.t_path, ng.k, count(*) AS tn_t
-    FROM negatives AS ng
-    LEFT JOIN hcm_path_nodes AS t ON t.label_id = ng.t_label AND t.path_no = ng.t_path AND t.node = ng.node
+reached_off_t AS (  -- per path and position: the nodes of S off t first reached there
+    SELECT r.t_label, r.t_path, r.pos, count(*) AS n
+    FROM reached AS r
+    LEFT JOIN hcm_path_nodes AS t ON t.label_id = r.t_label AND t.path_no = r.t_path AND t.node = r.node
     WHERE t.node IS NULL
-    GROUP BY ng.t_label, ng.t_path, ng.k
+    GROUP BY r.t_label, r.t_path, r.pos
+),
+s_counts AS (
+    SELECT pf.t_label, pf.t_path, pf.k, sum(r.n) AS n
+    FROM prefixes AS pf
+    JOIN reached_off_t AS r ON r.t_label = pf.t_label AND r.t_path = pf.t_path AND r.pos <= pf.k
+    GROUP BY pf.t_label, pf.t_path, pf.k
+),
+d_counts AS (  -- kind 2, D: the children, or all descendants, of t's k-th node, off t
+    SELECT pf.t_label, pf.t_path, pf.k, count(*) AS n
+    FROM prefixes AS pf
+    JOIN hcm_path_nodes AS x ON x.label_id = pf.t_label AND x.path_no = pf.t_path AND x.pos = pf.k
+    JOIN (
+        SELECT parent AS ancestor, child AS descendant FROM edges WHERE $tn = 'published'
+        UNION ALL
+        SELECT ancestor, descendant FROM closure WHERE $tn = 'descendants' AND distance >= 1
+    ) AS below ON below.ancestor = x.node
+    LEFT JOIN hcm_path_nodes AS t ON t.label_id = pf.t_label AND t.path_no = pf.t_path AND t.node = below.descendant
+    WHERE t.node IS NULL
+    GROUP BY pf.t_label, pf.t_path, pf.k
 )
-SELECT pf.t_label, pf.t_path, pf.k, coalesce(c.tn_t, 0) AS tn_t
+SELECT pf.t_label, pf.t_path, pf.k, CAST(coalesce(s.n, 0) + coalesce(d.n, 0) AS BIGINT) AS tn_t
 FROM prefixes AS pf
-LEFT JOIN counted AS c ON c.t_label = pf.t_label AND c.t_path = pf.t_path AND c.k = pf.k
+LEFT JOIN s_counts AS s ON s.t_label = pf.t_label AND s.t_path = pf.t_path AND s.k = pf.k
+LEFT JOIN d_counts AS d ON d.t_label = pf.t_label AND d.t_path = pf.t_path AND d.k = pf.k
 
 -- name: hcm_pair_counts
 -- TP, FP, FN, TN of every distinct (true path, predicted path) pair; TN = hcm_prefix_tn minus the nodes of
