@@ -159,42 +159,94 @@ GROUP BY pr.t_label, pr.t_path, pr.p_label, pr.p_path
 -- name: hcm_prefix_tn
 -- For every true path t and common-path length k that occurs: |S \ t| (the siblings of t's first k nodes,
 -- with their descendants when $tn = 'descendants') plus |D \ t| (the children, or all descendants, of t's
--- k-th node). The two sets are counted apart (a DAG node can be in both). S is found once per path: each of
--- its nodes at the first position of t that reaches it, so |S_k \ t| is the number of those nodes off t at a
--- position <= k.
+-- k-th node). The two sets are counted apart (a DAG node can be in both). With P_k the parents of t's first
+-- k nodes, S_k = the children of P_k (t's nodes among them are off the count), so $tn = 'published' counts
+-- |S_k \ t| = Σ_{p in P_k} |children(p)| - (each child of several parents in P_k, counted once) - (the nodes
+-- of t among them), from the rows of each path's parents rather than of its siblings; with 'descendants',
+-- S's nodes are listed, each at the first position of t that reaches it.
 WITH prefixes AS (
     SELECT DISTINCT t_label, t_path, n_common AS k FROM hcm_pair_common
 ),
 true_paths AS (
     SELECT t_label, t_path, max(k) AS max_k FROM prefixes GROUP BY t_label, t_path
 ),
-siblings AS (
+path_parents AS (  -- P: each parent of t's nodes, at the first position whose node it is a parent of
+    SELECT tp.t_label, tp.t_path, up.parent, min(x.pos) AS pos
+    FROM true_paths AS tp
+    JOIN hcm_path_nodes AS x ON x.label_id = tp.t_label AND x.path_no = tp.t_path AND x.pos <= tp.max_k
+    JOIN edges AS up ON up.child = x.node
+    GROUP BY tp.t_label, tp.t_path, up.parent
+),
+fan AS (
+    SELECT parent, count(*) AS n FROM edges GROUP BY parent
+),
+shared_children AS (  -- (t, y): a child of several parents in P
+    SELECT DISTINCT p1.t_label, p1.t_path, a.child AS y
+    FROM path_parents AS p1
+    JOIN edges AS a ON a.parent = p1.parent
+    JOIN edges AS b ON b.child = a.child AND b.parent <> a.parent
+    JOIN path_parents AS p2 ON p2.t_label = p1.t_label AND p2.t_path = p1.t_path AND p2.parent = b.parent
+    WHERE a.child IN (SELECT child FROM edges GROUP BY child HAVING count(*) > 1)
+),
+published_changes AS (  -- + |children(p)| at p's position; - 1 at each further parent of a shared child, and
+    -- at the first position whose parents have a node of t as a child
+    SELECT pp.t_label, pp.t_path, pp.pos, f.n
+    FROM path_parents AS pp
+    JOIN fan AS f ON f.parent = pp.parent
+    WHERE $tn = 'published'
+    UNION ALL
+    SELECT t_label, t_path, pos, -1
+    FROM (
+        SELECT sc.t_label, sc.t_path, pp.pos,
+               row_number() OVER (PARTITION BY sc.t_label, sc.t_path, sc.y ORDER BY pp.pos) AS nth
+        FROM shared_children AS sc
+        JOIN edges AS e ON e.child = sc.y
+        JOIN path_parents AS pp ON pp.t_label = sc.t_label AND pp.t_path = sc.t_path AND pp.parent = e.parent
+        WHERE $tn = 'published'
+    ) AS repeated
+    WHERE nth > 1
+    UNION ALL
+    SELECT y.label_id, y.path_no, min(pp.pos), -1
+    FROM hcm_path_nodes AS y
+    JOIN edges AS e ON e.child = y.node
+    JOIN path_parents AS pp ON pp.t_label = y.label_id AND pp.t_path = y.path_no AND pp.parent = e.parent
+    WHERE $tn = 'published'
+    GROUP BY y.label_id, y.path_no, y.node
+),
+siblings AS (  -- each sibling of a node x of t (a child of x's parents but x), at the first position of such an x
     SELECT tp.t_label, tp.t_path, sib.child AS node, min(x.pos) AS pos
     FROM true_paths AS tp
     JOIN hcm_path_nodes AS x ON x.label_id = tp.t_label AND x.path_no = tp.t_path AND x.pos <= tp.max_k
     JOIN edges AS up ON up.child = x.node
     JOIN edges AS sib ON sib.parent = up.parent AND sib.child <> x.node
+    WHERE $tn = 'descendants'
     GROUP BY tp.t_label, tp.t_path, sib.child
 ),
-reached AS (  -- kind 1, S: the siblings, or all their descendants, at the first position that reaches them
-    SELECT t_label, t_path, node, pos FROM siblings WHERE $tn = 'published'
-    UNION ALL
-    SELECT s.t_label, s.t_path, cl.descendant, min(s.pos)
-    FROM siblings AS s JOIN closure AS cl ON cl.ancestor = s.node
-    WHERE $tn = 'descendants'
-    GROUP BY s.t_label, s.t_path, cl.descendant
-),
-reached_off_t AS (  -- per path and position: the nodes of S off t first reached there
+descendants_changes AS (  -- the siblings' descendants off t, each at the first position that reaches it
     SELECT r.t_label, r.t_path, r.pos, count(*) AS n
-    FROM reached AS r
+    FROM (
+        SELECT s.t_label, s.t_path, cl.descendant AS node, min(s.pos) AS pos
+        FROM siblings AS s
+        JOIN closure AS cl ON cl.ancestor = s.node
+        GROUP BY s.t_label, s.t_path, cl.descendant
+    ) AS r
     LEFT JOIN hcm_path_nodes AS t ON t.label_id = r.t_label AND t.path_no = r.t_path AND t.node = r.node
     WHERE t.node IS NULL
     GROUP BY r.t_label, r.t_path, r.pos
 ),
+changes AS (
+    SELECT t_label, t_path, pos, sum(n) AS n
+    FROM (
+        SELECT * FROM published_changes
+        UNION ALL
+        SELECT * FROM descendants_changes
+    ) AS c
+    GROUP BY t_label, t_path, pos
+),
 s_counts AS (
-    SELECT pf.t_label, pf.t_path, pf.k, sum(r.n) AS n
+    SELECT pf.t_label, pf.t_path, pf.k, sum(c.n) AS n
     FROM prefixes AS pf
-    JOIN reached_off_t AS r ON r.t_label = pf.t_label AND r.t_path = pf.t_path AND r.pos <= pf.k
+    JOIN changes AS c ON c.t_label = pf.t_label AND c.t_path = pf.t_path AND c.pos <= pf.k
     GROUP BY pf.t_label, pf.t_path, pf.k
 ),
 d_counts AS (  -- kind 2, D: the children, or all descendants, of t's k-th node, off t
