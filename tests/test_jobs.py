@@ -724,8 +724,10 @@ def test_schedule_stops_when_a_duckdb_query_of_a_run_is_interrupted(fixtures_dir
 
 
 @pytest.mark.parametrize(("flags", "said"), [
-    (["run", "{spec}", "--job", "nosuch"], "--job: picks jobs of the queue to run, not with a job file (SPEC runs"
-                                           " its own submission): 'nosuch'"),
+    (["run", "{spec}", "--job", "nosuch"], "--job: picks jobs of the queue, not with a job file (SPEC names its own"
+                                           " job): 'nosuch'"),
+    (["results", "{spec}", "--job", "x"], "--job: picks jobs of the queue, not with a job file (SPEC names its own"
+                                          " job): 'x'"),
     (["run", "{spec}", "--wait", "-1"], "--wait: must be at least 0: -1.0"),
     (["status", "--wait", "nan"], "--wait: must be at least 0: nan"),
     (["schedule", "{spec}", "--cron", "* * * * *", "--runs", "0"], "--runs: must be at least 1: 0")])
@@ -734,6 +736,30 @@ def test_flags_that_would_be_ignored_or_wait_for_ever(fixtures_dir, tmp_path, ca
     assert main(["jobs", *(f.replace("{spec}", str(spec)) for f in flags)]) == 2
     assert capsys.readouterr() == ("", f"hiersql: error: {said}\n")
     assert not (tmp_path / "q.duckdb").exists()
+
+
+def test_the_readers_of_a_queue_take_the_job_file(fixtures_dir, tmp_path, monkeypatch, capsys):
+    """``jobs results|status|diff SPEC`` read the job file's queue (relative to the job file, whatever the working
+    folder) and show its job alone: ``jobs results nightly.toml`` was refused (unrecognized arguments) and
+    without ``--queue`` the readers read jobs.duckdb of the working folder (tu issue 38)."""
+    spec = make_job(tmp_path, fixtures_dir)
+    (tmp_path / "other").mkdir()
+    other = make_job(tmp_path / "other", fixtures_dir)
+    other.write_text(other.read_text().replace('name = "demo-job"', 'name = "other-job"')
+                     .replace('queue = "q.duckdb"', f'queue = "{tmp_path / "q.duckdb"}"'))
+    assert main(["jobs", "run", str(spec)]) == 0 and main(["jobs", "run", str(other)]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path / "preds")
+    assert main(["jobs", "results", str(spec), "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert main(["jobs", "results", "--queue", str(tmp_path / "q.duckdb"), "--job", "demo-job", "--format", "csv"]
+                ) == 0
+    assert rows == capsys.readouterr().out.strip().splitlines() and len(rows) == 1 + 4 * 2
+    assert main(["jobs", "status", str(other)]) == 0
+    out = capsys.readouterr().out
+    assert "other-job" in out and "demo-job" not in out
+    assert main(["jobs", "diff", str(spec)]) == 0
+    assert not (tmp_path / "preds" / "jobs.duckdb").exists()
 
 
 def test_schedule_follows_the_cron_times():

@@ -62,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     def job_arg(a: argparse.ArgumentParser) -> None:
         a.add_argument("--job", action="append", metavar="ID|NAME", help="only this job (repeatable)")
 
+    def spec_arg(a: argparse.ArgumentParser) -> None:  # the readers of a queue: a job file names queue and job
+        a.add_argument("spec", nargs="?", metavar="SPEC", help="a job file: its queue and its job (as --job NAME)")
+
     def batch_arg(a: argparse.ArgumentParser) -> None:
         a.add_argument("--batch", type=int, default=MAX_BATCH, metavar="N",
                        help=f"units of one dataset a worker claims and evaluates together, at most (default"
@@ -97,14 +100,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     attempts_arg(a)
     on_failure_arg(a)
     a = action("status", "per job: units queued, running, done, skipped, failed, cancelled, and the errors")
+    spec_arg(a)
     queue_args(a)
     job_arg(a)
     a = action("results", "the stored results (latest run of each unit's key, per job name)")
+    spec_arg(a)
     queue_args(a)
     job_arg(a)
     a.add_argument("--history", action="store_true", help="every stored run, oldest first")
     a.add_argument("--format", default="table", choices=("table", "csv", "json"))
     a = action("diff", "what changed: each latest value against the previous one, with compare's paired test")
+    spec_arg(a)
     queue_args(a)
     job_arg(a)
     a.add_argument("--since", metavar="RUN|DATE", help="previous values: the latest of the submissions up to run RUN"
@@ -153,9 +159,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("must be at least 1", "--runs", value=args.runs)
     if not args.wait >= 0:  # (NaN too)
         raise InputError("must be at least 0", "--wait", value=args.wait)
-    if getattr(args, "spec", None) and getattr(args, "job", None):  # run SPEC works on SPEC's submission
-        raise InputError("picks jobs of the queue to run, not with a job file (SPEC runs its own submission)",
-                         "--job", value=args.job[0])
+    if getattr(args, "spec", None) and getattr(args, "job", None):  # SPEC names its own job
+        raise InputError("picks jobs of the queue, not with a job file (SPEC names its own job)", "--job",
+                         value=args.job[0])
     if args.action == "schedule":
         return _schedule(args)
     from ..jobs.runner import children
@@ -177,6 +183,8 @@ def _action(args: argparse.Namespace, kids: list) -> int:
         from ..jobs.spec import load_spec
 
         spec = load_spec(args.spec)
+        if args.action in ("status", "results", "diff"):  # the job file's job, in its queue
+            args.job = [spec.name]
     from ..jobs.queue import QueueBusy, out_of_space
 
     try:
