@@ -251,3 +251,13 @@ def test_spark_union_all_only_where_a_cte_reads_itself():
 
 def test_a_parameter_named_in_a_comment_is_not_one_the_query_takes():
     assert sqlfiles.parameters("SELECT $a AS x -- not $b\nFROM t WHERE y = $c -- $d") == {"a", "c"}
+
+
+@pytest.mark.parametrize(("dialect", "run_here"), [("duckdb", True), ("postgres", True), ("spark", True),
+                                                   ("databricks", False), ("tsql", False), ("snowflake", False)])
+def test_the_sql_of_a_dialect_not_run_here_says_so_first(capsys, dialect, run_here):
+    """Printed SQL for a dialect that hiersql's tests do not run on a server is marked in its first line (issue 37)."""
+    first = _cli_sql(capsys, "hp", "--dialect", dialect).splitlines()[0]
+    said = (f"-- {dialect}: transpiled by sqlglot, not run by hiersql's tests (they run DuckDB, PostgreSQL and"
+            " Spark: docs/sql.md)")
+    assert (first == said) is not run_here

@@ -67,6 +67,9 @@ class EngineDialect:
         Quote the names of the tables and columns the runners create (:meth:`quoted`). A dialect that folds
         unquoted names to upper case (Snowflake) reads a quoted ``"truth"`` only where the stages' SQL, which
         names tables unquoted, is quoted too.
+    run_here:
+        hiersql's tests run the printed SQL of this dialect on a real server (DuckDB, PostgreSQL, Spark); the
+        others are transpiled by sqlglot only, and ``hiersql sql`` says so in its first line.
     """
 
     name: str
@@ -77,6 +80,7 @@ class EngineDialect:
     rewrites: tuple[Rewrite, ...] = ()
     inlines_ctes: bool = False
     identify: bool = True
+    run_here: bool = False
 
     @property
     def ordered(self) -> bool:
@@ -220,11 +224,11 @@ _SPARK = EngineDialect(
     stage_statement="CACHE TABLE {} AS",
     variant="spark", rewrites=(decimals_as_doubles, spark_hints, recursive_unions_kept), inlines_ctes=True)
 _DIALECTS = {
-    "duckdb": EngineDialect("duckdb", sums="ordered"),
+    "duckdb": EngineDialect("duckdb", sums="ordered", run_here=True),
     # PostgreSQL has no statistics of a new table until it is analysed, and plans some stages (NOT IN over a
     # stage, joins of stages) as if it were empty
-    "postgres": EngineDialect("postgres", sums="ordered", analyze_statement="ANALYZE {}"),
-    "spark": _SPARK,
+    "postgres": EngineDialect("postgres", sums="ordered", analyze_statement="ANALYZE {}", run_here=True),
+    "spark": replace(_SPARK, run_here=True),
     "spark2": replace(_SPARK, name="spark2"),
     "databricks": replace(_SPARK, name="databricks"),
 }
