@@ -215,9 +215,9 @@ def _dataset(n: int, ds: dict[str, Any], doc: dict[str, Any], base: Path, names:
              checked_options: dict[str, Any], fail) -> tuple[Dataset, bool, list[InputError]]:
     """The ``n``-th ``[[dataset]]`` table ``ds`` checked, with the keys of the top of ``doc`` as its defaults;
     ``names`` are the names of the datasets before it (this one's is added), ``checked_options`` the signatures
-    of the measures and options already checked (this one's is added). Returns the dataset, whether it reads
-    the top-level ``format`` (it has no ``format`` of its own and a label source the format applies to), and the
-    faults of its globs that match no file (left out)."""
+    of the checks already made (measures with options, and with a taxonomy; this one's are added). Returns the
+    dataset, whether it reads the top-level ``format`` (it has no ``format`` of its own and a label source the
+    format applies to), and the faults of its globs that match no file (left out)."""
     from ..inputs.sources import format_unused
 
     _check_keys(ds, DATASET_KEYS, n, fail)
