@@ -65,6 +65,23 @@ def test_the_macro_gives_the_papers_table_and_evaluates_values(lanus_db, fixture
     assert len(cells) == 6 and all(round(got[k], 2) == pytest.approx(v) for k, v in cells.items())
 
 
+def test_tables_without_a_rank_column_under_table_renames(lanus_db, tmp_path):
+    """``--table truth=gold --table predictions=runs`` with hiersql's columns but no ``rank`` (the scoring pairs
+    read the ranks): ranked as the readers rank a table's (by score, then name), the same values."""
+    with duckdb.connect(str(lanus_db), read_only=True) as con:
+        want = con.execute("SELECT * FROM hiersql_scoring() ORDER BY ALL").fetchall()
+    path = tmp_path / "user.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(f"ATTACH '{lanus_db}' AS src (READ_ONLY)")
+        for table in ("edges", "nodes", "closure", "instances", "systems"):
+            con.execute(f"CREATE TABLE {table} AS SELECT * FROM src.{table}")
+        con.execute("CREATE TABLE gold AS SELECT instance_id, label FROM src.truth")
+        con.execute("CREATE TABLE runs AS SELECT system, instance_id, label, score FROM src.predictions")
+    assert main(["install-macros", "--db", str(path), "--table", "truth=gold", "--table", "predictions=runs"]) == 0
+    with duckdb.connect(str(path)) as con:
+        assert con.execute("SELECT * FROM hiersql_scoring() ORDER BY ALL").fetchall() == want
+
+
 def test_the_instance_macro_scores_every_pair(lanus_db):
     with duckdb.connect(str(lanus_db)) as con:
         rows = con.execute("SELECT sum(n), sum(n * pl) / sum(n) FROM hiersql_scoring_instance()").fetchall()[0]

@@ -242,8 +242,9 @@ def install_macros(con: duckdb.DuckDBPyConnection, tables: Mapping[str, str] | N
     settings = json.dumps({"tables": dict(tables or {}), "user": None if user is None else {
         "truth": user.truth, "predictions": user.predictions, "columns": dict(user.columns)}}, sort_keys=True)
     renames = {**dict(tables or {}), **(user.tables(con) if user is not None else {})}
-    statements = macro_statements(renames)
     _check_columns(con, renames, where)  # before the transaction: a missing table would abort it
+    renames = _ranked(renames, con)
+    statements = macro_statements(renames)
     con.execute("BEGIN TRANSACTION")
     try:
         if taxonomy is not None:
@@ -286,6 +287,29 @@ def _installed(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], UserTabl
     user = settings["user"]
     return settings["tables"], None if user is None else UserTables(user["truth"], user["predictions"],
                                                                       user["columns"])
+
+
+def _ranked(tables: dict[str, str], con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """``tables`` with each renamed ``truth`` or ``predictions`` table (``--table``) that has no ``rank`` column
+    read through :func:`hiersql.inputs.rules.input_sql`: its labels ranked as the readers rank a table's (the
+    score, then the name), which the scoring macros read. A table that is not there is left as it is."""
+    import duckdb
+
+    out = dict(tables)
+    for table in ("truth", "predictions"):
+        name = tables.get(table)
+        if name is None or isinstance(name, input_rules.InputTable):
+            continue
+        source = sqlfiles.table_name(name, "--table")
+        try:
+            have = {c[0].lower() for c in con.execute(f"SELECT * FROM {source} LIMIT 0").description}
+        except duckdb.CatalogException:
+            continue
+        if "rank" not in have:
+            columns = {"instance": "instance_id", "label": "label", "system": "system",
+                       "score": "score" if "score" in have else "NULL"}
+            out[table] = input_rules.InputTable(name, input_rules.input_sql(table, source, columns))
+    return out
 
 
 def _check_columns(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where: str) -> None:
