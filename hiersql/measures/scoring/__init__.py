@@ -359,18 +359,12 @@ def scoring_f1(
 
 # ---------------------------------------------------------------------- helpers
 def _check_root_not_a_label(engine: Any) -> None:
-    found = engine.execute(
-        "SELECT source, label FROM ("
-        " SELECT 'truth' AS source, label FROM truth"
-        " UNION ALL SELECT 'predictions of ' || system, label FROM predictions"
-        " UNION ALL SELECT 'confusion matrix ' || system, truth FROM pair_counts"
-        " UNION ALL SELECT 'confusion matrix ' || system, prediction FROM pair_counts"
-        ") AS labels WHERE label IN (SELECT label FROM nodes WHERE is_root) LIMIT 1"
-    )
+    """The query ``scoring_root_labels`` (the macros' ``scoring_tree_check`` reads it too) has no row; else an
+    :class:`InputError` naming the first in (source, label) order."""
+    found = engine.run("scoring", "scoring_root_labels")
     if found:
-        found = found[0]
-        raise InputError("the root of a scoring tree is never a label (Lanus et al. §III)", found[0],
-                         value=found[1])
+        source, label = min(found)
+        raise InputError("the root of a scoring tree is never a label (Lanus et al. §III)", source, value=label)
 
 
 def _confusion_label(cell: str, detection: str, taxonomy: Taxonomy, path: Path, line: int) -> str | None:

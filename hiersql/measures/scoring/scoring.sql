@@ -97,28 +97,33 @@ SELECT
         WHERE (n.is_leaf AND abs(s.w - 1) > $weight_tolerance) OR (NOT s.is_root AND s.w <= 0)
     ) AS weighted
 
--- name: scoring_tree_check
--- (failed): NULL, or the failure (hiersql's cast error; DuckDB's macros raise it as error()) of a taxonomy
--- that is not a tree (a node with several parents) or of a root that is a label: the checks that
--- hiersql.measures.scoring makes before its measures run.
-WITH shared AS (
-    SELECT child FROM edges GROUP BY child HAVING count(*) > 1
-),
-root_labels AS (
+-- name: scoring_root_labels
+-- (source, label): the labels that are the root, with where they are given (the truth, a system's predictions,
+-- a confusion matrix): a scoring tree's root is never a label (Lanus et al. §III).
+SELECT source, label
+FROM (
     SELECT 'truth' AS source, label FROM truth
     UNION ALL SELECT 'predictions of ' || system, label FROM predictions
     UNION ALL SELECT 'confusion matrix ' || system, truth FROM pair_counts
     UNION ALL SELECT 'confusion matrix ' || system, prediction FROM pair_counts
+) AS labels
+WHERE label IN (SELECT label FROM nodes WHERE is_root)
+
+-- name: scoring_tree_check
+-- (failed): NULL, or the failure (hiersql's cast error; DuckDB's macros raise it as error()) of a taxonomy
+-- that is not a tree (a node with several parents) or of a root that is a label (scoring_root_labels): the
+-- checks that hiersql.measures.scoring makes before its measures run.
+WITH shared AS (
+    SELECT child FROM edges GROUP BY child HAVING count(*) > 1
 )
 SELECT CASE
     WHEN EXISTS (SELECT 1 FROM shared)
     THEN CAST('hiersql: edges: scoring trees must be trees (the paper''s measures are defined on trees); nodes'
               || ' with several parents: ' || (SELECT min(child) FROM shared)
               || CASE WHEN (SELECT count(*) FROM shared) > 1 THEN ' ...' ELSE '' END AS INTEGER)
-    WHEN EXISTS (SELECT 1 FROM root_labels WHERE label IN (SELECT label FROM nodes WHERE is_root))
+    WHEN EXISTS (SELECT 1 FROM scoring_root_labels)
     THEN CAST((SELECT 'hiersql: ' || min(source) || ': the root of a scoring tree is never a label (Lanus et al.'
-                      || ' §III): ''' || min(label) || ''''
-               FROM root_labels WHERE label IN (SELECT label FROM nodes WHERE is_root)) AS INTEGER)
+                      || ' §III): ''' || min(label) || '''' FROM scoring_root_labels) AS INTEGER)
 END AS failed
 
 -- name: scoring_pairs
