@@ -293,23 +293,30 @@ def _ranked(tables: dict[str, str], con: duckdb.DuckDBPyConnection) -> dict[str,
     """``tables`` with each renamed ``truth`` or ``predictions`` table (``--table``) that has no ``rank`` column
     read through :func:`hiersql.inputs.rules.input_sql`: its labels ranked as the readers rank a table's (the
     score, then the name), which the scoring macros read. A table that is not there is left as it is."""
-    import duckdb
-
     out = dict(tables)
     for table in ("truth", "predictions"):
         name = tables.get(table)
         if name is None or isinstance(name, input_rules.InputTable):
             continue
-        source = sqlfiles.table_name(name, "--table")
-        try:
-            have = {c[0].lower() for c in con.execute(f"SELECT * FROM {source} LIMIT 0").description}
-        except duckdb.CatalogException:
-            continue
-        if "rank" not in have:
+        have = _columns(con, name)
+        if have is not None and "rank" not in have:
             columns = {"instance": "instance_id", "label": "label", "system": "system",
                        "score": "score" if "score" in have else "NULL"}
-            out[table] = input_rules.InputTable(name, input_rules.input_sql(table, source, columns))
+            out[table] = input_rules.InputTable(name, input_rules.input_sql(table, sqlfiles.table_name(
+                name, "--table"), columns))
     return out
+
+
+def _columns(con: duckdb.DuckDBPyConnection, name: str) -> set[str] | None:
+    """The lower-cased column names of table ``name`` (a ``--table`` name) in ``con``; ``None`` when there is
+    no such table."""
+    import duckdb
+
+    try:
+        return {c[0].lower() for c in con.execute(f"SELECT * FROM {sqlfiles.table_name(name, '--table')} LIMIT 0"
+                                                  ).description}
+    except duckdb.CatalogException:
+        return None
 
 
 def _check_columns(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where: str) -> None:
@@ -317,19 +324,14 @@ def _check_columns(con: duckdb.DuckDBPyConnection, tables: dict[str, str], where
     (:data:`hiersql.inputs.rules.COLUMNS`); else an :class:`~hiersql.errors.InputError` naming the table and
     the first column it lacks (DuckDB's binder named an alias of the rules' SQL). A missing table is left to
     the macros' creation, which names it."""
-    import duckdb
-    from sqlglot import exp
-
     from ..errors import InputError
 
     for table, columns in input_rules.COLUMNS.items():
         name = tables.get(table, table)
         if isinstance(name, input_rules.InputTable):  # read under hiersql's names: its columns checked then
             continue
-        try:
-            have = {c[0].lower() for c in con.execute(f"SELECT * FROM {exp.to_table(name).sql('duckdb')} LIMIT 0"
-                                                      ).description}
-        except duckdb.CatalogException:
+        have = _columns(con, name)
+        if have is None:
             continue
         missing = next((c for c in columns if c not in have), None)
         if missing:
