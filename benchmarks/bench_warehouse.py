@@ -43,13 +43,17 @@ def load() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
+def evaluate_args(folder: Path, metrics: str, memory_limit: str) -> list[str]:
+    """The arguments of ``hiersql`` for one evaluate of ``metrics`` on the case's tables."""
+    return ["evaluate", "--taxonomy", str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth.parquet"),
+            "--pred", str(folder / "predictions.parquet"), "--system-col", "system", "--metrics", metrics,
+            "--memory-limit", memory_limit, "--format", "csv"]
+
+
 def run(folder: Path, metrics: str, memory_limit: str, timeout: float) -> dict:
     """Wall and CPU seconds, peak RSS (GiB), load range, exit code, result rows and the last ``hiersql:`` line of
     stderr of one evaluate (``timed_out`` if it was stopped after ``timeout`` seconds)."""
-    command = ["/usr/bin/time", "-v", sys.executable, "-m", "hiersql", "evaluate", "--taxonomy",
-               str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth.parquet"), "--pred",
-               str(folder / "predictions.parquet"), "--system-col", "system", "--metrics", metrics,
-               "--memory-limit", memory_limit, "--format", "csv"]
+    command = ["/usr/bin/time", "-v", sys.executable, "-m", "hiersql", *evaluate_args(folder, metrics, memory_limit)]
     loads = [load()]
     start = time.perf_counter()
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -106,10 +110,8 @@ def steps(folder: Path, metrics: str, memory_limit: str) -> None:
     print("| step | wall | RSS after | peak RSS so far |")
     print("| --- | --- | --- | --- |", flush=True)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", STEPS, "evaluate", "--taxonomy", str(folder / "taxonomy.tsv"),
-                           "--truth", str(folder / "truth.parquet"), "--pred", str(folder / "predictions.parquet"),
-                           "--system-col", "system", "--metrics", metrics, "--memory-limit", memory_limit,
-                           "--format", "csv"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run([sys.executable, "-c", STEPS, *evaluate_args(folder, metrics, memory_limit)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     print("\n".join(line for line in done.stderr.splitlines() if line.startswith("| ")))
     last = [line for line in done.stderr.splitlines() if line.startswith("hiersql:")]
     print(f"\n`{metrics}`: {time.perf_counter() - start:.1f} s in all, exit {done.returncode}"
