@@ -345,13 +345,25 @@ def solve_arrow(step: Python, params: dict[str, object], options: Options, table
     con = duckdb.connect()
     try:
         for name, data in tables.items():
-            con.register(f"_{name}_arrow", data)
-            con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
-            con.unregister(f"_{name}_arrow")
+            con.register(name, data)
         step.solve(con, params, options)
         return {name: con.table(name).to_arrow_table() for name in step.writes}
     finally:
         con.close()
+
+
+def solve_recorded(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table]
+                   ) -> tuple[dict[str, pa.Table], list[str]]:
+    """:func:`solve_arrow` of one partition of a step's rows, and the text of the data warnings it raised
+    (caught, not shown: the runner raises them again once every partition is solved)."""
+    import warnings
+
+    from ..errors import DataWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DataWarning)
+        written = solve_arrow(step, params, options, tables)
+    return written, [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
 
 
 def summary_rows(summary: Iterable[tuple], metrics: Sequence[str], options: Options) -> list[Row]:

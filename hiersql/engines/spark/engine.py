@@ -16,7 +16,7 @@ from ... import sqlfiles
 from ...errors import DataWarning, InputError
 from ...options import Options
 from ...plan import FamilyPlan, Python, Row, Sql, Step
-from ..base import STORE_TABLES, Engine, solve_arrow
+from ..base import STORE_TABLES, Engine, solve_arrow, solve_recorded
 from ..compile import _tree
 from .connect import is_connect, master_of
 
@@ -460,9 +460,7 @@ def _partition_solver(step: Python, params: dict[str, object], options: Options,
         if not any(rows.values()):
             return
         tables = {**whole, **{name: pa.Table.from_batches(rows[name], schema=inputs[name]) for name in keyed}}
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", DataWarning)
-            written = solve_arrow(step, params, options, tables)
+        written, messages = solve_recorded(step, params, options, tables)
         names = ["_table", "_raised", *(f"w{k}" for k in range(len(step.writes)))]
 
         def batch_of(table: int, raised: pa.Array, columns: dict[int, pa.Array], n: int) -> pa.RecordBatch:
@@ -474,7 +472,6 @@ def _partition_solver(step: Python, params: dict[str, object], options: Options,
             for batch in written[name].cast(outputs[name]).to_batches():
                 yield batch_of(j, pa.nulls(batch.num_rows, pa.list_(pa.string())), {j: batch.to_struct_array()},
                                batch.num_rows)
-        messages = [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
         yield batch_of(SOLVED, pa.array([messages], pa.list_(pa.string())), {}, 1)
 
     return run
