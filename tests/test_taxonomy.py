@@ -8,6 +8,7 @@ import pytest
 
 from hiersql import InputError, Store, Taxonomy, sqlfiles
 from hiersql.errors import DataWarning
+from hiersql.inputs import closure
 from hiersql.inputs.closure import walks_every_path
 from hiersql.inputs.taxonomy import VIRTUAL_ROOT
 
@@ -172,6 +173,36 @@ def test_both_closure_walks_give_networkx_closure():
     store.load_taxonomy(shallow)
     rows = store.con.execute(sqlfiles.queries("closure")["closure"], {"max_depth": None}).fetchall()
     assert {(a, d): dist for a, d, dist in rows} == expected
+
+
+def test_levels_are_longest_distances_from_the_root():
+    # r -> a -> b -> c and r -> c: c is at depth 1 (its shortest path) but on level 3 (after its parent b)
+    tax = Taxonomy.from_edges([("r", "a"), ("a", "b"), ("b", "c"), ("r", "c"), ("c", "d")])
+    assert tax.levels() == {"r": 0, "a": 1, "b": 2, "c": 3, "d": 4}
+    assert tax.depths() == {"r": 0, "a": 1, "b": 2, "c": 1, "d": 2}
+    forest = Taxonomy.from_edges([("x", "y"), ("z", "y")])  # under a virtual root
+    assert forest.levels() == {forest.root: 0, "x": 1, "z": 1, "y": 2}
+
+
+@pytest.mark.parametrize("max_depth", [None, 0, 1, 2])
+def test_the_level_walk_gives_networkx_closure(monkeypatch, max_depth):
+    """The level walk taken for every taxonomy (it is for those of many paths): on a DAG whose nodes have
+    parents on several levels, under a virtual root, whole and up to ``max_depth`` edges."""
+    monkeypatch.setattr(closure, "PATHS_PER_CLOSURE_ROW", -1)
+    tax = Taxonomy.from_edges([("r", "a"), ("a", "b"), ("b", "c"), ("r", "c"), ("c", "d"), ("a", "d"),
+                               ("s", "d"), ("s", "e"), ("e", "f"), ("d", "f")])
+    assert not walks_every_path(tax, tax.depths())
+    store = Store()
+    store.load_taxonomy(tax, max_depth=max_depth)
+    expected = {pair: d for pair, d in networkx_closure(tax.graph).items() if max_depth is None or d <= max_depth}
+    assert node_closure_of(store) == expected
+    assert {(a, d): n for a, d, n in store.con.execute("SELECT * FROM closure").fetchall()} == expected
+
+
+def test_the_level_walk_on_mesh(monkeypatch, data_dir):
+    monkeypatch.setattr(closure, "PATHS_PER_CLOSURE_ROW", -1)
+    tax = Taxonomy.from_file(data_dir / "mesh" / "mesh_hierarchy_int.txt")
+    assert closure_of(tax) == networkx_closure(tax.graph)
 
 
 def test_closure_equals_networkx_on_germeval(data_dir):

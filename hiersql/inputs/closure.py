@@ -1,9 +1,10 @@
 """Loading a taxonomy into the tables ``edges``, ``nodes``, ``closure`` and ``node_closure`` of a DuckDB
 connection (``schema.sql``), the closure computed inside DuckDB by ``closure.sql``.
 
-Two walks compute the same closure: along every upward path (``node_closure_walk``: on positions, twice as
-fast) or deduplicating the ``(ancestor, descendant, distance)`` rows at every step (``closure``: safe for DAGs
-whose number of paths grows exponentially with depth); :func:`walks_every_path` picks one.
+Two walks compute the same closure on node positions: along every upward path (``node_closure_walk``: one
+statement, twice as fast when the paths are few) or one topological level after the other
+(``node_closure_level``: each statement holds one level's rows, for DAGs whose number of paths grows
+exponentially with depth); :func:`walks_every_path` picks one. The closure on names is made from it.
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ def fill_taxonomy(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, max_depth:
     """Replace the taxonomy tables (edges, nodes, closure, node_closure) of ``con`` with ``taxonomy``'s, in the
     transaction the caller holds (:meth:`hiersql.inputs.store.Store.load_taxonomy`); the closure only up to
     ``max_depth`` edges when given. With ``closure_view``, ``closure`` becomes a view of ``node_closure`` with
-    the names joined when it is read (see :meth:`~hiersql.inputs.store.Store.load_taxonomy`), unless the taxonomy
-    needs the deduplicating walk, which builds ``closure`` first."""
+    the names joined when it is read (see :meth:`~hiersql.inputs.store.Store.load_taxonomy`)."""
     edges = taxonomy.all_edges()
     depths = taxonomy.depths()
     nodes = taxonomy.all_nodes()
@@ -63,14 +63,33 @@ def fill_taxonomy(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, max_depth:
     queries = sqlfiles.queries("closure", "duckdb")
     if walks_every_path(taxonomy, depths):
         con.execute(f"INSERT INTO node_closure {queries['node_closure_walk']}", {"max_depth": max_depth})
-        if closure_view:
-            con.execute("DROP TABLE closure")
-            con.execute(f"CREATE VIEW closure AS {queries['closure_from_nodes']}")
-        else:
-            con.execute(f"INSERT INTO closure {queries['closure_from_nodes']}")
     else:
-        con.execute(f"INSERT INTO closure {queries['closure']}", {"max_depth": max_depth})
-        con.execute(f"INSERT INTO node_closure {queries['node_closure_from_names']}")
+        _walk_levels(con, taxonomy, nodes, queries["node_closure_level"], max_depth)
+    if closure_view:
+        con.execute("DROP TABLE closure")
+        con.execute(f"CREATE VIEW closure AS {queries['closure_from_nodes']}")
+    else:
+        con.execute(f"INSERT INTO closure {queries['closure_from_nodes']}")
+
+
+def _walk_levels(con: duckdb.DuckDBPyConnection, taxonomy: Taxonomy, nodes: list[str], query: str,
+                 max_depth: int | None) -> None:
+    """Fill ``node_closure`` one topological level after the other (:meth:`Taxonomy.levels`): the rows of a
+    level's nodes from their parents' rows, made at earlier levels (``node_closure_level``). Each statement
+    holds one level's rows, whatever the number of paths."""
+    levels = taxonomy.levels()
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE node_levels AS SELECT CAST(unnest(string_split($l, chr(31))) AS INTEGER)"
+        " AS level, generate_subscripts(string_split($l, chr(31)), 1) - 1 AS position",
+        {"l": "\x1f".join(str(levels[n]) for n in nodes)})
+    con.execute("CREATE OR REPLACE TEMP TABLE edge_positions AS SELECT p.position AS parent, c.position AS child"
+                " FROM edges AS e JOIN nodes AS p ON p.label = e.parent JOIN nodes AS c ON c.label = e.child")
+    try:
+        for level in range(min(levels.values()), max(levels.values()) + 1):
+            con.execute(f"INSERT INTO node_closure {query}", {"level": level, "max_depth": max_depth})
+    finally:
+        con.execute("DROP TABLE node_levels")
+        con.execute("DROP TABLE edge_positions")
 
 
 def closure_is_view(con: duckdb.DuckDBPyConnection) -> bool:

@@ -106,7 +106,7 @@ class Taxonomy:
         tops = [n for n in self.nodes if not self._parents[n]]
         _warn_if_reversed(self, tops)
         self.virtual_root = self.virtual_root or len(tops) != 1
-        self.path_count, self._depth = _check_acyclic(self, tops, 1 if self.virtual_root else 0)
+        self.path_count, self._depth, self._level = _check_acyclic(self, tops, 1 if self.virtual_root else 0)
         if self.virtual_root:
             name = VIRTUAL_ROOT
             while name in self._children:
@@ -116,7 +116,7 @@ class Taxonomy:
             self._parents[name] = []
             for top in tops:
                 self._parents[top] = [name]
-            self._depth[name] = 0
+            self._depth[name] = self._level[name] = 0
         else:
             self.root = tops[0]
 
@@ -296,6 +296,11 @@ class Taxonomy:
         """Shortest distance from the root of every node (a new dict; computed with the cycle check)."""
         return dict(self._depth)
 
+    def levels(self) -> dict[str, int]:
+        """Longest distance from the root of every node, its topological level: every parent of a node is on
+        an earlier level (a new dict; computed with the cycle check)."""
+        return dict(self._level)
+
     @property
     def has_weights(self) -> bool:
         return any(e.weight is not None for e in self.edges)
@@ -468,35 +473,39 @@ def _dedupe(edges: list[Edge], source: str) -> list[Edge]:
     return list(seen.values())
 
 
-def _check_acyclic(tax: Taxonomy, tops: list[str], top_depth: int) -> tuple[int, dict[str, int]]:
+def _check_acyclic(tax: Taxonomy, tops: list[str], top_depth: int
+                   ) -> tuple[int, dict[str, int], dict[str, int]]:
     """Kahn's algorithm from the parentless nodes ``tops``; on failure, name the nodes of one cycle (found with
     networkx).
 
     On the way, in topological order, it counts the upward paths from every node, the empty path included
     (``P(n) = 1 + Σ P(p)`` over the parents ``p`` of ``n``, summed over the nodes, the virtual root aside: the
     rows of a closure walk that keeps every path, by which :meth:`hiersql.inputs.store.Store.load_taxonomy` chooses
-    its closure query), and the depths (``depth(n) = 1 + min depth(p)``, ``top_depth`` for ``tops``).
-    Returns both.
+    its closure query), the depths (``depth(n) = 1 + min depth(p)``, ``top_depth`` for ``tops``) and the
+    levels (``level(n) = 1 + max level(p)``, ``top_depth`` for ``tops``). Returns the three.
     """
     children = tax._children
     indegree = {n: len(p) for n, p in tax._parents.items()}
     paths = dict.fromkeys(indegree, 1)
     depth = dict.fromkeys(tops, top_depth)
+    level = dict.fromkeys(indegree, top_depth)
     queue = list(tops)
     seen = 0
     while queue:
         node = queue.pop()
         seen += 1
-        below, node_paths = depth[node] + 1, paths[node]
+        below, node_paths, after = depth[node] + 1, paths[node], level[node] + 1
         for child in children[node]:
             paths[child] += node_paths
             if below < depth.get(child, below + 1):
                 depth[child] = below
+            if after > level[child]:
+                level[child] = after
             indegree[child] -= 1
             if indegree[child] == 0:
                 queue.append(child)
     if seen == len(indegree):
-        return sum(paths.values()), depth
+        return sum(paths.values()), depth, level
     import networkx as nx
 
     stuck = [n for n, d in indegree.items() if d > 0]
