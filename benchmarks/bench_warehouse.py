@@ -36,6 +36,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CASES = {"dag50k": ["--nodes", "50000", "--depth", "8", "--multi-parent", "0.15", "--instances", "100000",
                     "--labels", "3", "--systems", "4", "--seed", "1"],
+         # the same taxonomy, ten times the instances: issue 41's million-instance run
+         "dag50k_1m": ["--nodes", "50000", "--depth", "8", "--multi-parent", "0.15", "--instances", "1000000",
+                       "--labels", "3", "--systems", "4", "--seed", "1"],
          # 101 topological levels, 12.3 M closure rows, 3·10^8 upward paths: issue 41's deep taxonomy
          "deep50k": ["--nodes", "50000", "--depth", "100", "--multi-parent", "0.15", "--instances", "100000",
                      "--labels", "3", "--systems", "4", "--seed", "1"]}

@@ -55,6 +55,38 @@ class OptionError(InputError):
         super().__init__(f"{option} {rule}", value=value)
 
 
+_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 10**3, "MB": 10**6,
+          "GB": 10**9, "TB": 10**12}
+
+
+class OutOfMemory(OptionError):
+    """DuckDB ran out of memory within its ``memory_limit`` (``--memory-limit``) while ``step`` ran and could
+    not spill to disk. Says the step, what DuckDB held and needed (read from its message: ``... of size 256.0
+    KiB (1.3 GiB/1.3 GiB used)``) and a limit to try, twice the one that failed. A user's limit, not a bug:
+    the command line reports it on one line naming the flag, exit status 2."""
+
+    def __init__(self, step: str, exc: BaseException) -> None:
+        import re
+
+        text = " / ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        found = re.search(r"of size ([\d.]+ ?\w+) \(([\d.]+ ?\w+)/([\d.]+) ?(\w+) used\)", text)
+        twice = 2 * float(found[3]) * _UNITS.get(found[4], 0) if found else 0
+        if found and twice:
+            rule = (f"out of memory while {step} (DuckDB held {found[2]} of its {found[3]} {found[4]} and needed"
+                    f" {found[1]} more): try {_size(twice)}, or free disk space for DuckDB's temp_directory")
+        else:
+            rule = (f"out of memory while {step} ({text.split(' / ')[0]}): give it more memory or free disk space"
+                    " for DuckDB's temp_directory")
+        super().__init__("memory_limit", rule, None)
+
+
+def _size(n: float) -> str:
+    """A byte count as DuckDB reads a memory limit, rounded up: ``3GB``, ``600MB``."""
+    import math
+
+    return f"{math.ceil(n / 1e9 * 10) / 10:g}GB" if n >= 1e9 else f"{math.ceil(n / 1e6):g}MB"
+
+
 class Option(NamedTuple):
     """One option.
 

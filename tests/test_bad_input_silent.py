@@ -333,6 +333,22 @@ def test_memory_limit_too_small_names_the_flag_and_step(tmp_path, capsys):
         or (err.startswith("hiersql: error: --memory-limit: invalid memory limit") and err.endswith("'1KB'\n"))
 
 
+def test_out_of_memory_names_the_step_and_a_limit_to_try(data_dir, capsys):
+    """GermEval B's HCM under a 30MB limit: the stores loads, a step of the family runs out; the one line
+    names the step, what DuckDB held and needed, and twice the limit (DuckDB reports 30MB as 28.6 MiB)."""
+    import re
+
+    canonical = data_dir / "canonical"
+    code = main(["evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
+                 "--pred", str(canonical / "pred_b" / "Averbis__BOHB_CNN.tsv"), "--metrics", "hcm",
+                 "--memory-limit", "30MB", "--format", "csv"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert re.fullmatch(r"hiersql: error: --memory-limit: out of memory while the (SQL step confusion\.\w+|Python"
+                        r" step \w+) \(DuckDB held [\d.]+ \w+ of its 28\.6 MiB and needed [\d.]+ \w+ more\): try"
+                        r" 60MB, or free disk space for DuckDB's temp_directory\n", err), err
+
+
 # ---------------------------------------------------------------------------------------------- lead's options
 @pytest.mark.parametrize("extra", [("--beta", "nan"), ("--average", ","), ("--metrics", ","),
                                    ("--memory-limit=-5GB",), ("--max-distance", "-1"),

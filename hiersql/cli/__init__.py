@@ -84,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("HIERSQL_DEBUG"):
             raise
         if type(exc).__name__ == "OutOfMemoryException":  # duckdb's, beyond --memory-limit and the disk
-            print(f"hiersql: error: --memory-limit: out of memory while {_step()}"
-                  f" ({_one_line(str(exc)).split(' / ')[0]}): give it more memory or free disk space for"
-                  " DuckDB's temp_directory", file=sys.stderr)
+            from ..options import OutOfMemory
+
+            print(f"hiersql: error: {_as_flag(OutOfMemory(_step(), exc))}", file=sys.stderr)
             return 2
         print(f"hiersql: internal error: {type(exc).__name__}: {masked(_one_line(str(exc)), *args.argv)}"
               f"{_spark_log()}", file=sys.stderr)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .. import sqlfiles
 from ..errors import DataWarning
-from ..options import Options
+from ..options import Options, OutOfMemory
 from ..plan import Python
 from .base import Engine, solve_recorded
 
@@ -74,13 +75,14 @@ class DuckDBEngine(Engine):
 
     def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
               text: str | None = None) -> None:
-        if self.tables:  # renamed tables: the portable queries, rewritten by sqlglot
-            super().stage(file, query, params, done, text)
-            return
-        sql = sqlfiles.composed(file, query, "duckdb", done, text)
-        self.forget(query)
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {sql}", sqlfiles.bind(sql, dict(params)))
-        done.add(query)
+        with _named(f"the SQL step {file}.{query}"):
+            if self.tables:  # renamed tables: the portable queries, rewritten by sqlglot
+                super().stage(file, query, params, done, text)
+                return
+            sql = sqlfiles.composed(file, query, "duckdb", done, text)
+            self.forget(query)
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {sql}", sqlfiles.bind(sql, dict(params)))
+            done.add(query)
 
     def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         """A step runs on the engine's own connection; but a step that declares ``partition_by`` and whose
@@ -88,6 +90,10 @@ class DuckDBEngine(Engine):
         connection holding the rows of its keys (split by the hash of the key columns, as Spark splits
         them) and the step's other inputs whole, its tables appended to the engine's; the data warnings of
         the batches are raised again after the last, in the order of their text (as Spark's partitions')."""
+        with _named(f"the Python step {step.name}"):
+            self._solve(step, params, options)
+
+    def _solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         keyed = {name: key for name, key in step.partition_by.items() if name in step.reads}
         rows = sum(self.execute(f"SELECT count(*) FROM {self.quoted(self._source(name))}")[0][0] for name in keyed)
         if rows <= self.batch_rows:
@@ -119,3 +125,14 @@ class DuckDBEngine(Engine):
             self.con.execute(f"INSERT INTO {self.quoted(name)} SELECT * FROM _hiersql_write")
         finally:
             self.con.unregister("_hiersql_write")
+
+
+@contextmanager
+def _named(step: str) -> Iterator[None]:
+    """DuckDB's out-of-memory error raised within as :class:`~hiersql.options.OutOfMemory`, naming ``step``."""
+    import duckdb
+
+    try:
+        yield
+    except duckdb.OutOfMemoryException as exc:
+        raise OutOfMemory(step, exc) from None
