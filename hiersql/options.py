@@ -55,7 +55,8 @@ class OptionError(InputError):
         super().__init__(f"{option} {rule}", value=value)
 
 
-_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 10**3, "MB": 10**6,
+# DuckDB's units of memory sizes
+UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 10**3, "MB": 10**6,
           "GB": 10**9, "TB": 10**12}
 
 
@@ -70,7 +71,7 @@ class OutOfMemory(OptionError):
 
         text = " / ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         found = re.search(r"of size ([\d.]+ ?\w+) \(([\d.]+ ?\w+)/([\d.]+) ?(\w+) used\)", text)
-        twice = 2 * float(found[3]) * _UNITS.get(found[4], 0) if found else 0
+        twice = 2 * float(found[3]) * UNITS.get(found[4], 0) if found else 0
         if found and twice:
             rule = (f"out of memory while {step} (DuckDB held {found[2]} of its {found[3]} {found[4]} and needed"
                     f" {found[1]} more): try {_size(twice)}, or free disk space for DuckDB's temp_directory")

@@ -74,3 +74,13 @@ def test_data_warnings_of_batches_once_all_are_solved():
     assert messages == sorted(messages)
     assert sum(int(m.split()[0]) for m in messages) == 20
     assert sorted(engine.execute("SELECT k, v FROM doubled")) == [(k, 2 * k) for k in range(20)]
+
+
+@pytest.mark.parametrize(("limit", "low", "high"), [("300MB", 199_000, 200_000), ("5MB", 10_000, 10_000),
+                                                    ("40GB", 1_000_000, 1_000_000)])
+def test_batches_follow_the_memory_limit(limit, low, high):
+    """A batch holds one keyed row per 1,500 bytes of DuckDB's limit (300MB: 286.1 MiB, about 200,000 rows),
+    10,000 at least and 1,000,000 at most."""
+    from hiersql import Store
+
+    assert low <= DuckDBEngine(Store(memory_limit=limit))._batch_rows() <= high

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from .. import sqlfiles
 from ..errors import DataWarning
-from ..options import Options, OutOfMemory
+from ..options import UNITS, Options, OutOfMemory
 from ..plan import Python
 from .base import Engine, solve_recorded
 
@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..inputs.store import Store
+
+
+BYTES_PER_BATCH_ROW = 1_500
+MIN_BATCH_ROWS, MAX_BATCH_ROWS = 10_000, 1_000_000
 
 
 class DuckDBEngine(Engine):
@@ -30,8 +34,9 @@ class DuckDBEngine(Engine):
 
     dialect = "duckdb"
     # a partitioned step whose keyed inputs hold more rows is solved in batches of about this many rows: its
-    # Python arrays, which DuckDB's memory limit does not bound, stay that size whatever the input's
-    batch_rows = 1_000_000
+    # Python arrays, which DuckDB's memory limit does not bound, stay that size whatever the input's. None:
+    # one row per BYTES_PER_BATCH_ROW bytes of DuckDB's memory_limit, at most MAX_BATCH_ROWS
+    batch_rows: int | None = None
 
     def __init__(self, target: Store | duckdb.DuckDBPyConnection | str | None = None,
                  tables: Mapping[str, str] | None = None) -> None:
@@ -96,11 +101,12 @@ class DuckDBEngine(Engine):
     def _solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         keyed = {name: key for name, key in step.partition_by.items() if name in step.reads}
         rows = sum(self.execute(f"SELECT count(*) FROM {self.quoted(self._source(name))}")[0][0] for name in keyed)
-        if rows <= self.batch_rows:
+        batch_rows = self.batch_rows or self._batch_rows()
+        if rows <= batch_rows:
             self.batches_solved.pop(step.name, None)
             step.solve(self.con, params, options)
             return
-        batches = self.batches_solved[step.name] = -(-rows // self.batch_rows)
+        batches = self.batches_solved[step.name] = -(-rows // batch_rows)
         whole = {name: self._input(name) for name in step.reads if name not in keyed}
         messages: list[str] = []
         for batch in range(batches):
@@ -114,6 +120,13 @@ class DuckDBEngine(Engine):
                 self._append(name, data, first=batch == 0)
         for message in sorted(messages):
             warnings.warn(message, DataWarning, stacklevel=2)
+
+    def _batch_rows(self) -> int:
+        """The rows of a batch under the connection's ``memory_limit``: its steps' arrays (150–300 bytes a keyed
+        row) stay within a fifth of what DuckDB may hold."""
+        (limit,), = self.execute("SELECT current_setting('memory_limit')")  # '1.3 GiB'
+        number, unit = limit.split()
+        return max(MIN_BATCH_ROWS, min(MAX_BATCH_ROWS, int(float(number) * UNITS[unit] / BYTES_PER_BATCH_ROW)))
 
     def _append(self, name: str, data: pa.Table, first: bool) -> None:
         """Add the rows ``data`` to temp table ``name`` (made of them when ``first``)."""
