@@ -53,3 +53,22 @@ def test_list_counts_equal_pair_counts_on_mesh(data_dir):
         pairs, lists = _per_instance_both_ways(ev.store, **options)
         assert lists == [pairs] * len(BITS)
         assert any(n_both for *_, n_both, _hp, _hr, _hf, _sdl in pairs)
+
+
+def test_the_lists_are_taken_only_within_the_memory_limit(data_dir, monkeypatch):
+    """The lists stay in DuckDB's memory (their aggregates do not spill): with expected augmented labels times
+    ``LIST_BYTES`` above DuckDB's memory_limit the pair rows are counted instead, which spill to disk."""
+    from hiersql.engines import DuckDBEngine
+    from hiersql.measures import Options
+
+    g = data_dir / "germeval2019"
+    ev = Evaluator(g / "hierarchy.txt").add_truth(g / "blurbs_test_label.txt", "germeval-b")
+    for f in sorted((g / "submissions").glob("*.txt"))[:6]:
+        ev.add_predictions(f.stem, f, "germeval-b", no_truth="ignore")
+    monkeypatch.setattr(set_based, "LIST_COUNTS_FROM", 0)
+    engine = DuckDBEngine(ev.store)
+    needed = set_based.expected_augmented_labels(ev.store.con) * set_based.LIST_BYTES
+    for limit, lists in ((2 * needed, True), (needed / 2, False)):
+        ev.store.con.execute(f"SET memory_limit = '{int(limit / 1000)}KB'")
+        assert engine.memory_limit() == pytest.approx(limit, rel=0.01)
+        assert set_based.sql_params(Options(), engine)["list_counts"] is lists

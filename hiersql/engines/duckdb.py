@@ -121,12 +121,16 @@ class DuckDBEngine(Engine):
         for message in sorted(messages):
             warnings.warn(message, DataWarning, stacklevel=2)
 
+    def memory_limit(self) -> float:
+        """DuckDB's ``memory_limit`` of the connection in bytes (``--memory-limit``, else DuckDB's default)."""
+        (limit,), = self.execute("SELECT current_setting('memory_limit')")  # '1.3 GiB'
+        number, unit = limit.split()
+        return float(number) * UNITS[unit]
+
     def _batch_rows(self) -> int:
         """The rows of a batch under the connection's ``memory_limit``: its steps' arrays (150–300 bytes a keyed
         row) stay within a fifth of what DuckDB may hold."""
-        (limit,), = self.execute("SELECT current_setting('memory_limit')")  # '1.3 GiB'
-        number, unit = limit.split()
-        return max(MIN_BATCH_ROWS, min(MAX_BATCH_ROWS, int(float(number) * UNITS[unit] / BYTES_PER_BATCH_ROW)))
+        return max(MIN_BATCH_ROWS, min(MAX_BATCH_ROWS, int(self.memory_limit() / BYTES_PER_BATCH_ROW)))
 
     def _append(self, name: str, data: pa.Table, first: bool) -> None:
         """Add the rows ``data`` to temp table ``name`` (made of them when ``first``)."""

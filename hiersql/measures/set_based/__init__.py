@@ -35,6 +35,10 @@ METRICS = REGISTRY["set_based"]
 # it both are as fast, above it the lists take a fraction of the time and memory (figures:
 # benchmarks/RESULTS.md, sessions 2 and 4).
 LIST_COUNTS_FROM = 5_000_000
+# DuckDB keeps the lists' aggregates in memory, where the pair rows spill to disk: the lists are taken while
+# the expected augmented labels times this many bytes fit within DuckDB's memory_limit (a 101-level DAG's
+# 5.9·10^8 labels took 2.7 GiB; a million instances' 2.3·10^8 ran out of 3.7 GiB, with five times the instances)
+LIST_BYTES = 24
 # The lists keep the nodes found in this many augmented sets as bits (``shared_labels`` in the same query), which
 # shortens the lists most; more bits lengthen every bitstring for little (RESULTS.md, session 4).
 LIST_BITS = 1024
@@ -42,7 +46,7 @@ LIST_BITS = 1024
 
 def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """Parameters of ``set_based.sql``; on a DuckDB store (``engine``), ``list_counts`` is chosen from
-    the size of its tables (else the pair rows are used)."""
+    the size of its tables and DuckDB's memory limit (else the pair rows are used)."""
     return {
         "include_root": bool(options.include_root),
         "max_distance": options.max_distance,
@@ -50,7 +54,7 @@ def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()
         "beta": float(options.beta),
         "zero_division": float(options.zero_division),
         "list_counts": engine is not None and engine.dialect == "duckdb" and not engine.tables
-        and expected_augmented_labels(engine.con) >= LIST_COUNTS_FROM,
+        and LIST_COUNTS_FROM <= expected_augmented_labels(engine.con) <= engine.memory_limit() / LIST_BYTES,
         "list_bits": LIST_BITS,
     }
 
