@@ -120,4 +120,3 @@ def display(source: object) -> str:
         text = re.sub(r"^(\w+://[^:@/]*):[^/]*@", r"\1@", text)  # to the last @ before the path
         return re.sub(r"([?&]password=)[^&:]*", r"\1***", text)
     return re.sub(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']\S*)", r"\1***", text)
-
