@@ -84,3 +84,18 @@ def test_batches_follow_the_memory_limit(limit, low, high):
     from hiersql import Store
 
     assert low <= DuckDBEngine(Store(memory_limit=limit))._batch_rows() <= high
+
+
+def test_a_batch_draws_no_progress_bar():
+    """A batch's scratch connection has DuckDB's progress bar off, as hiersql's own connections: a long batch
+    would draw it on stderr."""
+    def setting(con, params, options):
+        con.execute("CREATE TABLE bars AS SELECT k, current_setting('enable_progress_bar') AS bar FROM numbers")
+
+    step = Python("setting", setting, reads=("numbers",), writes=("bars",), why="a test step",
+                  partition_by={"numbers": "k"})
+    engine = batched(None, 5)
+    engine.write("numbers", pa.table({"k": list(range(20))}))
+    engine.solve(step, {}, Options())
+    assert engine.batches_solved["setting"] == 4
+    assert engine.execute("SELECT DISTINCT bar FROM bars") == [(False,)]

@@ -344,6 +344,7 @@ def solve_arrow(step: Python, params: dict[str, object], options: Options, table
 
     con = duckdb.connect()
     try:
+        con.execute("SET enable_progress_bar = false")  # a long batch would draw DuckDB's bar on stderr
         for name, data in tables.items():
             con.register(name, data)
         step.solve(con, params, options)
