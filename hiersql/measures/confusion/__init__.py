@@ -221,7 +221,7 @@ def solve_path_cover(con: duckdb.DuckDBPyConnection, params: dict[str, object], 
     rows = c["row_no"][first[best]]
     stride = con.execute("SELECT max(stride) FROM hcm_systems").fetchall()[0][0]  # None: no system, truth only
     truth = c["grp"][first[best]] < (np.iinfo(np.int64).max if stride is None else stride)
-    _put_rows(on, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), rows, _n_rows(c),
+    _put_rows(on, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), rows, _row_span(c),
               ("step", rows[truth], step[truth]))
 
 
@@ -234,12 +234,14 @@ def solve_matching(con: duckdb.DuckDBPyConnection, params: dict[str, object], op
     rank = _processing_rank(m["grp"], pred, m["n_common"], m["name_rank"])
     chosen = greedy_matching(m["grp"], rank, _dense(m["grp"], m["j"]), m["n_common"])
     _put_rows(on, "hcm_match", "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", *COUNTS),
-              m["row_no"][chosen], _n_rows(m))
+              m["row_no"][chosen], _row_span(m))
 
 
-def _n_rows(fetched: dict[str, np.ndarray]) -> int:
-    """One more than the largest ``row_no`` fetched (the rows of a partition keep their numbers)."""
-    return int(fetched["row_no"].max(initial=-1)) + 1
+def _row_span(fetched: dict[str, np.ndarray]) -> tuple[int, int]:
+    """The least ``row_no`` fetched and one more than the largest: the rows of a partition (a batch) keep
+    their numbers, a part of all the rows' (``(0, 0)`` for none)."""
+    rows = fetched["row_no"]
+    return (int(rows.min()), int(rows.max()) + 1) if len(rows) else (0, 0)
 
 
 _TPR, _TNR = "1.0 * tp / (tp + fn)", "1.0 * tn / (fp + tn)"
@@ -322,18 +324,20 @@ def _processing_rank(group: np.ndarray, pred: np.ndarray, common: np.ndarray, na
     return position[pred]
 
 
-def _put_rows(store: Store, table: str, source: str, columns: Sequence[str], row_nos: np.ndarray, n_rows: int,
-              value: tuple[str, np.ndarray, np.ndarray] | None = None) -> None:
-    """Write the rows ``row_nos`` (column ``row_no``, 0 to ``n_rows - 1``) of temp table ``source``, their
-    ``columns``, as the temp table ``table``; ``value = (name, rows, values)`` adds the column ``name``:
-    ``values`` on the rows ``rows``, 0 on the others.
+def _put_rows(store: Store, table: str, source: str, columns: Sequence[str], row_nos: np.ndarray,
+              span: tuple[int, int], value: tuple[str, np.ndarray, np.ndarray] | None = None) -> None:
+    """Write the rows ``row_nos`` (column ``row_no``, within ``span``: from its first up to its last,
+    excluded; :func:`_row_span`) of temp table ``source``, their ``columns``, as the temp table ``table``;
+    ``value = (name, rows, values)`` adds the column ``name``: ``values`` on the rows ``rows``, 0 on the
+    others.
 
     The choice travels as a BIT string parameter read by ``get_bit`` (the values, few, as list parameters):
     a pyarrow table would make DuckDB import pandas (≈ 0.4 s; it does so to scan any Python object), and
     fixed-width digits read by ``substr`` cost 4 times as much."""
-    mask = np.zeros(max(n_rows, 1), dtype=np.uint8)
-    mask[row_nos] = 1
-    params: dict[str, object] = {"mask": (mask + ord("0")).tobytes().decode("ascii")}
+    low, high = span
+    mask = np.zeros(max(high - low, 1), dtype=np.uint8)
+    mask[np.asarray(row_nos) - low] = 1
+    params: dict[str, object] = {"mask": (mask + ord("0")).tobytes().decode("ascii"), "low": low}
     select, join = ", ".join(f"s.{c}" for c in columns), ""
     if value is not None:
         name, rows, values = value
@@ -342,5 +346,5 @@ def _put_rows(store: Store, table: str, source: str, columns: Sequence[str], row
         params |= {"rows": np.asarray(rows).tolist(), "values": np.asarray(values).tolist()}
     store.con.execute(
         f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {select} FROM {source} AS s{join}"
-        " WHERE get_bit(CAST($mask AS BIT), CAST(s.row_no AS INTEGER)) = 1", params,
+        " WHERE get_bit(CAST($mask AS BIT), CAST(s.row_no - $low AS INTEGER)) = 1", params,
     )
