@@ -111,7 +111,7 @@ class DuckDBEngine(Engine):
         whole = {name: self._input(name) for name in step.reads if name not in keyed}
         # a key's first column splits the rows of every keyed table alike, into ranges of about batch_rows rows
         # of the largest (contiguous runs of their row numbers, where a step numbers its rows in key order)
-        columns = {name: self.quoted(key.split(",")[0].strip()) for name, key in keyed.items()}
+        columns = {name: key.split(",")[0].strip() for name, key in keyed.items()}  # the plan's own names
         largest = max(counts, key=counts.__getitem__)
         n = -(-rows // batch_rows)
         (bounds,), = self.con.execute(f"SELECT quantile_disc({columns[largest]}, $q) FROM {self._from(largest)}",
@@ -133,8 +133,10 @@ class DuckDBEngine(Engine):
             warnings.warn(message, DataWarning, stacklevel=2)
 
     def _from(self, name: str) -> str:
-        """The engine-side table of a step's input ``name``, quoted."""
-        return self.quoted(self._source(name))
+        """The engine-side table of a step's input ``name``: a table of hiersql's own by its name (quoting
+        would import sqlglot, which a plain run does without), a renamed one quoted."""
+        source = self._source(name)
+        return name if source == name else self.quoted(source)
 
     def memory_limit(self) -> float:
         """DuckDB's ``memory_limit`` of the connection in bytes (``--memory-limit``, else DuckDB's default)."""
