@@ -41,8 +41,8 @@ GROUP BY ancestor, descendant
 -- earlier levels: a node is its own ancestor at 0, and an ancestor of a parent at the parent's distance + 1,
 -- the least over its parents. Reads node_levels(position, level) and edge_positions(parent, child), temporary
 -- tables of hiersql.inputs.closure._walk_levels. Unlike the UNION walk of `closure`, which keeps every
--- (ancestor, descendant, distance) row of the whole walk to deduplicate it (3.6 GiB for the 12 M rows of a
--- 101-level DAG of 50,000 nodes), a statement holds one level's rows.
+-- (ancestor, descendant, distance) row of the whole walk to deduplicate it, a statement holds one level's rows
+-- (figures: benchmarks/RESULTS.md, "A deep taxonomy").
 SELECT ancestor, descendant, min(distance) AS distance
 FROM (
     SELECT position AS ancestor, position AS descendant, 0 AS distance

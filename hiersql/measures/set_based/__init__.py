@@ -36,8 +36,8 @@ METRICS = REGISTRY["set_based"]
 # benchmarks/RESULTS.md, sessions 2 and 4).
 LIST_COUNTS_FROM = 5_000_000
 # DuckDB keeps the lists' aggregates in memory, where the pair rows spill to disk: the lists are taken while
-# the expected augmented labels times this many bytes fit within DuckDB's memory_limit (a 101-level DAG's
-# 5.9·10^8 labels took 2.7 GiB; a million instances' 2.3·10^8 ran out of 3.7 GiB, with five times the instances)
+# the expected augmented labels times this many bytes fit within DuckDB's memory_limit (calibrated on two
+# inputs: RESULTS.md, "A million instances" and "A deep taxonomy")
 LIST_BYTES = 24
 # The lists keep the nodes found in this many augmented sets as bits (``shared_labels`` in the same query), which
 # shortens the lists most; more bits lengthen every bitstring for little (RESULTS.md, session 4).
