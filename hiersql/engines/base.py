@@ -331,9 +331,15 @@ class Engine:
         """The engine-side table a step's input ``name`` is read from."""
         return self.table(name) if name in STORE_TABLES else name
 
+    def _from(self, name: str) -> str:
+        """The engine-side table of a step's input ``name``: a table of hiersql's own by its name (quoting
+        would import sqlglot, which a plain DuckDB run does without), a renamed one quoted."""
+        source = self._source(name)
+        return name if source == name else self.quoted(source)
+
     def _input(self, name: str) -> pa.Table:
         """The rows of a step's input ``name`` as Arrow."""
-        return self.arrow(f"SELECT * FROM {self.quoted(self._source(name))}")
+        return self.arrow(f"SELECT * FROM {self._from(name)}")
 
 
 def solve_arrow(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table]

@@ -67,9 +67,13 @@ class DuckDBEngine(Engine):
     def write(self, name: str, data: pa.Table) -> None:
         self.forget(name)
         self.con.unregister(name)  # a view a step registered over its Arrow output (pair_instance), if any
+        self._from_arrow(f"CREATE OR REPLACE TEMP TABLE {self.quoted(name)} AS", data)
+
+    def _from_arrow(self, statement: str, data: pa.Table) -> None:
+        """Run ``statement`` (``CREATE ... AS``, ``INSERT INTO ...``) followed by a ``SELECT`` of ``data``."""
         self.con.register("_hiersql_write", data)
         try:
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {self.quoted(name)} AS SELECT * FROM _hiersql_write")
+            self.con.execute(f"{statement} SELECT * FROM _hiersql_write")
         finally:
             self.con.unregister("_hiersql_write")
 
@@ -132,12 +136,6 @@ class DuckDBEngine(Engine):
         for message in sorted(messages):
             warnings.warn(message, DataWarning, stacklevel=2)
 
-    def _from(self, name: str) -> str:
-        """The engine-side table of a step's input ``name``: a table of hiersql's own by its name (quoting
-        would import sqlglot, which a plain run does without), a renamed one quoted."""
-        source = self._source(name)
-        return name if source == name else self.quoted(source)
-
     def memory_limit(self) -> float:
         """DuckDB's ``memory_limit`` of the connection in bytes (``--memory-limit``, else DuckDB's default)."""
         (limit,), = self.execute("SELECT current_setting('memory_limit')")  # '1.3 GiB'
@@ -153,12 +151,8 @@ class DuckDBEngine(Engine):
         """Add the rows ``data`` to temp table ``name`` (made of them when ``first``)."""
         if first:
             self.write(name, data)
-            return
-        self.con.register("_hiersql_write", data)
-        try:
-            self.con.execute(f"INSERT INTO {self.quoted(name)} SELECT * FROM _hiersql_write")
-        finally:
-            self.con.unregister("_hiersql_write")
+        else:
+            self._from_arrow(f"INSERT INTO {self.quoted(name)}", data)
 
 
 @contextmanager
