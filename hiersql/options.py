@@ -56,8 +56,15 @@ class OptionError(InputError):
 
 
 # DuckDB's units of memory sizes
-UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 10**3, "MB": 10**6,
+_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 10**3, "MB": 10**6,
           "GB": 10**9, "TB": 10**12}
+
+
+def size_bytes(text: str) -> float:
+    """A memory size as DuckDB writes it (``1.3 GiB``, ``256.0 KiB``) in bytes; 0 for a unit it does not
+    know."""
+    number, unit = text.split()
+    return float(number) * _UNITS.get(unit, 0)
 
 
 class OutOfMemory(OptionError):
@@ -70,10 +77,10 @@ class OutOfMemory(OptionError):
         import re
 
         text = " / ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        found = re.search(r"of size ([\d.]+ ?\w+) \(([\d.]+ ?\w+)/([\d.]+) ?(\w+) used\)", text)
-        twice = 2 * float(found[3]) * UNITS.get(found[4], 0) if found else 0
+        found = re.search(r"of size ([\d.]+ \w+) \(([\d.]+ \w+)/([\d.]+ \w+) used\)", text)
+        twice = 2 * size_bytes(found[3]) if found else 0
         if found and twice:
-            rule = (f"out of memory while {step} (DuckDB held {found[2]} of its {found[3]} {found[4]} and needed"
+            rule = (f"out of memory while {step} (DuckDB held {found[2]} of its {found[3]} and needed"
                     f" {found[1]} more): try {_size(twice)}, or free disk space for DuckDB's temp_directory")
         else:
             rule = (f"out of memory while {step} ({text.split(' / ')[0]}): give it more memory or free disk space"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from .. import sqlfiles
 from ..errors import DataWarning
-from ..options import UNITS, Options, OutOfMemory
+from ..options import Options, OutOfMemory, size_bytes
 from ..plan import Python
 from .base import Engine, solve_recorded
 
@@ -139,8 +139,7 @@ class DuckDBEngine(Engine):
     def memory_limit(self) -> float:
         """DuckDB's ``memory_limit`` of the connection in bytes (``--memory-limit``, else DuckDB's default)."""
         (limit,), = self.execute("SELECT current_setting('memory_limit')")  # '1.3 GiB'
-        number, unit = limit.split()
-        return float(number) * UNITS[unit]
+        return size_bytes(limit)
 
     def _batch_rows(self) -> int:
         """The rows of a batch under the connection's ``memory_limit``: its steps' arrays (150–300 bytes a keyed
