@@ -199,13 +199,15 @@ def engine_of(args: argparse.Namespace, store: Store) -> Iterator[Any]:
             engine.close()
 
 
-def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any = None) -> Store:
+def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any = None) -> Store:
     """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``) with
     :meth:`~hiersql.inputs.store.Store.load` (the taxonomy is validated and loaded with its closure while the label
     files are read; the prediction files are read together). ``steps`` shows the progress (the steps of
-    :data:`~hiersql.inputs.store.LOAD_STEPS`). With ``spark`` (a :class:`~hiersql.engines.SparkEngine`), the inputs
-    are loaded into the engine instead (:func:`hiersql.engines.spark.sources.load`: Spark reads Parquet and Spark tables
-    itself) and the store returned holds only what ``--db`` keeps (the results)."""
+    :data:`~hiersql.inputs.store.LOAD_STEPS`). With ``engine``, an engine that reads the label sources itself, the
+    inputs are loaded into it instead (a :class:`~hiersql.engines.SparkEngine` reads Parquet and Spark tables,
+    :func:`hiersql.engines.spark.sources.load`; a :class:`~hiersql.engines.PostgresEngine` the tables of its
+    server, :func:`hiersql.engines.postgres.sources.load`) and the store returned holds only what ``--db``
+    keeps (the results)."""
     from functools import partial
 
     from ..inputs.store import Store
@@ -230,14 +232,22 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, spark: Any 
     store = Store(args.db, con=con, memory_limit=run.memory_limit, threads=run.threads)
     if args.memory_limit and not args.db:  # spill beyond the limit into a folder of our own, not ./.tmp
         store.con.execute("SET temp_directory = $d", {"d": _spill_folder()})
-    if spark is not None:
-        from ..engines.spark.sources import load
+    if engine is not None:
+        from ..engines import PostgresEngine
 
         inputs = Store(memory_limit=run.memory_limit, threads=run.threads)  # this run's own, never --db
-        load(spark, inputs, args.taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown,
-             instance_col=args.instance_col, label_col=args.label_col, score_col=args.score_col,
-             system_col=args.system_col, rank_col=args.rank_col, parent_col=args.parent_col,
-             child_col=args.child_col, on_step=steps.start)
+        columns = {"unknown": args.unknown, "instance_col": args.instance_col, "label_col": args.label_col,
+                   "score_col": args.score_col, "system_col": args.system_col, "rank_col": args.rank_col,
+                   "on_step": steps.start}
+        if isinstance(engine, PostgresEngine):
+            from ..engines.postgres.sources import load as load_postgres
+
+            load_postgres(engine, inputs, taxonomy, args.truth, preds, **columns)
+        else:
+            from ..engines.spark.sources import load
+
+            load(engine, inputs, args.taxonomy, args.truth, preds, args.labels_format, parent_col=args.parent_col,
+                 child_col=args.child_col, **columns)
         _check_label_universe(inputs, getattr(args, "labels", None))
         return store
     earlier = _keep_earlier_inputs(store) if args.db else False

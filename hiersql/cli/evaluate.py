@@ -44,6 +44,7 @@ def options_from_args(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from ..engines import open_engine
+    from ..engines.postgres.sources import in_place
     from ..engines.spark.sources import check_path, parquet_rows, reads_any
     from ..errors import InputError
     from ..inputs.arguments import parse_preds
@@ -73,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     # the label sources, for Spark: whether it reads any itself (Parquet, spark: tables), and their size
     labels = [args.truth, *(source for _, source in parse_preds(args.pred))] if run_options.engine == "spark" else []
     in_spark = bool(labels) and reads_any(labels[0], labels[1:])
+    # the label tables of the PostgreSQL engine's own server, read and checked there
+    in_engine = in_spark or run_options.engine == "postgres" and in_place(
+        run_options.postgres_url, args.truth, [source for _, source in parse_preds(args.pred)])
     for source in labels:  # a mistyped path costs no JVM
         check_path(source)
     # a bad server address fails before any file is read; Spark starts once the inputs' size is known
@@ -81,13 +85,13 @@ def run(args: argparse.Namespace) -> int:
     later = run_options.engine == "spark" and not in_spark
     engine = None if later else open_engine(run_options, rows=parquet_rows(labels) if in_spark else None)
     try:
-        steps = Steps(len(LOAD_STEPS) + len(groups) + (run_options.engine != "duckdb" and not in_spark), "evaluate")
+        steps = Steps(len(LOAD_STEPS) + len(groups) + (run_options.engine != "duckdb" and not in_engine), "evaluate")
         try:
-            store = load_store(args, steps, spark=engine if in_spark else None)
+            store = load_store(args, steps, engine=engine if in_engine else None)
             if run_options.engine == "duckdb":
                 rows = compute(store, metrics, opts, on_family=steps.start, where="--metrics")
             else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)
-                if not in_spark:  # else Spark read them itself, into its own tables
+                if not in_engine:  # else the engine read them itself, into its own tables
                     steps.start(f"{'starting spark, ' if later else ''}copying the tables to {run_options.engine}")
                     if later:
                         engine = open_engine(run_options, rows=store.size())
@@ -104,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
             computed = {catalog()[row.metric][0] for row in rows}
             write_per_instance(store, {f: m for f, m in groups.items() if f in computed}, opts, args.per_instance,
-                               engine if in_spark else None)
+                               engine if in_engine else None)
         run_id = None
         if args.db:
             from ..jobs import save_rows

@@ -64,7 +64,6 @@ def postgres_table(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -
     where = name or display(ref)
     try:
         import psycopg
-        from psycopg import sql
     except ModuleNotFoundError:
         raise InputError("reading PostgreSQL needs psycopg (pip install 'hiersql[postgres]')", where) from None
     schema, table = (None, None) if is_query else split_name(rest.strip(), where, fold=True)
@@ -74,23 +73,10 @@ def postgres_table(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -
         raise InputError(f"cannot connect to PostgreSQL ({masked(first_line_of(exc), dsn)})", where) from None
     try:
         pg.read_only, pg.isolation_level = True, psycopg.IsolationLevel.REPEATABLE_READ
-        if is_query:
-            source: sql.Composable = sql.SQL("({}) AS _hiersql_query").format(sql.SQL(rest.strip().rstrip(";")))
-            rows = _pg_query_columns(pg, source)
-        else:
-            rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
-    except psycopg.Error as exc:
-        pg.close()
-        raise InputError(f"query failed ({first_line_of(exc)})", where) from None
+        source, rows = describe(pg, rest, is_query, where, schema, table)
     except BaseException:
         pg.close()
         raise
-    if not rows and not is_query:
-        pg.close()
-        raise InputError("no such table or view in the PostgreSQL database", where)
-    if not is_query:
-        schema = rows[0][0]
-        source = sql.Identifier(schema, table)
     names = [r[1] for r in rows]
     views: list[str] = []
 
@@ -116,6 +102,30 @@ def postgres_table(con: duckdb.DuckDBPyConnection, ref: str, name: str | None) -
         pg.close()
 
     return Table(where, names, [_pg_kind(r[2], r[3]) for r in rows], read, table, close)
+
+
+def describe(pg: Any, rest: str, is_query: bool, where: str, schema: str | None, table: str | None
+             ) -> tuple[Any, list[tuple]]:
+    """The ``FROM`` item of a source on the connection ``pg`` (a table's identifier, or the query ``rest`` as a
+    subquery) and the rows of :data:`_PG_COLUMNS` of its columns (``schema``, ``table``: of the table split
+    from ``rest``); a failing query or a missing table is an :class:`~hiersql.errors.InputError` naming
+    ``where``."""
+    import psycopg
+    from psycopg import sql
+
+    try:
+        if is_query:
+            source: sql.Composable = sql.SQL("({}) AS _hiersql_query").format(sql.SQL(rest.strip().rstrip(";")))
+            rows = _pg_query_columns(pg, source)
+        else:
+            rows = pg.execute(_PG_COLUMNS, {"schema": schema, "table": table}).fetchall()
+    except psycopg.Error as exc:
+        raise InputError(f"query failed ({first_line_of(exc)})", where) from None
+    if not rows and not is_query:
+        raise InputError("no such table or view in the PostgreSQL database", where)
+    if not is_query:
+        source = sql.Identifier(rows[0][0], table)
+    return source, rows
 
 
 def _pg_query_columns(pg: Any, source: Any) -> list[tuple]:

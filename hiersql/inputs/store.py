@@ -41,7 +41,7 @@ from .closure import fill_taxonomy
 from .readers import LabelSource, prediction_items
 from .staging import Staged, first_row, temp_table, warn_data
 from .tables import Columns
-from .taxonomy import Taxonomy, as_taxonomy
+from .taxonomy import Taxonomy, as_taxonomy, read_taxonomy
 
 if TYPE_CHECKING:
     import duckdb
@@ -247,8 +247,7 @@ class Store:
         labels_read: queue.Queue[bool] = queue.Queue(1)  # whether the label sources were read: commit the taxonomy
 
         def load_taxonomy() -> Taxonomy:
-            tax = taxonomy if isinstance(taxonomy, Taxonomy) else (
-                taxonomy() if callable(taxonomy) else Taxonomy.from_source(taxonomy))
+            tax = read_taxonomy(taxonomy)
             con = self.con.cursor()
             try:
                 con.execute("BEGIN TRANSACTION")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import count, repeat
@@ -520,6 +520,14 @@ def _check_acyclic(tax: Taxonomy, tops: list[str], top_depth: int
 
 TAXONOMY_FORMS = ("a Taxonomy, a path, a table reference, edges (parent, child), a DataFrame or a networkx"
                   " DiGraph")
+
+
+def read_taxonomy(source: Taxonomy | str | Path | Callable[[], Taxonomy]) -> Taxonomy:
+    """The taxonomy a store loads: a Taxonomy as it is, a function's result (called once), else
+    :meth:`Taxonomy.from_source` (a file or a table reference)."""
+    if isinstance(source, Taxonomy):
+        return source
+    return source() if callable(source) else Taxonomy.from_source(source)
 
 
 def as_taxonomy(taxonomy: Any, parameter: str = "taxonomy") -> Taxonomy:

@@ -32,14 +32,13 @@ the labels of an instance are ranked by name, with one warning.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import InputError, is_spark_error, spark_message
-from ...inputs import label_tables, rules, sources
-from ...inputs.label_tables import TableWhere, locate
-from ...inputs.staging import warn_data, warn_ranked_by_name, warn_unread_system
+from ...inputs import flagged, label_tables, rules, sources
+from ...inputs.staging import warn_ranked_by_name, warn_unread_system
 from ...inputs.tables import QUERY, RANK_ORDER, Columns, Table, first_line_of, split_name
 from ...options import SPACES
 
@@ -229,18 +228,6 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
                    unread)
 
 
-# The checks in the store's order: (flag column, message, role of the column named).
-_ERRORS = (
-    ("_missing", "missing instance_id or label (empty, None or NaN)", None),
-    ("_bad_score", "score is not a number", "score"),
-    ("_bad_rank", "rank is not a number", "rank"),
-    ("_virtual", "label is the virtual root added above the taxonomy's parentless nodes, not one of its nodes",
-     "label"),
-    ("_unknown", "label not in the taxonomy", "label"),
-    ("_no_truth", "predicted instance has no truth", "instance"),
-)
-
-
 def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unknown: str, no_truth: str
              ) -> tuple[Any, Any, list[tuple[str, str]], list[str]]:
     """The rows of ``opened`` checked in Spark and cleaned as the store does (duplicates collapsed, unknown
@@ -248,7 +235,7 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     by_name)``: every row read (``instance_id``: the truth's instances, those whose labels were all dropped
     too), the rows kept as ``system, instance_id, label, rank, score``, each system with its name in messages
     (for the truth, one entry, none when it has no rows), and the sources whose labels were ranked by name
-    (:func:`_ranked_by_name`).
+    (:func:`hiersql.inputs.flagged.ranked_by_name`).
 
     Two Spark jobs: the rows with their checks as columns, computed once (one shuffle of the rows, by
     instance), then the counts per system (:func:`_flagged`).
@@ -267,31 +254,19 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     by_source: dict[int, dict[str | None, Any]] = {}
     for group in groups:
         by_source.setdefault(group["_src"], {})[group["system"]] = group
-    wheres = _system_wheres(opened, by_source, predictions, line)
+    wheres = flagged.system_wheres(opened, by_source, predictions, line)
     order = list(wheres)
     stats = {key: by_source.get(key[0], {}).get(key[1]) for key in order}
-    _raise_first_error(stats, order, wheres, unknown, no_truth, line)
-    for key in order:
-        group = stats[key]
-        if group is None:
-            continue
-        if group["dups"] and predictions and opened[key[0]].system is not None:
-            _warn_unread_systems(opened[key[0]])
-        if group["dups"]:
-            warn_data(f"{wheres[key]}: {group['dups']} duplicate (instance_id, label) row(s) collapsed")
-        if unknown == "ignore" and group["_unknown"]:
-            warn_data(f"{wheres[key]}: ignored {group['_unknown']} label(s) not in the taxonomy (first:"
-                  f" {group['_unknown_first']['label']!r})")
-        if no_truth == "ignore" and group["_no_truth"]:  # counted in instances, as the store does
-            count = rows.filter(F.col("_no_truth") & (F.col("_src") == key[0]) & (F.col("system") == key[1])
-                                ).select("instance_id").distinct().count()
-            warn_data(f"{wheres[key]}: ignored {count} predicted instance(s) with no truth"
-                  f" (first: {group['_no_truth_first']['instance_id']!r})")
-        if predictions and not group["kept"]:
-            warn_data(f"{wheres[key]}: no predicted label; evaluated as a system that predicted nothing for every"
-                  " instance")
+    flagged.raise_first_error(stats, order, wheres, unknown, no_truth, line)
+
+    def no_truth_instances(key: tuple[int, str | None]) -> int:
+        return rows.filter(F.col("_no_truth") & (F.col("_src") == key[0]) & (F.col("system") == key[1])
+                           ).select("instance_id").distinct().count()
+
+    flagged.warn_cleaned(stats, order, wheres, opened, predictions, unknown, no_truth, _warn_unread_systems,
+                         no_truth_instances)
     kept = rows.filter("_keep").select("system", "instance_id", "label", "rank", "score")
-    by_name = _ranked_by_name(opened, by_source)
+    by_name = flagged.ranked_by_name(opened, by_source)
     if not predictions and not groups:  # a truth without rows
         return rows, kept, [], by_name
     return rows, kept, [(str(system), str(wheres[(k, system)])) for k, system in order], by_name
@@ -299,11 +274,11 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
 
 def _flagged(engine: SparkEngine, opened: list[_Source], predictions: bool, unknown: str, no_truth: str
              ) -> tuple[Any, list[Any]]:
-    """The rows of ``opened`` with their checks as columns (the flags of :data:`_ERRORS`, ``_dup``, ``_keep``:
-    the row is kept, and ``rank``: its rank among the kept rows of its instance), computed once (one shuffle of
-    the rows, by instance; a local checkpoint), and the groups of those rows per source and system with their
-    counts and their first bad row of each kind (a second Spark job). A source Spark cannot read is an
-    :class:`~hiersql.errors.InputError` naming the first source."""
+    """The rows of ``opened`` with their checks as columns (the flags of :data:`hiersql.inputs.flagged.ERRORS`,
+    ``_dup``, ``_keep``: the row is kept, and ``rank``: its rank among the kept rows of its instance), computed
+    once (one shuffle of the rows, by instance; a local checkpoint), and the groups of those rows per source and
+    system with their counts and their first bad row of each kind (a second Spark job). A source Spark cannot
+    read is an :class:`~hiersql.errors.InputError` naming the first source."""
     from pyspark.sql import functions as F
 
     spark = engine.spark
@@ -349,71 +324,15 @@ def _flagged(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
             F.count("*").alias("n"), F.count_if("_keep").alias("kept"), F.count_if("_dup").alias("dups"),
             F.min("_o").alias("_first"), F.min_by("instance_id", "_o").alias("_first_id"),
             F.sort_array(F.collect_set("_system_text")).alias("_spellings"), F.max("rank").alias("_max_rank"),
-            *(F.count_if(flag).alias(flag) for flag, _, _ in _ERRORS),
+            *(F.count_if(flag).alias(flag) for flag, _, _ in flagged.ERRORS),
             *(F.min_by(F.struct("_o", "instance_id", "label", "score_text", "rank_text"),
-                       F.when(F.col(flag), F.col("_o"))).alias(f"{flag}_first") for flag, _, _ in _ERRORS),
+                       F.when(F.col(flag), F.col("_o"))).alias(f"{flag}_first") for flag, _, _ in flagged.ERRORS),
         ).collect()
     except Exception as exc:  # a file Spark cannot read, a query that fails when run
         if not is_spark_error(exc):
             raise
         raise InputError(f"cannot read ({spark_message(exc)})", opened[0].where) from None
     return rows, groups
-
-
-def _raise_first_error(stats: dict[tuple[int, str | None], Any], order: list[tuple[int, str | None]],
-                       wheres: dict[tuple[int, str | None], TableWhere], unknown: str, no_truth: str,
-                       line: Callable[[int, Any], int]) -> None:
-    """The first fault of :data:`_ERRORS`, in the store's order of the checks, then of the systems (``order``),
-    among the groups ``stats`` of :func:`_flagged` as an :class:`~hiersql.errors.InputError` naming the system
-    (``wheres``), the instance and the value, or the row's number by ``line`` when it has no instance id; the
-    labels not in the taxonomy and the instances without truth are no fault when ``unknown`` or ``no_truth`` is
-    ``ignore``."""
-    for flag, message, role in _ERRORS:
-        if flag == "_unknown" and unknown == "ignore" or flag == "_no_truth" and no_truth == "ignore":
-            continue
-        bad = [(stats[key][f"{flag}_first"], key) for key in order if stats[key] is not None and stats[key][flag]]
-        if not bad:
-            continue
-        row, key = bad[0]
-        if role is None:  # the column that is missing
-            role = "instance" if row["instance_id"] in (None, "") or row["instance_id"].lower() == "nan" else "label"
-        instance_id = None if role == "instance" and flag == "_missing" else row["instance_id"]
-        value = {"_missing": f"instance_id={row['instance_id']!r}, label={row['label']!r}",
-                 "_bad_score": row["score_text"], "_bad_rank": row["rank_text"],
-                 "_no_truth": row["instance_id"]}.get(flag, row["label"])
-        at = line(key[0], row["_o"]) if instance_id is None else None
-        raise InputError(message, *locate(wheres[key], at, role, instance_id), value)
-
-
-def _system_wheres(opened: list[_Source], by_source: dict[int, dict[str | None, Any]], predictions: bool,
-                   line: Callable[[int, Any], int]) -> dict[tuple[int, str | None], TableWhere]:
-    """How messages name each system (``(source number, system)``) of ``opened``, whose groups (per system)
-    are ``by_source``; a predictions table's system column is checked as
-    :func:`~hiersql.inputs.label_tables.expand` checks it: a NULL or empty value (its row's number by
-    ``line``), two spellings of one system, no row, a system name given that is not its only value."""
-    wheres: dict[tuple[int, str | None], TableWhere] = {}
-    for k, source in enumerate(opened):
-        found = by_source.get(k, {})
-        if source.system is not None or not predictions:
-            wheres[(k, source.system)] = TableWhere(source.where, source.columns)
-            continue
-        bad = sorted((g for v, g in found.items() if not v), key=lambda g: g["_first"])
-        if bad:
-            first = bad[0]
-            at = line(k, first["_first"]) if first["_first_id"] is None else None
-            raise InputError("missing system (NULL or empty)",
-                             *locate(TableWhere(source.where, source.columns), at, "system", first["_first_id"]),
-                             value=first["system"])
-        label_tables.check_spellings(((v, g["_spellings"]) for v, g in sorted(found.items())), source.columns["system"],
-                                source.where)
-        if not found:
-            raise InputError("the table has no rows, so no system", source.where)
-        if source.given is not None and sorted(found) != [source.given]:
-            raise InputError(f"the table has a system column ({source.columns['system']!r}, {len(found)}"
-                             " system(s)) whose values name the systems: give it no system name", source.where,
-                             value=source.given)
-        wheres.update({(k, v): TableWhere(source.where, source.columns, v) for v in sorted(found)})
-    return wheres
 
 
 def _warn_unread_systems(source: _Source) -> None:
@@ -426,14 +345,6 @@ def _warn_unread_systems(source: _Source) -> None:
         for name, column in source.unread.items():
             if counts[column] > 1:
                 warn_unread_system(source.where, name)
-
-
-def _ranked_by_name(opened: list[_Source], by_source: dict[int, dict[str | None, Any]]) -> list[str]:
-    """How messages name the sources of ``opened`` whose labels were ranked by name (no rank or score column;
-    Spark's reads have no row order) where the ranks mean something: an instance has two labels or more
-    (``_max_rank`` of their groups in ``by_source``)."""
-    return [source.where for k, source in enumerate(opened) if not {"rank", "score"} & set(source.columns)
-            and any((group["_max_rank"] or 0) > 1 for group in by_source.get(k, {}).values())]
 
 
 # ---------------------------------------------------------------------- loading

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .base import Engine
-from .dialect import dialect as dialect_of
+from ..base import Engine
+from ..dialect import dialect as dialect_of
 
 if TYPE_CHECKING:
     import duckdb
