@@ -112,16 +112,19 @@ def reads_spy(monkeypatch) -> list[str]:
 
 def test_germeval_b_every_family_in_place_equals_the_files(server, data_dir, capsys, monkeypatch):
     """Every measure (``all``) of GermEval B's tables in the engine's server equals the file-based run (labels
-    ranked by name: a table has no row order); of the server's tables only the taxonomy is copied out."""
+    ranked by name: a table has no row order), and prints the very bytes of the default DuckDB engine reading
+    the same tables; of the server's tables only the taxonomy is copied out."""
     base, params = server
     before = snapshot(params)
+    args = ["--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::public.{GOLD}", "--pred", f"{base}::{RUNS}",
+            *COLUMN_FLAGS, "--metrics", "all", "--format", "csv"]
+    duckdb = evaluate(capsys, args)
     read = reads_spy(monkeypatch)
-    code, out, err, _ = evaluate(capsys, [
-        "--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::public.{GOLD}", "--pred", f"{base}::{RUNS}",
-        *COLUMN_FLAGS, "--metrics", "all", "--format", "csv", "--engine", "postgres", "--postgres-url", base])
+    code, out, err, _ = evaluate(capsys, [*args, "--engine", "postgres", "--postgres-url", base])
     assert code == 0, err
     assert read == [f"{base}::{GENRES}"]
     assert_same_values(csv_rows(out), by_name_reference(data_dir))
+    assert out == duckdb[1]
     assert snapshot(params) == before
 
 

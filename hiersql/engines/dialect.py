@@ -6,6 +6,10 @@ names the runners create, and the rewrites applied to sqlglot's tree after the t
 ``tree -> tree``, in the manner of sqlglot's ``transforms``). A dialect without a record of its own (Snowflake,
 BigQuery, ...) gets the default one: no ordered aggregates, temporary tables, no rewrite.
 
+PostgreSQL reads ``1.0`` as ``numeric``, whose means, divisions and square roots keep some 16 to 20 digits:
+rounded again to a double, a value may end one unit in the last place away from DuckDB's. Its decimal literals
+become ``DOUBLE PRECISION`` (:func:`decimals_as_doubles`), and PostgreSQL prints DuckDB's digits.
+
 The Spark rewrites (Spark, Spark 2 and Databricks share them):
 
 - Spark reads a literal such as ``1.0`` as ``DECIMAL(2,1)``, and its decimal division keeps only 6 digits
@@ -227,7 +231,9 @@ _DIALECTS = {
     "duckdb": EngineDialect("duckdb", sums="ordered", run_here=True),
     # PostgreSQL has no statistics of a new table until it is analysed, and plans some stages (NOT IN over a
     # stage, joins of stages) as if it were empty
-    "postgres": EngineDialect("postgres", sums="ordered", analyze_statement="ANALYZE {}", run_here=True),
+    # PostgreSQL too reads 1.0 as a decimal (numeric), whose means keep 16 to 20 digits
+    "postgres": EngineDialect("postgres", sums="ordered", analyze_statement="ANALYZE {}", run_here=True,
+                              rewrites=(decimals_as_doubles,)),
     "spark": replace(_SPARK, run_here=True),
     "spark2": replace(_SPARK, name="spark2"),
     "databricks": replace(_SPARK, name="databricks"),
