@@ -92,7 +92,10 @@ def one_case(case: str, master: str, metrics: str, env: dict[str, str], timeout:
         wall = time.monotonic() - start
         run, cpu, tasks = task_times(events)
         rows = len((Path(tmp) / "out.csv").read_text().splitlines()) - 1
-        last = (Path(tmp) / "err.txt").read_text().strip().splitlines()[-1:] or [""]
+        err_text = (Path(tmp) / "err.txt").read_text().strip()
+        if process.returncode:
+            print(f"{case}: exit {process.returncode}:\n{err_text[:3000]}", file=sys.stderr)
+        last = err_text.splitlines()[-1:] or [""]
         return {"case": case, "wall": wall, "task run": run, "task cpu": cpu, "tasks": tasks,
                 "driver peak GiB": peak / 2**30, "exit": process.returncode, "rows": rows, "last": last[0][:120]}
 

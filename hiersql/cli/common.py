@@ -236,18 +236,18 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any
         from ..engines import PostgresEngine
 
         inputs = Store(memory_limit=run.memory_limit, threads=run.threads)  # this run's own, never --db
-        columns = {"unknown": args.unknown, "instance_col": args.instance_col, "label_col": args.label_col,
+        shared = {"unknown": args.unknown, "instance_col": args.instance_col, "label_col": args.label_col,
                    "score_col": args.score_col, "system_col": args.system_col, "rank_col": args.rank_col,
                    "on_step": steps.start}
         if isinstance(engine, PostgresEngine):
             from ..engines.postgres.sources import load as load_postgres
 
-            load_postgres(engine, inputs, taxonomy, args.truth, preds, **columns)
+            load_postgres(engine, inputs, taxonomy, args.truth, preds, **shared)
         else:
             from ..engines.spark.sources import load
 
             load(engine, inputs, args.taxonomy, args.truth, preds, args.labels_format, parent_col=args.parent_col,
-                 child_col=args.child_col, **columns)
+                 child_col=args.child_col, **shared)
         _check_label_universe(inputs, getattr(args, "labels", None))
         return store
     earlier = _keep_earlier_inputs(store) if args.db else False
