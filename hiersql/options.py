@@ -88,6 +88,21 @@ class OutOfMemory(OptionError):
         super().__init__("memory_limit", rule, None)
 
 
+class SparkOutOfMemory(OptionError):
+    """Spark ran out of memory while ``step`` ran: the memory that ``setting`` (``spark.executor.memory`` or
+    ``spark.driver.memory``, given with ``--spark-conf``) bounds, now ``value``. Says the step, Spark's reason
+    and a value to try, twice the one that failed. A setting, not a bug: one line naming ``--spark-conf``, exit
+    status 2."""
+
+    def __init__(self, step: str, setting: str, value: str, reason: str) -> None:
+        import re
+
+        found = re.fullmatch(r"(\d+)([a-zA-Z]*)", value.strip())
+        twice = f"{2 * int(found[1])}{found[2]}" if found else None
+        rule = f"Spark ran out of memory while {step} ({reason}; {setting}={value})"
+        super().__init__("spark_conf", rule + (f": try {setting}={twice}" if twice else ""), None)
+
+
 def _size(n: float) -> str:
     """A byte count as DuckDB reads a memory limit, rounded up: ``3GB``, ``600MB``."""
     import math

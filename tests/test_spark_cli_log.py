@@ -11,6 +11,7 @@ of a small input compiles with C1 alone, a large one's with C2 for the hottest m
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -130,3 +131,21 @@ def test_the_jvm_of_an_input_of_unknown_or_large_size_keeps_c2(rows, tmp_path):
     assert {"-XX:Tier4InvocationThreshold=50000", "-XX:Tier4MinInvocationThreshold=6000",
             "-XX:Tier4CompileThreshold=150000", "-XX:Tier4BackEdgeThreshold=7000", "-XX:+UseSerialGC"} <= set(flags)
     assert "-XX:TieredStopAtLevel=1" not in flags and "-XX:Tier4BackEdgeThreshold=400000" not in flags, flags
+
+
+@pytest.mark.spark
+def test_spark_running_out_of_memory_exits_2_naming_the_setting_and_a_value_to_try(data_dir, tmp_path):
+    """A task whose execution memory runs out (``spark.memory.fraction`` so small that no page of 256 KiB
+    fits) is one line naming ``--spark-conf``, the step, Spark's reason and the setting doubled, exit 2; not
+    an internal error. On ``local`` the tasks run in the driver: the setting is the driver's."""
+    canonical = data_dir / "canonical"
+    result = subprocess.run(
+        [sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", str(canonical / "taxonomy.tsv"),
+         "--truth", str(canonical / "truth_b.tsv"), "--pred", f"a={canonical / 'pred_b' / 'LT-UHH__baseline.tsv'}",
+         "--metrics", "hp", "--engine", "spark", "--spark-master", "local[1]", "--spark-conf",
+         "spark.memory.fraction=0.0001", "--spark-conf", "spark.driver.memory=1g"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert re.fullmatch(r"hiersql: error: --spark-conf: Spark ran out of memory while the SQL step set_based\.\w+"
+                        r" \(.*Unable to acquire \d+ bytes of memory.*; spark\.driver\.memory=1g\): try"
+                        r" spark\.driver\.memory=2g\n", result.stderr), result.stderr

@@ -8,13 +8,14 @@ import shutil
 import warnings
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ... import sqlfiles
-from ...errors import DataWarning, InputError
-from ...options import Options
+from ...errors import DataWarning, InputError, is_spark_error
+from ...options import Options, SparkOutOfMemory
 from ...plan import FamilyPlan, Python, Row, Sql, Step
 from ..base import STORE_TABLES, Engine, solve_arrow, solve_recorded
 from ..compile import _tree
@@ -33,6 +34,9 @@ PARTITION_AT = "hiersql.partitionRows"  # Spark setting: SparkEngine's partition
 # reads the stored inputs' files and solves them in less time than the Python workers take to start and receive
 # the shuffled rows (GermEval B's pairings, 1.1 M keyed rows: about 4x less)
 PARTITION_ROWS = 4_000_000
+# Spark's words for memory that ran out (a task's execution memory, a JVM's heap); group 1: what it says
+_OUT_OF_MEMORY = re.compile(r"(?:SparkOutOfMemoryError|java\.lang\.OutOfMemoryError): ([^\n]*?)(?: SQLSTATE: \w+)?\s*$",
+                            re.MULTILINE)
 
 
 class SparkEngine(Engine):
@@ -302,13 +306,29 @@ class SparkEngine(Engine):
 
     def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
               text: str | None = None) -> None:
-        deps = [dep for dep in sqlfiles.dependencies(file, query, "spark", text=text, params=params)
-                if dep not in done]
-        bodies = sqlfiles.queries(file, self.dialect)
-        self._node_closure_for(*(bodies[dep] for dep in deps), bodies[query] if text is None else text)
-        for dep in deps:
-            super().stage(file, dep, params, done)
-        super().stage(file, query, params, done, text)
+        with self._memory_of(f"the SQL step {file}.{query}"):
+            deps = [dep for dep in sqlfiles.dependencies(file, query, "spark", text=text, params=params)
+                    if dep not in done]
+            bodies = sqlfiles.queries(file, self.dialect)
+            self._node_closure_for(*(bodies[dep] for dep in deps), bodies[query] if text is None else text)
+            for dep in deps:
+                super().stage(file, dep, params, done)
+            super().stage(file, query, params, done, text)
+
+    @contextmanager
+    def _memory_of(self, step: str) -> Iterator[None]:
+        """Spark's out-of-memory failure within as :class:`~hiersql.options.SparkOutOfMemory` naming ``step``
+        and the setting that bounds the memory that ran out: an executor's (``spark.executor.memory``) for a
+        task of a cluster's executor, else the driver's (``spark.driver.memory``; ``local`` runs its tasks)."""
+        try:
+            yield
+        except Exception as exc:
+            found = is_spark_error(exc) and _OUT_OF_MEMORY.search(str(exc))
+            if not found:
+                raise
+            executor = "stage failure" in str(exc) and not master_of(self.spark).startswith("local")
+            setting = "spark.executor.memory" if executor else "spark.driver.memory"
+            raise SparkOutOfMemory(step, setting, self.spark.conf.get(setting, "1g"), found[1]) from None
 
     def result(self, file: str, query: str, params: Mapping[str, object], done: set[str],
                text: str | None = None) -> list[tuple]:
@@ -333,6 +353,10 @@ class SparkEngine(Engine):
             self._register(self.table(name), frame)
 
     def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
+        with self._memory_of(f"the Python step {step.name}"):
+            self._solve(step, params, options)
+
+    def _solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         """A step that declares ``partition_by`` runs in the executors, once per partition of its keyed inputs
         (``mapInArrow``): each keyed table is hashed on its key columns into ``spark.sql.shuffle.partitions``
         partitions, the rows of one key value of every keyed table meet in one partition, the other inputs
