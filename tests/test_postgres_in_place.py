@@ -208,3 +208,17 @@ def test_which_sources_are_read_in_place():
     assert not in_place(url, f"{url}::gold", ["postgresql://me@localhost:5433/other::runs"])
     assert not in_place(url, f"{url}::gold", ["postgresql://you@localhost:5433/db::runs"])
     assert not in_place(None, f"{url}::gold", [f"{url}::runs"])
+
+
+def test_per_instance_tables_in_place_are_duckdbs(server, capsys, tmp_path):
+    """``--per-instance`` of every family computed in the server writes the files of the default engine on the
+    same tables, byte for byte."""
+    base, _ = server
+    args = [*hand_args(base, "messy", "--unknown", "ignore"), "--metrics", "all"]
+    for name, extra in (("duckdb", []), ("postgres", engine_flags(base))):
+        code, _, err, _ = evaluate(capsys, [*args, "--per-instance", str(tmp_path / name), *extra])
+        assert code == 0, err
+    files = sorted(p.name for p in (tmp_path / "duckdb").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "postgres").iterdir()) and "set_based.csv" in files
+    for name in files:
+        assert (tmp_path / "postgres" / name).read_bytes() == (tmp_path / "duckdb" / name).read_bytes(), name

@@ -158,7 +158,7 @@ def write_per_instance(store, groups: dict[str, list[str]], opts, folder: str, e
 
     from ..errors import InputError
     from ..files import write_atomically
-    from ..measures import family, plan_of
+    from ..measures import family
 
     out = Path(folder)
     try:
@@ -167,8 +167,7 @@ def write_per_instance(store, groups: dict[str, list[str]], opts, folder: str, e
             per_instance = getattr(family(fam), "per_instance", None)
             if per_instance is None:
                 continue
-            table = per_instance(store, opts) if engine is None else engine.per_instance(plan_of(fam),
-                                                                                         opts).to_pandas()
+            table = per_instance(store if engine is None else engine, opts)
             write_atomically(out / f"{fam}.csv", table.to_csv(index=False))
     except OSError as exc:
         raise InputError(f"cannot write the per-instance files ({exc.strerror or exc})", "--per-instance",

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engines import DuckDBEngine
 from ...plan import FamilyPlan, Measure, Sql
-from .. import REGISTRY, Options, Row
+from .. import REGISTRY, Options, Row, as_engine
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,12 +131,12 @@ def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
     return DuckDBEngine(store).run_plan(PLAN, metrics, options)
 
 
-def per_instance(store: Store, options: Options) -> pd.DataFrame:
+def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
     """The per-instance counts and values for every k of ``options.k`` (column ``k``), rows ordered by k,
-    system and instance."""
+    system and instance; computed by ``source``, an engine or a store's DuckDB."""
     import pandas as pd
 
-    engine = DuckDBEngine(store)
+    engine = as_engine(source)
     frames = []
     for _, group in _groups(list(METRICS), options):
         frame = engine.per_instance(PLAN, group).to_pandas()
@@ -153,8 +153,6 @@ def histogram(source: Store | Engine, options: Options | None = None) -> pd.Data
     ``options.severity_distance`` is the distance; ``options.k`` is not read (the top-1 label). A system's
     ``Σ distance · instances / Σ instances`` is its :func:`mistake_severity` at k = 1."""
     import pandas as pd
-
-    from .. import as_engine
 
     rows = as_engine(source).run_queries(PLAN, ["mistake_severity"], _top1(options), {
         "severity_histogram_rows": "SELECT system, distance, instances FROM severity_histogram"})
