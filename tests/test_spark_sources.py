@@ -269,7 +269,9 @@ def test_bad_rows_are_the_stores_errors(spark, rows, message):
 
 def test_ignored_rows_and_duplicates_are_counted(spark):
     """``unknown="ignore"``/``no_truth="ignore"`` drop the rows with a count, duplicates collapse with a
-    count, as the store warns; the values are the hand example's."""
+    count, as the store warns; and, as the store says of a table without row order whose instances are read
+    with two rows or more (before the duplicates collapse and the unknown labels go: i1 of M1, i2 of M2), that
+    its labels are ranked by name. The values are the hand example's."""
     rows = [*HAND_PREDS, ("M1", "i1", "a1"), ("M2", "i2", "zebra"), ("M2", "i7", "a"), ("M2", "i8", "a")]
     with pytest.warns(DataWarning) as caught:
         engine = hand_load(spark, pd.DataFrame(rows, columns=["model", "doc", "genre"]), unknown="ignore",
@@ -279,6 +281,9 @@ def test_ignored_rows_and_duplicates_are_counted(spark):
         "<Spark DataFrame> (model='M1'): 1 duplicate (instance_id, label) row(s) collapsed",
         "<Spark DataFrame> (model='M2'): ignored 1 label(s) not in the taxonomy (first: 'zebra')",
         "<Spark DataFrame> (model='M2'): ignored 2 predicted instance(s) with no truth (first: 'i7')",
+        "<Spark DataFrame>: no rank or score column and no row order: the labels of an instance are ranked by name"
+        " for the measures that read ranks (pl and the other scoring-tree measures, the HCM's hcm_*); give their"
+        " order with --rank-col (rank_col=)",
     ]
     got = {(r.system, r.metric): r.value for r in compute(engine, ["hp", "hr"]) if r.average == "micro"}
     assert got == pytest.approx(HAND_VALUES)

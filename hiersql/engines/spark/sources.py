@@ -319,11 +319,13 @@ def _flagged(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     rank = F.expr(f"sum(CAST(_keep AS INT)) OVER (PARTITION BY {', '.join(unit)} ORDER BY {RANK_ORDER}"
                   " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)")
     try:
-        rows = rows.withColumn("_keep", keep).withColumn("rank", rank.cast("int")).localCheckpoint(eager=True)
+        # _labels: the rows read of the row's instance (the store's test of whether its ranks mean something)
+        rows = rows.withColumn("_keep", keep).withColumn("rank", rank.cast("int")).withColumn(
+            "_labels", F.expr(f"count(*) OVER (PARTITION BY {', '.join(unit)})")).localCheckpoint(eager=True)
         groups = rows.groupBy("_src", "system").agg(
             F.count("*").alias("n"), F.count_if("_keep").alias("kept"), F.count_if("_dup").alias("dups"),
             F.min("_o").alias("_first"), F.min_by("instance_id", "_o").alias("_first_id"),
-            F.sort_array(F.collect_set("_system_text")).alias("_spellings"), F.max("rank").alias("_max_rank"),
+            F.sort_array(F.collect_set("_system_text")).alias("_spellings"), F.max("_labels").alias("_max_rank"),
             *(F.count_if(flag).alias(flag) for flag, _, _ in flagged.ERRORS),
             *(F.min_by(F.struct("_o", "instance_id", "label", "score_text", "rank_text"),
                        F.when(F.col(flag), F.col("_o"))).alias(f"{flag}_first") for flag, _, _ in flagged.ERRORS),
