@@ -31,6 +31,9 @@ NO_TRUTH = "predicted instance has no truth"
 DUPLICATES = "duplicate (instance_id, label) row(s) collapsed"
 MISSING_SYSTEM = "missing system (NULL or empty)"
 NO_INSTANCE = "truth has no instance"
+# A truth source read with no instance at all (the store's and the in-engine readers' message).
+EMPTY_TRUTH = (f"{NO_INSTANCE} (an empty file, or no line of the label format, such as a GermEval file without the"
+               " subtask's section)")
 # What the readers do without a word, and what only tables given to the SQL door can hold.
 SPACES = "spaces around the value (stripped, as the readers strip them)"
 DUPLICATE_INSTANCE = "instance listed twice (collapsed)"

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import InputError
-from . import readers, staging
+from . import readers, rules, staging
 from .closure import fill_taxonomy
 from .readers import LabelSource, prediction_items
 from .staging import Staged, first_row, temp_table, warn_data
@@ -142,9 +142,7 @@ class Store:
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
         """Check the staged truth and replace ``truth`` and ``instances`` with it, in one transaction."""
         if not first_row(self.con, "SELECT count(*) FROM _incoming_instances")[0]:  # nothing to evaluate
-            raise InputError("truth has no instance (an empty file, or no line of the label format, such as"
-                             " a GermEval file without the subtask's section)",
-                             staged.wheres[0])
+            raise InputError(rules.EMPTY_TRUTH, staged.wheres[0])
         with self.transaction():
             staging.check_staged(self.con, staged, unknown)
             self.con.execute("DELETE FROM truth")

@@ -268,8 +268,7 @@ def load(
     found, by_name = _checked(engine, flagged_truth, [_open(engine, 0, (None, truth, None), columns, False)],
                               False, unknown, no_truth)
     if not found:
-        raise InputError("truth has no instance (an empty file, or no line of the label format, such as a"
-                         " GermEval file without the subtask's section)", truth)
+        raise InputError(rules.EMPTY_TRUTH, truth)
     rows = sql.Identifier(flagged_truth).as_string(engine.conn)
     engine._materialize(engine.table("truth"), f"SELECT instance_id, label, rank FROM {rows} WHERE _keep")
     engine._materialize(engine.table("instances"), f"SELECT DISTINCT instance_id FROM {rows}")

@@ -420,8 +420,7 @@ def load(
         opened = _rows(spark, 0, (None, truth, None), columns, False)
         read, kept, found, by_name = _checked(engine, [opened], False, unknown, no_truth)
         if not found:
-            raise InputError("truth has no instance (an empty file, or no line of the label format, such as a"
-                             " GermEval file without the subtask's section)", opened.where)
+            raise InputError(rules.EMPTY_TRUTH, opened.where)
         engine.use_frame("truth", kept.select("instance_id", "label", "rank"), computed=True)
         engine.use_frame("instances", read.select("instance_id").distinct())
         if local:  # the store checks its predictions against the truth
