@@ -3,7 +3,7 @@ order, how messages name each system of a table, and the warnings of what was cl
 
 An engine that reads label tables in place (:mod:`hiersql.engines.spark.sources`,
 :mod:`hiersql.engines.postgres.sources`) flags each row with the checks of :data:`ERRORS` and sums the flags per
-source and system into *groups*: mappings with ``n`` (rows), ``kept``, ``dups`` (duplicate rows collapsed),
+source and system into *groups*: mappings with ``kept`` (rows kept), ``dups`` (duplicate rows collapsed),
 ``_first`` (the first row's position), ``_first_id`` (its instance), ``_spellings`` (the system as written,
 sorted), ``_max_rank`` (the most labels of an instance: above 1, ranks mean something), and per flag of
 :data:`ERRORS` its count and ``<flag>_first``, the first flagged row (``_o`` its position, ``instance_id``,

@@ -159,7 +159,7 @@ def _flag(engine: PostgresEngine, name: str, opened: list[_Source], predictions:
              keep=sql.SQL(keep))
     flags = [flag for flag, _, _ in flagged.ERRORS]
     groups = sql.SQL(
-        "SELECT _src, system, count(*) AS n, count(*) FILTER (WHERE _keep) AS kept,"
+        "SELECT _src, system, count(*) FILTER (WHERE _keep) AS kept,"
         " count(*) FILTER (WHERE _dup) AS dups, min(line) AS _first, max(_labels) AS _max_rank,"
         " array_agg(DISTINCT _system_text COLLATE \"C\" ORDER BY _system_text COLLATE \"C\")"
         "  FILTER (WHERE _system_text IS NOT NULL) AS _spellings, {flags} FROM {name} GROUP BY _src, system"

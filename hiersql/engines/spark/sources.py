@@ -323,7 +323,7 @@ def _flagged(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
         rows = rows.withColumn("_keep", keep).withColumn("rank", rank.cast("int")).withColumn(
             "_labels", F.expr(f"count(*) OVER (PARTITION BY {', '.join(unit)})")).localCheckpoint(eager=True)
         groups = rows.groupBy("_src", "system").agg(
-            F.count("*").alias("n"), F.count_if("_keep").alias("kept"), F.count_if("_dup").alias("dups"),
+            F.count_if("_keep").alias("kept"), F.count_if("_dup").alias("dups"),
             F.min("_o").alias("_first"), F.min_by("instance_id", "_o").alias("_first_id"),
             F.sort_array(F.collect_set("_system_text")).alias("_spellings"), F.max("_labels").alias("_max_rank"),
             *(F.count_if(flag).alias(flag) for flag, _, _ in flagged.ERRORS),
