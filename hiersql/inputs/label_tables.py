@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError
+from . import rules
 from .sources import (
     Columns,
     Table,
@@ -83,8 +84,7 @@ class LabelTable(NamedTuple):
         cols = self.columns
         used = list(dict.fromkeys(cols.values()))
         text = {role: f"CAST({quote(col)} AS VARCHAR)" for role, col in cols.items()}
-        number = {role: f"TRY_CAST({quote(cols[role])} AS DOUBLE)" if role in cols else "NULL::DOUBLE"
-                  for role in ("score", "rank")}
+        number = {role: self._number(role) for role in ("score", "rank")}
         return (f"SELECT {text['instance']} AS instance_id, {text['label']} AS label,"
                 f" {text.get('score', 'NULL::VARCHAR')} AS score_text, {number['score']} AS score,"
                 f" trim({text.get('system', 'NULL::VARCHAR')}) AS system,"
@@ -92,6 +92,16 @@ class LabelTable(NamedTuple):
                 f" {text.get('rank', 'NULL::VARCHAR')} AS rank_text, {number['rank']} AS ord,"
                 f" row_number() OVER () + {self.table.first_line - 1:d} AS line, 1 AS pos,"
                 f" {str(self.table.ordered).lower()} AS in_order FROM {self.table.read(used)}")
+
+    def _number(self, role: str) -> str:
+        """SQL of the number of the ``role`` column: its text under :data:`~hiersql.inputs.rules.NUMBER`'s rule,
+        a number column cast."""
+        if role not in self.columns:
+            return "NULL::DOUBLE"
+        column = self.columns[role]
+        if self.table.kinds[self.table.names.index(column)] == "text":
+            return rules.number_sql(f"CAST({quote(column)} AS VARCHAR)")
+        return f"TRY_CAST({quote(column)} AS DOUBLE)"
 
     def ranked_by_name(self) -> bool:
         """Whether its labels are ranked by name (:data:`RANK_ORDER`): a table without a row order

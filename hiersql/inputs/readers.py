@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import InputError
-from . import label_tables, sources
+from . import label_tables, rules, sources
 from .arguments import LABEL_FORMATS, argument_error, check_label_source, label_set_members
 from .label_tables import locate
 from .staging import (
@@ -203,7 +203,7 @@ def _raw_lines(con: duckdb.DuckDBPyConnection, paths: list[Path], srcs: list[int
 
 def _stage_long(con: duckdb.DuckDBPyConnection, q: dict[str, str], wheres: list[str]) -> None:
     incoming(
-        con, f"SELECT *, TRY_CAST(score_text AS DOUBLE) AS score FROM ({q['long_rows']})",
+        con, f"SELECT *, {rules.number_sql('score_text')} AS score FROM ({q['long_rows']})",
     )
     bad = first_row(
         con, "SELECT src, line, raw, n_fields FROM _incoming WHERE n_fields NOT IN (2, 3) ORDER BY src, line LIMIT 1"
@@ -332,9 +332,9 @@ def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]],
         for name in table:
             table[name] += rows[name]
     incoming(
-        con, "SELECT unnest($src) AS src, trim(unnest($instance_id)) AS instance_id, trim(unnest($label)) AS label,"
-        " unnest($line) AS line, unnest($pos) AS pos, unnest($score) AS score_text,"
-        " TRY_CAST(unnest($score) AS DOUBLE) AS score",
+        con, f"SELECT *, {rules.number_sql('score_text')} AS score FROM (SELECT unnest($src) AS src,"
+        " trim(unnest($instance_id)) AS instance_id, trim(unnest($label)) AS label, unnest($line) AS line,"
+        " unnest($pos) AS pos, unnest($score) AS score_text)",
         {"src": src} | table,
     )
     check_rows(con, wheres)

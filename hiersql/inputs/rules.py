@@ -41,6 +41,26 @@ DUPLICATE_SYSTEM = "system listed twice (collapsed)"
 UNLISTED_INSTANCE = "instance of the truth not in instances"
 UNLISTED_SYSTEM = "system of the predictions not in systems"
 
+# A score or rank written as text is a number when it is written in decimal (a sign, digits with a point, an
+# exponent) or as inf, infinity or nan (any case; nan unsigned), spaces around it, and its value is within a double's
+# range. Every reader applies it (DuckDB, PostgreSQL and Spark cast other spellings, or raise on a value out of
+# range, each its own way). The patterns hold no backslash: they are the same text in every SQL dialect's literals.
+_SPACE = "[ \t\n\r\f\v]*"
+NUMBER = (f"^{_SPACE}([-+]?(([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?|[iI][nN][fF]([iI][nN][iI][tT][yY])?)"
+          f"|[nN][aA][nN]){_SPACE}$")
+INFINITE = "[iI][nN][fF]"  # written as an infinity: an infinite cast of anything else overflowed
+NONZERO = "^[^eE]*[1-9]"  # a nonzero digit before the exponent: a zero cast of it underflowed
+
+
+def number_sql(text: str) -> str:
+    """DuckDB's SQL of the number the text expression ``text`` holds under :data:`NUMBER`'s rule, else NULL."""
+    value = f"TRY_CAST({text} AS DOUBLE)"
+    number, infinite, nonzero = (f"'{pattern}'" for pattern in (NUMBER, INFINITE, NONZERO))  # no quote in them
+    return (f"CASE WHEN regexp_full_match({text}, {number}) AND NOT ((isinf({value}) AND NOT"
+            f" regexp_matches({text}, {infinite})) OR ({value} = 0 AND regexp_matches({text}, {nonzero})))"
+            f" THEN {value} END")
+
+
 INPUT_TABLES = ("truth", "predictions", "instances", "systems")
 # The columns that name a row of each table in messages and in hiersql_check()'s row_key.
 KEYS = {"truth": ("instance_id",), "predictions": ("system", "instance_id"), "instances": ("instance_id",),

@@ -14,7 +14,8 @@ warning), predicted instances without truth. Ids, labels and systems lose the sp
 (:data:`hiersql.options.SPACES`). A table has no row order: the labels of an instance are ranked by
 :data:`hiersql.inputs.tables.RANK_ORDER` (the label last, in byte order, ``COLLATE "C"``, as DuckDB orders
 text), a row without an instance id is named by its number in the server's scan (one process, from the first
-page). A text score or rank column holds a number where PostgreSQL reads one (:data:`NUMBER`).
+page). A text score or rank column holds a number under the store's rule (:data:`hiersql.inputs.rules.NUMBER`):
+a number out of a double's range is not one, where a cast would raise (:data:`DOUBLE_OR_NULL`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ if TYPE_CHECKING:
     from ...inputs.store import Store
     from .engine import PostgresEngine
 
-# A text score or rank that PostgreSQL reads as a double: a decimal number, Infinity or NaN, spaces around it.
-NUMBER = r"^\s*[-+]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?|[iI][nN][fF]([iI][nN][iI][tT][yY])?|[nN][aA][nN])\s*$"
+# The double a text of rules.NUMBER is, NULL out of range (PostgreSQL's cast raises there; DuckDB's gives
+# infinity or zero, which the store's rule refuses). Called only where the text may be out of range (_FAR).
+DOUBLE_OR_NULL = ("CREATE OR REPLACE FUNCTION pg_temp.hiersql_double(text) RETURNS double precision LANGUAGE plpgsql"
+                  " IMMUTABLE AS $$BEGIN RETURN CAST($1 AS double precision); EXCEPTION WHEN"
+                  " numeric_value_out_of_range THEN RETURN NULL; END$$")
+_FAR = "[eE][-+]?[0-9]{3}"  # an exponent of three digits; a longer text than 20 characters is far too
 # Labels in byte order (DuckDB's), whatever the database's collation.
 RANK_ORDER_C = RANK_ORDER.replace("label ASC", 'label COLLATE "C" ASC')
 _SERVER = ("host", "hostaddr", "port", "dbname", "user")
@@ -106,8 +111,9 @@ def _open(engine: PostgresEngine, k: int, item: tuple[str | None, Any, str | Non
         if role not in col:
             return sql.SQL("CAST(NULL AS double precision)")
         if kinds[labels.columns[role]][1] == "text":
-            return sql.SQL("CASE WHEN {c} ~ {n} THEN CAST({c} AS double precision) END").format(
-                c=col[role], n=sql.Literal(NUMBER))
+            return sql.SQL("CASE WHEN {c} ~ {n} THEN CASE WHEN length({c}) > 20 OR {c} ~ {far} THEN"
+                           " pg_temp.hiersql_double({c}) ELSE CAST({c} AS double precision) END END").format(
+                c=col[role], n=sql.Literal(rules.NUMBER), far=sql.Literal(_FAR))
         return sql.SQL("CAST({} AS double precision)").format(col[role])
 
     def trimmed(role: str) -> sql.Composable:
@@ -171,6 +177,7 @@ def _flag(engine: PostgresEngine, name: str, opened: list[_Source], predictions:
         cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         cur.execute("SET LOCAL synchronize_seqscans = off")
         cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier("pg_temp", name)))
+        cur.execute(DOUBLE_OR_NULL)
         cur.execute(statement)
         cur.execute(groups)
         found = [dict(zip([c.name for c in cur.description], row, strict=True)) for row in cur.fetchall()]

@@ -1,0 +1,113 @@
+"""One rule for a score written as text (``hiersql.inputs.rules.NUMBER``), whatever reads it: the store's DuckDB
+readers (a file, a Parquet column of text), PostgreSQL reading its own tables in place and Spark reading a
+DataFrame. Each SQL engine casts other spellings its own way (DuckDB reads ``1_000`` as 1000, Spark's cast is
+Java's) and PostgreSQL raised on a number out of a double's range, where DuckDB gave an infinity or zero: the same
+table was a number through one door, an error through another, an internal error through a third."""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hiersql.cli import main
+from hiersql.errors import DataWarning, InputError
+from hiersql.inputs import rules
+
+# spellings that are numbers, with their values by hand
+NUMBERS = {"1": 1.0, " 1.5 ": 1.5, "\t2\n": 2.0, "+.5": 0.5, "5.": 5.0, "1E+2": 100.0, "-Infinity": -math.inf,
+           "inf": math.inf, "nan": math.nan, "1e-310": 1e-310, "0e500": 0.0, "-0": -0.0}
+# spellings that are not: digit separators, suffixes, hexadecimal, a signed nan, a comma, and values out of a
+# double's range (a cast gives an infinity or zero, or raises), one of them written without an exponent
+NOT_NUMBERS = ["1_000", "1d", "0x10", "-nan", "1,5", "1e400", "-1e400", "1e-400", "1.5e+0400", "9" * 400]
+
+
+def test_the_rule_in_duckdb_by_hand():
+    con = duckdb.connect()
+    for text, want in NUMBERS.items():
+        got = con.execute(f"SELECT {rules.number_sql('CAST($t AS VARCHAR)')}", {"t": text}).fetchall()[0][0]
+        assert (math.isnan(got) if math.isnan(want) else got == want and math.copysign(1, got) ==
+                math.copysign(1, want)), (text, got)
+    for text in NOT_NUMBERS:
+        assert con.execute(f"SELECT {rules.number_sql('$t')}", {"t": text}).fetchall()[0][0] is None, text
+
+
+def files(tmp_path, score: str) -> list[str]:
+    """The hand case as files: i2's true label ``b1`` scored ``score``, ``a1`` scored 0.2 (top-1 by score)."""
+    (tmp_path / "tax.tsv").write_text("r\ta\nr\tb\na\ta1\nb\tb1\n")
+    (tmp_path / "truth.tsv").write_text("i1\ta1\ni2\tb1\n")
+    (tmp_path / "p.tsv").write_text(f"i1\ta1\t0.5\ni2\tb1\t{score}\ni2\ta1\t0.2\n")
+    return ["--taxonomy", str(tmp_path / "tax.tsv"), "--truth", str(tmp_path / "truth.tsv")]
+
+
+def run(capsys, args: list[str]) -> tuple[int, str, str]:
+    code = main(["evaluate", *args, "--metrics", "top_k_accuracy", "--k", "1", "--format", "csv"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("text", ["1_000", "1e400", "1e-400", "0x10"])
+def test_a_file_and_a_parquet_text_column_refuse_what_the_rule_refuses(tmp_path, capsys, text):
+    args = files(tmp_path, text)
+    code, _, err = run(capsys, [*args, "--pred", f"m={tmp_path / 'p.tsv'}"])
+    assert code == 2 and err == f"hiersql: error: {tmp_path / 'p.tsv'}:2: score is not a number: {text!r}\n"
+    pq.write_table(pa.table({"doc": ["i1", "i2"], "genre": ["a1", "b1"], "score": ["0.5", text]}),
+                   tmp_path / "p.parquet")
+    code, _, err = run(capsys, [*args, "--pred", f"m={tmp_path / 'p.parquet'}", "--instance-col", "doc",
+                                "--label-col", "genre", "--score-col", "score"])
+    assert code == 2 and err == f"hiersql: error: {tmp_path / 'p.parquet'}:2: score is not a number: {text!r}\n"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("text", [*NOT_NUMBERS, *(t for t in NUMBERS if t != "nan")])
+def test_postgres_in_place_says_what_the_store_says(pg_dsn, capsys, tmp_path, text):
+    """The same table read by the store (copied into DuckDB) and in place: the same exit, rows and message
+    (top-1 accuracy follows the score: 1 where ``b1``'s beats 0.2)."""
+    psycopg = pytest.importorskip("psycopg")
+    from psycopg import sql
+
+    from tests.test_sources_postgres import create, uri
+
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS hiersql_numbers")
+        admin.execute("CREATE DATABASE hiersql_numbers")
+    params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": "hiersql_numbers"}
+    with psycopg.connect(**params) as con:
+        create(con, "tax", ["parent", "child"], [("r", "a"), ("r", "b"), ("a", "a1"), ("b", "b1")])
+        create(con, "truth", ["doc", "genre"], [("i1", "a1"), ("i2", "b1")])
+        create(con, "p", ["doc", "genre", "score"], [("i1", "a1", "0.5"), ("i2", "b1", text), ("i2", "a1", "0.2")])
+        assert con.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier("p"))).fetchall() == [(3,)]
+    base = uri(pg_dsn).rsplit("/", 1)[0] + "/hiersql_numbers"
+    args = ["--taxonomy", f"{base}::tax", "--truth", f"{base}::truth", "--pred", f"m={base}::p", "--instance-col",
+            "doc", "--label-col", "genre", "--score-col", "score"]
+    copied = run(capsys, args)
+    in_place = run(capsys, [*args, "--engine", "postgres", "--postgres-url", base])
+    assert in_place == copied
+    if text in NUMBERS:
+        top_1 = 1.0 if NUMBERS[text] > 0.2 else 0.5
+        assert copied[0] == 0 and copied[1].splitlines()[1] == f"m,top_k_accuracy,@1,{top_1}"
+    else:
+        assert copied[0] == 2 and copied[2].endswith(f"doc='i2': score is not a number: {text!r}\n"), copied[2]
+
+
+@pytest.mark.spark
+def test_spark_reads_a_dataframe_by_the_rule(spark):
+    """A Spark DataFrame's text scores: each spelling that is not a number is the store's one line; the numbers
+    load."""
+    from tests.test_spark_sources import hand_load
+
+    for text in NOT_NUMBERS:
+        rows = pd.DataFrame([("M1", "i1", "a1", "0.5"), ("M1", "i2", "b", text)],
+                            columns=["model", "doc", "genre", "score"])
+        with pytest.raises(InputError) as info:
+            hand_load(spark, rows, score_col="score")
+        assert str(info.value) == (f"<Spark DataFrame>, column 'score', doc='i2', model='M1': score is not a number:"
+                                   f" {text!r}")
+    rows = pd.DataFrame([("M1", "i1", "a1", "0.5"), *(("M1", "i2", "b", t) for t in NUMBERS if t != "nan")],
+                        columns=["model", "doc", "genre", "score"])
+    with pytest.warns(DataWarning, match="10 duplicate"):  # i2's b, scored once per spelling
+        hand_load(spark, rows, score_col="score").close()
