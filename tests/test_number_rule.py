@@ -62,13 +62,10 @@ def test_a_file_and_a_parquet_text_column_refuse_what_the_rule_refuses(tmp_path,
     assert code == 2 and err == f"hiersql: error: {tmp_path / 'p.parquet'}:2: score is not a number: {text!r}\n"
 
 
-@pytest.mark.postgres
-@pytest.mark.parametrize("text", [*NOT_NUMBERS, *(t for t in NUMBERS if t != "nan")])
-def test_postgres_in_place_says_what_the_store_says(pg_dsn, capsys, tmp_path, text):
-    """The same table read by the store (copied into DuckDB) and in place: the same exit, rows and message
-    (top-1 accuracy follows the score: 1 where ``b1``'s beats 0.2)."""
+def in_place_and_copied(pg_dsn, capsys, column: str, text: str) -> tuple[tuple, tuple]:
+    """The hand case as tables of a PostgreSQL database, i2's ``b1`` given ``text`` in the column of ``column``
+    (``score`` or ``rank``): the run of the store (copied into DuckDB), then the run in place."""
     psycopg = pytest.importorskip("psycopg")
-    from psycopg import sql
 
     from tests.test_sources_postgres import create, uri
 
@@ -76,22 +73,42 @@ def test_postgres_in_place_says_what_the_store_says(pg_dsn, capsys, tmp_path, te
         admin.execute("DROP DATABASE IF EXISTS hiersql_numbers")
         admin.execute("CREATE DATABASE hiersql_numbers")
     params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": "hiersql_numbers"}
+    other = "0.5" if column == "score" else "1"
     with psycopg.connect(**params) as con:
         create(con, "tax", ["parent", "child"], [("r", "a"), ("r", "b"), ("a", "a1"), ("b", "b1")])
         create(con, "truth", ["doc", "genre"], [("i1", "a1"), ("i2", "b1")])
-        create(con, "p", ["doc", "genre", "score"], [("i1", "a1", "0.5"), ("i2", "b1", text), ("i2", "a1", "0.2")])
-        assert con.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier("p"))).fetchall() == [(3,)]
+        create(con, "p", ["doc", "genre", "v"], [("i1", "a1", other), ("i2", "b1", text), ("i2", "a1", "0.2")])
     base = uri(pg_dsn).rsplit("/", 1)[0] + "/hiersql_numbers"
     args = ["--taxonomy", f"{base}::tax", "--truth", f"{base}::truth", "--pred", f"m={base}::p", "--instance-col",
-            "doc", "--label-col", "genre", "--score-col", "score"]
-    copied = run(capsys, args)
-    in_place = run(capsys, [*args, "--engine", "postgres", "--postgres-url", base])
+            "doc", "--label-col", "genre", f"--{column}-col", "v"]
+    return run(capsys, args), run(capsys, [*args, "--engine", "postgres", "--postgres-url", base])
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("text", [*NOT_NUMBERS, *(t for t in NUMBERS if t != "nan")])
+def test_postgres_in_place_says_what_the_store_says(pg_dsn, capsys, text):
+    """The same table read by the store (copied into DuckDB) and in place: the same exit, rows and message
+    (top-1 accuracy follows the score: 1 where ``b1``'s beats 0.2)."""
+    copied, in_place = in_place_and_copied(pg_dsn, capsys, "score", text)
     assert in_place == copied
     if text in NUMBERS:
         top_1 = 1.0 if NUMBERS[text] > 0.2 else 0.5
         assert copied[0] == 0 and copied[1].splitlines()[1] == f"m,top_k_accuracy,@1,{top_1}"
     else:
         assert copied[0] == 2 and copied[2].endswith(f"doc='i2': score is not a number: {text!r}\n"), copied[2]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("text", ["1e400", "1_000", "nan", "0.1"])
+def test_a_rank_column_in_place_follows_the_same_rule(pg_dsn, capsys, text):
+    """A rank written as text: the same rule, the same message (``nan``: a number, not a rank), or the ranks
+    (0.1 ranks ``b1`` first, top-1 right)."""
+    copied, in_place = in_place_and_copied(pg_dsn, capsys, "rank", text)
+    assert in_place == copied
+    if text == "0.1":
+        assert copied[0] == 0 and copied[1].splitlines()[1] == "m,top_k_accuracy,@1,1.0", copied
+    else:
+        assert copied[0] == 2 and copied[2].endswith(f"doc='i2': rank is not a number: {text!r}\n"), copied[2]
 
 
 @pytest.mark.spark
