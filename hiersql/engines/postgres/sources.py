@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 DOUBLE_OR_NULL = ("CREATE OR REPLACE FUNCTION pg_temp.hiersql_double(text) RETURNS double precision LANGUAGE plpgsql"
                   " IMMUTABLE AS $$BEGIN RETURN CAST($1 AS double precision); EXCEPTION WHEN"
                   " numeric_value_out_of_range THEN RETURN NULL; END$$")
-_FAR = "[eE][-+]?[0-9]{3}"  # an exponent of three digits; a longer text than 20 characters is far too
+_FAR = "[eE][-+]?[0-9]{3}"  # may be out of range: an exponent of 3 digits or more, or a text of over 20 characters
 # Labels in byte order (DuckDB's), whatever the database's collation.
 RANK_ORDER_C = RANK_ORDER.replace("label ASC", 'label COLLATE "C" ASC')
 _SERVER = ("host", "hostaddr", "port", "dbname", "user")
