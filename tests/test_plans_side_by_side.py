@@ -68,11 +68,10 @@ ONE_AFTER = ("set_based", "flat", "pair_based", "severity")
 def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, at_once):
     """Default 2 at a time (threads of the pool), here with the Python steps solved per partition (a cluster's
     default; here from 0 rows on), or one after the other on the caller's thread (:data:`ONE_AFTER`), the steps
-    on the driver. A
-    step solved per partition first runs on no rows of its keyed tables to learn the schemas it writes, which
-    warns of nothing (were it silenced instead, the process-wide filter would hide the other plan's warnings:
-    tests/test_step_dry_runs.py checks every step). The threads inherit the caller's local properties: every
-    job of the plans is in the caller's job group."""
+    on the driver. A step solved per partition first runs on no rows of its keyed tables to learn the schemas it
+    writes, which warns of nothing (were it silenced instead, the process-wide filter would hide the other
+    plan's warnings: tests/test_step_dry_runs.py checks every step). The threads inherit the caller's local
+    properties: every job of the plans is in the caller's job group."""
     import pyspark
 
     engine = engine_of(spark, hand, at_once)
