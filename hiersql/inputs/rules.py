@@ -52,13 +52,18 @@ INFINITE = "[iI][nN][fF]"  # written as an infinity: an infinite cast of anythin
 NONZERO = "^[^eE]*[1-9]"  # a nonzero digit before the exponent: a zero cast of it underflowed
 
 
-def number_sql(text: str) -> str:
-    """DuckDB's SQL of the number the text expression ``text`` holds under :data:`NUMBER`'s rule, else NULL."""
+# How a dialect asks whether text matches a pattern somewhere (the patterns above anchor where they must).
+_MATCHES = {"duckdb": "regexp_matches({}, {})", "spark": "{} RLIKE {}"}
+
+
+def number_sql(text: str, dialect: str = "duckdb") -> str:
+    """SQL (DuckDB's or Spark's: both ``TRY_CAST`` a text as these readers need) of the number the text
+    expression ``text`` holds under :data:`NUMBER`'s rule, else NULL."""
     value = f"TRY_CAST({text} AS DOUBLE)"
-    number, infinite, nonzero = (f"'{pattern}'" for pattern in (NUMBER, INFINITE, NONZERO))  # no quote in them
-    return (f"CASE WHEN regexp_full_match({text}, {number}) AND NOT ((isinf({value}) AND NOT"
-            f" regexp_matches({text}, {infinite})) OR ({value} = 0 AND regexp_matches({text}, {nonzero})))"
-            f" THEN {value} END")
+    number, infinite, nonzero = (_MATCHES[dialect].format(text, f"'{pattern}'")  # no quote in the patterns
+                                 for pattern in (NUMBER, INFINITE, NONZERO))
+    return (f"CASE WHEN {number} AND NOT ((abs({value}) = CAST('Infinity' AS DOUBLE) AND NOT {infinite}) OR"
+            f" ({value} = 0 AND {nonzero})) THEN {value} END")
 
 
 INPUT_TABLES = ("truth", "predictions", "instances", "systems")

@@ -204,10 +204,7 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
         if role not in col:
             return F.lit(None).cast("double")
         if table.kinds[table.names.index(labels.columns[role])] == "text":  # the store's rule (rules.NUMBER)
-            written, value = F.col(col[role]), F.expr(f"try_cast({col[role]} AS DOUBLE)")
-            out_of_range = ((F.abs(value) == float("inf")) & ~written.rlike(rules.INFINITE)) | (
-                (value == 0) & written.rlike(rules.NONZERO))
-            return F.when(written.rlike(rules.NUMBER) & ~out_of_range, value)
+            return F.expr(rules.number_sql(col[role], "spark"))
         return F.col(col[role]).cast("double")
 
     def trimmed(role: str) -> Any:  # the spaces around ids, labels and systems, as every reader strips them
