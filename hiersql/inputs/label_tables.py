@@ -99,7 +99,7 @@ class LabelTable(NamedTuple):
         if role not in self.columns:
             return "NULL::DOUBLE"
         column = self.columns[role]
-        if self.table.kinds[self.table.names.index(column)] == "text":
+        if self.table.kind(column) == "text":
             return rules.number_sql(f"CAST({quote(column)} AS VARCHAR)")
         return f"TRY_CAST({quote(column)} AS DOUBLE)"
 

@@ -135,6 +135,10 @@ class Table:
         """The columns named ``wanted``: exactly, else in any case."""
         return [n for n in self.names if n == wanted] or [n for n in self.names if n.lower() == wanted.lower()]
 
+    def kind(self, name: str) -> str:
+        """The kind of column ``name`` (one of :attr:`names`)."""
+        return self.kinds[self.names.index(name)]
+
     def has_column(self, wanted: str) -> bool:
         """Whether one column is named ``wanted`` (as :meth:`column` finds it)."""
         return len(self._matching(wanted)) == 1
@@ -152,7 +156,7 @@ class Table:
                 what = f"label table needs columns instance_id, label: {what}"
             raise InputError(f"{what} {wanted!r} for the {role}{'' if given else ' (default name)'}; the table"
                              f" has {self.names}", self.where)
-        kind = self.kinds[self.names.index(found[0])]
+        kind = self.kind(found[0])
         if kind != "null" and kind not in ROLE_KINDS[role]:
             type_name = self.types[self.names.index(found[0])]
             raise InputError(f"column {found[0]!r} ({role}) has type {type_name}; expected"

@@ -110,7 +110,7 @@ def _open(engine: PostgresEngine, k: int, item: tuple[str | None, Any, str | Non
     def number(role: str) -> sql.Composable:
         if role not in col:
             return sql.SQL("CAST(NULL AS double precision)")
-        if kinds[labels.columns[role]][1] == "text":
+        if found.kind(labels.columns[role]) == "text":
             return sql.SQL("CASE WHEN {c} ~ {n} THEN CASE WHEN length({c}) > 20 OR {c} ~ {far} THEN"
                            " pg_temp.hiersql_double({c}) ELSE CAST({c} AS double precision) END END").format(
                 c=col[role], n=sql.Literal(rules.NUMBER), far=sql.Literal(_FAR))

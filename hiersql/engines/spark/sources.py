@@ -203,7 +203,7 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
     def number(role: str) -> Any:
         if role not in col:
             return F.lit(None).cast("double")
-        if table.kinds[table.names.index(labels.columns[role])] == "text":  # the store's rule (rules.NUMBER)
+        if table.kind(labels.columns[role]) == "text":  # the store's rule (rules.NUMBER)
             return F.expr(rules.number_sql(col[role], "spark"))
         return F.col(col[role]).cast("double")
 
