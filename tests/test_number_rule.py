@@ -128,3 +128,123 @@ def test_spark_reads_a_dataframe_by_the_rule(spark):
                         columns=["model", "doc", "genre", "score"])
     with pytest.warns(DataWarning, match="10 duplicate"):  # i2's b, scored once per spelling
         hand_load(spark, rows, score_col="score").close()
+
+
+# ------------------------------------------------------------------ the SQL door: the macros read the user's table
+# The hand case in a user's DuckDB file, the score a text column: read under the user's column names (--truth,
+# --predictions, --*-col: the input query) and under hiersql's (--table, with a rank column: the table itself).
+DOOR = {
+    "columns": ("CREATE TABLE gold AS SELECT * FROM (VALUES ('i1', 'a1'), ('i2', 'b1')) t(doc, genre);"
+                " CREATE TABLE runs (model VARCHAR, doc VARCHAR, genre VARCHAR, v VARCHAR);"
+                " INSERT INTO runs VALUES ('m', 'i1', 'a1', '0.5'), ('m', 'i2', 'b1', '0.9'), ('m', 'i2', 'a1', '0.2')",
+                ["--truth", "gold", "--predictions", "runs", "--instance-col", "doc", "--label-col", "genre",
+                 "--system-col", "model", "--score-col", "v"]),
+    "tables": ("CREATE TABLE gold AS SELECT * FROM (VALUES ('i1', 'a1', 1), ('i2', 'b1', 1))"
+               " t(instance_id, label, rank);"
+               " CREATE TABLE runs (system VARCHAR, instance_id VARCHAR, label VARCHAR, rank INTEGER, score VARCHAR);"
+               " INSERT INTO runs VALUES ('m', 'i1', 'a1', 1, '0.5'), ('m', 'i2', 'b1', 2, '0.9'),"
+               " ('m', 'i2', 'a1', 1, '0.2'); CREATE VIEW ids AS SELECT DISTINCT instance_id FROM gold;"
+               " CREATE VIEW models AS SELECT DISTINCT system FROM runs",
+               ["--table", "truth=gold", "--table", "predictions=runs", "--table", "instances=ids", "--table",
+                "systems=models"]),
+}
+
+
+@pytest.fixture(scope="module", params=list(DOOR))
+def door(request, tmp_path_factory):
+    """A DuckDB file with the macros installed over the user's tables (the hand taxonomy loaded), i2's ``b1``
+    scored 0.9; a test sets the score it needs (the macros read the tables when queried)."""
+    tmp = tmp_path_factory.mktemp("door")
+    (tmp / "tax.tsv").write_text("r\ta\nr\tb\na\ta1\nb\tb1\n")
+    path = tmp / "user.duckdb"
+    create, flags = DOOR[request.param]
+    with duckdb.connect(str(path)) as con:
+        con.execute(create)
+    assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp / "tax.tsv"), *flags]) == 0
+    return request.param, path
+
+
+# the score, instance and label columns of each kind of table
+NAMES = {"columns": ("v", "doc", "genre"), "tables": ("score", "instance_id", "label")}
+
+
+def _score(door, instance: str, label: str, text: str) -> None:
+    kind, path = door
+    score, doc, genre = NAMES[kind]
+    with duckdb.connect(str(path)) as con:
+        con.execute(f"UPDATE runs SET {score} = $text WHERE {doc} = $doc AND {genre} = $genre",
+                    {"text": text, "doc": instance, "genre": label})
+
+
+def _scored(door, text: str) -> object:
+    """The macro's top-1 accuracy with i2's ``b1`` scored ``text``, or its error."""
+    _score(door, "i2", "b1", text)
+    with duckdb.connect(str(door[1])) as con:
+        try:
+            return con.execute("SELECT value FROM hiersql_severity(top_k := 1) WHERE metric = 'top_k_accuracy'"
+                               ).fetchall()[0][0]
+        except duckdb.InvalidInputException as exc:
+            return str(exc).removeprefix("Invalid Input Error: ")
+
+
+@pytest.mark.parametrize("text", [*NOT_NUMBERS, "abc", " ", "nan", *(t for t in NUMBERS if t != "nan")])
+def test_the_macros_read_a_text_score_by_the_rule(door, capsys, text):
+    """A score written as text, through the macros: the number the readers read (top-1 accuracy 1 where ``b1``'s
+    score beats 0.2, by hand; a text comparison put ``'10'`` below ``'9'``), or one error naming the table, the row
+    and the value where evaluate refuses the same table with the readers' message."""
+    got = _scored(door, text)
+    kind, path = door
+    table = f"duckdb:{path}::runs"
+    capsys.readouterr()
+    code = main(["evaluate", "--taxonomy", str(path.parent / "tax.tsv"), "--truth", f"duckdb:{path}::gold",
+                 "--pred", table, *(["--instance-col", "doc", "--label-col", "genre", "--system-col", "model",
+                                     "--score-col", "v"] if kind == "columns" else []),
+                 "--metrics", "top_k_accuracy", "--k", "1", "--format", "csv"])
+    out, err = capsys.readouterr()
+    if text in NUMBERS and text != "nan":
+        want = 1.0 if NUMBERS[text] > 0.2 else 0.5
+        assert code == 0 and out.splitlines()[1] == f"m,top_k_accuracy,@1,{want}" and got == want, (out, got)
+    else:
+        assert code == 2 and err.endswith(f"score is not a number: {text!r}\n"), err
+        assert got == (f"hiersql: runs, column 'score', system='m', instance_id='i2': score is not a number: {text!r}"
+                       " (1 error(s) in all: SELECT * FROM hiersql_check())"), got
+
+
+def test_a_score_column_of_text_ranks_ten_above_nine(door):
+    """By hand: ``'10'`` against i2's ``a1`` at ``'9'``: b1 first, top-1 right for both instances (read as text,
+    ``'9'`` sorts first and i2 is wrong: 0.5)."""
+    _score(door, "i2", "a1", "9")
+    try:
+        assert _scored(door, "10") == 1.0
+    finally:
+        _score(door, "i2", "a1", "0.2")  # the module's tables as the other tests expect them
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("text", ["10", "1_000", "abc"])
+def test_the_printed_postgres_sql_reads_a_text_score_by_the_rule(tmp_path, capsys, pg_dsn, text):
+    """``hiersql sql top_k_accuracy --dialect postgres`` over the user's tables (hiersql's columns, the score a
+    text column) run by PostgreSQL: ``b1`` at ``text`` against ``a1`` at ``'9'``, top-1 right for both instances
+    (by hand), or the failed cast quoting the rule's message."""
+    from tests.test_sql_checks import _run_postgres
+
+    path = tmp_path / "user.duckdb"
+    (tmp_path / "tax.tsv").write_text("r\ta\nr\tb\na\ta1\nb\tb1\n")
+    with duckdb.connect(str(path)) as con:
+        con.execute(DOOR["tables"][0].replace("'0.9'", "$text").replace("'0.2'", "'9'").split("; CREATE VIEW")[0],
+                    {"text": text})
+    assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp_path / "tax.tsv")]) == 0
+    with duckdb.connect(str(path)) as con:
+        con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM gold")
+        con.execute("INSERT INTO systems SELECT DISTINCT system, NULL FROM runs")
+    capsys.readouterr()
+    assert main(["sql", "top_k_accuracy", "--dialect", "postgres", "--table", "truth=gold", "--table",
+                 "predictions=runs"]) == 0
+    script = capsys.readouterr().out
+    if text == "10":
+        assert _run_postgres(pg_dsn, path, [script]) == [("m", "top_k_accuracy", "", 1.0)]
+        return
+    with pytest.raises(duckdb.InvalidInputException) as raised:
+        _run_postgres(pg_dsn, path, [script])
+    assert (f"hiersql: runs, column 'score', system='m', instance_id='i2': score is not a number: {text!r}"
+            in str(raised.value)), str(raised.value)

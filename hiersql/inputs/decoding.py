@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import DataWarning, InputError
+from . import rules
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -201,7 +202,7 @@ def _parse_lines(path: Path, lines: list[str], n_columns: int) -> np.ndarray:
         return np.array(fields, dtype=float)
     except ValueError:
         i, bad = next((i, x) for i, f in enumerate(fields) for x in f if not _is_number(x))
-        raise InputError("score is not a number", path, i + 1, bad) from None
+        raise InputError(rules.SCORE_NOT_A_NUMBER, path, i + 1, bad) from None
 
 
 def _is_number(text: str) -> bool:

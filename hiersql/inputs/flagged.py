@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from . import label_tables
+from . import label_tables, rules
 from .label_tables import TableWhere, locate
 from .staging import warn_data
 
@@ -29,13 +29,12 @@ Key = tuple[int, "str | None"]  # a source's number and a system of it
 
 # The checks in the store's order: (flag column, message, role of the column named).
 ERRORS = (
-    ("_missing", "missing instance_id or label (empty, None or NaN)", None),
-    ("_bad_score", "score is not a number", "score"),
-    ("_bad_rank", "rank is not a number", "rank"),
-    ("_virtual", "label is the virtual root added above the taxonomy's parentless nodes, not one of its nodes",
-     "label"),
-    ("_unknown", "label not in the taxonomy", "label"),
-    ("_no_truth", "predicted instance has no truth", "instance"),
+    ("_missing", rules.MISSING, None),
+    ("_bad_score", rules.SCORE_NOT_A_NUMBER, "score"),
+    ("_bad_rank", rules.RANK_NOT_A_NUMBER, "rank"),
+    ("_virtual", rules.VIRTUAL_ROOT, "label"),
+    ("_unknown", rules.UNKNOWN_LABEL, "label"),
+    ("_no_truth", rules.NO_TRUTH, "instance"),
 )
 
 

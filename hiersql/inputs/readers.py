@@ -311,7 +311,7 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, label_ta
         bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"
                              " OR NOT isfinite(ord) ORDER BY src, line LIMIT 1")
         if bad:
-            raise InputError("rank is not a number", *locate(wheres[bad[0]], bad[1], "rank", bad[3]), bad[2])
+            raise InputError(rules.RANK_NOT_A_NUMBER, *locate(wheres[bad[0]], bad[1], "rank", bad[3]), bad[2])
 
 
 def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]], wheres: list[str]) -> None:

@@ -40,6 +40,8 @@ DUPLICATE_INSTANCE = "instance listed twice (collapsed)"
 DUPLICATE_SYSTEM = "system listed twice (collapsed)"
 UNLISTED_INSTANCE = "instance of the truth not in instances"
 UNLISTED_SYSTEM = "system of the predictions not in systems"
+SCORE_NOT_A_NUMBER = "score is not a number"
+RANK_NOT_A_NUMBER = "rank is not a number"
 
 # A score or rank written as text is a number when it is written in decimal (a sign, digits with a point, an
 # exponent) or as inf, infinity or nan (any case; nan unsigned), spaces around it, and its value is within a double's
@@ -66,12 +68,26 @@ def number_sql(text: str, dialect: str = "duckdb") -> str:
             f" ({value} = 0 AND {nonzero})) THEN {value} END")
 
 
+def value_sql(expression: str, dialect: str = "duckdb") -> str:
+    """SQL in ``dialect`` of the number that ``expression`` (a text or number column) holds under
+    :data:`NUMBER`'s rule (:func:`number_sql` of its text: a double's text reads back as the same double), else
+    NULL. In a dialect without ``TRY_CAST`` (PostgreSQL) a text beyond a double's range fails the cast with the
+    database's own error."""
+    if dialect in _MATCHES:
+        return number_sql(f"CAST({expression} AS {'STRING' if dialect == 'spark' else 'VARCHAR'})", dialect)
+    import sqlglot
+
+    placeholder = "hiersql_value_of"  # a plain name sqlglot writes as it is; text, not a tree: it may be Jinja
+    written = sqlglot.transpile(number_sql(f"CAST({placeholder} AS VARCHAR)"), read="duckdb", write=dialect)[0]
+    return written.replace(placeholder, expression)
+
+
 INPUT_TABLES = ("truth", "predictions", "instances", "systems")
 # The columns that name a row of each table in messages and in hiersql_check()'s row_key.
 KEYS = {"truth": ("instance_id",), "predictions": ("system", "instance_id"), "instances": ("instance_id",),
         "systems": ("system",)}
 # The columns the rules and the cleaned rows read from each input table (rank too where the HCM reads it).
-COLUMNS = {"truth": ("instance_id", "label"), "predictions": ("system", "instance_id", "label"),
+COLUMNS = {"truth": ("instance_id", "label"), "predictions": ("system", "instance_id", "label", "score"),
            "instances": ("instance_id",), "systems": ("system",)}
 # The options that turn a rule's error into dropped rows, as in hiersql evaluate (--unknown, --no-truth).
 OPTIONS = {"unknown": ("error", "ignore"), "no_truth": ("error", "ignore")}
@@ -150,6 +166,10 @@ RULES: tuple[Rule, ...] = (
          UNLISTED_SYSTEM, "error"),
     Rule("no_truth", "predictions", "instance_id", f"{_present('instance_id')} AND NOT"
          f" {_listed('instances', 'instance_id')}", NO_TRUTH, "no_truth"),
+    # as the readers' check: a score written (not NULL, not empty) that is not a number, or NaN
+    Rule("score_not_a_number", "predictions", "score", "r.score IS NOT NULL AND CAST(r.score AS VARCHAR) <> ''"
+         f" AND ({value_sql('r.score')} IS NULL OR lower(trim(CAST(r.score AS VARCHAR))) = 'nan')",
+         SCORE_NOT_A_NUMBER, "error"),
     Rule("missing_instance_id", "instances", "instance_id", _missing("instance_id"), EMPTY_INSTANCE, "error"),
     Rule("spaces", "instances", "instance_id", "r.instance_id <> trim(r.instance_id)", SPACES, "stripped"),
     Rule("duplicate", "instances", "instance_id", "r.n > 1", DUPLICATE_INSTANCE, "collapsed",
@@ -236,7 +256,7 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
         "truth": f"SELECT trim(r.instance_id) AS instance_id, trim(r.label) AS label{extra} FROM truth AS r"
                  f" WHERE {known} GROUP BY trim(r.instance_id), trim(r.label)",
         "predictions": f"SELECT r.system, trim(r.instance_id) AS instance_id, trim(r.label) AS label{extra},"
-                       " max(r.score) AS score"
+                       f" max({value_sql('r.score')}) AS score"
                        f" FROM predictions AS r WHERE {known} AND {_listed('instances', 'instance_id')}"
                        " GROUP BY r.system, trim(r.instance_id), trim(r.label)",
         "instances": "SELECT DISTINCT trim(instance_id) AS instance_id FROM instances",
@@ -258,24 +278,29 @@ class InputTable(str):
         return out
 
 
-def input_sql(table: str, source: str, columns: Mapping[str, str]) -> str:
-    """The query of a user's ``table`` (``truth`` or ``predictions``) read from ``source`` (the text of a
-    ``FROM`` item) under hiersql's column names; ``columns``: the SQL of the user's column of each role
+def input_sql(table: str, source: str, columns: Mapping[str, str], dialect: str = "duckdb") -> str:
+    """The query (in ``dialect``) of a user's ``table`` (``truth`` or ``predictions``) read from ``source`` (the
+    text of a ``FROM`` item) under hiersql's column names; ``columns``: the SQL of the user's column of each role
     (``instance``, ``label``, and for the predictions ``system``, ``score``; ``rank``: ``NULL`` for none).
     Each label is ranked within its instance by the rule every reader follows
     (:data:`hiersql.inputs.tables.RANK_ORDER`: the rank column, else the score descending, else the label: a table has
-    no row order). Text, not parsed: the dbt package's ``columns`` are Jinja (:mod:`hiersql.api.dbt`)."""
+    no row order), the score read as a number by :func:`value_sql`; the ``score`` column is the user's as it is, which
+    the rule ``score_not_a_number`` checks and :func:`cleaned_sql` reads as a number. Text, not parsed: the dbt
+    package's ``columns`` are Jinja (:mod:`hiersql.api.dbt`)."""
     from .tables import RANK_ORDER
 
     system = table == "predictions"
+    score = columns["score"] if system and columns["score"] != "NULL" else "CAST(NULL AS DOUBLE PRECISION)"
     selected = [*([f"CAST({columns['system']} AS TEXT) AS system"] if system else []),
                 f"CAST({columns['instance']} AS TEXT) AS instance_id", f"CAST({columns['label']} AS TEXT) AS label",
-                f"CAST({columns['score'] if system else 'NULL'} AS DOUBLE PRECISION) AS score",
+                f"{score} AS score_given", f"{value_sql(score, dialect)} AS score",
                 f"CAST({columns.get('rank', 'NULL')} AS DOUBLE PRECISION) AS ord",
                 "FALSE AS in_order", "CAST(NULL AS INTEGER) AS line", "1 AS pos"]
     keys = "system, instance_id" if system else "instance_id"
-    return (f"SELECT {keys}, label, score, row_number() OVER (PARTITION BY {keys} ORDER BY {RANK_ORDER}) AS rank\n"
-            "FROM (\n  SELECT\n    " + ",\n    ".join(selected) + f"\n  FROM {source}\n) AS r\n")
+    ranked = f"row_number() OVER (PARTITION BY {keys} ORDER BY {RANK_ORDER}) AS rank"
+    return (f"SELECT {keys}, label, score_given AS score, rank FROM (\n"
+            f"SELECT {keys}, label, score_given, {ranked}\n"
+            "FROM (\n  SELECT\n    " + ",\n    ".join(selected) + f"\n  FROM {source}\n) AS r\n) AS r\n")
 
 
 def cleaned_names(tables: Mapping[str, str] | None = None) -> dict[str, str]:

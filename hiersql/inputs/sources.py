@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from . import rules
 from .postgres_tables import postgres_table
 from .tables import (
     QUERY,
@@ -312,7 +313,7 @@ def check_frame_scores(df: Any, column: str, where: str) -> None:
     else:
         nan = np.array([isinstance(v, float) and v != v for v in values], dtype=bool)
     if nan.any():
-        raise InputError("score is not a number", where, int(np.argmax(nan)) + 1, "nan")
+        raise InputError(rules.SCORE_NOT_A_NUMBER, where, int(np.argmax(nan)) + 1, "nan")
 
 
 def _relation(con: duckdb.DuckDBPyConnection, rel: Any, where: str, keyed: bool = True, ordered: bool = False

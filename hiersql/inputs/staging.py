@@ -91,7 +91,7 @@ def check_score_text(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
         " AND score_text <> '' AND (score IS NULL OR isnan(score)) ORDER BY src, line LIMIT 1"
     )
     if bad:
-        raise InputError("score is not a number", *locate(wheres[bad[0]], bad[1], "score", bad[3]), bad[2])
+        raise InputError(rules.SCORE_NOT_A_NUMBER, *locate(wheres[bad[0]], bad[1], "score", bad[3]), bad[2])
 
 
 def check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tuple[int, int]]:
