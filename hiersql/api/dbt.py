@@ -148,7 +148,10 @@ def _model(sql: str, adapter: str, read: str = "duckdb") -> str:
     user's table, from the vars."""
     import sqlglot
 
-    text = sqlglot.transpile(sql, read=read, write=adapter, pretty=True)[0]
+    from ..inputs.rules import untyped
+
+    tree = sqlglot.parse_one(sql, read=read)
+    text = (tree if adapter == "duckdb" else tree.transform(untyped)).sql(dialect=adapter, pretty=True)
     shown = {"hiersql_truth_input": "{{ var('hiersql_truth', 'truth') }}",
              "hiersql_predictions_input": "{{ var('hiersql_predictions', 'predictions') }}",
              "hiersql_instances_input": "{{ var('hiersql_truth', 'truth') }} (its instances)",

@@ -73,13 +73,26 @@ def value_sql(expression: str, dialect: str = "duckdb") -> str:
     :data:`NUMBER`'s rule (:func:`number_sql` of its text: a double's text reads back as the same double), else
     NULL. In a dialect without ``TRY_CAST`` (PostgreSQL) a text beyond a double's range fails the cast with the
     database's own error."""
+    if dialect == "duckdb":  # DuckDB folds typeof() as it binds: a number column is cast, its text never matched
+        return (f"CASE WHEN typeof({expression}) = 'VARCHAR' THEN {number_sql(f'CAST({expression} AS VARCHAR)')}"
+                f" ELSE TRY_CAST({expression} AS DOUBLE) END")
     if dialect in _MATCHES:
-        return number_sql(f"CAST({expression} AS {'STRING' if dialect == 'spark' else 'VARCHAR'})", dialect)
+        return number_sql(f"CAST({expression} AS STRING)", dialect)
     import sqlglot
 
     placeholder = "hiersql_value_of"  # a plain name sqlglot writes as it is; text, not a tree: it may be Jinja
-    written = sqlglot.transpile(number_sql(f"CAST({placeholder} AS VARCHAR)"), read="duckdb", write=dialect)[0]
-    return written.replace(placeholder, expression)
+    tree = sqlglot.parse_one(number_sql(f"CAST({placeholder} AS VARCHAR)"), read="duckdb")
+    return tree.sql(dialect=dialect).replace(placeholder, expression)
+
+
+def untyped(node):
+    """A sqlglot transform of DuckDB SQL of :func:`value_sql` for another dialect: ``typeof(x) = 'VARCHAR'`` (no
+    such function there) as TRUE, every value read as text."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.EQ) and isinstance(node.this, exp.Typeof):
+        return exp.true()
+    return node
 
 
 INPUT_TABLES = ("truth", "predictions", "instances", "systems")
@@ -167,9 +180,9 @@ RULES: tuple[Rule, ...] = (
     Rule("no_truth", "predictions", "instance_id", f"{_present('instance_id')} AND NOT"
          f" {_listed('instances', 'instance_id')}", NO_TRUTH, "no_truth"),
     # as the readers' check: a score written (not NULL, not empty) that is not a number, or NaN
-    Rule("score_not_a_number", "predictions", "score", "r.score IS NOT NULL AND CAST(r.score AS VARCHAR) <> ''"
-         f" AND ({value_sql('r.score')} IS NULL OR lower(trim(CAST(r.score AS VARCHAR))) = 'nan')",
-         SCORE_NOT_A_NUMBER, "error"),
+    Rule("score_not_a_number", "predictions", "score", f"r.score IS NOT NULL AND ({value_sql('r.score')} IS NULL OR"
+         f" {value_sql('r.score')} = CAST('NaN' AS DOUBLE)) AND CAST(r.score AS VARCHAR) <> ''", SCORE_NOT_A_NUMBER,
+         "error"),
     Rule("missing_instance_id", "instances", "instance_id", _missing("instance_id"), EMPTY_INSTANCE, "error"),
     Rule("spaces", "instances", "instance_id", "r.instance_id <> trim(r.instance_id)", SPACES, "stripped"),
     Rule("duplicate", "instances", "instance_id", "r.n > 1", DUPLICATE_INSTANCE, "collapsed",
@@ -329,7 +342,7 @@ def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, opti
 
     def written(text: str) -> str:
         tree = exp.replace_placeholders(sqlglot.parse_one(text + "\n", read="duckdb"), **values)
-        return tree.sql(dialect=dialect, pretty=pretty)
+        return (tree if dialect == "duckdb" else tree.transform(untyped)).sql(dialect=dialect, pretty=pretty)
 
     rank = re.search(r"\brank\b", sql) is not None  # the HCM orders the labels of a set by rank
     out = ["-- hiersql input rules (docs/sql.md): fails with the first fault of the input tables, where hiersql"
