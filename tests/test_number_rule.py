@@ -62,9 +62,10 @@ def test_a_file_and_a_parquet_text_column_refuse_what_the_rule_refuses(tmp_path,
     assert code == 2 and err == f"hiersql: error: {tmp_path / 'p.parquet'}:2: score is not a number: {text!r}\n"
 
 
-def in_place_and_copied(pg_dsn, capsys, column: str, text: str) -> tuple[tuple, tuple]:
+def in_place_and_copied(pg_dsn, capsys, column: str, text: str, kind: str = "text") -> tuple[tuple, tuple]:
     """The hand case as tables of a PostgreSQL database, i2's ``b1`` given ``text`` in the column of ``column``
-    (``score`` or ``rank``): the run of the store (copied into DuckDB), then the run in place."""
+    (``score`` or ``rank``) of PostgreSQL type ``kind``: the run of the store (copied into DuckDB), then the run in
+    place."""
     psycopg = pytest.importorskip("psycopg")
 
     from tests.test_sources_postgres import create, uri
@@ -78,6 +79,7 @@ def in_place_and_copied(pg_dsn, capsys, column: str, text: str) -> tuple[tuple, 
         create(con, "tax", ["parent", "child"], [("r", "a"), ("r", "b"), ("a", "a1"), ("b", "b1")])
         create(con, "truth", ["doc", "genre"], [("i1", "a1"), ("i2", "b1")])
         create(con, "p", ["doc", "genre", "v"], [("i1", "a1", other), ("i2", "b1", text), ("i2", "a1", "0.2")])
+        con.execute(f"ALTER TABLE p ALTER COLUMN v TYPE {kind} USING CAST(v AS {kind})")
     base = uri(pg_dsn).rsplit("/", 1)[0] + "/hiersql_numbers"
     args = ["--taxonomy", f"{base}::tax", "--truth", f"{base}::truth", "--pred", f"m={base}::p", "--instance-col",
             "doc", "--label-col", "genre", f"--{column}-col", "v"]
@@ -96,6 +98,20 @@ def test_postgres_in_place_says_what_the_store_says(pg_dsn, capsys, text):
         assert copied[0] == 0 and copied[1].splitlines()[1] == f"m,top_k_accuracy,@1,{top_1}"
     else:
         assert copied[0] == 2 and copied[2].endswith(f"doc='i2': score is not a number: {text!r}\n"), copied[2]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("text", ["1e400", "-1e-400", "NaN", "0.9", "1e-300"])
+def test_a_numeric_column_beyond_a_doubles_range_is_not_a_number(pg_dsn, capsys, text):
+    """A PostgreSQL ``numeric`` score holds values beyond a double's range (its text has no exponent: 401 digits);
+    in place, its cast to a double raised (an internal error) where the store read an infinity: now both read its
+    text by the rule (refused out of range, as NaN), or the number (0.9 above 0.2, 1e-300 below)."""
+    copied, in_place = in_place_and_copied(pg_dsn, capsys, "score", text, kind="numeric")
+    assert in_place == copied
+    if text in ("0.9", "1e-300"):
+        assert copied[0] == 0 and copied[1].splitlines()[1] == f"m,top_k_accuracy,@1,{1.0 if text == '0.9' else 0.5}"
+    else:
+        assert copied[0] == 2 and ": score is not a number: '" in copied[2] and copied[2].count("\n") == 1, copied
 
 
 @pytest.mark.postgres

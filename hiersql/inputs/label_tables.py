@@ -94,14 +94,14 @@ class LabelTable(NamedTuple):
                 f" {str(self.table.ordered).lower()} AS in_order FROM {self.table.read(used)}")
 
     def _number(self, role: str) -> str:
-        """SQL of the number of the ``role`` column: its text under :data:`~hiersql.inputs.rules.NUMBER`'s rule,
-        a number column cast."""
+        """SQL of the number of the ``role`` column: its text under :data:`~hiersql.inputs.rules.NUMBER`'s rule
+        (:func:`~hiersql.inputs.rules.value_sql`: a number column cast)."""
         if role not in self.columns:
             return "NULL::DOUBLE"
         column = self.columns[role]
         if self.table.kind(column) == "text":
             return rules.number_sql(f"CAST({quote(column)} AS VARCHAR)")
-        return f"TRY_CAST({quote(column)} AS DOUBLE)"
+        return rules.value_sql(quote(column))  # a number column, or one read as text (PostgreSQL's numeric)
 
     def ranked_by_name(self) -> bool:
         """Whether its labels are ranked by name (:data:`RANK_ORDER`): a table without a row order

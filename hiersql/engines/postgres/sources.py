@@ -110,10 +110,11 @@ def _open(engine: PostgresEngine, k: int, item: tuple[str | None, Any, str | Non
     def number(role: str) -> sql.Composable:
         if role not in col:
             return sql.SQL("CAST(NULL AS double precision)")
-        if found.kind(labels.columns[role]) == "text":
+        column = labels.columns[role]
+        if found.kind(column) == "text" or kinds[column][0] == "numeric":  # numeric: beyond a double's range too
             return sql.SQL("CASE WHEN {c} ~ {n} THEN CASE WHEN length({c}) > 20 OR {c} ~ {far} THEN"
                            " pg_temp.hiersql_double({c}) ELSE CAST({c} AS double precision) END END").format(
-                c=col[role], n=sql.Literal(rules.NUMBER), far=sql.Literal(_FAR))
+                c=text(role), n=sql.Literal(rules.NUMBER), far=sql.Literal(_FAR))
         return sql.SQL("CAST({} AS double precision)").format(col[role])
 
     def trimmed(role: str) -> sql.Composable:
