@@ -115,6 +115,16 @@ def argument_error(parameter: str, rule: str, value: Any) -> OptionError:
     return OptionError(parameter, rule, shown(value))
 
 
+def check_option(name: str, value: object) -> str:
+    """``value`` of the input option ``name`` (:data:`hiersql.inputs.rules.OPTIONS`); another value is an
+    :class:`~hiersql.options.OptionError` naming the option, the choices and the value."""
+    from .rules import OPTIONS, option_rule
+
+    if value not in OPTIONS[name]:
+        raise argument_error(name, option_rule(name), value)
+    return value
+
+
 def check_text(value: Any, parameter: str) -> str:
     """A non-empty string (a system's name, a dataset's)."""
     if isinstance(value, str) and value.strip():

@@ -111,16 +111,6 @@ def option_rule(name: str) -> str:
     return "must be " + " or ".join(repr(choice) for choice in OPTIONS[name])
 
 
-def check_option(name: str, value: object) -> str:
-    """``value`` of the input option ``name`` (:data:`OPTIONS`); another value is an
-    :class:`~hiersql.options.OptionError` naming the option, the choices and the value."""
-    if value not in OPTIONS[name]:
-        from .arguments import argument_error
-
-        raise argument_error(name, option_rule(name), value)
-    return value
-
-
 class Rule(NamedTuple):
     """One input rule: rows ``r`` of ``table`` (or of ``source``, a query over it) where ``where`` holds are a
     problem of ``column``. ``action``: ``error`` (the measures refuse to run), ``stripped``/``collapsed`` (the

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import DataWarning, InputError
 from . import rules
+from .arguments import check_option
 from .label_tables import locate
 from .tables import RANK_ORDER, RANK_READERS
 
@@ -124,7 +125,7 @@ def check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tupl
 def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:
     """Unknown labels (an error, or dropped and the ranks renumbered); warns of the duplicates collapsed.
     Warnings are per source."""
-    rules.check_option("unknown", unknown)
+    check_option("unknown", unknown)
     wheres = staged.wheres
     virtual = first_row(
         con, "SELECT i.src, i.line, i.label, i.instance_id FROM _incoming i JOIN nodes n ON n.label = i.label"
@@ -176,7 +177,7 @@ def _check_headers(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str)
 
 
 def check_no_truth(con: duckdb.DuckDBPyConnection, wheres: list[str], no_truth: str) -> None:
-    rules.check_option("no_truth", no_truth)
+    check_option("no_truth", no_truth)
     missing = con.execute(
         "SELECT s.src, min(s.line), first(s.instance_id ORDER BY s.line), count(*) FROM _incoming_instances s"
         " ANTI JOIN instances i ON i.instance_id = s.instance_id GROUP BY s.src ORDER BY s.src"

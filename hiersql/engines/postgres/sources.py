@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import InputError, display
 from ...inputs import flagged, label_tables, rules
+from ...inputs.arguments import check_option
 from ...inputs.postgres_tables import _pg_kind, _pg_split, describe
 from ...inputs.staging import warn_ranked_by_name, warn_unread_system
 from ...inputs.tables import RANK_ORDER, Columns, Table, split_name
@@ -204,8 +205,8 @@ def _checked(engine: PostgresEngine, name: str, opened: list[_Source], predictio
     truth, one entry, none when it has no rows) and the sources whose labels were ranked by name."""
     from psycopg import sql
 
-    rules.check_option("unknown", unknown)
-    rules.check_option("no_truth", no_truth)
+    check_option("unknown", unknown)
+    check_option("no_truth", no_truth)
     groups = _flag(engine, name, opened, predictions, unknown, no_truth)
     by_source: dict[int, dict[str | None, Any]] = {}
     for group in groups:

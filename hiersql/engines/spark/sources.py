@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import InputError, is_spark_error, spark_message
 from ...inputs import flagged, label_tables, rules, sources
+from ...inputs.arguments import check_option
 from ...inputs.staging import warn_ranked_by_name, warn_unread_system
 from ...inputs.tables import QUERY, RANK_ORDER, Columns, Table, first_line_of, split_name
 from ...options import SPACES
@@ -242,8 +243,8 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     """
     from pyspark.sql import functions as F
 
-    rules.check_option("unknown", unknown)
-    rules.check_option("no_truth", no_truth)
+    check_option("unknown", unknown)
+    check_option("no_truth", no_truth)
     rows, groups = _flagged(engine, opened, predictions, unknown, no_truth)
 
     def line(k: int, o: Any) -> int:
