@@ -38,6 +38,8 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     defaults = _family_defaults()
     cleaned = input_rules.cleaned_names(tables)
     plans = {plan_of(fam).file: plan_of(fam) for fam in FAMILIES}
+    problems = sqlglot.parse_one(input_rules.problems_sql(tables), read="duckdb")  # parsed once, copied per macro
+    inputs = Inputs(tables)
     out: dict[str, str] = {}
     for name, body in sqlfiles.queries("macros").items():
         tree = sqlglot.parse_one(body, read="duckdb")
@@ -48,47 +50,69 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
         params: dict[str, object] = {}
         for ref in refs:
             if ref.db == "input_rules":
-                composed = sqlglot.parse_one(input_rules.problems_sql(tables), read="duckdb")
+                composed = problems.copy()
             else:
                 text = None
                 if ref.name in GENERATED:  # the family's generated summary (every measure and average) or values
                     text = GENERATED[ref.name](plans[ref.db])
                 composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", cleaned, pretty=False,
                                                              text=text) + "\n", read="duckdb")
-            ref.replace(composed.subquery(ref.alias_or_name))
-            used = sqlfiles.parameters(composed.sql(dialect="duckdb"))
+            ref.replace(composed.subquery(ref.alias_or_name, copy=False))
+            used = {node.name for node in composed.find_all(exp.Placeholder)}
             params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
-        tree = checked(tree, tables)
-        params.update({p: defaults["input_rules"][p] for p in sorted(sqlfiles.parameters(tree.sql(dialect="duckdb")))
-                       if p in input_rules.OPTIONS})
-        tree = tree.transform(_checked_parameter).transform(_raised)
+        tree = checked(tree, tables, inputs)
+        params.update({p: defaults["input_rules"][p] for p in sorted({node.name for node in tree.find_all(
+                       exp.Placeholder)}) if p in input_rules.OPTIONS})
+        tree = tree.transform(_checked_parameter, copy=False).transform(_raised, copy=False)
         # quoted: a parameter may be a keyword of DuckDB's (offset), called as hiersql_scoring("offset" := -1)
         args = [f'"{p}"' for p, v in params.items() if v is _REQUIRED]
         args += [f'"{p}" := {sqlfiles._literal(v).sql(dialect="duckdb")}' for p, v in params.items()
                  if v is not _REQUIRED]
-        out[name] = f"CREATE OR REPLACE MACRO {name}({', '.join(args)}) AS TABLE {tree.sql(dialect='duckdb')}"
+        out[name] = f"CREATE OR REPLACE MACRO {name}({', '.join(args)}) AS TABLE {tree.sql('duckdb', copy=False)}"
     return out
 
 
-def checked(tree, tables: Mapping[str, str] | None):
+class Inputs:
+    """The parsed SQL of the input rules over ``tables`` that every macro's :func:`checked` reads: the guard and
+    the cleaned rows of each input table, parsed once (each macro takes a copy)."""
+
+    def __init__(self, tables: Mapping[str, str] | None) -> None:
+        self.tables = tables
+        self._parsed: dict[tuple[str, bool], object] = {}
+
+    def _get(self, key: tuple[str, bool], sql) -> object:
+        import sqlglot
+
+        if key not in self._parsed:
+            self._parsed[key] = sqlglot.parse_one(sql(), read="duckdb")
+        return self._parsed[key].copy()
+
+    def guard(self):
+        return self._get(("", False), lambda: input_rules.guard_sql(self.tables))
+
+    def cleaned(self, table: str, rank: bool):
+        return self._get((table, rank), lambda: input_rules.cleaned_sql(table, self.tables, rank))
+
+
+def checked(tree, tables: Mapping[str, str] | None, inputs: Inputs | None = None):
     """A macro body that reads the cleaned input tables (``hiersql_truth``, ...:
     :func:`hiersql.inputs.rules.cleaned_names`), with those tables as common table expressions over the user's
     tables (:func:`hiersql.inputs.rules.cleaned_sql`) and :func:`hiersql.inputs.rules.guard_sql` in its
     ``WHERE``: one error, the first problem of the input, before any row. A body that reads none of them is
-    returned as it is."""
-    import sqlglot
+    returned as it is. ``tree`` becomes part of the result (not copied: the bodies are large)."""
     from sqlglot import exp
 
+    inputs = inputs or Inputs(tables)
     names = {f"hiersql_{t}": t for t in input_rules.INPUT_TABLES}
     read = {t.name for t in tree.find_all(exp.Table)} & names.keys()
     if not read:
         return tree
     rank = any(c.name == "rank" for c in tree.find_all(exp.Column))  # the HCM's order of labels
-    guard = sqlglot.parse_one(input_rules.guard_sql(tables), read="duckdb").subquery()
-    out = exp.select("*").from_(tree.subquery("checked")).where(exp.Is(this=guard, expression=exp.Null()))
+    guard = inputs.guard().subquery(copy=False)
+    out = exp.select("*").from_(tree.subquery("checked", copy=False), copy=False).where(
+        exp.Is(this=guard, expression=exp.Null()), copy=False)
     for cte in sorted(read):
-        body = sqlglot.parse_one(input_rules.cleaned_sql(names[cte], tables, rank), read="duckdb")
-        out = out.with_(cte, as_=body)
+        out = out.with_(cte, as_=inputs.cleaned(names[cte], rank), copy=False)
     return out
 
 
