@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,7 @@ from ..plan import instance_values_sql, summary_sql
 
 if TYPE_CHECKING:
     import duckdb
+    from sqlglot import exp
 
     from ..inputs.taxonomy import Taxonomy
 
@@ -38,7 +39,6 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     defaults = _family_defaults()
     cleaned = input_rules.cleaned_names(tables)
     plans = {plan_of(fam).file: plan_of(fam) for fam in FAMILIES}
-    problems = sqlglot.parse_one(input_rules.problems_sql(tables), read="duckdb")  # parsed once, copied per macro
     inputs = Inputs(tables)
     out: dict[str, str] = {}
     for name, body in sqlfiles.queries("macros").items():
@@ -50,7 +50,7 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
         params: dict[str, object] = {}
         for ref in refs:
             if ref.db == "input_rules":
-                composed = problems.copy()
+                composed = inputs.problems()
             else:
                 text = None
                 if ref.name in GENERATED:  # the family's generated summary (every measure and average) or values
@@ -60,7 +60,7 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
             ref.replace(composed.subquery(ref.alias_or_name, copy=False))
             used = {node.name for node in composed.find_all(exp.Placeholder)}
             params.update({p: defaults.get(ref.db, {}).get(p, _REQUIRED) for p in sorted(used)})
-        tree = checked(tree, tables, inputs)
+        tree = checked(tree, inputs)
         params.update({p: defaults["input_rules"][p] for p in sorted({node.name for node in tree.find_all(
                        exp.Placeholder)}) if p in input_rules.OPTIONS})
         tree = tree.transform(_checked_parameter, copy=False).transform(_raised, copy=False)
@@ -73,36 +73,42 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 class Inputs:
-    """The parsed SQL of the input rules over ``tables`` that every macro's :func:`checked` reads: the guard and
-    the cleaned rows of each input table, parsed once (each macro takes a copy)."""
+    """The input rules' SQL over ``tables`` (the ``--table`` renames) that the macros read: the problems, the guard
+    and the cleaned rows of each input table, each parsed once per install and copied for each macro (parsing them
+    for each of the eleven macros took most of an install)."""
 
     def __init__(self, tables: Mapping[str, str] | None) -> None:
         self.tables = tables
-        self._parsed: dict[tuple[str, bool], object] = {}
+        self._parsed: dict[tuple[str, bool], exp.Expression] = {}
 
-    def _get(self, key: tuple[str, bool], sql) -> object:
+    def _tree(self, key: tuple[str, bool], sql: Callable[[], str]) -> exp.Expression:
         import sqlglot
 
         if key not in self._parsed:
             self._parsed[key] = sqlglot.parse_one(sql(), read="duckdb")
         return self._parsed[key].copy()
 
-    def guard(self):
-        return self._get(("", False), lambda: input_rules.guard_sql(self.tables))
+    def problems(self) -> exp.Expression:
+        """:func:`hiersql.inputs.rules.problems_sql`."""
+        return self._tree(("problems", False), lambda: input_rules.problems_sql(self.tables))
 
-    def cleaned(self, table: str, rank: bool):
-        return self._get((table, rank), lambda: input_rules.cleaned_sql(table, self.tables, rank))
+    def guard(self) -> exp.Expression:
+        """:func:`hiersql.inputs.rules.guard_sql`."""
+        return self._tree(("guard", False), lambda: input_rules.guard_sql(self.tables))
+
+    def cleaned(self, table: str, rank: bool) -> exp.Expression:
+        """:func:`hiersql.inputs.rules.cleaned_sql` of ``table``."""
+        return self._tree((table, rank), lambda: input_rules.cleaned_sql(table, self.tables, rank))
 
 
-def checked(tree, tables: Mapping[str, str] | None, inputs: Inputs | None = None):
+def checked(tree: exp.Expression, inputs: Inputs) -> exp.Expression:
     """A macro body that reads the cleaned input tables (``hiersql_truth``, ...:
     :func:`hiersql.inputs.rules.cleaned_names`), with those tables as common table expressions over the user's
-    tables (:func:`hiersql.inputs.rules.cleaned_sql`) and :func:`hiersql.inputs.rules.guard_sql` in its
-    ``WHERE``: one error, the first problem of the input, before any row. A body that reads none of them is
-    returned as it is. ``tree`` becomes part of the result (not copied: the bodies are large)."""
+    tables (``inputs.cleaned``) and the guard (``inputs.guard``) in its ``WHERE``: one error, the first problem of
+    the input, before any row. A body that reads none of them is returned as it is. ``tree`` becomes part of the
+    result, not copied."""
     from sqlglot import exp
 
-    inputs = inputs or Inputs(tables)
     names = {f"hiersql_{t}": t for t in input_rules.INPUT_TABLES}
     read = {t.name for t in tree.find_all(exp.Table)} & names.keys()
     if not read:
