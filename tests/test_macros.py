@@ -43,7 +43,7 @@ def _rows(con, sql: str) -> list[Row]:
 
 @pytest.fixture(scope="module")
 def installed_hand_db(tmp_path_factory):
-    """The hand example's file with the macros installed by ``hiersql install-macros`` (~7 s: it generates
+    """The hand example's file with the macros installed by ``hiersql install-macros`` (~2.5 s: it generates
     every macro's SQL), once per module."""
     path = tmp_path_factory.mktemp("hand") / "user.duckdb"
     _hand_file(path).close()

@@ -38,7 +38,7 @@ def germeval_file(tmp_path_factory, data_dir):
 
 @pytest.fixture(scope="module")
 def installed_file(germeval_file, tmp_path_factory):
-    """A copy of that file with the macros installed over the user's tables (``hiersql install-macros``, ~7 s:
+    """A copy of that file with the macros installed over the user's tables (``hiersql install-macros``, ~2.5 s:
     it generates every macro's SQL, whatever the rows), once per module."""
     path = tmp_path_factory.mktemp("installed") / "user.duckdb"
     shutil.copy(germeval_file, path)
