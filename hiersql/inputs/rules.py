@@ -170,9 +170,9 @@ RULES: tuple[Rule, ...] = (
     Rule("no_truth", "predictions", "instance_id", f"{_present('instance_id')} AND NOT"
          f" {_listed('instances', 'instance_id')}", NO_TRUTH, "no_truth"),
     # as the readers' check: a score written (not NULL, not empty) that is not a number, or NaN
-    Rule("score_not_a_number", "predictions", "score", f"r.score IS NOT NULL AND ({value_sql('r.score')} IS NULL OR"
-         f" {value_sql('r.score')} = CAST('NaN' AS DOUBLE)) AND CAST(r.score AS VARCHAR) <> ''", SCORE_NOT_A_NUMBER,
-         "error"),
+    Rule("score_not_a_number", "predictions", "score", "r.score IS NOT NULL AND (r.value IS NULL OR"
+         " r.value = CAST('NaN' AS DOUBLE)) AND CAST(r.score AS VARCHAR) <> ''", SCORE_NOT_A_NUMBER, "error",
+         f"SELECT system, instance_id, score, {value_sql('score')} AS value FROM predictions"),
     Rule("missing_instance_id", "instances", "instance_id", _missing("instance_id"), EMPTY_INSTANCE, "error"),
     Rule("spaces", "instances", "instance_id", "r.instance_id <> trim(r.instance_id)", SPACES, "stripped"),
     Rule("duplicate", "instances", "instance_id", "r.n > 1", DUPLICATE_INSTANCE, "collapsed",
