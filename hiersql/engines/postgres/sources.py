@@ -111,8 +111,8 @@ def _open(engine: PostgresEngine, k: int, item: tuple[str | None, Any, str | Non
     def number(role: str) -> sql.Composable:
         if role not in col:
             return sql.SQL("CAST(NULL AS double precision)")
-        column = labels.columns[role]
-        if found.kind(column) == "text" or kinds[column][0] == "numeric":  # numeric: beyond a double's range too
+        type_name, kind = kinds[labels.columns[role]]
+        if kind == "text" or type_name == "numeric":  # numeric: beyond a double's range too
             return sql.SQL("CASE WHEN {c} ~ {n} THEN CASE WHEN length({c}) > 20 OR {c} ~ {far} THEN"
                            " pg_temp.hiersql_double({c}) ELSE CAST({c} AS double precision) END END").format(
                 c=text(role), n=sql.Literal(rules.NUMBER), far=sql.Literal(_FAR))
