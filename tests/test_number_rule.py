@@ -1,6 +1,6 @@
-"""One rule for a score written as text (``hiersql.inputs.rules.NUMBER``), whatever reads it: the store's DuckDB
-readers (a file, a Parquet column of text), PostgreSQL reading its own tables in place and Spark reading a
-DataFrame. Each SQL engine casts other spellings its own way (DuckDB reads ``1_000`` as 1000, Spark's cast is
+"""One rule for a score or rank written as text (``hiersql.inputs.rules.NUMBER``), whatever reads it: the store's
+DuckDB readers (a file, a Parquet column of text), PostgreSQL reading its own tables in place, Spark reading a
+DataFrame, and the SQL door (the macros, the printed SQL). Each SQL engine casts other spellings its own way (DuckDB reads ``1_000`` as 1000, Spark's cast is
 Java's) and PostgreSQL raised on a number out of a double's range, where DuckDB gave an infinity or zero: the same
 table was a number through one door, an error through another, an internal error through a third."""
 
@@ -263,4 +263,127 @@ def test_the_printed_postgres_sql_reads_a_text_score_by_the_rule(tmp_path, capsy
     with pytest.raises(duckdb.InvalidInputException) as raised:
         _run_postgres(pg_dsn, path, [script])
     assert (f"hiersql: runs, column 'score', system='m', instance_id='i2': score is not a number: {text!r}"
+            in str(raised.value)), str(raised.value)
+
+
+# The rank by the same rule: the hand case with i1's labels ranked by a text column (no scores: the severity
+# measures rank score-less predictions by rank), a1 at '10' and b1 at '9', i2's b1 at '1'; under hiersql's names
+# (--table: the table's own rank column) and under the user's (--rank-col).
+RANKED = {
+    "tables": ("CREATE TABLE runs (system VARCHAR, instance_id VARCHAR, label VARCHAR, rank VARCHAR, score DOUBLE)",
+               ["--table", "truth=gold", "--table", "predictions=runs", "--table", "instances=ids", "--table",
+                "systems=models"], []),
+    "columns": ("CREATE TABLE runs (model VARCHAR, instance_id VARCHAR, label VARCHAR, rank VARCHAR, v DOUBLE)",
+                ["--truth", "gold", "--predictions", "runs", "--system-col", "model", "--score-col", "v",
+                 "--rank-col", "rank"], ["--system-col", "model", "--score-col", "v"]),
+}
+
+
+@pytest.fixture(scope="module", params=list(RANKED))
+def ranked_door(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ranked")
+    (tmp / "tax.tsv").write_text("r\ta\nr\tb\na\ta1\nb\tb1\n")
+    path = tmp / "user.duckdb"
+    create, flags, columns = RANKED[request.param]
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE gold AS SELECT * FROM (VALUES ('i1', 'a1', 1), ('i2', 'b1', 1))"
+                    " t(instance_id, label, rank)")
+        con.execute(create)
+        con.execute("INSERT INTO runs VALUES ('m', 'i1', 'a1', '10', NULL), ('m', 'i1', 'b1', '9', NULL),"
+                    " ('m', 'i2', 'b1', '1', NULL)")
+        con.execute("CREATE VIEW ids AS SELECT DISTINCT instance_id FROM gold;"
+                    " CREATE VIEW models AS SELECT DISTINCT system FROM runs" if request.param == "tables" else "")
+    assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp / "tax.tsv"), *flags]) == 0
+    return path, columns
+
+
+def _ranked_top1(ranked_door, capsys, rank: str | None) -> tuple[object, int, str, str]:
+    """The macro's top-1 accuracy (or its error) and ``evaluate --rank-col rank``'s exit, output and error over
+    the same table, with i1's ``b1`` ranked ``rank``."""
+    path, columns = ranked_door
+    with duckdb.connect(str(path)) as con:
+        con.execute("UPDATE runs SET rank = $rank WHERE instance_id = 'i1' AND label = 'b1'", {"rank": rank})
+        try:
+            got = con.execute("SELECT value FROM hiersql_severity(top_k := 1) WHERE metric = 'top_k_accuracy'"
+                              ).fetchall()[0][0]
+        except duckdb.InvalidInputException as exc:
+            got = str(exc).removeprefix("Invalid Input Error: ")
+    capsys.readouterr()
+    code = main(["evaluate", "--taxonomy", str(path.parent / "tax.tsv"), "--truth", f"duckdb:{path}::gold",
+                 "--pred", f"duckdb:{path}::runs", *columns, "--rank-col", "rank", "--metrics", "top_k_accuracy",
+                 "--k", "1", "--format", "csv"])
+    return got, code, *capsys.readouterr()
+
+
+@pytest.mark.parametrize(("rank", "want"), [("9", 0.5), ("11", 1.0), (" 1e1 ", 1.0), ("10.5", 1.0), ("-1", 0.5)])
+def test_the_macros_rank_by_the_number_of_a_text_rank(ranked_door, capsys, rank, want):
+    """By hand: i1's ``b1`` ranked before ``a1`` at ``'10'`` puts a mistake first (top-1 0.5: i2 right); after it,
+    ``a1`` is first (1.0); a tie (``1e1``) is broken by the label, ``a1`` first (1.0). Read as text, ``'9'`` sorted
+    after ``'10'`` (1.0). ``evaluate --rank-col`` gives the same."""
+    got, code, out, _ = _ranked_top1(ranked_door, capsys, rank)
+    assert code == 0 and out.splitlines()[1] == f"m,top_k_accuracy,@1,{want}" and got == want, (out, got)
+
+
+@pytest.mark.parametrize("rank", ["abc", "1_000", "inf", "-Infinity", "nan", "", "1e400", None])
+def test_a_rank_that_is_not_a_finite_number_is_one_error(ranked_door, capsys, rank):
+    """A rank that is not a finite number (infinities too, and NULL or empty in a column that holds ranks) is the
+    readers' error through ``evaluate --rank-col`` and one error naming the row and the value through the macros."""
+    got, code, _, err = _ranked_top1(ranked_door, capsys, rank)
+    shown = "NULL" if rank is None else repr(rank)
+    assert code == 2 and "column 'rank'" in err and "rank is not a number" in err, err
+    assert got == (f"hiersql: runs, column 'rank', system='m', instance_id='i1': rank is not a number: {shown}"
+                   " (1 error(s) in all: SELECT * FROM hiersql_check())"), got
+    _ranked_top1(ranked_door, capsys, "9")  # the module's table as the other tests expect it
+
+
+def test_of_duplicate_rows_the_first_in_rank_order_is_kept(ranked_door, capsys):
+    """By hand: i1's ``a1`` twice, at rank 5 scored 0.9 and at rank 1 scored 0.1, ``b1`` at rank 2 scored 0.5;
+    the readers keep the row first in rank order (0.1), so ``b1`` has the highest score and i1's top-1 is a
+    mistake: 0.5 (the highest of the collapsed scores, 0.9, put ``a1`` first: 1.0)."""
+    path, columns = ranked_door
+    score = "score" if not columns else "v"
+    with duckdb.connect(str(path)) as con:
+        con.execute(f"UPDATE runs SET rank = '5', {score} = 0.9 WHERE label = 'a1'")
+        con.execute(f"UPDATE runs SET rank = '2', {score} = 0.5 WHERE instance_id = 'i1' AND label = 'b1'")
+        con.execute("INSERT INTO runs VALUES ('m', 'i1', 'a1', '1', 0.1)")
+    try:
+        got, code, out, _ = _ranked_top1(ranked_door, capsys, "2")
+        assert code == 0 and out.splitlines()[1] == "m,top_k_accuracy,@1,0.5" and got == 0.5, (out, got)
+    finally:
+        with duckdb.connect(str(path)) as con:
+            con.execute("DELETE FROM runs WHERE rank = '1' AND label = 'a1'")
+            con.execute(f"UPDATE runs SET rank = '10', {score} = NULL WHERE label = 'a1'")
+            con.execute(f"UPDATE runs SET {score} = NULL")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("rank", ["9", "11", "abc"])
+def test_the_printed_postgres_sql_ranks_by_the_number_of_a_text_rank(tmp_path, capsys, pg_dsn, rank):
+    """``hiersql sql top_k_accuracy --dialect postgres`` over the ranked hand case (hiersql's columns, the rank a
+    text column) run by PostgreSQL: the top-1 accuracy by hand of the test above, or the failed cast quoting the
+    rule's message."""
+    from tests.test_sql_checks import _run_postgres
+
+    path = tmp_path / "user.duckdb"
+    (tmp_path / "tax.tsv").write_text("r\ta\nr\tb\na\ta1\nb\tb1\n")
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE gold AS SELECT * FROM (VALUES ('i1', 'a1', 1), ('i2', 'b1', 1))"
+                    " t(instance_id, label, rank)")
+        con.execute(RANKED["tables"][0])
+        con.execute("INSERT INTO runs VALUES ('m', 'i1', 'a1', '10', NULL), ('m', 'i1', 'b1', $rank, NULL),"
+                    " ('m', 'i2', 'b1', '1', NULL)", {"rank": rank})
+    assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp_path / "tax.tsv")]) == 0
+    with duckdb.connect(str(path)) as con:
+        con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM gold")
+        con.execute("INSERT INTO systems SELECT DISTINCT system, NULL FROM runs")
+    capsys.readouterr()
+    assert main(["sql", "top_k_accuracy", "--dialect", "postgres", "--table", "truth=gold", "--table",
+                 "predictions=runs"]) == 0
+    script = capsys.readouterr().out
+    if rank != "abc":
+        assert _run_postgres(pg_dsn, path, [script]) == [("m", "top_k_accuracy", "", 0.5 if rank == "9" else 1.0)]
+        return
+    with pytest.raises(duckdb.InvalidInputException) as raised:
+        _run_postgres(pg_dsn, path, [script])
+    assert ("hiersql: runs, column 'rank', system='m', instance_id='i1': rank is not a number: 'abc'"
             in str(raised.value)), str(raised.value)

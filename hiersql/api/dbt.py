@@ -77,8 +77,8 @@ def write_package(out: Path, taxonomy: Taxonomy, adapter: str, options: Options,
     files: dict[str, str] = {
         "dbt_project.yml": _project(adapter),
         "models/sources.yml": _SOURCES,
-        "models/hiersql_truth_input.sql": _input_model("truth", adapter),
-        "models/hiersql_predictions_input.sql": _input_model("predictions", adapter),
+        "models/hiersql_truth_input.sql": _input_model("truth"),
+        "models/hiersql_predictions_input.sql": _input_model("predictions"),
         "models/hiersql_instances_input.sql": "SELECT DISTINCT instance_id FROM {{ ref('hiersql_truth_input') }}\n",
         "models/hiersql_systems_input.sql": "SELECT DISTINCT system FROM {{ ref('hiersql_predictions_input') }}\n",
         # the (truth, prediction) counts of object detection, which label sets do not have (as in evaluate)
@@ -213,11 +213,10 @@ sources:
 """
 
 
-def _input_model(table: str, adapter: str) -> str:
-    """The model of the user's ``table`` (truth or predictions) under hiersql's column names, from the vars, in
-    ``adapter``'s SQL."""
+def _input_model(table: str) -> str:
+    """The model of the user's ``table`` (truth or predictions) under hiersql's column names, from the vars."""
     from ..inputs.rules import input_sql
 
     columns = {role: f"{{{{ var('hiersql_{role}_col', '{default}') }}}}" for role, default in (
         ("instance", "instance_id"), ("label", "label"), ("system", "system"), ("score", "score"), ("rank", "NULL"))}
-    return input_sql(table, f"{{{{ source('hiersql', '{table}') }}}}", columns, adapter)
+    return input_sql(table, f"{{{{ source('hiersql', '{table}') }}}}", columns)

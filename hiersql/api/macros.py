@@ -321,8 +321,9 @@ def _installed(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], UserTabl
 
 def _ranked(tables: dict[str, str], con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """``tables`` with each renamed ``truth`` or ``predictions`` table (``--table``) that has no ``rank`` column
-    read through :func:`hiersql.inputs.rules.input_sql`: its labels ranked as the readers rank a table's (the
-    score, then the name), which the scoring macros read. A table that is not there is left as it is."""
+    read through :func:`hiersql.inputs.rules.input_sql` with a NULL rank: its labels ranked as the readers rank a
+    table's without one (the score, then the name), which the scoring macros read. A table that is not there is
+    left as it is."""
     out = dict(tables)
     for table in ("truth", "predictions"):
         name = tables.get(table)

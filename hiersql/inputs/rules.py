@@ -153,6 +153,15 @@ def _label_rules(table: str) -> list[Rule]:
     ]
 
 
+def _rank_rule(table: str) -> Rule:
+    """As the readers' check of a rank column: a rank that is not a finite number (not written, text that is not a
+    number, NaN, an infinity), in a table whose rank column holds some rank (a table without ranks holds none)."""
+    keys = ", ".join(KEYS[table])
+    return Rule("rank_not_a_number", table, "rank", "r.ranked > 0 AND (r.value IS NULL OR r.value ="
+                " CAST('NaN' AS DOUBLE) OR abs(r.value) = CAST('Infinity' AS DOUBLE))", RANK_NOT_A_NUMBER, "error",
+                f"SELECT {keys}, rank, {value_sql('rank')} AS value, count(rank) OVER () AS ranked FROM {table}")
+
+
 def _listed(table: str, column: str) -> str:
     """``r.column`` is a value of ``table.column`` (both trimmed for instance ids)."""
     side = (lambda c: f"trim({c})") if column == "instance_id" else (lambda c: c)
@@ -163,7 +172,9 @@ RULES: tuple[Rule, ...] = (
     *_label_rules("truth"),
     Rule("unlisted_instance", "truth", "instance_id", f"{_present('instance_id')} AND NOT"
          f" {_listed('instances', 'instance_id')}", UNLISTED_INSTANCE, "error"),
+    _rank_rule("truth"),
     *_label_rules("predictions"),
+    _rank_rule("predictions"),
     Rule("missing_system", "predictions", "system", "r.system IS NULL OR r.system = ''", MISSING_SYSTEM, "error"),
     Rule("unlisted_system", "predictions", "system", f"r.system <> '' AND NOT {_listed('systems', 'system')}",
          UNLISTED_SYSTEM, "error"),
@@ -216,14 +227,16 @@ def _rule_sql(rule: Rule, names: Mapping[str, str]) -> str:
             f" FROM {source} AS r WHERE {rule.where}")
 
 
-def problems_sql(tables: Mapping[str, str] | None = None) -> str:
+def problems_sql(tables: Mapping[str, str] | None = None, rank: bool = True) -> str:
     """DuckDB SQL of every problem of the input tables (``tables`` renames them, as ``--table``), one row per
     problem: ``(table_name, column_name, row_key, value, rule, action, message)``, ordered. ``$unknown`` and
-    ``$no_truth`` (``error`` or ``ignore``) decide the action of unknown labels and instances without truth."""
+    ``$no_truth`` (``error`` or ``ignore``) decide the action of unknown labels and instances without truth.
+    ``rank``: the truth and predictions tables have a ``rank`` column, which the rules check (the printed SQL of a
+    measure that reads no rank does not assume one)."""
     from ..sqlfiles import _parse, _rename_tables
 
     names = {t: (tables or {}).get(t, t) for t in INPUT_TABLES}
-    union = " UNION ALL ".join(_rule_sql(rule, names) for rule in RULES)
+    union = " UNION ALL ".join(_rule_sql(rule, names) for rule in RULES if rank or rule.column != "rank")
     tree = _parse(f"SELECT * FROM ({union}) AS p ORDER BY table_name, column_name, row_key, value, rule")
     return _rename_tables(tree, dict(tables or {})).sql(dialect="duckdb")
 
@@ -236,36 +249,60 @@ def fail_function(dialect: str) -> str:
 
 
 def guard_sql(tables: Mapping[str, str] | None = None, dialect: str = "duckdb",
-              listed: str = ": SELECT * FROM hiersql_check()") -> str:
+              listed: str = ": SELECT * FROM hiersql_check()", rank: bool = True) -> str:
     """A one-row aggregate that fails with the first problem (the smallest message) whose action is ``error``,
-    adding how many there are and ``listed`` (where to see them all); no row when there is none."""
+    adding how many there are and ``listed`` (where to see them all); no row when there is none. ``rank``: as
+    :func:`problems_sql`."""
     first = f"min(message) || ' (' || CAST(count(*) AS VARCHAR) || ' error(s) in all{listed})'"
     # CASE as well as HAVING: Spark computes an aggregate's select list before its HAVING
     return (f"SELECT CASE WHEN count(*) > 0 THEN {fail_function(dialect).format(first)} END AS failed"
-            f" FROM ({problems_sql(tables)}) AS p WHERE action = 'error' HAVING count(*) > 0")
+            f" FROM ({problems_sql(tables, rank)}) AS p WHERE action = 'error' HAVING count(*) > 0")
 
 
 def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool = False) -> str:
     """DuckDB SQL of the rows the measures read from input table ``table``: ids and labels trimmed, one row per
-    distinct key (``rank``: the smallest rank of the collapsed rows, which keeps their order; a prediction's
-    ``score``: the highest, the row the readers keep), labels not in
-    the taxonomy and predicted instances without truth left out (errors of :func:`guard_sql` unless
-    ``$unknown``/``$no_truth`` is ``ignore``, when the readers drop them too)."""
+    distinct key (a prediction's ``score``: the highest, the row the readers keep), labels not in the taxonomy and
+    predicted instances without truth left out (errors of :func:`guard_sql` unless ``$unknown``/``$no_truth`` is
+    ``ignore``, when the readers drop them too). ``rank`` (truth and predictions): each label's ``rank`` within its
+    instance as the readers rank a table's (:func:`ranked_sql`), and of duplicate rows the first in that order
+    kept."""
     from ..sqlfiles import _parse, _rename_tables
 
     known = "EXISTS (SELECT 1 FROM nodes AS n WHERE n.label = trim(r.label))"
-    extra = ", min(r.rank) AS rank" if rank else ""
-    sql = {
-        "truth": f"SELECT trim(r.instance_id) AS instance_id, trim(r.label) AS label{extra} FROM truth AS r"
-                 f" WHERE {known} GROUP BY trim(r.instance_id), trim(r.label)",
-        "predictions": f"SELECT r.system, trim(r.instance_id) AS instance_id, trim(r.label) AS label{extra},"
-                       f" max({value_sql('r.score')}) AS score"
-                       f" FROM predictions AS r WHERE {known} AND {_listed('instances', 'instance_id')}"
-                       " GROUP BY r.system, trim(r.instance_id), trim(r.label)",
-        "instances": "SELECT DISTINCT trim(instance_id) AS instance_id FROM instances",
-        "systems": "SELECT DISTINCT system FROM systems",
-    }[table]
+    listed = f" AND {_listed('instances', 'instance_id')}" if table == "predictions" else ""
+    if rank and table in ("truth", "predictions"):
+        keys = ", ".join(KEYS[table])
+        score = ", score" if table == "predictions" else ""
+        sql = (f"SELECT {keys}, label, rank{score} FROM ({ranked_sql(table)}) AS r"
+               f" WHERE r.occurrence = 1 AND {known}{listed}")
+    else:
+        sql = {
+            "truth": f"SELECT trim(r.instance_id) AS instance_id, trim(r.label) AS label FROM truth AS r"
+                     f" WHERE {known} GROUP BY trim(r.instance_id), trim(r.label)",
+            "predictions": f"SELECT r.system, trim(r.instance_id) AS instance_id, trim(r.label) AS label,"
+                           f" max({value_sql('r.score')}) AS score FROM predictions AS r WHERE {known}{listed}"
+                           " GROUP BY r.system, trim(r.instance_id), trim(r.label)",
+            "instances": "SELECT DISTINCT trim(instance_id) AS instance_id FROM instances",
+            "systems": "SELECT DISTINCT system FROM systems",
+        }[table]
     return _rename_tables(_parse(sql), dict(tables or {})).sql(dialect="duckdb")
+
+
+def ranked_sql(table: str) -> str:
+    """DuckDB SQL of the rows of ``table`` (truth or predictions, with a ``rank`` column: the user's, or NULL for
+    none) with each label's ``rank`` within its instance by the rule every reader follows
+    (:data:`hiersql.inputs.tables.RANK_ORDER`: the rank column's number, else the score's descending, else the
+    label: a table has no row order) and its ``occurrence`` among the rows of the same label (1: the first in that
+    order, the row the readers keep); ids and labels trimmed, the score read as a number by :func:`value_sql`."""
+    from .tables import RANK_ORDER
+
+    keys = ", ".join(KEYS[table])
+    score = value_sql("score") if table == "predictions" else "CAST(NULL AS DOUBLE)"
+    rows = (f"SELECT {'system, ' if table == 'predictions' else ''}trim(instance_id) AS instance_id,"
+            f" trim(label) AS label, {score} AS score, {value_sql('rank')} AS ord, FALSE AS in_order,"
+            f" CAST(NULL AS INTEGER) AS line, 1 AS pos FROM {table}")
+    return (f"SELECT {keys}, label, score, row_number() OVER (PARTITION BY {keys} ORDER BY {RANK_ORDER}) AS rank,"
+            f" row_number() OVER (PARTITION BY {keys}, label ORDER BY {RANK_ORDER}) AS occurrence FROM ({rows}) AS r")
 
 
 class InputTable(str):
@@ -281,29 +318,19 @@ class InputTable(str):
         return out
 
 
-def input_sql(table: str, source: str, columns: Mapping[str, str], dialect: str = "duckdb") -> str:
-    """The query (in ``dialect``) of a user's ``table`` (``truth`` or ``predictions``) read from ``source`` (the
-    text of a ``FROM`` item) under hiersql's column names; ``columns``: the SQL of the user's column of each role
-    (``instance``, ``label``, and for the predictions ``system``, ``score``; ``rank``: ``NULL`` for none).
-    Each label is ranked within its instance by the rule every reader follows
-    (:data:`hiersql.inputs.tables.RANK_ORDER`: the rank column, else the score descending, else the label: a table has
-    no row order), the score read as a number by :func:`value_sql`; the ``score`` column is the user's as it is, which
-    the rule ``score_not_a_number`` checks and :func:`cleaned_sql` reads as a number. Text, not parsed: the dbt
-    package's ``columns`` are Jinja (:mod:`hiersql.api.dbt`)."""
-    from .tables import RANK_ORDER
-
-    system = table == "predictions"
-    score = columns["score"] if system and columns["score"] != "NULL" else "CAST(NULL AS DOUBLE PRECISION)"
-    selected = [*([f"CAST({columns['system']} AS TEXT) AS system"] if system else []),
+def input_sql(table: str, source: str, columns: Mapping[str, str]) -> str:
+    """The query of a user's ``table`` (``truth`` or ``predictions``) read from ``source`` (the text of a ``FROM``
+    item) under hiersql's column names; ``columns``: the SQL of the user's column of each role (``instance``,
+    ``label``, and for the predictions ``system``, ``score``; ``rank``; ``NULL`` for none). The score and rank are
+    the user's as they are: the rules ``score_not_a_number`` and ``rank_not_a_number`` check them and
+    :func:`cleaned_sql` reads them as numbers. Text, not parsed: the dbt package's ``columns`` are Jinja
+    (:mod:`hiersql.api.dbt`)."""
+    none = "CAST(NULL AS DOUBLE PRECISION)"
+    given = {role: none if columns.get(role, "NULL") == "NULL" else columns[role] for role in ("score", "rank")}
+    selected = [*([f"CAST({columns['system']} AS TEXT) AS system"] if table == "predictions" else []),
                 f"CAST({columns['instance']} AS TEXT) AS instance_id", f"CAST({columns['label']} AS TEXT) AS label",
-                f"{score} AS score_given", f"{value_sql(score, dialect)} AS score",
-                f"CAST({columns.get('rank', 'NULL')} AS DOUBLE PRECISION) AS ord",
-                "FALSE AS in_order", "CAST(NULL AS INTEGER) AS line", "1 AS pos"]
-    keys = "system, instance_id" if system else "instance_id"
-    ranked = f"row_number() OVER (PARTITION BY {keys} ORDER BY {RANK_ORDER}) AS rank"
-    return (f"SELECT {keys}, label, score_given AS score, rank FROM (\n"
-            f"SELECT {keys}, label, score_given, {ranked}\n"
-            "FROM (\n  SELECT\n    " + ",\n    ".join(selected) + f"\n  FROM {source}\n) AS r\n) AS r\n")
+                *([f"{given['score']} AS score"] if table == "predictions" else []), f"{given['rank']} AS rank"]
+    return "SELECT\n  " + ",\n  ".join(selected) + f"\nFROM {source}\n"
 
 
 def cleaned_names(tables: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -337,7 +364,7 @@ def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, opti
     rank = re.search(r"\brank\b", sql) is not None  # the HCM orders the labels of a set by rank
     out = ["-- hiersql input rules (docs/sql.md): fails with the first fault of the input tables, where hiersql"
            f" evaluate would refuse them (unknown={options['unknown']}, no_truth={options['no_truth']})",
-           written(guard_sql(tables, dialect, listed="")) + ";",
+           written(guard_sql(tables, dialect, listed="", rank=rank)) + ";",
            "-- the input rows as hiersql evaluate reads them: ids and labels trimmed, duplicates collapsed"]
     out += [written(f"CREATE OR REPLACE TEMPORARY VIEW hiersql_{t} AS {cleaned_sql(t, tables, rank)}") + ";"
             for t in read]
