@@ -1,8 +1,9 @@
-"""One rule for a score or rank written as text (``hiersql.inputs.rules.NUMBER``), whatever reads it: the store's
-DuckDB readers (a file, a Parquet column of text), PostgreSQL reading its own tables in place, Spark reading a
-DataFrame, and the SQL door (the macros, the printed SQL). Each SQL engine casts other spellings its own way (DuckDB reads ``1_000`` as 1000, Spark's cast is
-Java's) and PostgreSQL raised on a number out of a double's range, where DuckDB gave an infinity or zero: the same
-table was a number through one door, an error through another, an internal error through a third."""
+"""One rule for a score or rank written as text (``hiersql.inputs.rules.NUMBER``), whatever reads it: the store's DuckDB
+readers (a file, a Parquet column of text), PostgreSQL reading its own tables in place, Spark reading a DataFrame,
+and the SQL door (the macros, the printed SQL). Each SQL engine casts other spellings its own way (DuckDB reads
+``1_000`` as 1000, Spark's cast is Java's) and PostgreSQL raised on a number out of a double's range, where DuckDB
+gave an infinity or zero: the same table was a number through one door, an error through another, an internal error
+through a third."""
 
 from __future__ import annotations
 

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import sqlfiles
     from ..engines import render, render_family
+    from ..engines.compile import checks_script
     from ..engines.dialect import dialect
     from ..errors import InputError
     from ..measures import plan_of
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     untested = "" if dialect(args.dialect).run_here else (
         f"-- {args.dialect}: transpiled by sqlglot, not run by hiersql's tests (they run DuckDB, PostgreSQL and"
         " Spark: docs/sql.md)\n")
-    print(untested + input_rules.checks_script(sql, tables, args.dialect, rules, pretty=not args.compact) + sql
+    print(untested + checks_script(sql, tables, args.dialect, rules, pretty=not args.compact) + sql
           + ";")
     return 0
 

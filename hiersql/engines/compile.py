@@ -1,4 +1,5 @@
-"""The SQL files in any dialect: a query (:func:`render`) or a family's plan (:func:`render_family`).
+"""The SQL files in any dialect: a query (:func:`render`) or a family's plan (:func:`render_family`), and the
+input rules a printed script runs first (:func:`checks_script`).
 
 A query is composed by :func:`hiersql.sqlfiles.render` (the queries it reads as common table expressions, its
 ``$parameters`` as literals, tables renamed) in DuckDB's dialect, the one the files are written in, then
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import sqlfiles
+from ..inputs import rules as input_rules
 from ..options import Options, sql_options
 from ..plan import FamilyPlan, Python, Sql, summary_sql
 from .dialect import dialect as dialect_of
@@ -155,3 +157,36 @@ def _tables(tree: Any, name: str) -> list[Any]:
     from sqlglot import exp
 
     return [t for t in tree.find_all(exp.Table) if not t.db and t.name == name]
+
+
+def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, options: Mapping[str, str],
+                  pretty: bool = True) -> str:
+    """The statements to run before ``sql`` (a measure's SQL in ``dialect`` that reads the cleaned input tables
+    of :func:`~hiersql.inputs.rules.cleaned_names`): the check query of :func:`~hiersql.inputs.rules.guard_sql`,
+    which fails on the first fault, then one view ``hiersql_<table>`` per input table ``sql`` reads
+    (:func:`~hiersql.inputs.rules.cleaned_sql`, made by the dialect's
+    :attr:`~hiersql.engines.dialect.EngineDialect.view_statement`). ``options``: the values of ``unknown`` and
+    ``no_truth``. Empty when ``sql`` reads no input table."""
+    import re
+
+    import sqlglot
+    from sqlglot import exp
+
+    read = [t for t in input_rules.INPUT_TABLES if re.search(rf"\bhiersql_{t}\b", sql)]
+    if not read:
+        return ""
+    values = {name: sqlfiles._literal(options[name]) for name in input_rules.OPTIONS}
+
+    def written(text: str) -> str:
+        tree = exp.replace_placeholders(sqlglot.parse_one(text + "\n", read="duckdb"), **values)
+        return (tree if dialect == "duckdb" else tree.transform(input_rules.untyped)).sql(dialect=dialect,
+                                                                                          pretty=pretty)
+
+    rank = re.search(r"\brank\b", sql) is not None  # the HCM orders the labels of a set by rank
+    out = ["-- hiersql input rules (docs/sql.md): fails with the first fault of the input tables, where hiersql"
+           f" evaluate would refuse them (unknown={options['unknown']}, no_truth={options['no_truth']})",
+           written(input_rules.guard_sql(tables, dialect, listed="", rank=rank)) + ";",
+           "-- the input rows as hiersql evaluate reads them: ids and labels trimmed, duplicates collapsed"]
+    view = dialect_of(dialect).view_statement
+    out += [f"{view.format(f'hiersql_{t}')}\n{written(input_rules.cleaned_sql(t, tables, rank))};" for t in read]
+    return "\n".join(out) + "\n\n"

@@ -71,6 +71,9 @@ class EngineDialect:
         Quote the names of the tables and columns the runners create (:meth:`quoted`). A dialect that folds
         unquoted names to upper case (Snowflake) reads a quoted ``"truth"`` only where the stages' SQL, which
         names tables unquoted, is quoted too.
+    view_statement:
+        How a printed script makes the view of an input table's cleaned rows (``{}``: its name), followed by the
+        view's query (:func:`hiersql.engines.compile.checks_script`).
     run_here:
         hiersql's tests run the printed SQL of this dialect on a real server (DuckDB, PostgreSQL, Spark); the
         others are transpiled by sqlglot only, and ``hiersql sql`` says so in its first line.
@@ -84,6 +87,7 @@ class EngineDialect:
     rewrites: tuple[Rewrite, ...] = ()
     inlines_ctes: bool = False
     identify: bool = True
+    view_statement: str = "CREATE OR REPLACE TEMPORARY VIEW {} AS"
     run_here: bool = False
 
     @property
@@ -232,8 +236,11 @@ _DIALECTS = {
     # PostgreSQL has no statistics of a new table until it is analysed, and plans some stages (NOT IN over a
     # stage, joins of stages) as if it were empty
     # PostgreSQL too reads 1.0 as a decimal (numeric), whose means keep 16 to 20 digits
+    # PostgreSQL's CREATE OR REPLACE VIEW keeps the view's columns: a script whose measures read the rank (the
+    # cleaned rows with a rank column) after one whose measures do not failed in the same session
     "postgres": EngineDialect("postgres", sums="ordered", analyze_statement="ANALYZE {}", run_here=True,
-                              rewrites=(decimals_as_doubles,)),
+                              rewrites=(decimals_as_doubles,),
+                              view_statement="DROP VIEW IF EXISTS pg_temp.{0};\nCREATE TEMPORARY VIEW {0} AS"),
     "spark": replace(_SPARK, run_here=True),
     "spark2": replace(_SPARK, name="spark2"),
     "databricks": replace(_SPARK, name="databricks"),

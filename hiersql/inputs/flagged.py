@@ -83,7 +83,7 @@ def system_wheres(opened: Sequence[Any], by_source: Mapping[int, Mapping[str | N
         label_tables.check_spellings(((v, g["_spellings"]) for v, g in sorted(found.items())),
                                      source.columns["system"], source.where)
         if not found:
-            raise InputError("the table has no rows, so no system", source.where)
+            raise InputError(rules.NO_SYSTEM, source.where)
         if source.given is not None and sorted(found) != [source.given]:
             raise InputError(f"the table has a system column ({source.columns['system']!r}, {len(found)}"
                              " system(s)) whose values name the systems: give it no system name", source.where,

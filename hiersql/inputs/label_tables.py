@@ -184,7 +184,7 @@ def expand(
             continue
         values = found[id(labels)] = found.get(id(labels)) or _systems(con, labels)
         if not values:
-            raise InputError("the table has no rows, so no system", table.where)
+            raise InputError(rules.NO_SYSTEM, table.where)
         if system is not None and system not in values:
             raise InputError(f"the table has a system column ({labels.columns['system']!r}, {len(values)}"
                              " system(s)) whose values name the systems: give it no system name, or one of"

@@ -31,6 +31,7 @@ NO_TRUTH = "predicted instance has no truth"
 DUPLICATES = "duplicate (instance_id, label) row(s) collapsed"
 MISSING_SYSTEM = "missing system (NULL or empty)"
 NO_INSTANCE = "truth has no instance"
+NO_SYSTEM = "the table has no rows, so no system"  # a predictions table with a system column, and no row
 # A truth source read with no instance at all (the store's and the in-engine readers' message).
 EMPTY_TRUTH = (f"{NO_INSTANCE} (an empty file, or no line of the label format, such as a GermEval file without the"
                " subtask's section)")
@@ -190,10 +191,15 @@ RULES: tuple[Rule, ...] = (
          "SELECT trim(instance_id) AS instance_id, count(*) AS n FROM instances GROUP BY trim(instance_id)"),
     Rule("no_instance", "instances", "instance_id", "r.n = 0", NO_INSTANCE, "error",
          "SELECT CAST(NULL AS VARCHAR) AS instance_id, count(*) AS n FROM instances"),
+    Rule("no_system", "systems", "system", "r.n = 0", NO_SYSTEM, "error",
+         "SELECT CAST(NULL AS VARCHAR) AS system, count(*) AS n FROM systems"),
     Rule("missing_system", "systems", "system", "r.system IS NULL OR r.system = ''", MISSING_SYSTEM, "error"),
     Rule("duplicate", "systems", "system", "r.n > 1", DUPLICATE_SYSTEM, "collapsed",
          "SELECT system, count(*) AS n FROM systems GROUP BY system"),
 )
+
+
+WHOLE = ("no_instance", "no_system")  # the rules of a table as a whole: their messages name no row or value
 
 
 def _quoted(expression: str) -> str:
@@ -213,13 +219,13 @@ def _rule_sql(rule: Rule, names: Mapping[str, str]) -> str:
     from sqlglot import exp
 
     key = " || ', ' || ".join(f"'{k}=' || {_quoted('r.' + k)}" for k in KEYS[rule.table])
-    if rule.name == "no_instance":  # the table as a whole
+    if rule.name in WHOLE:
         key, where = "NULL", f"{exp.Literal.string(names[rule.table] + ': ').sql()}"
     else:
         where = f"{exp.Literal.string(names[rule.table] + ', column ' + repr(rule.column) + ', ').sql()} || {key}" \
                 " || ': '"
-    value = "NULL" if rule.name == "no_instance" else f"CAST(r.{rule.column} AS VARCHAR)"
-    tail = "" if rule.name == "no_instance" else f" || ': ' || {_quoted('r.' + rule.column)}"
+    value = "NULL" if rule.name in WHOLE else f"CAST(r.{rule.column} AS VARCHAR)"
+    tail = "" if rule.name in WHOLE else f" || ': ' || {_quoted('r.' + rule.column)}"
     source = f"({rule.source})" if rule.source else rule.table
     return (f"SELECT {exp.Literal.string(names[rule.table]).sql()} AS table_name, '{rule.column}' AS column_name,"
             f" {key} AS row_key, {value} AS value, '{rule.name}' AS rule, {_action(rule)} AS action,"
@@ -337,38 +343,6 @@ def cleaned_names(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     """``tables`` (the ``--table`` renames) with each input table renamed to its cleaned rows,
     ``hiersql_<table>`` (:func:`cleaned_sql`): what the measures' SQL reads."""
     return {**dict(tables or {}), **{t: f"hiersql_{t}" for t in INPUT_TABLES}}
-
-
-def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, options: Mapping[str, str],
-                  pretty: bool = True) -> str:
-    """The statements to run before ``sql`` (a measure's SQL in ``dialect`` that reads the cleaned input tables
-    of :func:`cleaned_names`): the check query of :func:`guard_sql`, which fails on the first fault, then one
-    ``CREATE OR REPLACE TEMPORARY VIEW hiersql_<table>`` per input table ``sql`` reads (:func:`cleaned_sql`).
-    ``options``: the values of ``unknown`` and ``no_truth``. Empty when ``sql`` reads no input table."""
-    import re
-
-    import sqlglot
-    from sqlglot import exp
-
-    from ..sqlfiles import _literal
-
-    read = [t for t in INPUT_TABLES if re.search(rf"\bhiersql_{t}\b", sql)]
-    if not read:
-        return ""
-    values = {name: _literal(options[name]) for name in OPTIONS}
-
-    def written(text: str) -> str:
-        tree = exp.replace_placeholders(sqlglot.parse_one(text + "\n", read="duckdb"), **values)
-        return (tree if dialect == "duckdb" else tree.transform(untyped)).sql(dialect=dialect, pretty=pretty)
-
-    rank = re.search(r"\brank\b", sql) is not None  # the HCM orders the labels of a set by rank
-    out = ["-- hiersql input rules (docs/sql.md): fails with the first fault of the input tables, where hiersql"
-           f" evaluate would refuse them (unknown={options['unknown']}, no_truth={options['no_truth']})",
-           written(guard_sql(tables, dialect, listed="", rank=rank)) + ";",
-           "-- the input rows as hiersql evaluate reads them: ids and labels trimmed, duplicates collapsed"]
-    out += [written(f"CREATE OR REPLACE TEMPORARY VIEW hiersql_{t} AS {cleaned_sql(t, tables, rank)}") + ";"
-            for t in read]
-    return "\n".join(out) + "\n\n"
 
 
 def rules_table() -> str:

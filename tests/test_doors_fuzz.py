@@ -1,0 +1,217 @@
+"""One contract, every door, by a property-based fuzzer (hypothesis): random dirty tables of a user's DuckDB file
+(spaces around ids and labels, repeated labels with other scores and ranks, unknown labels, scores and ranks
+written as text such as ``'10'`` against ``'9'``, missing scores, a system without scores, a rank column or none)
+give, through the SQL door (the installed macros, the printed DuckDB and PostgreSQL SQL), the numbers ``hiersql
+evaluate`` gives over the same tables (``--rank-col rank`` where the tables rank their labels), or every door
+refuses them. The measures are those the SQL door has: set-based, flat, severity (k = 1) and the scoring-tree
+family, which read the order of the labels."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import math
+from pathlib import Path
+from typing import NamedTuple
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hiersql.cli import main
+
+TAXONOMY = "r\ta\nr\tb\na\ta1\na\ta2\nb\tb1\nb\tb2\nb1\tb11\n"  # a tree: the scoring family applies
+LABELS = ["a", "b", "a1", "a2", "b1", "b2", "b11"]
+FAMILIES = ("set_based", "flat", "severity", "scoring")  # each has the macro hiersql_<family>
+SCORES = ["0.5", "0.9", "10", "9", " 1e0 ", "0.25", "-inf", None]
+RANKS = ["1", "2", "10", "9", "2.0", " 3 "]
+
+
+@st.composite
+def tables(draw):
+    """Rows of ``gold (instance_id, label, rank)`` and ``runs (system, instance_id, label, rank, score)``, text
+    columns; whether the rank column holds ranks (else it is NULL in every row); and the unknown option."""
+    ranked = draw(st.booleans())
+    spaced = st.sampled_from(["{}", "{}", "{}", " {}", "{} "])
+    label = st.sampled_from([*LABELS, *LABELS, "zz"])  # zz: no node
+    n = draw(st.integers(1, 4))
+    gold = [(draw(spaced).format(f"i{i}"), draw(spaced).format(truth), str(j + 1) if ranked else None)
+            for i in range(n) for j, truth in enumerate(draw(st.lists(st.sampled_from(LABELS), min_size=1,
+                                                                      max_size=2, unique=True)))]
+    runs = [(system, draw(spaced).format(f"i{i}"), draw(spaced).format(draw(label)),
+             draw(st.sampled_from(RANKS)) if ranked else None,
+             draw(st.sampled_from(SCORES)) if system == "m" else None)
+            for system in ("m", "h") for i in range(n) for _ in range(draw(st.integers(0, 3)))]
+    return gold, runs, ranked, draw(st.sampled_from(["error", "ignore"]))
+
+
+@pytest.fixture(scope="module")
+def door(tmp_path_factory):
+    """A DuckDB file with the user's empty tables ``gold`` and ``runs``, the hand taxonomy and the macros over the
+    tables, and the printed DuckDB scripts of the four families for each unknown option."""
+    tmp = tmp_path_factory.mktemp("doors")
+    (tmp / "tax.tsv").write_text(TAXONOMY)
+    path = tmp / "user.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE gold (instance_id VARCHAR, label VARCHAR, rank VARCHAR)")
+        con.execute("CREATE TABLE runs (system VARCHAR, instance_id VARCHAR, label VARCHAR, rank VARCHAR,"
+                    " score VARCHAR)")
+    tables = ["--table", "truth=gold", "--table", "predictions=runs"]
+    assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp / "tax.tsv"), *tables]) == 0
+    scripts = {}
+    for dialect in ("duckdb", "postgres"):
+        for unknown in ("error", "ignore"):
+            for family in FAMILIES:
+                k = ["--k", "1"] if family == "severity" else []
+                code, out, err = _run(["sql", family, "--dialect", dialect, *k, "--unknown", unknown, *tables])
+                assert code == 0, err
+                scripts.setdefault((dialect, unknown), {})[family] = out
+    return Door(path, scripts)
+
+
+class Door(NamedTuple):
+    path: Path
+    scripts: dict[tuple[str, str], dict[str, str]]
+
+    def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
+        return f"Door({self.path})"
+
+
+def _run(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _fill(path, case) -> None:
+    gold, runs, _, _ = case
+    with duckdb.connect(str(path)) as con:
+        con.execute("DELETE FROM gold; DELETE FROM runs; DELETE FROM instances; DELETE FROM systems")
+        con.executemany("INSERT INTO gold VALUES (?, ?, ?)", gold)
+        if runs:
+            con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?)", runs)
+        con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM gold")
+        con.execute("INSERT INTO systems SELECT DISTINCT system, NULL FROM runs")
+
+
+def _evaluated(path, case) -> dict[tuple[str, str, str], float | None] | None:
+    """``hiersql evaluate``'s rows over the tables (None: refused, exit 2 and one line)."""
+    _, _, ranked, unknown = case
+    code, out, err = _run(["evaluate", "--taxonomy", str(path.parent / "tax.tsv"), "--truth", f"duckdb:{path}::gold",
+                           "--pred", f"duckdb:{path}::runs", *(["--rank-col", "rank"] if ranked else []),
+                           "--unknown", unknown, "--metrics", ",".join(FAMILIES), "--k", "1", "--format", "csv"])
+    if code == 2:
+        assert err.count("\n") == 1 and err.startswith("hiersql: error: "), err
+        return None
+    assert code == 0, err
+    return {(s, m, a): float(v) if v else None for s, m, a, v in list(csv.reader(io.StringIO(out)))[1:]}
+
+
+def _keyed(rows: dict[str, list[tuple]]) -> dict[tuple[str, str, str], float | None]:
+    """Rows ``(system, metric, average, value)`` of each family keyed as evaluate's (the severity family's one k
+    has average ``''`` in the SQL door)."""
+    return {(s, m, "@1" if family == "severity" else a): None if v is None else float(v)
+            for family, got in rows.items() for s, m, a, v in got}
+
+
+def _same(got: dict, want: dict) -> None:
+    """Every row of evaluate's with its value; the SQL door's other rows are NULL (its scoring family lists the
+    measures of confusion-matrix counts too, which do not apply to label sets and which evaluate leaves out)."""
+    assert want.keys() <= got.keys(), sorted(want.keys() - got.keys())
+    assert all(got[key] is None for key in got.keys() - want.keys()), {k: got[k] for k in got.keys() - want.keys()}
+    for key, value in want.items():
+        other = got[key]
+        assert (value is None) == (other is None), (key, value, other)
+        if value is not None:
+            assert (math.isnan(value) and math.isnan(other)) or abs(value - other) <= 1e-12, (key, value, other)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(case=tables())
+def test_the_macros_and_the_printed_duckdb_sql_give_evaluates_numbers(door, case):
+    path, scripts = door
+    _fill(path, case)
+    want = _evaluated(path, case)
+    unknown = case[3]
+    with duckdb.connect(str(path)) as con:
+        doors = {"macros": lambda: {f: con.execute(f"SELECT * FROM hiersql_{f}(unknown := $unknown)",
+                                                   {"unknown": unknown}).fetchall() for f in FAMILIES},
+                 "printed": lambda: {f: con.execute(s).fetchall() for f, s in scripts["duckdb", unknown].items()}}
+        for rows in doors.values():
+            if want is None:
+                with pytest.raises(duckdb.InvalidInputException, match="hiersql: "):
+                    rows()
+                continue
+            _same(_keyed(rows()), want)
+
+
+@pytest.mark.postgres
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(case=tables())
+def test_the_printed_postgres_sql_gives_evaluates_numbers(door, pg_dsn, case):
+    import psycopg
+
+    from hiersql.engines import PostgresEngine
+
+    path, scripts = door
+    _fill(path, case)
+    want = _evaluated(path, case)
+    engine = PostgresEngine(pg_dsn)
+    try:
+        engine.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        engine.execute("CREATE SCHEMA public")
+        with duckdb.connect(str(path), read_only=True) as con:
+            for table in ("edges", "nodes", "closure", "instances", "systems", "pair_counts", "gold", "runs"):
+                engine.write(table, con.table(table).to_arrow_table())
+        got = {}
+        for family, script in scripts["postgres", case[3]].items():
+            with engine.conn.cursor() as cur:
+                try:
+                    cur.execute(script)  # psql's way: statement after statement
+                    while cur.nextset():
+                        pass
+                    got[family] = cur.fetchall()
+                except psycopg.Error as exc:  # the check query's failed cast quotes the first fault
+                    assert want is None and "hiersql: " in str(exc), str(exc)
+                    got[family] = None
+                    engine.conn.rollback()
+    finally:
+        engine.close()
+    if want is None:
+        assert all(rows is None for rows in got.values()), got
+        return
+    _same(_keyed(got), want)
+
+
+@pytest.mark.postgres
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(case=tables())
+def test_postgresql_in_place_gives_evaluates_bytes(door, pg_dsn, case):
+    """The same tables in a PostgreSQL database (text columns), read and evaluated in place (``--engine
+    postgres``): the bytes of the default DuckDB engine over the DuckDB file's tables, or both exit 2."""
+    import psycopg
+
+    from tests.test_sources_postgres import create, uri
+
+    path = door.path
+    _fill(path, case)
+    gold, runs, ranked, unknown = case
+    with psycopg.connect(pg_dsn, autocommit=True) as con:
+        con.execute("DROP SCHEMA IF EXISTS doors CASCADE")
+        con.execute("CREATE SCHEMA doors")
+        create(con, "gold", ["instance_id", "label", "rank"], gold, "doors")
+        create(con, "runs", ["system", "instance_id", "label", "rank", "score"], runs, "doors")
+    base = uri(pg_dsn).rsplit("/", 1)[0] + "/" + psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
+    common = ["--taxonomy", str(path.parent / "tax.tsv"), *(["--rank-col", "rank"] if ranked else []), "--unknown",
+              unknown, "--metrics", ",".join(FAMILIES), "--k", "1", "--format", "csv"]
+    here = _run(["evaluate", "--truth", f"duckdb:{path}::gold", "--pred", f"duckdb:{path}::runs", *common])
+    there = _run(["evaluate", "--truth", f"{base}::doors.gold", "--pred", f"{base}::doors.runs", *common,
+                  "--engine", "postgres", "--postgres-url", base])
+    assert there[0] == here[0] and there[1] == here[1], (here, there)
+    assert here[0] == 0 or there[2].count("\n") == 1, there[2]
