@@ -267,11 +267,12 @@ def guard_sql(tables: Mapping[str, str] | None = None, dialect: str = "duckdb",
 
 def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool = False) -> str:
     """DuckDB SQL of the rows the measures read from input table ``table``: ids and labels trimmed, one row per
-    distinct key (a prediction's ``score``: the highest, the row the readers keep), labels not in the taxonomy and
-    predicted instances without truth left out (errors of :func:`guard_sql` unless ``$unknown``/``$no_truth`` is
-    ``ignore``, when the readers drop them too). ``rank`` (truth and predictions): each label's ``rank`` within its
-    instance as the readers rank a table's (:func:`ranked_sql`), and of duplicate rows the first in that order
-    kept."""
+    distinct key, labels not in the taxonomy and predicted instances without truth left out (errors of
+    :func:`guard_sql` unless ``$unknown``/``$no_truth`` is ``ignore``, when the readers drop them too). With
+    ``rank`` (truth and predictions): each label's ``rank`` within its instance as the readers rank a table's
+    (:func:`ranked_sql`), and of duplicate rows the first in that order kept, with its score. Without it, a
+    prediction's ``score`` is the highest of its duplicates (the first in the readers' order of a table without a
+    rank column)."""
     from ..sqlfiles import _parse, _rename_tables
 
     known = "EXISTS (SELECT 1 FROM nodes AS n WHERE n.label = trim(r.label))"
