@@ -22,22 +22,39 @@ pytestmark = pytest.mark.slow
 INSTANCES = 400  # of GermEval B's test set: every family crosses instances with and without mistakes
 SYSTEMS = ("Averbis__BOHB_CNN", "Comtravo-DS__global_clf_cnn", "Comtravo-DS__local_clf_logit_cnn")
 VARS = {"hiersql_truth": "gold", "hiersql_predictions": "runs", "hiersql_instance_col": "doc_id",
-        "hiersql_label_col": "genre", "hiersql_system_col": "model", "hiersql_score_col": "NULL"}
+        "hiersql_label_col": "genre", "hiersql_system_col": "model", "hiersql_score_col": "NULL",
+        "hiersql_rank_col": "pos"}
 
 
 def user_tables(con, data_dir: Path, schema: str = "main") -> None:
-    """GermEval B's first instances under the user's names: ``gold(doc_id, genre)``, ``runs(model, doc_id, genre)``."""
+    """GermEval B's first instances under the user's names: ``gold(doc_id, genre, pos)``, ``runs(model, doc_id,
+    genre, pos)``, ``pos`` a text column ranking an instance's labels in the reverse of the file's order from
+    ``'8'`` (``'10'`` before ``'9'``: compared as text, the order of the instances with three labels or more
+    changes, which the scoring measures read)."""
     canonical = data_dir / "canonical"
+
+    def ranked(rows: list[list[str]]) -> list[tuple[str, str, str]]:
+        count: dict[str, int] = {}
+        for instance, _ in rows:
+            count[instance] = count.get(instance, 0) + 1
+        seen: dict[str, int] = {}
+        out = []
+        for instance, label in rows:
+            seen[instance] = seen.get(instance, 0) + 1
+            out.append((instance, label, str(8 + count[instance] - seen[instance])))
+        return out
+
     rows = [line.split("\t")[:2] for line in (canonical / "truth_b.tsv").read_text().splitlines()]
     kept = set(list(dict.fromkeys(instance for instance, _ in rows))[:INSTANCES])
     marker = "?" if isinstance(con, duckdb.DuckDBPyConnection) else "%s"  # DuckDB's or psycopg's
-    con.execute(f"CREATE TABLE {schema}.gold (doc_id TEXT, genre TEXT)")
-    con.executemany(f"INSERT INTO {schema}.gold VALUES ({marker}, {marker})", [row for row in rows if row[0] in kept])
-    con.execute(f"CREATE TABLE {schema}.runs (model TEXT, doc_id TEXT, genre TEXT)")
+    con.execute(f"CREATE TABLE {schema}.gold (doc_id TEXT, genre TEXT, pos TEXT)")
+    con.executemany(f"INSERT INTO {schema}.gold VALUES ({marker}, {marker}, {marker})",
+                    ranked([row for row in rows if row[0] in kept]))
+    con.execute(f"CREATE TABLE {schema}.runs (model TEXT, doc_id TEXT, genre TEXT, pos TEXT)")
     for system in SYSTEMS:
         pred = [line.split("\t")[:2] for line in (canonical / "pred_b" / f"{system}.tsv").read_text().splitlines()]
-        con.executemany(f"INSERT INTO {schema}.runs VALUES ({marker}, {marker}, {marker})",
-                        [(system, *row) for row in pred if row[0] in kept])
+        con.executemany(f"INSERT INTO {schema}.runs VALUES ({marker}, {marker}, {marker}, {marker})",
+                        [(system, *row) for row in ranked([row for row in pred if row[0] in kept])])
 
 
 def dbt_project(tmp_path: Path, data_dir: Path, adapter: str, profile: str, schema: str = "main") -> Path:
@@ -69,7 +86,8 @@ def evaluated(capsys, data_dir: Path, db: Path) -> dict[tuple[str, str, str], fl
     capsys.readouterr()
     code = main(["evaluate", "--taxonomy", str(data_dir / "canonical" / "taxonomy.tsv"),
                  "--truth", table + "gold", "--pred", table + "runs", "--system-col", "model", "--instance-col",
-                 "doc_id", "--label-col", "genre", "--metrics", "set_based,flat,scoring", "--average",
+                 "doc_id", "--label-col", "genre", "--rank-col", "pos", "--metrics", "set_based,flat,scoring",
+                 "--average",
                  "micro,macro,samples,weighted,label_macro", "--format", "csv"])
     out = capsys.readouterr().out
     assert code == 0
