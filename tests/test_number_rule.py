@@ -282,6 +282,8 @@ RANKED = {
 
 @pytest.fixture(scope="module", params=list(RANKED))
 def ranked_door(request, tmp_path_factory):
+    """A DuckDB file with the ranked hand case and the macros installed over it (the hand taxonomy loaded); its
+    path and the column flags ``evaluate`` needs for the same table."""
     tmp = tmp_path_factory.mktemp("ranked")
     (tmp / "tax.tsv").write_text("r\ta\nr\tb\na\ta1\nb\tb1\n")
     path = tmp / "user.duckdb"
@@ -292,8 +294,9 @@ def ranked_door(request, tmp_path_factory):
         con.execute(create)
         con.execute("INSERT INTO runs VALUES ('m', 'i1', 'a1', '10', NULL), ('m', 'i1', 'b1', '9', NULL),"
                     " ('m', 'i2', 'b1', '1', NULL)")
-        con.execute("CREATE VIEW ids AS SELECT DISTINCT instance_id FROM gold;"
-                    " CREATE VIEW models AS SELECT DISTINCT system FROM runs" if request.param == "tables" else "")
+        if request.param == "tables":  # the lists of instances and systems, which --table names too
+            con.execute("CREATE VIEW ids AS SELECT DISTINCT instance_id FROM gold;"
+                        " CREATE VIEW models AS SELECT DISTINCT system FROM runs")
     assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp / "tax.tsv"), *flags]) == 0
     return path, columns
 
