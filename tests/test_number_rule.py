@@ -237,19 +237,14 @@ def test_a_score_column_of_text_ranks_ten_above_nine(door):
         _score(door, "i2", "a1", "0.2")  # the module's tables as the other tests expect them
 
 
-@pytest.mark.postgres
-@pytest.mark.parametrize("text", ["10", "1_000", "abc"])
-def test_the_printed_postgres_sql_reads_a_text_score_by_the_rule(tmp_path, capsys, pg_dsn, text):
-    """``hiersql sql top_k_accuracy --dialect postgres`` over the user's tables (hiersql's columns, the score a
-    text column) run by PostgreSQL: ``b1`` at ``text`` against ``a1`` at ``'9'``, top-1 right for both instances
-    (by hand), or the failed cast quoting the rule's message."""
+def _printed_top1_on_postgres(tmp_path, capsys, pg_dsn) -> list:
+    """The rows of ``hiersql sql top_k_accuracy --dialect postgres`` over the tables ``gold`` and ``runs`` (hiersql's
+    columns) of ``tmp_path/user.duckdb``, run by PostgreSQL after ``install-macros`` made the hand taxonomy and
+    the lists of instances and systems in the file (a failure: ``duckdb.InvalidInputException``)."""
     from tests.test_sql_checks import _run_postgres
 
     path = tmp_path / "user.duckdb"
     (tmp_path / "tax.tsv").write_text("r\ta\nr\tb\na\ta1\nb\tb1\n")
-    with duckdb.connect(str(path)) as con:
-        con.execute(DOOR["tables"][0].replace("'0.9'", "$text").replace("'0.2'", "'9'").split("; CREATE VIEW")[0],
-                    {"text": text})
     assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp_path / "tax.tsv")]) == 0
     with duckdb.connect(str(path)) as con:
         con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM gold")
@@ -257,12 +252,24 @@ def test_the_printed_postgres_sql_reads_a_text_score_by_the_rule(tmp_path, capsy
     capsys.readouterr()
     assert main(["sql", "top_k_accuracy", "--dialect", "postgres", "--table", "truth=gold", "--table",
                  "predictions=runs"]) == 0
-    script = capsys.readouterr().out
+    return _run_postgres(pg_dsn, path, [capsys.readouterr().out])
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("text", ["10", "1_000", "abc"])
+def test_the_printed_postgres_sql_reads_a_text_score_by_the_rule(tmp_path, capsys, pg_dsn, text):
+    """``hiersql sql top_k_accuracy --dialect postgres`` over the user's tables (hiersql's columns, the score a
+    text column) run by PostgreSQL: ``b1`` at ``text`` against ``a1`` at ``'9'``, top-1 right for both instances
+    (by hand), or the failed cast quoting the rule's message."""
+    path = tmp_path / "user.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(DOOR["tables"][0].replace("'0.9'", "$text").replace("'0.2'", "'9'").split("; CREATE VIEW")[0],
+                    {"text": text})
     if text == "10":
-        assert _run_postgres(pg_dsn, path, [script]) == [("m", "top_k_accuracy", "", 1.0)]
+        assert _printed_top1_on_postgres(tmp_path, capsys, pg_dsn) == [("m", "top_k_accuracy", "", 1.0)]
         return
     with pytest.raises(duckdb.InvalidInputException) as raised:
-        _run_postgres(pg_dsn, path, [script])
+        _printed_top1_on_postgres(tmp_path, capsys, pg_dsn)
     assert (f"hiersql: runs, column 'score', system='m', instance_id='i2': score is not a number: {text!r}"
             in str(raised.value)), str(raised.value)
 
@@ -366,28 +373,18 @@ def test_the_printed_postgres_sql_ranks_by_the_number_of_a_text_rank(tmp_path, c
     """``hiersql sql top_k_accuracy --dialect postgres`` over the ranked hand case (hiersql's columns, the rank a
     text column) run by PostgreSQL: the top-1 accuracy by hand of the test above, or the failed cast quoting the
     rule's message."""
-    from tests.test_sql_checks import _run_postgres
-
     path = tmp_path / "user.duckdb"
-    (tmp_path / "tax.tsv").write_text("r\ta\nr\tb\na\ta1\nb\tb1\n")
     with duckdb.connect(str(path)) as con:
         con.execute("CREATE TABLE gold AS SELECT * FROM (VALUES ('i1', 'a1', 1), ('i2', 'b1', 1))"
                     " t(instance_id, label, rank)")
         con.execute(RANKED["tables"][0])
         con.execute("INSERT INTO runs VALUES ('m', 'i1', 'a1', '10', NULL), ('m', 'i1', 'b1', $rank, NULL),"
                     " ('m', 'i2', 'b1', '1', NULL)", {"rank": rank})
-    assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp_path / "tax.tsv")]) == 0
-    with duckdb.connect(str(path)) as con:
-        con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM gold")
-        con.execute("INSERT INTO systems SELECT DISTINCT system, NULL FROM runs")
-    capsys.readouterr()
-    assert main(["sql", "top_k_accuracy", "--dialect", "postgres", "--table", "truth=gold", "--table",
-                 "predictions=runs"]) == 0
-    script = capsys.readouterr().out
     if rank != "abc":
-        assert _run_postgres(pg_dsn, path, [script]) == [("m", "top_k_accuracy", "", 0.5 if rank == "9" else 1.0)]
+        assert _printed_top1_on_postgres(tmp_path, capsys, pg_dsn) == [
+            ("m", "top_k_accuracy", "", 0.5 if rank == "9" else 1.0)]
         return
     with pytest.raises(duckdb.InvalidInputException) as raised:
-        _run_postgres(pg_dsn, path, [script])
+        _printed_top1_on_postgres(tmp_path, capsys, pg_dsn)
     assert ("hiersql: runs, column 'rank', system='m', instance_id='i1': rank is not a number: 'abc'"
             in str(raised.value)), str(raised.value)
