@@ -8,7 +8,6 @@ family, which read the order of the labels."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import math
@@ -21,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hiersql.cli import main
+from tests.test_fuzz_inputs import run
 
 TAXONOMY = "r\ta\nr\tb\na\ta1\na\ta2\nb\tb1\nb\tb2\nb1\tb11\n"  # a tree: the scoring family applies
 LABELS = ["a", "b", "a1", "a2", "b1", "b2", "b11"]
@@ -65,7 +65,7 @@ def door(tmp_path_factory):
         for unknown in ("error", "ignore"):
             for family in FAMILIES:
                 k = ["--k", "1"] if family == "severity" else []
-                code, out, err = _run(["sql", family, "--dialect", dialect, *k, "--unknown", unknown, *tables])
+                code, out, err = run("sql", family, "--dialect", dialect, *k, "--unknown", unknown, *tables)
                 assert code == 0, err
                 scripts.setdefault((dialect, unknown), {})[family] = out
     return Door(path, scripts)
@@ -77,13 +77,6 @@ class Door(NamedTuple):
 
     def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
         return f"Door({self.path})"
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(args)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _fill(path, case) -> None:
@@ -100,9 +93,9 @@ def _fill(path, case) -> None:
 def _evaluated(path, case) -> dict[tuple[str, str, str], float | None] | None:
     """``hiersql evaluate``'s rows over the tables (None: refused, exit 2 and one line)."""
     _, _, ranked, unknown = case
-    code, out, err = _run(["evaluate", "--taxonomy", str(path.parent / "tax.tsv"), "--truth", f"duckdb:{path}::gold",
-                           "--pred", f"duckdb:{path}::runs", *(["--rank-col", "rank"] if ranked else []),
-                           "--unknown", unknown, "--metrics", ",".join(FAMILIES), "--k", "1", "--format", "csv"])
+    code, out, err = run("evaluate", "--taxonomy", str(path.parent / "tax.tsv"), "--truth", f"duckdb:{path}::gold",
+                         "--pred", f"duckdb:{path}::runs", *(["--rank-col", "rank"] if ranked else []),
+                         "--unknown", unknown, "--metrics", ",".join(FAMILIES), "--k", "1", "--format", "csv")
     if code == 2:  # one line says why (warnings may come before it)
         assert [line for line in err.splitlines() if line.startswith("hiersql: error: ")] == [err.splitlines()[-1]], err
         return None
@@ -156,18 +149,13 @@ def test_the_macros_and_the_printed_duckdb_sql_give_evaluates_numbers(door, case
 def test_the_printed_postgres_sql_gives_evaluates_numbers(door, pg_dsn, case):
     import psycopg
 
-    from hiersql.engines import PostgresEngine
+    from tests.test_sql_checks import POSTGRES_TABLES, postgres_with
 
     path, scripts = door
     _fill(path, case)
     want = _evaluated(path, case)
-    engine = PostgresEngine(pg_dsn)
+    engine = postgres_with(pg_dsn, path, (*POSTGRES_TABLES, "pair_counts"))  # the scoring family reads it
     try:
-        engine.execute("DROP SCHEMA IF EXISTS public CASCADE")
-        engine.execute("CREATE SCHEMA public")
-        with duckdb.connect(str(path), read_only=True) as con:
-            for table in ("edges", "nodes", "closure", "instances", "systems", "pair_counts", "gold", "runs"):
-                engine.write(table, con.table(table).to_arrow_table())
         got = {}
         for family, script in scripts["postgres", case[3]].items():
             with engine.conn.cursor() as cur:
@@ -210,8 +198,8 @@ def test_postgresql_in_place_gives_evaluates_bytes(door, pg_dsn, case):
     base = uri(pg_dsn).rsplit("/", 1)[0] + "/" + psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
     common = ["--taxonomy", str(path.parent / "tax.tsv"), *(["--rank-col", "rank"] if ranked else []), "--unknown",
               unknown, "--metrics", ",".join(FAMILIES), "--k", "1", "--format", "csv"]
-    here = _run(["evaluate", "--truth", f"duckdb:{path}::gold", "--pred", f"duckdb:{path}::runs", *common])
-    there = _run(["evaluate", "--truth", f"{base}::doors.gold", "--pred", f"{base}::doors.runs", *common,
-                  "--engine", "postgres", "--postgres-url", base])
+    here = run("evaluate", "--truth", f"duckdb:{path}::gold", "--pred", f"duckdb:{path}::runs", *common)
+    there = run("evaluate", "--truth", f"{base}::doors.gold", "--pred", f"{base}::doors.runs", *common,
+                "--engine", "postgres", "--postgres-url", base)
     assert there[0] == here[0] and there[1] == here[1], (here, there)
     assert here[0] == 0 or there[2].count("\n") == 1, there[2]

@@ -195,20 +195,31 @@ def _run_duckdb(path, scripts: list[str]) -> list[Row]:
         return [Row(*r) for script in scripts for r in con.execute(script).fetchall()]
 
 
+POSTGRES_TABLES = ("edges", "nodes", "closure", "instances", "systems", "gold", "runs")
+
+
+def postgres_with(pg_dsn, path, tables: tuple[str, ...] = POSTGRES_TABLES):
+    """A :class:`~hiersql.engines.PostgresEngine` whose fresh ``public`` schema holds ``tables`` of the DuckDB
+    file ``path`` (the caller closes it)."""
+    from hiersql.engines import PostgresEngine
+
+    engine = PostgresEngine(pg_dsn)
+    engine.execute("DROP SCHEMA IF EXISTS public CASCADE")
+    engine.execute("CREATE SCHEMA public")
+    with duckdb.connect(str(path), read_only=True) as con:
+        for table in tables:
+            engine.write(table, con.table(table).to_arrow_table())
+    return engine
+
+
 def _run_postgres(pg_dsn, path, scripts: list[str]) -> list[Row]:
     """The user's tables of the DuckDB file copied into a fresh PostgreSQL schema, then each script run whole
     (psql's way: statement after statement); the rows of its last statement."""
     import psycopg
 
-    from hiersql.engines import PostgresEngine
-
-    engine = PostgresEngine(pg_dsn)
+    engine = None
     try:
-        engine.execute("DROP SCHEMA IF EXISTS public CASCADE")
-        engine.execute("CREATE SCHEMA public")
-        with duckdb.connect(str(path), read_only=True) as con:
-            for table in ("edges", "nodes", "closure", "instances", "systems", "gold", "runs"):
-                engine.write(table, con.table(table).to_arrow_table())
+        engine = postgres_with(pg_dsn, path)
         rows = []
         for script in scripts:
             with engine.conn.cursor() as cur:
@@ -220,7 +231,8 @@ def _run_postgres(pg_dsn, path, scripts: list[str]) -> list[Row]:
     except psycopg.Error as exc:
         raise duckdb.InvalidInputException(str(exc).splitlines()[0]) from None  # one failure type for both
     finally:
-        engine.close()
+        if engine is not None:
+            engine.close()
 
 
 @pytest.mark.postgres
