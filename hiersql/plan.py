@@ -29,6 +29,7 @@ PostgreSQL), so the same input prints the same digits.
 from __future__ import annotations
 
 import functools
+import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,11 +170,13 @@ class FamilyPlan:
     class_universe:
         A query of the file ``(system, label)``: the classes of each system (default: the labels of
         ``classes``, or with fixed labels the table ``class_labels(label)`` for every system).
-    average_of:
-        ``average_of(options)``: for a family whose :attr:`groups` compute the same measures at several
-        settings, the ``average`` column of a group's rows (severity: one group per k, ``"@5"``); its measures
-        are plain means (averages ``("",)``) over the instances where they are defined; ``compare`` bootstraps
-        each run's per-instance values.
+    run_average:
+        For a family whose :attr:`groups` compute the same measures at several settings, the ``average``
+        column of a run's rows as a format string over the run's ``$parameters`` (severity: ``"@{top_k}"``,
+        one run per k). The generated summary writes it as SQL (``'@' || CAST($top_k AS VARCHAR)``), so a
+        macro or printed script labels its rows as the runners do (:meth:`average_of` in Python); its
+        measures are plain means (averages ``("",)``) over the instances where they are defined; ``compare``
+        bootstraps each run's per-instance values.
     instance_counts_classes:
         The instance stage's ``n_true, n_pred, n_both`` count the rows of ``classes`` of each instance, so a
         class count (``tp``, ``fp``, ``fn``) summed over the classes is a per-instance count summed over the
@@ -207,9 +210,14 @@ class FamilyPlan:
     classes: str | None = None
     class_universe: str | None = None
     instance_counts_classes: bool = False
-    average_of: Callable[[Options], str] | None = None
+    run_average: str | None = None
     systems: str = "systems"
     shared: tuple[str, ...] = ()
+
+    def average_of(self, options: Options) -> str:
+        """The ``average`` of the rows of a run with ``options`` (:attr:`run_average` with its parameters)."""
+        assert self.run_average is not None
+        return self.run_average.format(**self.params(options, None, ()))
 
     def steps_until(self, stage: str) -> tuple[Step, ...]:
         """The steps up to and including the one that makes table ``stage``."""
@@ -253,14 +261,28 @@ def _unit_summary(plan: FamilyPlan, parts: Sequence[tuple[Measure, str]], ordere
     values = [value_sql(m, average, order, weight) for m, average in parts]
     if len(parts) == 1:
         (m, average), = parts
-        return f"SELECT _s.system, '{m.metric}' AS metric, '{average}' AS average, {values[0]} AS value {source}"
+        return (f"SELECT _s.system, '{m.metric}' AS metric, {_average_sql(plan, average)} AS average,"
+                f" {values[0]} AS value {source}")
     columns = list(dict.fromkeys(values))
     aggregates = ", ".join(f"{value} AS v{i}" for i, value in enumerate(columns))
     names = ", ".join(f"({k}, '{m.metric}', '{average}')" for k, (m, average) in enumerate(parts))
     cases = " ".join(f"WHEN {k} THEN _v.v{columns.index(value)}" for k, value in enumerate(values))
-    return (f"SELECT _v.system, _m.metric, _m.average, CASE _m.k {cases} END AS value"
+    average_column = "_m.average" if plan.run_average is None else _average_sql(plan, "")
+    return (f"SELECT _v.system, _m.metric, {average_column} AS average, CASE _m.k {cases} END AS value"
             f" FROM (SELECT _s.system, {aggregates} {source}) AS _v"
             f" CROSS JOIN (VALUES {names}) AS _m(k, metric, average)")
+
+
+def _average_sql(plan: FamilyPlan, average: str) -> str:
+    """The SQL of the ``average`` column: ``average`` as a literal, or the plan's :attr:`~FamilyPlan.run_average`
+    with its parameters (``"@{top_k}"``: ``'@' || CAST($top_k AS VARCHAR)``)."""
+    if plan.run_average is None:
+        return f"'{average}'"
+    parts = []
+    for literal, name, _, _ in string.Formatter().parse(plan.run_average):
+        parts += [f"'{literal}'"] if literal else []
+        parts += [f"CAST(${name} AS VARCHAR)"] if name else []
+    return " || ".join(parts)
 
 
 def averages_of(plan: FamilyPlan, metric: str) -> tuple[str, ...]:

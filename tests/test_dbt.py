@@ -19,6 +19,7 @@ from hiersql.cli import main
 
 pytestmark = pytest.mark.slow
 
+FAMILIES = ("set_based", "flat", "scoring", "severity")  # the package's models compared with evaluate
 INSTANCES = 400  # of GermEval B's test set: every family crosses instances with and without mistakes
 SYSTEMS = ("Averbis__BOHB_CNN", "Comtravo-DS__global_clf_cnn", "Comtravo-DS__local_clf_logit_cnn")
 VARS = {"hiersql_truth": "gold", "hiersql_predictions": "runs", "hiersql_instance_col": "doc_id",
@@ -61,7 +62,7 @@ def dbt_project(tmp_path: Path, data_dir: Path, adapter: str, profile: str, sche
     """A user's dbt project using the package ``hiersql dbt`` writes, with its vars and ``profile``."""
     package, project = tmp_path / "hiersql_package", tmp_path / "project"
     assert main(["dbt", "--taxonomy", str(data_dir / "canonical" / "taxonomy.tsv"), "--adapter", adapter,
-                 "--out", str(package)]) == 0
+                 "--k", "1", "--out", str(package)]) == 0  # one k: the severity family is one run, one model
     project.mkdir()
     variables = "\n".join(f"  {key}: \"{value}\"" for key, value in {**VARS, "hiersql_schema": schema}.items())
     (project / "dbt_project.yml").write_text(f"name: user_project\nversion: \"1.0.0\"\nconfig-version: 2\n"
@@ -86,7 +87,8 @@ def evaluated(capsys, data_dir: Path, db: Path) -> dict[tuple[str, str, str], fl
     capsys.readouterr()
     code = main(["evaluate", "--taxonomy", str(data_dir / "canonical" / "taxonomy.tsv"),
                  "--truth", table + "gold", "--pred", table + "runs", "--system-col", "model", "--instance-col",
-                 "doc_id", "--label-col", "genre", "--rank-col", "pos", "--metrics", "set_based,flat,scoring",
+                 "doc_id", "--label-col", "genre", "--rank-col", "pos", "--metrics", "set_based,flat,scoring,severity",
+                 "--k", "1",
                  "--average",
                  "micro,macro,samples,weighted,label_macro", "--format", "csv"])
     out = capsys.readouterr().out
@@ -109,7 +111,7 @@ def test_the_package_on_dbt_duckdb_gives_evaluates_values_and_a_dirty_table_fail
     built = dbt(project, "build")
     assert built.returncode == 0, built.stdout[-3000:]
     with duckdb.connect(str(db), read_only=True) as con:
-        models = {(s, m, a): v for family in ("set_based", "flat", "scoring") for s, m, a, v in con.execute(
+        models = {(s, m, a): v for family in FAMILIES for s, m, a, v in con.execute(
             f"SELECT system, metric, average, value FROM hiersql_{family}").fetchall()}
     assert_same(models, evaluated(capsys, data_dir, db))
     with duckdb.connect(str(db)) as con:  # a label lower-cased: not in the taxonomy
@@ -146,7 +148,7 @@ def test_the_package_on_dbt_postgres_gives_evaluates_values(tmp_path, data_dir, 
     built = dbt(project, "build")
     assert built.returncode == 0, built.stdout[-3000:]
     with psycopg.connect(pg_dsn) as con:
-        models = {(s, m, a): v for family in ("set_based", "flat", "scoring") for s, m, a, v in con.execute(
+        models = {(s, m, a): v for family in FAMILIES for s, m, a, v in con.execute(
             f"SELECT system, metric, average, value FROM analytics.hiersql_{family}").fetchall()}
     db = tmp_path / "same.duckdb"
     with duckdb.connect(str(db)) as con:

@@ -238,9 +238,9 @@ def test_a_score_column_of_text_ranks_ten_above_nine(door):
 
 
 def _printed_top1_on_postgres(tmp_path, capsys, pg_dsn) -> list:
-    """The rows of ``hiersql sql top_k_accuracy --dialect postgres`` over the tables ``gold`` and ``runs`` (hiersql's
-    columns) of ``tmp_path/user.duckdb``, run by PostgreSQL after ``install-macros`` made the hand taxonomy and
-    the lists of instances and systems in the file (a failure: ``duckdb.InvalidInputException``)."""
+    """The rows of ``hiersql sql top_k_accuracy --k 1 --dialect postgres`` over the tables ``gold`` and ``runs``
+    (hiersql's columns) of ``tmp_path/user.duckdb``, run by PostgreSQL after ``install-macros`` made the hand
+    taxonomy and the lists of instances and systems in the file (a failure: ``duckdb.InvalidInputException``)."""
     from tests.test_sql_checks import _run_postgres
 
     path = tmp_path / "user.duckdb"
@@ -250,7 +250,7 @@ def _printed_top1_on_postgres(tmp_path, capsys, pg_dsn) -> list:
         con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM gold")
         con.execute("INSERT INTO systems SELECT DISTINCT system, NULL FROM runs")
     capsys.readouterr()
-    assert main(["sql", "top_k_accuracy", "--dialect", "postgres", "--table", "truth=gold", "--table",
+    assert main(["sql", "top_k_accuracy", "--k", "1", "--dialect", "postgres", "--table", "truth=gold", "--table",
                  "predictions=runs"]) == 0
     return _run_postgres(pg_dsn, path, [capsys.readouterr().out])
 
@@ -266,7 +266,7 @@ def test_the_printed_postgres_sql_reads_a_text_score_by_the_rule(tmp_path, capsy
         con.execute(DOOR["tables"][0].replace("'0.9'", "$text").replace("'0.2'", "'9'").split("; CREATE VIEW")[0],
                     {"text": text})
     if text == "10":
-        assert _printed_top1_on_postgres(tmp_path, capsys, pg_dsn) == [("m", "top_k_accuracy", "", 1.0)]
+        assert _printed_top1_on_postgres(tmp_path, capsys, pg_dsn) == [("m", "top_k_accuracy", "@1", 1.0)]
         return
     with pytest.raises(duckdb.InvalidInputException) as raised:
         _printed_top1_on_postgres(tmp_path, capsys, pg_dsn)
@@ -382,7 +382,7 @@ def test_the_printed_postgres_sql_ranks_by_the_number_of_a_text_rank(tmp_path, c
                     " ('m', 'i2', 'b1', '1', NULL)", {"rank": rank})
     if rank != "abc":
         assert _printed_top1_on_postgres(tmp_path, capsys, pg_dsn) == [
-            ("m", "top_k_accuracy", "", 0.5 if rank == "9" else 1.0)]
+            ("m", "top_k_accuracy", "@1", 0.5 if rank == "9" else 1.0)]
         return
     with pytest.raises(duckdb.InvalidInputException) as raised:
         _printed_top1_on_postgres(tmp_path, capsys, pg_dsn)

@@ -397,7 +397,7 @@ def test_spark_equals_duckdb(spark):
 
 
 def test_macro_gives_one_k(tmp_path):
-    """hiersql_severity(top_k := k): the rows of that k (average '') as the Python API's '@k' rows."""
+    """hiersql_severity(top_k := k): the rows of that k, labelled '@k' as the Python API's."""
     import duckdb
 
     from hiersql.inputs.store import Store
@@ -411,11 +411,47 @@ def test_macro_gives_one_k(tmp_path):
     assert main(["install-macros", "--db", str(path)]) == 0
     con = duckdb.connect(str(path))
     for k in (1, 2, 5):
-        got = dict(con.execute(f"SELECT metric, value FROM hiersql_severity(top_k := {k})").fetchall())
-        assert got == pytest.approx({metric: value for (metric, kk), value in HAND.items() if kk == k}, abs=1e-12)
+        got = {(metric, average): value for metric, average, value in
+               con.execute(f"SELECT metric, average, value FROM hiersql_severity(top_k := {k})").fetchall()}
+        assert got == pytest.approx({(metric, f"@{k}"): value for (metric, kk), value in HAND.items() if kk == k},
+                                    abs=1e-12)
     with pytest.raises(duckdb.Error, match="hiersql: top_k must be an integer >= 1: 0"):
         con.execute("SELECT * FROM hiersql_severity(top_k := 0)").fetchall()
     con.close()
+
+
+def test_printed_sql_is_one_k(tmp_path, capsys):
+    """``hiersql sql severity --k K`` run in the user's DuckDB file gives the hand values of that k, labelled
+    '@K' as evaluate labels them; several k are several runs of the plan, which one printed script is not: exit
+    2, one line naming --k (as for pair-based errors that ignore --max-distance beside the others)."""
+    import duckdb
+
+    from hiersql.inputs.store import Store
+
+    path = tmp_path / "user.duckdb"
+    store = Store(path)
+    store.load_taxonomy(Taxonomy.from_edges(TREE))
+    store.add_truth(pd.DataFrame({"instance_id": ["0", "1", "2"], "label": TRUTH}))
+    store.add_predictions("m", scored_rows(SCORES, LABELS))
+    store.close()
+    for k in (2, 5):
+        assert main(["sql", "severity", "--k", str(k)]) == 0
+        with duckdb.connect(str(path)) as con:
+            got = {(metric, average): value for _, metric, average, value in
+                   con.execute(capsys.readouterr().out).fetchall()}
+        assert got == pytest.approx({(metric, f"@{k}"): value for (metric, kk), value in HAND.items() if kk == k},
+                                    abs=1e-12)
+    scripts: list[str] = []
+    for argv, flag in ((["severity", "--k", "1,5"], "--k"), (["severity"], "--k"),
+                       (["pair_based", "--max-distance", "2"], "--max-distance")):
+        assert main(["sql", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith(f"hiersql: error: {flag}: gives 2 runs"), err
+    # one run, the unbounded one: the same script as without the bound, which evaluate ignores for this error
+    for bound in (["--max-distance", "2"], ["--param", "max_distance=2"], []):
+        assert main(["sql", "tree_induced_error", *bound]) == 0
+        scripts.append(capsys.readouterr().out)
+    assert scripts[0] == scripts[1] == scripts[2]
 
 
 def test_all_leaves_out_the_pairwise_measures_of_a_large_class_set(monkeypatch):

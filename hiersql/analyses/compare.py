@@ -53,7 +53,7 @@ class InstanceStatistic:
     ``num`` and ``den`` computed from the table's columns (``den`` ``None``: the mean of ``num``); with
     ``per_item``, the mean of the items' own ratios ``num / den`` (``zero_division`` where ``den`` is 0).
     ``options``: the options of the per-instance table when they are not the comparison's (one k of a family
-    whose runs differ by their ``average``, :attr:`~hiersql.plan.FamilyPlan.average_of`); ``defined``: the mean
+    whose runs differ by their ``average``, :attr:`~hiersql.plan.FamilyPlan.run_average`); ``defined``: the mean
     of ``num`` over the items where it is defined, ``Σ num / Σ [num defined]`` (a plain mean that leaves
     undefined values out, as the summary's ``avg``)."""
 
@@ -93,7 +93,7 @@ def instance_statistic(metric: str, average: str, options: Options) -> InstanceS
 
     fam = family_of(metric)
     plan = plan_of(fam)
-    if plan.average_of is not None:  # one run per average: the mean of the run's per-instance values
+    if plan.run_average is not None:  # one run per average: the mean of the run's per-instance values
         runs = [group for _, group in plan.groups([metric], options) if plan.average_of(group) == average]
         return InstanceStatistic(fam, metric, zero=math.nan, options=runs[0], defined=True) if runs else None
     try:
@@ -538,12 +538,12 @@ def scores(ranking: pd.DataFrame) -> pd.DataFrame:
 def averages_asked(metric: str, options: Options) -> tuple[str, ...]:
     """The averages of ``metric`` that ``options.average`` asks for; ``("",)`` for a measure without averages
     (a plain mean or a total, as its declaration says); a family whose runs differ by their average
-    (:attr:`~hiersql.plan.FamilyPlan.average_of`), the average of each run (``@1``, ``@5``)."""
+    (:attr:`~hiersql.plan.FamilyPlan.run_average`), the average of each run (``@1``, ``@5``)."""
     from ..measures import family_of, plan_of
     from ..plan import averages_of
 
     plan = plan_of(family_of(metric))
-    if plan.average_of is not None:
+    if plan.run_average is not None:
         return tuple(plan.average_of(group) for _, group in plan.groups([metric], options))
     return ("",) if averages_of(plan, metric) == ("",) else tuple(options.average)
 

@@ -49,12 +49,12 @@ _HEADER = "# written by hiersql dbt"  # the first line of the package's dbt_proj
 
 def sql_families(options: Options) -> list[str]:
     """The families that one query computes under ``options``: no Python step, and one run for all their
-    measures (the severity family runs once per k)."""
+    measures (the severity family runs once per k: with one k only)."""
     from ..measures import REGISTRY, plan_of
     from ..plan import Python
 
-    return [family for family in REGISTRY if plan_of(family).average_of is None and not any(
-        isinstance(step, Python) and step.when(options) for step in plan_of(family).steps)]
+    return [family for family in REGISTRY if len(plan_of(family).groups(list(plan_of(family).metrics), options)) == 1
+            and not any(isinstance(step, Python) and step.when(options) for step in plan_of(family).steps)]
 
 
 def write_package(out: Path, taxonomy: Taxonomy, adapter: str, options: Options,

@@ -48,7 +48,7 @@ SELECT * FROM flat.instance_values
 
 -- name: hiersql_severity
 -- (system, metric, average, value): top-k accuracy, hierarchical distance@k, mistake severity, hierarchical
--- precision and mAP@k of every system, for one k (top_k := 5; average ''), from the predictions' scores.
+-- precision and mAP@k of every system, for one k (top_k := 5; average '@5'), from the predictions' scores.
 SELECT * FROM severity.summary
 
 -- name: hiersql_scoring

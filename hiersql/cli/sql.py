@@ -49,12 +49,12 @@ def run(args: argparse.Namespace) -> int:
     import sqlglot
 
     from .. import sqlfiles
-    from ..engines import render, render_family
-    from ..engines.compile import checks_script
+    from ..engines import family_params, render, render_family
+    from ..engines.compile import checks_script, one_run
     from ..engines.dialect import dialect
     from ..errors import InputError
     from ..measures import plan_of
-    from ..options import Options, from_args
+    from ..options import Options, from_args, sql_options
     from .common import parse_tables
 
     args.dialect = {"postgresql": "postgres"}.get(args.dialect, args.dialect)  # the server's own name too
@@ -64,7 +64,12 @@ def run(args: argparse.Namespace) -> int:
     options = from_args(Options, args)
     file, query, params, metrics = target(args.metric, args.query, options)
     tables = parse_tables(args.table)
-    params.update(checked_params(args, file, query))
+    given = checked_params(args, file, query)
+    if query is None:  # a family: one run of its plan (its own options: unbounded errors, one k)
+        named = {o.name for o in sql_options()} & given.keys()
+        options = one_run(plan_of(file), metrics, options.with_(**{name: given.pop(name) for name in named}))
+        params = family_params(plan_of(file), options)
+    params.update(given)
     cleaned = input_rules.cleaned_names(tables)  # the measures read the input tables as evaluate reads them
     if query is None:  # a family: its plan's SQL
         sql = render_family(plan_of(file), params, args.dialect, cleaned, metrics or None, pretty=not args.compact,

@@ -193,13 +193,11 @@ class Engine:
                 summary = self.result(plan.file, f"{plan.name}_summary", params, done,
                                       text=summary_sql(plan, group, options.average, True, self.weighted,
                                                        options.labels is not None))
-            group_rows = summary_rows(summary, metrics, options)
-            if plan.average_of is not None:
-                group_rows = [row._replace(average=plan.average_of(group_options)) for row in group_rows]
-            rows += group_rows
+            run = () if plan.run_average is None else (plan.average_of(group_options),)
+            rows += summary_rows(summary, metrics, options, run)
         order = {m: i for i, m in enumerate(plan.metrics)}
-        runs = {} if plan.average_of is None else {plan.average_of(group): i for i, (_, group)
-                                                    in enumerate(plan.groups(metrics, options))}  # @1 before @10
+        runs = {} if plan.run_average is None else {plan.average_of(group): i for i, (_, group)
+                                                     in enumerate(plan.groups(metrics, options))}  # @1 before @10
         return sorted(rows, key=lambda r: (r.system, order.get(r.metric, len(order)), r.metric,
                                            runs.get(r.average, 0), r.average))
 
@@ -373,9 +371,11 @@ def solve_recorded(step: Python, params: dict[str, object], options: Options, ta
     return written, [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
 
 
-def summary_rows(summary: Iterable[tuple], metrics: Sequence[str], options: Options) -> list[Row]:
+def summary_rows(summary: Iterable[tuple], metrics: Sequence[str], options: Options,
+                 run: Sequence[str] = ()) -> list[Row]:
     """The rows (:class:`~hiersql.plan.Row`) of a summary query's rows ``(system, metric, average, value)``
-    that ``metrics`` and ``options.average`` ask for (the plain average ``""`` always); a NULL value is NaN."""
-    wanted, averages = set(metrics), set(options.average) | {""}
+    that ``metrics`` and ``options.average`` ask for (the plain average ``""`` always, and the averages of
+    ``run``: a run's own, :meth:`~hiersql.plan.FamilyPlan.average_of`); a NULL value is NaN."""
+    wanted, averages = set(metrics), set(options.average) | {""} | set(run)
     return [Row(str(s), str(m), a or "", float("nan") if v is None else float(v)) for s, m, a, v in summary
             if m in wanted and (a or "") in averages]

@@ -38,6 +38,7 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     """
     options = options or Options()
     metrics = list(metrics or plan.metrics)
+    one_run(plan, metrics, options)
     rules = dialect_of(dialect)
 
     def query(query_name: str, text: str | None = None, skip: frozenset[str] = frozenset()) -> str:
@@ -76,6 +77,27 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
             done.update(step.writes)
     out.append(query(last, summary, frozenset(done)) + ";")
     return "\n\n".join(out).rstrip(";")
+
+
+def one_run(plan: FamilyPlan, metrics: Sequence[str], options: Options) -> Options:
+    """The options of the one run of ``plan`` that computes ``metrics`` (default: all of the plan's), as
+    :attr:`~hiersql.plan.FamilyPlan.groups` gives them (the pair-based errors that ignore ``max_distance``: it
+    unset). A printed script is one run: ``metrics`` that the runners compute in several (severity at each k,
+    those errors beside the others) are an :class:`~hiersql.options.OptionError` naming the option the runs
+    differ by, rather than a script whose values differ from ``hiersql evaluate``'s."""
+    from ..options import OptionError
+
+    runs = plan.groups(list(metrics or plan.metrics), options)
+    if len(runs) == 1:
+        return runs[0][1]
+    name = next(o.name for o in sql_options() if len({getattr(group, o.name) for _, group in runs}) > 1)
+
+    def shown(value: object) -> str:
+        return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+    described = "; ".join(f"{name} {shown(getattr(group, name))}: {', '.join(names)}" for names, group in runs)
+    raise OptionError(name, f"gives {len(runs)} runs of the {plan.name} plan ({described}); a printed script is"
+                            " one run: print each on its own", shown(getattr(options, name)))
 
 
 def family_params(plan: FamilyPlan, options: Options) -> dict[str, object]:

@@ -499,6 +499,7 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
                       " zero_division parameter to control this behavior", UndefinedMetricWarning, stacklevel=3)
     if average is None:
         return _per_class(rows["_class_values"], metric, opts.labels)
+    average = plan.average_of(opts) if plan.run_average is not None else average
     found = [v for _, m, a, v in rows["_summary"] if m == metric and (a or "") == average]
     return float("nan") if found[0] is None else float(found[0])
 
