@@ -91,24 +91,30 @@ def _batches(con: duckdb.DuckDBPyConnection) -> list[int]:
                                               ).fetchall()]
 
 
-def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: set[Node], batches: Iterable[int],
+def _solved(con: duckdb.DuckDBPyConnection, options: Options, ignore: Node | None, batches: Iterable[int],
             multi_parent: bool = True) -> Iterator[tuple[int, dict[str, set[Node]]]]:
     """Minimal graphs (``options.lca_graph`` greedy or optimal) of the instances where a choice exists (the
     tables ``lca_open_*`` of connection ``con``, the given ``batches``): ``(inst, {"t": Gt, "p": Gp})``
     (``inst`` the number of ``lca_instances``, nodes by their rank in name order, :func:`_rank_nodes`, which
-    must have made ``lca_node_rank``), fetched and solved ``BATCH`` instances at a time to bound memory; a
-    warning counts the instances where the exact solver fell back to the greedy graphs. ``ignore``: the nodes
-    (ranks) the exact solver does not count (the root unless ``include_root``); ``multi_parent`` false: the
-    taxonomy is a tree, every path is the only one (no links to read)."""
-    on = SimpleNamespace(con=con)  # the solvers read the open instances from a store's connection
-    solve = _optimal if options.lca_graph == "optimal" else _greedy
+    must have made ``lca_node_rank``), fetched and solved a batch at a time to bound memory; a warning counts
+    the instances where the exact solver fell back to the greedy graphs. ``ignore``: the node (rank) the
+    exact solver does not count (the root unless ``include_root``); ``multi_parent`` false: the taxonomy is a
+    tree, every path is the only one (no links to read)."""
     fallbacks = 0
     with gc_paused():  # the fetched options and paths form no cycles: no need to rescan the heap
         for batch in batches:
-            for key, inst in _open_instances(on, batch, multi_parent).items():
-                graphs_, fell_back = solve(inst, ignore)
-                fallbacks += fell_back
-                yield key, graphs_
+            arrays = _batch(con, batch, multi_parent)
+            instances, _, ptr, nodes = _greedy(arrays, ignore, want_nodes=True)
+            greedy = {int(inst): {"t": set(nodes[ptr[2 * i]:ptr[2 * i + 1]].tolist()),
+                                  "p": set(nodes[ptr[2 * i + 1]:ptr[2 * i + 2]].tolist())}
+                      for i, inst in enumerate(instances)}
+            if options.lca_graph != "optimal":
+                yield from greedy.items()
+                continue
+            for key, inst in _instances(arrays).items():
+                solved = _optimal(inst, set() if ignore is None else {ignore})
+                fallbacks += solved is None
+                yield key, greedy[key] if solved is None else solved
     if fallbacks:
         warnings.warn(f"lca_graph='optimal': {fallbacks} instance(s) fell back to the greedy graphs (time"
                       f" limit {LCA_TIME_LIMIT} s or more than {MAX_PATHS} shortest paths)", DataWarning,
@@ -154,7 +160,7 @@ def graphs(store: Store, options: Options) -> dict[tuple[str, str], dict[str, se
         names = dict(store.con.execute("SELECT r.rank, n.label FROM lca_node_rank AS r JOIN nodes AS n"
                                        " USING (position)").fetchall())
         names[BEYOND] = params["beyond"]
-        for inst, g in _solved(store.con, options, set() if options.include_root else {root}, batches):
+        for inst, g in _solved(store.con, options, None if options.include_root else root, batches):
             out[keys[inst]] = {side: {names[v] for v in nodes} for side, nodes in g.items()}
     return dict(out)
 
@@ -191,16 +197,26 @@ def solve_minimal_graphs(con: duckdb.DuckDBPyConnection, params: dict[str, objec
     of the minimal graphs (``options.lca_graph`` greedy or optimal) of the instances with a choice
     (``lca_open_*``), which ``lca_instance`` reads in place of their extended counts. Each batch is solved on
     its own rows: a runner may solve the batches in partitions."""
+    import numpy as np
+
     root = _rank_nodes(con, params["root"])
-    ignore = set() if options.include_root else {root}
-    rows = [(key, *_sizes(graphs_, ignore)) for key, graphs_ in
-            _solved(con, options, ignore, _batches(con), bool(params["multi_parent"]))]
+    ignore = None if options.include_root else root
+    multi_parent = bool(params["multi_parent"])
+    if options.lca_graph == "greedy":  # the sizes straight from the compiled greedy graphs
+        parts = [_greedy(_batch(con, batch, multi_parent), ignore)[:2] for batch in _batches(con)]
+        instances = np.concatenate([np.empty(0, np.int64), *(i for i, _ in parts)])
+        sizes = np.concatenate([np.empty((0, 3), np.int64), *(n for _, n in parts)])
+    else:
+        solved = [(key, *_sizes(g, set() if ignore is None else {ignore}))
+                  for key, g in _solved(con, options, ignore, _batches(con), multi_parent)]
+        instances = np.array([row[0] for row in solved], np.int64)
+        sizes = np.array([row[1:] for row in solved], np.int64).reshape(-1, 3)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE lca_open_counts AS SELECT k.system, k.instance_id, m.t AS n_true,"
         " m.p AS n_pred, m.b AS n_both FROM (SELECT unnest($i::BIGINT[]) AS inst, unnest($t::BIGINT[]) AS t,"
         " unnest($p::BIGINT[]) AS p, unnest($b::BIGINT[]) AS b) AS m JOIN lca_open_instances AS k ON k.inst ="
         " m.inst",
-        {name: [r[k] for r in rows] for k, name in enumerate(("i", "t", "p", "b"))},
+        {"i": instances.tolist(), "t": sizes[:, 0].tolist(), "p": sizes[:, 1].tolist(), "b": sizes[:, 2].tolist()},
     )
 
 
@@ -270,67 +286,78 @@ class Instance:
 
 
 
-def _open_instances(store: Store, batch: int, multi_parent: bool = True) -> dict[int, Instance]:
-    """The labels, options and shortest paths of the instances of one batch (see :func:`_stage_open`), by
-    instance number, nodes by rank (``lca_node_rank``); options in (LCA, partner) order. Every label of such
-    an instance has options (the other set is not empty), so the options give the labels."""
+_OPTION_COLUMNS = ("inst", "side", "label", "lca", "partner")
+
+
+def _batch(con: duckdb.DuckDBPyConnection, batch: int, multi_parent: bool = True) -> SimpleNamespace:
+    """The arrays of one batch (see :func:`_stage_open`), nodes by rank (``lca_node_rank``): ``options``, the
+    columns of :data:`_OPTION_COLUMNS` sorted by them (side 1 for ``t``, 0 for ``p``: the order of the names);
+    ``paths``, the shortest paths of every (node, LCA) pair in CSR form
+    (:func:`~hiersql.measures.lca.greedy_kernel.batch_paths`): one path when every step holds one node, else
+    walked along the links between consecutive steps (none in a tree, ``multi_parent`` false); ``width``,
+    above every rank + 1."""
+    import numpy as np
+
+    from .greedy_kernel import batch_paths
+
+    def arrays(sql: str, columns: Sequence[str]) -> list[np.ndarray]:
+        got = con.execute(sql, {"b": batch}).fetchnumpy()
+        return [np.asarray(got[c], np.int64) for c in columns]
+
+    ranked = ("JOIN lca_node_rank AS n ON n.position = t.node JOIN lca_node_rank AS a ON a.position = t.lca"
+              " {} WHERE t.batch = $b")
+    options = arrays(
+        "SELECT t.inst, CASE WHEN t.side = 't' THEN 1 ELSE 0 END AS side, l.rank AS label, a.rank AS lca,"
+        " q.rank AS partner FROM lca_open_options AS t JOIN lca_node_rank AS l ON l.position = t.label"
+        " JOIN lca_node_rank AS a ON a.position = t.lca JOIN lca_node_rank AS q ON q.position = t.partner"
+        " WHERE t.batch = $b ORDER BY t.inst, side, label, lca, partner", _OPTION_COLUMNS)
+    singles = arrays(
+        "SELECT n.rank AS node, a.rank AS lca, v.rank AS v FROM lca_open_nodes AS t "
+        + ranked.format("JOIN lca_node_rank AS v ON v.position = t.v")
+        + " WINDOW pair AS (PARTITION BY t.node, t.lca) QUALIFY count(*) OVER pair = max(t.step) OVER pair + 1"
+        " ORDER BY node, lca", ("node", "lca", "v"))
+    links = arrays(
+        "SELECT n.rank AS node, a.rank AS lca, lo.rank AS lower, up.rank AS upper FROM lca_open_links AS t "
+        + ranked.format("JOIN lca_node_rank AS lo ON lo.position = t.lower"
+                        " JOIN lca_node_rank AS up ON up.position = t.upper")
+        + ("" if multi_parent else " AND false") + " ORDER BY node, lca, lower, upper",
+        ("node", "lca", "lower", "upper"))
+    width = con.execute("SELECT max(rank) + 2 FROM lca_node_rank").fetchall()[0][0]
+    return SimpleNamespace(options=dict(zip(_OPTION_COLUMNS, options, strict=True)),
+                           paths=batch_paths(*singles, *links, width, MAX_PATHS), width=width)
+
+
+def _greedy(arrays: SimpleNamespace, ignore: Node | None, want_nodes: bool = False) -> tuple:
+    """:func:`~hiersql.measures.lca.greedy_kernel.greedy_batch` of a :func:`_batch`: ``(instances, sizes,
+    graph_ptr, graph_nodes)``, the sizes (|Gt|, |Gp|, |Gt ∩ Gp|) without ``ignore``, the graphs' nodes with
+    ``want_nodes``."""
+    from .greedy_kernel import greedy_batch
+
+    return greedy_batch(*(arrays.options[c] for c in _OPTION_COLUMNS), *arrays.paths, arrays.width,
+                        -2 if ignore is None else ignore, want_nodes)
+
+
+def _instances(arrays: SimpleNamespace) -> dict[int, Instance]:
+    """The instances of a :func:`_batch` for the exact solver, by instance number: labels per side, options in
+    (LCA, partner) order, the batch's paths. Every label of such an instance has options (the other set is
+    not empty), so the options give the labels."""
+    import numpy as np
+
+    o = arrays.options
+    order = np.lexsort((o["partner"], o["lca"]))  # keys and options first seen in (LCA, partner) order
     out: dict[int, Instance] = defaultdict(Instance)
-    for i, side, label, lca, partner in store.con.execute(
-        "SELECT o.inst, o.side, l.rank, a.rank, q.rank FROM lca_open_options AS o"
-        " JOIN lca_node_rank AS l ON l.position = o.label JOIN lca_node_rank AS a ON a.position = o.lca"
-        " JOIN lca_node_rank AS q ON q.position = o.partner WHERE o.batch = $b ORDER BY a.rank, q.rank",
-        {"b": batch},
-    ).fetchall():
+    for i, side, label, lca, partner in zip(*(o[c][order].tolist() for c in _OPTION_COLUMNS), strict=True):
         inst = out[i]
-        inst.labels[side].add(label)
-        inst.options.setdefault((side, label), []).append((lca, partner))
-    paths = _paths(store, batch, multi_parent)
+        name = "t" if side else "p"
+        inst.labels[name].add(label)
+        inst.options.setdefault((name, label), []).append((lca, partner))
+    keys, first, count, ptr, nodes = arrays.paths
+    paths = {(key // arrays.width - 1, key % arrays.width - 1): [frozenset(nodes[ptr[j]:ptr[j + 1]].tolist())
+                                                                 for j in range(f, f + c)]
+             for key, f, c in zip(keys.tolist(), first.tolist(), count.tolist(), strict=True)}
     for inst in out.values():
         inst.paths = paths
     return dict(out)
-
-
-def _paths(store: Store, batch: int, multi_parent: bool = True) -> dict[tuple[Node, Node], list[Path]]:
-    """The shortest paths of every (node, LCA) the instances of one batch need, nodes by rank: one path when
-    every step holds one node, else enumerated from the links between consecutive steps (one row of lists per
-    pair; none in a tree, ``multi_parent`` false)."""
-    paths: dict[tuple[Node, Node], list[Path]] = {
-        (node, lca): [frozenset(nodes)] for node, lca, nodes in store.con.execute(
-            "SELECT n.rank, a.rank, list(v.rank) FROM lca_open_nodes AS t"
-            " JOIN lca_node_rank AS n ON n.position = t.node JOIN lca_node_rank AS a ON a.position = t.lca"
-            " JOIN lca_node_rank AS v ON v.position = t.v"
-            " WHERE t.batch = $b GROUP BY n.rank, a.rank HAVING count(*) = max(t.step) + 1", {"b": batch}
-        ).fetchall()
-    }
-    if not multi_parent:
-        return paths
-    for node, lca, lowers, uppers in store.con.execute(
-        "SELECT n.rank, a.rank, list(lo.rank ORDER BY lo.rank, up.rank), list(up.rank ORDER BY lo.rank, up.rank)"
-        " FROM lca_open_links AS t"
-        " JOIN lca_node_rank AS n ON n.position = t.node JOIN lca_node_rank AS a ON a.position = t.lca"
-        " JOIN lca_node_rank AS lo ON lo.position = t.lower JOIN lca_node_rank AS up ON up.position = t.upper"
-        " WHERE t.batch = $b GROUP BY n.rank, a.rank", {"b": batch}
-    ).fetchall():
-        links: dict[Node, list[Node]] = defaultdict(list)
-        for lower, upper in zip(lowers, uppers, strict=True):
-            links[lower].append(upper)
-        paths[(node, lca)] = _enumerate_paths(node, lca, links)
-    return paths
-
-
-def _enumerate_paths(node: Node, lca: Node, links: dict[Node, list[Node]]) -> list[Path]:
-    """The shortest paths from ``node`` up to ``lca`` along ``links`` (each node on such a path links to the
-    nodes of the next step it has an edge to), in the order of their nodes step by step; at most
-    ``MAX_PATHS + 1``."""
-    found: list[Path] = []
-    stack: list[tuple[Node, tuple[Node, ...]]] = [(node, (node,))]
-    while stack and len(found) <= MAX_PATHS:
-        v, walked = stack.pop()
-        if v == lca:
-            found.append(frozenset(walked))
-            continue
-        stack.extend((u, (*walked, u)) for u in reversed(links[v]))
-    return found
 
 
 def _sizes(graphs: dict[str, set[Node]], ignore: set[Node]) -> tuple[int, int, int]:
@@ -338,89 +365,16 @@ def _sizes(graphs: dict[str, set[Node]], ignore: set[Node]) -> tuple[int, int, i
     return len(gt), len(gp), len(gt & gp)
 
 
-def _covered(lca_sets: list[set[Node]], lcas: set[Node]) -> bool:
-    return all(not s.isdisjoint(lcas) for s in lca_sets)
-
-
-# ---------------------------------------------------------------------------------------------- greedy
-def _greedy_lcas(inst: Instance) -> set[Node]:
-    """Algorithm 1, GetBestLCAs: LCAs sorted by the number of labels they connect (descending, then by node:
-    :func:`_solved` numbers them in name order), added until every label has an option among them,
-    then each removed in turn when the others still cover every label. (The paper's second, bottom-up removal
-    pass cannot remove anything more: the set only shrinks, so an LCA needed once stays needed.) When every
-    label has a single LCA, all of them are needed and that is the answer."""
-    lca_sets = [{a for a, _ in opts} for opts in inst.options.values()]
-    if all(len(lcas) == 1 for lcas in lca_sets):
-        return set().union(*lca_sets)
-    connects: dict[Node, int] = defaultdict(int)
-    for lcas in lca_sets:
-        for a in lcas:
-            connects[a] += 1
-    chosen: list[Node] = []
-    uncovered = lca_sets
-    for a in sorted(connects, key=lambda a: (-connects[a], a)):
-        chosen.append(a)
-        uncovered = [lcas for lcas in uncovered if a not in lcas]
-        if not uncovered:
-            break
-    for a in list(chosen):
-        if _covered(lca_sets, set(chosen) - {a}):
-            chosen.remove(a)
-    return set(chosen)
-
-
-def _greedy(inst: Instance, ignore: set[Node] = frozenset()) -> tuple[dict[str, set[Node]], int]:
-    """Greedy minimal graphs: the LCAs of :func:`_greedy_lcas`; then each label (those with the fewest
-    (option, path) choices first) takes the option and shortest paths adding the fewest new nodes (ties:
-    the first by LCA, partner and path order); a label with one choice takes it. A path once chosen for a
-    (side, node, LCA) is kept. ``ignore`` (the signature of :func:`_optimal`) plays no part: every node counts
-    as a new node."""
-    lcas = _greedy_lcas(inst)
-    paths = inst.paths
-    graphs = {side: set(labels) for side, labels in inst.labels.items()}
-    fixed: dict[tuple[str, Node, Node], Path] = {}
-    choices = {}  # (side, label): (number of choices, [(lca, partner, own paths, partner's paths)])
-    for key, opts in inst.options.items():
-        usable = [(a, q, paths[(key[1], a)], paths[(q, a)]) for a, q in opts if a in lcas]
-        choices[key] = (sum(len(own) * len(theirs) for _, _, own, theirs in usable), usable)
-    for key in sorted(choices, key=lambda k: (choices[k][0], k)):
-        side, label = key
-        other = OTHER[side]
-        own_graph, other_graph = graphs[side], graphs[other]
-        count, usable = choices[key]
-        if count == 1:  # nothing to choose (a path fixed before is this one)
-            (a, q, (own,), (theirs,)), = usable
-        else:
-            best = None
-            for a, q, own_paths, their_paths in usable:
-                own_fixed, other_fixed = fixed.get((side, label, a)), fixed.get((other, q, a))
-                for own in own_paths if own_fixed is None else (own_fixed,):
-                    own_cost = len(own - own_graph)
-                    for theirs in their_paths if other_fixed is None else (other_fixed,):
-                        cost = own_cost + len(theirs - other_graph)
-                        if best is None or cost < best[0]:
-                            best = (cost, a, q, own, theirs)
-            _, a, q, own, theirs = best
-        fixed[(side, label, a)] = own
-        fixed[(other, q, a)] = theirs
-        own_graph |= own
-        other_graph |= theirs
-    return graphs, 0
-
-
 # ---------------------------------------------------------------------------------------------- optimal
-def _optimal(inst: Instance, ignore: set[Node]) -> tuple[dict[str, set[Node]], int]:
+def _optimal(inst: Instance, ignore: set[Node]) -> dict[str, set[Node]] | None:
     """Exact minimal graphs (Problem 2): CP-SAT finds the minimum number of LCAs, then maximises FLCA with
     that number fixed (Dinkelbach: maximise ``2·|Gt∩Gp| − λ·(|Gt|+|Gp|)``, λ the best FLCA so far, until no
-    graph beats λ); nodes in ``ignore`` (the root without ``include_root``) are not counted. Falls back to
-    :func:`_greedy` (second value 1) on a time-out or too many paths."""
+    graph beats λ); nodes in ``ignore`` (the root without ``include_root``) are not counted. ``None`` (the
+    caller takes the greedy graphs) on a time-out or too many paths."""
     if any(len(inst.paths[(n, a)]) > MAX_PATHS for (_, label), opts in inst.options.items()
            for a, q in opts for n in (label, q)):
-        return _greedy(inst)[0], 1
-    solved = _Model(inst, ignore).solve()
-    if solved is None:
-        return _greedy(inst)[0], 1
-    return solved, 0
+        return None
+    return _Model(inst, ignore).solve()
 
 
 class _Model:
