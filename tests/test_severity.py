@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -396,10 +397,8 @@ def test_spark_equals_duckdb(spark):
     _engine_equals_duckdb(lambda: SparkEngine(spark), ("height",))
 
 
-def test_macro_gives_one_k(tmp_path):
-    """hiersql_severity(top_k := k): the rows of that k, labelled '@k' as the Python API's."""
-    import duckdb
-
+def hand_file(tmp_path) -> Path:
+    """A DuckDB file of hiersql's tables holding the hand example (system ``m``)."""
     from hiersql.inputs.store import Store
 
     path = tmp_path / "user.duckdb"
@@ -408,13 +407,25 @@ def test_macro_gives_one_k(tmp_path):
     store.add_truth(pd.DataFrame({"instance_id": ["0", "1", "2"], "label": TRUTH}))
     store.add_predictions("m", scored_rows(SCORES, LABELS))
     store.close()
+    return path
+
+
+def hand_rows(k: int) -> dict[tuple[str, str], float]:
+    """The hand values of ``k``, keyed (metric, average) as evaluate labels them (``@k``)."""
+    return {(metric, f"@{k}"): value for (metric, kk), value in HAND.items() if kk == k}
+
+
+def test_macro_gives_one_k(tmp_path):
+    """hiersql_severity(top_k := k): the rows of that k, labelled '@k' as the Python API's."""
+    import duckdb
+
+    path = hand_file(tmp_path)
     assert main(["install-macros", "--db", str(path)]) == 0
     con = duckdb.connect(str(path))
     for k in (1, 2, 5):
         got = {(metric, average): value for metric, average, value in
                con.execute(f"SELECT metric, average, value FROM hiersql_severity(top_k := {k})").fetchall()}
-        assert got == pytest.approx({(metric, f"@{k}"): value for (metric, kk), value in HAND.items() if kk == k},
-                                    abs=1e-12)
+        assert got == pytest.approx(hand_rows(k), abs=1e-12)
     with pytest.raises(duckdb.Error, match="hiersql: top_k must be an integer >= 1: 0"):
         con.execute("SELECT * FROM hiersql_severity(top_k := 0)").fetchall()
     con.close()
@@ -426,21 +437,13 @@ def test_printed_sql_is_one_k(tmp_path, capsys):
     2, one line naming --k (as for pair-based errors that ignore --max-distance beside the others)."""
     import duckdb
 
-    from hiersql.inputs.store import Store
-
-    path = tmp_path / "user.duckdb"
-    store = Store(path)
-    store.load_taxonomy(Taxonomy.from_edges(TREE))
-    store.add_truth(pd.DataFrame({"instance_id": ["0", "1", "2"], "label": TRUTH}))
-    store.add_predictions("m", scored_rows(SCORES, LABELS))
-    store.close()
+    path = hand_file(tmp_path)
     for k in (2, 5):
         assert main(["sql", "severity", "--k", str(k)]) == 0
         with duckdb.connect(str(path)) as con:
             got = {(metric, average): value for _, metric, average, value in
                    con.execute(capsys.readouterr().out).fetchall()}
-        assert got == pytest.approx({(metric, f"@{k}"): value for (metric, kk), value in HAND.items() if kk == k},
-                                    abs=1e-12)
+        assert got == pytest.approx(hand_rows(k), abs=1e-12)
     scripts: list[str] = []
     for argv, flag in ((["severity", "--k", "1,5"], "--k"), (["severity"], "--k"),
                        (["pair_based", "--max-distance", "2"], "--max-distance")):
