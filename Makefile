@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m compileall -q hiersql  # as a wheel install would: no start-up compiling, also where PYTHONDONTWRITEBYTECODE is set
-	$(PY) -c "from hiersql.measures.lca.hemkit import load_kernel; load_kernel()"  # HEMKit's LCA kernel compiled into numba's cache once (~25 s), not in the first hiersql hemkit
+	$(PY) -c "from hiersql.measures.lca import hemkit, load_kernels; hemkit.load_kernel(); load_kernels()"  # the LCA kernels (HEMKit's, the greedy graphs') compiled into numba's cache once (~40 s), not in the first run that needs them
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -337,6 +337,18 @@ def _greedy(arrays: SimpleNamespace, ignore: Node | None, want_nodes: bool = Fal
                         -2 if ignore is None else ignore, want_nodes)
 
 
+def load_kernels() -> None:
+    """Load the compiled code of :mod:`~hiersql.measures.lca.greedy_kernel` (from numba's cache, or compile it on
+    first use) by running it on an empty batch."""
+    import numpy as np
+
+    from .greedy_kernel import batch_paths
+
+    empty = np.empty(0, np.int64)
+    _greedy(SimpleNamespace(options=dict.fromkeys(_OPTION_COLUMNS, empty), width=2,
+                            paths=batch_paths(*[empty] * 7, 2, MAX_PATHS)), None)
+
+
 def _instances(arrays: SimpleNamespace) -> dict[int, Instance]:
     """The instances of a :func:`_batch` for the exact solver, by instance number: labels per side, options in
     (LCA, partner) order, the batch's paths. Every label of such an instance has options (the other set is
