@@ -68,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
     if query is None:  # a family: one run of its plan (its own options: unbounded errors, one k)
         named = {o.name for o in sql_options()} & given.keys()
         options = one_run(plan_of(file), metrics, options.with_(**{name: given.pop(name) for name in named}))
-        params = family_params(plan_of(file), options)
+        try:
+            params = family_params(plan_of(file), options)
+        except ValueError as exc:
+            raise InputError(str(exc), "METRIC", value=args.metric) from None
     params.update(given)
     cleaned = input_rules.cleaned_names(tables)  # the measures read the input tables as evaluate reads them
     if query is None:  # a family: its plan's SQL
@@ -146,8 +149,9 @@ def checked_params(args: argparse.Namespace, file: str, query: str | None) -> di
 
 def target(name: str, query: str | None, options) -> tuple[str, str | None, dict[str, object], list[str]]:
     """(sql file, query, parameters, metrics to keep) for the METRIC ``name``; for a family (or one of its
-    metrics) without ``--query``: (family, None, its plan's parameters, metrics); those of a file are the
-    options it uses."""
+    metrics) without ``--query``: (family, None, no parameters, metrics), its plan's parameters being those of
+    the run that computes the metrics (:func:`~hiersql.engines.compile.one_run`, in :func:`run`); those of a
+    file are the options it uses."""
     from .. import sqlfiles
     from ..engines import family_params
     from ..errors import InputError
@@ -158,12 +162,7 @@ def target(name: str, query: str | None, options) -> tuple[str, str | None, dict
     fam = cat[name][0] if name in cat else GROUPS.get(name)
     if fam is not None:
         if not query:
-            try:
-                params = family_params(plan_of(fam), options)
-            except ValueError as exc:
-                raise InputError(str(exc), "METRIC", value=name) from None
-            metrics = resolve([name])[fam] if name in cat else []
-            return fam, None, params, metrics
+            return fam, None, {}, resolve([name])[fam] if name in cat else []
         name = plan_of(fam).file
     if name not in sqlfiles.available():
         known = sorted({*cat, *sqlfiles.available()})
