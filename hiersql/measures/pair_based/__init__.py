@@ -3,7 +3,8 @@ tree-induced error and the all-pairs error.
 
 The label-pair distances, the problems and MGIA's nearest classes come from ``pair_based.sql``; the
 pairings are minimum-cost flows of :mod:`hiersql.measures.pair_based.pairing`, all instances of all systems in one
-solve. Per
+solve (:func:`~hiersql.measures.pair_based.pairing.min_cost`: a one-to-one problem of a few classes by trying
+each of its pairings). Per
 instance (T, P: the true and predicted sets; d: the distance of SPEC §3; dmax: the cost of a default class):
 
 - ``graph_induced_error``: the cost of the best one-to-one pairing, unpaired classes at dmax (Fig. 5).
@@ -134,35 +135,8 @@ def _ints(values: np.ndarray) -> np.ndarray:
 def graph_induced_errors(data: _Data, options: Options) -> np.ndarray:
     """GIE per problem: min-cost pairing with αp = βp = αt = βt = 1 and default classes at dmax
     (Kosmopoulos et al. Fig. 5). ``shared="reuse"``: a class in both sets is paired with itself at 0 and may
-    still partner one misclassified class on each side (reproduces the paper's Table 2).
-
-    A problem with at most one predicted class needs no flow (:func:`_single_prediction_gie`): with integer
-    costs and ``shared="strict"`` it is solved in closed form and the flow solves the others."""
-    problems, dmax = data.problems, options.dmax
-    costs = np.append(problems.arc_cost, dmax)
-    if options.shared != "strict" or not np.all(costs == np.round(costs)):
-        return pairing.solve(problems, "gie", dmax, shared=options.shared).cost
-    n_pred, n_true = problems.sizes()
-    single = n_pred <= 1
-    arc_problem = problems.pred_problem[problems.arc_pred]
-    cost = pairing.solve(_restrict(problems, ~single, ~single[arc_problem]), "gie", dmax).cost
-    cost[single] = _single_prediction_gie(problems, arc_problem, n_pred, n_true, dmax)[single]
-    return cost
-
-
-def _single_prediction_gie(problems: pairing.Problems, arc_problem: np.ndarray, n_pred: np.ndarray,
-                           n_true: np.ndarray, dmax: float) -> np.ndarray:
-    """GIE of every problem as if it had at most one predicted class p (M ≤ 1) and N true classes: p is paired
-    with its nearest true class t when d(p, t) < 2·dmax (else p and every t go to the default classes), so
-    the cost is ``d(p, t) + dmax·(N − 1)``, else ``dmax·M + dmax·N``: the sum
-    :func:`hiersql.measures.pair_based.pairing.solve`
-    adds (the pairs, then the predicted and the true classes sent to the defaults), hence the same value
-    with integer costs (whichever of two equal costs the flow picks)."""
-    nearest = np.full(problems.n_problems, np.inf)
-    np.minimum.at(nearest, arc_problem, problems.arc_cost)
-    paired = nearest < 2 * dmax
-    return np.where(paired, np.where(paired, nearest, 0.0) + dmax * 0.0 + dmax * (n_true - paired),
-                    0.0 + dmax * n_pred + dmax * n_true)
+    still partner one misclassified class on each side (reproduces the paper's Table 2)."""
+    return pairing.min_cost(data.problems, "gie", options.dmax, shared=options.shared)
 
 
 def mgia_fns(data: _Data, options: Options) -> np.ndarray:
@@ -175,8 +149,8 @@ def mgia_fns(data: _Data, options: Options) -> np.ndarray:
     ``pairing="flow"``: the min-cost flow of Fig. 6 (αp = αt = 1, βp = N, βt = M, defaults at dmax).
     """
     if options.pairing == "flow":
-        return pairing.solve(data.problems, "mgia", options.dmax).cost
-    return data.nearest_sum + pairing.solve(data.mutual, "matching").cost
+        return pairing.min_cost(data.problems, "mgia", options.dmax)
+    return data.nearest_sum + pairing.min_cost(data.mutual, "matching")
 
 
 def _denominator(data: _Data, options: Options) -> np.ndarray:
@@ -190,9 +164,7 @@ def tree_induced_errors(data: _Data, options: Options) -> np.ndarray:
     scored as the root (``empty_prediction="root"``): ``Σ_{u ∈ T} d(u, root)``."""
     defined = data.n_true == data.n_pred
     value = np.full(len(defined), np.nan)
-    keep = np.isin(data.problems.pred_problem[data.problems.arc_pred], np.nonzero(defined)[0])
-    sub = _restrict(data.problems, defined, keep)
-    value[defined] = pairing.solve(sub, "tree_induced", options.dmax).cost[defined]
+    value[defined] = pairing.min_cost(data.problems.restrict(defined), "tree_induced", options.dmax)[defined]
     return _scored_as_root(data, value)
 
 
@@ -201,19 +173,6 @@ def _scored_as_root(data: _Data, value: np.ndarray) -> np.ndarray:
     root = ~np.isnan(data.root_distance)
     value[root] = data.root_distance[root]
     return value
-
-
-def _restrict(problems: pairing.Problems, defined: np.ndarray, keep_arcs: np.ndarray) -> pairing.Problems:
-    """The same problems with the classes and pairs of the undefined ones removed (they become empty)."""
-    keep_pred = defined[problems.pred_problem]
-    keep_true = defined[problems.true_problem]
-    new_pred = np.cumsum(keep_pred) - 1
-    new_true = np.cumsum(keep_true) - 1
-    return pairing.Problems(
-        problems.n_problems, problems.pred_problem[keep_pred], problems.true_problem[keep_true],
-        new_pred[problems.arc_pred[keep_arcs]], new_true[problems.arc_true[keep_arcs]],
-        problems.arc_cost[keep_arcs],
-    )
 
 
 def all_pairs_errors(data: _Data, options: Options) -> np.ndarray:
@@ -231,7 +190,7 @@ def all_pairs_errors(data: _Data, options: Options) -> np.ndarray:
     if np.array_equal(np.bincount(arc_problem, minlength=problems.n_problems), n_pred * n_true):
         cost = np.bincount(arc_problem, weights=problems.arc_cost, minlength=problems.n_problems)
     else:  # some pair missing: the flow says there is no pairing
-        cost = pairing.solve(problems, "all_pairs", options.dmax).cost
+        cost = pairing.min_cost(problems, "all_pairs", options.dmax)
     return _scored_as_root(data, cost)
 
 
@@ -283,7 +242,7 @@ PLAN = FamilyPlan(
         Python("pairings", solve_pairings, reads=("pair_problem_sizes", "pair_pred_classes", "pair_true_classes",
                                                   "pair_flow_arcs", "mgia_mutual_pairs"), writes=("pair_instance",),
                why="GIE's and MGIA's pairings of each instance's true and predicted labels are minimum-cost flows"
-                   " (OR-Tools)",
+                   " (OR-Tools; a problem of a few classes: each of its pairings tried)",
                partition_by={table: "problem" for table in ("pair_problem_sizes", "pair_pred_classes",
                                                             "pair_true_classes", "pair_flow_arcs",
                                                             "mgia_mutual_pairs")}),

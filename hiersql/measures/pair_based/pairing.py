@@ -20,6 +20,8 @@ Settings (:data:`SETTINGS`): ``gie`` (Fig. 5, α = β = 1), ``mgia`` (Fig. 6, α
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from itertools import combinations, permutations
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 ALL = "all"  # the number of classes of the other set of the problem (at least 1 with default classes)
+SMALL = 4  # min_cost enumerates the pairings of a problem with at most this many classes on each side (209 at 4 × 4)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,16 @@ class Problems:
         cat = _concat_int
         return cls(len(costs), cat(pred_problem), cat(true_problem), cat(arc_pred), cat(arc_true),
                    np.concatenate(arc_cost) if arc_cost else np.zeros(0))
+
+    def restrict(self, keep: np.ndarray) -> Problems:
+        """The same problems with the classes and pairs of those not marked in ``keep`` removed (they become
+        empty)."""
+        keep_pred, keep_true = keep[self.pred_problem], keep[self.true_problem]
+        keep_arcs = keep[self.pred_problem[self.arc_pred]]
+        new_pred, new_true = np.cumsum(keep_pred) - 1, np.cumsum(keep_true) - 1
+        return Problems(self.n_problems, self.pred_problem[keep_pred], self.true_problem[keep_true],
+                        new_pred[self.arc_pred[keep_arcs]], new_true[self.arc_true[keep_arcs]],
+                        self.arc_cost[keep_arcs])
 
     def sizes(self) -> tuple[np.ndarray, np.ndarray]:
         """(M, N) per problem: the numbers of predicted and of true classes."""
@@ -164,6 +177,86 @@ def solve(problems: Problems, setting: str | Bounds, dmax: float = 5.0, shared: 
             + dmax * np.bincount(problems.pred_problem, weights=pred_default, minlength=k)
             + dmax * np.bincount(problems.true_problem, weights=true_default, minlength=k))
     return Solution(cost, arc_flow, pred_default, true_default)
+
+
+def min_cost(problems: Problems, setting: str | Bounds, dmax: float = 5.0, shared: str = "strict") -> np.ndarray:
+    """The minimum cost of every problem: :func:`solve`'s ``cost``, the same values.
+
+    In a one-to-one setting (β = 1 on both sides: ``gie``, ``tree_induced``, ``matching``) with integer costs
+    and ``shared="strict"``, a problem with at most :data:`SMALL` classes on each side is solved by trying each
+    of its pairings (:func:`_enumerated`): a partial one-to-one map of its predicted classes to candidate
+    true classes, each class left unpaired costing dmax (α = 1, default classes), nothing (α = 0) or making the
+    pairing infeasible (α = 1, no default class). Its cost is the same sum of integers as the flow's optimum;
+    the other problems are solved by :func:`solve`. Raises :class:`ValueError` as :func:`solve` does."""
+    bounds = SETTINGS[setting] if isinstance(setting, str) else setting
+    unpaired = [_unpaired_cost(alpha, bounds.defaults, dmax) for alpha in (bounds.alpha_pred, bounds.alpha_true)]
+    costs = np.append(problems.arc_cost, dmax)
+    if (shared != "strict" or (bounds.beta_pred, bounds.beta_true) != (1, 1) or None in unpaired
+            or not np.all(costs == np.round(costs))):
+        return solve(problems, bounds, dmax, shared).cost
+    n_pred, n_true = problems.sizes()
+    small = (n_pred <= SMALL) & (n_true <= SMALL)
+    cost = np.zeros(problems.n_problems)
+    if not small.all():
+        cost[~small] = solve(problems.restrict(~small), bounds, dmax).cost[~small]
+    cost[small] = _enumerated(problems, small, n_pred, n_true, *unpaired)
+    if np.isinf(cost).any():
+        raise ValueError("no pairing satisfies the bounds of some problem (INFEASIBLE)")
+    return cost
+
+
+def _unpaired_cost(alpha: int | str, defaults: bool, dmax: float) -> float | None:
+    """The cost of a class left unpaired in a one-to-one pairing (``None``: not one :func:`min_cost`
+    enumerates)."""
+    if alpha == 1:
+        return dmax if defaults else np.inf
+    return 0.0 if alpha == 0 and not defaults else None
+
+
+def _enumerated(problems: Problems, small: np.ndarray, n_pred: np.ndarray, n_true: np.ndarray,
+                pred_unpaired: float, true_unpaired: float) -> np.ndarray:
+    """The least cost over the pairings (:func:`_pairings`) of each problem marked ``small``, the problems of
+    one shape (M, N) at a time as a dense (problems × M × N) array of pair costs (``inf``: no candidate)."""
+    local_pred, local_true = _local(problems.pred_problem), _local(problems.true_problem)
+    arc_problem = problems.pred_problem[problems.arc_pred]
+    problems_small = np.nonzero(small)[0]
+    shapes = n_pred[problems_small] * (SMALL + 1) + n_true[problems_small]
+    best = np.empty(len(problems_small))
+    position = np.full(problems.n_problems, -1)
+    for shape in np.unique(shapes):
+        m, n = divmod(int(shape), SMALL + 1)
+        among = shapes == shape
+        group = problems_small[among]
+        position[group] = np.arange(len(group))
+        matrix = np.full((len(group), m, n), np.inf)
+        arcs = np.nonzero(position[arc_problem] >= 0)[0]
+        np.minimum.at(matrix, (position[arc_problem[arcs]], local_pred[problems.arc_pred[arcs]],
+                               local_true[problems.arc_true[arcs]]), problems.arc_cost[arcs])
+        position[group] = -1
+        least = np.full(len(group), np.inf)
+        for rows, cols in _pairings(m, n):
+            left = (pred_unpaired * (m - len(rows)) if m > len(rows) else 0.0) + (
+                true_unpaired * (n - len(cols)) if n > len(cols) else 0.0)
+            np.minimum(least, matrix[:, rows, cols].sum(axis=1) + left, out=least)
+        best[among] = least
+    return best
+
+
+@cache
+def _pairings(m: int, n: int) -> list[tuple[list[int], list[int]]]:
+    """Every one-to-one pairing of M predicted and N true classes: the rows and the columns of its pairs."""
+    return [(list(rows), list(cols)) for k in range(min(m, n) + 1)
+            for rows in combinations(range(m), k) for cols in permutations(range(n), k)]
+
+
+def _local(problem_of: np.ndarray) -> np.ndarray:
+    """Each class's position among the classes of its problem, from 0."""
+    order = np.argsort(problem_of, kind="stable")
+    counts = np.bincount(problem_of)
+    starts = np.cumsum(counts) - counts
+    local = np.empty(len(problem_of), dtype=np.int64)
+    local[order] = np.arange(len(problem_of)) - starts[problem_of[order]]
+    return local
 
 
 def _class_bounds(problems: Problems, bounds: Bounds) -> tuple[np.ndarray, ...]:
