@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -213,35 +212,25 @@ def solve_root_paths(con: duckdb.DuckDBPyConnection, params: dict[str, object], 
 def solve_path_cover(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
     """The greedy path cover step: ``hcm_cover_choice`` (the chosen candidate paths, with the step at which
     each true label's path was chosen) from ``hcm_cover_candidates``."""
-    on = SimpleNamespace(con=con)  # the helpers read and write a store's connection
-    c = _fetch(on, "hcm_cover_candidates", ("grp", "rank", "label_id", "label_no", "path_no", "on_path"), 5)
+    c = _fetch(con, "hcm_cover_candidates", ("grp", "rank", "label_id", "label_no", "path_no", "on_path"), 5)
     cand = _dense(c["grp"], c["rank"], c["label_id"], c["label_no"], c["path_no"])
     best, step = greedy_path_cover(c["grp"], cand, c["on_path"])
-    first = np.unique(cand, return_index=True)[1]
-    rows = c["row_no"][first[best]]
+    first = np.unique(cand, return_index=True)[1][best]
     stride = con.execute("SELECT max(stride) FROM hcm_systems").fetchall()[0][0]  # None: no system, truth only
-    truth = c["grp"][first[best]] < (np.iinfo(np.int64).max if stride is None else stride)
-    _put_rows(on, "hcm_cover_choice", "hcm_cover_candidates", ("label_no", "path_no"), rows, _row_span(c),
-              ("step", rows[truth], step[truth]))
+    truth = c["grp"][first] < (np.iinfo(np.int64).max if stride is None else stride)
+    _write(con, "hcm_cover_choice", {"label_no": c["label_no"][first], "path_no": c["path_no"][first],
+                                     "step": np.where(truth, step, 0)})
 
 
 def solve_matching(con: duckdb.DuckDBPyConnection, params: dict[str, object], options: Options) -> None:
     """The greedy matching step: ``hcm_match``, the rows of ``hcm_candidates`` chosen."""
-    on = SimpleNamespace(con=con)
-    m = _fetch(on, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"), 3)
+    m = _fetch(con, "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", "n_common", "name_rank"), 3)
     pred = _dense(*(m[k] for k in ("grp", "p_label", "p_path")), order=np.lexsort((m["p_path"], m["p_label"],
                                                                                m["grp"])))
     rank = _processing_rank(m["grp"], pred, m["n_common"], m["name_rank"])
     chosen = greedy_matching(m["grp"], rank, _dense(m["grp"], m["j"]), m["n_common"])
-    _put_rows(on, "hcm_match", "hcm_candidates", ("grp", "j", "t_path", "p_label", "p_path", *COUNTS),
-              m["row_no"][chosen], _row_span(m))
-
-
-def _row_span(fetched: dict[str, np.ndarray]) -> tuple[int, int]:
-    """The least ``row_no`` fetched and one more than the largest: the rows of a partition (a batch) keep
-    their numbers, a part of all the rows' (``(0, 0)`` for none)."""
-    rows = fetched["row_no"]
-    return (int(rows.min()), int(rows.max()) + 1) if len(rows) else (0, 0)
+    keys = ("grp", "j", "t_path", "p_label", "p_path")
+    _write(con, "hcm_match", {k: m[k][chosen] for k in keys}, source="hcm_candidates", columns=COUNTS)
 
 
 _TPR, _TNR = "1.0 * tp / (tp + fn)", "1.0 * tn / (fp + tn)"
@@ -285,12 +274,11 @@ PLAN = FamilyPlan(
 )
 
 
-def _fetch(store: Store, table: str, columns: Sequence[str], n_keys: int) -> dict[str, np.ndarray]:
-    """Integer ``columns`` of ``table`` and its ``row_no`` as numpy arrays, rows sorted by the first
-    ``n_keys`` columns."""
+def _fetch(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], n_keys: int) -> dict[str, np.ndarray]:
+    """Integer ``columns`` of ``table`` as numpy arrays, rows sorted by the first ``n_keys`` columns."""
     keys = ", ".join(columns[:n_keys])
-    data = store.con.sql(f"SELECT row_no, {', '.join(columns)} FROM {table} ORDER BY {keys}").fetchnumpy()
-    return {k: np.asarray(data[k], dtype=np.int64) for k in ("row_no", *columns)}
+    data = con.sql(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {keys}").fetchnumpy()
+    return {k: np.asarray(data[k], dtype=np.int64) for k in columns}
 
 
 def _dense(*keys: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
@@ -324,27 +312,16 @@ def _processing_rank(group: np.ndarray, pred: np.ndarray, common: np.ndarray, na
     return position[pred]
 
 
-def _put_rows(store: Store, table: str, source: str, columns: Sequence[str], row_nos: np.ndarray,
-              span: tuple[int, int], value: tuple[str, np.ndarray, np.ndarray] | None = None) -> None:
-    """Write the rows ``row_nos`` (column ``row_no``, within ``span``: from its first up to its last,
-    excluded; :func:`_row_span`) of temp table ``source``, their ``columns``, as the temp table ``table``;
-    ``value = (name, rows, values)`` adds the column ``name``: ``values`` on the rows ``rows``, 0 on the
-    others.
+def _write(con: duckdb.DuckDBPyConnection, table: str, rows: dict[str, np.ndarray], source: str | None = None,
+           columns: Sequence[str] = ()) -> None:
+    """The temp table ``table`` of ``rows`` (numpy columns); with ``source``, each row joined to the row of
+    temp table ``source`` with the same values of ``rows``' columns, whose ``columns`` it gains.
 
-    The choice travels as a BIT string parameter read by ``get_bit`` (the values, few, as list parameters):
-    a pyarrow table would make DuckDB import pandas (≈ 0.4 s; it does so to scan any Python object), and
-    fixed-width digits read by ``substr`` cost 4 times as much."""
-    low, high = span
-    mask = np.zeros(max(high - low, 1), dtype=np.uint8)
-    mask[np.asarray(row_nos) - low] = 1
-    params: dict[str, object] = {"mask": (mask + ord("0")).tobytes().decode("ascii"), "low": low}
-    select, join = ", ".join(f"s.{c}" for c in columns), ""
-    if value is not None:
-        name, rows, values = value
-        select += f", coalesce(v.value, 0) AS {name}"
-        join = " LEFT JOIN (SELECT unnest($rows) AS row_no, unnest($values) AS value) AS v ON v.row_no = s.row_no"
-        params |= {"rows": np.asarray(rows).tolist(), "values": np.asarray(values).tolist()}
-    store.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {select} FROM {source} AS s{join}"
-        " WHERE get_bit(CAST($mask AS BIT), CAST(s.row_no - $low AS INTEGER)) = 1", params,
-    )
+    DuckDB reads a mapping of numpy arrays as a table without pandas (a pyarrow table would import it, ≈ 0.4 s)."""
+    con.register("_hiersql_rows", rows)
+    try:
+        select = ", ".join([*(f"r.{k}" for k in rows), *(f"s.{c}" for c in columns)])
+        join = f" JOIN {source} AS s USING ({', '.join(rows)})" if source else ""
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {select} FROM _hiersql_rows AS r{join}")
+    finally:
+        con.unregister("_hiersql_rows")

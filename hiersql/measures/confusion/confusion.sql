@@ -106,12 +106,9 @@ FROM hcm_paths
 
 -- name: hcm_cover_candidates
 -- Input of the greedy path cover: for every label of a set and every root path of it, the labels of the
--- same set that lie on that path (on_path = their label_no). Candidates are ordered by rank (then
--- label_id and label_no, should ranks tie), then path_no. row_no (from 0) identifies a row: the cover's
--- choice comes back by it.
-SELECT
-    l.grp, l.rank, l.label_id, l.label_no, pn.path_no, o.label_no AS on_path,
-    row_number() OVER (ORDER BY l.grp, l.rank, l.label_id, l.label_no, pn.path_no, o.label_no) - 1 AS row_no
+-- same set that lie on that path (on_path = their label_no). Candidates are taken in the order of rank
+-- (then label_id and label_no, should ranks tie), then path_no.
+SELECT l.grp, l.rank, l.label_id, l.label_no, pn.path_no, o.label_no AS on_path
 FROM hcm_set_labels AS l
 JOIN hcm_path_nodes AS pn ON pn.label_id = l.label_id
 JOIN hcm_set_labels AS o ON o.grp = l.grp AND o.label_id = pn.node_id
@@ -300,15 +297,17 @@ LEFT JOIN p_below AS b
 -- name: hcm_candidates
 -- Input of the greedy matching: every (predicted path, true label j, path of j) of every (system,
 -- instance) grp, with the pair's counts, n_common and the predicted path's name_rank (the matching takes
--- the predicted paths by m = max n_common descending, then name_rank descending).
+-- the predicted paths by m = max n_common descending, then name_rank descending). (grp, j, t_path, p_label,
+-- p_path) identifies a row: the matching's choice comes back by it. Rows in the order the matching reads
+-- them (DuckDB fetches a table's batch of them sorted twice as fast).
 SELECT p.grp, t.j, tp.path_no AS t_path, p.label_id AS p_label, p.path_no AS p_path, k.n_common,
-       k.name_rank, k.tp, k.fp, k.fn, k.tn,
-       row_number() OVER (ORDER BY p.grp, t.j, tp.path_no, p.label_id, p.path_no) - 1 AS row_no
+       k.name_rank, k.tp, k.fp, k.fn, k.tn
 FROM hcm_chosen_pred AS p
 JOIN hcm_chosen_truth AS t ON t.inst_no = p.inst_no
 JOIN hcm_paths AS tp ON tp.label_id = t.label_id
 JOIN hcm_pair_counts AS k
     ON k.t_label = t.label_id AND k.t_path = tp.path_no AND k.p_label = p.label_id AND k.p_path = p.path_no
+ORDER BY p.grp, t.j, tp.path_no
 
 -- name: hcm_instance
 -- TP, FP, FN, TN per (system, instance) of the truth: the counts of the matched pairs (hcm_match, the rows
