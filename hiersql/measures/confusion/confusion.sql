@@ -177,13 +177,11 @@ path_parents AS (  -- P: each parent of t's nodes, at the first position whose n
 fan AS (
     SELECT parent, count(*) AS n FROM edges GROUP BY parent
 ),
-shared_children AS (  -- (t, y): a child of several parents in P
-    SELECT DISTINCT p1.t_label, p1.t_path, a.child AS y
-    FROM path_parents AS p1
-    JOIN edges AS a ON a.parent = p1.parent
-    JOIN edges AS b ON b.child = a.child AND b.parent <> a.parent
-    JOIN path_parents AS p2 ON p2.t_label = p1.t_label AND p2.t_path = p1.t_path AND p2.parent = b.parent
-    WHERE a.child IN (SELECT child FROM edges GROUP BY child HAVING count(*) > 1)
+shared_parents AS (  -- (t, y, pos): each parent in P of a child y of several parents, at its position
+    SELECT pp.t_label, pp.t_path, e.child AS y, pp.pos
+    FROM path_parents AS pp
+    JOIN edges AS e ON e.parent = pp.parent
+    WHERE e.child IN (SELECT child FROM edges GROUP BY child HAVING count(*) > 1)
 ),
 published_changes AS (  -- + |children(p)| at p's position; - 1 at each further parent of a shared child, and
     -- at the first position whose parents have a node of t as a child
@@ -194,11 +192,8 @@ published_changes AS (  -- + |children(p)| at p's position; - 1 at each further 
     UNION ALL
     SELECT t_label, t_path, pos, -1
     FROM (
-        SELECT sc.t_label, sc.t_path, pp.pos,
-               row_number() OVER (PARTITION BY sc.t_label, sc.t_path, sc.y ORDER BY pp.pos) AS nth
-        FROM shared_children AS sc
-        JOIN edges AS e ON e.child = sc.y
-        JOIN path_parents AS pp ON pp.t_label = sc.t_label AND pp.t_path = sc.t_path AND pp.parent = e.parent
+        SELECT t_label, t_path, pos, row_number() OVER (PARTITION BY t_label, t_path, y ORDER BY pos) AS nth
+        FROM shared_parents
         WHERE $tn = 'published'
     ) AS repeated
     WHERE nth > 1
@@ -246,18 +241,25 @@ s_counts AS (
     JOIN changes AS c ON c.t_label = pf.t_label AND c.t_path = pf.t_path AND c.pos <= pf.k
     GROUP BY pf.t_label, pf.t_path, pf.k
 ),
-d_counts AS (  -- kind 2, D: the children, or all descendants, of t's k-th node, off t
-    SELECT pf.t_label, pf.t_path, pf.k, count(*) AS n
+below AS (  -- D's candidates: the children, or all descendants, of a node
+    SELECT parent AS ancestor, child AS descendant FROM edges WHERE $tn = 'published'
+    UNION ALL
+    SELECT ancestor, descendant FROM closure WHERE $tn = 'descendants' AND distance >= 1
+),
+on_t AS (  -- per true path t and node x: the nodes of t in below(x)
+    SELECT y.label_id AS t_label, y.path_no AS t_path, b.ancestor AS node, count(*) AS n
+    FROM true_paths AS tp
+    JOIN hcm_path_nodes AS y ON y.label_id = tp.t_label AND y.path_no = tp.t_path
+    JOIN below AS b ON b.descendant = y.node
+    GROUP BY y.label_id, y.path_no, b.ancestor
+),
+d_counts AS (  -- kind 2, D off t: |below(x)| - |t's nodes in below(x)|, x = t's k-th node (below(x) counted
+    -- once per node, not listed per prefix: the root's children would be listed for every true path)
+    SELECT pf.t_label, pf.t_path, pf.k, b.n - coalesce(o.n, 0) AS n
     FROM prefixes AS pf
     JOIN hcm_path_nodes AS x ON x.label_id = pf.t_label AND x.path_no = pf.t_path AND x.pos = pf.k
-    JOIN (
-        SELECT parent AS ancestor, child AS descendant FROM edges WHERE $tn = 'published'
-        UNION ALL
-        SELECT ancestor, descendant FROM closure WHERE $tn = 'descendants' AND distance >= 1
-    ) AS below ON below.ancestor = x.node
-    LEFT JOIN hcm_path_nodes AS t ON t.label_id = pf.t_label AND t.path_no = pf.t_path AND t.node = below.descendant
-    WHERE t.node IS NULL
-    GROUP BY pf.t_label, pf.t_path, pf.k
+    JOIN (SELECT ancestor, count(*) AS n FROM below GROUP BY ancestor) AS b ON b.ancestor = x.node
+    LEFT JOIN on_t AS o ON o.t_label = pf.t_label AND o.t_path = pf.t_path AND o.node = x.node
 )
 SELECT pf.t_label, pf.t_path, pf.k, CAST(coalesce(s.n, 0) + coalesce(d.n, 0) AS BIGINT) AS tn_t
 FROM prefixes AS pf
