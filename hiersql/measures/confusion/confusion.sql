@@ -268,21 +268,27 @@ LEFT JOIN d_counts AS d ON d.t_label = pf.t_label AND d.t_path = pf.t_path AND d
 
 -- name: hcm_pair_counts
 -- TP, FP, FN, TN of every distinct (true path, predicted path) pair; TN = hcm_prefix_tn minus the nodes of
--- p \ t below the last common node (its children, or its descendants when $tn = 'descendants').
-WITH p_only AS (
-    SELECT c.t_label, c.t_path, c.p_label, c.p_path, last.node AS last, pn.node
-    FROM hcm_pair_common AS c
-    JOIN hcm_path_nodes AS last ON last.label_id = c.t_label AND last.path_no = c.t_path AND last.pos = c.n_common
-    JOIN hcm_path_nodes AS pn ON pn.label_id = c.p_label AND pn.path_no = c.p_path
-    LEFT JOIN hcm_path_nodes AS t ON t.label_id = c.t_label AND t.path_no = c.t_path AND t.node = pn.node
-    WHERE t.node IS NULL
+-- p \ t below the last common node x (its children, or its descendants when $tn = 'descendants'): the nodes y
+-- of p below x, listed per path (path_below) rather than p's nodes per pair, off t.
+WITH below AS (
+    SELECT parent AS ancestor, child AS descendant FROM edges WHERE $tn = 'published'
+    UNION ALL
+    SELECT ancestor, descendant FROM closure WHERE $tn = 'descendants' AND distance >= 1
+),
+path_below AS (  -- (path, x, y): two nodes of a path, y below x (after it: a path runs down from the root)
+    SELECT px.label_id, px.path_no, px.node AS x, py.node AS y
+    FROM hcm_path_nodes AS px
+    JOIN hcm_path_nodes AS py ON py.label_id = px.label_id AND py.path_no = px.path_no AND py.pos > px.pos
+    WHERE EXISTS (SELECT 1 FROM below AS b WHERE b.ancestor = px.node AND b.descendant = py.node)
 ),
 p_below AS (
-    SELECT po.t_label, po.t_path, po.p_label, po.p_path, count(*) AS n_p_below
-    FROM p_only AS po
-    JOIN closure AS cl ON cl.ancestor = po.last AND cl.descendant = po.node AND cl.distance >= 1
-    WHERE $tn = 'descendants' OR cl.distance = 1
-    GROUP BY po.t_label, po.t_path, po.p_label, po.p_path
+    SELECT c.t_label, c.t_path, c.p_label, c.p_path, count(*) AS n_p_below
+    FROM hcm_pair_common AS c
+    JOIN hcm_path_nodes AS last ON last.label_id = c.t_label AND last.path_no = c.t_path AND last.pos = c.n_common
+    JOIN path_below AS pb ON pb.label_id = c.p_label AND pb.path_no = c.p_path AND pb.x = last.node
+    LEFT JOIN hcm_path_nodes AS t ON t.label_id = c.t_label AND t.path_no = c.t_path AND t.node = pb.y
+    WHERE t.node IS NULL
+    GROUP BY c.t_label, c.t_path, c.p_label, c.p_path
 )
 SELECT
     c.t_label, c.t_path, c.p_label, c.p_path, c.n_common, pp.name_rank,
