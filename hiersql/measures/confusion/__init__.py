@@ -193,7 +193,7 @@ def greedy_matching(group: np.ndarray, rank: np.ndarray, label: np.ndarray, comm
 
 # ---------------------------------------------------------------------------------------------- helpers
 _COVER = ("hcm_systems", "hcm_instances", "hcm_labels", "hcm_set_labels")
-_PAIRS = ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_common",
+_PAIRS = ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs", "hcm_pair_common", "hcm_below",
           "hcm_prefix_tn", "hcm_pair_counts", "hcm_candidates")
 
 

@@ -153,6 +153,13 @@ LEFT JOIN hcm_path_nodes AS pn
     ON pn.label_id = pr.p_label AND pn.path_no = pr.p_path AND pn.node_id = tn.node_id
 GROUP BY pr.t_label, pr.t_path, pr.p_label, pr.p_path
 
+-- name: hcm_below
+-- (ancestor, descendant): the nodes D may hold below a node: its children ($tn = 'published') or all its
+-- descendants ('descendants').
+SELECT parent AS ancestor, child AS descendant FROM edges WHERE $tn = 'published'
+UNION ALL
+SELECT ancestor, descendant FROM closure WHERE $tn = 'descendants' AND distance >= 1
+
 -- name: hcm_prefix_tn
 -- For every true path t and common-path length k that occurs: |S \ t| (the siblings of t's first k nodes,
 -- with their descendants when $tn = 'descendants') plus |D \ t| (the children, or all descendants, of t's
@@ -241,16 +248,11 @@ s_counts AS (
     JOIN changes AS c ON c.t_label = pf.t_label AND c.t_path = pf.t_path AND c.pos <= pf.k
     GROUP BY pf.t_label, pf.t_path, pf.k
 ),
-below AS (  -- D's candidates: the children, or all descendants, of a node
-    SELECT parent AS ancestor, child AS descendant FROM edges WHERE $tn = 'published'
-    UNION ALL
-    SELECT ancestor, descendant FROM closure WHERE $tn = 'descendants' AND distance >= 1
-),
 on_t AS (  -- per true path t and node x: the nodes of t in below(x)
     SELECT y.label_id AS t_label, y.path_no AS t_path, b.ancestor AS node, count(*) AS n
     FROM true_paths AS tp
     JOIN hcm_path_nodes AS y ON y.label_id = tp.t_label AND y.path_no = tp.t_path
-    JOIN below AS b ON b.descendant = y.node
+    JOIN hcm_below AS b ON b.descendant = y.node
     GROUP BY y.label_id, y.path_no, b.ancestor
 ),
 d_counts AS (  -- kind 2, D off t: |below(x)| - |t's nodes in below(x)|, x = t's k-th node (below(x) counted
@@ -258,7 +260,7 @@ d_counts AS (  -- kind 2, D off t: |below(x)| - |t's nodes in below(x)|, x = t's
     SELECT pf.t_label, pf.t_path, pf.k, b.n - coalesce(o.n, 0) AS n
     FROM prefixes AS pf
     JOIN hcm_path_nodes AS x ON x.label_id = pf.t_label AND x.path_no = pf.t_path AND x.pos = pf.k
-    JOIN (SELECT ancestor, count(*) AS n FROM below GROUP BY ancestor) AS b ON b.ancestor = x.node
+    JOIN (SELECT ancestor, count(*) AS n FROM hcm_below GROUP BY ancestor) AS b ON b.ancestor = x.node
     LEFT JOIN on_t AS o ON o.t_label = pf.t_label AND o.t_path = pf.t_path AND o.node = x.node
 )
 SELECT pf.t_label, pf.t_path, pf.k, CAST(coalesce(s.n, 0) + coalesce(d.n, 0) AS BIGINT) AS tn_t
@@ -270,16 +272,11 @@ LEFT JOIN d_counts AS d ON d.t_label = pf.t_label AND d.t_path = pf.t_path AND d
 -- TP, FP, FN, TN of every distinct (true path, predicted path) pair; TN = hcm_prefix_tn minus the nodes of
 -- p \ t below the last common node x (its children, or its descendants when $tn = 'descendants'): the nodes y
 -- of p below x, listed per path (path_below) rather than p's nodes per pair, off t.
-WITH below AS (
-    SELECT parent AS ancestor, child AS descendant FROM edges WHERE $tn = 'published'
-    UNION ALL
-    SELECT ancestor, descendant FROM closure WHERE $tn = 'descendants' AND distance >= 1
-),
-path_below AS (  -- (path, x, y): two nodes of a path, y below x (after it: a path runs down from the root)
+WITH path_below AS (  -- (path, x, y): two nodes of a path, y below x (after it: a path runs down from the root)
     SELECT px.label_id, px.path_no, px.node AS x, py.node AS y
     FROM hcm_path_nodes AS px
     JOIN hcm_path_nodes AS py ON py.label_id = px.label_id AND py.path_no = px.path_no AND py.pos > px.pos
-    WHERE EXISTS (SELECT 1 FROM below AS b WHERE b.ancestor = px.node AND b.descendant = py.node)
+    WHERE EXISTS (SELECT 1 FROM hcm_below AS b WHERE b.ancestor = px.node AND b.descendant = py.node)
 ),
 p_below AS (
     SELECT c.t_label, c.t_path, c.p_label, c.p_path, count(*) AS n_p_below
