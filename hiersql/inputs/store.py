@@ -50,6 +50,11 @@ if TYPE_CHECKING:
 LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
 
 
+# DuckDB's optimizers off on the store's own connections: the partial aggregate pushdown groups a whole table of unique
+# pairs (the class distances of the severity family) below a join, on an estimate of its groups a thousandth of theirs
+OPTIMIZERS_OFF = "partial_aggregate_pushdown"
+
+
 class Store:
     """A DuckDB database holding one taxonomy, one truth and any number of systems' predictions.
 
@@ -85,6 +90,7 @@ class Store:
             _check_no_foreign_tables(self.con, self.db or "con", writes)
         if con is None or self.db is not None:  # a connection of ours (a caller's own keeps its settings):
             self.con.execute("SET enable_progress_bar = false")  # DuckDB's bar would write into the output
+            self.con.execute(f"SET disabled_optimizers = '{OPTIMIZERS_OFF}'")
         # the empty tables first: the limit is for reading and computing (a tiny one fails in a named step)
         self.con.execute(sqlfiles.queries("schema")["schema"])
         if memory_limit:  # DuckDB spills to its temp directory beyond it

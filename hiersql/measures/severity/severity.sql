@@ -129,25 +129,24 @@ GROUP BY p.system, p.instance_id, p.position
 
 -- name: severity_average_precision
 -- (system, instance_id, average_precision): for an instance with one true label y, the mean over
--- k' = 1 .. min(k, |C|) of its hierarchical precision@k' = Σ_{j<=min(k', n)} s_j / Σ_{j<=k'} best_j(y).
-SELECT system, instance_id, avg(ratio) AS average_precision
-FROM (
-    SELECT sy.system, y.instance_id, b.position,
-           coalesce(max(c.similarity), 0) / max(b.best) AS ratio
-    FROM severity_ranked_systems AS sy
-    CROSS JOIN (
-        SELECT instance_id, min(label) AS label FROM truth GROUP BY instance_id HAVING count(*) = 1
-    ) AS y
-    JOIN severity_best_ranks AS b ON b.label = y.label AND b.position <= $top_k
-    LEFT JOIN (
-        SELECT rd.system, rd.instance_id, rd.position,
-               sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best_ranks))
-                   OVER (PARTITION BY rd.system, rd.instance_id ORDER BY rd.position) AS similarity
-        FROM severity_ranked_distances AS rd
-    ) AS c ON c.system = sy.system AND c.instance_id = y.instance_id AND c.position <= b.position
-    GROUP BY sy.system, y.instance_id, b.position
-) AS k
-GROUP BY system, instance_id
+-- k' = 1 .. min(k, |C|) of its hierarchical precision@k' = Σ_{j<=min(k', n)} s_j / Σ_{j<=k'} best_j(y): the
+-- running sum of s_j read at position min(k', n) (an equality, not a range: k rows an instance, not k·n).
+SELECT sy.system, y.instance_id, avg(coalesce(c.similarity, 0) / b.best) AS average_precision
+FROM severity_ranked_systems AS sy
+CROSS JOIN (
+    SELECT instance_id, min(label) AS label FROM truth GROUP BY instance_id HAVING count(*) = 1
+) AS y
+JOIN severity_best_ranks AS b ON b.label = y.label AND b.position <= $top_k
+LEFT JOIN (
+    SELECT system, instance_id, count(*) AS n FROM severity_ranked_distances GROUP BY system, instance_id
+) AS m ON m.system = sy.system AND m.instance_id = y.instance_id
+LEFT JOIN (
+    SELECT rd.system, rd.instance_id, rd.position,
+           sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best_ranks))
+               OVER (PARTITION BY rd.system, rd.instance_id ORDER BY rd.position) AS similarity
+    FROM severity_ranked_distances AS rd
+) AS c ON c.system = sy.system AND c.instance_id = y.instance_id AND c.position = least(b.position, m.n)
+GROUP BY sy.system, y.instance_id
 
 -- name: severity_instance
 -- One row per (system with values at $top_k, instance of the truth): n_true = |Y|, n = the labels in the top k,
