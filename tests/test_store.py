@@ -239,3 +239,28 @@ def test_duckdb_progress_bar_off_on_our_connections_only(tmp_path):
     theirs = duckdb.connect()
     theirs.execute("SET enable_progress_bar = true")
     assert Store(con=theirs).con.execute(setting).fetchone() == (True,)
+
+
+def test_staging_and_stage_tables_are_dropped_unless_kept_for_reuse(data_dir):
+    """DuckDB holds temporary tables within its memory limit: the store drops its staging tables once the rows
+    are committed, and each family's stages are dropped after its measures, unless the engine keeps them for
+    reuse (batch jobs' per-instance tables). Every family of ``all`` gives the same rows either way."""
+    from hiersql.engines import DuckDBEngine
+    from hiersql.measures import compute
+
+    canonical = data_dir / "canonical"
+    temporary = "SELECT table_name FROM duckdb_tables() WHERE temporary ORDER BY table_name"
+    stores = []
+    for _ in range(2):
+        store = Store()
+        store.load(canonical / "taxonomy.tsv", canonical / "truth_b.tsv",
+                   [("x", str(sorted((canonical / "pred_b").glob("*.tsv"))[0]))])
+        assert store.con.execute(temporary).fetchall() == []
+        stores.append(store)
+    dropped, kept = DuckDBEngine(stores[0]), DuckDBEngine(stores[1])
+    kept.reuse_stages()
+    rows = compute(dropped, ["all"])
+    assert stores[0].con.execute(temporary).fetchall() == []
+    assert compute(kept, ["all"]) == rows and len({row.metric for row in rows}) > 20
+    left = {name for (name,) in stores[1].con.execute(temporary).fetchall()}
+    assert {"set_based_instance", "lca_instance", "pair_arcs"} <= left

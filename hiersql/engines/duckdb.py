@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .. import sqlfiles
 from ..errors import DataWarning
 from ..options import Options, OutOfMemory, size_bytes
-from ..plan import Python
+from ..plan import FamilyPlan, Python, Row
 from .base import Engine, solve_recorded
 
 if TYPE_CHECKING:
@@ -56,6 +56,25 @@ class DuckDBEngine(Engine):
         other = DuckDBEngine(self.con.cursor(), self.tables)
         other._taxonomy = self._taxonomy
         return other
+
+    def run_plans(self, runs: Sequence[tuple[FamilyPlan, Sequence[str]]], options: Options,
+                  on_plan: Callable[[FamilyPlan], None] | None = None) -> list[list[Row]]:
+        """:meth:`Engine.run_plans`; unless the stages are kept for reuse (:meth:`reuse_stages`), the temporary
+        tables a plan made are dropped after it: DuckDB holds them within its memory limit, where the next
+        plans' joins would spill for want of it."""
+        if self._runs is not None:
+            return super().run_plans(runs, options, on_plan)
+        out = []
+        for run in runs:
+            before = self._temporary_tables()
+            out += super().run_plans([run], options, on_plan)
+            for name in sorted(self._temporary_tables() - before):
+                self.con.execute(f"DROP TABLE temp.main.{self.quoted(name)}")
+        return out
+
+    def _temporary_tables(self) -> set[str]:
+        return {row[0] for row in self.con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE temporary AND schema_name = 'main'").fetchall()}
 
     def execute(self, sql: str) -> list[tuple]:
         cur = self.con.execute(sql)

@@ -62,6 +62,12 @@ def incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, object
                f" {RANK_ORDER}) AS rank FROM ({rows})", params)
 
 
+def drop_staged(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the staging tables once their rows are committed: DuckDB holds them within its memory limit."""
+    for table in (*STAGED, "_incoming_systems", "raw_lines"):
+        con.execute(f"DROP TABLE IF EXISTS temp.main.{table}")
+
+
 def set_aside(con: duckdb.DuckDBPyConnection, suffix: str, back: bool = False) -> None:
     """Keep the staging tables aside as ``_incoming{suffix}`` (or bring them ``back``)."""
     for table in STAGED:

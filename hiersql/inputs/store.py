@@ -155,6 +155,7 @@ class Store:
             self.con.execute("DELETE FROM instances")
             self.con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM _incoming_instances")
             self.con.execute("INSERT INTO truth SELECT instance_id, label, rank FROM _incoming")
+        staging.drop_staged(self.con)
 
     def add_predictions(
         self,
@@ -334,6 +335,7 @@ class Store:
                 "INSERT INTO predictions SELECT s.system, i.instance_id, i.label, i.rank, i.score"
                 " FROM _incoming i JOIN _incoming_systems s ON s.src = i.src"
             )
+        staging.drop_staged(self.con)
 
     # ------------------------------------------------------------------ queries
     def transaction(self) -> _Transaction:
