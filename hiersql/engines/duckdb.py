@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .. import sqlfiles
 from ..errors import DataWarning
+from ..inputs.tables import quote
 from ..options import Options, OutOfMemory, size_bytes
 from ..plan import FamilyPlan, Python, Row
 from .base import Engine, solve_recorded
@@ -69,7 +70,7 @@ class DuckDBEngine(Engine):
             before = self._temporary_tables()
             out += super().run_plans([run], options, on_plan)
             for name in sorted(self._temporary_tables() - before):
-                self.con.execute(f"DROP TABLE temp.main.{self.quoted(name)}")
+                self.con.execute(f"DROP TABLE temp.main.{quote(name)}")  # (quote: sqlglot stays unimported)
         return out
 
     def _temporary_tables(self) -> set[str]:
