@@ -118,7 +118,8 @@ def checked_params(args: argparse.Namespace, file: str, query: str | None) -> di
         texts = _texts(file, query)
         where = f"query {query} of {file}.sql takes"
     # the engine's own tuning parameters, set by the family's params(), not by the user
-    takes = sqlfiles.parameters(texts) - {"list_counts", "list_bits", "batch_size", "beyond"}
+    takes = sqlfiles.parameters(texts) - {"list_counts", "list_bits", "instance_low", "instance_high",
+                                         "batch_size", "beyond"}
     where = f"{where} {', '.join(sorted(takes)) or 'no parameter'}"
     for option in given(args, sql_options()):
         shaped = option.plan and query is None and file in option.families  # the family's plan reads it

@@ -110,8 +110,30 @@ class DuckDBEngine(Engine):
                 return
             sql = sqlfiles.composed(file, query, "duckdb", done, text)
             self.forget(query)
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {sql}", sqlfiles.bind(sql, dict(params)))
+            own = sqlfiles.queries(file, "duckdb")[query] if text is None else text
+            for k, (low, high) in enumerate(self._instance_ranges(own, params)):
+                head = f"CREATE OR REPLACE TEMP TABLE {query} AS" if k == 0 else f"INSERT INTO {query}"
+                bounds = {"instance_low": low, "instance_high": high}
+                self.con.execute(f"{head} {sql}", sqlfiles.bind(sql, {**params, **bounds}))
             done.add(query)
+
+    def _instance_ranges(self, sql: str, params: Mapping[str, object]) -> list[tuple[object, object]]:
+        """The ranges ``(low, high]`` of ``instance_id`` by which query ``sql`` is run, appending its rows: a
+        query that keeps only the instances between ``$instance_low`` and ``$instance_high`` (NULL: no bound)
+        is run on ``params["instance_batches"]`` ranges of about as many instances (its aggregates then hold
+        one range at a time); any other query, or one composed into another, once on all (both bounds NULL)."""
+        batches = int(params.get("instance_batches") or 1)  # type: ignore[call-overload]
+        if batches <= 1 or "instance_low" not in sqlfiles.parameters(sql):
+            return [(None, None)]
+        return self._ranges("instance_id", "instances", batches)
+
+    def _ranges(self, column: str, table: str, n: int) -> list[tuple[object, object]]:
+        """``n`` ranges ``(low, high]`` of ``column`` of ``table`` (``None``: unbounded), cut at its quantiles
+        (SQL written by the library); ranges between equal quantiles, which hold nothing, are left out."""
+        (bounds,), = self.con.execute(f"SELECT quantile_disc({column}, $q) FROM {table}",
+                                      {"q": [k / n for k in range(1, n)]}).fetchall()
+        return [(low, high) for low, high in zip([None, *bounds], [*bounds, None], strict=True)
+                if low is None or high is None or low != high]
 
     def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
         """A step runs on the engine's own connection; but a step that declares ``partition_by`` and whose
@@ -137,11 +159,7 @@ class DuckDBEngine(Engine):
         # of the largest (contiguous runs of their row numbers, where a step numbers its rows in key order)
         columns = {name: key.split(",")[0].strip() for name, key in keyed.items()}  # the plan's own names
         largest = max(counts, key=counts.__getitem__)
-        n = -(-rows // batch_rows)
-        (bounds,), = self.con.execute(f"SELECT quantile_disc({columns[largest]}, $q) FROM {self._from(largest)}",
-                                      {"q": [k / n for k in range(1, n)]}).fetchall()
-        ranges = [(low, high) for low, high in zip([None, *bounds], [*bounds, None], strict=True)
-                  if low is None or high is None or low != high]  # (low, high]: none between equal bounds
+        ranges = self._ranges(columns[largest], self._from(largest), -(-rows // batch_rows))
         self.batches_solved[step.name] = len(ranges)
         messages: list[str] = []
         for batch, (low, high) in enumerate(ranges):

@@ -35,9 +35,9 @@ METRICS = REGISTRY["set_based"]
 # it both are as fast, above it the lists take a fraction of the time and memory (figures:
 # benchmarks/RESULTS.md, sessions 2 and 4).
 LIST_COUNTS_FROM = 5_000_000
-# DuckDB keeps the lists' aggregates in memory, where the pair rows spill to disk: the lists are taken while
-# the expected augmented labels times this many bytes fit within DuckDB's memory_limit (calibrated on two
-# inputs: RESULTS.md, "A million instances" and "A deep taxonomy")
+# DuckDB keeps the lists' aggregates in memory, where the pair rows spill to disk: the lists of a range of
+# instances take this many bytes an expected augmented label, and the ranges are cut so that one fits within
+# DuckDB's memory_limit (calibrated on two inputs: RESULTS.md, "A million instances" and "A deep taxonomy")
 LIST_BYTES = 24
 # The lists keep the nodes found in this many augmented sets as bits (``shared_labels`` in the same query), which
 # shortens the lists most; more bits lengthen every bitstring for little (RESULTS.md, session 4).
@@ -45,17 +45,21 @@ LIST_BITS = 1024
 
 
 def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
-    """Parameters of ``set_based.sql``; on a DuckDB store (``engine``), ``list_counts`` is chosen from
-    the size of its tables and DuckDB's memory limit (else the pair rows are used)."""
+    """Parameters of ``set_based.sql``; on a DuckDB store (``engine``), ``list_counts`` is chosen from the size
+    of its tables (else the pair rows are used), and ``instance_batches``, the ranges of instances whose lists
+    are counted one after the other, from DuckDB's memory limit: ``⌈labels · LIST_BYTES / memory_limit⌉``."""
+    store = engine is not None and engine.dialect == "duckdb" and not engine.tables
+    labels = expected_augmented_labels(engine.con) if store else 0.0
+    list_counts = labels >= LIST_COUNTS_FROM
     return {
         "include_root": bool(options.include_root),
         "max_distance": options.max_distance,
         "augment": options.augment,
         "beta": float(options.beta),
         "zero_division": float(options.zero_division),
-        "list_counts": engine is not None and engine.dialect == "duckdb" and not engine.tables
-        and LIST_COUNTS_FROM <= expected_augmented_labels(engine.con) <= engine.memory_limit() / LIST_BYTES,
+        "list_counts": list_counts,
         "list_bits": LIST_BITS,
+        "instance_batches": math.ceil(labels * LIST_BYTES / engine.memory_limit()) if list_counts else 1,
     }
 
 
@@ -90,7 +94,7 @@ PLAN = FamilyPlan(
     name="set_based",
     file="set_based",
     metrics=METRICS,
-    steps=(Sql("set_based_instance"),),
+    steps=(Sql("set_counts"), Sql("set_based_instance")),
     instance="set_based_instance",
     measures=(
         # per instance: micro pools the counts; samples is the per-instance mean, macro its alias (the name of

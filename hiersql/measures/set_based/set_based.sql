@@ -88,6 +88,10 @@ SELECT system, instance_id, n_true, n_pred, n_both FROM set_pair_counts
 -- 20,000 instances (0.5 M) the lists take 1.3 times the time of the pairs.
 -- hiersql.measures.set_based sets $list_counts from the expected number of augmented labels, and $list_bits.
 -- The Cesa-Bianchi tolerance looks at single labels and always takes the pairs.
+-- Only the instances in ($instance_low, $instance_high] are counted (NULL: no bound). DuckDB holds the lists
+-- in memory, where the pair rows would spill: the DuckDB engine makes this table from $instance_batches
+-- ranges of the instances, one after the other, so that one range's lists fit within its memory limit.
+-- Composed into another query, it counts every instance.
 WITH augmented_nodes AS (
     -- (node, label): label in the augmented set of node (an ancestor, or a descendant with that option)
     SELECT c.node, c.label
@@ -124,6 +128,8 @@ truth_lists AS (
     FROM truth AS t
     JOIN nodes AS n ON n.label = t.label
     JOIN augmented_lists AS l ON l.node = n.position
+    WHERE ($instance_low IS NULL OR t.instance_id > $instance_low)
+      AND ($instance_high IS NULL OR t.instance_id <= $instance_high)
     GROUP BY t.instance_id
 ),
 prediction_lists AS (
@@ -131,6 +137,8 @@ prediction_lists AS (
     FROM predictions AS p
     JOIN nodes AS n ON n.label = p.label
     JOIN augmented_lists AS l ON l.node = n.position
+    WHERE ($instance_low IS NULL OR p.instance_id > $instance_low)
+      AND ($instance_high IS NULL OR p.instance_id <= $instance_high)
     GROUP BY p.system, p.instance_id
 ),
 distinct_counts AS (
@@ -156,7 +164,9 @@ SELECT
 FROM distinct_counts
 UNION ALL
 SELECT system, instance_id, n_true, n_pred, n_both FROM set_pair_counts
-WHERE NOT $list_counts OR $augment = 'cesa_bianchi'
+WHERE (NOT $list_counts OR $augment = 'cesa_bianchi')
+  AND ($instance_low IS NULL OR instance_id > $instance_low)
+  AND ($instance_high IS NULL OR instance_id <= $instance_high)
 
 -- name: set_counts (spark)
 -- The same counts on Spark without one row per augmented label: each node's augmented set is an array of
