@@ -91,7 +91,7 @@ def test_generic_query_measures_a_callers_pairs():
     store.load_taxonomy(Taxonomy.from_edges(BELOW))
     store.con.execute("CREATE TEMP TABLE label_pairs AS SELECT * FROM (VALUES ('x', '1', 'u', 'v'),"
                       " ('x', '2', 'c', 'p1'), ('x', '2', 'c', 'c')) AS t(system, instance_id, u, v)")
-    sql = sqlfiles.queries("pair_based")["pair_distances_of"]
+    sql = sqlfiles.composed("pair_based", "pair_distances_of", skip={"label_pairs"})
     rows = store.con.execute(sql, {"max_distance": None, "max_climb": None}).fetchall()
     assert sorted(rows) == [("x", "1", "u", "v", 6), ("x", "2", "c", "c", 0), ("x", "2", "c", "p1", 3)]
 
@@ -337,8 +337,9 @@ def test_orderings_between_the_measures_on_a_random_dag():
 @pytest.mark.parametrize("params", [{"max_distance": None, "max_climb": None}, {"max_distance": 2, "max_climb": None},
                                     {"max_distance": None, "max_climb": 1}, {"max_distance": 3, "max_climb": 1}])
 def test_the_duckdb_variant_of_pair_distances_gives_the_portable_rows(params):
-    """``pair_distances_of (duckdb)`` (the join order fixed) and the portable query, on a DAG whose pairs meet
-    on several paths, under each bound."""
+    """``pair_label_distances (duckdb)`` (the join order fixed) and the portable query, on a DAG whose pairs
+    meet on several paths, under each bound; and ``pair_arcs (duckdb)`` (the classes of a problem joined on the
+    problem) and the portable ``pair_arcs`` (``pair_distances_of`` joined to the problems and classes)."""
     from tests._engine_cases import dag_store
 
     store = dag_store()
@@ -346,3 +347,11 @@ def test_the_duckdb_variant_of_pair_distances_gives_the_portable_rows(params):
     portable = store.con.execute(sqlfiles.render("pair_based", "pair_distances", params, "duckdb",
                                                  pretty=False)).fetchall()
     assert len(variant) > 10 and sorted(variant) == sorted(portable)
+    done: set[str] = set()
+    engine = DuckDBEngine(store)
+    for query in ("pair_problems", "pair_true_classes", "pair_pred_classes"):
+        engine.stage("pair_based", query, params, done)
+    arcs, portable = (engine.con.execute(sql, sqlfiles.bind(sql, params)).fetchall() for sql in (
+        sqlfiles.composed("pair_based", "pair_arcs", "duckdb", skip=done),
+        sqlfiles.composed("pair_based", "pair_arcs", skip=done)))
+    assert len(arcs) == len(variant) and sorted(arcs) == sorted(portable)

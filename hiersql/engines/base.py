@@ -6,6 +6,7 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
@@ -87,6 +88,11 @@ class Engine:
     def _materialize_tree(self, name: str, tree: Any) -> None:
         """:meth:`_materialize` of the sqlglot ``tree`` of a query (rendered by :func:`_tree`)."""
         self._materialize(name, tree.sql(dialect=self.dialect))
+
+    def variant(self) -> str | None:
+        """The ``-- name: NAME (variant)`` bodies of the SQL files this engine's stages run (``None``: the
+        portable queries)."""
+        return dialect_of(self.dialect).variant
 
     def quoted(self, name: str) -> str:
         """A (possibly qualified) table or column name, quoted as this engine writes the tables it creates."""
@@ -275,10 +281,14 @@ class Engine:
 
     def _steps(self, plan: FamilyPlan, steps: Sequence[Step], params: dict[str, object], options: Options,
                made: frozenset[str] | set[str] = frozenset()) -> set[str]:
-        """Run ``steps`` (those not in ``made``, tables already made) with ``params``; the tables made, with
+        """Run ``steps`` (those not in ``made``, tables already made, and those only portable queries that
+        this engine does not run read: :func:`portable_only_stages`) with ``params``; the tables made, with
         ``made`` and the plan's helper tables."""
         done: set[str] = set(plan.tables(options)) | made
         compose = self.compose_stages and not any(isinstance(step, Python) for step in plan.steps)
+        if not compose:
+            unread = portable_only_stages(plan, tuple(steps), self.variant())
+            steps = [step for step in steps if isinstance(step, Python) or step.query not in unread]
         run = f"{plan.name} {plan.file} {sorted(params.items())!r} {options!r}"  # (reuse_stages)
         names = tuple(step.name if isinstance(step, Python) else step.query for step in steps)
         reused = self._reused(run, names)
@@ -338,6 +348,34 @@ class Engine:
     def _input(self, name: str) -> pa.Table:
         """The rows of a step's input ``name`` as Arrow."""
         return self.arrow(f"SELECT * FROM {self._from(name)}")
+
+
+def portable_only_stages(plan: FamilyPlan, steps: Sequence[Step], variant: str | None) -> frozenset[str]:
+    """The SQL stages of ``steps`` that only the portable queries of later stages read: where ``variant``'s
+    bodies replace those, no later stage reads them, nor a Python step, nor the plan's generated queries (its
+    per-instance, per-class and unit tables), nor its summary. The runner does not make them; a query that
+    still reads one composes it. (The pair-based ``pair_distances_of``, a row per label pair of every
+    instance, which the DuckDB and Spark variants of ``pair_arcs`` do without.)"""
+    if variant is None:
+        return frozenset()
+    kept = {plan.instance, plan.classes, *(m.unit for m in plan.measures if m.unit)}
+    kept |= {name for step in plan.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
+    if plan.summary is not None:
+        kept |= {plan.summary, *sqlfiles.dependencies(plan.file, plan.summary, variant)}
+    stages = tuple(step.query for step in steps if not isinstance(step, Python))
+    return _portable_only(plan.file, stages, frozenset(kept - {None}), variant)
+
+
+@cache
+def _portable_only(file: str, stages: tuple[str, ...], kept: frozenset[str], variant: str) -> frozenset[str]:
+    needed, portable, out = set(kept), set(), set()
+    for query in reversed(stages):  # needed: read by a later stage that is made, with the variant's bodies
+        if query not in needed and query in portable:
+            out.add(query)
+        else:
+            needed |= set(sqlfiles.dependencies(file, query, variant))
+        portable |= set(sqlfiles.dependencies(file, query))
+    return frozenset(out)
 
 
 def solve_arrow(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table]

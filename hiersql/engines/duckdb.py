@@ -77,6 +77,10 @@ class DuckDBEngine(Engine):
         return {row[0] for row in self.con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE temporary AND schema_name = 'main'").fetchall()}
 
+    def variant(self) -> str | None:
+        """DuckDB's variants, unless the tables are renamed (the portable queries, rewritten by sqlglot)."""
+        return None if self.tables else "duckdb"
+
     def execute(self, sql: str) -> list[tuple]:
         cur = self.con.execute(sql)
         return cur.fetchall() if cur.description else []

@@ -31,12 +31,11 @@ FROM (
 ) AS m
 JOIN nodes AS n ON n.position = m.descendant
 
--- name: pair_distances_of
--- (system, instance_id, u, v, distance) for every row of label_pairs, the query label_pairs above; to measure other pairs, execute this query's text (sqlfiles.queries("pair_based")) with
--- your own table or view label_pairs(system, instance_id, u, v).
-SELECT l.system, l.instance_id, l.u, l.v, pd.distance
-FROM label_pairs AS l
-JOIN (
+-- name: pair_label_distances
+-- (u, v, distance): each distinct (true u, predicted v) label pair of label_pairs with its distance, within the
+-- maximum distance (and climb).
+SELECT pd.u, pd.v, pd.distance
+FROM (
     SELECT d.u, d.v, min(cu.distance + cv.distance) AS distance
     FROM (SELECT DISTINCT u, v FROM label_pairs) AS d
     JOIN closure AS cu ON cu.descendant = d.u
@@ -44,10 +43,10 @@ JOIN (
     WHERE ($max_distance IS NULL OR (cu.distance <= $max_distance AND cv.distance <= $max_distance))
       AND ($max_climb IS NULL OR (cu.distance <= $max_climb AND cv.distance <= $max_climb))
     GROUP BY d.u, d.v
-) AS pd ON pd.u = l.u AND pd.v = l.v
+) AS pd
 WHERE $max_distance IS NULL OR pd.distance <= $max_distance
 
--- name: pair_distances_of (duckdb)
+-- name: pair_label_distances (duckdb)
 -- The same rows, the join order fixed: each distinct pair with the ancestors of u first (MATERIALIZED keeps
 -- DuckDB from flattening it), then the ancestors of v that match. On a wide DAG DuckDB otherwise joined the
 -- closure to itself on the ancestor alone, every pair of nodes under a common ancestor (benchmarks/RESULTS.md,
@@ -59,17 +58,24 @@ WITH pair_ups AS MATERIALIZED (
     WHERE ($max_distance IS NULL OR cu.distance <= $max_distance)
       AND ($max_climb IS NULL OR cu.distance <= $max_climb)
 )
-SELECT l.system, l.instance_id, l.u, l.v, pd.distance
-FROM label_pairs AS l
-JOIN (
+SELECT pd.u, pd.v, pd.distance
+FROM (
     SELECT p.u, p.v, min(p.distance + cv.distance) AS distance
     FROM pair_ups AS p
     JOIN closure AS cv ON cv.descendant = p.v AND cv.ancestor = p.ancestor
     WHERE ($max_distance IS NULL OR cv.distance <= $max_distance)
       AND ($max_climb IS NULL OR cv.distance <= $max_climb)
     GROUP BY p.u, p.v
-) AS pd ON pd.u = l.u AND pd.v = l.v
+) AS pd
 WHERE $max_distance IS NULL OR pd.distance <= $max_distance
+
+-- name: pair_distances_of
+-- (system, instance_id, u, v, distance) for every row of label_pairs, the query label_pairs above; to measure
+-- other pairs, execute this query composed (sqlfiles.composed("pair_based", "pair_distances_of", skip=
+-- {"label_pairs"})) with your own table or view label_pairs(system, instance_id, u, v).
+SELECT l.system, l.instance_id, l.u, l.v, pd.distance
+FROM label_pairs AS l
+JOIN pair_label_distances AS pd ON pd.u = l.u AND pd.v = l.v
 
 -- name: pair_distances_of (spark)
 -- The same rows on Spark without one row per (pair, common ancestor): a pair's distance is the least sum
@@ -125,6 +131,17 @@ FROM pair_distances_of AS d
 JOIN pair_problems AS pp ON pp.system = d.system AND pp.instance_id = d.instance_id
 JOIN pair_true_classes AS tc ON tc.problem = pp.problem AND tc.label = d.u
 JOIN pair_pred_classes AS pc ON pc.problem = pp.problem AND pc.label = d.v
+
+-- name: pair_arcs (duckdb)
+-- The same rows from the classes of each problem, joined on the problem (an integer), and the distance of each
+-- distinct label pair: the portable query joins pair_distances_of (a row per label pair of every instance of
+-- every system) to the problems on (system, instance_id) and to the classes on (problem, label), which at a
+-- million instances outgrew DuckDB's memory limit and spilled (benchmarks/RESULTS.md, "A million instances").
+-- pair_distances_of is then not made at all (hiersql.engines.Engine: a stage read only by portable queries).
+SELECT tc.problem, pc.node AS pred_node, tc.node AS true_node, d.distance
+FROM pair_true_classes AS tc
+JOIN pair_pred_classes AS pc ON pc.problem = tc.problem
+JOIN pair_label_distances AS d ON d.u = tc.label AND d.v = pc.label
 
 -- name: pair_arcs (spark)
 -- The same rows on Spark, each class pair's distance computed where the pair is made, from the broadcast
