@@ -236,8 +236,8 @@ PLAN = FamilyPlan(
     file="pair_based",
     metrics=METRICS,
     steps=(
-        *(Sql(q) for q in ("label_pairs", "pair_label_distances", "pair_distances_of", "pair_problems",
-                           "pair_true_classes", "pair_pred_classes", "pair_arcs", "mgia_nearest",
+        *(Sql(q) for q in ("pair_problems", "pair_true_classes", "pair_pred_classes", "label_pairs",
+                           "pair_label_distances", "pair_distances_of", "pair_arcs", "mgia_nearest",
                            "mgia_mutual_pairs", "pair_problem_sizes", "pair_flow_arcs")),
         Python("pairings", solve_pairings, reads=("pair_problem_sizes", "pair_pred_classes", "pair_true_classes",
                                                   "pair_flow_arcs", "mgia_mutual_pairs"), writes=("pair_instance",),

@@ -16,6 +16,24 @@ SELECT p.system, t.instance_id, t.label AS u, p.label AS v
 FROM truth AS t
 JOIN predictions AS p ON p.instance_id = t.instance_id
 
+-- name: pair_problems
+-- One pairing problem per (system, instance of the truth), also when either label set is empty.
+SELECT row_number() OVER (ORDER BY s.system, i.instance_id) - 1 AS problem, s.system, i.instance_id
+FROM systems AS s
+CROSS JOIN instances AS i
+
+-- name: pair_true_classes
+-- (node, problem, label): the true classes of every problem, numbered from 0.
+SELECT row_number() OVER (ORDER BY pp.problem, t.label) - 1 AS node, pp.problem, t.label
+FROM pair_problems AS pp
+JOIN truth AS t ON t.instance_id = pp.instance_id
+
+-- name: pair_pred_classes
+-- (node, problem, label): the predicted classes of every problem, numbered from 0.
+SELECT row_number() OVER (ORDER BY pp.problem, p.label) - 1 AS node, pp.problem, p.label
+FROM pair_problems AS pp
+JOIN predictions AS p ON p.system = pp.system AND p.instance_id = pp.instance_id
+
 -- name: pair_ancestor_maps (spark)
 -- (node, up): each node's ancestors within the bounds as a map {ancestor position: distance} (Spark only;
 -- read by pair_distances_of and pair_arcs). Keyed by position: maps keyed by ancestor name made the pair
@@ -47,13 +65,18 @@ FROM (
 WHERE $max_distance IS NULL OR pd.distance <= $max_distance
 
 -- name: pair_label_distances (duckdb)
--- The same rows, the join order fixed: each distinct pair with the ancestors of u first (MATERIALIZED keeps
--- DuckDB from flattening it), then the ancestors of v that match. On a wide DAG DuckDB otherwise joined the
--- closure to itself on the ancestor alone, every pair of nodes under a common ancestor (benchmarks/RESULTS.md,
--- "Warehouse scale").
+-- The same rows, the pairs taken from the classes of each problem (the same pairs as label_pairs, which is then
+-- not made: a row per label pair of every instance), the join order fixed: each distinct pair with the
+-- ancestors of u first (MATERIALIZED keeps DuckDB from flattening it), then the ancestors of v that match. On a
+-- wide DAG DuckDB otherwise joined the closure to itself on the ancestor alone, every pair of nodes under a
+-- common ancestor (benchmarks/RESULTS.md, "Warehouse scale").
 WITH pair_ups AS MATERIALIZED (
     SELECT d.u, d.v, cu.ancestor, cu.distance
-    FROM (SELECT DISTINCT u, v FROM label_pairs) AS d
+    FROM (
+        SELECT DISTINCT tc.label AS u, pc.label AS v
+        FROM pair_true_classes AS tc
+        JOIN pair_pred_classes AS pc ON pc.problem = tc.problem
+    ) AS d
     JOIN closure AS cu ON cu.descendant = d.u
     WHERE ($max_distance IS NULL OR cu.distance <= $max_distance)
       AND ($max_climb IS NULL OR cu.distance <= $max_climb)
@@ -105,24 +128,6 @@ FROM pair_distances_of
 -- Pair-based measures (Kosmopoulos et al. §2.3; SPEC §3): the inputs of the flow networks of
 -- hiersql/measures/pair_based/pairing.py, and the nearest-class pairing of MGIA.
 
--- name: pair_problems
--- One pairing problem per (system, instance of the truth), also when either label set is empty.
-SELECT row_number() OVER (ORDER BY s.system, i.instance_id) - 1 AS problem, s.system, i.instance_id
-FROM systems AS s
-CROSS JOIN instances AS i
-
--- name: pair_true_classes
--- (node, problem, label): the true classes of every problem, numbered from 0.
-SELECT row_number() OVER (ORDER BY pp.problem, t.label) - 1 AS node, pp.problem, t.label
-FROM pair_problems AS pp
-JOIN truth AS t ON t.instance_id = pp.instance_id
-
--- name: pair_pred_classes
--- (node, problem, label): the predicted classes of every problem, numbered from 0.
-SELECT row_number() OVER (ORDER BY pp.problem, p.label) - 1 AS node, pp.problem, p.label
-FROM pair_problems AS pp
-JOIN predictions AS p ON p.system = pp.system AND p.instance_id = pp.instance_id
-
 -- name: pair_arcs
 -- (problem, pred_node, true_node, distance): the candidate pairs of every problem, within the maximum
 -- distance (and climb); distance 0 means the same class in both sets.
@@ -137,7 +142,7 @@ JOIN pair_pred_classes AS pc ON pc.problem = pp.problem AND pc.label = d.v
 -- distinct label pair: the portable query joins pair_distances_of (a row per label pair of every instance of
 -- every system) to the problems on (system, instance_id) and to the classes on (problem, label), which at a
 -- million instances outgrew DuckDB's memory limit and spilled (benchmarks/RESULTS.md, "A million instances").
--- pair_distances_of is then not made at all (hiersql.engines.Engine: a stage read only by portable queries).
+-- Neither label_pairs nor pair_distances_of is then made (hiersql.engines.base.portable_only_stages).
 SELECT tc.problem, pc.node AS pred_node, tc.node AS true_node, d.distance
 FROM pair_true_classes AS tc
 JOIN pair_pred_classes AS pc ON pc.problem = tc.problem
