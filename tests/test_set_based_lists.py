@@ -76,6 +76,7 @@ def test_the_lists_are_counted_by_ranges_of_instances_within_the_memory_limit(da
         monkeypatch.setattr(set_based, "LIST_BYTES", needed * engine.memory_limit() / labels)
         params = set_based.sql_params(Options(), engine)
         assert (params["list_counts"], params["instance_batches"]) == (True, batches)
+        assert set_based.sql_params(Options(augment="cesa_bianchi"), engine)["instance_batches"] == 1
 
 
 @pytest.mark.parametrize("batches", [2, 7])
