@@ -219,6 +219,12 @@ class FamilyPlan:
         assert self.run_average is not None
         return self.run_average.format(**self.params(options, None, ()))
 
+    def read_beyond_stages(self) -> set[str]:
+        """The tables that something other than a later SQL stage reads: the per-instance, per-class and unit
+        tables (the generated queries read them) and those a Python step reads or writes."""
+        kept = {self.instance, self.classes, *(m.unit for m in self.measures if m.unit)}
+        return kept | {name for step in self.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
+
     def steps_until(self, stage: str) -> tuple[Step, ...]:
         """The steps up to and including the one that makes table ``stage``."""
         for i, step in enumerate(self.steps):

@@ -358,8 +358,7 @@ def portable_only_stages(plan: FamilyPlan, steps: Sequence[Step], variant: str |
     instance, which the DuckDB and Spark variants of ``pair_arcs`` do without.)"""
     if variant is None:
         return frozenset()
-    kept = {plan.instance, plan.classes, *(m.unit for m in plan.measures if m.unit)}
-    kept |= {name for step in plan.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
+    kept = plan.read_beyond_stages()
     if plan.summary is not None:
         kept |= {plan.summary, *sqlfiles.dependencies(plan.file, plan.summary, variant)}
     stages = tuple(step.query for step in steps if not isinstance(step, Python))

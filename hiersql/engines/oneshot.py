@@ -440,8 +440,7 @@ def _stages_read_by_one(plan: FamilyPlan) -> frozenset[str]:
     if not any(isinstance(step, Python) for step in plan.steps):
         return frozenset()
     stages = {step.query for step in plan.steps if isinstance(step, Sql)}
-    kept = {plan.instance, plan.classes, *(m.unit for m in plan.measures if m.unit)}
-    kept |= {name for step in plan.steps if isinstance(step, Python) for name in (*step.reads, *step.writes)}
+    kept = plan.read_beyond_stages()
     code = {q: sqlfiles.without_comments(body) for q, body in sqlfiles.queries(plan.file).items()}
     by_one = set()
     for q in stages - kept:
