@@ -373,3 +373,30 @@ def test_the_duckdb_variant_of_lca_pair_meetings_gives_the_portable_rows(max_dis
     portable = store.con.execute(sqlfiles.render("lca", "lca_pair_meetings", params, "duckdb",
                                                  pretty=False)).fetchall()
     assert len(variant) > 5 and sorted(variant) == sorted(portable)
+
+
+# Sides with labels above others (dropped), labels in both sets (shared), a label of the truth that the
+# predictions hold only as the ancestor of another prediction (kept, not shared) and an empty prediction.
+SIDES_TRUE = [["3", "3.2.1", "2.1"], ["1.1"], ["0", "1.2"], ["3.3"], ["3.2"]]
+SIDES_PRED = [["3.2", "2.1", "1"], [], ["1", "1.2", "0"], ["3", "3.3"], ["3.2", "3.2.1"]]
+SIDES_KEPT = {("0", "t", "3.2.1", False), ("0", "t", "2.1", True), ("0", "p", "3.2", False),
+              ("0", "p", "2.1", True), ("0", "p", "1", False), ("1", "t", "1.1", False),
+              ("2", "t", "1.2", True), ("2", "p", "1.2", True), ("3", "t", "3.3", True), ("3", "p", "3.3", True),
+              ("4", "t", "3.2", False), ("4", "p", "3.2.1", False)}
+
+
+def test_the_duckdb_variant_of_lca_labels_gives_the_portable_rows_and_the_hand_ones():
+    """``lca_labels (duckdb)`` (per-instance lists of the labels and of their proper ancestors) and the
+    portable query (pairs of labels of one side, a set difference, the kept labels joined to themselves) keep
+    the same labels and mark the same ones shared: those of :data:`SIDES_KEPT`, by hand."""
+    store = store_from_sets(SIDES_TRUE, SIDES_PRED, Taxonomy.from_edges(FIG8B))
+    engine = DuckDBEngine(store)
+    done: set[str] = set()
+    for query in ("lca_closure", "lca_instances"):
+        engine.stage("lca", query, {}, done)
+    variant, portable = (engine.execute(sql) for sql in (sqlfiles.composed("lca", "lca_labels", "duckdb", done),
+                                                         sqlfiles.composed("lca", "lca_labels", skip=done)))
+    assert sorted(variant) == sorted(portable)
+    names = dict(engine.execute("SELECT position, label FROM nodes"))
+    ids = dict(engine.execute("SELECT inst, instance_id FROM lca_instances"))
+    assert {(ids[i], side, names[label], shared) for i, side, label, shared in variant} == SIDES_KEPT

@@ -59,7 +59,7 @@ def test_named_query_transpiles(file, name, dialect):
               for p in sqlfiles.parameters(sqlfiles.queries(file)[q])}
     outputs = [(sqlfiles.render(file, name, params, dialect), None)]
     if name == list(sqlfiles.queries(file))[-1]:  # what an engine runs (folded, dialect fixes); it reads the rest
-        # with the engine's variants (lca.sql's lca_labels (spark) reads no lca_above)
+        # with the engine's variants (lca.sql's lca_labels (duckdb, spark) reads no lca_above)
         outputs.append((engines.render(file, name, params, dialect), dialect_of(dialect).variant))
     for sql, variant in outputs:
         back = sqlglot.parse_one(sql + "\n", read=dialect)

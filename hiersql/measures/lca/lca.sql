@@ -86,12 +86,13 @@ FROM kept AS k
 LEFT JOIN kept AS o
     ON o.inst = k.inst AND o.side <> k.side AND o.label = k.label
 
--- name: lca_labels (spark)
--- The same rows on Spark in one pass over the labels, hashed on the instance: each label meets its node's
--- proper ancestors (an array per node, broadcast), an instance's labels and the ancestors of its labels are
--- collected per side in the same partition, and a side keeps its labels that are no ancestor of its other
--- labels (no pairs of labels, no set difference and no join of the kept labels to themselves: each a
--- shuffle). A label is shared when it is kept on the other side too.
+-- name: lca_labels (duckdb, spark)
+-- The same rows in one pass over the labels, hashed on the instance: each label meets its node's proper
+-- ancestors (an array per node; Spark broadcasts it), an instance's labels and the ancestors of its labels are
+-- collected per side (in the same partition on Spark), and a side keeps its labels that are no ancestor of its
+-- other labels (no pairs of labels, no set difference and no join of the kept labels to themselves: on Spark
+-- each a shuffle; on DuckDB hash tables of a row per label). A label is shared when it is kept on the other
+-- side too. (A side without labels collects NULL on DuckDB, an empty array on Spark: the coalesce.)
 WITH proper_ancestors AS (
     SELECT descendant AS node, list(ancestor) AS ancestors
     FROM lca_closure
@@ -109,7 +110,9 @@ per_instance AS (
     LEFT JOIN proper_ancestors AS a ON a.node = s.label
     GROUP BY s.inst
 )
-SELECT inst, side, label, array_contains(other_labels, label) AND NOT array_contains(other_above, label) AS shared
+SELECT inst, side, label,
+       coalesce(array_contains(other_labels, label), false)
+       AND NOT coalesce(array_contains(other_above, label), false) AS shared
 FROM (
     SELECT
         inst,
