@@ -400,3 +400,31 @@ def test_the_duckdb_variant_of_lca_labels_gives_the_portable_rows_and_the_hand_o
     names = dict(engine.execute("SELECT position, label FROM nodes"))
     ids = dict(engine.execute("SELECT inst, instance_id FROM lca_instances"))
     assert {(ids[i], side, names[label], shared) for i, side, label, shared in variant} == SIDES_KEPT
+
+
+# |Gt|, |Gp|, |Gt ∩ Gp| of the extended graphs of SIDES_TRUE and SIDES_PRED, by hand (the root 0 left out).
+# Instance 0: 3.2.1 and 3.2 meet at 3.2; 1 meets 2.1 at the root by its two paths, 2.1 -> 2 -> 0 and
+# 2.1 -> 3 -> 0: Gt = {3.2.1, 3.2, 2.1, 2, 3}, Gp = {3.2, 2.1, 1}. Instance 1 has no prediction.
+SIDES_EXTENDED_COUNTS = {"0": (5, 3, 2), "1": (1, 0, 0), "2": (1, 1, 1), "3": (1, 1, 1), "4": (1, 2, 1)}
+
+
+@pytest.mark.parametrize("include_root", [False, True])
+@pytest.mark.parametrize("max_distance", [None, 1])
+def test_the_duckdb_variant_of_lca_graph_counts_gives_the_portable_rows(include_root, max_distance):
+    """``lca_graph_counts (duckdb)`` (each instance's lists of nodes) and the portable query (a group per
+    (instance, node)) count the same extended graphs, an empty prediction included: those of
+    :data:`SIDES_EXTENDED_COUNTS` by hand (with the root: 6, 4 and 3 for instance 0)."""
+    store = store_from_sets(SIDES_TRUE, SIDES_PRED, Taxonomy.from_edges(FIG8B))
+    engine = DuckDBEngine(store)
+    params = lca._params(options(include_root=include_root, max_distance=max_distance), store)
+    done: set[str] = set()
+    for step in lca.PLAN.steps_until("lca_extended_nodes"):
+        engine.stage("lca", step.query, params, done)
+    variant, portable = (engine.con.execute(sql, sqlfiles.bind(sql, params)).fetchall() for sql in (
+        sqlfiles.composed("lca", "lca_graph_counts", "duckdb", done),
+        sqlfiles.composed("lca", "lca_graph_counts", skip=done)))
+    assert len(variant) == 5 and sorted(variant) == sorted(portable)
+    if max_distance is None:
+        counts = {instance: n for _, _, instance, *n in variant}
+        want = {**SIDES_EXTENDED_COUNTS, **({"0": (6, 4, 3)} if include_root else {})}
+        assert counts == {instance: list(n) for instance, n in want.items()}

@@ -390,6 +390,21 @@ FROM (
 ) AS c
 JOIN lca_instances AS k ON k.inst = c.inst
 
+-- name: lca_graph_counts (duckdb)
+-- The same rows on DuckDB from each instance's lists of the nodes of its two graphs: one group per instance,
+-- not one per (instance, node), whose hash table outgrows the caches at a million instances. (A side without
+-- nodes collects NULL: the coalesce.)
+SELECT k.inst, k.system, k.instance_id, coalesce(len(c.t), 0) AS n_true, coalesce(len(c.p), 0) AS n_pred,
+       coalesce(len(list_intersect(c.t, c.p)), 0) AS n_both
+FROM (
+    SELECT inst, list_distinct(list(v) FILTER (WHERE side = 't')) AS t,
+           list_distinct(list(v) FILTER (WHERE side = 'p')) AS p
+    FROM lca_extended_nodes
+    WHERE $include_root OR v NOT IN (SELECT position FROM nodes WHERE is_root)
+    GROUP BY inst
+) AS c
+JOIN lca_instances AS k ON k.inst = c.inst
+
 -- name: lca_open_instances
 -- (inst, system, instance_id, batch) whose minimal graphs involve a choice: a label with several options, or
 -- a path end with several shortest paths (lca_multi_paths); numbered into batches of $batch_size (lca.py
