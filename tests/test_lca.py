@@ -428,3 +428,25 @@ def test_the_duckdb_variant_of_lca_graph_counts_gives_the_portable_rows(include_
         counts = {instance: n for _, _, instance, *n in variant}
         want = {**SIDES_EXTENDED_COUNTS, **({"0": (6, 4, 3)} if include_root else {})}
         assert counts == {instance: list(n) for instance, n in want.items()}
+
+
+@pytest.mark.parametrize("max_distance", [None, 1])
+def test_the_duckdb_variants_of_the_open_paths_give_the_portable_rows(max_distance):
+    """``lca_open_nodes (duckdb, spark)`` (no DISTINCT over every row) and ``lca_open_links (duckdb, spark)``
+    (the links of a path found once, from ``lca_path_nodes``) give the portable rows; instance 0 of
+    :data:`SIDES_TRUE` reaches the root from 2.1 by two shortest paths, whose four links are the choice."""
+    store = store_from_sets(SIDES_TRUE, SIDES_PRED, Taxonomy.from_edges(FIG8B))
+    engine = DuckDBEngine(store)
+    params = engine.prepare(lca.PLAN, ["lca_f1"], options(max_distance=max_distance))
+    done: set[str] = set()
+    for step in lca.PLAN.steps_until("lca_open_ends"):
+        engine.stage("lca", step.query, params, done)
+    names = dict(engine.execute("SELECT position, label FROM nodes"))
+    for query in ("lca_open_nodes", "lca_open_links"):
+        variant, portable = (engine.con.execute(sql, sqlfiles.bind(sql, params)).fetchall() for sql in (
+            sqlfiles.composed("lca", query, "duckdb", done), sqlfiles.composed("lca", query, skip=done)))
+        assert sorted(variant) == sorted(portable), query
+        done.add(query)
+        engine.stage("lca", query, params, done)
+    links = {(names[lower], names[upper]) for *_, lower, upper in engine.execute("SELECT * FROM lca_open_links")}
+    assert links == (set() if max_distance == 1 else {("2.1", "2"), ("2", "0"), ("2.1", "3"), ("3", "0")})

@@ -450,8 +450,8 @@ FROM lca_labels AS l
 JOIN lca_open_instances AS b ON b.inst = l.inst
 WHERE l.shared
 
--- name: lca_open_nodes (spark)
--- The same rows on Spark without a DISTINCT over all of them: the paths' rows are distinct already (one
+-- name: lca_open_nodes (duckdb, spark)
+-- The same rows on DuckDB and Spark without a DISTINCT over all of them: the paths' rows are distinct already (one
 -- row per (batch, node, lca) of lca_open_ends and (step, v) of its path); the path {x} of a shared label
 -- is added once per batch unless lca_open_ends asks for that path (x -> x) of the batch already.
 SELECT e.batch, n.node, n.lca, n.step, n.v
@@ -486,11 +486,12 @@ JOIN lca_open_nodes AS b ON b.batch = a.batch AND b.node = a.node AND b.lca = a.
 JOIN lca_closure AS e ON e.descendant = a.v AND e.ancestor = b.v AND e.distance = 1
 WHERE $multi_parent  -- in a tree every path is the only one
 
--- name: lca_open_links (spark)
--- The same rows on Spark: the links of each path with several shortest paths are found once, from its
--- nodes in lca_path_nodes (the few such paths broadcast to pick them out), instead of per batch from
--- lca_open_nodes joined twice to itself; the closure rows at distance 1 meet those few candidate links
--- where they are read (the candidates broadcast), and the links then go to the batches that ask for them.
+-- name: lca_open_links (duckdb, spark)
+-- The same rows on DuckDB and Spark: the links of each path with several shortest paths are found once, from its
+-- nodes in lca_path_nodes (the few such paths broadcast on Spark to pick them out), instead of per batch
+-- from lca_open_nodes joined twice to itself; the closure rows at distance 1 meet those few candidate links
+-- where they are read (the candidates broadcast on Spark), and the links then go to the batches that ask
+-- for them.
 WITH multi_nodes AS (
     SELECT n.node, n.lca, n.step, n.v /*+ BROADCAST(m) */
     FROM lca_path_nodes AS n
