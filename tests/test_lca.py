@@ -418,7 +418,7 @@ def test_the_duckdb_variant_of_lca_graph_counts_gives_the_portable_rows(include_
     engine = DuckDBEngine(store)
     params = lca._params(options(include_root=include_root, max_distance=max_distance), store)
     done: set[str] = set()
-    for step in lca.PLAN.steps_until("lca_extended_nodes"):
+    for step in lca.PLAN.steps_until("lca_path_nodes"):
         engine.stage("lca", step.query, params, done)
     variant, portable = (engine.con.execute(sql, sqlfiles.bind(sql, params)).fetchall() for sql in (
         sqlfiles.composed("lca", "lca_graph_counts", "duckdb", done),

@@ -441,10 +441,9 @@ def _stages_read_by_one(plan: FamilyPlan) -> frozenset[str]:
         return frozenset()
     stages = {step.query for step in plan.steps if isinstance(step, Sql)}
     kept = plan.read_beyond_stages()
-    code = {q: sqlfiles.without_comments(body) for q, body in sqlfiles.queries(plan.file).items()}
     by_one = set()
-    for q in stages - kept:
-        readers = [r for r in stages if r != q and re.search(rf"\b{q}\b", code[r])]
+    for q in stages - kept:  # a stage reads q itself or through the queries composed into it (not other stages)
+        readers = [r for r in stages if r != q and q in sqlfiles.dependencies(plan.file, r, skip=stages - {q})]
         if len(readers) == 1:
             by_one.add(q)
     return frozenset(by_one)

@@ -238,10 +238,11 @@ PLAN = FamilyPlan(
     file="lca",
     metrics=METRICS,
     steps=(
+        # (lca_extended_nodes, a row per node of every path, is composed into lca_graph_counts, its one reader)
         *(Sql(q) for q in ("lca_closure", "lca_instances", "lca_labels", "lca_pairs", "lca_pair_meetings",
-                           "lca_meetings", "lca_options", "lca_path_ends", "lca_path_nodes", "lca_extended_nodes",
-                           "lca_graph_counts", "lca_open_instances", "lca_open_options", "lca_open_ends",
-                           "lca_open_nodes", "lca_open_links", "lca_open_counts")),
+                           "lca_meetings", "lca_options", "lca_path_ends", "lca_path_nodes", "lca_graph_counts",
+                           "lca_open_instances", "lca_open_options", "lca_open_ends", "lca_open_nodes",
+                           "lca_open_links", "lca_open_counts")),
         Python("minimal_graphs", solve_minimal_graphs, reads=(*OPEN_TABLES, "nodes"), writes=("lca_open_counts",),
                why="the minimal graphs are set covers: greedy (one choice at a time, each depending on the earlier"
                    " ones) or optimal (an integer program, OR-Tools)",

@@ -353,7 +353,8 @@ HAVING count(*) > max(step) + 1
 
 -- name: lca_extended_nodes
 -- (inst, side, v): the nodes of the extended graphs Gt ('t') and Gp ('p'), a node once per path through it
--- (lca_graph_counts groups them; deduplicating here would cost a third more).
+-- (lca_graph_counts groups them; deduplicating here would cost a third more). Not a stage: composed into
+-- lca_graph_counts, its one reader (the rows are not stored).
 SELECT e.inst, e.side, n.v
 FROM lca_path_ends AS e
 JOIN lca_path_nodes AS n ON n.node = e.node AND n.lca = e.lca
