@@ -190,6 +190,11 @@ class FamilyPlan:
         every k reads): a runner makes each as a table before a run's steps and reuses it in the next runs
         while the ``$parameters`` its rows depend on (its own and those of every query it reads) keep their
         values, and makes it again when they change (:meth:`~hiersql.engines.Engine._group_runs`).
+    instance_ranges:
+        Every step up to :attr:`instance` computes the rows of a (system, instance) from that instance's rows of
+        ``instances``, ``truth`` and ``predictions`` alone, and the summary reads no stage but :attr:`instance`:
+        a runner may run the steps for ranges of instances one after the other and append the per-instance
+        rows (the DuckDB engine beyond ``DuckDBEngine.range_units`` (system, instance) units).
     """
 
     name: str
@@ -213,6 +218,7 @@ class FamilyPlan:
     run_average: str | None = None
     systems: str = "systems"
     shared: tuple[str, ...] = ()
+    instance_ranges: bool = False
 
     def average_of(self, options: Options) -> str:
         """The ``average`` of the rows of a run with ``options`` (:attr:`run_average` with its parameters)."""

@@ -259,6 +259,7 @@ PLAN = FamilyPlan(
         Measure("lca_f1", "2 * n_both", "n_true + n_pred", averages=("micro", "macro", "samples")),
     ),
     params=_plan_params,
+    instance_ranges=True,  # an instance's graphs read its own labels only
 )
 
 # HEMKit's graphs read only the labels and the hierarchy: the HEMKit command (:mod:`hiersql.api.hemkit`) runs that

@@ -263,6 +263,7 @@ PLAN = FamilyPlan(
     check=lambda engine, metrics, options: _check(engine, metrics, options),
     metric_applies=lambda engine, metric, options=None: _metric_applies(engine, metric, options),
     groups=_groups,
+    instance_ranges=True,  # an instance's pairings read its own labels only
 )
 
 
