@@ -75,8 +75,7 @@ class DuckDBEngine(Engine):
         for run in runs:
             before = self._temporary_tables()
             out += super().run_plans([run], options, on_plan)
-            for name in sorted(self._temporary_tables() - before):
-                self.con.execute(f"DROP TABLE temp.main.{quote(name)}")  # (quote: sqlglot stays unimported)
+            self._drop_made_since(before)
         return out
 
     def run_plan(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> list[Row]:
@@ -110,15 +109,15 @@ class DuckDBEngine(Engine):
                 head = "CREATE TEMP TABLE _range_instances AS" if k == 0 else "INSERT INTO _range_instances"
                 self.con.execute(f"{head} SELECT * FROM {plan.instance}")
                 self.con.unregister(plan.instance)  # a view a step registered over its Arrow output, if any
-                for name in sorted(self._temporary_tables() - before - {"_range_instances", *RANGED_TABLES}):
-                    self.con.execute(f"DROP TABLE temp.main.{quote(name)}")
+                self._drop_made_since(before, keep={"_range_instances", *RANGED_TABLES})
         except BaseException:
             self.con.execute("DROP TABLE IF EXISTS temp.main._range_instances")
             raise
         finally:  # the store's own tables in view again
             for table in RANGED_TABLES:
                 self.con.execute(f"DROP TABLE IF EXISTS temp.main.{table}")
-        self.con.execute(f"DROP TABLE IF EXISTS temp.main.{plan.instance}")  # (made before the ranges: kept)
+        # a per-instance table made before the ranges (an earlier run on this connection) gives way to theirs
+        self.con.execute(f"DROP TABLE IF EXISTS temp.main.{plan.instance}")
         self.con.execute(f"ALTER TABLE _range_instances RENAME TO {plan.instance}")
         self.forget(plan.instance)
         return set(plan.tables(options)) | set(made) | {plan.instance}
@@ -136,6 +135,11 @@ class DuckDBEngine(Engine):
     def _temporary_tables(self) -> set[str]:
         return {row[0] for row in self.con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE temporary AND schema_name = 'main'").fetchall()}
+
+    def _drop_made_since(self, before: set[str], keep: set[str] | frozenset[str] = frozenset()) -> None:
+        """Drop the temporary tables made since ``before`` (:meth:`_temporary_tables`), but those in ``keep``."""
+        for name in sorted(self._temporary_tables() - before - keep):
+            self.con.execute(f"DROP TABLE temp.main.{quote(name)}")  # (quote: sqlglot stays unimported)
 
     def variant(self) -> str | None:
         """DuckDB's variants, unless the tables are renamed (the portable queries, rewritten by sqlglot)."""
