@@ -169,9 +169,9 @@ def test_the_summed_forms_file_is_sqlglots_rewrite_of_every_declared_expression(
 
 
 def test_a_plain_duckdb_run_does_not_import_sqlglot_or_pandas(data_dir):
-    """``hiersql evaluate`` of the set-based and LCA measures on DuckDB runs without sqlglot (its import and
-    rewrites were a sixth of a 20,000-instance run; a renamed table, another engine or a generated summary such as
-    the flat family's still use it), and neither it nor a flat run imports pandas (``pa.array`` of the flat
+    """``hiersql evaluate`` of the set-based, LCA and severity measures on DuckDB runs without sqlglot (its import
+    and rewrites were a sixth of a 20,000-instance run; a renamed table, another engine or a generated summary such
+    as the flat family's still use it), and neither it nor a flat run imports pandas (``pa.array`` of the flat
     family's empty label table did: a third of a second, a tenth of a flat run on 300,000 instances)."""
     import subprocess
     import sys
@@ -180,7 +180,8 @@ def test_a_plain_duckdb_run_does_not_import_sqlglot_or_pandas(data_dir):
     code = ("import sys; from hiersql.cli import main; code = main(['evaluate', '--taxonomy', sys.argv[1],"
             " '--truth', sys.argv[2], '--pred', sys.argv[3], '--metrics', sys.argv[4], '--average',"
             " 'micro,macro']); print(code, any(m.startswith('sqlglot') for m in sys.modules), 'pandas' in sys.modules)")
-    for metrics, want in (("hp,hr,hf,lca_f1", "0 False False"), ("flat", "0 True False")):
+    for metrics, want in (("hp,hr,hf,lca_f1", "0 False False"), ("mistake_severity,top_k_accuracy", "0 False False"),
+                          ("flat", "0 True False")):
         done = subprocess.run([sys.executable, "-c", code, str(canonical / "taxonomy.tsv"),
                                str(canonical / "truth_a.tsv"), str(canonical / "pred_a" / "Averbis__BOHB_CNN.tsv"),
                                metrics], capture_output=True, text=True, timeout=300)

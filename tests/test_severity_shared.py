@@ -67,4 +67,4 @@ def test_stage_whose_parameters_differ_is_made_per_run(engine: DuckDBEngine) -> 
 def test_one_run_shares_nothing(engine: DuckDBEngine) -> None:
     counts = staged(engine)
     engine.run_plan(PLAN, METRICS, Options(k=(5,)))
-    assert set(counts) == {"severity_instance", "severity_summary"}
+    assert set(counts) == {"severity_ranked_systems", "severity_instance", "severity_summary"}  # the steps

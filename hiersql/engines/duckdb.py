@@ -149,6 +149,15 @@ class DuckDBEngine(Engine):
         cur = self.con.execute(sql)
         return cur.fetchall() if cur.description else []
 
+    def run(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> list[tuple]:
+        """:meth:`Engine.run`; on the store's own tables the query composed as :meth:`stage` composes it, its
+        parameters bound natively (sqlglot, which :meth:`render` needs, stays unimported)."""
+        if self.tables or name is None:
+            return super().run(file, name, params)
+        sql = sqlfiles.composed(file, name, "duckdb")
+        cur = self.con.execute(sql, sqlfiles.bind(sql, dict(params or {})))
+        return cur.fetchall()
+
     def arrow(self, sql: str) -> pa.Table:
         return self.con.sql(sql).to_arrow_table()
 

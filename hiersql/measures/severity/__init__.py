@@ -76,15 +76,13 @@ def _metric_applies(engine: Any, metric: str, options: Options | None = None) ->
         return False
     if metric not in _PAIRWISE:
         return True
-    count = engine.execute(f"SELECT n FROM ({engine.render('severity', 'severity_class_count')}) AS c")
-    return count[0][0] <= PAIRWISE_CLASSES
+    return engine.run("severity", "severity_class_count")[0][0] <= PAIRWISE_CLASSES
 
 
 def _ranked(engine: Any, options: Options) -> bool:
     """Whether some system has values at the least k of ``options`` (the rule of ``severity_systems``: k = 1,
     or scores), so that the run has a row."""
-    query = engine.render("severity", "severity_ranked_systems", _params(options.with_(k=options.k[:1])))
-    return engine.execute(f"SELECT count(*) FROM ({query}) AS s")[0][0] > 0
+    return bool(engine.run("severity", "severity_ranked_systems", _params(options.with_(k=options.k[:1]))))
 
 
 def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
@@ -106,7 +104,7 @@ PLAN = FamilyPlan(
     name="severity",
     file="severity",
     metrics=METRICS,
-    steps=(Sql("severity_instance"),),
+    steps=(Sql("severity_ranked_systems"), Sql("severity_instance")),
     instance="severity_instance",
     measures=(
         _measure("top_k_accuracy", "CASE WHEN n_true > 0 THEN hit END", True, (0.0, 1.0)),
@@ -122,7 +120,7 @@ PLAN = FamilyPlan(
     run_average="@{top_k}",
     metric_applies=_metric_applies,
     systems="severity_ranked_systems",
-    shared=("severity_top", "severity_distances", "severity_best_ranks"),
+    shared=("severity_scored_systems", "severity_top", "severity_distances", "severity_best_ranks"),
 )
 
 

@@ -29,12 +29,17 @@ JOIN nodes AS n ON n.label = c.descendant
 WHERE n.is_leaf
 GROUP BY c.ancestor
 
--- name: severity_systems
--- (system, ranked): whether the top $top_k of a system is defined: k = 1, or the system gave scores.
-SELECT s.system, $top_k = 1 OR max(CASE WHEN p.score IS NOT NULL THEN 1 ELSE 0 END) = 1 AS ranked
+-- name: severity_scored_systems
+-- (system, scored): whether the system gave scores (a prediction with a score); read by every k.
+SELECT s.system, max(CASE WHEN p.score IS NOT NULL THEN 1 ELSE 0 END) = 1 AS scored
 FROM systems AS s
 LEFT JOIN predictions AS p ON p.system = s.system
 GROUP BY s.system
+
+-- name: severity_systems
+-- (system, ranked): whether the top $top_k of a system is defined: k = 1, or the system gave scores.
+SELECT system, $top_k = 1 OR scored AS ranked
+FROM severity_scored_systems
 
 -- name: severity_ranked_systems
 -- (system): the systems that have values at $top_k: the rows of the summary.
@@ -118,10 +123,12 @@ WHERE position <= $top_k
 GROUP BY label
 
 -- name: severity_ranked_distances
--- (system, instance_id, position, distance, hit): each top-k label's distance to the nearest true label.
+-- (system, instance_id, position, distance, hit): each top-k label's distance to the nearest true label, for the
+-- systems with values at $top_k (none at k > 1 for hard predictions: nothing is joined then).
 SELECT p.system, p.instance_id, p.position, min(d.distance) AS distance,
        max(CASE WHEN t.label = p.label THEN 1 ELSE 0 END) AS hit
 FROM severity_top AS p
+JOIN severity_ranked_systems AS sy ON sy.system = p.system
 JOIN truth AS t ON t.instance_id = p.instance_id
 JOIN severity_distances AS d ON d.u = t.label AND d.v = p.label
 WHERE p.position <= $top_k
