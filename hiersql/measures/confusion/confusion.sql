@@ -153,6 +153,17 @@ LEFT JOIN hcm_path_nodes AS pn
     ON pn.label_id = pr.p_label AND pn.path_no = pr.p_path AND pn.node_id = tn.node_id
 GROUP BY pr.t_label, pr.t_path, pr.p_label, pr.p_path
 
+-- name: hcm_pair_common (duckdb)
+-- The same rows on DuckDB from the two paths' lists of node ids: a row per pair, not one per node of t.
+SELECT pr.t_label, pr.t_path, pr.p_label, pr.p_path,
+       coalesce(list_position(list_transform(t.ids, lambda x: list_contains(p.ids, x)), false),
+                t.n_nodes + 1) - 1 AS n_common,
+       len(list_filter(t.ids, lambda x: list_contains(p.ids, x))) AS n_shared,
+       t.n_nodes AS t_len
+FROM hcm_pairs AS pr
+JOIN hcm_paths AS t ON t.label_id = pr.t_label AND t.path_no = pr.t_path
+JOIN hcm_paths AS p ON p.label_id = pr.p_label AND p.path_no = pr.p_path
+
 -- name: hcm_below
 -- (ancestor, descendant): the nodes D may hold below a node: its children ($tn = 'published') or all its
 -- descendants ('descendants').
@@ -298,6 +309,28 @@ JOIN hcm_paths AS pp ON pp.label_id = c.p_label AND pp.path_no = c.p_path
 JOIN hcm_prefix_tn AS pt ON pt.t_label = c.t_label AND pt.t_path = c.t_path AND pt.k = c.n_common
 LEFT JOIN p_below AS b
     ON b.t_label = c.t_label AND b.t_path = c.t_path AND b.p_label = c.p_label AND b.p_path = c.p_path
+
+-- name: hcm_pair_counts (duckdb)
+-- The same rows on DuckDB: per path p, the nodes y below each of its nodes x as a list (path_below), and per
+-- pair the y below t's last common node that are off t, by the list of t's node ids: no row per (pair, y).
+WITH path_below AS (
+    SELECT px.label_id, px.path_no, px.node_id AS x, list(py.node_id) AS ys
+    FROM hcm_path_nodes AS px
+    JOIN hcm_path_nodes AS py ON py.label_id = px.label_id AND py.path_no = px.path_no AND py.pos > px.pos
+    WHERE EXISTS (SELECT 1 FROM hcm_below AS b WHERE b.ancestor = px.node AND b.descendant = py.node)
+    GROUP BY px.label_id, px.path_no, px.node_id
+)
+SELECT
+    c.t_label, c.t_path, c.p_label, c.p_path, c.n_common, pp.name_rank,
+    c.n_common - 1 AS tp,
+    pp.n_nodes - c.n_shared AS fp,
+    c.t_len - c.n_shared AS fn,
+    pt.tn_t - coalesce(len(list_filter(b.ys, lambda y: NOT list_contains(tp.ids, y))), 0) AS tn
+FROM hcm_pair_common AS c
+JOIN hcm_paths AS pp ON pp.label_id = c.p_label AND pp.path_no = c.p_path
+JOIN hcm_paths AS tp ON tp.label_id = c.t_label AND tp.path_no = c.t_path
+JOIN hcm_prefix_tn AS pt ON pt.t_label = c.t_label AND pt.t_path = c.t_path AND pt.k = c.n_common
+LEFT JOIN path_below AS b ON b.label_id = c.p_label AND b.path_no = c.p_path AND b.x = tp.ids[c.n_common]
 
 -- name: hcm_candidates
 -- Input of the greedy matching: every (predicted path, true label j, path of j) of every (system,
