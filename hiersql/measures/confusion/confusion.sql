@@ -134,11 +134,15 @@ FROM (
 SELECT sys_no, inst_no, grp, label_id, path_no, n_nodes FROM hcm_chosen_paths WHERE sys_no > 0
 
 -- name: hcm_pairs
--- The distinct (true path, predicted path) pairs that some instance compares.
-SELECT DISTINCT tp.label_id AS t_label, tp.path_no AS t_path, p.label_id AS p_label, p.path_no AS p_path
-FROM hcm_chosen_truth AS t
-JOIN hcm_paths AS tp ON tp.label_id = t.label_id
-JOIN hcm_chosen_pred AS p ON p.inst_no = t.inst_no
+-- The distinct (true path, predicted path) pairs that some instance compares: the distinct (true label,
+-- predicted path) pairs, then each path of the true label (distinct already: fewer rows to make distinct).
+SELECT tp.label_id AS t_label, tp.path_no AS t_path, q.p_label, q.p_path
+FROM (
+    SELECT DISTINCT t.label_id AS t_label, p.label_id AS p_label, p.path_no AS p_path
+    FROM hcm_chosen_truth AS t
+    JOIN hcm_chosen_pred AS p ON p.inst_no = t.inst_no
+) AS q
+JOIN hcm_paths AS tp ON tp.label_id = q.t_label
 
 -- name: hcm_pair_common
 -- n_common = |c| (the prefix of t up to the first node missing from p), n_shared = |t ∩ p|.
