@@ -357,3 +357,24 @@ def test_matches_reference_port_on_mesh(data_dir) -> None:
     got = {r.instance_id: (r.tp, r.fp, r.fn, r.tn) for r in per_instance(store, Options()).itertuples()}
     for i, (t, p) in enumerate(zip(y_true, y_pred, strict=True)):
         assert got[str(i)] == reference_hcm(graph, tax.root, [t], [p], root_paths=root_paths), (t, p)
+
+
+def test_fetch_sorts_rows_only_when_the_scan_is_not_in_key_order() -> None:
+    """The Python steps' fetch gives the rows sorted by the key columns whatever the table's physical order:
+    a table stored in that order as it is, another sorted by DuckDB."""
+    import duckdb
+    import numpy as np
+
+    from hiersql.measures.confusion import _fetch, _sorted
+
+    assert _sorted([np.array([0, 0, 1, 1]), np.array([2, 3, 0, 1])])
+    assert not _sorted([np.array([0, 0, 1, 1]), np.array([3, 2, 0, 1])])
+    assert not _sorted([np.array([0, 1, 0]), np.array([0, 0, 5])])
+    assert _sorted([np.array([], dtype=np.int64)])
+    con = duckdb.connect()
+    rows = [(1, 0, 7), (0, 1, 8), (0, 0, 9), (1, 1, 6)]
+    for stored in (rows, sorted(rows)):
+        con.execute("CREATE OR REPLACE TABLE t (a BIGINT, b BIGINT, v BIGINT)")
+        con.executemany("INSERT INTO t VALUES (?, ?, ?)", stored)
+        got = _fetch(con, "t", ("a", "b", "v"), 2)
+        assert list(zip(*(got[k].tolist() for k in ("a", "b", "v")), strict=True)) == sorted(rows)

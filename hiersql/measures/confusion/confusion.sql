@@ -107,11 +107,13 @@ FROM hcm_paths
 -- name: hcm_cover_candidates
 -- Input of the greedy path cover: for every label of a set and every root path of it, the labels of the
 -- same set that lie on that path (on_path = their label_no). Candidates are taken in the order of rank
--- (then label_id and label_no, should ranks tie), then path_no.
+-- (then label_id and label_no, should ranks tie), then path_no. Rows in that order (the path cover's fetch
+-- of a batch is then not sorted again).
 SELECT l.grp, l.rank, l.label_id, l.label_no, pn.path_no, o.label_no AS on_path
 FROM hcm_set_labels AS l
 JOIN hcm_path_nodes AS pn ON pn.label_id = l.label_id
 JOIN hcm_set_labels AS o ON o.grp = l.grp AND o.label_id = pn.node_id
+ORDER BY l.grp, l.rank, l.label_id, l.label_no, pn.path_no
 
 -- name: hcm_chosen_paths
 -- The paths the cover chose, with the step at which each was chosen in its set (truth sets only; 0 in
