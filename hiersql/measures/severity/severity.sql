@@ -66,12 +66,14 @@ UNION
 SELECT label FROM predictions
 
 -- name: severity_pairs
--- (u, v): the label pairs whose distance is needed: each true label with its instance's ranked labels (with
--- hierarchical precision, $precision, none: severity_distances has every pair of classes, which holds them).
+-- (u, v): the label pairs whose distance is needed: each true label with its instance's ranked labels, of a
+-- system without scores only the first (it has values at k = 1 alone) (with hierarchical precision,
+-- $precision, none: severity_distances has every pair of classes, which holds them).
 SELECT DISTINCT t.label AS u, p.label AS v
 FROM severity_top AS p
+JOIN severity_scored_systems AS s ON s.system = p.system
 JOIN truth AS t ON t.instance_id = p.instance_id
-WHERE NOT $precision
+WHERE NOT $precision AND (p.position = 1 OR s.scored)
 
 -- name: severity_distances
 -- (u, v, distance): the least over the common ancestors of u and v, for the pairs of severity_pairs; for
