@@ -99,3 +99,24 @@ def test_a_batch_draws_no_progress_bar():
     engine.solve(step, {}, Options())
     assert engine.batches_solved["setting"] == 4
     assert engine.execute("SELECT DISTINCT bar FROM bars") == [(False,)]
+
+
+def test_each_batch_sees_its_inputs_alone():
+    """The batches of a step share one scratch connection, emptied after each: a batch sees its inputs and
+    none of the tables or views an earlier batch made (a view over a step's Arrow output included)."""
+    def seen(con, params, options):
+        names = con.execute("SELECT list(table_name ORDER BY table_name) FROM duckdb_tables()").fetchall()[0][0]
+        views = con.execute("SELECT list(view_name ORDER BY view_name) FROM duckdb_views() WHERE NOT internal"
+                            ).fetchall()[0][0]
+        con.execute("CREATE TABLE helper AS SELECT 1 AS one")
+        con.register("seen", pa.table({"k": [con.execute("SELECT min(k) FROM numbers").fetchall()[0][0]],
+                                       "tables": [str(names)], "views": [str(views)]}))
+
+    step = Python("seen", seen, reads=("numbers",), writes=("seen",), why="a test step",
+                  partition_by={"numbers": "k"})
+    engine = batched(None, 5)
+    engine.write("numbers", pa.table({"k": list(range(20))}))
+    engine.solve(step, {}, Options())
+    assert engine.batches_solved["seen"] == 4
+    assert engine.execute("SELECT k, tables, views FROM seen ORDER BY k") == [
+        (k, "None", "['numbers']") for k in (0, 5, 10, 15)]

@@ -10,12 +10,14 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
+from ..inputs.tables import quote
 from ..options import Options
 from ..plan import FamilyPlan, Python, Row, Step, instance_values_sql, summary_sql
 from .compile import _tree, render
 from .dialect import dialect as dialect_of
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas as pd
     import pyarrow as pa
 
@@ -377,25 +379,38 @@ def _portable_only(file: str, stages: tuple[str, ...], kept: frozenset[str], var
     return frozenset(out)
 
 
-def solve_arrow(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table]
-                ) -> dict[str, pa.Table]:
+def solve_arrow(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table],
+                scratch: duckdb.DuckDBPyConnection | None = None) -> dict[str, pa.Table]:
     """The tables ``step`` writes, as Arrow, solved on a scratch DuckDB connection holding ``tables`` (its
-    inputs, as Arrow)."""
-    import duckdb
-
-    con = duckdb.connect()
+    inputs, as Arrow): ``scratch`` (:func:`scratch_connection`), emptied again for the next batch, or a new
+    one (one connection for every batch of a step: a new database per batch maps its memory afresh)."""
+    con = scratch if scratch is not None else scratch_connection()
     try:
-        con.execute("SET enable_progress_bar = false")  # a long batch would draw DuckDB's bar on stderr
         for name, data in tables.items():
             con.register(name, data)
         step.solve(con, params, options)
         return {name: con.table(name).to_arrow_table() for name in step.writes}
     finally:
-        con.close()
+        if scratch is None:
+            con.close()
+        else:
+            for name in (*tables, *step.writes):  # the views over Arrow tables (a step may register its output)
+                con.unregister(name)
+            for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+                con.execute(f"DROP TABLE {quote(name)}")
 
 
-def solve_recorded(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table]
-                   ) -> tuple[dict[str, pa.Table], list[str]]:
+def scratch_connection() -> duckdb.DuckDBPyConnection:
+    """A new in-memory DuckDB connection for a Python step's batch."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # a long batch would draw DuckDB's bar on stderr
+    return con
+
+
+def solve_recorded(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table],
+                   scratch: duckdb.DuckDBPyConnection | None = None) -> tuple[dict[str, pa.Table], list[str]]:
     """:func:`solve_arrow` of one partition of a step's rows, and the text of the data warnings it raised
     (caught, not shown: the runner raises them again once every partition is solved)."""
     import warnings
@@ -404,7 +419,7 @@ def solve_recorded(step: Python, params: dict[str, object], options: Options, ta
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DataWarning)
-        written = solve_arrow(step, params, options, tables)
+        written = solve_arrow(step, params, options, tables, scratch)
     return written, [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
 
 

@@ -12,7 +12,7 @@ from ..errors import DataWarning
 from ..inputs.tables import quote
 from ..options import Options, OutOfMemory, size_bytes
 from ..plan import FamilyPlan, Python, Row, Step
-from .base import Engine, solve_recorded
+from .base import Engine, scratch_connection, solve_recorded
 
 if TYPE_CHECKING:
     import duckdb
@@ -239,15 +239,19 @@ class DuckDBEngine(Engine):
         ranges = self._ranges(columns[largest], self._from(largest), -(-rows // batch_rows))
         self.batches_solved[step.name] = len(ranges)
         messages: list[str] = []
-        for batch, (low, high) in enumerate(ranges):
-            tables = {name: self.con.sql(
-                f"SELECT * FROM {self._from(name)} WHERE ($low IS NULL OR {columns[name]} > $low)"
-                f" AND ($high IS NULL OR {columns[name]} <= $high)", params={"low": low, "high": high}
-            ).to_arrow_table() for name in keyed}
-            written, raised = solve_recorded(step, params, options, {**whole, **tables})
-            messages += raised
-            for name, data in written.items():
-                self._append(name, data, first=batch == 0)
+        scratch = scratch_connection()
+        try:
+            for batch, (low, high) in enumerate(ranges):
+                tables = {name: self.con.sql(
+                    f"SELECT * FROM {self._from(name)} WHERE ($low IS NULL OR {columns[name]} > $low)"
+                    f" AND ($high IS NULL OR {columns[name]} <= $high)", params={"low": low, "high": high}
+                ).to_arrow_table() for name in keyed}
+                written, raised = solve_recorded(step, params, options, {**whole, **tables}, scratch)
+                messages += raised
+                for name, data in written.items():
+                    self._append(name, data, first=batch == 0)
+        finally:
+            scratch.close()
         for message in sorted(messages):
             warnings.warn(message, DataWarning, stacklevel=2)
 
