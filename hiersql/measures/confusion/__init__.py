@@ -277,8 +277,7 @@ PLAN = FamilyPlan(
 
 def _fetch(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], n_keys: int) -> dict[str, np.ndarray]:
     """Integer ``columns`` of ``table`` as numpy arrays, rows sorted by the first ``n_keys`` columns (sorted by
-    DuckDB only when the scan did not give that order: the stages are stored in it, and the sort took three
-    times the fetch)."""
+    DuckDB only when the scan did not give that order: the stages are stored in it)."""
     query = f"SELECT {', '.join(columns)} FROM {table}"
     out = _numpy(con.sql(query).fetchnumpy(), columns)
     if not _sorted([out[k] for k in columns[:n_keys]]):
@@ -287,6 +286,7 @@ def _fetch(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], n
 
 
 def _numpy(data: Mapping[str, Any], columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """``columns`` of a fetched result as int64 arrays."""
     return {k: np.asarray(data[k], dtype=np.int64) for k in columns}
 
 
@@ -296,10 +296,9 @@ def _sorted(keys: Sequence[np.ndarray]) -> bool:
         return True
     ahead = np.zeros(len(keys[0]) - 1, dtype=bool)  # rows already after their predecessor by an earlier key
     for k in keys:
-        step = k[1:] - k[:-1]
-        if np.any(~ahead & (step < 0)):
+        if np.any(~ahead & (k[1:] < k[:-1])):
             return False
-        ahead |= step > 0
+        ahead |= k[1:] > k[:-1]
     return True
 
 
