@@ -88,6 +88,22 @@ class OutOfMemory(OptionError):
         super().__init__("memory_limit", rule, None)
 
 
+class DiskFull(OptionError):
+    """The disk under DuckDB's ``temp_directory`` filled while ``step`` ran: DuckDB spills there beyond its
+    ``memory_limit`` (``--memory-limit``), up to the free space it saw when the spill began (a bound it reports
+    as :class:`OutOfMemory`); another writer may fill the disk first. Says the step and the folder. An
+    environment's limit, not a bug: the command line reports it on one line naming the flag, exit status 2."""
+
+    def __init__(self, step: str, exc: BaseException) -> None:
+        import re
+
+        found = re.search(r'Could not write file "(.+)/[^/"]*"', str(exc))
+        folder = f" ({found[1]})" if found else ""
+        super().__init__("memory_limit", f"out of disk space while {step}: DuckDB spilled beyond its memory limit"
+                                         f" into its temp_directory{folder} until the disk was full; free disk"
+                                         " space there, or give it more memory", None)
+
+
 class SparkOutOfMemory(OptionError):
     """Spark ran out of memory while ``step`` ran: the memory that ``setting`` (``spark.executor.memory`` or
     ``spark.driver.memory``, given with ``--spark-conf``) bounds, now ``value``. Says the step, Spark's reason

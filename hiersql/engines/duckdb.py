@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .. import sqlfiles
 from ..errors import DataWarning
 from ..inputs.tables import quote
-from ..options import Options, OutOfMemory, size_bytes
+from ..options import DiskFull, Options, OutOfMemory, size_bytes
 from ..plan import FamilyPlan, Python, Row, Step
 from .base import Engine, scratch_connection, solve_recorded
 
@@ -275,10 +275,15 @@ class DuckDBEngine(Engine):
 
 @contextmanager
 def _named(step: str) -> Iterator[None]:
-    """DuckDB's out-of-memory error raised within as :class:`~hiersql.options.OutOfMemory`, naming ``step``."""
+    """DuckDB's out-of-memory error raised within as :class:`~hiersql.options.OutOfMemory`, and its failure to
+    spill on a full disk as :class:`~hiersql.options.DiskFull`, naming ``step``."""
     import duckdb
 
     try:
         yield
     except duckdb.OutOfMemoryException as exc:
         raise OutOfMemory(step, exc) from None
+    except duckdb.IOException as exc:
+        if "No space left on device" not in str(exc):
+            raise
+        raise DiskFull(step, exc) from None

@@ -1,0 +1,44 @@
+"""A full disk under DuckDB's ``temp_directory`` while a step spills: one error naming the step and the folder
+(:class:`hiersql.options.DiskFull`, reported by the command line as ``--memory-limit: ...``), not DuckDB's IO
+error. The disk is a real tmpfs of 1 MB (mounting it needs root, as CI runs)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from hiersql import Store
+from hiersql.cli import _as_flag
+from hiersql.engines import DuckDBEngine
+from hiersql.options import DiskFull
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                                           capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_step_that_fills_the_disk_names_the_step_and_the_folder(small_disk):
+    """DuckDB bounds its spill by the free space it sees (``max_temp_directory_size``); set above the disk's
+    size, as when another writer fills the disk during the spill, the write fails on the full disk."""
+    store = Store(memory_limit="50MB")
+    for setting, value in (("temp_directory", str(small_disk)), ("max_temp_directory_size", "1GB"),
+                           ("threads", 1)):
+        store.con.execute(f"SET {setting} = $value", {"value": value})
+    with pytest.raises(DiskFull) as caught:
+        DuckDBEngine(store).stage("set_based", "spilled", {}, set(), text=(
+            "SELECT i, md5(CAST(i AS VARCHAR)) AS h FROM range(3000000) AS t(i) ORDER BY h"))
+    assert str(_as_flag(caught.value)) == (
+        f"--memory-limit: out of disk space while the SQL step set_based.spilled: DuckDB spilled beyond its memory"
+        f" limit into its temp_directory ({small_disk}) until the disk was full; free disk space there, or give"
+        " it more memory")
