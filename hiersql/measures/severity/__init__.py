@@ -18,7 +18,7 @@ each averaged over the instances where it is defined. Every k of the option ``k`
 (:attr:`~hiersql.plan.FamilyPlan.groups`) whose rows carry ``@k`` in the ``average`` column; the ranking of
 every predicted label, the class distances and the best retrievals do not depend on k and are made once for all
 runs (:attr:`~hiersql.plan.FamilyPlan.shared`), each run keeping the positions up to its k. A system has
-rows at k = 1, and at k > 1 only when it scored its labels (the query ``severity_systems`` holds the rule):
+rows at k = 1, and at k > 1 only when it scored its labels (the query ``severity_max_k`` holds the rule):
 hard predictions rank one label.
 
 References
@@ -80,7 +80,7 @@ def _metric_applies(engine: Any, metric: str, options: Options | None = None) ->
 
 
 def _ranked(engine: Any, options: Options) -> bool:
-    """Whether some system has values at the least k of ``options`` (the rule of ``severity_systems``: k = 1,
+    """Whether some system has values at the least k of ``options`` (the rule of ``severity_max_k``: k = 1,
     or scores), so that the run has a row."""
     return bool(engine.run("severity", "severity_ranked_systems", _params(options.with_(k=options.k[:1]))))
 
@@ -120,7 +120,7 @@ PLAN = FamilyPlan(
     run_average="@{top_k}",
     metric_applies=_metric_applies,
     systems="severity_ranked_systems",
-    shared=("severity_scored_systems", "severity_top", "severity_distances", "severity_best_ranks"),
+    shared=("severity_max_k", "severity_top", "severity_distances", "severity_best_ranks"),
 )
 
 

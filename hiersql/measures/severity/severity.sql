@@ -16,9 +16,10 @@
 --   mistake severity@k = Σ_{j<=n} d_j / n over the instances whose top-1 is wrong (d_1 > 0);
 --   hierarchical precision@k = Σ_{j<=n} s_j / Σ_{j<=k} best_j (one true label only);
 --   hierarchical mAP@k = the mean of hierarchical precision@k' over k' = 1 .. k (one true label only).
--- Which k a system has (the one rule, severity_systems.ranked): k = 1 always; k > 1 only for a system that scored
+-- Which k a system has (the one rule, severity_max_k.max_k): k = 1 always; k > 1 only for a system that scored
 -- its labels (a prediction with a score); a system without scores (hard predictions) has no values, no rows, at
--- k > 1: severity_instance and the summary (severity_ranked_systems) leave it out.
+-- k > 1: severity_instance and the summary (severity_ranked_systems) leave it out, and its labels below the
+-- first are not compared (severity_pairs).
 -- Reads: truth, predictions, systems, instances, closure, nodes.
 
 -- name: severity_heights
@@ -29,17 +30,18 @@ JOIN nodes AS n ON n.label = c.descendant
 WHERE n.is_leaf
 GROUP BY c.ancestor
 
--- name: severity_scored_systems
--- (system, scored): whether the system gave scores (a prediction with a score); read by every k.
-SELECT s.system, max(CASE WHEN p.score IS NOT NULL THEN 1 ELSE 0 END) = 1 AS scored
+-- name: severity_max_k
+-- (system, max_k): the largest k at which the system has values: 1 for a system without scores, none (NULL) for
+-- one that gave scores (a prediction with a score); read by every k.
+SELECT s.system, CASE WHEN max(CASE WHEN p.score IS NOT NULL THEN 1 ELSE 0 END) = 1 THEN NULL ELSE 1 END AS max_k
 FROM systems AS s
 LEFT JOIN predictions AS p ON p.system = s.system
 GROUP BY s.system
 
 -- name: severity_systems
 -- (system, ranked): whether the top $top_k of a system is defined: k = 1, or the system gave scores.
-SELECT system, $top_k = 1 OR scored AS ranked
-FROM severity_scored_systems
+SELECT system, coalesce($top_k <= max_k, true) AS ranked
+FROM severity_max_k
 
 -- name: severity_ranked_systems
 -- (system): the systems that have values at $top_k: the rows of the summary.
@@ -66,14 +68,14 @@ UNION
 SELECT label FROM predictions
 
 -- name: severity_pairs
--- (u, v): the label pairs whose distance is needed: each true label with its instance's ranked labels, of a
--- system without scores only the first (it has values at k = 1 alone) (with hierarchical precision,
--- $precision, none: severity_distances has every pair of classes, which holds them).
+-- (u, v): the label pairs whose distance is needed: each true label with its instance's ranked labels up to
+-- the largest k of their system (with hierarchical precision, $precision, none: severity_distances has every
+-- pair of classes, which holds them).
 SELECT DISTINCT t.label AS u, p.label AS v
 FROM severity_top AS p
-JOIN severity_scored_systems AS s ON s.system = p.system
+JOIN severity_max_k AS m ON m.system = p.system
 JOIN truth AS t ON t.instance_id = p.instance_id
-WHERE NOT $precision AND (p.position = 1 OR s.scored)
+WHERE NOT $precision AND coalesce(p.position <= m.max_k, true)
 
 -- name: severity_distances
 -- (u, v, distance): the least over the common ancestors of u and v, for the pairs of severity_pairs; for
