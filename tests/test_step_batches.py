@@ -25,6 +25,17 @@ def batched(store, rows: int) -> DuckDBEngine:
     return engine
 
 
+def solved_on_numbers(solve, writes: str) -> DuckDBEngine:
+    """An engine that solved a test step ``solve`` (named as the function) writing ``writes`` from the table
+    ``numbers`` of the keys 0 .. 19, in batches of 5 keys."""
+    step = Python(solve.__name__, solve, reads=("numbers",), writes=(writes,), why="a test step",
+                  partition_by={"numbers": "k"})
+    engine = batched(None, 5)
+    engine.write("numbers", pa.table({"k": list(range(20))}))
+    engine.solve(step, {}, Options())
+    return engine
+
+
 def test_germeval_b_every_family_in_batches(data_dir):
     store = germeval_store(data_dir)
     whole = compute(DuckDBEngine(store), all_metrics(), Options())
@@ -62,13 +73,9 @@ def test_data_warnings_of_batches_once_all_are_solved():
         con.execute("CREATE TABLE doubled AS SELECT k, 2 * k AS v FROM numbers")
         warnings.warn(f"{n} number(s) doubled", DataWarning, stacklevel=2)
 
-    step = Python("double", double, reads=("numbers",), writes=("doubled",), why="a test step",
-                  partition_by={"numbers": "k"})
-    engine = batched(None, 5)
-    engine.write("numbers", pa.table({"k": list(range(20))}))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        engine.solve(step, {}, Options())
+        engine = solved_on_numbers(double, "doubled")
     messages = [str(w.message) for w in caught if w.category is DataWarning]
     assert len(messages) == engine.batches_solved["double"] == 4
     assert messages == sorted(messages)
@@ -92,11 +99,7 @@ def test_a_batch_draws_no_progress_bar():
     def setting(con, params, options):
         con.execute("CREATE TABLE bars AS SELECT k, current_setting('enable_progress_bar') AS bar FROM numbers")
 
-    step = Python("setting", setting, reads=("numbers",), writes=("bars",), why="a test step",
-                  partition_by={"numbers": "k"})
-    engine = batched(None, 5)
-    engine.write("numbers", pa.table({"k": list(range(20))}))
-    engine.solve(step, {}, Options())
+    engine = solved_on_numbers(setting, "bars")
     assert engine.batches_solved["setting"] == 4
     assert engine.execute("SELECT DISTINCT bar FROM bars") == [(False,)]
 
@@ -112,11 +115,7 @@ def test_each_batch_sees_its_inputs_alone():
         con.register("seen", pa.table({"k": [con.execute("SELECT min(k) FROM numbers").fetchall()[0][0]],
                                        "tables": [str(names)], "views": [str(views)]}))
 
-    step = Python("seen", seen, reads=("numbers",), writes=("seen",), why="a test step",
-                  partition_by={"numbers": "k"})
-    engine = batched(None, 5)
-    engine.write("numbers", pa.table({"k": list(range(20))}))
-    engine.solve(step, {}, Options())
+    engine = solved_on_numbers(seen, "seen")
     assert engine.batches_solved["seen"] == 4
     assert engine.execute("SELECT k, tables, views FROM seen ORDER BY k") == [
         (k, "None", "['numbers']") for k in (0, 5, 10, 15)]
