@@ -304,8 +304,13 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, label_ta
     else:
         pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
         params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
+    labels = parts[0][1].labels  # LabelTable.rows: one label a row; ord and score NULL without their column
+    constant = {"pos"} | {key for key, role in (("ord", "rank"), ("score", "score")) if role not in labels.columns}
+    if not labels.table.ordered:  # in_order false: the line key is NULL
+        constant.add("line")
     incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, r.pos,"
-                   f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True)
+                   f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True,
+             constant=constant)
     check_rows(con, wheres)
     if "rank" in parts[0][1].labels.columns:
         bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"

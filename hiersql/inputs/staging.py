@@ -18,7 +18,7 @@ from ..errors import DataWarning, InputError
 from . import rules
 from .arguments import check_option
 from .label_tables import locate
-from .tables import RANK_ORDER, RANK_READERS
+from .tables import RANK_ORDER, RANK_READERS, rank_order
 
 if TYPE_CHECKING:
     import duckdb
@@ -51,15 +51,17 @@ def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object
 
 
 def incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, object] | None = None,
-              ordered: bool = False) -> None:
+              ordered: bool = False, constant: Iterable[str] = ()) -> None:
     """The staging table ``_incoming``: the ``rows`` of a reader (``src, instance_id, label, line, pos,
     score[, score_text]``, and, when ``ordered``, ``ord`` and ``in_order``: the value of a table's rank column
     and whether its rows have an order; else none and an order) and each label's ``rank``, its position within
-    its instance by :data:`~hiersql.inputs.tables.RANK_ORDER`."""
+    its instance by :data:`~hiersql.inputs.tables.RANK_ORDER` (``constant``: the keys the same in every row,
+    :func:`~hiersql.inputs.tables.rank_order`)."""
     if not ordered:
         rows = f"SELECT *, NULL::DOUBLE AS ord, true AS in_order FROM ({rows})"
+        constant = {*constant, "ord"}
     temp_table(con, "_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY"
-               f" {RANK_ORDER}) AS rank FROM ({rows})", params)
+               f" {rank_order(constant)}) AS rank FROM ({rows})", params)
 
 
 def drop_staged(con: duckdb.DuckDBPyConnection) -> None:
@@ -118,6 +120,10 @@ def check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tupl
     if bad:
         raise InputError(rules.EMPTY_LABEL, *locate(wheres[bad[0]], bad[1], "label", bad[2]),
                          f"instance_id={bad[2]!r}")
+    # equal rows hash alike: as many distinct hashes as rows means no duplicate, found on integers (cheaper
+    # than distinct pairs of text); the exact count below only when some hashes repeat
+    if first_row(con, "SELECT count(*) = count(DISTINCT hash(src, instance_id, label)) FROM _incoming")[0]:
+        return []
     dups = con.execute(
         "SELECT src, count(*) - count(DISTINCT (instance_id, label)) FROM _incoming GROUP BY src"
         " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"

@@ -7,7 +7,7 @@ tables are :mod:`hiersql.inputs.sources` and :mod:`hiersql.inputs.postgres_table
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import InputError, display
@@ -25,8 +25,17 @@ attach_numbers = iter(range(1, 1 << 62))  # numbers of the attach aliases, uniqu
 # and Spark SQL alike): the rank column's value (``ord``), then the score descending, then, for a row without a
 # score of a source that has a row order (``in_order``), its position read (``line``, then ``pos`` within a
 # line), last the label. The first row in this order is also the one kept of duplicate (instance, label) rows.
-RANK_ORDER = ("ord ASC NULLS LAST, score DESC NULLS LAST, CASE WHEN in_order AND score IS NULL THEN line END"
-              " ASC NULLS LAST, pos ASC, label ASC")
+RANK_KEYS = {"ord": "ord ASC NULLS LAST", "score": "score DESC NULLS LAST",
+             "line": "CASE WHEN in_order AND score IS NULL THEN line END ASC NULLS LAST", "pos": "pos ASC",
+             "label": "label ASC"}
+RANK_ORDER = ", ".join(RANK_KEYS.values())
+
+
+def rank_order(constant: Iterable[str] = ()) -> str:
+    """:data:`RANK_ORDER` without the keys of :data:`RANK_KEYS` named in ``constant``, which the caller knows to
+    be the same in every row it ranks (no rank column: ``ord``; no row order: ``line``; one label a row: ``pos``):
+    the same ranks, from a sort on fewer keys (DuckDB sorts on every key it is given)."""
+    return ", ".join(key for name, key in RANK_KEYS.items() if name not in set(constant))
 RANK_READERS = "pl and the other scoring-tree measures, the HCM's hcm_*"  # the measures that read ranks
 
 
