@@ -11,6 +11,7 @@ file-based run with each instance's labels ranked by name; one warning names the
 from __future__ import annotations
 
 import random
+import warnings
 from pathlib import Path
 
 import duckdb
@@ -160,13 +161,16 @@ def test_scores_rank_descending_with_ties_by_label_and_a_rank_column_before_them
     # i2 all tie at 1: by score, a (0.7), b (0.3)
     by_pos = [("i1", "a", 3, 0.5), ("i1", "b", 1, 0.5), ("i1", "c", 2, 0.9), ("i2", "a", 1, 0.7), ("i2", "b", 2, 0.3)]
     names = ["instance_id", "label", "score", "pos"]
-    for k, order in enumerate((rows, rows[::-1])):
+    unique = [row for row in rows if row[:3] != ("i2", "a", 0.2)]  # the same ranks without the duplicate
+    for k, order in enumerate((rows, rows[::-1], unique, unique[::-1])):
         path = tmp_path / f"runs{k}.parquet"
         pq.write_table(pa.Table.from_pylist([dict(zip(names, row, strict=True)) for row in order]), path)
         for rank_col, expected in ((None, want), ("pos", by_pos)):
             ev = Evaluator(taxonomy).add_truth(truth)
-            with pytest.warns(DataWarning, match="1 duplicate"):
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
                 ev.add_predictions("m", path, rank_col=rank_col)
+            assert sum("1 duplicate" in str(w.message) for w in seen) == (k < 2), (k, rank_col)
             got = ev.con.execute("SELECT instance_id, label, rank, score FROM predictions ORDER BY ALL").fetchall()
             assert got == expected, (k, rank_col)
     # a text file with scores: ranked by them, not by its lines
