@@ -312,7 +312,7 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, label_ta
                    f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True,
              constant=constant)
     check_rows(con, wheres)
-    if "rank" in parts[0][1].labels.columns:
+    if "rank" in labels.columns:
         bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"
                              " OR NOT isfinite(ord) ORDER BY src, line LIMIT 1")
         if bad:

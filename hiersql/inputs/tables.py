@@ -29,14 +29,15 @@ RANK_KEYS = {"ord": "ord ASC NULLS LAST", "score": "score DESC NULLS LAST",
              "line": "CASE WHEN in_order AND score IS NULL THEN line END ASC NULLS LAST", "pos": "pos ASC",
              "label": "label ASC"}
 RANK_ORDER = ", ".join(RANK_KEYS.values())
+RANK_READERS = "pl and the other scoring-tree measures, the HCM's hcm_*"  # the measures that read ranks
 
 
 def rank_order(constant: Iterable[str] = ()) -> str:
     """:data:`RANK_ORDER` without the keys of :data:`RANK_KEYS` named in ``constant``, which the caller knows to
     be the same in every row it ranks (no rank column: ``ord``; no row order: ``line``; one label a row: ``pos``):
     the same ranks, from a sort on fewer keys (DuckDB sorts on every key it is given)."""
-    return ", ".join(key for name, key in RANK_KEYS.items() if name not in set(constant))
-RANK_READERS = "pl and the other scoring-tree measures, the HCM's hcm_*"  # the measures that read ranks
+    dropped = set(constant)
+    return ", ".join(key for name, key in RANK_KEYS.items() if name not in dropped)
 
 
 @dataclass(frozen=True)
