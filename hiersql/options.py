@@ -22,7 +22,8 @@ dataclasses are made on first use, see :func:`__getattr__`).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import option_checks as checks
@@ -102,6 +103,22 @@ class DiskFull(OptionError):
         super().__init__("memory_limit", f"out of disk space while {step}: DuckDB spilled beyond its memory limit"
                                          f" into its temp_directory{folder} until the disk was full; free disk"
                                          " space there, or give it more memory", None)
+
+
+@contextmanager
+def resource_errors(step: str) -> Iterator[None]:
+    """DuckDB's out-of-memory error raised within as :class:`OutOfMemory`, and its failure to spill on a full
+    disk as :class:`DiskFull`, naming ``step``."""
+    import duckdb
+
+    try:
+        yield
+    except duckdb.OutOfMemoryException as exc:
+        raise OutOfMemory(step, exc) from None
+    except duckdb.IOException as exc:
+        if "No space left on device" not in str(exc):
+            raise
+        raise DiskFull(step, exc) from None
 
 
 class SparkOutOfMemory(OptionError):

@@ -1,15 +1,16 @@
-"""A full disk under DuckDB's ``temp_directory`` while a step spills: one error naming the step and the folder
-(:class:`hiersql.options.DiskFull`, reported by the command line as ``--memory-limit: ...``), not DuckDB's IO
-error. The disk is a real tmpfs of 1 MB (mounting it needs root, as CI runs)."""
+"""A full disk under DuckDB's ``temp_directory`` while a step or the load spills: one error naming the step and
+the folder (:class:`hiersql.options.DiskFull`, reported by the command line as ``--memory-limit: ...``), not
+DuckDB's IO error. The disk is a real tmpfs of 1 MB (mounting it needs root, as CI runs)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 
+import pyarrow as pa
 import pytest
 
-from hiersql import Store
+from hiersql import Store, Taxonomy
 from hiersql.cli import _as_flag
 from hiersql.engines import DuckDBEngine
 from hiersql.options import DiskFull
@@ -28,13 +29,18 @@ def small_disk(tmp_path):
         subprocess.run(["umount", str(mount)], check=True)
 
 
-def test_a_step_that_fills_the_disk_names_the_step_and_the_folder(small_disk):
-    """DuckDB bounds its spill by the free space it sees (``max_temp_directory_size``); set above the disk's
-    size, as when another writer fills the disk during the spill, the write fails on the full disk."""
+def small_disk_store(disk) -> Store:
+    """A store of 50 MB spilling onto ``disk``. DuckDB bounds its spill by the free space it sees
+    (``max_temp_directory_size``); set above the disk's size, as when another writer fills the disk during the
+    spill, the write fails on the full disk."""
     store = Store(memory_limit="50MB")
-    for setting, value in (("temp_directory", str(small_disk)), ("max_temp_directory_size", "1GB"),
-                           ("threads", 1)):
+    for setting, value in (("temp_directory", str(disk)), ("max_temp_directory_size", "1GB"), ("threads", 1)):
         store.con.execute(f"SET {setting} = $value", {"value": value})
+    return store
+
+
+def test_a_step_that_fills_the_disk_names_the_step_and_the_folder(small_disk):
+    store = small_disk_store(small_disk)
     with pytest.raises(DiskFull) as caught:
         DuckDBEngine(store).stage("set_based", "spilled", {}, set(), text=(
             "SELECT i, md5(CAST(i AS VARCHAR)) AS h FROM range(3000000) AS t(i) ORDER BY h"))
@@ -42,3 +48,16 @@ def test_a_step_that_fills_the_disk_names_the_step_and_the_folder(small_disk):
         f"--memory-limit: out of disk space while the SQL step set_based.spilled: DuckDB spilled beyond its memory"
         f" limit into its temp_directory ({small_disk}) until the disk was full; free disk space there, or give"
         " it more memory")
+
+
+def test_a_load_that_fills_the_disk_names_the_load_and_the_folder(small_disk):
+    """3,000,000 truth rows staged in 50 MB spill; the staging table's write fails on the full disk."""
+    store = small_disk_store(small_disk)
+    n = 3_000_000
+    truth = pa.table({"instance_id": [f"instance-{i:09d}" for i in range(n)], "label": ["a"] * n})
+    with pytest.raises(DiskFull) as caught:
+        store.load(Taxonomy.from_edges([("r", "a")]), truth, {})
+    assert str(_as_flag(caught.value)) == (
+        f"--memory-limit: out of disk space while reading taxonomy, closure and labels: DuckDB spilled beyond its"
+        f" memory limit into its temp_directory ({small_disk}) until the disk was full; free disk space there, or"
+        " give it more memory")

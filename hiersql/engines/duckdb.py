@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .. import sqlfiles
 from ..errors import DataWarning
 from ..inputs.tables import quote
-from ..options import DiskFull, Options, OutOfMemory, size_bytes
+from ..options import Options, resource_errors, size_bytes
 from ..plan import FamilyPlan, Python, Row, Step
 from .base import Engine, scratch_connection, solve_recorded
 
@@ -181,7 +180,7 @@ class DuckDBEngine(Engine):
 
     def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
               text: str | None = None) -> None:
-        with _named(f"the SQL step {file}.{query}"):
+        with resource_errors(f"the SQL step {file}.{query}"):
             if self.tables:  # renamed tables: the portable queries, rewritten by sqlglot
                 super().stage(file, query, params, done, text)
                 return
@@ -219,7 +218,7 @@ class DuckDBEngine(Engine):
         the largest keyed table) and the step's other inputs whole, its tables appended to the engine's; the
         data warnings of the batches are raised again after the last, in the order of their text (as Spark's
         partitions')."""
-        with _named(f"the Python step {step.name}"):
+        with resource_errors(f"the Python step {step.name}"):
             self._solve(step, params, options)
 
     def _solve(self, step: Python, params: dict[str, object], options: Options) -> None:
@@ -271,19 +270,3 @@ class DuckDBEngine(Engine):
             self.write(name, data)
         else:
             self._from_arrow(f"INSERT INTO {self.quoted(name)}", data)
-
-
-@contextmanager
-def _named(step: str) -> Iterator[None]:
-    """DuckDB's out-of-memory error raised within as :class:`~hiersql.options.OutOfMemory`, and its failure to
-    spill on a full disk as :class:`~hiersql.options.DiskFull`, naming ``step``."""
-    import duckdb
-
-    try:
-        yield
-    except duckdb.OutOfMemoryException as exc:
-        raise OutOfMemory(step, exc) from None
-    except duckdb.IOException as exc:
-        if "No space left on device" not in str(exc):
-            raise
-        raise DiskFull(step, exc) from None

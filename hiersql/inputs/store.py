@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..errors import InputError
+from ..options import resource_errors
 from . import readers, rules, staging
 from .closure import fill_taxonomy
 from .readers import LabelSource, prediction_items
@@ -242,7 +243,8 @@ class Store:
         commits only once the label sources have been read, so that a bad label file leaves the store as it
         was. A bad taxonomy is reported before bad labels, as in the one-by-one calls. ``max_depth`` and
         ``closure_view`` as in :meth:`load_taxonomy`. ``on_step(name)`` is called as each of its
-        :data:`LOAD_STEPS` begins (a progress bar's hook)."""
+        :data:`LOAD_STEPS` begins (a progress bar's hook). DuckDB out of memory, or spilling onto a full disk, in
+        a step raises :class:`~hiersql.options.OutOfMemory` or :class:`~hiersql.options.DiskFull` naming it."""
         from concurrent.futures import ThreadPoolExecutor
 
         step = on_step or (lambda _: None)
@@ -268,7 +270,7 @@ class Store:
             return tax
 
         step(LOAD_STEPS[0])
-        with ThreadPoolExecutor(1) as pool:
+        with resource_errors(LOAD_STEPS[0]), ThreadPoolExecutor(1) as pool:
             loaded = pool.submit(load_taxonomy)
             read = False
             try:
@@ -288,11 +290,13 @@ class Store:
             raise staged
         self.taxonomy = tax
         step(LOAD_STEPS[1])
-        self._commit_truth(truth_staged, unknown)
+        with resource_errors(LOAD_STEPS[1]):
+            self._commit_truth(truth_staged, unknown)
         if items:
             step(LOAD_STEPS[2])
             staging.set_aside(self.con, "_predictions", back=True)
-            self._commit_predictions(pred_staged, unknown, no_truth)
+            with resource_errors(LOAD_STEPS[2]):
+                self._commit_predictions(pred_staged, unknown, no_truth)
         staging.warn_ranked_by_name(truth_staged.by_name + (pred_staged.by_name if items else []))
 
     def systems(self) -> list[str]:
