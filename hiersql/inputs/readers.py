@@ -298,19 +298,16 @@ def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: li
 def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, label_tables.Part]], wheres: list[str]) -> None:
     """The systems ``parts`` (``(src, part)``) of one table (:mod:`hiersql.inputs.sources`), in one query: the
     rows of each system, or every row for a table without a system column."""
-    rows = parts[0][1].labels.rows()
+    labels = parts[0][1].labels
+    rows = labels.rows()
     if parts[0][1].system is None:
         pick, params = f"(SELECT $src AS src) s, ({rows}) r", {"src": parts[0][0]}
     else:
         pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
         params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
-    labels = parts[0][1].labels  # LabelTable.rows: one label a row; ord and score NULL without their column
-    constant = {"pos"} | {key for key, role in (("ord", "rank"), ("score", "score")) if role not in labels.columns}
-    if not labels.table.ordered:  # in_order false: the line key is NULL
-        constant.add("line")
     incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, r.pos,"
                    f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True,
-             constant=constant)
+             constant=labels.constant_rank_keys())
     check_rows(con, wheres)
     if "rank" in labels.columns:
         bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"
