@@ -105,20 +105,28 @@ class DiskFull(OptionError):
                                          " space there, or give it more memory", None)
 
 
-@contextmanager
-def resource_errors(step: str) -> Iterator[None]:
-    """DuckDB's out-of-memory error raised within as :class:`OutOfMemory`, and its failure to spill on a full
-    disk as :class:`DiskFull`, naming ``step``."""
+def resource_error(step: str, exc: BaseException) -> OptionError | None:
+    """DuckDB's out-of-memory error as :class:`OutOfMemory`, its failure to spill on a full disk as
+    :class:`DiskFull`, naming ``step``; ``None`` for any other error."""
     import duckdb
 
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return OutOfMemory(step, exc)
+    if isinstance(exc, duckdb.IOException) and "No space left on device" in str(exc):
+        return DiskFull(step, exc)
+    return None
+
+
+@contextmanager
+def resource_errors(step: str) -> Iterator[None]:
+    """:func:`resource_error` of an error raised within, raised instead of it."""
     try:
         yield
-    except duckdb.OutOfMemoryException as exc:
-        raise OutOfMemory(step, exc) from None
-    except duckdb.IOException as exc:
-        if "No space left on device" not in str(exc):
+    except Exception as exc:
+        named = resource_error(step, exc)
+        if named is None:
             raise
-        raise DiskFull(step, exc) from None
+        raise named from None
 
 
 class SparkOutOfMemory(OptionError):

@@ -83,10 +83,11 @@ def main(argv: list[str] | None = None) -> int:
             return _interrupted()
         if os.environ.get("HIERSQL_DEBUG"):
             raise
-        if type(exc).__name__ == "OutOfMemoryException":  # duckdb's, beyond --memory-limit and the disk
-            from ..options import OutOfMemory
+        from ..options import resource_error
 
-            print(f"hiersql: error: {_as_flag(OutOfMemory(_step(), exc))}", file=sys.stderr)
+        named = resource_error(_step(), exc)  # duckdb's, beyond --memory-limit and the disk, outside a step
+        if named is not None:
+            print(f"hiersql: error: {_as_flag(named)}", file=sys.stderr)
             return 2
         print(f"hiersql: internal error: {type(exc).__name__}: {masked(_one_line(str(exc)), *args.argv)}"
               f"{_spark_log()}", file=sys.stderr)
