@@ -113,6 +113,25 @@ def test_hard_predictions_have_k_1_only():
     hard.close()
 
 
+def test_a_rank_column_ranks_before_the_score():
+    """The top k follow the store's one rank rule (hiersql.inputs.tables.RANK_ORDER): a rank column comes before
+    the score, as for pl and the HCM. Instance 0 (true a1): scores a1 .9, b1 .5, a2 .1, ranks b1 1, a2 2, a1 3."""
+    rows = pd.DataFrame({"instance_id": ["0"] * 3, "label": ["a1", "b1", "a2"], "score": [.9, .5, .1],
+                         "position": [3, 1, 2]})
+    ev = evaluator(TREE, ["a1"], {"m": rows})
+    by_score = values(ev, k=[1, 2])
+    # by score: a1 (d 0), b1 (d 2)
+    assert [by_score["m", "top_k_accuracy", k] for k in (1, 2)] == [1.0, 1.0]
+    assert [by_score["m", "hierarchical_distance_at_k", k] for k in (1, 2)] == [0.0, 1.0]
+    ev.add_predictions("m", rows, rank_col="position")
+    by_rank = values(ev, k=[1, 2])
+    # by the rank column: b1 (d 2), a2 (d 1); a mistake at k = 1 of severity 2, and (2 + 1) / 2 at k = 2
+    assert [by_rank["m", "top_k_accuracy", k] for k in (1, 2)] == [0.0, 0.0]
+    assert [by_rank["m", "mistake_severity", k] for k in (1, 2)] == [2.0, 1.5]
+    assert [by_rank["m", "best_hierarchical_distance_at_k", k] for k in (1, 2)] == [2.0, 1.0]
+    ev.close()
+
+
 def test_no_mistake_gives_nan_severity():
     tax = Taxonomy.from_edges(TREE)
     assert math.isnan(hiersql.mistake_severity(["a1", "b2"], ["a1", "b2"], tax))

@@ -50,7 +50,7 @@ def test_shared_per_instance_and_queries(engine: DuckDBEngine) -> None:
     options = Options(k=(1, 5))
     counts = staged(engine)
     table = engine.per_instance(PLAN, options)
-    assert counts["severity_top"] == 1 and counts["severity_instance_values"] == 2
+    assert counts["severity_distances"] == 1 and counts["severity_instance_values"] == 2
     assert table.equals(engine.per_instance(dataclasses.replace(PLAN, shared=()), options))
 
 
@@ -59,7 +59,7 @@ def test_stage_whose_parameters_differ_is_made_per_run(engine: DuckDBEngine) -> 
     options = Options(k=(1, 2, 5))
     counts = staged(engine)
     rows = engine.run_plan(plan, METRICS, options)
-    assert counts["severity_systems"] == 3 and counts["severity_top"] == 1
+    assert counts["severity_systems"] == 3 and counts["severity_distances"] == 1
     assert sorted(rows) == sorted(engine.run_plan(PLAN, METRICS, options))
     assert {row.average for row in rows if row.system == "hard"} == {"@1"}  # hard predictions: k = 1 only
 

@@ -2,9 +2,10 @@
 hierarchy-aware deep classifiers (Bertinetto et al. 2020; Karthik et al. 2021).
 
 A thin wrapper over ``severity.sql``; see its header for the formulas and ``docs/severity.md`` for the
-conventions. Per instance the predicted labels are ranked by score (highest first, ties by label), the top k
-kept, and each compared with the true label by ``d``, the height of their lowest common ancestor (the
-authors' distance; ``severity_distance="edges"``: the edge count). With ``n ≤ k`` ranked labels
+conventions. Per instance the predicted labels are taken in the store's rank (the one rule,
+:data:`~hiersql.inputs.tables.RANK_ORDER`: by score, highest first, ties by label, unless a rank column
+says otherwise), the top k kept, and each compared with the true label by ``d``, the height of their lowest
+common ancestor (the authors' distance; ``severity_distance="edges"``: the edge count). With ``n ≤ k`` ranked labels
 ``p_1 … p_n`` and ``d_j = d(y, p_j)``::
 
     top_k_accuracy                   = [y ∈ {p_1 … p_n}]
@@ -15,9 +16,9 @@ authors' distance; ``severity_distance="edges"``: the edge count). With ``n ≤ 
     hierarchical_map_at_k            = the mean of hierarchical_precision_at_k' over k' = 1 … k
 
 each averaged over the instances where it is defined. Every k of the option ``k`` is a run of the plan
-(:attr:`~hiersql.plan.FamilyPlan.groups`) whose rows carry ``@k`` in the ``average`` column; the ranking of
-every predicted label, the class distances and the best retrievals do not depend on k and are made once for all
-runs (:attr:`~hiersql.plan.FamilyPlan.shared`), each run keeping the positions up to its k. A system has
+(:attr:`~hiersql.plan.FamilyPlan.groups`) whose rows carry ``@k`` in the ``average`` column; the class
+distances and the best retrievals do not depend on k and are made once for all runs
+(:attr:`~hiersql.plan.FamilyPlan.shared`), each run keeping the ranks up to its k. A system has
 rows at k = 1, and at k > 1 only when it scored its labels (the query ``severity_max_k`` holds the rule):
 hard predictions rank one label.
 
@@ -120,7 +121,7 @@ PLAN = FamilyPlan(
     run_average="@{top_k}",
     metric_applies=_metric_applies,
     systems="severity_ranked_systems",
-    shared=("severity_max_k", "severity_top", "severity_distances", "severity_best_ranks"),
+    shared=("severity_max_k", "severity_distances", "severity_best_ranks"),
 )
 
 

@@ -1,8 +1,8 @@
 -- Mistake severity, hierarchical distance@k and hierarchical precision@k (Bertinetto et al., "Making Better
 -- Mistakes", CVPR 2020, §4 and their run_xent.py; Karthik et al., ICLR 2021). docs/severity.md has the table.
--- Per (system, instance) the predicted labels are ranked: by score, highest first, ties by label; a
--- prediction without score by its rank as read (hard predictions). The top k are the first $top_k of them
--- (fewer when fewer are ranked). With Y the true labels of the instance and p_j its j-th ranked label:
+-- Per (system, instance) the predicted labels are ranked by the store's one rule, predictions.rank
+-- (hiersql.inputs.tables.RANK_ORDER: a rank column's value, else the score, highest first, else the order
+-- read; ties by label). The top k are the first $top_k of them (fewer when fewer are ranked). With Y the true labels of the instance and p_j its j-th ranked label:
 --   d(u, v) = 0 when u = v, else min over the common ancestors a of u and v of height(a)      ($severity_distance
 --             'height': the height of the LCA in a tree, height(a) = the longest of a's shortest paths to a
 --             leaf below it; the authors' "ILSVRC" distance)
@@ -47,18 +47,6 @@ FROM severity_max_k
 -- (system): the systems that have values at $top_k: the rows of the summary.
 SELECT system FROM severity_systems WHERE ranked
 
--- name: severity_top
--- (system, instance_id, label, position): the labels of each (system, instance) ranked, position 1 first; the
--- top k are those with position <= $top_k (every k reads this one ranking: hiersql.plan.FamilyPlan.shared).
-SELECT system, instance_id, label, position
-FROM (
-    SELECT p.system, p.instance_id, p.label,
-           row_number() OVER (PARTITION BY p.system, p.instance_id
-                              ORDER BY p.score DESC NULLS LAST, CASE WHEN p.score IS NULL THEN p.rank END,
-                                       p.label) AS position
-    FROM predictions AS p
-) AS r
-
 -- name: severity_classes
 -- (label): the classes C that a retrieval may return: the leaves and every label seen.
 SELECT label FROM nodes WHERE is_leaf
@@ -72,10 +60,10 @@ SELECT label FROM predictions
 -- the largest k of their system (with hierarchical precision, $precision, none: severity_distances has every
 -- pair of classes, which holds them).
 SELECT DISTINCT t.label AS u, p.label AS v
-FROM severity_top AS p
+FROM predictions AS p
 JOIN severity_max_k AS m ON m.system = p.system
 JOIN truth AS t ON t.instance_id = p.instance_id
-WHERE NOT $precision AND coalesce(p.position <= m.max_k, true)
+WHERE NOT $precision AND coalesce(p.rank <= m.max_k, true)
 
 -- name: severity_distances
 -- (u, v, distance): the least over the common ancestors of u and v, for the pairs of severity_pairs; for
@@ -129,14 +117,14 @@ GROUP BY label
 -- name: severity_ranked_distances
 -- (system, instance_id, position, distance, hit): each top-k label's distance to the nearest true label, for the
 -- systems with values at $top_k (none at k > 1 for hard predictions: nothing is joined then).
-SELECT p.system, p.instance_id, p.position, min(d.distance) AS distance,
+SELECT p.system, p.instance_id, p.rank AS position, min(d.distance) AS distance,
        max(CASE WHEN t.label = p.label THEN 1 ELSE 0 END) AS hit
-FROM severity_top AS p
+FROM predictions AS p
 JOIN severity_ranked_systems AS sy ON sy.system = p.system
 JOIN truth AS t ON t.instance_id = p.instance_id
 JOIN severity_distances AS d ON d.u = t.label AND d.v = p.label
-WHERE p.position <= $top_k
-GROUP BY p.system, p.instance_id, p.position
+WHERE p.rank <= $top_k
+GROUP BY p.system, p.instance_id, p.rank
 
 -- name: severity_average_precision
 -- (system, instance_id, average_precision): for an instance with one true label y, the mean over
