@@ -149,7 +149,8 @@ def test_spark_reads_a_dataframe_by_the_rule(spark):
 
 # ------------------------------------------------------------------ the SQL door: the macros read the user's table
 # The hand case in a user's DuckDB file, the score a text column: read under the user's column names (--truth,
-# --predictions, --*-col: the input query) and under hiersql's (--table, with a rank column: the table itself).
+# --predictions, --*-col: the input query) and under hiersql's (--table, with a rank column: the table itself;
+# i2's two labels share rank 1, so their scores order them).
 DOOR = {
     "columns": ("CREATE TABLE gold AS SELECT * FROM (VALUES ('i1', 'a1'), ('i2', 'b1')) t(doc, genre);"
                 " CREATE TABLE runs (model VARCHAR, doc VARCHAR, genre VARCHAR, v VARCHAR);"
@@ -159,7 +160,7 @@ DOOR = {
     "tables": ("CREATE TABLE gold AS SELECT * FROM (VALUES ('i1', 'a1', 1), ('i2', 'b1', 1))"
                " t(instance_id, label, rank);"
                " CREATE TABLE runs (system VARCHAR, instance_id VARCHAR, label VARCHAR, rank INTEGER, score VARCHAR);"
-               " INSERT INTO runs VALUES ('m', 'i1', 'a1', 1, '0.5'), ('m', 'i2', 'b1', 2, '0.9'),"
+               " INSERT INTO runs VALUES ('m', 'i1', 'a1', 1, '0.5'), ('m', 'i2', 'b1', 1, '0.9'),"
                " ('m', 'i2', 'a1', 1, '0.2'); CREATE VIEW ids AS SELECT DISTINCT instance_id FROM gold;"
                " CREATE VIEW models AS SELECT DISTINCT system FROM runs",
                ["--table", "truth=gold", "--table", "predictions=runs", "--table", "instances=ids", "--table",
@@ -349,8 +350,8 @@ def test_a_rank_that_is_not_a_finite_number_is_one_error(ranked_door, capsys, ra
 
 def test_of_duplicate_rows_the_first_in_rank_order_is_kept(ranked_door, capsys):
     """By hand: i1's ``a1`` twice, at rank 5 scored 0.9 and at rank 1 scored 0.1, ``b1`` at rank 2 scored 0.5;
-    the readers keep the row first in rank order (0.1), so ``b1`` has the highest score and i1's top-1 is a
-    mistake: 0.5 (the highest of the collapsed scores, 0.9, put ``a1`` first: 1.0)."""
+    the readers keep the row first in rank order (rank 1), and the rank column ranks before the score, so ``a1``
+    is i1's top-1: 1.0 (keeping the other row, at rank 5, would put ``b1`` first: 0.5)."""
     path, columns = ranked_door
     score = "score" if not columns else "v"
     with duckdb.connect(str(path)) as con:
@@ -359,7 +360,7 @@ def test_of_duplicate_rows_the_first_in_rank_order_is_kept(ranked_door, capsys):
         con.execute("INSERT INTO runs VALUES ('m', 'i1', 'a1', '1', 0.1)")
     try:
         got, code, out, _ = _ranked_top1(ranked_door, capsys, "2")
-        assert code == 0 and out.splitlines()[1] == "m,top_k_accuracy,@1,0.5" and got == 0.5, (out, got)
+        assert code == 0 and out.splitlines()[1] == "m,top_k_accuracy,@1,1.0" and got == 1.0, (out, got)
     finally:
         with duckdb.connect(str(path)) as con:
             con.execute("DELETE FROM runs WHERE rank = '1' AND label = 'a1'")

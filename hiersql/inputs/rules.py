@@ -270,7 +270,8 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
     distinct key, labels not in the taxonomy and predicted instances without truth left out (errors of
     :func:`guard_sql` unless ``$unknown``/``$no_truth`` is ``ignore``, when the readers drop them too). With
     ``rank`` (truth and predictions): each label's ``rank`` within its instance as the readers rank a table's
-    (:func:`ranked_sql`), and of duplicate rows the first in that order kept, with its score. Without it, a
+    (:func:`ranked_sql`), and of duplicate rows the first in that order kept, with its score; the rows kept are
+    ranked 1 .. n, as the store renumbers them. Without it, a
     prediction's ``score`` is the highest of its duplicates (the first in the readers' order of a table without a
     rank column)."""
     from ..sqlfiles import _parse, _rename_tables
@@ -280,8 +281,9 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
     if rank and table in ("truth", "predictions"):
         keys = ", ".join(KEYS[table])
         score = ", score" if table == "predictions" else ""
-        sql = (f"SELECT {keys}, label, rank{score} FROM ({ranked_sql(table)}) AS r"
-               f" WHERE r.occurrence = 1 AND {known}{listed}")
+        # ranked again among the rows kept, 1 .. n as the readers' (the top k of the severity family count them)
+        sql = (f"SELECT {keys}, label, row_number() OVER (PARTITION BY {keys} ORDER BY rank) AS rank{score}"
+               f" FROM ({ranked_sql(table)}) AS r WHERE r.occurrence = 1 AND {known}{listed}")
     else:
         sql = {
             "truth": f"SELECT trim(r.instance_id) AS instance_id, trim(r.label) AS label FROM truth AS r"
