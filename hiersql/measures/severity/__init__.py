@@ -121,7 +121,7 @@ PLAN = FamilyPlan(
     run_average="@{top_k}",
     metric_applies=_metric_applies,
     systems="severity_ranked_systems",
-    shared=("severity_max_k", "severity_distances", "severity_best_ranks"),
+    shared=("severity_max_k", "severity_distances", "severity_best_levels"),
 )
 
 

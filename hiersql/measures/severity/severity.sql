@@ -91,27 +91,45 @@ JOIN severity_heights AS h ON h.label = cu.ancestor
 WHERE $precision
 GROUP BY a.label, b.label
 
--- name: severity_best_ranks
--- (label, position, best, diameter): per class y of the truth, Σ_{j<=position} best_j for every position (the
--- readers keep position <= $top_k), the similarities of the classes nearest to y (y itself first); and D.
--- Empty unless $precision (then every row of severity_distances is a pair of classes).
-SELECT r.u AS label, r.position,
-       sum(1.0 - 1.0 * r.distance / m.diameter) OVER (PARTITION BY r.u ORDER BY r.position) AS best,
+-- name: severity_best_levels
+-- (label, distance, first, classes, before, diameter): per class y of the truth, its classes at each distance
+-- d from y (y itself at 0), nearest first: `classes` of them, at positions first .. first + classes - 1 of the
+-- nearest-first order, each of similarity 1 - d / D; `before` is the similarities of the positions before
+-- `first` summed; and D. Empty unless $precision (then every row of severity_distances is a pair of classes).
+SELECT g.u AS label, g.distance,
+       1 + coalesce(sum(g.classes) OVER (PARTITION BY g.u ORDER BY g.distance
+                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS first,
+       g.classes,
+       coalesce(sum(g.classes * (1.0 - 1.0 * g.distance / m.diameter))
+                    OVER (PARTITION BY g.u ORDER BY g.distance
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
        m.diameter
 FROM (
-    SELECT d.u, d.distance,
-           row_number() OVER (PARTITION BY d.u ORDER BY d.distance, d.v) AS position
+    SELECT d.u, d.distance, count(*) AS classes
     FROM severity_distances AS d
     WHERE $precision AND d.u IN (SELECT label FROM truth)
-) AS r
+    GROUP BY d.u, d.distance
+) AS g
 CROSS JOIN (SELECT max(distance) AS diameter FROM severity_distances) AS m
 WHERE m.diameter > 0
+
+-- name: severity_best_ranks
+-- (label, position, best, diameter): per class y of the truth, Σ_{j<=position} best_j for positions 1 .. $top_k
+-- (fewer when fewer classes meet y), best_j the similarity of the j-th class nearest to y: the level holding
+-- the position, its `before` and (position - first + 1) of its similarity. The positions are numbered over the
+-- nodes, which are at least as many as the classes.
+SELECT l.label, p.position,
+       l.before + (p.position - l.first + 1) * (1.0 - 1.0 * l.distance / l.diameter) AS best,
+       l.diameter
+FROM severity_best_levels AS l
+JOIN (SELECT row_number() OVER (ORDER BY label) AS position FROM nodes) AS p
+  ON p.position >= l.first AND p.position < l.first + l.classes
+WHERE p.position <= $top_k
 
 -- name: severity_best
 -- (label, best, diameter): Σ_{j<=k} best_j of each class of the truth (the running sums only grow), and D.
 SELECT label, max(best) AS best, min(diameter) AS diameter
 FROM severity_best_ranks
-WHERE position <= $top_k
 GROUP BY label
 
 -- name: severity_ranked_distances
