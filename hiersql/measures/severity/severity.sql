@@ -127,10 +127,19 @@ JOIN (SELECT row_number() OVER (ORDER BY label) AS position FROM nodes) AS p
 WHERE p.position <= $top_k
 
 -- name: severity_best
--- (label, best, diameter): Σ_{j<=k} best_j of each class of the truth (the running sums only grow), and D.
-SELECT label, max(best) AS best, min(diameter) AS diameter
+-- (label, best, diameter, positions): Σ_{j<=k} best_j of each class y of the truth (the running sums only
+-- grow), D, and K = min(k, the classes meeting y), its positions.
+SELECT label, max(best) AS best, min(diameter) AS diameter, count(*) AS positions
 FROM severity_best_ranks
 GROUP BY label
+
+-- name: severity_best_weights
+-- (label, position, weight): per class y of the truth and position j = 1 .. K, w_j = Σ_{k'=j..K} 1 / Σ_{i<=k'}
+-- best_i, the weight of the j-th similarity in the sum of hierarchical mAP@k (severity_instance).
+SELECT label, position,
+       sum(1.0 / best) OVER (PARTITION BY label ORDER BY position DESC
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS weight
+FROM severity_best_ranks
 
 -- name: severity_ranked_distances
 -- (system, instance_id, position, distance, hit): each top-k label's distance to the nearest true label, for the
@@ -144,31 +153,13 @@ JOIN severity_distances AS d ON d.u = t.label AND d.v = p.label
 WHERE p.rank <= $top_k
 GROUP BY p.system, p.instance_id, p.rank
 
--- name: severity_average_precision
--- (system, instance_id, average_precision): for an instance with one true label y, the mean over
--- k' = 1 .. min(k, |C|) of its hierarchical precision@k' = Σ_{j<=min(k', n)} s_j / Σ_{j<=k'} best_j(y): the
--- running sum of s_j read at position min(k', n) (an equality, not a range: k rows an instance, not k·n).
-SELECT sy.system, y.instance_id, avg(coalesce(c.similarity, 0) / b.best) AS average_precision
-FROM severity_ranked_systems AS sy
-CROSS JOIN (
-    SELECT instance_id, min(label) AS label FROM truth GROUP BY instance_id HAVING count(*) = 1
-) AS y
-JOIN severity_best_ranks AS b ON b.label = y.label AND b.position <= $top_k
-LEFT JOIN (
-    SELECT system, instance_id, count(*) AS n FROM severity_ranked_distances GROUP BY system, instance_id
-) AS m ON m.system = sy.system AND m.instance_id = y.instance_id
-LEFT JOIN (
-    SELECT rd.system, rd.instance_id, rd.position,
-           sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best_ranks))
-               OVER (PARTITION BY rd.system, rd.instance_id ORDER BY rd.position) AS similarity
-    FROM severity_ranked_distances AS rd
-) AS c ON c.system = sy.system AND c.instance_id = y.instance_id AND c.position = least(b.position, m.n)
-GROUP BY sy.system, y.instance_id
-
 -- name: severity_instance
 -- One row per (system with values at $top_k, instance of the truth): n_true = |Y|, n = the labels in the top k,
 -- hit, top1 = d_1, total = Σ d_j, nearest = min d_j, similarity = Σ s_j, best_similarity (NULL where
--- hierarchical precision is not defined: not asked for, D = 0 or |Y| ≠ 1), average_precision (mAP@k).
+-- hierarchical precision is not defined: not asked for, D = 0 or |Y| ≠ 1), average_precision (mAP@k): for an
+-- instance with one true label y, the mean over k' = 1 .. K of its hierarchical precision@k',
+-- Σ_{j<=min(k', n)} s_j / Σ_{i<=k'} best_i(y), which is Σ_{j<=min(n, K)} s_j · w_j(y) / K
+-- (severity_best_weights): the sum over the top k of the rows already grouped, without a running sum.
 SELECT s.system, i.instance_id,
        coalesce(y.n_true, 0) AS n_true,
        coalesce(r.n, 0) AS n,
@@ -176,7 +167,8 @@ SELECT s.system, i.instance_id,
        r.top1, r.total, r.nearest,
        CASE WHEN b.best IS NOT NULL THEN coalesce(r.total_similarity, 0) END AS similarity,
        b.best AS best_similarity,
-       ap.average_precision
+       CASE WHEN b.best IS NOT NULL THEN coalesce(r.weighted_similarity, 0) / b.positions END
+           AS average_precision
 FROM severity_systems AS s
 CROSS JOIN instances AS i
 LEFT JOIN (
@@ -186,12 +178,17 @@ LEFT JOIN (
     SELECT rd.system, rd.instance_id, count(*) AS n, max(rd.hit) AS hit,
            min(CASE WHEN rd.position = 1 THEN rd.distance END) AS top1,
            sum(rd.distance) AS total, min(rd.distance) AS nearest,
-           sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best)) AS total_similarity
+           sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best)) AS total_similarity,
+           sum((1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best)) * w.weight)
+               AS weighted_similarity
     FROM severity_ranked_distances AS rd
+    LEFT JOIN (
+        SELECT instance_id, min(label) AS label FROM truth GROUP BY instance_id HAVING count(*) = 1
+    ) AS one ON one.instance_id = rd.instance_id
+    LEFT JOIN severity_best_weights AS w ON w.label = one.label AND w.position = rd.position
     GROUP BY rd.system, rd.instance_id
 ) AS r ON r.system = s.system AND r.instance_id = i.instance_id
 LEFT JOIN severity_best AS b ON b.label = y.label AND y.n_true = 1
-LEFT JOIN severity_average_precision AS ap ON ap.system = s.system AND ap.instance_id = i.instance_id
 WHERE s.ranked
 
 -- name: severity_histogram
