@@ -93,13 +93,6 @@ class LabelTable(NamedTuple):
                 f" row_number() OVER () + {self.table.first_line - 1:d} AS line, 1 AS pos,"
                 f" {str(self.table.ordered).lower()} AS in_order FROM {self.table.read(used)}")
 
-    def constant_rank_keys(self) -> set[str]:
-        """The keys of :data:`~hiersql.inputs.tables.RANK_KEYS` that :meth:`rows` writes alike in every row: ``pos``
-        (1), ``ord`` and ``score`` without their column (NULL), ``line`` without a row order (``in_order`` false);
-        :func:`~hiersql.inputs.tables.rank_order` leaves them out of the sort."""
-        constant = {"pos"} | {key for key, role in (("ord", "rank"), ("score", "score")) if role not in self.columns}
-        return constant if self.table.ordered else constant | {"line"}
-
     def _number(self, role: str) -> str:
         """SQL of the number of the ``role`` column: its text under :data:`~hiersql.inputs.rules.NUMBER`'s rule
         (:func:`~hiersql.inputs.rules.value_sql`: a number column cast)."""

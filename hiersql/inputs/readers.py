@@ -99,7 +99,7 @@ def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSou
                 for k in range(len(steps)):
                     con.execute(f"DROP TABLE {table}_{k}")
         if not predictions and first_row(con, "SELECT count(score) FROM _incoming")[0]:  # the truth has no scores
-            incoming(con, "SELECT * EXCLUDE (rank, score), NULL::DOUBLE AS score FROM _incoming", ordered=True)
+            incoming(con, "SELECT * EXCLUDE (score), NULL::DOUBLE AS score FROM _incoming", ordered=True)
         duplicates = check_labels(con, wheres)
         if predictions:
             _warn_unread_systems(con, entries, duplicates)
@@ -121,8 +121,9 @@ def _ranked_by_name(con: duckdb.DuckDBPyConnection, entries: list[label_tables.E
     srcs = {src: part.labels.table.where for src, part in _parts(entries).items() if part.labels.ranked_by_name()}
     if not srcs:
         return []
-    several = {src for (src,) in con.execute("SELECT DISTINCT src FROM _incoming WHERE rank > 1 AND src IN"
-                                             " (SELECT unnest($srcs))", {"srcs": list(srcs)}).fetchall()}
+    several = {src for (src,) in con.execute("SELECT DISTINCT src FROM _incoming WHERE src IN (SELECT unnest($srcs))"
+                                             " GROUP BY src, instance_id HAVING count(*) > 1",
+                                             {"srcs": list(srcs)}).fetchall()}
     return list(dict.fromkeys(where for src, where in srcs.items() if src in several))
 
 
@@ -306,8 +307,7 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, label_ta
         pick = f"(SELECT unnest($systems) AS system, unnest($srcs) AS src) s JOIN ({rows}) r USING (system)"
         params = {"systems": [part.system for _, part in parts], "srcs": [src for src, _ in parts]}
     incoming(con, "SELECT s.src, trim(r.instance_id) AS instance_id, trim(r.label) AS label, r.line, r.pos,"
-                   f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True,
-             constant=labels.constant_rank_keys())
+                   f" r.score_text, r.score, r.rank_text, r.ord, r.in_order FROM {pick}", params, ordered=True)
     check_rows(con, wheres)
     if "rank" in labels.columns:
         bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"

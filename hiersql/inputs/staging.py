@@ -1,11 +1,12 @@
 """The staging tables of the label readers, and the checks of what they staged.
 
 Every reader of :mod:`hiersql.inputs.readers` fills the temp tables ``_incoming(src, instance_id, label, line, pos,
-score[, score_text], ord, rank)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`STAGED`), ``src``
-being the position of a source in the list read. Here are those tables (:func:`incoming` numbers the ranks), the
-checks of their rows (missing ids and labels, bad scores, duplicates, then, with the taxonomy and the truth loaded,
-unknown labels and predicted instances without truth: the rules of :mod:`hiersql.inputs.store`), and the warnings
-of what was cleaned, which the Spark engine's readers (:mod:`hiersql.engines.spark.sources`) give too.
+score[, score_text], ord, in_order)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`STAGED`), ``src``
+being the position of a source in the list read. Here are those tables, the checks of their rows (missing ids
+and labels, bad scores, duplicates, then, with the taxonomy and the truth loaded, unknown labels and predicted
+instances without truth: the rules of :mod:`hiersql.inputs.store`), the ranks of the rows kept, numbered as they
+are committed (:func:`ranked`), and the warnings of what was cleaned, which the Spark engine's readers
+(:mod:`hiersql.engines.spark.sources`) give too.
 """
 
 from __future__ import annotations
@@ -51,17 +52,28 @@ def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object
 
 
 def incoming(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, object] | None = None,
-              ordered: bool = False, constant: Iterable[str] = ()) -> None:
+              ordered: bool = False) -> None:
     """The staging table ``_incoming``: the ``rows`` of a reader (``src, instance_id, label, line, pos,
     score[, score_text]``, and, when ``ordered``, ``ord`` and ``in_order``: the value of a table's rank column
-    and whether its rows have an order; else none and an order) and each label's ``rank``, its position within
-    its instance by :data:`~hiersql.inputs.tables.RANK_ORDER` (``constant``: the keys the same in every row,
-    :func:`~hiersql.inputs.tables.rank_order`)."""
+    and whether its rows have an order; else none and an order)."""
     if not ordered:
         rows = f"SELECT *, NULL::DOUBLE AS ord, true AS in_order FROM ({rows})"
-        constant = {*constant, "ord"}
-    temp_table(con, "_incoming", "SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY"
-               f" {rank_order(constant)}) AS rank FROM ({rows})", params)
+    temp_table(con, "_incoming", rows, params)
+
+
+def ranked(con: duckdb.DuckDBPyConnection) -> str:
+    """SQL of the rows of ``_incoming`` with their ``rank``: each one's position within its instance by
+    :data:`~hiersql.inputs.tables.RANK_ORDER`, numbered when the rows are committed (after duplicates and unknown
+    labels are left out: 1 .. n). The keys that are the same in every staged row (no rank column: ``ord``; no
+    score: ``score``; no row without a score in a source with a row order: ``line``; one label a row: ``pos``)
+    are left out of the sort (:func:`~hiersql.inputs.tables.rank_order`): the same ranks, and DuckDB sorts on
+    every key it is given."""
+    ord_, score, line, pos = first_row(
+        con, "SELECT bool_or(ord IS NOT NULL), bool_or(score IS NOT NULL), bool_or(in_order AND score IS NULL),"
+        " bool_or(pos <> 1) FROM _incoming")
+    constant = [key for key, varies in (("ord", ord_), ("score", score), ("line", line), ("pos", pos)) if not varies]
+    return (f"SELECT *, row_number() OVER (PARTITION BY src, instance_id ORDER BY {rank_order(constant)}) AS rank"
+            " FROM _incoming")
 
 
 def drop_staged(con: duckdb.DuckDBPyConnection) -> None:
@@ -106,7 +118,7 @@ def check_score_text(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
 def check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tuple[int, int]]:
     """The checks of the staged labels that need no taxonomy (:meth:`hiersql.inputs.store.Store.load` runs them while
     the taxonomy loads): empty ids and labels are errors; duplicate ``(instance_id, label)`` rows are collapsed (counts
-    returned, warned by :func:`check_staged`) and the ranks renumbered."""
+    returned, warned by :func:`check_staged`), the first in rank order kept."""
     bad = first_row(
         con, "SELECT src, line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
         " ORDER BY src, line LIMIT 1"
@@ -129,13 +141,13 @@ def check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tupl
         " HAVING count(*) > count(DISTINCT (instance_id, label)) ORDER BY src"
     ).fetchall()
     if dups:  # the first in rank order is kept
-        incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming QUALIFY row_number() OVER (PARTITION BY src,"
-                       f" instance_id, label ORDER BY {RANK_ORDER}) = 1", ordered=True)
+        temp_table(con, "_incoming", "SELECT * FROM _incoming QUALIFY row_number() OVER (PARTITION BY src,"
+                   f" instance_id, label ORDER BY {RANK_ORDER}) = 1")
     return dups
 
 
 def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -> None:
-    """Unknown labels (an error, or dropped and the ranks renumbered); warns of the duplicates collapsed.
+    """Unknown labels (an error, or dropped); warns of the duplicates collapsed.
     Warnings are per source."""
     check_option("unknown", unknown)
     wheres = staged.wheres
@@ -155,7 +167,6 @@ def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -
             src, line, label, _, instance = unknowns[0]
             raise InputError(rules.UNKNOWN_LABEL, *locate(wheres[src], line, "label", instance), label)
         con.execute("DELETE FROM _incoming WHERE label NOT IN (SELECT label FROM nodes)")
-        incoming(con, "SELECT * EXCLUDE (rank) FROM _incoming", ordered=True)  # the ranks renumbered
         for src, _, label, count, _ in unknowns:
             warn_data(f"{wheres[src]}: ignored {count} label(s) not in the taxonomy (first: {label!r})")
     _check_headers(con, staged, unknown)

@@ -155,7 +155,7 @@ class Store:
             self.con.execute("DELETE FROM truth")
             self.con.execute("DELETE FROM instances")
             self.con.execute("INSERT INTO instances SELECT DISTINCT instance_id FROM _incoming_instances")
-            self.con.execute("INSERT INTO truth SELECT instance_id, label, rank FROM _incoming")
+            self.con.execute(f"INSERT INTO truth SELECT instance_id, label, rank FROM ({staging.ranked(self.con)})")
         staging.drop_staged(self.con)
 
     def add_predictions(
@@ -337,7 +337,7 @@ class Store:
             self.con.execute("INSERT INTO systems SELECT system, source FROM _incoming_systems ORDER BY src")
             self.con.execute(
                 "INSERT INTO predictions SELECT s.system, i.instance_id, i.label, i.rank, i.score"
-                " FROM _incoming i JOIN _incoming_systems s ON s.src = i.src"
+                f" FROM ({staging.ranked(self.con)}) i JOIN _incoming_systems s ON s.src = i.src"
             )
         staging.drop_staged(self.con)
 
