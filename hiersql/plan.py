@@ -240,10 +240,11 @@ class FamilyPlan:
 
 
 def summary_sql(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str], ordered: bool,
-                weighted: bool = False, fixed_classes: bool = False) -> str:
+                weighted: bool = False, fixed_classes: bool = False, in_lists: bool = False) -> str:
     """The portable (DuckDB-dialect) query ``(system, metric, average, value)`` of ``metrics`` with
     ``averages`` from the plan's declared measures, one row per system of ``systems``. ``ordered`` adds the
-    values of a mean in unit order (DuckDB, PostgreSQL), so that the digits do not depend on threads.
+    values of a mean in unit order (DuckDB, PostgreSQL), so that the digits do not depend on threads;
+    ``in_lists`` (DuckDB only) reads them from one ordered list per unit table (:class:`Folds`).
     ``weighted``: weigh each instance by ``sample_weights.weight``. ``fixed_classes``: the classes of the
     per-class measures are the table ``class_labels`` (scikit-learn's ``labels=``).
 
@@ -257,11 +258,12 @@ def summary_sql(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str
         units.setdefault(m.unit or plan.instance, []).append((m, average))
     if not units:
         return "SELECT system, '' AS metric, '' AS average, 0.0 AS value FROM systems WHERE false"
-    parts = [_unit_summary(plan, unit_parts, ordered, weighted) for unit_parts in units.values()]
+    parts = [_unit_summary(plan, unit_parts, ordered, weighted, in_lists) for unit_parts in units.values()]
     return _with_classes(plan, "\nUNION ALL\n".join(parts), weighted, fixed_classes)
 
 
-def _unit_summary(plan: FamilyPlan, parts: Sequence[tuple[Measure, str]], ordered: bool, weighted: bool) -> str:
+def _unit_summary(plan: FamilyPlan, parts: Sequence[tuple[Measure, str]], ordered: bool, weighted: bool,
+                  in_lists: bool) -> str:
     """The rows ``(system, metric, average, value)`` of ``parts``, (measure, average) pairs that read the same
     unit table: their values as the columns ``v0, v1, ...`` of one aggregate per system (a value that two
     parts share, such as ``macro`` and ``label_macro`` over classes, computed once), unpivoted by a cross
@@ -270,7 +272,8 @@ def _unit_summary(plan: FamilyPlan, parts: Sequence[tuple[Measure, str]], ordere
     weight = WEIGHT if weighted and parts[0][0].unit != CLASSES else None
     join = " LEFT JOIN sample_weights AS _w ON _w.instance_id = _u.instance_id" if weight else ""
     source = f"FROM {plan.systems} AS _s LEFT JOIN {unit} AS _u ON _u.system = _s.system{join} GROUP BY _s.system"
-    values = [value_sql(m, average, order, weight) for m, average in parts]
+    folds = Folds(order, in_lists)
+    values = folds.done([value_sql(m, average, folds, weight) for m, average in parts])
     if len(parts) == 1:
         (m, average), = parts
         return (f"SELECT _s.system, '{m.metric}' AS metric, {_average_sql(plan, average)} AS average,"
@@ -329,7 +332,8 @@ def class_micro_sql(plan: FamilyPlan, metrics: Sequence[str], fixed_classes: boo
     """The query ``(system, <metric>...)``: each per-class measure of ``metrics`` with its counts pooled over the
     classes of the system (``micro`` over its :data:`CLASSES` declaration: scikit-learn's ``micro avg`` of a
     classification report over the listed classes)."""
-    values = ", ".join(f"{value_sql(_class_measure(plan, metric), 'micro', None)} AS {metric}" for metric in metrics)
+    values = ", ".join(f"{value_sql(_class_measure(plan, metric), 'micro', Folds(None))} AS {metric}"
+                       for metric in metrics)
     return _with_classes(plan, f"SELECT system, {values} FROM {CLASSES} GROUP BY system ORDER BY system", False,
                          fixed_classes)
 
@@ -490,15 +494,49 @@ def summed_forms(measures: Iterable[Measure]) -> dict[str, str]:
             for sql in (m.numerator, m.denominator, m.undefined) if sql for weight in (None, WEIGHT)}
 
 
-def value_sql(m: Measure, average: str, order_by: str | None, weight: str | None = None) -> str:
+class Folds:
+    """How the means of one query over a unit table add their values: ``folds("avg", x)`` is the SQL of
+    ``avg(x)``, in ``order_by`` order when given (``avg(x ORDER BY k)``: the digits do not depend on threads).
+
+    ``in_lists`` (DuckDB): every ordered ``agg(x_i ORDER BY k)`` of the query is read instead from one list of
+    the rows' values in that order, ``list(struct_pack(_v0 := x_0, ...) ORDER BY k)``, as
+    ``list_agg(list_transform(L, lambda _r: _r._v{i}))``. The list is the same aggregate text in every value,
+    which DuckDB computes once: one sort of the unit's rows instead of one per value. The values are added
+    by the same aggregate in the same order, so the digits are the same. :meth:`done` writes the list into
+    a value once every value of the query has been made."""
+
+    LIST = "\x00units\x00"  # where the list goes, until every value is known (no SQL holds a NUL)
+
+    def __init__(self, order_by: str | None, in_lists: bool = False) -> None:
+        self.order_by, self.in_lists = order_by, in_lists and order_by is not None
+        self.args: list[str] = []
+
+    def __call__(self, func: str, arg: str) -> str:
+        if not self.order_by:
+            return f"{func}({arg})"
+        if not self.in_lists:
+            return f"{func}({arg} ORDER BY {self.order_by})"
+        if arg not in self.args:
+            self.args.append(arg)
+        return f"list_{func}(list_transform({self.LIST}, lambda _r: _r._v{self.args.index(arg)}))"
+
+    def done(self, values: list[str]) -> list[str]:
+        """``values``, every value of the query, with the list written in."""
+        if not self.args:
+            return values
+        fields = ", ".join(f"_v{i} := {arg}" for i, arg in enumerate(self.args))
+        rows = f"list(struct_pack({fields}) ORDER BY {self.order_by})"
+        return [value.replace(self.LIST, rows) for value in values]
+
+
+def value_sql(m: Measure, average: str, fold: Folds, weight: str | None = None) -> str:
     """The aggregate expression of ``m``'s ``average`` over the rows of a ``GROUP BY`` of its unit table (the
     columns its expressions name): ``micro`` the ratio of the sums, the other averages the mean of the per-unit
-    values (added in ``order_by`` order when given), weighted by the column ``weight`` when given."""
-    order = f" ORDER BY {order_by}" if order_by else ""
+    values (added by ``fold``: :class:`Folds`), weighted by the column ``weight`` when given."""
     if m.total:
         return f"coalesce(sum({m.numerator if weight is None else f'{weight} * ({m.numerator})'}), 0)"
     if m.denominator is None:
-        return _mean(f"1.0 * ({m.numerator})", order, weight, m.zero)
+        return _mean(f"1.0 * ({m.numerator})", fold, weight, m.zero)
     if average == "micro":
         summed = _summed(weight)
         return _ratio(summed(m.numerator), summed(m.denominator), summed(m.undefined) if m.undefined else None,
@@ -506,20 +544,20 @@ def value_sql(m: Measure, average: str, order_by: str | None, weight: str | None
     # in a mean, an undefined ratio that is NaN is left out (NULL), as scikit-learn's zero_division=np.nan
     ratio = _ratio(m.numerator, m.denominator, m.undefined, f"nullif({m.zero}, CAST('NaN' AS DOUBLE))")
     if average == "weighted":
-        return _mean(ratio, order, "support", m.zero, plain=True)
-    return _mean(ratio, order, weight, m.zero)
+        return _mean(ratio, fold, "support", m.zero, plain=True)
+    return _mean(ratio, fold, weight, m.zero)
 
 
-def _mean(value: str, order: str, weight: str | None, zero: str, plain: bool = False) -> str:
+def _mean(value: str, fold: Folds, weight: str | None, zero: str, plain: bool = False) -> str:
     """The mean of ``value`` over the units (missing values left out), weighted by ``weight`` when given;
     ``zero`` when no unit has a value. Where the weights of the units with a value sum to 0: ``zero`` too for
     sample weights (an instance of weight 0 counts for nothing, as in scikit-learn, whose counts it zeroes),
     the plain mean with ``plain`` (the classes' supports of ``weighted``, as scikit-learn's ``_nanaverage``)."""
     if weight is None:
-        return f"coalesce(avg({value}{order}), {zero})"
-    fallback = f"avg({value}{order}), " if plain else ""
-    return (f"coalesce(sum({weight} * ({value}){order}) / nullif(sum(CASE WHEN ({value}) IS NOT NULL THEN {weight}"
-            f" ELSE 0 END{order}), 0), {fallback}{zero})")
+        return f"coalesce({fold('avg', value)}, {zero})"
+    fallback = f"{fold('avg', value)}, " if plain else ""
+    return (f"coalesce({fold('sum', f'{weight} * ({value})')} / nullif("
+            f"{fold('sum', f'CASE WHEN ({value}) IS NOT NULL THEN {weight} ELSE 0 END')}, 0), {fallback}{zero})")
 
 
 def _ratio(numerator: str, denominator: str, undefined: str | None, zero: str) -> str:

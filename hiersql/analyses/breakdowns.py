@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..measures import Options, as_engine, family
 from ..measures import set_based as _set_based
-from ..plan import instance_measures, instance_values_sql, value_sql
+from ..plan import Folds, instance_measures, instance_values_sql, value_sql
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,7 +113,7 @@ def queries() -> dict[str, str]:
     def summary(keys: str, table: str, order: str, names: dict[str, str], extra: str) -> str:
         parts = []
         for average in ("micro", "macro"):
-            values = ", ".join(f"{value_sql(measures[metric], average, order)} AS {name}"
+            values = ", ".join(f"{value_sql(measures[metric], average, Folds(order))} AS {name}"
                                for metric, name in names.items())
             parts.append(f"SELECT {keys}, '{average}' AS average, CAST(sum(n_true) AS BIGINT) AS support{extra},"
                          f" {values} FROM {table} GROUP BY {keys}")

@@ -200,7 +200,7 @@ class Engine:
             else:
                 summary = self.result(plan.file, f"{plan.name}_summary", params, done,
                                       text=summary_sql(plan, group, options.average, True, self.weighted,
-                                                       options.labels is not None))
+                                                       options.labels is not None, dialect_of(self.dialect).lists))
             run = () if plan.run_average is None else (plan.average_of(group_options),)
             rows += summary_rows(summary, metrics, options, run)
         order = {m: i for i, m in enumerate(plan.metrics)}

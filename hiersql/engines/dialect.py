@@ -77,6 +77,9 @@ class EngineDialect:
     run_here:
         hiersql's tests run the printed SQL of this dialect on a real server (DuckDB, PostgreSQL, Spark); the
         others are transpiled by sqlglot only, and ``hiersql sql`` says so in its first line.
+    lists:
+        The engine's own summaries read the ordered values of a unit table from one list
+        (:class:`hiersql.plan.Folds`): one sort instead of one per value, the same digits.
     """
 
     name: str
@@ -89,6 +92,7 @@ class EngineDialect:
     identify: bool = True
     view_statement: str = "CREATE OR REPLACE TEMPORARY VIEW {} AS"
     run_here: bool = False
+    lists: bool = False
 
     @property
     def ordered(self) -> bool:
@@ -232,7 +236,7 @@ _SPARK = EngineDialect(
     stage_statement="CACHE TABLE {} AS",
     variant="spark", rewrites=(decimals_as_doubles, spark_hints, recursive_unions_kept), inlines_ctes=True)
 _DIALECTS = {
-    "duckdb": EngineDialect("duckdb", sums="ordered", run_here=True),
+    "duckdb": EngineDialect("duckdb", sums="ordered", run_here=True, lists=True),
     # PostgreSQL has no statistics of a new table until it is analysed, and plans some stages (NOT IN over a
     # stage, joins of stages) as if it were empty
     # PostgreSQL too reads 1.0 as a decimal (numeric), whose means keep 16 to 20 digits
