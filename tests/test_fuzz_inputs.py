@@ -75,8 +75,9 @@ def dirty(pairs: list[tuple[str, str]], faults: dict, rng: random.Random) -> lis
 
 def text_file(path: Path, pairs: list[tuple[str, str]], faults: dict) -> None:
     end = "\r\n" if faults["crlf"] else "\n"
-    text = ("\ufeff" if faults["bom"] else "") + "".join(f"{i}\t{label}{end}" for i, label in pairs)
-    path.write_bytes(text.encode("latin-1" if faults["latin1"] == 0 and "é" in text else "utf-8"))
+    text = "".join(f"{i}\t{label}{end}" for i, label in pairs)
+    bom = "\ufeff".encode() if faults["bom"] else b""  # UTF-8's BOM, before a Latin-1 text too
+    path.write_bytes(bom + text.encode("latin-1" if faults["latin1"] == 0 and "é" in text else "utf-8"))
 
 
 def run(*args: str) -> tuple[int, str, str]:
