@@ -61,3 +61,17 @@ def test_a_load_that_fills_the_disk_names_the_load_and_the_folder(small_disk):
         f"--memory-limit: out of disk space while reading taxonomy, closure and labels: DuckDB spilled beyond its"
         f" memory limit into its temp_directory ({small_disk}) until the disk was full; free disk space there, or"
         " give it more memory")
+
+
+def test_add_truth_that_fills_the_disk_names_its_step_and_the_folder(small_disk):
+    """The one-by-one call of the Python API (Evaluator.add_truth reads through it) names its own step."""
+    store = small_disk_store(small_disk)
+    store.load_taxonomy(Taxonomy.from_edges([("r", "a")]))
+    n = 3_000_000
+    truth = pa.table({"instance_id": [f"instance-{i:09d}" for i in range(n)], "label": ["a"] * n})
+    with pytest.raises(DiskFull) as caught:
+        store.add_truth(truth)
+    assert str(_as_flag(caught.value)) == (
+        f"--memory-limit: out of disk space while reading and checking truth: DuckDB spilled beyond its memory"
+        f" limit into its temp_directory ({small_disk}) until the disk was full; free disk space there, or give"
+        " it more memory")

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 # The steps of Store.load, as its on_step hook names them.
 LOAD_STEPS = ("reading taxonomy, closure and labels", "checking truth", "checking predictions")
+# what the one-by-one calls (load_taxonomy, add_truth, add_predictions) name in an out-of-memory or full-disk error
+ADD_STEPS = {"taxonomy": "reading taxonomy and closure", "truth": "reading and checking truth",
+             "predictions": "reading and checking predictions"}
 
 
 # DuckDB's optimizers off on the store's own connections: the partial aggregate pushdown groups a whole table of unique
@@ -123,7 +126,7 @@ class Store:
         filled now: cheaper for a caller that reads only ``node_closure`` (the DuckDB variants of the set-based
         lists and of the LCA queries, as HEMKit mode does); every query still reads the same rows."""
         taxonomy = as_taxonomy(taxonomy)
-        with self.transaction():
+        with resource_errors(ADD_STEPS["taxonomy"]), self.transaction():
             fill_taxonomy(self.con, taxonomy, max_depth, closure_view)
         self.taxonomy = taxonomy
 
@@ -139,11 +142,14 @@ class Store:
     ) -> None:
         """Replace the truth with the labels read from ``source`` (see the module docstring for formats;
         ``*_col``: the user's column names of a table source; a score or system column there is not read, a
-        rank column named ``rank_col`` is when the table has one)."""
+        rank column named ``rank_col`` is when the table has one). DuckDB out of memory, or spilling onto a
+        full disk, raises :class:`~hiersql.options.OutOfMemory` or :class:`~hiersql.options.DiskFull` naming
+        the step (:data:`ADD_STEPS`), here and in :meth:`load_taxonomy` and :meth:`add_predictions`."""
         self._require_taxonomy()
         columns = Columns(instance=instance_col, label=label_col, rank=rank_col)
-        staged = readers.stage(self.con, [(None, source, name)], format, columns, predictions=False)
-        self._commit_truth(staged, unknown)
+        with resource_errors(ADD_STEPS["truth"]):
+            staged = readers.stage(self.con, [(None, source, name)], format, columns, predictions=False)
+            self._commit_truth(staged, unknown)
         staging.warn_ranked_by_name(staged.by_name)
 
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
@@ -314,8 +320,9 @@ class Store:
             raise RuntimeError("add the truth before predictions (Store.add_truth)")
         if not items:
             return
-        staged = readers.stage(self.con, items, format, columns, predictions=True)
-        self._commit_predictions(staged, unknown, no_truth)
+        with resource_errors(ADD_STEPS["predictions"]):
+            staged = readers.stage(self.con, items, format, columns, predictions=True)
+            self._commit_predictions(staged, unknown, no_truth)
         staging.warn_ranked_by_name(staged.by_name)
 
     def _commit_predictions(self, staged: Staged, unknown: str, no_truth: str) -> None:
