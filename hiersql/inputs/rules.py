@@ -271,9 +271,8 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
     :func:`guard_sql` unless ``$unknown``/``$no_truth`` is ``ignore``, when the readers drop them too). With
     ``rank`` (truth and predictions): each label's ``rank`` within its instance as the readers rank a table's
     (:func:`ranked_sql`), and of duplicate rows the first in that order kept, with its score; the rows kept are
-    ranked 1 .. n, as the store renumbers them. Without it, a
-    prediction's ``score`` is the highest of its duplicates (the first in the readers' order of a table without a
-    rank column)."""
+    ranked 1 .. n, as the store numbers them. Without it, a prediction's ``score`` is the highest of its
+    duplicates (the first in the readers' order of a table without a rank column)."""
     from ..sqlfiles import _parse, _rename_tables
 
     known = "EXISTS (SELECT 1 FROM nodes AS n WHERE n.label = trim(r.label))"

@@ -5,8 +5,8 @@ A thin wrapper over ``severity.sql``; see its header for the formulas and ``docs
 conventions. Per instance the predicted labels are taken in the store's rank (the one rule,
 :data:`~hiersql.inputs.tables.RANK_ORDER`: by score, highest first, ties by label, unless a rank column
 says otherwise), the top k kept, and each compared with the true label by ``d``, the height of their lowest
-common ancestor (the authors' distance; ``severity_distance="edges"``: the edge count). With ``n ≤ k`` ranked labels
-``p_1 … p_n`` and ``d_j = d(y, p_j)``::
+common ancestor (the authors' distance; ``severity_distance="edges"``: the edge count). With ``n ≤ k``
+ranked labels ``p_1 … p_n`` and ``d_j = d(y, p_j)``::
 
     top_k_accuracy                   = [y ∈ {p_1 … p_n}]
     hierarchical_distance_at_k       = Σ_j d_j / n

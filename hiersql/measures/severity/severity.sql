@@ -2,7 +2,8 @@
 -- Mistakes", CVPR 2020, §4 and their run_xent.py; Karthik et al., ICLR 2021). docs/severity.md has the table.
 -- Per (system, instance) the predicted labels are ranked by the store's one rule, predictions.rank
 -- (hiersql.inputs.tables.RANK_ORDER: a rank column's value, else the score, highest first, else the order
--- read; ties by label). The top k are the first $top_k of them (fewer when fewer are ranked). With Y the true labels of the instance and p_j its j-th ranked label:
+-- read; ties by label). The top k are the first $top_k of them (fewer when fewer are ranked). With Y the true
+-- labels of the instance and p_j its j-th ranked label:
 --   d(u, v) = 0 when u = v, else min over the common ancestors a of u and v of height(a)      ($severity_distance
 --             'height': the height of the LCA in a tree, height(a) = the longest of a's shortest paths to a
 --             leaf below it; the authors' "ILSVRC" distance)
