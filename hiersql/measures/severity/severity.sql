@@ -154,6 +154,11 @@ JOIN severity_distances AS d ON d.u = t.label AND d.v = p.label
 WHERE p.rank <= $top_k
 GROUP BY p.system, p.instance_id, p.rank
 
+-- name: severity_truth
+-- (instance_id, n_true, label): each instance's number of true labels and the least of them (its one true label
+-- y when n_true = 1).
+SELECT instance_id, count(*) AS n_true, min(label) AS label FROM truth GROUP BY instance_id
+
 -- name: severity_instance
 -- One row per (system with values at $top_k, instance of the truth): n_true = |Y|, n = the labels in the top k,
 -- hit, top1 = d_1, total = Σ d_j, nearest = min d_j, similarity = Σ s_j, best_similarity (NULL where
@@ -172,20 +177,17 @@ SELECT s.system, i.instance_id,
            AS average_precision
 FROM severity_systems AS s
 CROSS JOIN instances AS i
-LEFT JOIN (
-    SELECT instance_id, count(*) AS n_true, min(label) AS label FROM truth GROUP BY instance_id
-) AS y ON y.instance_id = i.instance_id
+LEFT JOIN severity_truth AS y ON y.instance_id = i.instance_id
 LEFT JOIN (
     SELECT rd.system, rd.instance_id, count(*) AS n, max(rd.hit) AS hit,
            min(CASE WHEN rd.position = 1 THEN rd.distance END) AS top1,
            sum(rd.distance) AS total, min(rd.distance) AS nearest,
-           sum(1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best)) AS total_similarity,
-           sum((1.0 - 1.0 * rd.distance / (SELECT min(diameter) FROM severity_best)) * w.weight)
-               AS weighted_similarity
-    FROM severity_ranked_distances AS rd
-    LEFT JOIN (
-        SELECT instance_id, min(label) AS label FROM truth GROUP BY instance_id HAVING count(*) = 1
-    ) AS one ON one.instance_id = rd.instance_id
+           sum(rd.similarity) AS total_similarity, sum(rd.similarity * w.weight) AS weighted_similarity
+    FROM (
+        SELECT *, 1.0 - 1.0 * distance / (SELECT min(diameter) FROM severity_best) AS similarity
+        FROM severity_ranked_distances
+    ) AS rd
+    LEFT JOIN severity_truth AS one ON one.instance_id = rd.instance_id AND one.n_true = 1
     LEFT JOIN severity_best_weights AS w ON w.label = one.label AND w.position = rd.position
     GROUP BY rd.system, rd.instance_id
 ) AS r ON r.system = s.system AND r.instance_id = i.instance_id
