@@ -39,39 +39,37 @@ def small_disk_store(disk) -> Store:
     return store
 
 
+def disk_full(step: str, disk) -> str:
+    """DiskFull's line (as the CLI prints it after ``hiersql: error: ``) for ``step``, spilling into ``disk``."""
+    return (f"--memory-limit: out of disk space while {step}: DuckDB spilled beyond its memory limit into its"
+            f" temp_directory ({disk}) until the disk was full; free disk space there, or give it more memory")
+
+
+def many_truth_rows(n: int = 3_000_000) -> pa.Table:
+    """``n`` truth rows of label ``a``, more than a 50 MB store holds: staging them spills."""
+    return pa.table({"instance_id": [f"instance-{i:09d}" for i in range(n)], "label": ["a"] * n})
+
+
 def test_a_step_that_fills_the_disk_names_the_step_and_the_folder(small_disk):
     store = small_disk_store(small_disk)
     with pytest.raises(DiskFull) as caught:
         DuckDBEngine(store).stage("set_based", "spilled", {}, set(), text=(
             "SELECT i, md5(CAST(i AS VARCHAR)) AS h FROM range(3000000) AS t(i) ORDER BY h"))
-    assert str(_as_flag(caught.value)) == (
-        f"--memory-limit: out of disk space while the SQL step set_based.spilled: DuckDB spilled beyond its memory"
-        f" limit into its temp_directory ({small_disk}) until the disk was full; free disk space there, or give"
-        " it more memory")
+    assert str(_as_flag(caught.value)) == disk_full("the SQL step set_based.spilled", small_disk)
 
 
 def test_a_load_that_fills_the_disk_names_the_load_and_the_folder(small_disk):
     """3,000,000 truth rows staged in 50 MB spill; the staging table's write fails on the full disk."""
     store = small_disk_store(small_disk)
-    n = 3_000_000
-    truth = pa.table({"instance_id": [f"instance-{i:09d}" for i in range(n)], "label": ["a"] * n})
     with pytest.raises(DiskFull) as caught:
-        store.load(Taxonomy.from_edges([("r", "a")]), truth, {})
-    assert str(_as_flag(caught.value)) == (
-        f"--memory-limit: out of disk space while reading taxonomy, closure and labels: DuckDB spilled beyond its"
-        f" memory limit into its temp_directory ({small_disk}) until the disk was full; free disk space there, or"
-        " give it more memory")
+        store.load(Taxonomy.from_edges([("r", "a")]), many_truth_rows(), {})
+    assert str(_as_flag(caught.value)) == disk_full("reading taxonomy, closure and labels", small_disk)
 
 
 def test_add_truth_that_fills_the_disk_names_its_step_and_the_folder(small_disk):
     """The one-by-one call of the Python API (Evaluator.add_truth reads through it) names its own step."""
     store = small_disk_store(small_disk)
     store.load_taxonomy(Taxonomy.from_edges([("r", "a")]))
-    n = 3_000_000
-    truth = pa.table({"instance_id": [f"instance-{i:09d}" for i in range(n)], "label": ["a"] * n})
     with pytest.raises(DiskFull) as caught:
-        store.add_truth(truth)
-    assert str(_as_flag(caught.value)) == (
-        f"--memory-limit: out of disk space while reading and checking truth: DuckDB spilled beyond its memory"
-        f" limit into its temp_directory ({small_disk}) until the disk was full; free disk space there, or give"
-        " it more memory")
+        store.add_truth(many_truth_rows())
+    assert str(_as_flag(caught.value)) == disk_full("reading and checking truth", small_disk)
