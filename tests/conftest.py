@@ -101,7 +101,7 @@ def spark():
 # are what the workers steal to finish together. A module stays whole (its module-scoped fixtures start once).
 SLOW_MODULES = {
     "test_engines.py": 250, "test_engines_spark.py": 190, "test_spark_remote.py": 200,
-    "test_plans_side_by_side.py": 90,
+    "test_plans_side_by_side.py": 45,
     "test_engines_postgres.py": 40, "test_spark_sources.py": 80, "test_sources.py": 80, "test_jobs_kill.py": 70,
     "test_spark_cli_log.py": 50, "test_dbt.py": 45, "test_macros.py": 45, "test_reproducible.py": 40,
     "test_severity.py": 35, "test_fuzz_inputs.py": 35, "test_spark_lca_open.py": 30,

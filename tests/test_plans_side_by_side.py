@@ -19,7 +19,7 @@ from hiersql.engines import PLANS_AT_ONCE, SparkEngine
 from hiersql.errors import InputError
 from hiersql.measures import FAMILIES, Options, compute, plan_of
 from hiersql.plan import Python
-from tests._engine_cases import all_metrics, assert_rows_match, families_of, hand_store, reference
+from tests._engine_cases import assert_rows_match, families_of, hand_store, reference
 
 
 def made_by(plan) -> set[str]:
@@ -59,24 +59,27 @@ def engine_of(spark, store, at_once: str | None) -> SparkEngine:
 
 
 # The families run one after the other: four, one with a Python step (every family runs side by side, the
-# default, here and in tests/test_engines.py; one after the other each takes Spark's jobs again, not new code)
+# default, in tests/test_engines.py; one after the other each takes Spark's jobs again, not new code)
 ONE_AFTER = ("set_based", "flat", "pair_based", "severity")
+# The families run side by side with their steps solved per partition: four, with the three steps of the default
+# options that declare partition_by (every such step per partition: tests/test_engines_spark.py)
+SIDE_BY_SIDE = ("set_based", "flat", "pair_based", "confusion")
 
 
 @pytest.mark.spark
 @pytest.mark.parametrize("at_once", [None, "1"])
 def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, at_once):
-    """Default 2 at a time (threads of the pool), here with the Python steps solved per partition (a cluster's
-    default; here from 0 rows on), or one after the other on the caller's thread (:data:`ONE_AFTER`), the steps
-    on the driver. A step solved per partition first runs on no rows of its keyed tables to learn the schemas it
-    writes, which warns of nothing (were it silenced instead, the process-wide filter would hide the other
-    plan's warnings: tests/test_step_dry_runs.py checks every step). The threads inherit the caller's local
-    properties: every job of the plans is in the caller's job group."""
+    """Default 2 at a time (threads of the pool), here with the Python steps solved per partition (a cluster's default;
+    here from 0 rows on: :data:`SIDE_BY_SIDE`), or one after the other on the caller's thread
+    (:data:`ONE_AFTER`), the steps on the driver. A step solved per partition first runs on no rows of its keyed
+    tables to learn the schemas it writes, which warns of nothing (were it silenced instead, the process-wide
+    filter would hide the other plan's warnings: tests/test_step_dry_runs.py checks every step). The threads
+    inherit the caller's local properties: every job of the plans is in the caller's job group."""
     import pyspark
 
     engine = engine_of(spark, hand, at_once)
     assert engine.plans_at_once == int(at_once or 2)
-    metrics = all_metrics() if at_once is None else list(ONE_AFTER)
+    metrics = list(SIDE_BY_SIDE if at_once is None else ONE_AFTER)
     if at_once is None:
         engine.partition_rows = 0
     threads: dict[str, str] = {}
@@ -104,8 +107,7 @@ def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, 
         assert all(name.startswith("hiersql-plan") for name in threads.values())
         assert 1 < len(set(threads.values())) <= engine.plans_at_once
         assert set(engine.partitions_solved) >= {"pairings", "matching", "path_cover"}
-    if at_once == "1":
-        assert families_of(rows) == set(ONE_AFTER)
+    assert families_of(rows) == set(metrics)
     assert_rows_match(rows, reference(hand, metrics, Options()), tol=1e-12)
     engine.close()
 
