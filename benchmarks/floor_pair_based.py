@@ -121,14 +121,19 @@ def main(taxonomy: str, truth: str, pred: str, check: str | None = None) -> None
             lines.append(f"{system},{metric},{average},{float(value)!r}")
     print("\n".join(lines))
     if check:
-        with open(check) as file:
-            theirs = [line.split(",") for line in file.read().splitlines()]
-        mine = [line.split(",") for line in lines]
-        same = len(mine) == len(theirs) and all(a[:3] == b[:3] and (a == b or abs(float(a[3]) - float(b[3])) <= 1e-9)
-                                                for a, b in zip(mine, theirs, strict=False))
-        print(f"the same as {check} to 1e-9: {same}", file=sys.stderr)
-        sys.exit(0 if same else 1)
+        sys.exit(0 if same_rows(lines, check) else 1)
 
+
+def same_rows(lines: list[str], check: str) -> bool:
+    """Whether the CSV lines ``lines`` are those of file ``check`` (``hiersql evaluate --format csv``), each value
+    to 1e-9; said on stderr."""
+    with open(check) as file:
+        theirs = [line.split(",") for line in file.read().splitlines()]
+    mine = [line.split(",") for line in lines]
+    same = len(mine) == len(theirs) and all(a[:3] == b[:3] and (a == b or abs(float(a[3]) - float(b[3])) <= 1e-9)
+                                            for a, b in zip(mine, theirs, strict=False))
+    print(f"the same as {check} to 1e-9: {same}", file=sys.stderr)
+    return same
 
 if __name__ == "__main__":
     main(*sys.argv[1:5])
