@@ -107,6 +107,8 @@ class EngineDialect:
 
     def quoted(self, name: str) -> str:
         """A (possibly qualified) table or column name as this dialect's runners write it."""
+        if self.name == "duckdb" and self.identify and "." not in name:  # sqlglot's quoting, without its import
+            return '"' + name.replace('"', '""') + '"'
         from sqlglot import exp
 
         node = exp.to_table(name) if "." in name else exp.to_identifier(name)
