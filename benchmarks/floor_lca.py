@@ -24,22 +24,11 @@ from __future__ import annotations
 
 import sys
 
-import duckdb
-from floor_pair_based import same_rows
+from floor_pair_based import INPUTS, same_rows, stored
 
 # The tables, in order (each stored, so that DuckDB plans each step on its own); the last one is read out.
 TABLES = {
-    "edges": """SELECT DISTINCT column0::VARCHAR AS parent, column1::VARCHAR AS child
-                FROM read_csv($taxonomy, delim = '\t', header = false,
-                              columns = {'column0': 'VARCHAR', 'column1': 'VARCHAR'})""",
-    "closure": """WITH RECURSIVE paths(ancestor, descendant, distance) AS (
-                      SELECT node, node, 0 FROM (SELECT parent AS node FROM edges UNION SELECT child FROM edges)
-                      UNION
-                      SELECT e.parent, p.descendant, p.distance + 1 FROM edges e JOIN paths p ON p.ancestor = e.child)
-                  SELECT ancestor, descendant, min(distance) AS distance FROM paths GROUP BY ALL""",
-    "truth": "SELECT DISTINCT instance_id::VARCHAR AS instance_id, label::VARCHAR AS label FROM read_parquet($truth)",
-    "pred": """SELECT DISTINCT system, instance_id::VARCHAR AS instance_id, label::VARCHAR AS label
-               FROM read_parquet($pred)""",
+    **INPUTS,
     "problems": """SELECT system, instance_id, row_number() OVER (ORDER BY system, instance_id) AS problem
                    FROM (SELECT DISTINCT system FROM pred), (SELECT DISTINCT instance_id FROM truth)""",
     "sides": """SELECT problem, 't' AS side, label FROM problems JOIN truth USING (instance_id)
@@ -102,10 +91,7 @@ TABLES = {
 
 
 def main(taxonomy: str, truth: str, pred: str, check: str | None = None) -> None:
-    con = duckdb.connect()
-    params = {"taxonomy": taxonomy, "truth": truth, "pred": pred}
-    for name, query in list(TABLES.items())[:-1]:
-        con.execute(f"CREATE TEMP TABLE {name} AS {query}", {k: v for k, v in params.items() if f"${k}" in query})
+    con = stored(dict(list(TABLES.items())[:-1]), {"taxonomy": taxonomy, "truth": truth, "pred": pred})
     rows = con.execute(TABLES["rows"]).fetchall()
     lines = ["system,metric,average,value", *(f"{s},{m},{a},{float(v)!r}" for s, _, m, a, v in rows)]
     print("\n".join(lines))

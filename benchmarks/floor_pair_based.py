@@ -29,9 +29,9 @@ import duckdb
 import numpy as np
 
 DMAX = 5.0
-# The tables, in order; the last two read out. Problems and labels are numbered (``i``, ``j``: a class's place in
-# its set) so that NumPy can lay each problem out as a |T| × |P| matrix.
-TABLES = {
+# The input tables of the floors (floor_lca.py too): the taxonomy's edges and closure (the shortest distance from
+# each ancestor down to each descendant), the truth and the predictions, each row once.
+INPUTS = {
     "edges": """SELECT DISTINCT column0::VARCHAR AS parent, column1::VARCHAR AS child
                 FROM read_csv($taxonomy, delim = '\t', header = false,
                               columns = {'column0': 'VARCHAR', 'column1': 'VARCHAR'})""",
@@ -43,6 +43,11 @@ TABLES = {
     "truth": "SELECT DISTINCT instance_id::VARCHAR AS instance_id, label::VARCHAR AS label FROM read_parquet($truth)",
     "pred": """SELECT DISTINCT system, instance_id::VARCHAR AS instance_id, label::VARCHAR AS label
                FROM read_parquet($pred)""",
+}
+# The tables, in order; the last two read out. Problems and labels are numbered (``i``, ``j``: a class's place in
+# its set) so that NumPy can lay each problem out as a |T| × |P| matrix.
+TABLES = {
+    **INPUTS,
     "problems": """SELECT system, instance_id, row_number() OVER (ORDER BY system, instance_id) - 1 AS problem
                    FROM (SELECT DISTINCT system FROM pred), (SELECT DISTINCT instance_id FROM truth)""",
     "t": "SELECT *, row_number() OVER (PARTITION BY instance_id ORDER BY label) - 1 AS i FROM truth",
@@ -64,6 +69,15 @@ TABLES = {
                            GROUP BY ALL) ns USING (system, instance_id)
                 ORDER BY problem""",
 }
+
+
+def stored(tables: dict[str, str], params: dict[str, str]) -> duckdb.DuckDBPyConnection:
+    """A connection holding ``tables`` as temporary tables, made in order (each query given the ``params`` it
+    names): each step is planned on its own."""
+    con = duckdb.connect()
+    for name, query in tables.items():
+        con.execute(f"CREATE TEMP TABLE {name} AS {query}", {k: v for k, v in params.items() if f"${k}" in query})
+    return con
 
 
 def pairings(d: np.ndarray) -> np.ndarray:
@@ -97,10 +111,7 @@ def measures(k: int, n_true: np.ndarray, n_pred: np.ndarray, pairs: dict[str, np
 
 
 def main(taxonomy: str, truth: str, pred: str, check: str | None = None) -> None:
-    con = duckdb.connect()
-    params = {"taxonomy": taxonomy, "truth": truth, "pred": pred}
-    for name, query in list(TABLES.items())[:-2]:
-        con.execute(f"CREATE TEMP TABLE {name} AS {query}", {k: v for k, v in params.items() if f"${k}" in query})
+    con = stored(dict(list(TABLES.items())[:-2]), {"taxonomy": taxonomy, "truth": truth, "pred": pred})
     pairs, sizes = (con.execute(TABLES[name]).fetchnumpy() for name in ("pairs", "sizes"))
     k = len(sizes["problem"])
     n_true, n_pred, n_shared = (np.asarray(sizes[c], dtype=np.int64) for c in ("n_true", "n_pred", "n_shared"))
