@@ -7,6 +7,7 @@ the session takes 15-40 s to start and each evaluation, even of three instances,
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -254,7 +255,9 @@ def test_copy_store_through_parquet_equals_the_arrow_upload(spark, germeval):
 def test_the_printed_spark_script_runs_in_spark(spark, capsys, metric, tolerance):
     """``hiersql sql METRIC --dialect spark`` run statement by statement in a session of its own over the hand
     example's tables: every stage a ``CACHE TABLE`` (Spark has no ``CREATE TEMPORARY TABLE ... AS``, which the
-    scripts used), the values those of DuckDB; for a family with a Python step, the statements before it run."""
+    scripts used), the values those of DuckDB; for a family with a Python step, the statements before it run.
+    The last statement scans the stages it reads from Spark's cache: no statement has a ``WITH``, in whose
+    queries Spark does not find cached tables (it computed the scoring stages again from the input tables)."""
     from hiersql.cli import main
     from hiersql.plan import Row
 
@@ -274,6 +277,12 @@ def test_the_printed_spark_script_runs_in_spark(spark, capsys, metric, tolerance
         for statement in filter(str.strip, checks.split(";\n")):
             assert session.sql(statement).collect() == []  # the check query: no fault, no row; views: none
         rows = [session.sql(statement).collect() for statement in statements][-1]
+        assert not any(re.search(r"^WITH\b", statement, re.MULTILINE) for statement in statements)
+        if tolerance is not None:  # the summary: the stages it reads, scanned from the cache
+            stages = re.findall(r"^CACHE TABLE (\w+) AS$", runnable, re.MULTILINE)
+            read = {stage for stage in stages if re.search(rf"\b{stage}\b", statements[-1])}
+            plan = session.sql(f"EXPLAIN {statements[-1]}").collect()[0][0]
+            assert read and read <= set(re.findall(r"In-memory table (\w+)", plan)), read
     finally:
         engine.close()
     if tolerance is None:  # the Python step is the runners'

@@ -45,6 +45,20 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
         return _tree(plan.file, query_name, params, dialect, tables, skip=skip, text=text).sql(
             dialect=dialect, pretty=pretty)
 
+    def stage(name: str, tree: Any) -> str:
+        made = f"{rules.stage_statement.format(name)}\n{tree.sql(dialect=dialect, pretty=pretty)};"
+        return made if rules.analyze_statement is None else f"{made}\n{rules.analyze_statement.format(name)};"
+
+    def statements(query_name: str, last: bool = False, text: str | None = None,
+                   skip: frozenset[str] = frozenset()) -> list[str]:
+        """The statements of query ``query_name``: its stage, or with ``last`` the query itself; before it, in
+        a dialect that computes a common table expression again at every reference, a stage for each of its
+        common table expressions read twice (the others inlined: :func:`ctes_apart`)."""
+        tree = _tree(plan.file, query_name, params, dialect, tables, skip=skip, text=text)
+        parts = ctes_apart(tree, query_name, inline=True) if rules.inlines_ctes else []
+        return [*(stage(part, body) for part, body in parts),
+                tree.sql(dialect=dialect, pretty=pretty) + ";" if last else stage(query_name, tree)]
+
     if not plan.summary:
         summary, last = summary_sql(plan, metrics, averages, rules.ordered), f"{plan.name}_summary"
     elif set(metrics) == set(plan.metrics):
@@ -65,9 +79,7 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
         if isinstance(step, Sql):
             for dep in [*sqlfiles.dependencies(plan.file, step.query), step.query]:
                 if dep not in done and dep not in solved:
-                    out.append(f"{rules.stage_statement.format(dep)}\n{query(dep, skip=frozenset(done | solved))};")
-                    if rules.analyze_statement is not None:
-                        out[-1] += "\n" + rules.analyze_statement.format(dep) + ";"
+                    out += statements(dep, skip=frozenset(done | solved))
                     done.add(dep)
         else:
             out.append(f"-- Python step {step.name} ({step.solve.__module__}.{step.solve.__name__}): {step.why};"
@@ -75,7 +87,7 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
                        + (f"; the family's plan options: {shaping}" if shaping else "")
                        + "; `hiersql evaluate --engine postgres` (or spark) runs the script with this step")
             done.update(step.writes)
-    out.append(query(last, summary, frozenset(done)) + ";")
+    out += statements(last, True, summary, frozenset(done))
     return "\n\n".join(out).rstrip(";")
 
 
@@ -172,6 +184,55 @@ def _dead_branches_pruned(tree: Any) -> Any:
             tree.set("with_", None)
             break
     return tree
+
+
+def ctes_apart(tree: Any, name: str, inline: bool = False) -> list[tuple[str, Any]]:
+    """The common table expressions of query ``tree`` (of stage ``name``) that a dialect which computes one
+    again at every reference (Spark) stores first: those read twice or more, each as a stage of its own
+    (``<name>__<cte>``, with the common table expressions before it that it may read), its readers renamed;
+    ``tree`` changed. With ``inline``, those read once become derived tables and those never read go, so that
+    ``tree`` has no ``WITH``: Spark does not find a cached table in a query with one (SPARK-46741,
+    SPARK-51068), and a printed script's stage read there would be computed again from the input tables."""
+    from sqlglot import exp
+
+    parts: list[tuple[str, Any]] = []
+    with_ = tree.args.get("with_")
+    if with_ is None or with_.args.get("recursive"):
+        return parts
+    for cte in list(with_.expressions):
+        references = _cte_reads(tree, cte)
+        if len(references) == 1 and inline:
+            table = references[0]
+            table.replace(exp.Subquery(this=cte.this.copy(),
+                                       alias=exp.TableAlias(this=exp.to_identifier(table.alias_or_name))))
+        elif len(references) > 1:
+            body = cte.this.copy()
+            earlier = [c.copy() for c in with_.expressions[:with_.expressions.index(cte)]]
+            if earlier:  # those it does not read are left out by Spark
+                body.set("with_", exp.With(expressions=earlier))
+            part = f"{name}__{cte.alias}"
+            for table in references:
+                table.set("this", exp.to_identifier(part))
+                if not table.alias:
+                    table.set("alias", exp.TableAlias(this=exp.to_identifier(cte.alias)))
+            parts.append((part, body))
+        elif not inline:
+            continue
+        cte.pop()
+    if not with_.expressions:
+        tree.set("with_", None)
+    return parts
+
+
+def _cte_reads(tree: Any, cte: Any) -> list[Any]:
+    """The tables of query ``tree`` that read its common table expression ``cte`` (sqlglot's scope analysis:
+    a table of that name that is not this common table expression is not among them)."""
+    from sqlglot.optimizer.scope import build_scope
+
+    root = build_scope(tree)
+    target = next(scope for scope in root.cte_scopes if scope.expression is cte.this)
+    return [table for scope in root.traverse() for table in scope.tables
+            if scope.sources.get(table.alias_or_name) is target]
 
 
 def _tables(tree: Any, name: str) -> list[Any]:

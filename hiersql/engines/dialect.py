@@ -66,7 +66,8 @@ class EngineDialect:
         the rewrite of :attr:`sums`.
     inlines_ctes:
         The engine computes a common table expression again at every reference: a family is printed as a
-        script of stages even when it has no Python step.
+        script of stages even when it has no Python step, and a stage's common table expressions are stages
+        or derived tables of their own (:func:`hiersql.engines.compile.ctes_apart`).
     identify:
         Quote the names of the tables and columns the runners create (:meth:`quoted`). A dialect that folds
         unquoted names to upper case (Snowflake) reads a quoted ``"truth"`` only where the stages' SQL, which

@@ -18,7 +18,7 @@ from ...errors import DataWarning, InputError, is_spark_error
 from ...options import Options, SparkOutOfMemory
 from ...plan import FamilyPlan, Python, Row, Sql, Step
 from ..base import STORE_TABLES, Engine, solve_arrow, solve_recorded
-from ..compile import _tree
+from ..compile import _tree, ctes_apart
 from .connect import is_connect, master_of
 
 if TYPE_CHECKING:
@@ -186,28 +186,7 @@ class SparkEngine(Engine):
         more becomes a stored stage of its own (``<name>__<cte>``), and so does a plain view that the
         query would compute twice or more (counting the views that views read; stored one at a time, so that
         the views read only through a stored one are not stored too)."""
-        from sqlglot import exp
-
-        parts: list[tuple[str, exp.Expression]] = []
-        with_ = tree.args.get("with_")
-        if with_ is not None and not with_.args.get("recursive"):
-            for cte in list(with_.expressions):
-                references = _reads(tree, cte)
-                if len(references) < 2:
-                    continue
-                body = cte.this.copy()
-                earlier = [c.copy() for c in with_.expressions[:with_.expressions.index(cte)]]
-                if earlier:  # those it does not read are left out by Spark
-                    body.set("with_", exp.With(expressions=earlier))
-                part = f"{name}__{cte.alias}"
-                for table in references:
-                    table.set("this", exp.to_identifier(part))
-                    if not table.alias:
-                        table.set("alias", exp.TableAlias(this=exp.to_identifier(cte.alias)))
-                cte.pop()
-                parts.append((part, body))
-            if not with_.expressions:
-                tree.set("with_", None)
+        parts = ctes_apart(tree, name)
         while True:
             reads = sum((self._view_reads(query) for query in [*(q for _, q in parts), tree]), Counter())
             twice = next((view for view, times in reads.items() if times > 1), None)
@@ -499,18 +478,6 @@ def _partition_solver(step: Python, params: dict[str, object], options: Options,
         yield batch_of(SOLVED, pa.array([messages], pa.list_(pa.string())), {}, 1)
 
     return run
-
-
-
-def _reads(tree: Any, cte: Any) -> list[Any]:
-    """The tables of query ``tree`` that read its common table expression ``cte`` (sqlglot's scope analysis:
-    a table of that name that is not this common table expression is not among them)."""
-    from sqlglot.optimizer.scope import build_scope
-
-    root = build_scope(tree)
-    target = next(scope for scope in root.cte_scopes if scope.expression is cte.this)
-    return [table for scope in root.traverse() for table in scope.tables
-            if scope.sources.get(table.alias_or_name) is target]
 
 
 
