@@ -160,7 +160,8 @@ def test_an_interrupt_ends_the_plans_before_it_is_raised(spark, hand):
     def sleep(con, params, options):  # the signal is sent once the plans run (not earlier on a slow machine)
         timers.append(threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)))
         timers[0].start()
-        time.sleep(3.0)
+        timers[0].finished.wait(60)  # sent, however late the timer's thread runs on a loaded machine
+        time.sleep(1.0)
 
     set_based, flat = plan_of("set_based"), plan_of("flat")
     slow = dataclasses.replace(set_based, steps=(Python("sleep", sleep, reads=(), writes=(),
