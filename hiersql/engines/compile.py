@@ -41,10 +41,6 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     one_run(plan, metrics, options)
     rules = dialect_of(dialect)
 
-    def query(query_name: str, text: str | None = None, skip: frozenset[str] = frozenset()) -> str:
-        return _tree(plan.file, query_name, params, dialect, tables, skip=skip, text=text).sql(
-            dialect=dialect, pretty=pretty)
-
     def stage(name: str, tree: Any) -> str:
         made = f"{rules.stage_statement.format(name)}\n{tree.sql(dialect=dialect, pretty=pretty)};"
         return made if rules.analyze_statement is None else f"{made}\n{rules.analyze_statement.format(name)};"
@@ -68,7 +64,7 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
         last = f"{plan.summary}_of_metrics"
     steps = [step for step in plan.steps if isinstance(step, Sql) or step.when(options)]
     if not any(isinstance(step, Python) for step in steps) and not rules.inlines_ctes:
-        return query(last, summary)
+        return "\n".join(statements(last, True, summary)).rstrip(";")
     solved = {name for step in steps if isinstance(step, Python) for name in step.writes}
     out: list[str] = []
     done: set[str] = set()
