@@ -2,7 +2,10 @@
 mode) over GermEval 2019 subtask B (the canonical files of ../shared/data, three systems): seconds per
 statement and in all, the JVM's start left out.
 
-    python benchmarks/bench_spark_script.py [METRIC]   # default pl (the scoring family)
+    python benchmarks/bench_spark_script.py [METRIC [FLAG ...]]   # default pl (the scoring family)
+
+FLAGs go to ``hiersql sql`` (``--stage-dir DIR``: where the stages' Parquet folders go; default
+``hiersql_stages`` in the working directory, overwritten by each run).
 
 The rows of the last statement are printed as CSV on stdout (the same input gives the same bytes); the
 timings go to stderr.
@@ -20,13 +23,13 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "canonical"
 SYSTEMS = ("Averbis__BOHB_CNN", "LT-UHH__baseline", "twistbytes__thresholding")
 
 
-def main(metric: str = "pl") -> None:
+def main(metric: str = "pl", *flags: str) -> None:
     from hiersql.engines import SparkEngine, open_engine
     from hiersql.inputs.store import Store
     from hiersql.inputs.taxonomy import Taxonomy
     from hiersql.options import RunOptions
 
-    script = subprocess.run([sys.executable, "-m", "hiersql", "sql", metric, "--dialect", "spark"], check=True,
+    script = subprocess.run([sys.executable, "-m", "hiersql", "sql", metric, "--dialect", "spark", *flags], check=True,
                             capture_output=True, text=True, env=os.environ).stdout
     checks, stages = script.split("\n\n", 1)
     statements = [s.strip() for part in (checks, stages.split("-- Python step")[0])

@@ -16,6 +16,7 @@ import argparse
 
 from ..inputs import rules as input_rules
 
+STAGE_DIR = "hiersql_stages"  # a printed Spark script's stage folders, as Spark's spark-warehouse: relative
 DIALECTS = ("duckdb", "postgres", "spark", "databricks", "snowflake", "bigquery", "trino", "presto", "redshift",
             "mysql", "sqlite", "tsql", "oracle", "clickhouse", "hive", "athena")
 
@@ -38,6 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument(f"--{option.replace('_', '-')}", default=choices[0], choices=choices,
                             help=f"the check query's {option} rule: {' or '.join(choices)} (default {choices[0]};"
                                  " docs/sql.md, input rules)")
+    parser.add_argument("--stage-dir", default=STAGE_DIR, metavar="DIR",
+                        help="the folder where a Spark script writes its stages, a Parquet folder each (Spark's"
+                             f" paths: hdfs://, s3a://, ...; one every executor reaches; default {STAGE_DIR},"
+                             " relative to Spark's working directory)")
     parser.add_argument("--query", metavar="NAME", help="another named query of the file (e.g. per instance)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="set a $parameter of the query directly; repeatable")
@@ -76,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     cleaned = input_rules.cleaned_names(tables)  # the measures read the input tables as evaluate reads them
     if query is None:  # a family: its plan's SQL
         sql = render_family(plan_of(file), params, args.dialect, cleaned, metrics or None, pretty=not args.compact,
-                            options=options)
+                            options=options, stage_dir=args.stage_dir)
     else:
         missing = sorted(sqlfiles.parameters(_texts(file, query)) - params.keys())
         if missing:  # printed, they would be placeholders of a database driver, which no SQL shell binds

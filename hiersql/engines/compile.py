@@ -23,35 +23,42 @@ from .dialect import dialect as dialect_of
 def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str = "duckdb",
                   tables: Mapping[str, str] | None = None, metrics: Sequence[str] | None = None,
                   averages: Sequence[str] = ("micro", "macro"), pretty: bool = True,
-                  options: Options | None = None) -> str:
+                  options: Options | None = None, stage_dir: str | None = None) -> str:
     """The SQL of a family's ``plan`` in ``dialect``, its ``$parameters`` set to ``params``.
 
     A family computed by SQL alone is one query: its generated summary (of ``metrics``, default all) with the
-    queries it reads as common table expressions. A family with Python steps is a script: each stage as a
-    ``CREATE TEMPORARY TABLE`` (in PostgreSQL followed by ``ANALYZE``; for Spark, which inlines a common table
-    expression at every reference, a ``CACHE TABLE``, and every family a script), each Python step that runs with
-    ``options`` (default :class:`Options`) as a comment naming the tables it reads and writes (the runners
-    solve them between the stages), then the summary query. A stage that such a step writes is left to the
-    step (its query is the empty default of the selections without the step): the script fails at the first
-    statement that reads it unless the step was run, rather than giving another selection's values. A family
-    with its own summary query keeps the rows of ``metrics`` only.
+    queries it reads as common table expressions. A family with Python steps is a script: each stage made by
+    the dialect's :attr:`~hiersql.engines.dialect.EngineDialect.stage_statement` (a ``CREATE TEMPORARY TABLE``;
+    for Spark, which inlines a common table expression at every reference, a Parquet folder of ``stage_dir``
+    read by a temporary view, and every family a script), each Python step that runs with ``options`` (default
+    :class:`Options`) as a comment naming the tables it reads and writes (the runners solve them between the
+    stages), then the summary query. A stage that such a step writes is left to the step (its query is the
+    empty default of the selections without the step): the script fails at the first statement that reads it
+    unless the step was run, rather than giving another selection's values. A family with its own summary
+    query keeps the rows of ``metrics`` only.
     """
     options = options or Options()
     metrics = list(metrics or plan.metrics)
     one_run(plan, metrics, options)
     rules = dialect_of(dialect)
+    if rules.stage_folders and stage_dir is None:
+        raise ValueError(f"a {dialect} script stores its stages in folders: render_family needs stage_dir")
 
     def stage(name: str, tree: Any) -> str:
-        made = f"{rules.stage_statement.format(name)}\n{tree.sql(dialect=dialect, pretty=pretty)};"
-        return made if rules.analyze_statement is None else f"{made}\n{rules.analyze_statement.format(name)};"
+        from sqlglot import exp
+
+        folder = None if stage_dir is None else exp.Literal.string(f"{stage_dir.rstrip('/')}/{name}").sql(dialect)
+        made = f"{rules.stage_statement.format(name=name, folder=folder)}\n{tree.sql(dialect=dialect, pretty=pretty)};"
+        after = rules.after_stage_statement
+        return made if after is None else f"{made}\n{after.format(name=name, folder=folder)};"
 
     def statements(query_name: str, last: bool = False, text: str | None = None,
                    skip: frozenset[str] = frozenset()) -> list[str]:
         """The statements of query ``query_name``: its stage, or with ``last`` the query itself; before it, in
         a dialect that computes a common table expression again at every reference, a stage for each of its
-        common table expressions read twice (the others inlined: :func:`ctes_apart`)."""
+        common table expressions read twice (:func:`ctes_apart`)."""
         tree = _tree(plan.file, query_name, params, dialect, tables, skip=skip, text=text)
-        parts = ctes_apart(tree, query_name, inline=True) if rules.inlines_ctes else []
+        parts = ctes_apart(tree, query_name) if rules.inlines_ctes else []
         return [*(stage(part, body) for part, body in parts),
                 tree.sql(dialect=dialect, pretty=pretty) + ";" if last else stage(query_name, tree)]
 
@@ -182,13 +189,11 @@ def _dead_branches_pruned(tree: Any) -> Any:
     return tree
 
 
-def ctes_apart(tree: Any, name: str, inline: bool = False) -> list[tuple[str, Any]]:
+def ctes_apart(tree: Any, name: str) -> list[tuple[str, Any]]:
     """The common table expressions of query ``tree`` (of stage ``name``) that a dialect which computes one
     again at every reference (Spark) stores first: those read twice or more, each as a stage of its own
     (``<name>__<cte>``, with the common table expressions before it that it may read), its readers renamed;
-    ``tree`` changed. With ``inline``, those read once become derived tables and those never read go, so that
-    ``tree`` has no ``WITH``: Spark does not find a cached table in a query with one (SPARK-46741,
-    SPARK-51068), and a printed script's stage read there would be computed again from the input tables."""
+    ``tree`` changed, the others left in its ``WITH``."""
     from sqlglot import exp
 
     parts: list[tuple[str, Any]] = []
@@ -197,23 +202,18 @@ def ctes_apart(tree: Any, name: str, inline: bool = False) -> list[tuple[str, An
         return parts
     for cte in list(with_.expressions):
         references = _cte_reads(tree, cte)
-        if len(references) == 1 and inline:
-            table = references[0]
-            table.replace(exp.Subquery(this=cte.this.copy(),
-                                       alias=exp.TableAlias(this=exp.to_identifier(table.alias_or_name))))
-        elif len(references) > 1:
-            body = cte.this.copy()
-            earlier = [c.copy() for c in with_.expressions[:with_.expressions.index(cte)]]
-            if earlier:  # those it does not read are left out by Spark
-                body.set("with_", exp.With(expressions=earlier))
-            part = f"{name}__{cte.alias}"
-            for table in references:
-                table.set("this", exp.to_identifier(part))
-                if not table.alias:
-                    table.set("alias", exp.TableAlias(this=exp.to_identifier(cte.alias)))
-            parts.append((part, body))
-        elif not inline:
+        if len(references) < 2:
             continue
+        body = cte.this.copy()
+        earlier = [c.copy() for c in with_.expressions[:with_.expressions.index(cte)]]
+        if earlier:  # those it does not read are left out by Spark
+            body.set("with_", exp.With(expressions=earlier))
+        part = f"{name}__{cte.alias}"
+        for table in references:
+            table.set("this", exp.to_identifier(part))
+            if not table.alias:
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(cte.alias)))
+        parts.append((part, body))
         cte.pop()
     if not with_.expressions:
         tree.set("with_", None)

@@ -1,7 +1,7 @@
 """What hiersql does differently per SQL dialect: one :class:`EngineDialect` record each, found by :func:`dialect`.
 
 A record says how a mean's float sums are made reproducible (:attr:`~EngineDialect.sums`), how a printed script
-makes and analyses a stage, which ``-- name: NAME (variant)`` bodies of the SQL files it reads, how it quotes the
+makes a stage and what follows it, which ``-- name: NAME (variant)`` bodies of the SQL files it reads, how it quotes the
 names the runners create, and the rewrites applied to sqlglot's tree after the transpilation (small functions
 ``tree -> tree``, in the manner of sqlglot's ``transforms``). A dialect without a record of its own (Snowflake,
 BigQuery, ...) gets the default one: no ordered aggregates, temporary tables, no rewrite.
@@ -53,10 +53,11 @@ class EngineDialect:
         ordered aggregates, the digits do not depend on the partitioning); ``"unordered"``, the ``ORDER BY``
         dropped (:func:`orders_dropped`: the last digits may depend on the order the engine adds the rows).
     stage_statement:
-        How a printed script makes a stage (``{}``: its name), followed by the stage's query.
-    analyze_statement:
-        The statement after each stage of a printed script, as the dialect's runner does (``{}``: its name);
-        ``None``: none.
+        How a printed script makes a stage (``{name}``: its name; ``{folder}``: the string literal of its
+        folder, with :attr:`stage_folders`), followed by the stage's query.
+    after_stage_statement:
+        The statement after each stage of a printed script (``{name}``, ``{folder}`` as above): PostgreSQL's
+        ``ANALYZE``, as its runner does; Spark's view of the folder. ``None``: none.
     variant:
         The ``-- name: NAME (variant)`` bodies of the SQL files that replace the portable ones
         (:mod:`hiersql.sqlfiles`);
@@ -66,8 +67,8 @@ class EngineDialect:
         the rewrite of :attr:`sums`.
     inlines_ctes:
         The engine computes a common table expression again at every reference: a family is printed as a
-        script of stages even when it has no Python step, and a stage's common table expressions are stages
-        or derived tables of their own (:func:`hiersql.engines.compile.ctes_apart`).
+        script of stages even when it has no Python step, and a stage's common table expressions read twice
+        are stages of their own (:func:`hiersql.engines.compile.ctes_apart`).
     identify:
         Quote the names of the tables and columns the runners create (:meth:`quoted`). A dialect that folds
         unquoted names to upper case (Snowflake) reads a quoted ``"truth"`` only where the stages' SQL, which
@@ -85,8 +86,8 @@ class EngineDialect:
 
     name: str
     sums: Sums = "unordered"
-    stage_statement: str = "CREATE TEMPORARY TABLE {} AS"
-    analyze_statement: str | None = None
+    stage_statement: str = "CREATE TEMPORARY TABLE {name} AS"
+    after_stage_statement: str | None = None
     variant: str | None = None
     rewrites: tuple[Rewrite, ...] = ()
     inlines_ctes: bool = False
@@ -94,6 +95,11 @@ class EngineDialect:
     view_statement: str = "CREATE OR REPLACE TEMPORARY VIEW {} AS"
     run_here: bool = False
     lists: bool = False
+
+    @property
+    def stage_folders(self) -> bool:
+        """Whether a printed script stores each stage in a folder of its own (Spark's Parquet folders)."""
+        return "{folder}" in self.stage_statement
 
     @property
     def ordered(self) -> bool:
@@ -234,9 +240,11 @@ def recursive_unions_kept(tree: Any) -> Any:
 # ---------------------------------------------------------------------------------------------- registry
 _SPARK = EngineDialect(
     "spark", sums="exact-fold",
-    # Spark has no temporary table (a temporary view is computed again at every reference; a cached one once,
-    # as the Spark runner stores its stages)
-    stage_statement="CACHE TABLE {} AS",
+    # Spark has no temporary table, and a temporary view is computed again at every reference. A cached view
+    # keeps the plans of the views it reads, which grow with every stage (the LCA script's 16th stage ran a
+    # 1 GB driver out of memory); a view of a Parquet folder starts a new plan, as the Spark runner's stages do
+    stage_statement="INSERT OVERWRITE DIRECTORY {folder} USING parquet",
+    after_stage_statement="CREATE OR REPLACE TEMPORARY VIEW {name} USING parquet OPTIONS (path {folder})",
     variant="spark", rewrites=(decimals_as_doubles, spark_hints, recursive_unions_kept), inlines_ctes=True)
 _DIALECTS = {
     "duckdb": EngineDialect("duckdb", sums="ordered", run_here=True, lists=True),
@@ -245,7 +253,7 @@ _DIALECTS = {
     # PostgreSQL too reads 1.0 as a decimal (numeric), whose means keep 16 to 20 digits
     # PostgreSQL's CREATE OR REPLACE VIEW keeps the view's columns: a script whose measures read the rank (the
     # cleaned rows with a rank column) after one whose measures do not failed in the same session
-    "postgres": EngineDialect("postgres", sums="ordered", analyze_statement="ANALYZE {}", run_here=True,
+    "postgres": EngineDialect("postgres", sums="ordered", after_stage_statement="ANALYZE {name}", run_here=True,
                               rewrites=(decimals_as_doubles,),
                               view_statement="DROP VIEW IF EXISTS pg_temp.{0};\nCREATE TEMPORARY VIEW {0} AS"),
     "spark": replace(_SPARK, run_here=True),
