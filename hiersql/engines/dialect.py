@@ -1,10 +1,10 @@
 """What hiersql does differently per SQL dialect: one :class:`EngineDialect` record each, found by :func:`dialect`.
 
 A record says how a mean's float sums are made reproducible (:attr:`~EngineDialect.sums`), how a printed script
-makes a stage and what follows it, which ``-- name: NAME (variant)`` bodies of the SQL files it reads, how it quotes the
-names the runners create, and the rewrites applied to sqlglot's tree after the transpilation (small functions
-``tree -> tree``, in the manner of sqlglot's ``transforms``). A dialect without a record of its own (Snowflake,
-BigQuery, ...) gets the default one: no ordered aggregates, temporary tables, no rewrite.
+makes a stage and what follows it, which ``-- name: NAME (variant)`` bodies of the SQL files it reads, how it
+quotes the names the runners create, and the rewrites applied to sqlglot's tree after the transpilation (small
+functions ``tree -> tree``, in the manner of sqlglot's ``transforms``). A dialect without a record of its own
+(Snowflake, BigQuery, ...) gets the default one: no ordered aggregates, temporary tables, no rewrite.
 
 PostgreSQL reads ``1.0`` as ``numeric``, whose means, divisions and square roots keep some 16 to 20 digits:
 rounded again to a double, a value may end one unit in the last place away from DuckDB's. Its decimal literals
