@@ -1,5 +1,5 @@
 """The plans run for ranges of instances (``FamilyPlan.instance_ranges``, ``DuckDBEngine.range_units``): the
-LCA and pair-based summaries of one range and of many are the same numbers, to the last digit, and the store's
+LCA, pair-based and HCM summaries of one range and of many are the same numbers, to the last digit, and the store's
 own tables are in view again after the ranges, also when a step fails within one."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from hiersql.api.evaluator import make_options
 from hiersql.engines import DuckDBEngine
-from hiersql.measures import lca, pair_based
+from hiersql.measures import confusion, lca, pair_based
 from tests._engine_cases import dag_store, germeval_store
 
 CASES = {
@@ -17,6 +17,9 @@ CASES = {
     "lca_greedy_max_distance_2": (lca.PLAN, ["lca_f1"], make_options(max_distance=2)),
     "pair_based": (pair_based.PLAN, ["graph_induced_error", "mgia", "mgia_fn", "all_pairs_error"],
                    make_options(average=("micro", "macro", "samples"))),
+    "hcm": (confusion.PLAN, ["hcm_tp", "hcm_fp", "hcm_fn", "hcm_tn", "hcm_accuracy", "hcm_pt"], make_options()),
+    "hcm_descendants": (confusion.PLAN, ["hcm_tp", "hcm_tn", "hcm_f1", "hcm_mcc"],
+                        make_options(tn="descendants", average=("micro", "macro"))),
 }
 
 

@@ -256,6 +256,7 @@ PLAN = FamilyPlan(
         Sql("hcm_instance"),
     ),
     instance="hcm_instance",
+    instance_ranges=True,  # a set's paths, cover and matching read its own labels only; TN the taxonomy's
     measures=(
         *(Measure(f"hcm_{c}", c, averages=("",), total=True, higher_is_better=c in ("tp", "tn"),
                   bounds=(0.0, math.inf)) for c in ("tp", "fp", "fn", "tn")),
