@@ -66,10 +66,8 @@ JOIN severity_max_k AS m ON m.system = p.system
 JOIN truth AS t ON t.instance_id = p.instance_id
 WHERE NOT $precision AND coalesce(p.rank <= m.max_k, true)
 
--- name: severity_distances
--- (u, v, distance): the least over the common ancestors of u and v, for the pairs of severity_pairs; for
--- hierarchical precision ($precision), of every pair of classes (the best retrievals and D), read from the
--- closure of the classes.
+-- name: severity_pair_distances
+-- (u, v, distance): d(u, v), the least over the common ancestors of u and v, for the pairs of severity_pairs.
 SELECT pr.u, pr.v,
        CASE WHEN pr.u = pr.v THEN 0
             WHEN $severity_distance = 'height' THEN min(h.height)
@@ -79,6 +77,31 @@ JOIN closure AS cu ON cu.descendant = pr.u
 JOIN closure AS cv ON cv.descendant = pr.v AND cv.ancestor = cu.ancestor
 JOIN severity_heights AS h ON h.label = cu.ancestor
 GROUP BY pr.u, pr.v
+
+-- name: severity_pair_distances (duckdb)
+-- The same rows, the join order fixed: each pair with the ancestors of u first (MATERIALIZED keeps DuckDB from
+-- flattening it), then the ancestors of v that match. At a million instances DuckDB otherwise joined the
+-- closure to itself on the ancestor alone (2.6·10^9 rows on dag50k_1m; benchmarks/RESULTS.md, "Every family
+-- at a million instances"), as pair_based.sql's pair_label_distances did on a wide DAG.
+WITH pair_ups AS MATERIALIZED (
+    SELECT pr.u, pr.v, cu.ancestor, cu.distance
+    FROM severity_pairs AS pr
+    JOIN closure AS cu ON cu.descendant = pr.u
+)
+SELECT p.u, p.v,
+       CASE WHEN p.u = p.v THEN 0
+            WHEN $severity_distance = 'height' THEN min(h.height)
+            ELSE min(p.distance + cv.distance) END AS distance
+FROM pair_ups AS p
+JOIN closure AS cv ON cv.descendant = p.v AND cv.ancestor = p.ancestor
+JOIN severity_heights AS h ON h.label = p.ancestor
+GROUP BY p.u, p.v
+
+-- name: severity_distances
+-- (u, v, distance): d(u, v) for the pairs of severity_pairs (severity_pair_distances); for hierarchical
+-- precision ($precision), of every pair of classes (the best retrievals and D), read from the closure of the
+-- classes.
+SELECT u, v, distance FROM severity_pair_distances
 UNION ALL
 SELECT a.label, b.label,
        CASE WHEN a.label = b.label THEN 0
