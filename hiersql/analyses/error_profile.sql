@@ -19,26 +19,46 @@ SELECT p.system, p.instance_id, t.label AS true_label, p.label AS pred_label
 FROM predictions AS p
 JOIN truth AS t ON t.instance_id = p.instance_id
 
+-- name: pair_meetings
+-- (true_label, pred_label, ancestor, up_true, up_pred): each distinct (true, predicted) label pair with each
+-- common ancestor and the closure distances up to it from both labels.
+SELECT d.true_label, d.pred_label, cu.ancestor, cu.distance AS up_true, cv.distance AS up_pred
+FROM (SELECT DISTINCT true_label, pred_label FROM profile_pairs) AS d
+JOIN closure AS cu ON cu.descendant = d.true_label
+JOIN closure AS cv ON cv.descendant = d.pred_label AND cv.ancestor = cu.ancestor
+
+-- name: pair_meetings (duckdb)
+-- The same rows, the join order fixed: each pair with the ancestors of its true label first (MATERIALIZED
+-- keeps DuckDB from flattening it), then the ancestors of the predicted label that match. At a million
+-- instances DuckDB otherwise joined the closure to itself on the ancestor alone and filled the disk spilling
+-- (benchmarks/RESULTS.md, "Every family at a million instances"), as severity.sql's severity_pair_distances.
+WITH pair_ups AS MATERIALIZED (
+    SELECT d.true_label, d.pred_label, cu.ancestor, cu.distance AS up_true
+    FROM (SELECT DISTINCT true_label, pred_label FROM profile_pairs) AS d
+    JOIN closure AS cu ON cu.descendant = d.true_label
+)
+SELECT p.true_label, p.pred_label, p.ancestor, p.up_true, cv.distance AS up_pred
+FROM pair_ups AS p
+JOIN closure AS cv ON cv.descendant = p.pred_label AND cv.ancestor = p.ancestor
+
 -- name: pair_relations
 -- Per distinct (true_label, pred_label): d, lca_depth and the relation code (1 exact, 2 ancestor,
 -- 3 descendant, 4 sibling, 5 same_branch, 6 cross_branch). Closure distance 1 is an edge, so a common ancestor
 -- one edge above both is a shared parent; closure distance 0 on one side makes that node the common ancestor.
 SELECT
-    d.true_label,
-    d.pred_label,
-    min(cu.distance + cv.distance) AS distance,
+    m.true_label,
+    m.pred_label,
+    min(m.up_true + m.up_pred) AS distance,
     max(n.depth) AS lca_depth,
-    CASE WHEN d.true_label = d.pred_label THEN 1
-         WHEN max(CASE WHEN cv.distance = 0 THEN 1 ELSE 0 END) = 1 THEN 2
-         WHEN max(CASE WHEN cu.distance = 0 THEN 1 ELSE 0 END) = 1 THEN 3
-         WHEN max(CASE WHEN cu.distance = 1 AND cv.distance = 1 THEN 1 ELSE 0 END) = 1 THEN 4
+    CASE WHEN m.true_label = m.pred_label THEN 1
+         WHEN max(CASE WHEN m.up_pred = 0 THEN 1 ELSE 0 END) = 1 THEN 2
+         WHEN max(CASE WHEN m.up_true = 0 THEN 1 ELSE 0 END) = 1 THEN 3
+         WHEN max(CASE WHEN m.up_true = 1 AND m.up_pred = 1 THEN 1 ELSE 0 END) = 1 THEN 4
          WHEN max(CASE WHEN n.is_root THEN 0 ELSE 1 END) = 1 THEN 5
          ELSE 6 END AS relation
-FROM (SELECT DISTINCT true_label, pred_label FROM profile_pairs) AS d
-JOIN closure AS cu ON cu.descendant = d.true_label
-JOIN closure AS cv ON cv.descendant = d.pred_label AND cv.ancestor = cu.ancestor
-JOIN nodes AS n ON n.label = cu.ancestor
-GROUP BY d.true_label, d.pred_label
+FROM pair_meetings AS m
+JOIN nodes AS n ON n.label = m.ancestor
+GROUP BY m.true_label, m.pred_label
 
 -- name: predicted_profile
 -- (system, instance_id, label, depth, category, distance, lca_depth) per predicted label: its category, the
@@ -65,12 +85,12 @@ SELECT s.system, t.instance_id, t.label, n.depth
 FROM truth AS t
 CROSS JOIN systems AS s
 JOIN nodes AS n ON n.label = t.label
-LEFT JOIN (
-    SELECT DISTINCT p.system, p.instance_id, c.ancestor AS label
+WHERE NOT EXISTS (
+    SELECT 1
     FROM predictions AS p
     JOIN closure AS c ON c.descendant = p.label
-) AS a ON a.system = s.system AND a.instance_id = t.instance_id AND a.label = t.label
-WHERE a.label IS NULL
+    WHERE p.system = s.system AND p.instance_id = t.instance_id AND c.ancestor = t.label
+)
 
 -- name: error_categories
 -- (system, category, n, share): how many predicted labels fall in each category (share: of the system's
