@@ -223,3 +223,25 @@ def test_the_new_sql_files_run_on_postgres(pg_dsn):
                         assert x == y, (file, query, a, b)
     finally:
         engine.close()
+
+
+def test_the_pair_relations_are_a_table_before_a_query_that_reads_them():
+    """The analyses make ``pair_relations`` a table first (``Engine.frame(stages=...)``; composed into the error
+    categories of a million instances, it and the labels' profile held more than 4 GB at once), and only for a
+    query that reads it: the rows are those of the query composed whole, and the missed labels make no pair."""
+    from hiersql.engines import DuckDBEngine
+
+    def temporary(store):
+        return {name for (name,) in store.con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+
+    y_true, y_pred = [["a1"], ["a11"], ["b1", "a2"]], [["a"], ["a2"], ["b"]]
+    staged, whole, missed = (_store(TREE, y_true, y_pred) for _ in range(3))
+    rows = DuckDBEngine(staged).frame("error_profile", "error_categories", stages=error_profile.STAGES)
+    assert {"pair_relations", "error_categories"} <= temporary(staged)
+    composed = DuckDBEngine(whole).frame("error_profile", "error_categories")
+    assert "pair_relations" not in temporary(whole)
+    pd.testing.assert_frame_equal(rows.sort_values(["system", "category"]).reset_index(drop=True),
+                                  composed.sort_values(["system", "category"]).reset_index(drop=True))
+    error_profile.missed_labels(missed)
+    assert "pair_relations" not in temporary(missed)

@@ -25,18 +25,26 @@ if TYPE_CHECKING:
     from ..inputs.store import Store
 
 CATEGORIES = ("exact", "ancestor", "descendant", "sibling", "same_branch", "cross_branch", "spurious", "missed")
+# made as a table before a query that reads it: composed into the error categories of a million instances,
+# the pairs' relations and the labels' profile held more than a 4 GB memory limit at once
+STAGES = ("pair_relations",)
+
+
+def _frame(source: Store | Engine, query: str, **kwargs: str) -> pd.DataFrame:
+    """The rows of query ``query`` of ``error_profile.sql`` (:meth:`~hiersql.engines.Engine.frame`)."""
+    return as_engine(source).frame("error_profile", query, stages=STAGES, **kwargs)
 
 
 def predicted_profile(source: Store | Engine) -> pd.DataFrame:
     """Per predicted label (``system, instance_id, label, depth``): its ``category``, the ``distance`` to the
     nearest true label of its instance and ``lca_depth``, the depth of its deepest common ancestor with a true
     label (both NA for a spurious label)."""
-    return as_engine(source).frame("error_profile", "predicted_profile", order="system, instance_id, label")
+    return _frame(source, "predicted_profile", order="system, instance_id, label")
 
 
 def missed_labels(source: Store | Engine) -> pd.DataFrame:
     """The true labels no predicted label reaches (``u ∉ An(P) ∪ P``): ``system, instance_id, label, depth``."""
-    return as_engine(source).frame("error_profile", "missed_labels", order="system, instance_id, label")
+    return _frame(source, "missed_labels", order="system, instance_id, label")
 
 
 def error_categories(source: Store | Engine) -> pd.DataFrame:
@@ -45,7 +53,7 @@ def error_categories(source: Store | Engine) -> pd.DataFrame:
     import pandas as pd
 
     engine = as_engine(source)
-    found = engine.frame("error_profile", "error_categories")
+    found = _frame(engine, "error_categories")
     grid = pd.DataFrame([(s, c) for s in engine.systems() for c in CATEGORIES], columns=["system", "category"])
     out = grid.merge(found, on=["system", "category"], how="left").fillna({"n": 0, "share": 0.0})
     return out.astype({"n": "int64"})
@@ -55,7 +63,7 @@ def distance_statistics(source: Store | Engine) -> pd.DataFrame:
     """Per system: ``n_labels`` (predicted labels of instances with a truth), the ``mean_distance``,
     ``median_distance`` and ``max_distance`` from each to its nearest true label, ``macro_mean_distance`` (the
     mean over predicted classes of the class's mean distance) and ``mean_lca_depth``."""
-    return as_engine(source).frame("error_profile", "distance_statistics", order="system")
+    return _frame(source, "distance_statistics", order="system")
 
 
 def distance_histogram(source: Store | Engine, kind: str = "distance") -> pd.DataFrame:
@@ -63,22 +71,22 @@ def distance_histogram(source: Store | Engine, kind: str = "distance") -> pd.Dat
     (``kind="distance"``) or have their deepest LCA with a true label at each depth (``kind="lca_depth"``)."""
     if kind not in ("distance", "lca_depth"):
         raise ValueError(f"kind must be 'distance' or 'lca_depth', got {kind!r}")
-    frame = as_engine(source).frame("error_profile", "distance_histogram", where=f"kind = '{kind}'",
+    frame = _frame(source, "distance_histogram", where=f"kind = '{kind}'",
                                     order="system, value")
     return frame.drop(columns="kind")
 
 
 def class_distances(source: Store | Engine) -> pd.DataFrame:
     """Per (system, predicted class): ``n`` labels and their ``mean_distance`` to the nearest true label."""
-    return as_engine(source).frame("error_profile", "class_distances", order="system, label")
+    return _frame(source, "class_distances", order="system, label")
 
 
 def path_consistency(source: Store | Engine) -> pd.DataFrame:
     """Per system: ``n_sets`` non-empty predicted sets, ``n_inconsistent`` of them not closed under ancestors
     (a label without one of its non-root ancestors), and ``inconsistency_rate = n_inconsistent / n_sets``."""
-    return as_engine(source).frame("error_profile", "path_consistency", order="system")
+    return _frame(source, "path_consistency", order="system")
 
 
 def path_consistency_instance(source: Store | Engine) -> pd.DataFrame:
     """Per non-empty predicted set: ``n_labels``, ``n_missing_ancestors`` and ``consistent``."""
-    return as_engine(source).frame("error_profile", "consistency_instance", order="system, instance_id")
+    return _frame(source, "consistency_instance", order="system, instance_id")

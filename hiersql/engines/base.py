@@ -160,13 +160,18 @@ class Engine:
         return self.execute(f"SELECT * FROM {query}")
 
     def frame(self, file: str, query: str, params: Mapping[str, object] | None = None, *, where: str = "",
-              order: str = "", text: str | None = None) -> pd.DataFrame:
+              order: str = "", text: str | None = None, stages: Sequence[str] = ()) -> pd.DataFrame:
         """The rows of query ``query`` of ``sql/<file>.sql`` (or of the query ``text`` reading that file's
         queries), made as :meth:`stage` makes it, kept where ``where`` holds (SQL written by the library, never
         input), as a pandas frame sorted by ``order`` (``"system, level DESC"``): how the analyses read a query
         on any engine. The sort is pandas' (code-point order of strings, missing values last), not the
-        engine's, whose collation may differ (a PostgreSQL server's locale)."""
-        self.stage(file, query, dict(params or {}), set(), text)
+        engine's, whose collation may differ (a PostgreSQL server's locale). The queries of ``stages`` that
+        ``query`` reads are made as tables first, in their order, rather than composed into it."""
+        params, done = dict(params or {}), set()
+        for name in stages:
+            if name in sqlfiles.dependencies(file, query, text=text, skip=done):
+                self.stage(file, name, params, done)
+        self.stage(file, query, params, done, text)
         frame = self.arrow(f"SELECT * FROM {query}" + (f" WHERE {where}" if where else "")).to_pandas()
         if not order:
             return frame
