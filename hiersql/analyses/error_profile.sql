@@ -152,23 +152,27 @@ GROUP BY system, lca_depth
 
 -- name: consistency_instance
 -- (system, instance_id, n_labels, n_missing_ancestors, consistent) per non-empty predicted set: the ancestors
--- (the root left out) of its labels that it lacks; consistent = closed under ancestors.
+-- (the root left out) of its labels that it lacks; consistent = closed under ancestors. The labels and the
+-- missing ancestors are counted apart (joined, they made a row per label and missing ancestor of a set).
+WITH missing AS (
+    SELECT p.system, p.instance_id, count(DISTINCT c.ancestor) AS n
+    FROM predictions AS p
+    JOIN closure AS c ON c.descendant = p.label AND c.distance > 0
+    JOIN nodes AS n ON n.label = c.ancestor AND NOT n.is_root
+    WHERE NOT EXISTS (
+        SELECT 1 FROM predictions AS q
+        WHERE q.system = p.system AND q.instance_id = p.instance_id AND q.label = c.ancestor
+    )
+    GROUP BY p.system, p.instance_id
+)
 SELECT
     p.system,
     p.instance_id,
     count(DISTINCT p.label) AS n_labels,
-    count(DISTINCT m.label) AS n_missing_ancestors,
-    count(m.label) = 0 AS consistent
+    coalesce(max(m.n), 0) AS n_missing_ancestors,
+    max(m.n) IS NULL AS consistent
 FROM predictions AS p
-LEFT JOIN (
-    SELECT DISTINCT p.system, p.instance_id, c.ancestor AS label
-    FROM predictions AS p
-    JOIN closure AS c ON c.descendant = p.label AND c.distance > 0
-    JOIN nodes AS n ON n.label = c.ancestor AND NOT n.is_root
-    LEFT JOIN predictions AS q
-        ON q.system = p.system AND q.instance_id = p.instance_id AND q.label = c.ancestor
-    WHERE q.label IS NULL
-) AS m ON m.system = p.system AND m.instance_id = p.instance_id
+LEFT JOIN missing AS m ON m.system = p.system AND m.instance_id = p.instance_id
 GROUP BY p.system, p.instance_id
 
 -- name: path_consistency
