@@ -71,8 +71,7 @@ def distance_histogram(source: Store | Engine, kind: str = "distance") -> pd.Dat
     (``kind="distance"``) or have their deepest LCA with a true label at each depth (``kind="lca_depth"``)."""
     if kind not in ("distance", "lca_depth"):
         raise ValueError(f"kind must be 'distance' or 'lca_depth', got {kind!r}")
-    frame = _frame(source, "distance_histogram", where=f"kind = '{kind}'",
-                                    order="system, value")
+    frame = _frame(source, "distance_histogram", where=f"kind = '{kind}'", order="system, value")
     return frame.drop(columns="kind")
 
 
