@@ -92,6 +92,17 @@ Step = Sql | Python
 
 
 @dataclass(frozen=True)
+class SqlCheck:
+    """A query of the family's file whose one row ``failed`` fails (a cast of hiersql's message to an integer)
+    where the family's :attr:`FamilyPlan.check` refuses the input, and which has no row, or a NULL, otherwise:
+    the rule as the SQL door runs it (the printed script, the macros). ``metrics``: it holds when one of them is
+    asked for by name (``None``: whenever the family runs)."""
+
+    query: str
+    metrics: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class Measure:
     """One measure of a family, declared once: what it computes, its averages, its direction and its range.
     Every door reads this declaration: the summary SQL (:func:`summary_sql`), the per-instance values
@@ -158,6 +169,9 @@ class FamilyPlan:
     metric_applies:
         ``metric_applies(engine, metric, options)``: whether ``metric`` is defined on the input with ``options``
         (``all`` skips the others).
+    sql_checks:
+        :attr:`check`'s rules as queries of the file (:class:`SqlCheck`), for a printed script, which fails
+        before its summary where ``hiersql evaluate`` refuses the input.
     summary:
         A query of the file that gives ``(system, metric, average, value)`` itself, for a family whose
         summary is not a set of ratios of unit counts (scoring trees: means weighted by counts over nodes).
@@ -210,6 +224,7 @@ class FamilyPlan:
     tables: Callable[[Options], dict[str, Any]] = lambda options: {}
     applies: Callable[[Any], str | None] = lambda engine: None
     metric_applies: Callable[[Any, str, Any], bool] = lambda engine, metric, options=None: True
+    sql_checks: tuple[SqlCheck, ...] = ()
     summary: str | None = None
     unit_order: Mapping[str, str] = field(default_factory=dict)
     classes: str | None = None

@@ -90,9 +90,9 @@ def test_the_instance_macro_scores_every_pair(lanus_db):
     assert rows[0] == 1100 and rows[1] == pytest.approx(micro, abs=1e-12)
 
 
-def test_without_the_weights_of_a_scoring_tree_pl_alone_has_values(tmp_path, fixtures_dir):
-    """On the tree without weights, evaluate gives PL alone (the weighted measures do not apply); the macro gives
-    the same PL and NULL for the weighted measures."""
+def test_without_the_weights_of_a_scoring_tree_pl_alone_has_values(tmp_path, fixtures_dir, capsys):
+    """On the tree without weights, evaluate gives PL alone (the weighted measures do not apply), and so do the
+    macro and the printed family's query (they gave NULL rows for the weighted measures)."""
     path = tmp_path / "user.duckdb"
     store = lanus_file(path, fixtures_dir, tree="tree.tsv")
     want = {(r.metric, r.average): r.value for r in compute(store, ["scoring"], Options())}
@@ -101,8 +101,17 @@ def test_without_the_weights_of_a_scoring_tree_pl_alone_has_values(tmp_path, fix
     assert main(["install-macros", "--db", str(path)]) == 0
     with duckdb.connect(str(path)) as con:
         got = {(m, a): v for _, m, a, v in con.execute("SELECT * FROM hiersql_scoring()").fetchall()}
-    assert {k: v for k, v in got.items() if v is not None} == pytest.approx(want, abs=1e-12)
-    assert {m for (m, _), v in got.items() if v is None} == set(SCORING) - {"pl"}
+    assert got == pytest.approx(want, abs=1e-12)
+    assert printed_rows(path, "scoring", capsys) == pytest.approx(want, abs=1e-12)
+
+
+def printed_rows(path: Path, metric: str, capsys) -> dict[tuple[str, str], float]:
+    """``(metric, average): value`` of the DuckDB script ``hiersql sql METRIC`` prints, run on the file."""
+    capsys.readouterr()
+    assert main(["sql", metric]) == 0
+    script = capsys.readouterr().out
+    with duckdb.connect(str(path)) as con:
+        return {(m, a): v for _, m, a, v in con.execute(script).fetchall()}
 
 
 @pytest.mark.parametrize(("edit", "valid"), [
@@ -113,8 +122,8 @@ def test_without_the_weights_of_a_scoring_tree_pl_alone_has_values(tmp_path, fix
     (("B", "0.9", "0.0"), False),  # W(B) = 0 (and the sums below B are 0.1)
 ])
 def test_sqls_rule_of_a_scoring_tree_is_pythons(tmp_path, fixtures_dir, edit, valid):
-    """``scoring_constants.weighted`` (the macros' and every engine's SQL) holds exactly when
-    :func:`~hiersql.measures.scoring.trees.validate` accepts the weights."""
+    """``scoring_constants.weighted`` (no row of ``scoring_weight_faults``: the macros' and every engine's SQL)
+    holds exactly when :func:`~hiersql.measures.scoring.trees.validate` accepts the weights."""
     lines = (fixtures_dir / "lanus" / "tree_decreasing.tsv").read_text(encoding="utf-8").splitlines()
     if edit is not None:
         child, old, new = edit
@@ -154,3 +163,61 @@ def test_what_evaluate_refuses_the_macro_refuses_in_one_error(tmp_path, fixtures
         call = 'hiersql_scoring("offset" := 0.5)' if case == "offset" else "hiersql_scoring()"
         with pytest.raises(duckdb.Error, match=re.escape(said)):
             con.execute(f"SELECT * FROM {call}").fetchall()
+
+
+def _edited_tree(tmp_path: Path, fixtures_dir: Path, edit: str) -> Path:
+    """The decreasing-weights tree of Fig. 1 with a second parent of F (``dag``) or the weight 0.0999 of the edge
+    into the leaf D, whose root-to-leaf sum becomes 0.9999 (``weights``)."""
+    text = (fixtures_dir / "lanus" / "tree_decreasing.tsv").read_text(encoding="utf-8")
+    if edit == "dag":
+        text += "B\tF\t0.0\n"
+    else:
+        lines = text.splitlines()
+        lines = ["\t".join([*line.split("\t")[:2], "0.0999"]) if line.split("\t")[1:2] == ["D"] else line
+                 for line in lines]
+        assert lines != text.splitlines()
+        text = "\n".join(lines) + "\n"
+    tree = tmp_path / f"tree_{edit}.tsv"
+    tree.write_text(text, encoding="utf-8")
+    return tree
+
+
+@pytest.mark.parametrize(("case", "metric", "said"), [
+    ("dag", "scoring", "hiersql: edges: scoring trees must be trees (the paper's measures are defined on trees);"
+                       " nodes with several parents: F"),
+    ("root", "pl", "hiersql: truth: the root of a scoring tree is never a label (Lanus et al. §III): 'A'"),
+    ("weights", "lpp", "hiersql: edges: the weighted scoring-tree measures need edge weights that make a scoring"
+                       " tree: every root-to-leaf weight sum must be 1; the leaf D (0.9999"),
+    ("weights", "scoring_hf", "every root-to-leaf weight sum must be 1; the leaf D (0.9999"),
+])
+def test_the_printed_script_refuses_what_evaluate_refuses(tmp_path, fixtures_dir, capsys, case, metric, said):
+    """The printed DuckDB script of the family or of one measure fails with one error naming the fault where
+    evaluate refuses the same input (the script had no check: it gave numbers on a DAG)."""
+    path = tmp_path / "user.duckdb"
+    tree = _edited_tree(tmp_path, fixtures_dir, case) if case != "root" else fixtures_dir / "lanus" / "tree.tsv"
+    store = lanus_file(path, fixtures_dir, tree=str(tree))
+    if case == "root":
+        store.con.execute("UPDATE truth SET label = 'A' WHERE instance_id = '0'")
+    with pytest.raises(InputError):
+        compute(store, [metric], Options())
+    store.close()
+    capsys.readouterr()
+    assert main(["sql", metric]) == 0
+    script = capsys.readouterr().out
+    with duckdb.connect(str(path)) as con, pytest.raises(duckdb.Error, match=re.escape(said)):
+        con.execute(script).fetchall()
+
+
+def test_the_family_on_weights_that_make_no_scoring_tree_is_pl_alone_at_every_door(tmp_path, fixtures_dir, capsys):
+    """Weights whose sum to the leaf D is 0.9999: the family named gives PL alone through evaluate, the macro and
+    the printed query, the same values; the weighted measures named are refused (above)."""
+    path = tmp_path / "user.duckdb"
+    store = lanus_file(path, fixtures_dir, tree=str(_edited_tree(tmp_path, fixtures_dir, "weights")))
+    want = {(r.metric, r.average): r.value for r in compute(store, ["scoring"], Options())}
+    store.close()
+    assert {m for m, _ in want} == {"pl"}
+    assert main(["install-macros", "--db", str(path)]) == 0
+    with duckdb.connect(str(path)) as con:
+        got = {(m, a): v for _, m, a, v in con.execute("SELECT * FROM hiersql_scoring()").fetchall()}
+    assert got == pytest.approx(want, abs=1e-12)
+    assert printed_rows(path, "scoring", capsys) == pytest.approx(want, abs=1e-12)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from .. import sqlfiles
 from ..engines import family_params
+from ..engines.dialect import failures_raised
 from ..inputs import rules as input_rules
 from ..measures import FAMILIES, plan_of
 from ..options import Options
@@ -63,7 +64,7 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
         tree = checked(tree, inputs)
         params.update({p: defaults["input_rules"][p] for p in sorted({node.name for node in tree.find_all(
                        exp.Placeholder)}) if p in input_rules.OPTIONS})
-        tree = tree.transform(_checked_parameter, copy=False).transform(_raised, copy=False)
+        tree = failures_raised(tree.transform(_checked_parameter, copy=False), "duckdb")
         # quoted: a parameter may be a keyword of DuckDB's (offset), called as hiersql_scoring("offset" := -1)
         args = [f'"{p}"' for p, v in params.items() if v is _REQUIRED]
         args += [f'"{p}" := {sqlfiles._literal(v).sql(dialect="duckdb")}' for p, v in params.items()
@@ -126,22 +127,6 @@ _REQUIRED = object()
 # the queries generated from a family's declared measures that a macro reads as FILE.summary, FILE.instance_values
 GENERATED = {"summary": lambda plan: summary_sql(plan, list(plan.metrics), ("micro", "macro"), ordered=True),
              "instance_values": instance_values_sql}
-
-
-def _raised(node):
-    """``CAST('hiersql: ...' || ... AS INTEGER)``, the portable failure of the SQL files (a database's
-    cast error quotes the text: ``closure_refresh``'s cycle), as DuckDB's ``error(...)``: the macro's error is
-    the message itself."""
-    from sqlglot import exp
-
-    if not isinstance(node, exp.Cast) or not node.to.is_type(*exp.DataType.INTEGER_TYPES):
-        return node
-    first = node.this
-    while isinstance(first, exp.DPipe):
-        first = first.this
-    if isinstance(first, exp.Literal) and first.is_string and first.this.startswith("hiersql: "):
-        return exp.Anonymous(this="error", expressions=[node.this])
-    return node
 
 
 def _checked_parameter(node):

@@ -53,9 +53,8 @@ SELECT * FROM severity.summary
 
 -- name: hiersql_scoring
 -- (system, metric, average, value): PL, L, LPP, LPPTPS, LPPPPS and the hierarchical P/R/F of the scoring
--- trees (Lanus et al.; micro, macro) of every system (offset := 0.0). The weighted measures' values are NULL
--- unless the edge weights make a scoring tree (hiersql evaluate leaves them out then); a taxonomy that is not
--- a tree, or a root that is a label, fails.
+-- trees (Lanus et al.; micro, macro) of every system (offset := 0.0). PL alone unless the edge weights make a
+-- scoring tree, as hiersql evaluate's family; a taxonomy that is not a tree, or a root that is a label, fails.
 SELECT * FROM scoring.scoring_summary WHERE (SELECT failed FROM scoring.scoring_tree_check) IS NULL
 
 -- name: hiersql_scoring_instance

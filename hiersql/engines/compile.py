@@ -35,9 +35,12 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     stages), then the summary query. A stage that such a step writes is left to the step (its query is the
     empty default of the selections without the step): the script fails at the first statement that reads it
     unless the step was run, rather than giving another selection's values. A family with its own summary
-    query keeps the rows of ``metrics`` only.
+    query keeps the rows of ``metrics`` only. The summary's rows come where the plan's
+    :attr:`~hiersql.plan.FamilyPlan.sql_checks` pass (those of measures named in ``metrics``; ``None``: the
+    family as a whole), and it fails where they fail, as ``hiersql evaluate`` refuses such an input.
     """
     options = options or Options()
+    checks = [c.query for c in plan.sql_checks if c.metrics is None or set(c.metrics) & set(metrics or ())]
     metrics = list(metrics or plan.metrics)
     one_run(plan, metrics, options)
     rules = dialect_of(dialect)
@@ -69,6 +72,10 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     else:  # the family's own summary query, filtered
         summary = f"SELECT * FROM {plan.summary} WHERE metric IN ({', '.join(repr(m) for m in metrics)})"
         last = f"{plan.summary}_of_metrics"
+    if checks:  # the rows only where the family's checks pass (plan.sql_checks: they fail otherwise)
+        summary = (f"SELECT * FROM ({summary or f'SELECT * FROM {plan.summary}'}) AS checked WHERE "
+                   + " AND ".join(f"(SELECT failed FROM {check}) IS NULL" for check in checks))
+        last = f"{plan.name}_checked"
     steps = [step for step in plan.steps if isinstance(step, Sql) or step.when(options)]
     if not any(isinstance(step, Python) for step in steps) and not rules.inlines_ctes:
         return "\n".join(statements(last, True, summary)).rstrip(";")

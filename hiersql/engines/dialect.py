@@ -107,10 +107,10 @@ class EngineDialect:
         return self.sums != "unordered"
 
     def rewritten(self, tree: Any) -> Any:
-        """``tree`` after :attr:`rewrites`, then the rewrite of :attr:`sums`."""
+        """``tree`` after :attr:`rewrites`, then the rewrite of :attr:`sums`, then :func:`failures_raised`."""
         for rewrite in (*self.rewrites, _SUMS[self.sums]):
             tree = rewrite(tree)
-        return tree
+        return failures_raised(tree, self.name)
 
     def quoted(self, name: str) -> str:
         """A (possibly qualified) table or column name as this dialect's runners write it."""
@@ -191,6 +191,33 @@ def _fold_template(mean: bool) -> Any:
 
 
 _SUMS: dict[Sums, Rewrite] = {"ordered": lambda tree: tree, "exact-fold": ordered_folds, "unordered": orders_dropped}
+
+
+# ---------------------------------------------------------------------------------------------- failures
+def failures_raised(tree: Any, dialect: str) -> Any:
+    """``CAST('hiersql: ...' || ... AS INTEGER)``, the portable failure of the SQL files (a database's cast
+    error quotes the text: ``closure_refresh``'s cycle, a family's checks), as the failure function of
+    ``dialect`` (:data:`hiersql.inputs.rules.FAILURE_FUNCTIONS`: DuckDB's ``error``, Spark's ``raise_error``),
+    whose error is the message itself; unchanged in a dialect without one."""
+    from sqlglot import exp
+
+    from ..inputs.rules import FAILURE_FUNCTIONS
+
+    function = FAILURE_FUNCTIONS.get(dialect)
+    if function is None:
+        return tree
+
+    def raised(node):
+        if not isinstance(node, exp.Cast) or not node.to.is_type(*exp.DataType.INTEGER_TYPES):
+            return node
+        first = node.this
+        while isinstance(first, exp.DPipe):
+            first = first.this
+        if isinstance(first, exp.Literal) and first.is_string and first.this.startswith("hiersql: "):
+            return exp.Anonymous(this=function, expressions=[node.this])
+        return node
+
+    return tree.transform(raised, copy=False)
 
 
 # ---------------------------------------------------------------------------------------------- Spark rewrites

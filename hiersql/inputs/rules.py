@@ -247,11 +247,15 @@ def problems_sql(tables: Mapping[str, str] | None = None, rank: bool = True) -> 
     return _rename_tables(tree, dict(tables or {})).sql(dialect="duckdb")
 
 
+FAILURE_FUNCTIONS = {"duckdb": "error", "spark": "raise_error", "databricks": "raise_error"}
+"""The function of each dialect that has one that fails with a text as its message."""
+
+
 def fail_function(dialect: str) -> str:
-    """The SQL of a failure that shows text ``{}`` in ``dialect``: DuckDB's ``error``, Spark's ``raise_error``,
+    """The SQL of a failure that shows text ``{}`` in ``dialect``: its function of :data:`FAILURE_FUNCTIONS`,
     elsewhere a cast of the text to an integer (the database's message quotes it)."""
-    return {"duckdb": "error({})", "spark": "raise_error({})", "databricks": "raise_error({})"}.get(
-        dialect, "CAST({} AS INTEGER)")
+    function = FAILURE_FUNCTIONS.get(dialect)
+    return "CAST({} AS INTEGER)" if function is None else function + "({})"
 
 
 def guard_sql(tables: Mapping[str, str] | None = None, dialect: str = "duckdb",

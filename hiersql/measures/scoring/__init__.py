@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...engines import DuckDBEngine, Engine
 from ...errors import DataWarning, InputError
-from ...plan import FamilyPlan, Measure, Sql
+from ...plan import FamilyPlan, Measure, Sql, SqlCheck
 from .. import REGISTRY, Options, Row, as_engine
 
 if TYPE_CHECKING:
@@ -109,6 +109,9 @@ PLAN = FamilyPlan(
     check=_check,
     applies=_applies,
     metric_applies=_metric_applies,
+    # _check's rules: the tree and its root (scoring_tree_check); the weights, for a weighted measure named
+    sql_checks=(SqlCheck("scoring_tree_check"),
+                SqlCheck("scoring_weights_check", tuple(m for m in METRICS if m not in UNWEIGHTED))),
     unit_order={"scoring_instance": "system, instance_id, truth, prediction"},
 )
 

@@ -1,7 +1,7 @@
 -- Scoring-tree measures (Lanus et al., "Hierarchical Scoring for Machine Learning Classifier Error Impact
 -- Evaluation", §III; SPEC §8). The taxonomy is a tree whose edge weights sit on the child (edges.weight);
 -- W(n) = weight sum root -> n, W(root) = 0, every root-to-leaf sum is 1 (hiersql.measures.scoring.trees.validate
--- checks it before these run; scoring_constants.weighted states the same rule, scoring_tree_check the tree's).
+-- checks it before these run; scoring_weight_faults states the same rule, scoring_tree_check the tree's).
 -- Per (truth t, prediction p) pair: d = edge count between t and p, R = W(lca(t, p)), Pn = W(t) + W(p) - 2R,
 -- raw = R - Pn in [-2, 1]. With the offset o <= 0 ($offset) every score is (s - (s_min + o)) / (s_max - (s_min + o)):
 --   PL      s = -d          on [-l, 0]   ->  1 - d / (l - o)
@@ -76,12 +76,42 @@ JOIN scoring_nodes AS a ON a.label = b.parent
 JOIN scoring_branches AS br ON br.parent = b.parent
 WHERE NOT s.is_root
 
+-- name: scoring_weight_faults
+-- (fault, label, value): why the edge weights do not make a scoring tree, a row per node at fault, in the order
+-- of hiersql.measures.scoring.trees.validate's rules: 1 the edge into label has no weight, 2 it has a negative
+-- weight, 3 a leaf whose W is not 1 within $weight_tolerance, 4 a node other than the root whose W is not > 0.
+-- No row: the weighted measures are defined (PL alone needs no weights).
+SELECT 1 AS fault, child AS label, CAST(NULL AS DOUBLE) AS value FROM edges WHERE weight IS NULL
+UNION ALL
+SELECT 2, child, weight FROM edges WHERE weight < 0
+UNION ALL
+SELECT 3, s.label, s.w
+FROM scoring_nodes AS s
+JOIN nodes AS n ON n.label = s.label
+WHERE n.is_leaf AND abs(s.w - 1) > $weight_tolerance
+UNION ALL
+SELECT 4, label, w FROM scoring_nodes WHERE NOT is_root AND w <= 0
+
+-- name: scoring_weights_check
+-- (failed): no row, or the failure (hiersql's cast error) that names the first fault of scoring_weight_faults:
+-- the check that hiersql.measures.scoring makes before a weighted measure asked for by name runs (a printed
+-- script of one runs it; the family as a whole leaves the weighted measures out instead).
+SELECT CAST('hiersql: edges: the weighted scoring-tree measures need edge weights that make a scoring tree: '
+            || CASE fault
+                   WHEN 1 THEN 'an edge without weight (a virtual root above several top nodes has none: give the'
+                               || ' tree a single root), into '
+                   WHEN 2 THEN 'edge weights must be non-negative; the edge into '
+                   WHEN 3 THEN 'every root-to-leaf weight sum must be 1; the leaf '
+                   ELSE 'the path from the root must weigh more than 0 (LPPTPS and LPPPPS divide by it); the node '
+               END
+            || label || coalesce(' (' || CAST(value AS VARCHAR) || ')', '') AS INTEGER) AS failed
+FROM (SELECT fault, label, value FROM scoring_weight_faults ORDER BY fault, label LIMIT 1) AS first_fault
+
 -- name: scoring_constants
 -- l: longest path between two labels = the largest sum of the two highest branches below a node (a node
 -- other than the root may also end the path itself); m = min of raw / W(t) over all label pairs; weighted:
--- whether the edge weights make a scoring tree (every edge has a weight >= 0, every root-to-leaf sum is 1
--- within $weight_tolerance, every node but the root has W > 0); else the weighted scores are NULL: PL alone
--- is defined.
+-- whether the edge weights make a scoring tree (scoring_weight_faults has no row); else the weighted scores
+-- are NULL: PL alone is defined.
 SELECT
     (SELECT max(CASE WHEN n.is_root THEN b.h1 + b.h2 ELSE b.h1 + coalesce(b.h2, 0) END)
      FROM scoring_branches AS b
@@ -89,13 +119,7 @@ SELECT
     (SELECT min((3.0 * w_a - w_t - w_p) / nullif(w_t, 0))
      FROM scoring_lca_options
      WHERE w_p IS NOT NULL) AS m,
-    (SELECT count(weight) = count(*) AND coalesce(min(weight), 0) >= 0 FROM edges)
-    AND NOT EXISTS (
-        SELECT 1
-        FROM scoring_nodes AS s
-        JOIN nodes AS n ON n.label = s.label
-        WHERE (n.is_leaf AND abs(s.w - 1) > $weight_tolerance) OR (NOT s.is_root AND s.w <= 0)
-    ) AS weighted
+    NOT EXISTS (SELECT 1 FROM scoring_weight_faults) AS weighted
 
 -- name: scoring_root_labels
 -- (source, label): the labels that are the root, with where they are given (the truth, a system's predictions,
@@ -238,7 +262,8 @@ WHERE n > 0
 GROUP BY system, node
 
 -- name: scoring_summary
--- (system, metric, average, value); scoring_hp = mean LPPPPS, scoring_hr = mean LPPTPS.
+-- (system, metric, average, value); scoring_hp = mean LPPPPS, scoring_hr = mean LPPTPS; PL alone on a tree
+-- whose weights make no scoring tree.
 WITH micro AS (
     SELECT
         system,
@@ -281,6 +306,8 @@ SELECT
 FROM both_averages AS b
 CROSS JOIN (VALUES (0, 'pl'), (1, 'lca_reward'), (2, 'lpp'), (3, 'lpptps'), (4, 'lpppps'), (5, 'scoring_hp'),
                    (6, 'scoring_hr'), (7, 'scoring_hf')) AS m(k, metric)
+-- the weighted measures only where the edge weights make a scoring tree, as hiersql evaluate's family
+WHERE m.k = 0 OR NOT EXISTS (SELECT 1 FROM scoring_weight_faults)
 
 -- name: scoring_flat_classes
 -- The paper's flat rows, per class: the classes are the labels seen as truth or prediction plus a "none"
