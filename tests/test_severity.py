@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -474,6 +475,37 @@ def test_printed_sql_is_one_k(tmp_path, capsys):
         assert main(["sql", "tree_induced_error", *bound]) == 0
         scripts.append(capsys.readouterr().out)
     assert scripts[0] == scripts[1] == scripts[2]
+
+
+def test_printed_sql_of_a_measure_named_at_a_k_no_system_has_fails_as_evaluate_does(tmp_path, capsys):
+    """Hard predictions at k = 5: evaluate refuses a severity measure named (exit 2 naming --k) and gives no row
+    for the family; the printed script of the measure fails with that message (it gave no row), the family's
+    has no row, and at k = 1 the measure's rows are the hand values."""
+    import duckdb
+
+    from hiersql.inputs.store import Store
+
+    path = tmp_path / "user.duckdb"
+    store = Store(path)
+    store.load_taxonomy(Taxonomy.from_edges(TREE))
+    store.add_truth(pd.DataFrame({"instance_id": ["0", "1", "2"], "label": TRUTH}))
+    store.add_predictions("hard", [["a1"], ["b1"], ["b2"]])
+    with pytest.raises(InputError, match="k must include 1 for hard predictions"):
+        hiersql.measures.compute(store, ["mistake_severity"], hiersql.Options(k=(5,)))
+    assert hiersql.measures.compute(store, ["severity"], hiersql.Options(k=(5,))) == []
+    store.close()
+
+    def printed(*argv: str) -> list[tuple]:
+        assert main(["sql", *argv]) == 0
+        with duckdb.connect(str(path)) as con:
+            return con.execute(capsys.readouterr().out).fetchall()
+
+    with pytest.raises(duckdb.Error, match=re.escape(
+            "hiersql: k must include 1 for hard predictions (k > 1 needs scores; none of the 1 system(s) has"
+            " them): 5")):
+        printed("mistake_severity", "--k", "5")
+    assert printed("severity", "--k", "5") == []
+    assert printed("mistake_severity", "--k", "1") == [("hard", "mistake_severity", "@1", 1.5)]
 
 
 def test_all_leaves_out_the_pairwise_measures_of_a_large_class_set(monkeypatch):

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...engines import DuckDBEngine
-from ...plan import FamilyPlan, Measure, Sql
+from ...plan import FamilyPlan, Measure, Sql, SqlCheck
 from .. import REGISTRY, Options, Row, as_engine
 
 if TYPE_CHECKING:
@@ -121,6 +121,7 @@ PLAN = FamilyPlan(
     run_average="@{top_k}",
     metric_applies=_metric_applies,
     systems="severity_ranked_systems",
+    sql_checks=(SqlCheck("severity_k_check", tuple(METRICS)),),  # _check's rule, for a measure named
     shared=("severity_max_k", "severity_distances", "severity_best_levels"),
 )
 

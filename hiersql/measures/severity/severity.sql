@@ -48,6 +48,18 @@ FROM severity_max_k
 -- (system): the systems that have values at $top_k: the rows of the summary.
 SELECT system FROM severity_systems WHERE ranked
 
+-- name: severity_k_check
+-- (failed): NULL, or the failure (hiersql's cast error) of a $top_k at which no system has values (k > 1 needs
+-- scores): the check hiersql.measures.severity makes before a measure asked for by name runs (the family as a
+-- whole has no row then). The message reads the count of systems: PostgreSQL computes a constant cast when it
+-- plans the query, whatever the CASE.
+SELECT CASE
+    WHEN max(CASE WHEN ranked THEN 1 ELSE 0 END) = 0
+    THEN CAST('hiersql: k must include 1 for hard predictions (k > 1 needs scores; none of the '
+              || CAST(count(*) AS VARCHAR) || ' system(s) has them): ' || CAST($top_k AS VARCHAR) AS INTEGER)
+END AS failed
+FROM severity_systems
+
 -- name: severity_classes
 -- (label): the classes C that a retrieval may return: the leaves and every label seen.
 SELECT label FROM nodes WHERE is_leaf
