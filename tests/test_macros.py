@@ -125,6 +125,31 @@ def test_flat_macros_and_the_fixed_universe(hand_db):
     assert math.isclose(hamming["s1"], 1 / 3)
 
 
+@pytest.mark.parametrize(("labels", "said"), [
+    (("A", "B", "Z"), "hiersql: flat_labels holds a label not in the taxonomy: 'Z'"),
+    (("B", "C", "B"), "hiersql: flat_labels holds a label twice: 'B'"),
+])
+def test_a_fixed_universe_evaluate_refuses_fails_every_door(hand_db, capsys, labels, said):
+    """A fixed class universe with a label that is no node, or one given twice: evaluate refuses it (labels=),
+    and so do the flat macros and the printed flat script, in one error naming the label (they counted a class
+    that cannot occur, and merged the repeated one)."""
+    from hiersql.errors import InputError
+
+    store = Store(hand_db)
+    with pytest.raises(InputError, match=re.escape(said.split(" flat_labels ")[1].split(":")[0])):
+        compute(store, ["label_f1"], Options(labels=labels))
+    store.close()
+    assert main(["sql", "flat", "--param", "fixed_universe=true"]) == 0
+    printed = capsys.readouterr().out
+    with duckdb.connect(str(hand_db)) as con:
+        con.executemany("INSERT INTO flat_labels VALUES (?)", [(label,) for label in labels])
+        for query in ("SELECT * FROM hiersql_flat(fixed_universe := true)",
+                      "SELECT * FROM hiersql_flat_instance(fixed_universe := true)", printed):
+            with pytest.raises(duckdb.Error, match=re.escape(said)):
+                con.execute(query).fetchall()
+        assert con.execute("SELECT count(*) FROM hiersql_flat()").fetchone()[0] > 0  # the universe unused
+
+
 def test_closure_macro_recomputes_the_closure(hand_db):
     con = duckdb.connect(str(hand_db))
     assert sorted(con.execute("SELECT * FROM hiersql_closure()").fetchall()) == \

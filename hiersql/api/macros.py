@@ -20,7 +20,7 @@ from ..engines.dialect import failures_raised
 from ..inputs import rules as input_rules
 from ..measures import FAMILIES, plan_of
 from ..options import Options
-from ..plan import instance_values_sql, summary_sql
+from ..plan import checked_sql, checks_of, instance_values_sql, summary_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -53,10 +53,14 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
             if ref.db == "input_rules":
                 composed = inputs.problems()
             else:
-                text = None
+                text, query = None, ref.name
                 if ref.name in GENERATED:  # the family's generated summary (every measure and average) or values
                     text = GENERATED[ref.name](plans[ref.db])
-                composed = sqlglot.parse_one(sqlfiles.render(ref.db, ref.name, None, "duckdb", cleaned, pretty=False,
+                plan = plans.get(ref.db)
+                checks = checks_of(plan) if plan and ref.name in (*GENERATED, plan.summary, plan.instance) else []
+                if checks:  # the family's values where its checks pass (they fail otherwise), as evaluate's
+                    text, query = checked_sql(text or f"SELECT * FROM {ref.name}", checks), f"{ref.name}_checked"
+                composed = sqlglot.parse_one(sqlfiles.render(ref.db, query, None, "duckdb", cleaned, pretty=False,
                                                              text=text) + "\n", read="duckdb")
             ref.replace(composed.subquery(ref.alias_or_name, copy=False))
             used = {node.name for node in composed.find_all(exp.Placeholder)}

@@ -4,7 +4,9 @@
 -- family's summary as FILE.summary and its per-instance values as FILE.instance_values (both generated from the
 -- family plan's measures, hiersql.plan): the
 -- installer puts that query there, composed with the queries it reads, and its $parameters become the
--- macro's named parameters, with the family's defaults (SPEC; hiersql.measures.Options) as default values:
+-- macro's named parameters, with the family's defaults (SPEC; hiersql.measures.Options) as default values.
+-- A family's summary or per-instance values (those two, or its plan's own summary and instance queries) come
+-- where the family's checks of every run pass (hiersql.plan.FamilyPlan.sql_checks), and fail otherwise:
 --   SELECT * FROM hiersql_set_based(include_root := true, max_distance := 2) WHERE metric = 'hierarchical_f1';
 -- The macros read edges, nodes, closure, instances, truth, predictions, systems (others with --table), and
 -- the flat ones also flat_labels(label), the fixed label universe used with fixed_universe := true.
@@ -55,12 +57,12 @@ SELECT * FROM severity.summary
 -- (system, metric, average, value): PL, L, LPP, LPPTPS, LPPPPS and the hierarchical P/R/F of the scoring
 -- trees (Lanus et al.; micro, macro) of every system (offset := 0.0). PL alone unless the edge weights make a
 -- scoring tree, as hiersql evaluate's family; a taxonomy that is not a tree, or a root that is a label, fails.
-SELECT * FROM scoring.scoring_summary WHERE (SELECT failed FROM scoring.scoring_tree_check) IS NULL
+SELECT * FROM scoring.scoring_summary
 
 -- name: hiersql_scoring_instance
 -- (system, instance_id, truth, prediction, n, pl, lca_reward, lpp, lpptps, lpppps): every scored pair (a
 -- missed or ghost detection: a NULL side), as hiersql_scoring checks and scores them.
-SELECT * FROM scoring.scoring_instance WHERE (SELECT failed FROM scoring.scoring_tree_check) IS NULL
+SELECT * FROM scoring.scoring_instance
 
 -- name: hiersql_check
 -- (table_name, column_name, row_key, value, rule, action, message): every problem of the input tables, the

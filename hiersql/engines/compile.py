@@ -16,7 +16,7 @@ from typing import Any
 from .. import sqlfiles
 from ..inputs import rules as input_rules
 from ..options import Options, sql_options
-from ..plan import FamilyPlan, Python, Sql, summary_sql
+from ..plan import FamilyPlan, Python, Sql, checked_sql, checks_of, summary_sql
 from .dialect import dialect as dialect_of
 
 
@@ -40,7 +40,7 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     family as a whole), and it fails where they fail, as ``hiersql evaluate`` refuses such an input.
     """
     options = options or Options()
-    checks = [c.query for c in plan.sql_checks if c.metrics is None or set(c.metrics) & set(metrics or ())]
+    named = list(metrics or ())
     metrics = list(metrics or plan.metrics)
     one_run(plan, metrics, options)
     rules = dialect_of(dialect)
@@ -72,10 +72,9 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     else:  # the family's own summary query, filtered
         summary = f"SELECT * FROM {plan.summary} WHERE metric IN ({', '.join(repr(m) for m in metrics)})"
         last = f"{plan.summary}_of_metrics"
-    if checks:  # the rows only where the family's checks pass (plan.sql_checks: they fail otherwise)
-        summary = (f"SELECT * FROM ({summary or f'SELECT * FROM {plan.summary}'}) AS checked WHERE "
-                   + " AND ".join(f"(SELECT failed FROM {check}) IS NULL" for check in checks))
-        last = f"{plan.name}_checked"
+    checks = checks_of(plan, named)
+    if checks:
+        summary, last = checked_sql(summary or f"SELECT * FROM {plan.summary}", checks), f"{plan.name}_checked"
     steps = [step for step in plan.steps if isinstance(step, Sql) or step.when(options)]
     if not any(isinstance(step, Python) for step in steps) and not rules.inlines_ctes:
         return "\n".join(statements(last, True, summary)).rstrip(";")

@@ -195,10 +195,10 @@ _SUMS: dict[Sums, Rewrite] = {"ordered": lambda tree: tree, "exact-fold": ordere
 
 # ---------------------------------------------------------------------------------------------- failures
 def failures_raised(tree: Any, dialect: str) -> Any:
-    """``CAST('hiersql: ...' || ... AS INTEGER)``, the portable failure of the SQL files (a database's cast
-    error quotes the text: ``closure_refresh``'s cycle, a family's checks), as the failure function of
-    ``dialect`` (:data:`hiersql.inputs.rules.FAILURE_FUNCTIONS`: DuckDB's ``error``, Spark's ``raise_error``),
-    whose error is the message itself; unchanged in a dialect without one."""
+    """``CAST('hiersql: ...' || ... AS INTEGER)`` (or of a subquery of one such column), the portable failure of
+    the SQL files (a database's cast error quotes the text: ``closure_refresh``'s cycle, a family's checks), as
+    the failure function of ``dialect`` (:data:`hiersql.inputs.rules.FAILURE_FUNCTIONS`: DuckDB's ``error``,
+    Spark's ``raise_error``), whose error is the message itself; unchanged in a dialect without one."""
     from sqlglot import exp
 
     from ..inputs.rules import FAILURE_FUNCTIONS
@@ -210,9 +210,10 @@ def failures_raised(tree: Any, dialect: str) -> Any:
     def raised(node):
         if not isinstance(node, exp.Cast) or not node.to.is_type(*exp.DataType.INTEGER_TYPES):
             return node
-        first = node.this
-        while isinstance(first, exp.DPipe):
-            first = first.this
+        first = node.this  # the message's first part: of the text, or of a subquery's one column
+        while isinstance(first, exp.DPipe | exp.Subquery | exp.Alias) or (
+                isinstance(first, exp.Select) and len(first.expressions) == 1):
+            first = first.expressions[0] if isinstance(first, exp.Select) else first.this
         if isinstance(first, exp.Literal) and first.is_string and first.this.startswith("hiersql: "):
             return exp.Anonymous(this=function, expressions=[node.this])
         return node

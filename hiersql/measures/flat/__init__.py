@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...engines import DuckDBEngine, Engine
-from ...plan import CLASSES, FamilyPlan, Measure, Sql
+from ...plan import CLASSES, FamilyPlan, Measure, Sql, SqlCheck
 from .. import REGISTRY, Options, Row, as_engine
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ PLAN = FamilyPlan(
     classes="flat_sides",
     instance_counts_classes=True,
     class_universe="flat_universe",
+    sql_checks=(SqlCheck("flat_universe_check"),),  # hiersql.averages.check_label_universe, for the SQL door
 )
 
 

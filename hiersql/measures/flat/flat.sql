@@ -13,6 +13,26 @@
 -- out of every measure (as scikit-learn's labels= does). A ratio with a zero denominator is $zero_division.
 -- Reads: truth, predictions, systems, instances, flat_labels.
 
+-- name: flat_universe_check
+-- (failed): NULL, or with $fixed_universe the failure (hiersql's cast error) that names the first label of
+-- flat_labels that is missing, not a node of the taxonomy (or its virtual root) or there twice: evaluate's check
+-- of the fixed class universe (hiersql.averages.check_label_universe).
+WITH faults AS (
+    SELECT label, 'holds a label not in the taxonomy' AS fault
+    FROM flat_labels
+    WHERE label IS NULL OR label NOT IN (SELECT label FROM nodes WHERE NOT is_virtual)
+    UNION ALL
+    SELECT label, 'holds a label twice'
+    FROM flat_labels
+    GROUP BY label
+    HAVING count(*) > 1
+)
+SELECT CASE
+    WHEN $fixed_universe AND EXISTS (SELECT 1 FROM faults)
+    THEN CAST((SELECT 'hiersql: flat_labels ' || fault || ': ' || coalesce('''' || label || '''', 'NULL')
+               FROM faults ORDER BY label, fault LIMIT 1) AS INTEGER)
+END AS failed
+
 -- name: flat_universe
 -- (system, label): the classes L of each system.
 SELECT s.system, t.label
