@@ -251,6 +251,29 @@ def test_copy_store_through_parquet_equals_the_arrow_upload(spark, germeval):
         engine.close()
 
 
+def test_the_printed_spark_script_fails_where_evaluate_refuses(spark, capsys, tmp_path):
+    """The hand example with the root A as a true label: evaluate refuses the scoring family; the printed Spark
+    script of ``pl`` fails in Spark with hiersql's message (``raise_error`` of its check, plan.sql_checks)."""
+    from hiersql.cli import main
+
+    store = hand_store()
+    store.con.execute("UPDATE truth SET label = 'A' WHERE instance_id = '2'")
+    with pytest.raises(InputError, match="never a label"):
+        compute(store, ["pl"], Options())
+    session = spark.newSession()
+    engine = SparkEngine(session)
+    engine.copy_store(store)
+    assert main(["sql", "pl", "--dialect", "spark", "--stage-dir", str(tmp_path)]) == 0
+    statements = [s for s in capsys.readouterr().out.split(";\n") if s.strip()]
+    try:
+        with pytest.raises(Exception, match=re.escape(
+                "hiersql: truth: the root of a scoring tree is never a label (Lanus et al. §III): 'A'")):
+            for statement in statements:
+                session.sql(statement).collect()
+    finally:
+        engine.close()
+
+
 @pytest.mark.parametrize("args", [["hf"], ["pl"], ["lca_f1", "--lca-graph", "extended"], ["hcm_f1"]],
                          ids=["hf", "pl", "lca_f1-extended", "hcm_f1"])
 def test_the_printed_spark_script_runs_in_spark(spark, capsys, tmp_path, args):
