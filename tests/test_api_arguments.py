@@ -383,3 +383,18 @@ def test_a_table_with_a_column_name_twice_is_refused_naming_it():
     raises(lambda: Taxonomy.from_dataframe(edges), "<DataFrame>: column name given twice: 'child'", InputError)
     raises(lambda: Evaluator(edges), "<DataFrame>: column name given twice: 'child'", InputError)
     raises(lambda: Taxonomy.from_table(edges), "<DataFrame>: column name given twice: 'child'", InputError)
+
+
+def test_a_label_repeated_in_a_set_is_found_however_the_pairs_are_checked():
+    """The one-shot functions' check of repeated labels (``oneshot._no_repeats``): pairs counted where their
+    span is small, sorted where it is not; either finds the repeat, and a repeat counts once with a warning."""
+    from hiersql.engines.oneshot import _no_repeats
+
+    for sets in (np.array([0, 0, 1, 1]), np.array([0, 0, 1_500_000, 1_500_000])):  # spans 4 and 3·10^6
+        assert _no_repeats(sets, np.array([0, 1, 0, 1]), 2)
+        assert not _no_repeats(sets, np.array([0, 1, 1, 1]), 2)
+    assert _no_repeats(np.array([], np.int64), np.array([], np.int64), 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert hiersql.hierarchical_recall([["a1", "a1"], ["b"]], [["a1"], ["b"]], TAX) == 1.0
+    assert any(issubclass(w.category, DataWarning) and "duplicate" in str(w.message) for w in caught)

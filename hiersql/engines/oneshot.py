@@ -198,7 +198,7 @@ def _rows(sets: Sequence[Any], where: str, taxonomy: Taxonomy, ids: pa.Array) ->
     import pyarrow.compute as pc
 
     # lists (the common input) go to Arrow as they are; Arrow would read a string as a list of characters
-    members = sets if all(type(labelset) is list for labelset in sets) else [
+    members = sets if set(map(type, sets)) <= {list} else [
         label_set_members(labelset, where, i) for i, labelset in enumerate(sets)]
     try:
         lists = pa.array(members, pa.list_(pa.string()))
@@ -222,7 +222,11 @@ def _no_repeats(sets: np.ndarray, labels: np.ndarray, distinct: int) -> bool:
     """Whether no set repeats a label: the pairs (``sets[j]``, ``labels[j]``) are distinct."""
     import numpy as np
 
-    pairs = np.sort(sets.astype(np.int64) * distinct + labels)
+    pairs = sets.astype(np.int64) * distinct + labels
+    span = (int(sets[-1]) + 1) * distinct if len(sets) else 0
+    if span <= 4 * len(pairs) + 1_000_000:  # counting the pairs costs a pass, sorting them several
+        return int(np.bincount(pairs, minlength=1).max(initial=0)) <= 1
+    pairs.sort()
     return not (pairs[1:] == pairs[:-1]).any()
 
 
