@@ -222,3 +222,31 @@ def test_per_instance_tables_in_place_are_duckdbs(server, capsys, tmp_path):
     assert files == sorted(p.name for p in (tmp_path / "postgres").iterdir()) and "set_based.csv" in files
     for name in files:
         assert (tmp_path / "postgres" / name).read_bytes() == (tmp_path / "duckdb" / name).read_bytes(), name
+
+
+def test_a_database_whose_text_order_is_not_bytes_prints_duckdbs_digits(pg_dsn, data_dir, capsys):
+    """A database of ICU's ``en-US`` collation (a server's usual kind of locale, where ``'a' < 'B'``; DuckDB orders
+    text by its bytes): the flat family of two GermEval B systems in place prints the very bytes of the DuckDB
+    engine. The macro averages add the per-class values in label order; in the database's order, some ended in
+    other last digits."""
+    database = "hiersql_in_place_icu"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(database)))
+        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
+                              " LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'").format(sql.Identifier(database)))
+    params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": database}
+    rows = germeval_rows(data_dir)
+    systems = {"Averbis__BOHB_CNN", "Comtravo-DS__global_clf_cnn"}
+    with psycopg.connect(**params) as con:
+        assert con.execute("SELECT 'a' < 'B', 'a' COLLATE \"C\" < 'B'").fetchone() == (True, False)
+        create(con, GOLD, list(TABLE_COLUMNS[GOLD]), rows[GOLD])
+        create(con, RUNS, list(TABLE_COLUMNS[RUNS]), [row for row in rows[RUNS] if row[0] in systems])
+        create(con, GENRES, list(TABLE_COLUMNS[GENRES]), rows[GENRES])
+    base = uri(pg_dsn).rsplit("/", 1)[0] + f"/{database}"
+    args = ["--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::{GOLD}", "--pred", f"{base}::{RUNS}",
+            *COLUMN_FLAGS, "--metrics", "flat", "--format", "csv"]
+    code, duckdb, err, _ = evaluate(capsys, args)
+    assert code == 0, err
+    code, out, err, _ = evaluate(capsys, [*args, *engine_flags(base)])
+    assert code == 0, err
+    assert len(csv_rows(out)) == 2 * 14 and out == duckdb

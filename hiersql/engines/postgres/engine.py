@@ -88,6 +88,12 @@ class PostgresEngine(Engine):
         self.conn.close()
 
 
+C = 'COLLATE "C"'
+"""The collation of the engine's text columns: the sorts of the ordered means, and every comparison, in byte
+order as DuckDB's, whatever the database's collation (an ICU ``en-US`` database summed the per-class values in
+another order: other last digits)."""
+
+
 def _pg_arrow_type(oid: int):
     import pyarrow as pa
 
@@ -104,7 +110,9 @@ def _type(duck_type: object, dialect: str) -> str:
 
 
 def _create_table(name: str, rel: duckdb.DuckDBPyRelation, dialect: str, temporary: bool = False) -> str:
-    """``CREATE [TEMPORARY] TABLE name (...)`` with the columns and types of ``rel``, written for ``dialect``."""
+    """``CREATE [TEMPORARY] TABLE name (...)`` with the columns and types of ``rel``, written for ``dialect``;
+    its text columns in byte order (:data:`C`)."""
     rules = dialect_of(dialect)
-    cols = ", ".join(f"{rules.quoted(c)} {_type(t, dialect)}" for c, t in zip(rel.columns, rel.types, strict=True))
+    cols = ", ".join(f"{rules.quoted(c)} {_type(t, dialect)}{' ' + C if str(t) == 'VARCHAR' else ''}"
+                     for c, t in zip(rel.columns, rel.types, strict=True))
     return f"CREATE {'TEMPORARY ' if temporary else ''}TABLE {rules.quoted(name)} ({cols})"

@@ -30,6 +30,7 @@ from ...inputs.postgres_tables import _pg_kind, _pg_split, describe
 from ...inputs.staging import warn_ranked_by_name, warn_unread_system
 from ...inputs.tables import RANK_ORDER, Columns, Table, split_name
 from ...options import SPACES
+from .engine import C
 
 if TYPE_CHECKING:
     from psycopg import sql
@@ -106,7 +107,7 @@ def _open(engine: PostgresEngine, k: int, item: tuple[str | None, Any, str | Non
     col = {role: sql.Identifier(column) for role, column in labels.columns.items()}
 
     def text(role: str) -> sql.Composable:
-        return sql.SQL("CAST({} AS text)").format(col[role]) if role in col else sql.SQL("CAST(NULL AS text)")
+        return sql.SQL(f"CAST({{}} AS text) {C}").format(col[role] if role in col else sql.SQL("NULL"))
 
     def number(role: str) -> sql.Composable:
         if role not in col:
@@ -129,7 +130,7 @@ def _open(engine: PostgresEngine, k: int, item: tuple[str | None, Any, str | Non
         " {system_text} AS _system_text, row_number() OVER () AS line, 1 AS pos, FALSE AS in_order FROM {source}"
     ).format(k=sql.Literal(k), instance=trimmed("instance"), label=trimmed("label"), score_text=text("score"),
              score=number("score"), rank_text=text("rank"), ord=number("rank"), ranked=sql.Literal("rank" in col),
-             system=trimmed("system") if by_column else sql.SQL("CAST({} AS text)").format(sql.Literal(named)),
+             system=trimmed("system") if by_column else sql.SQL(f"CAST({{}} AS text) {C}").format(sql.Literal(named)),
              system_text=text("system"), source=source)
     unread = [n for n, (_, kind) in kinds.items() if kind == "text" and n not in labels.columns.values()]
     return _Source(rows, where, labels.columns, None if by_column else named, system if by_column else None,
