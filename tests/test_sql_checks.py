@@ -273,3 +273,44 @@ def test_the_docs_table_is_the_declaration():
     from tests.conftest import ROOT
 
     assert input_rules.rules_table() in (ROOT / "docs" / "sql.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.postgres
+def test_printed_postgres_sql_on_a_database_whose_text_order_is_not_bytes(germeval_file, pg_dsn, capsys, tmp_path):
+    """hiersql's tables of the file in a database of ICU's ``en-US`` collation (``'a' < 'B'``; DuckDB orders
+    text by its bytes), as plain ``text`` columns: the printed flat script gives evaluate's very values. Its views
+    of the input tables sort the ids and labels in byte order (``EngineDialect.text_collation``); in the
+    database's order, the macro averages added the per-class values otherwise and ended in other digits."""
+    import psycopg
+    from psycopg import sql
+
+    database = "hiersql_printed_icu"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(database)))
+        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
+                              " LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'").format(sql.Identifier(database)))
+    params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": database}
+    types = {"VARCHAR": "text", "BIGINT": "bigint", "INTEGER": "integer", "DOUBLE": "double precision",
+             "BOOLEAN": "boolean"}
+    with duckdb.connect(str(germeval_file), read_only=True) as source, psycopg.connect(**params) as con:
+        assert con.execute("SELECT 'a' < 'B'").fetchone() == (True,)
+        for table in ("truth", "predictions", "instances", "systems", "nodes", "edges", "closure"):
+            rel = source.table(table)
+            con.execute(sql.SQL("CREATE TABLE {} ({})").format(sql.Identifier(table), sql.SQL(", ").join(
+                sql.SQL("{} " + types[str(t)]).format(sql.Identifier(c)) for c, t in zip(rel.columns, rel.types,
+                                                                                           strict=True))))
+            with con.cursor() as cur, cur.copy(sql.SQL("COPY {} FROM STDIN").format(sql.Identifier(table))) as copy:
+                for row in rel.fetchall():
+                    copy.write_row(row)
+    assert main(["sql", "flat", "--dialect", "postgres"]) == 0
+    script = capsys.readouterr().out
+    with psycopg.connect(**params) as con, con.cursor() as cur:
+        cur.execute(script)
+        while cur.nextset():
+            pass
+        got = {(s, m, a): float(v) for s, m, a, v in cur.fetchall()}
+    shutil.copy(germeval_file, tmp_path / "copy.duckdb")
+    store = Store(tmp_path / "copy.duckdb")
+    want = {(r.system, r.metric, r.average): r.value for r in reference(store, list(REGISTRY["flat"]), Options())}
+    store.close()
+    assert len(want) == 2 * 14 and got == want

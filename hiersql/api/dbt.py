@@ -91,7 +91,7 @@ def write_package(out: Path, taxonomy: Taxonomy, adapter: str, options: Options,
     }
     for table in INPUT_TABLES:
         files[f"models/hiersql_{table}.sql"] = _model(_rules(cleaned_sql(
-            table, {**inputs, **taxonomy_refs}, rank=table in ("truth", "predictions"))), adapter)
+            table, {**inputs, **taxonomy_refs}, rank=table in ("truth", "predictions"))), adapter, collate=True)
     store = Store()
     store.load_taxonomy(taxonomy)
     engine = DuckDBEngine(store)
@@ -142,15 +142,20 @@ def _rules(sql: str) -> str:
     return exp.replace_placeholders(sqlglot.parse_one(sql, read="duckdb"), **values).sql(dialect="duckdb")
 
 
-def _model(sql: str, adapter: str, read: str = "duckdb") -> str:
+def _model(sql: str, adapter: str, read: str = "duckdb", collate: bool = False) -> str:
     """Model text: ``sql`` (in dialect ``read``) in ``adapter``'s dialect, its placeholder
     tables as ``{{ ref(...) }}``; a placeholder inside a string literal (a message naming a table) as the
-    user's table, from the vars."""
+    user's table, from the vars. ``collate``: a cleaned input table's ids and labels in the adapter's
+    :attr:`~hiersql.engines.dialect.EngineDialect.text_collation` (byte order, as DuckDB's)."""
     import sqlglot
 
+    from ..engines.compile import collated
+    from ..engines.dialect import dialect
     from ..inputs.rules import untyped
 
     tree = sqlglot.parse_one(sql, read=read)
+    if collate:
+        tree = collated(tree, dialect(adapter).text_collation)
     text = (tree if adapter == "duckdb" else tree.transform(untyped)).sql(dialect=adapter, pretty=True)
     shown = {"hiersql_truth_input": "{{ var('hiersql_truth', 'truth') }}",
              "hiersql_predictions_input": "{{ var('hiersql_predictions', 'predictions') }}",

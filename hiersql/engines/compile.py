@@ -262,9 +262,10 @@ def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, opti
         return ""
     values = {name: sqlfiles._literal(options[name]) for name in input_rules.OPTIONS}
 
-    def written(text: str) -> str:
+    def written(text: str, view: bool = False) -> str:
         tree = exp.replace_placeholders(sqlglot.parse_one(text + "\n", read="duckdb"), **values)
-        return (tree if dialect == "duckdb" else tree.transform(input_rules.untyped)).sql(dialect=dialect,
+        tree = tree if dialect == "duckdb" else tree.transform(input_rules.untyped)
+        return (collated(tree, dialect_of(dialect).text_collation) if view else tree).sql(dialect=dialect,
                                                                                           pretty=pretty)
 
     rank = re.search(r"\brank\b", sql) is not None  # the HCM orders the labels of a set by rank
@@ -273,5 +274,21 @@ def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, opti
            written(input_rules.guard_sql(tables, dialect, listed="", rank=rank)) + ";",
            "-- the input rows as hiersql evaluate reads them: ids and labels trimmed, duplicates collapsed"]
     view = dialect_of(dialect).view_statement
-    out += [f"{view.format(f'hiersql_{t}')}\n{written(input_rules.cleaned_sql(t, tables, rank))};" for t in read]
+    out += [f"{view.format(f'hiersql_{t}')}\n{written(input_rules.cleaned_sql(t, tables, rank), True)};"
+            for t in read]
     return "\n".join(out) + "\n\n"
+
+
+def collated(tree: Any, collation: str | None) -> Any:
+    """The text columns (``instance_id``, ``label``, ``system``) of a cleaned input table's view ``tree`` in the
+    dialect's :attr:`~hiersql.engines.dialect.EngineDialect.text_collation` (none: ``tree`` as it is)."""
+    from sqlglot import exp
+
+    if collation is None:
+        return tree
+    for projection in list(tree.selects):
+        if projection.alias_or_name in ("instance_id", "label", "system"):
+            value = projection.this if isinstance(projection, exp.Alias) else projection.copy()
+            projection.replace(exp.alias_(exp.Collate(this=value, expression=exp.to_identifier(
+                collation, quoted=True)), projection.alias_or_name))
+    return tree

@@ -82,6 +82,10 @@ class EngineDialect:
     lists:
         The engine's own summaries read the ordered values of a unit table from one list
         (:class:`hiersql.plan.Folds`): one sort instead of one per value, the same digits.
+    text_collation:
+        The collation of the text the measures read (the runner's tables, a printed script's views of the
+        input tables), so that they sort it in byte order as DuckDB does, whatever the database's collation:
+        the ordered means then add their values in DuckDB's order. ``None``: the database's own.
     """
 
     name: str
@@ -95,6 +99,7 @@ class EngineDialect:
     view_statement: str = "CREATE OR REPLACE TEMPORARY VIEW {} AS"
     run_here: bool = False
     lists: bool = False
+    text_collation: str | None = None
 
     @property
     def stage_folders(self) -> bool:
@@ -281,8 +286,9 @@ _DIALECTS = {
     # PostgreSQL too reads 1.0 as a decimal (numeric), whose means keep 16 to 20 digits
     # PostgreSQL's CREATE OR REPLACE VIEW keeps the view's columns: a script whose measures read the rank (the
     # cleaned rows with a rank column) after one whose measures do not failed in the same session
+    # PostgreSQL sorts text by the database's collation (ICU en-US puts 'a' before 'B'), DuckDB by its bytes
     "postgres": EngineDialect("postgres", sums="ordered", after_stage_statement="ANALYZE {name}", run_here=True,
-                              rewrites=(decimals_as_doubles,),
+                              rewrites=(decimals_as_doubles,), text_collation="C",
                               view_statement="DROP VIEW IF EXISTS pg_temp.{0};\nCREATE TEMPORARY VIEW {0} AS"),
     "spark": replace(_SPARK, run_here=True),
     "spark2": replace(_SPARK, name="spark2"),

@@ -88,10 +88,9 @@ class PostgresEngine(Engine):
         self.conn.close()
 
 
-C = 'COLLATE "C"'
-"""The collation of the engine's text columns: the sorts of the ordered means, and every comparison, in byte
-order as DuckDB's, whatever the database's collation (an ICU ``en-US`` database summed the per-class values in
-another order: other last digits)."""
+C = f'COLLATE "{dialect_of("postgres").text_collation}"'
+"""The collation of the engine's text columns (:attr:`~hiersql.engines.dialect.EngineDialect.text_collation`):
+an ICU ``en-US`` database summed the per-class values in another order, with other last digits."""
 
 
 def _pg_arrow_type(oid: int):
