@@ -110,8 +110,9 @@ def _type(duck_type: object, dialect: str) -> str:
 
 def _create_table(name: str, rel: duckdb.DuckDBPyRelation, dialect: str, temporary: bool = False) -> str:
     """``CREATE [TEMPORARY] TABLE name (...)`` with the columns and types of ``rel``, written for ``dialect``;
-    its text columns in byte order (:data:`C`)."""
+    its text columns in the dialect's :attr:`~hiersql.engines.dialect.EngineDialect.text_collation`."""
     rules = dialect_of(dialect)
-    cols = ", ".join(f"{rules.quoted(c)} {_type(t, dialect)}{' ' + C if str(t) == 'VARCHAR' else ''}"
+    collate = f' COLLATE "{rules.text_collation}"' if rules.text_collation else ""
+    cols = ", ".join(f"{rules.quoted(c)} {_type(t, dialect)}{collate if str(t) == 'VARCHAR' else ''}"
                      for c, t in zip(rel.columns, rel.types, strict=True))
     return f"CREATE {'TEMPORARY ' if temporary else ''}TABLE {rules.quoted(name)} ({cols})"

@@ -12,10 +12,11 @@ engine's readers): a column's role and type, NULL or empty ids, labels and syste
 numbers, the virtual root, labels not in the taxonomy, duplicate ``(instance, label)`` rows (collapsed with a
 warning), predicted instances without truth. Ids, labels and systems lose the spaces around them
 (:data:`hiersql.options.SPACES`). A table has no row order: the labels of an instance are ranked by
-:data:`hiersql.inputs.tables.RANK_ORDER` (the label last, in byte order, ``COLLATE "C"``, as DuckDB orders
-text), a row without an instance id is named by its number in the server's scan (one process, from the first
-page). A text score or rank column holds a number under the store's rule (:data:`hiersql.inputs.rules.NUMBER`):
-a number out of a double's range is not one, where a cast would raise (:data:`DOUBLE_OR_NULL`).
+:data:`hiersql.inputs.tables.RANK_ORDER` (the label last, in byte order as DuckDB orders text: every text column
+read is ``COLLATE "C"``, :data:`~hiersql.engines.postgres.engine.C`), a row without an instance id is named by its
+number in the server's scan (one process, from the first page). A text score or rank column holds a number under
+the store's rule (:data:`hiersql.inputs.rules.NUMBER`): a number out of a double's range is not one, where a cast
+would raise (:data:`DOUBLE_OR_NULL`).
 """
 
 from __future__ import annotations
@@ -44,8 +45,6 @@ DOUBLE_OR_NULL = ("CREATE OR REPLACE FUNCTION pg_temp.hiersql_double(text) RETUR
                   " IMMUTABLE AS $$BEGIN RETURN CAST($1 AS double precision); EXCEPTION WHEN"
                   " numeric_value_out_of_range THEN RETURN NULL; END$$")
 _FAR = "[eE][-+]?[0-9]{3}"  # may be out of range: an exponent of 3 digits or more, or a text of over 20 characters
-# Labels in byte order (DuckDB's), whatever the database's collation.
-RANK_ORDER_C = RANK_ORDER.replace("label ASC", 'label COLLATE "C" ASC')
 _SERVER = ("host", "hostaddr", "port", "dbname", "user")
 
 
@@ -164,13 +163,13 @@ def _flag(engine: PostgresEngine, name: str, opened: list[_Source], predictions:
         "  ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS integer) AS rank,"
         "  {keep} AS _keep, count(*) OVER (PARTITION BY _src, system, instance_id) AS _labels FROM kept"
     ).format(name=sql.Identifier(name), rows=sql.SQL(" UNION ALL ").join(s.rows for s in opened),
-             has_truth=has_truth, order=sql.SQL(RANK_ORDER_C), nodes=sql.Identifier(engine.table("nodes")),
+             has_truth=has_truth, order=sql.SQL(RANK_ORDER), nodes=sql.Identifier(engine.table("nodes")),
              keep=sql.SQL(keep))
     flags = [flag for flag, _, _ in flagged.ERRORS]
     groups = sql.SQL(
         "SELECT _src, system, count(*) FILTER (WHERE _keep) AS kept,"
         " count(*) FILTER (WHERE _dup) AS dups, min(line) AS _first, max(_labels) AS _max_rank,"
-        " array_agg(DISTINCT _system_text COLLATE \"C\" ORDER BY _system_text COLLATE \"C\")"
+        " array_agg(DISTINCT _system_text ORDER BY _system_text)"
         "  FILTER (WHERE _system_text IS NOT NULL) AS _spellings, {flags} FROM {name} GROUP BY _src, system"
     ).format(name=sql.Identifier(name), flags=sql.SQL(", ").join(
         sql.SQL("count(*) FILTER (WHERE {f}) AS {f}, min(line) FILTER (WHERE {f}) AS {line}").format(
