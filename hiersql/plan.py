@@ -254,19 +254,6 @@ class FamilyPlan:
         raise KeyError(f"plan {self.name!r} has no stage {stage!r}")
 
 
-def checks_of(plan: FamilyPlan, named: Sequence[str] = ()) -> list[str]:
-    """The queries of the plan's :attr:`~FamilyPlan.sql_checks` that hold for a run: those of every run, and
-    those of the measures ``named`` (asked for by name)."""
-    return [c.query for c in plan.sql_checks if c.metrics is None or set(c.metrics) & set(named)]
-
-
-def checked_sql(sql: str, checks: Sequence[str]) -> str:
-    """``sql`` (a query over a family's file) whose rows come where the check queries ``checks``
-    (:func:`checks_of`) pass; it fails where one of them fails."""
-    return f"SELECT * FROM ({sql}) AS checked WHERE " + " AND ".join(
-        f"(SELECT failed FROM {check}) IS NULL" for check in checks)
-
-
 def summary_sql(plan: FamilyPlan, metrics: Sequence[str], averages: Sequence[str], ordered: bool,
                 weighted: bool = False, fixed_classes: bool = False, in_lists: bool = False) -> str:
     """The portable (DuckDB-dialect) query ``(system, metric, average, value)`` of ``metrics`` with

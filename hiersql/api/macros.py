@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 from .. import sqlfiles
 from ..engines import family_params
+from ..engines.compile import checked_sql, checks_of
 from ..engines.dialect import failures_raised
 from ..inputs import rules as input_rules
 from ..measures import FAMILIES, plan_of
 from ..options import Options
-from ..plan import checked_sql, checks_of, instance_values_sql, summary_sql
+from ..plan import instance_values_sql, summary_sql
 
 if TYPE_CHECKING:
     import duckdb

@@ -1,5 +1,5 @@
-"""The SQL files in any dialect: a query (:func:`render`) or a family's plan (:func:`render_family`), and the
-input rules a printed script runs first (:func:`checks_script`).
+"""The SQL files in any dialect: a query (:func:`render`) or a family's plan (:func:`render_family`), with the
+family's checks (:func:`checked_sql`), and the input rules a printed script runs first (:func:`checks_script`).
 
 A query is composed by :func:`hiersql.sqlfiles.render` (the queries it reads as common table expressions, its
 ``$parameters`` as literals, tables renamed) in DuckDB's dialect, the one the files are written in, then
@@ -16,7 +16,7 @@ from typing import Any
 from .. import sqlfiles
 from ..inputs import rules as input_rules
 from ..options import Options, sql_options
-from ..plan import FamilyPlan, Python, Sql, checked_sql, checks_of, summary_sql
+from ..plan import FamilyPlan, Python, Sql, summary_sql
 from .dialect import dialect as dialect_of
 
 
@@ -98,6 +98,19 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
             done.update(step.writes)
     out += statements(last, True, summary, frozenset(done))
     return "\n\n".join(out).rstrip(";")
+
+
+def checks_of(plan: FamilyPlan, named: Sequence[str] = ()) -> list[str]:
+    """The queries of the plan's :attr:`~hiersql.plan.FamilyPlan.sql_checks` that hold for a run: those of every
+    run, and those of the measures ``named`` (asked for by name)."""
+    return [c.query for c in plan.sql_checks if c.metrics is None or set(c.metrics) & set(named)]
+
+
+def checked_sql(sql: str, checks: Sequence[str]) -> str:
+    """``sql`` (a query over a family's file) whose rows come where the check queries ``checks``
+    (:func:`checks_of`) pass; it fails where one of them fails."""
+    return f"SELECT * FROM ({sql}) AS checked WHERE " + " AND ".join(
+        f"(SELECT failed FROM {check}) IS NULL" for check in checks)
 
 
 def one_run(plan: FamilyPlan, metrics: Sequence[str], options: Options) -> Options:
