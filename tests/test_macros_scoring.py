@@ -93,8 +93,14 @@ def test_the_instance_macro_scores_every_pair(lanus_db):
 def test_without_the_weights_of_a_scoring_tree_pl_alone_has_values(tmp_path, fixtures_dir, capsys):
     """On the tree without weights, evaluate gives PL alone (the weighted measures do not apply), and so do the
     macro and the printed family's query (they gave NULL rows for the weighted measures)."""
+    assert_pl_alone_at_every_door(tmp_path, fixtures_dir, "tree.tsv", capsys)
+
+
+def assert_pl_alone_at_every_door(tmp_path: Path, fixtures_dir: Path, tree: str, capsys) -> None:
+    """On ``tree`` (weights that make no scoring tree), evaluate gives the family's PL rows alone, and the macro
+    and the printed family's query give those rows with their values."""
     path = tmp_path / "user.duckdb"
-    store = lanus_file(path, fixtures_dir, tree="tree.tsv")
+    store = lanus_file(path, fixtures_dir, tree=tree)
     want = {(r.metric, r.average): r.value for r in compute(store, ["scoring"], Options())}
     store.close()
     assert {m for m, _ in want} == {"pl"}
@@ -211,13 +217,5 @@ def test_the_printed_script_refuses_what_evaluate_refuses(tmp_path, fixtures_dir
 def test_the_family_on_weights_that_make_no_scoring_tree_is_pl_alone_at_every_door(tmp_path, fixtures_dir, capsys):
     """Weights whose sum to the leaf D is 0.9999: the family named gives PL alone through evaluate, the macro and
     the printed query, the same values; the weighted measures named are refused (above)."""
-    path = tmp_path / "user.duckdb"
-    store = lanus_file(path, fixtures_dir, tree=str(_edited_tree(tmp_path, fixtures_dir, "weights")))
-    want = {(r.metric, r.average): r.value for r in compute(store, ["scoring"], Options())}
-    store.close()
-    assert {m for m, _ in want} == {"pl"}
-    assert main(["install-macros", "--db", str(path)]) == 0
-    with duckdb.connect(str(path)) as con:
-        got = {(m, a): v for _, m, a, v in con.execute("SELECT * FROM hiersql_scoring()").fetchall()}
-    assert got == pytest.approx(want, abs=1e-12)
-    assert printed_rows(path, "scoring", capsys) == pytest.approx(want, abs=1e-12)
+    assert_pl_alone_at_every_door(tmp_path, fixtures_dir, str(_edited_tree(tmp_path, fixtures_dir, "weights")),
+                                  capsys)

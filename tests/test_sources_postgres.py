@@ -43,6 +43,19 @@ def uri(pg_dsn: str) -> str:
     return f"postgresql://{params.get('user', 'postgres')}@{host}:{params.get('port', 5432)}/{DATABASE}"
 
 
+def icu_database(pg_dsn: str, database: str) -> dict:
+    """A new database ``database`` (made again) of ICU's ``en-US`` collation, where ``'a' < 'B'``: not the byte
+    order DuckDB sorts text by; its connection parameters."""
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(database)))
+        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
+                              " LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'").format(sql.Identifier(database)))
+    params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": database}
+    with psycopg.connect(**params) as con:
+        assert con.execute("SELECT 'a' < 'B', 'a' COLLATE \"C\" < 'B'").fetchone() == (True, False)
+    return params
+
+
 def create(con, table: str, columns: list[str], rows: list[tuple], schema: str = "public") -> None:
     name = sql.Identifier(schema, table)
     con.execute(sql.SQL("CREATE TABLE {} ({})").format(

@@ -284,16 +284,12 @@ def test_printed_postgres_sql_on_a_database_whose_text_order_is_not_bytes(germev
     import psycopg
     from psycopg import sql
 
-    database = "hiersql_printed_icu"
-    with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(database)))
-        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
-                              " LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'").format(sql.Identifier(database)))
-    params = psycopg.conninfo.conninfo_to_dict(pg_dsn) | {"dbname": database}
+    from tests.test_sources_postgres import icu_database
+
+    params = icu_database(pg_dsn, "hiersql_printed_icu")
     types = {"VARCHAR": "text", "BIGINT": "bigint", "INTEGER": "integer", "DOUBLE": "double precision",
              "BOOLEAN": "boolean"}
     with duckdb.connect(str(germeval_file), read_only=True) as source, psycopg.connect(**params) as con:
-        assert con.execute("SELECT 'a' < 'B'").fetchone() == (True,)
         for table in ("truth", "predictions", "instances", "systems", "nodes", "edges", "closure"):
             rel = source.table(table)
             con.execute(sql.SQL("CREATE TABLE {} ({})").format(sql.Identifier(table), sql.SQL(", ").join(
