@@ -145,7 +145,7 @@ def _compare(frame: pd.DataFrame, expected: dict) -> None:
 def test_classification_report_labels_pick_and_order_classes():
     report = hiersql.classification_report(Y_TRUE, Y_PRED, EDGES, labels=["b1", "a"])
     assert list(report.frame["label"])[:2] == ["b1", "a"]
-    with pytest.raises(hiersql.InputError, match="not a taxonomy node"):
+    with pytest.raises(hiersql.InputError, match="labels holds a label not in the taxonomy: .zz."):
         hiersql.classification_report(Y_TRUE, Y_PRED, EDGES, labels=["zz"])
 
 

@@ -131,13 +131,25 @@ def test_flat_macros_and_the_fixed_universe(hand_db):
 ])
 def test_a_fixed_universe_evaluate_refuses_fails_every_door(hand_db, capsys, labels, said):
     """A fixed class universe with a label that is no node, or one given twice: evaluate refuses it (labels=),
-    and so do the flat macros and the printed flat script, in one error naming the label (they counted a class
-    that cannot occur, and merged the repeated one)."""
+    and so do the one-shot functions of both families with classes (the flat ones counted a class that cannot
+    occur and merged the repeated one, the set-based one said another message and took the repeated one), the
+    flat macros and the printed flat script, in one error naming the label."""
+    import hiersql
     from hiersql.errors import InputError
+    from hiersql.measures import as_engine
 
     store = Store(hand_db)
-    with pytest.raises(InputError, match=re.escape(said.split(" flat_labels ")[1].split(":")[0])):
-        compute(store, ["label_f1"], Options(labels=labels))
+    taxonomy = as_engine(store).taxonomy()
+    refused = set()
+    for call in (lambda: compute(store, ["label_f1"], Options(labels=labels)),
+                 lambda: compute(store, ["hierarchical_f1"], Options(labels=labels, average=("label_macro",))),
+                 lambda: hiersql.label_f1([["A"]], [["B"]], taxonomy, average="macro", labels=list(labels)),
+                 lambda: hiersql.hierarchical_f1([["A"]], [["B"]], taxonomy, "label_macro",
+                                                 labels=list(labels))):
+        with pytest.raises(InputError) as info:
+            call()
+        refused.add(str(info.value))
+    assert refused == {said.replace("hiersql: flat_labels", "labels")}
     store.close()
     assert main(["sql", "flat", "--param", "fixed_universe=true"]) == 0
     printed = capsys.readouterr().out

@@ -150,7 +150,7 @@ def test_labels_errors(tax):
         said = f"labels restricts only the per-class averages .*, not the average: '{average}'"
         with pytest.raises(OptionError, match=said):
             hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, average, labels=["a"])
-    with pytest.raises(InputError, match="labels: label is not a taxonomy node: 'zebra'"):
+    with pytest.raises(InputError, match="labels holds a label not in the taxonomy: 'zebra'"):
         hiersql.hierarchical_f1(Y_TRUE, Y_PRED, tax, "weighted", labels=["a", "zebra"])
     with pytest.raises(OptionError, match="labels has no meaning for lca_f1"):
         hiersql.lca_f1(Y_TRUE, Y_PRED, tax, labels=["a"])

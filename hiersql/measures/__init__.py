@@ -130,14 +130,11 @@ def compute(source: Store | Engine, metrics: list[str] | tuple[str, ...], option
     name brings it in. ``on_family(name)`` is called before each family is evaluated (progress bars).
     ``where`` names ``metrics`` in errors: the Python argument by default, the command line's flag for the
     command line (:func:`resolve`)."""
-    from ..averages import check_label_universe
     from ..errors import InputError
 
     engine = as_engine(source)
     options = options or Options()
     check_averages(list(metrics), options)
-    if options.labels is not None:
-        check_label_universe(engine.taxonomy(), options.labels)
     chosen = named(metrics)
     wanted = resolve([m for m in metrics if m.strip() != "all"], where)  # the families named
     runs: list[tuple[FamilyPlan, list[str]]] = []

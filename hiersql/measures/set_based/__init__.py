@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...averages import check_fixed_labels
 from ...engines import DuckDBEngine, Engine
 from ...engines.oneshot import score
 from ...plan import CLASSES, FamilyPlan, Measure, Sql
@@ -78,19 +79,6 @@ RATIOS = (("hierarchical_precision", "n_both", "n_pred"), ("hierarchical_recall"
           ("hierarchical_f1", "(1 + $beta * $beta) * n_both", "$beta * $beta * n_true + n_pred"))
 
 
-def check_labels(engine: Any, options: Options) -> None:
-    """The fixed classes (``labels``) of the per-class averages must be nodes of the taxonomy."""
-    if options.labels is None:
-        return
-    from ...errors import InputError
-
-    taxonomy = engine.taxonomy()
-    unknown = [label for label in options.labels if label not in taxonomy or label == taxonomy.root
-               and taxonomy.virtual_root]
-    if unknown:
-        raise InputError("label is not a taxonomy node", "labels", value=unknown[0])
-
-
 PLAN = FamilyPlan(
     name="set_based",
     file="set_based",
@@ -109,7 +97,7 @@ PLAN = FamilyPlan(
                 higher_is_better=False, bounds=(0.0, math.inf)),
     ),
     params=sql_params,
-    check=lambda engine, metrics, options: check_labels(engine, options),
+    check=check_fixed_labels,
     tables=lambda options: {} if options.labels is None else {"class_labels": label_table(options)["flat_labels"]},
     classes="set_pairs",
 )
