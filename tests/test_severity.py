@@ -82,6 +82,31 @@ def test_one_shot_functions_take_a_score_matrix():
     assert hiersql.top_k_accuracy(["a1", "a2"], [[.9, .1], [.8, .2]], tax) == 0.5
 
 
+def test_a_scored_class_below_the_top_k_is_a_class_of_the_best_retrievals_at_every_door():
+    """The classes C of hierarchical precision hold every label seen, the inner node ``a`` too, scored last
+    here. Truth a1; ranked a2 (d 1), b1, b2 (d 2), a, a1; D = 2. At k = 3 the retrieved similarities sum to
+    0.5 + 0 + 0 and the best three of C to 1 (a1) + 0.5 (a2) + 0.5 (a): 0.25; mAP@3 = (0.5/1 + 0.5/1.5 +
+    0.5/2) / 3. The one-shot function kept only the top k labels, so ``a`` was not in C: 1/3 and 0.3889."""
+    labels = ["a1", "a", "a2", "b1", "b2"]
+    scores = np.array([[.05, .1, .9, .8, .7]])
+    want = {"hierarchical_precision_at_k": 0.25, "hierarchical_map_at_k": (0.5 + 1 / 3 + 0.25) / 3}
+    ev = evaluator(TREE, ["a1"], {"m": scored_rows(scores, labels)})
+    got = values(ev, k=[3])
+    ev.close()
+    tax = Taxonomy.from_edges(TREE)
+    for metric, value in want.items():
+        assert got["m", metric, 3] == pytest.approx(value, abs=1e-12), metric
+        assert getattr(hiersql, metric)(["a1"], scores, tax, k=3, labels=labels) == pytest.approx(value, abs=1e-12)
+    # a column that is no node, or one named twice, is refused however low it ranks (it gave 1.0), as evaluate
+    # refuses the same cells as a long table
+    for columns, said in ((["a1", "zz"], "labels holds a label not in the taxonomy: 'zz'"),
+                          (["a1", "a1"], "labels holds a label twice: 'a1'")):
+        with pytest.raises(InputError, match=re.escape(said)):
+            hiersql.top_k_accuracy(["a1"], [[.9, .1]], tax, 1, labels=columns)
+    with pytest.raises(InputError, match="label not in the taxonomy: 'zz'"):
+        evaluator(TREE, ["a1"], {"m": scored_rows(np.array([[.9, .1]]), ["a1", "zz"])})
+
+
 def test_hard_predictions_have_k_1_only():
     """A system without scores has rows at k = 1 only, in evaluate, the per-instance values, compare and the
     one-shot functions; a k above 1 alone for hard predictions is an error naming k (the flag on the command

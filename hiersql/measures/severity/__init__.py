@@ -33,7 +33,7 @@ Mistakes in Deep Networks", ICLR.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...engines import DuckDBEngine
@@ -181,13 +181,14 @@ def _top1(options: Options | None) -> Options:
 
 
 # ------------------------------------------------------------------------------------- one-shot functions
-def ranked_labels(y_score: Any, labels: Sequence[str] | None, y_true: Sequence[Any], k: int
-                  ) -> tuple[list[list[str]], list[float]]:
+def ranked_labels(y_score: Any, labels: Sequence[str] | None, y_true: Sequence[Any], k: int,
+                  leaves: Collection[str] = ()) -> tuple[list[list[str]], list[float]]:
     """The top ``k`` labels of each row of the score matrix ``y_score`` (``(n, m)``, column ``j`` scoring
     ``labels[j]``; without ``labels``, the sorted distinct labels of ``y_true``, as scikit-learn's
-    ``top_k_accuracy_score``), highest score first, ties by label, and their scores, flattened in that order.
-    A matrix of another shape, repeated labels or a score that is not a finite number are
-    :class:`~hiersql.options.OptionError` s naming the argument."""
+    ``top_k_accuracy_score``), highest score first, ties by label, and their scores, flattened in that order;
+    the first row keeps after them every other column whose label is not in ``leaves``. A matrix of another
+    shape or a score that is not a finite number is an :class:`~hiersql.options.OptionError` naming the
+    argument (the caller checks ``labels``)."""
     import numpy as np
 
     from ...options import OptionError
@@ -196,27 +197,38 @@ def ranked_labels(y_score: Any, labels: Sequence[str] | None, y_true: Sequence[A
     if labels is None:
         labels = sorted({str(label) for label in y_true})
     names = [str(label) for label in labels]
-    if len(set(names)) != len(names):
-        raise OptionError("labels", "must not repeat a label", next(x for x in names if names.count(x) > 1))
     if scores.ndim != 2 or scores.shape[1] != len(names):
         raise OptionError("y_score", f"must be a matrix with one column per label ({len(names)}: pass labels="
                           " to name its columns)", f"shape {scores.shape}")
     if not np.isfinite(scores).all():
         raise OptionError("y_score", "must hold finite numbers", "nan or inf")
     by_name = np.argsort(np.argsort(names, kind="stable"))  # each column's place in label order
-    order = np.lexsort((np.broadcast_to(by_name, scores.shape), -scores), axis=-1)[:, :k]
-    return ([[names[j] for j in row] for row in order.tolist()],
-            np.take_along_axis(scores, order, axis=1).ravel().tolist())
+    order = np.lexsort((np.broadcast_to(by_name, scores.shape), -scores), axis=-1)
+    top = order[:, :k]
+    rows = [[names[j] for j in row] for row in top.tolist()]
+    flat = np.take_along_axis(scores, top, axis=1).ravel().tolist()
+    if rows:
+        extra = [j for j in order[0, k:].tolist() if names[j] not in leaves]
+        rows[0] += [names[j] for j in extra]
+        flat[top.shape[1]:top.shape[1]] = scores[0, extra].tolist()
+    return rows, flat
 
 
 def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, labels: Sequence[str] | None,
               options: dict[str, Any]) -> float:
     """``metric`` at ``k`` for a score matrix (:func:`ranked_labels`) or for hard predictions (one label, or
-    one label set, per instance; ``k`` must then be 1: :func:`_check`)."""
+    one label set, per instance; ``k`` must then be 1: :func:`_check`).
+
+    A score matrix is the long table of its cells, as evaluate would read it, less the cells no measure at ``k``
+    reads: the labels ranked below ``k``, except each column's label that is not a leaf, which is kept once
+    (the classes of hierarchical precision hold every label seen). ``labels`` names taxonomy nodes, each once
+    (:func:`~hiersql.averages.check_label_universe`)."""
     import numpy as np
 
+    from ...averages import check_label_universe
     from ...engines.oneshot import score
-    from ...inputs.arguments import label_sets
+    from ...inputs.arguments import label_names, label_sets
+    from ...inputs.taxonomy import as_taxonomy
     from ...options import OptionError
 
     true = label_sets(y_true, "y_true")
@@ -230,7 +242,10 @@ def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, lab
         if labels is not None:
             raise OptionError("labels", "names the columns of a score matrix; y_score holds labels", "given")
         return score(PLAN, metric, y_true, y_score, taxonomy, "", k=k, **options)
-    y_pred, flat = ranked_labels(matrix, labels, [x for x in true if isinstance(x, str)], k)
+    tax = as_taxonomy(taxonomy)
+    check_label_universe(tax, label_names(labels))  # the columns: nodes, each once, as evaluate's labels
+    leaves = set(tax.leaves)
+    y_pred, flat = ranked_labels(matrix, labels, [x for x in true if isinstance(x, str)], k, leaves)
     return score(PLAN, metric, true, y_pred, taxonomy, "", scores=flat, k=k, **options)
 
 
