@@ -19,6 +19,7 @@ commands, to be timed alternately (the figure in RESULTS.md). ``--keep DIR`` wri
     .venv/bin/python benchmarks/bench_severity.py [--instances 100000] [--seed 1] [--keep DIR]
     .venv/bin/python benchmarks/bench_severity.py generate --out DIR [--instances N] [--seed S]
     .venv/bin/python benchmarks/bench_severity.py floor --data DIR
+    .venv/bin/python benchmarks/bench_severity.py oneshot --data DIR [--instances 2000] [--inner] [--calls 5]
 """
 
 from __future__ import annotations
@@ -195,6 +196,31 @@ def compare(data: Path) -> None:
     print("floor:  ", " ".join(floor_command(data)))
 
 
+def oneshot(data: Path, instances: int, inner: bool, calls: int) -> None:
+    """Time the one-shot functions at k = 5 on a score matrix of the first ``instances`` true labels of ``data``:
+    one column per leaf (and with ``inner`` per node of the level above: columns that are not leaves), scores
+    drawn on the same grid; the median of ``calls`` calls after the first, and the value."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    import hiersql
+
+    taxonomy = hiersql.Taxonomy.from_file(data / "taxonomy.tsv")
+    truth = pq.read_table(data / "truth.parquet")["label"].to_pylist()[:instances]
+    columns = sorted(taxonomy.leaves) + (sorted(f"n{len(LEVELS) - 1}_{i}" for i in range(LEVELS[-2])) if inner else [])
+    scores = np.random.default_rng(1).integers(0, 1000, (len(truth), len(columns))) / 1000
+    for metric in ("top_k_accuracy", "hierarchical_precision_at_k", "hierarchical_map_at_k"):
+        function = getattr(hiersql, metric)
+        value = function(truth, scores, taxonomy, 5, labels=columns)
+        times = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            function(truth, scores, taxonomy, 5, labels=columns)
+            times.append(time.perf_counter() - start)
+        print(f"{metric:<30} {len(truth)} x {len(columns)}  median {sorted(times)[calls // 2] * 1e3:7.1f} ms"
+              f"  value {value:.12f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instances", type=int, default=100_000)
@@ -207,8 +233,15 @@ def main() -> None:
     make.add_argument("--seed", type=int, default=1)
     run = sub.add_parser("floor", help="the measures by the hand-written DuckDB query, as CSV")
     run.add_argument("--data", type=Path, required=True)
+    shot = sub.add_parser("oneshot", help="time the one-shot functions on a score matrix of the data's tree")
+    shot.add_argument("--data", type=Path, required=True)
+    shot.add_argument("--instances", type=int, default=2000)
+    shot.add_argument("--inner", action="store_true", help="also a column per node of the level above the leaves")
+    shot.add_argument("--calls", type=int, default=5)
     args = parser.parse_args()
-    if args.command == "generate":
+    if args.command == "oneshot":
+        oneshot(args.data, args.instances, args.inner, args.calls)
+    elif args.command == "generate":
         generate(args.out, args.instances, args.seed)
     elif args.command == "floor":
         writer = csv.writer(sys.stdout, lineterminator="\n")
