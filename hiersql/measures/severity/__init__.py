@@ -182,7 +182,7 @@ def _top1(options: Options | None) -> Options:
 
 # ------------------------------------------------------------------------------------- one-shot functions
 def ranked_labels(y_score: Any, labels: Sequence[str] | None, y_true: Sequence[Any], k: int,
-                  leaves: Collection[str] = ()) -> tuple[list[list[str]], list[float]]:
+                  leaves: Collection[str]) -> tuple[list[list[str]], list[float]]:
     """The top ``k`` labels of each row of the score matrix ``y_score`` (``(n, m)``, column ``j`` scoring
     ``labels[j]``; without ``labels``, the sorted distinct labels of ``y_true``, as scikit-learn's
     ``top_k_accuracy_score``), highest score first, ties by label, and their scores, flattened in that order;
