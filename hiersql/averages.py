@@ -79,13 +79,6 @@ def check_label_universe(taxonomy: Taxonomy, labels: Iterable[str] | None) -> No
         seen.add(name)
 
 
-def check_fixed_labels(engine: Any, metrics: Any, options: Any) -> None:
-    """The plan check (:attr:`~hiersql.plan.FamilyPlan.check`) of a family whose classes ``options.labels`` may
-    fix: :func:`check_label_universe` over the engine's taxonomy, so every door that runs the plan (evaluate,
-    the one-shot functions, every engine) refuses the same universe."""
-    check_label_universe(engine.taxonomy(), options.labels)
-
-
 def has_classes(plan: FamilyPlan, metric: str) -> bool:
     """Whether ``metric`` has per-class values (scikit-learn's ``average=None``)."""
     from .plan import CLASSES

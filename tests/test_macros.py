@@ -131,18 +131,22 @@ def test_flat_macros_and_the_fixed_universe(hand_db):
 ])
 def test_a_fixed_universe_evaluate_refuses_fails_every_door(hand_db, capsys, labels, said):
     """A fixed class universe with a label that is no node, or one given twice: evaluate refuses it (labels=),
-    and so do the one-shot functions of both families with classes (the flat ones counted a class that cannot
-    occur and merged the repeated one, the set-based one said another message and took the repeated one), the
-    flat macros and the printed flat script, in one error naming the label."""
+    and so do the per-instance values of both families with classes (compare's and the report's; they counted
+    a class that cannot occur), the one-shot functions (the flat ones counted it and merged the repeated one, the
+    set-based one said another message and took the repeated one), the flat macros and the printed flat script,
+    in one error naming the label."""
     import hiersql
     from hiersql.errors import InputError
-    from hiersql.measures import as_engine
+    from hiersql.measures import as_engine, plan_of
 
     store = Store(hand_db)
     taxonomy = as_engine(store).taxonomy()
     refused = set()
+    engine = as_engine(store)
     for call in (lambda: compute(store, ["label_f1"], Options(labels=labels)),
                  lambda: compute(store, ["hierarchical_f1"], Options(labels=labels, average=("label_macro",))),
+                 lambda: engine.per_instance(plan_of("flat"), Options(labels=labels)),
+                 lambda: engine.per_instance(plan_of("set_based"), Options(labels=labels)),
                  lambda: hiersql.label_f1([["A"]], [["B"]], taxonomy, average="macro", labels=list(labels)),
                  lambda: hiersql.hierarchical_f1([["A"]], [["B"]], taxonomy, "label_macro",
                                                  labels=list(labels))):

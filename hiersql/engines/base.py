@@ -247,8 +247,13 @@ class Engine:
         return out
 
     def prepare(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> dict[str, object]:
-        """The plan's checks (they raise :class:`~hiersql.errors.InputError`) and its ``$parameters``; helper
-        tables written into the engine."""
+        """The plan's ``$parameters``; helper tables written into the engine. Fixed classes (``options.labels``)
+        of a plan with classes are checked first (:func:`~hiersql.averages.check_label_universe`): every door
+        that runs a plan (evaluate, per-instance values, compare, the one-shot functions) refuses the same."""
+        from ..averages import check_label_universe
+
+        if options.labels is not None and plan.classes is not None:
+            check_label_universe(self.taxonomy(), options.labels)
         params = {"zero_division": float(options.zero_division), **plan.params(options, self, list(metrics))}
         for name, data in plan.tables(options).items():
             self.write(name, data)

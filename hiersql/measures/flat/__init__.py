@@ -21,7 +21,6 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...averages import check_fixed_labels
 from ...engines import DuckDBEngine, Engine
 from ...plan import CLASSES, FamilyPlan, Measure, Sql, SqlCheck
 from .. import REGISTRY, Options, Row, as_engine
@@ -48,7 +47,7 @@ def label_table(options: Options) -> dict[str, pa.Table]:
     """The helper table ``flat_labels(label)``: the fixed class universe, empty when not fixed."""
     import pyarrow as pa
 
-    labels = list(options.labels or ())  # each a node, once (check_fixed_labels)
+    labels = list(options.labels or ())  # each a node, once (Engine.prepare checks them)
     # pa.array of a list imports pandas (a third of a second of a CLI run): the usual empty table is made without it
     column = pa.array(labels, type=pa.string()) if labels else pa.nulls(0, pa.string())
     return {"flat_labels": pa.Table.from_arrays([column], names=["label"])}
@@ -85,7 +84,6 @@ PLAN = FamilyPlan(
         Measure("label_f1", "2 * n_both", "n_true + n_pred", averages=("samples",)),
     ),
     params=sql_params,
-    check=check_fixed_labels,
     tables=label_table,
     classes="flat_sides",
     instance_counts_classes=True,

@@ -15,7 +15,6 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...averages import check_fixed_labels
 from ...engines import DuckDBEngine, Engine
 from ...engines.oneshot import score
 from ...plan import CLASSES, FamilyPlan, Measure, Sql
@@ -97,7 +96,6 @@ PLAN = FamilyPlan(
                 higher_is_better=False, bounds=(0.0, math.inf)),
     ),
     params=sql_params,
-    check=check_fixed_labels,
     tables=lambda options: {} if options.labels is None else {"class_labels": label_table(options)["flat_labels"]},
     classes="set_pairs",
 )
