@@ -140,9 +140,9 @@ def test_a_fixed_universe_evaluate_refuses_fails_every_door(hand_db, capsys, lab
     from hiersql.measures import as_engine, plan_of
 
     store = Store(hand_db)
-    taxonomy = as_engine(store).taxonomy()
-    refused = set()
     engine = as_engine(store)
+    taxonomy = engine.taxonomy()
+    refused = set()
     for call in (lambda: compute(store, ["label_f1"], Options(labels=labels)),
                  lambda: compute(store, ["hierarchical_f1"], Options(labels=labels, average=("label_macro",))),
                  lambda: engine.per_instance(plan_of("flat"), Options(labels=labels)),
