@@ -88,7 +88,14 @@ class PostgresEngine(Engine):
         self.conn.close()
 
 
-C = f'COLLATE "{dialect_of("postgres").text_collation}"'
+def _collate(dialect: str) -> str:
+    """``COLLATE "..."`` of the dialect's :attr:`~hiersql.engines.dialect.EngineDialect.text_collation`, or
+    ``""`` for a dialect without one."""
+    collation = dialect_of(dialect).text_collation
+    return f'COLLATE "{collation}"' if collation else ""
+
+
+C = _collate("postgres")
 """The collation of the engine's text columns (:attr:`~hiersql.engines.dialect.EngineDialect.text_collation`):
 an ICU ``en-US`` database summed the per-class values in another order, with other last digits."""
 
@@ -112,7 +119,7 @@ def _create_table(name: str, rel: duckdb.DuckDBPyRelation, dialect: str, tempora
     """``CREATE [TEMPORARY] TABLE name (...)`` with the columns and types of ``rel``, written for ``dialect``;
     its text columns in the dialect's :attr:`~hiersql.engines.dialect.EngineDialect.text_collation`."""
     rules = dialect_of(dialect)
-    collate = f' COLLATE "{rules.text_collation}"' if rules.text_collation else ""
-    cols = ", ".join(f"{rules.quoted(c)} {_type(t, dialect)}{collate if str(t) == 'VARCHAR' else ''}"
+    collate = _collate(dialect)
+    cols = ", ".join(f"{rules.quoted(c)} {_type(t, dialect)}{' ' + collate if collate and str(t) == 'VARCHAR' else ''}"
                      for c, t in zip(rel.columns, rel.types, strict=True))
     return f"CREATE {'TEMPORARY ' if temporary else ''}TABLE {rules.quoted(name)} ({cols})"
