@@ -200,7 +200,7 @@ def rows_and_stages(engine, plan, metrics: list[str], options: Options, stages: 
     return summary_rows(tables.pop("rows_seen"), metrics, options), tables
 
 
-def assert_rows_match(got: list[Row], want: list[Row], tol: float = 1e-9) -> None:
+def assert_rows_match(got: list[Row], want: list[Row], tol: float = 0.0) -> None:
     got, want = (sorted(rows, key=lambda r: (r.system, r.metric, r.average)) for rows in (got, want))
     assert [r[:3] for r in got] == [r[:3] for r in want]
     for g, w in zip(got, want, strict=True):

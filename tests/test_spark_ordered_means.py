@@ -1,5 +1,5 @@
-"""Spark's means give the same digits however Spark partitions and orders the rows (hiersql.engines: the exact
-decimal sum that stands for ``sum``/``avg`` ``ORDER BY``), and agree with DuckDB's ordered means to 1e-9."""
+"""Spark's means print DuckDB's digits however Spark partitions and orders the rows (hiersql.engines: the fold of
+a sorted list that stands for ``sum``/``avg`` ``ORDER BY``)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,35 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from hiersql.engines import EXACT_SUM_BOUND, SparkEngine, render
+from hiersql.engines import SparkEngine, render
 from hiersql.measures import Options, compute
 from tests._engine_cases import germeval_store
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 # 1e16 + 1 rounds back to 1e16 (the spacing of doubles there is 2): added as doubles, group a's sum is 0.0, 1.0
-# or 2.0 depending on the order. The exact sum is 2.0 in every order.
+# or 2.0 depending on the order; in key order it is 1.0. Fractions: 0.1 + 0.2 + 0.3 - 0.6 is 0, 5.6e-17 or
+# 1.1e-16 depending on the order. 20 values of 9e18 pass the 20 digits of a DECIMAL(38, 18) before the point.
+FRACTIONS = [0.1, 0.2, 0.3, -0.6, 1 / 3, -2.75, 123.456, 2.5e-3, -123.456, 7 / 1024, -1 / 1024]
 ROWS = [("a", 1, 1e16), ("a", 2, 1.0), ("a", 3, -1e16), ("a", 4, 1.0), ("b", 1, None), ("b", 2, 3.0),
-        ("c", 1, None)]
+        ("c", 1, None), *(("f", k, x) for k, x in enumerate(FRACTIONS)),
+        *(("g", k, x) for k, x in enumerate((0.1, 0.2, 0.3, -0.6))), *(("big", i, 9e18) for i in range(20)),
+        ("huge", 1, 1e25), ("huge", 2, -1e25), ("huge", 3, 4.0), ("inf", 1, math.inf), ("inf", 2, 1.0),
+        ("nan", 1, math.nan), ("nan", 2, 1.0)]
 QUERY = ("SELECT g, sum(x ORDER BY k) AS s, avg(x ORDER BY k) AS a, sum(x * 2 ORDER BY g, k) AS s2 "
          "FROM numbers GROUP BY g ORDER BY g")
 
 
+def in_key_order(values: list[float]) -> float:
+    """By hand: the doubles added one after the other, as DuckDB's ordered sum adds them."""
+    total = 0.0
+    for x in values:
+        total += x
+    return total
+
+
 def partitionings(spark, rows: list[tuple], schema: str, orders: tuple[str, ...],
-                  ansi: tuple[str, ...] = ("true",) * 4) -> Iterator[tuple[int, str, str]]:
+                  ansi: tuple[str, ...] = ("true", "false", "true", "false")) -> Iterator[tuple[int, str, str]]:
     """Register ``rows`` as view ``numbers`` read in each of ``orders`` (a column, ``-`` for descending), in
     one, one, three and two partitions with as many shuffle partitions and ANSI mode ``ansi``, yielding each
     (partitions, order, ansi); the session's settings are restored and the view dropped at the end."""
@@ -46,123 +59,78 @@ def partitionings(spark, rows: list[tuple], schema: str, orders: tuple[str, ...]
         spark.catalog.dropTempView("numbers")
 
 
-def test_ordered_sum_and_mean_are_exact_under_any_partitioning(spark):
-    sql = render("set_based", "set_counts", {}, "spark", text=QUERY)
-    assert "ORDER BY" not in sql.split("FROM")[0]  # Spark has no ordered aggregates: the exact sum replaced them
-    # by hand: 1e16 + 1 - 1e16 + 1 = 2 exactly, over 4 values; b's NULL left out; no value gives NULL
-    want = [("a", 2.0, 0.5, 4.0), ("b", 3.0, 3.0, 6.0), ("c", None, None, None)]
-    for case in partitionings(spark, ROWS, "g STRING, k INT, x DOUBLE", ("-k", "k", "-x", "x")):
-        assert [tuple(r) for r in spark.sql(sql).collect()] == want, case
-    # DuckDB adds in key order, each step rounded (a: 1.0); the other groups agree
+def same_digits(got: list[tuple], want: list[tuple]) -> bool:
+    """Equal rows, a NaN equal to a NaN."""
+    def key(rows):
+        return [tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row) for row in rows]
+
+    return key(got) == key(want)
+
+
+def test_ordered_sums_and_means_give_duckdbs_digits_under_any_partitioning(spark):
     con = duckdb.connect()
     con.execute("CREATE TABLE numbers (g VARCHAR, k INTEGER, x DOUBLE)")
     con.executemany("INSERT INTO numbers VALUES (?, ?, ?)", ROWS)
-    assert con.execute(QUERY).fetchall() == [("a", 1.0, 0.25, 2.0), *want[1:]]
+    want = con.execute(QUERY).fetchall()
+    by_group = {row[0]: row[1:] for row in want}
+    # by hand: DuckDB adds in key order, each addition rounded; NULLs left out; no value gives NULL
+    assert by_group["a"] == (1.0, 0.25, 2.0) and by_group["b"] == (3.0, 3.0, 6.0)
+    assert by_group["c"] == (None, None, None)
+    total = in_key_order(FRACTIONS)
+    assert by_group["f"] == (total, total / len(FRACTIONS), in_key_order([2 * x for x in FRACTIONS]))
+    assert by_group["g"][0] == in_key_order([0.1, 0.2, 0.3, -0.6]) != 0.0
+    assert by_group["big"] == (1.8e20, 9e18, 3.6e20) and by_group["huge"][0] == 4.0
+    assert by_group["inf"][:2] == (math.inf, math.inf) and math.isnan(by_group["nan"][0])
+    sql = render("set_based", "set_counts", {}, "spark", text=QUERY)
+    assert "ORDER BY" not in sql.split("FROM")[0]  # Spark has no ordered aggregates: folds replaced them
+    for case in partitionings(spark, ROWS, "g STRING, k INT, x DOUBLE", ("-k", "k", "-x", "x")):
+        assert same_digits([tuple(r) for r in spark.sql(sql).collect()], want), case
 
 
-def test_germeval_means_equal_duckdb_and_do_not_depend_on_the_partitions(spark, data_dir):
-    """The macro means of GermEval B's 4,144 instances: Spark's values equal DuckDB's to 1e-9, and two Spark
-    runs with 1 and 3 shuffle partitions print the same digits."""
+# k and j order the rows the opposite ways; added as doubles, x in k order is 1.0, in j order 0.0
+SHARED_ROWS = [("a", 1, 4, 1e16, None), ("a", 2, 3, 1.0, 2.0), ("a", 3, 2, -1e16, 3.0), ("a", 4, 1, 1.0, None),
+               ("b", 1, 1, None, None), ("b", 10, 2, 1.0, 1.0), ("b", 9, 3, 1e16, 1.0)]
+SHARED_QUERY = ("SELECT g, sum(x ORDER BY k) AS s, avg(x ORDER BY k) AS a, sum(-x ORDER BY k) AS n, "
+                "avg(y ORDER BY k) AS y, sum(x ORDER BY j) AS sj, count(*) AS c FROM numbers GROUP BY g ORDER BY g")
+
+
+def test_the_means_of_a_select_with_the_same_keys_read_one_sorted_list(spark):
+    """One list per set of keys of a SELECT, each value a field of it; keys sorted by value (9 before 10)."""
+    sql = render("set_based", "set_counts", {}, "spark", text=SHARED_QUERY, pretty=False)
+    lists = {sql[i:sql.index(")))", i)] for i in range(len(sql)) if sql.startswith("ARRAY_SORT(", i)}
+    assert len(lists) == 2, lists  # by k (x, -x, y) and by j (x)
+    # by hand: a in k order 1e16 + 1 - 1e16 + 1 = 1.0, in j order 1 - 1e16 + 1 + 1e16 = 0.0; b in k order
+    # 1e16 + 1 = 1e16 (k 9 before 10), in j order 1 + 1e16 = 1e16 as well
+    want = [("a", 1.0, 0.25, -1.0, 2.5, 0.0, 4), ("b", 1e16, 5e15, -1e16, 1.0, 1e16, 3)]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE numbers (g VARCHAR, k INTEGER, j INTEGER, x DOUBLE, y DOUBLE)")
+    con.executemany("INSERT INTO numbers VALUES (?, ?, ?, ?, ?)", SHARED_ROWS)
+    assert con.execute(SHARED_QUERY).fetchall() == want
+    for case in partitionings(spark, SHARED_ROWS, "g STRING, k INT, j INT, x DOUBLE, y DOUBLE",
+                              ("-k", "k", "-x", "j")):
+        assert [tuple(r) for r in spark.sql(sql).collect()] == want, case
+
+
+def test_germeval_means_are_duckdbs_digits_whatever_the_partitions(spark, data_dir):
+    """The macro and weighted means of GermEval B's 4,144 instances: two Spark runs with 1 and 3 shuffle
+    partitions print DuckDB's digits."""
     store = germeval_store(data_dir)
-    metrics = ["hierarchical_f1", "example_f1", "label_f1"]
+    metrics = ["hierarchical_f1", "example_f1", "label_f1", "hamming_loss"]
     options = Options(average=("macro", "weighted"))
     want = compute(store, metrics, options)
     previous = spark.conf.get("spark.sql.shuffle.partitions")
-    runs = []
     try:
         for partitions in (1, 3):
             spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
             engine = SparkEngine(spark)
             engine.copy_store(store)
-            runs.append(compute(engine, metrics, options))
+            assert compute(engine, metrics, options) == want, partitions
             engine.close()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
-    assert runs[0] == runs[1]
-    assert [r[:3] for r in runs[0]] == [r[:3] for r in want]
-    assert all(math.isclose(a.value, b.value, rel_tol=0, abs_tol=1e-9) for a, b in zip(runs[0], want, strict=True))
 
 
-# Fractions, negative ones among them. Added as doubles 0.1 + 0.2 + 0.3 - 0.6 is 0, 5.6e-17 or 1.1e-16 depending
-# on the order; each value's decimal form (Java's Double.toString: "0.1") rounded to 18 places adds up to 0.
-FRACTIONS = [0.1, 0.2, 0.3, -0.6, 1 / 3, -2.75, 123.456, 2.5e-3, -123.456, 7 / 1024, -1 / 1024]
-
-
-def exact_decimal_sum(values: list[float]) -> float:
-    """By hand, with Python's decimals: the values' shortest decimal forms rounded half up to 18 places (Spark's
-    cast of a DOUBLE to DECIMAL(38, 18)), added exactly, the sum rounded once to a double."""
-    from decimal import ROUND_HALF_UP, Decimal, localcontext
-
-    with localcontext() as context:
-        context.prec = 60
-        return float(sum(Decimal(repr(x)).quantize(Decimal("1e-18"), rounding=ROUND_HALF_UP) for x in values))
-
-
-def test_fractions_add_exactly_under_any_partitioning(spark):
-    """The values' decimals are added exactly before the one rounding of their sum (the mean: that sum divided
-    by the count), whatever the partitions and the order of the rows."""
-    rows = [("f", k, x) for k, x in enumerate(FRACTIONS)]
-    rows += [("g", 1, 0.1), ("g", 2, 0.2), ("g", 3, 0.3), ("g", 4, -0.6)]
-    sql = render("set_based", "set_counts", {}, "spark", text=QUERY)
-    total = exact_decimal_sum(FRACTIONS)
-    want = [("f", total, total / len(FRACTIONS), exact_decimal_sum([2 * x for x in FRACTIONS])), ("g", 0.0, 0.0, 0.0)]
-    for case in partitionings(spark, rows, "g STRING, k INT, x DOUBLE", ("-k", "k", "-x", "x"),
-                              ("true", "false", "true", "false")):
-        assert [tuple(r) for r in spark.sql(sql).collect()] == want, case
-
-
-# k and j order the rows the opposite ways; added as doubles, x in k order is 1.0, in j order 0.0
-SHARED_ROWS = [("a", 1, 4, 1e16, None), ("a", 2, 3, 1.0, 2.0), ("a", 3, 2, -1e16, 3.0), ("a", 4, 1, 1.0, None),
-               ("b", 1, 1, None, None)]
-SHARED_QUERY = ("SELECT g, sum(x ORDER BY k) AS s, avg(x ORDER BY k) AS a, sum(-x ORDER BY k) AS n, "
-                "avg(y ORDER BY k) AS y, sum(x ORDER BY j) AS sj, count(*) AS c FROM numbers GROUP BY g ORDER BY g")
-
-
-def test_means_are_code_generated_aggregates_with_no_list_and_no_sort(spark):
-    """The means are sums Spark generates code for: no collected list, no sort, no object aggregate; the sums
-    of x by k and by j are the same sum. Each equals the exact value under any partitioning, ANSI or not."""
-    sql = render("set_based", "set_counts", {}, "spark", text=SHARED_QUERY, pretty=False)
-    assert "COLLECT_LIST" not in sql and "ARRAY_SORT" not in sql and "AGGREGATE(" not in sql
-    want = [("a", 2.0, 0.5, -2.0, 2.5, 2.0, 4), ("b", None, None, None, None, None, 1)]  # by hand, exact
-    for case in partitionings(spark, SHARED_ROWS, "g STRING, k INT, j INT, x DOUBLE, y DOUBLE",
-                              ("-k", "k", "-x", "j"), ("true", "false", "true", "false")):
-        frame = spark.sql(sql)
-        assert [tuple(r) for r in frame.collect()] == want, case
-    plan = frame._jdf.queryExecution().executedPlan().toString()
-    assert "HashAggregate" in plan and "ObjectHashAggregate" not in plan and "SortAggregate" not in plan, plan
-    assert "collect_list" not in plan, plan
-
-
-# 20 values of 9e18 add up to 1.8e20: past the 20 digits before the decimal point (with ANSI mode the decimal
-# sum would raise, without it return NULL); doubles hold every partial sum exactly (k * 9 * 5^18 < 2^53).
-BEYOND_ROWS = [("big", i, 9e18) for i in range(20)] + [("huge", 1, 1e25), ("huge", 2, -1e25), ("huge", 3, 4.0),
-                                                       ("nan", 1, float("nan")), ("nan", 2, 1.0),
-                                                       ("inf", 1, float("inf")), ("inf", 2, 1.0)]
-
-
-def test_beyond_the_decimal_bound_the_means_are_double_sums_not_errors_or_nulls(spark):
-    """From EXACT_SUM_BOUND on (and for NaN, infinity) a mean is Spark's DOUBLE sum, as DuckDB's: neither an
-    overflow error (ANSI mode) nor a NULL (without it)."""
-    assert EXACT_SUM_BOUND == 1e19 and EXACT_SUM_BOUND < 20 * 9e18
-    query = "SELECT g, sum(x ORDER BY k) AS s, avg(x ORDER BY k) AS a FROM numbers GROUP BY g ORDER BY g"
-    sql = render("set_based", "set_counts", {}, "spark", text=query)
-    con = duckdb.connect()
-    con.execute("CREATE TABLE numbers (g VARCHAR, k INTEGER, x DOUBLE)")
-    con.executemany("INSERT INTO numbers VALUES (?, ?, ?)", BEYOND_ROWS)
-    want = con.execute(query).fetchall()
-    # by hand; 1e25 - 1e25 + 4 in key order is 4, the exact sum too, but the double sum in another order is 0
-    assert want[0] == ("big", 1.8e20, 9e18) and want[1][0] == "huge" and want[1][1] == 4.0
-    assert want[2] == ("inf", math.inf, math.inf) and want[3][0] == "nan" and math.isnan(want[3][1])
-    for case in partitionings(spark, BEYOND_ROWS, "g STRING, k INT, x DOUBLE", ("k", "-k", "x", "-x"),
-                              ("true", "false", "false", "true")):
-        got = [tuple(r) for r in spark.sql(sql).collect()]
-        assert got[0] == want[0] and got[2] == want[2], case
-        assert got[1][0] == "huge" and got[1][1] in (0.0, 4.0), case  # a double sum: its digits depend on order
-        assert got[3][0] == "nan" and math.isnan(got[3][1]) and math.isnan(got[3][2]), case
-
-
-def test_a_descending_order_gives_the_same_exact_sum():
-    """An exact sum does not depend on the order: a descending key is rendered like an ascending one."""
-    asc = render("set_based", "set_counts", {}, "spark", text="SELECT sum(x ORDER BY k) AS s FROM numbers")
-    desc = render("set_based", "set_counts", {}, "spark", text="SELECT sum(x ORDER BY k DESC) AS s FROM numbers")
-    assert asc == desc and "ORDER BY" not in asc and "DECIMAL(38, 18)" in asc
+def test_a_descending_key_is_refused():
+    """The fold sorts its list ascending: a descending key would add the values in another order."""
+    with pytest.raises(ValueError, match="ascending key order only"):
+        render("set_based", "set_counts", {}, "spark", text="SELECT sum(x ORDER BY k DESC) AS s FROM numbers")

@@ -10,8 +10,8 @@
 -- statistics as numpy's percentile); a score falls in bin b = the number of inner edges below it, as
 -- scikit-learn's calibration_curve (searchsorted on the inner edges).
 -- Reads: predictions (score), truth, closure, nodes.
--- Means and sums of floats add DECIMAL(38, 24) casts (exact, so independent of the order in which the engine
--- adds rows: the same input gives the same digits).
+-- Sums of floats add their values in key order (sum(x ORDER BY key), as the measures' means): the digits do not
+-- depend on the order in which an engine's threads add rows, and every engine prints DuckDB's.
 
 -- name: level_forecasts
 -- (system, instance_id, label, level, score, y): every scored prediction with its outcome, once under its
@@ -90,7 +90,7 @@ WITH binned AS (
     GROUP BY f.system, f.level, s.strategy, f.instance_id, f.label, f.score, f.y
 )
 SELECT system, level, strategy, bin, count(*) AS n,
-       CAST(sum(CAST(score AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS mean_score, avg(1.0 * y) AS fraction_positive
+       sum(score ORDER BY instance_id, label) / count(*) AS mean_score, avg(1.0 * y) AS fraction_positive
 FROM binned
 GROUP BY system, level, strategy, bin
 
@@ -99,15 +99,15 @@ GROUP BY system, level, strategy, bin
 WITH scores AS (
     SELECT
         system, level, count(*) AS n,
-        CAST(sum(CAST((score - y) * (score - y) AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS brier,
-        -CAST(sum(CAST(CASE WHEN y = 1 THEN ln(least(greatest(score, $eps), 1 - $eps))
-                            ELSE ln(least(greatest(1 - score, $eps), 1 - $eps)) END AS DECIMAL(38, 24))) AS DOUBLE)
+        sum((score - y) * (score - y) ORDER BY instance_id, label) / count(*) AS brier,
+        -sum(CASE WHEN y = 1 THEN ln(least(greatest(score, $eps), 1 - $eps))
+                  ELSE ln(least(greatest(1 - score, $eps), 1 - $eps)) END ORDER BY instance_id, label)
             / count(*) AS log_loss
     FROM level_forecasts
     GROUP BY system, level
 ),
 ece AS (
-    SELECT r.system, r.level, r.strategy, CAST(sum(CAST(r.n * abs(r.fraction_positive - r.mean_score) AS DECIMAL(38, 24))) AS DOUBLE) AS weighted
+    SELECT r.system, r.level, r.strategy, sum(r.n * abs(r.fraction_positive - r.mean_score) ORDER BY r.bin) AS weighted
     FROM reliability AS r
     GROUP BY r.system, r.level, r.strategy
 )

@@ -10,8 +10,8 @@
 -- points starting from (R, P) = (0, 1), as sklearn.metrics.auc(recall, precision).
 -- Per class c the same over the pairs of c only; macro = the mean over the classes with a positive.
 -- Reads: predictions (score), truth, systems, closure, nodes.
--- Means and sums of floats add DECIMAL(38, 24) casts (exact, so independent of the order in which the engine
--- adds rows: the same input gives the same digits).
+-- Sums of floats add their values in key order (sum(x ORDER BY key), as the measures' means): the digits do not
+-- depend on the order in which an engine's threads add rows, and every engine prints DuckDB's.
 
 -- name: closed_scores
 -- (system, instance_id, label, score): s* of every node that a scored label of the instance reaches.
@@ -79,7 +79,7 @@ FROM curve_points
 -- (system, label, average_precision, auprc_trapezoid): the areas under each curve (label '' = pooled).
 WITH ordered AS (
     SELECT
-        system, label, precision, recall,
+        system, label, threshold, precision, recall,
         coalesce(lag(recall) OVER (PARTITION BY system, label ORDER BY threshold DESC), 0.0) AS prev_recall,
         coalesce(lag(precision) OVER (PARTITION BY system, label ORDER BY threshold DESC), 1.0) AS prev_precision
     FROM pr_curve
@@ -87,9 +87,8 @@ WITH ordered AS (
 SELECT
     system,
     label,
-    CAST(sum(CAST((recall - prev_recall) * precision AS DECIMAL(38, 24))) AS DOUBLE) AS average_precision,
-    CAST(sum(CAST((recall - prev_recall) * (precision + prev_precision) / 2 AS DECIMAL(38, 24))) AS DOUBLE)
-        AS auprc_trapezoid
+    sum((recall - prev_recall) * precision ORDER BY threshold) AS average_precision,
+    sum((recall - prev_recall) * (precision + prev_precision) / 2 ORDER BY threshold) AS auprc_trapezoid
 FROM ordered
 GROUP BY system, label
 

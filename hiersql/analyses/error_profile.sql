@@ -10,8 +10,8 @@
 --   u); spurious when T is empty. A true label u is missed when neither u nor any descendant of u is in P
 --   (u ∉ An(P) ∪ P: a false negative of the ancestor-augmented sets).
 -- Reads: truth, predictions, systems, instances, closure, nodes.
--- Means and sums of floats add DECIMAL(38, 24) casts (exact, so independent of the order in which the engine
--- adds rows: the same input gives the same digits).
+-- Sums of floats add their values in key order (sum(x ORDER BY key), as the measures' means): the digits do not
+-- depend on the order in which an engine's threads add rows, and every engine prints DuckDB's.
 
 -- name: profile_pairs
 -- (system, instance_id, true_label, pred_label): every (true, predicted) label pair of every instance.
@@ -110,7 +110,7 @@ GROUP BY s.system
 -- name: class_distances
 -- (system, label, n, mean_distance): per predicted class, its predicted labels and their mean nearest-true
 -- distance (the terms of the macro mean).
-SELECT system, label, count(*) AS n, avg(distance) AS mean_distance
+SELECT system, label, count(*) AS n, avg(CAST(distance AS DOUBLE)) AS mean_distance  -- a double (PostgreSQL: avg(integer) is numeric)
 FROM predicted_profile
 WHERE distance IS NOT NULL
 GROUP BY system, label
@@ -120,7 +120,7 @@ GROUP BY system, label
 -- distance from each predicted label to its nearest true label, over the predicted labels of instances with
 -- a truth (spurious labels have none); macro = the mean over predicted classes of their mean distance.
 WITH macro AS (
-    SELECT system, CAST(sum(CAST(mean_distance AS DECIMAL(38, 24))) AS DOUBLE) / count(*) AS macro_mean_distance
+    SELECT system, sum(mean_distance ORDER BY label) / count(*) AS macro_mean_distance
     FROM class_distances
     GROUP BY system
 )

@@ -16,7 +16,7 @@ process-wide DuckDB database of the scikit-learn style one-shot functions).
 
 from .base import STORE_TABLES, Engine, solve_arrow, summary_rows
 from .compile import family_params, render, render_family
-from .dialect import EXACT_SUM_BOUND, EngineDialect
+from .dialect import EngineDialect
 from .duckdb import DuckDBEngine
 from .postgres import PostgresEngine
 from .registry import open_engine
@@ -33,7 +33,7 @@ from .spark import (
            spark_log,
 )
 
-__all__ = ["EXACT_SUM_BOUND", "PARTITION_AT", "PARTITION_ROWS", "PLANS_AT_ONCE", "SMALL_INPUT_JAVA_OPTIONS",
+__all__ = ["PARTITION_AT", "PARTITION_ROWS", "PLANS_AT_ONCE", "SMALL_INPUT_JAVA_OPTIONS",
            "SMALL_INPUT_ROWS", "SPARK_DEFAULTS", "STAGE_DIR", "STORE_TABLES", "DuckDBEngine", "Engine",
            "EngineDialect", "PostgresEngine", "SparkEngine", "_spark_schema", "family_params", "open_engine", "render",
            "render_family", "solve_arrow", "spark_log", "summary_rows"]

@@ -15,9 +15,8 @@ The Spark rewrites (Spark, Spark 2 and Databricks share them):
 - Spark reads a literal such as ``1.0`` as ``DECIMAL(2,1)``, and its decimal division keeps only 6 digits
   after the point: decimal literals become ``DOUBLE`` literals, as in DuckDB (:func:`decimals_as_doubles`).
 - Spark has no ordered aggregates (``sum(x ORDER BY k)``, which the means use so that their digits do not
-  depend on threads): the values are added exactly instead, as ``DECIMAL(38, 18)`` by Spark's ``sum``
-  (:func:`ordered_folds`), so a Spark run prints the same digits however its rows are partitioned; they
-  agree with DuckDB's ordered sums of doubles to the rounding of those sums.
+  depend on threads): the values of each group are collected, sorted by the keys and added one after the other
+  by a fold (:func:`ordered_folds`), so a Spark run prints DuckDB's digits however its rows are partitioned.
 - A Spark variant of a query asks for a broadcast join with a comment closing its select list
   (``SELECT a, b /*+ BROADCAST(m) */ FROM ...``; DuckDB's parser keeps it as a plain comment): it becomes the
   ``SELECT``'s Spark hint (:func:`spark_hints`).
@@ -36,7 +35,7 @@ from functools import cache
 from typing import Any, Literal
 
 Rewrite = Callable[[Any], Any]  # a sqlglot tree to the rewritten tree (changed in place or new)
-Sums = Literal["ordered", "exact-fold", "unordered"]
+Sums = Literal["ordered", "sorted-fold", "unordered"]
 
 
 @dataclass(frozen=True)
@@ -49,8 +48,8 @@ class EngineDialect:
         sqlglot's name of the dialect.
     sums:
         How a mean adds its values: ``"ordered"``, in unit order (``sum(x ORDER BY k)``: the digits do not
-        depend on threads); ``"exact-fold"``, exactly as decimals (:func:`ordered_folds`: the dialect has no
-        ordered aggregates, the digits do not depend on the partitioning); ``"unordered"``, the ``ORDER BY``
+        depend on threads); ``"sorted-fold"``, in unit order by a fold of the group's sorted values
+        (:func:`ordered_folds`: the dialect has no ordered aggregates); ``"unordered"``, the ``ORDER BY``
         dropped (:func:`orders_dropped`: the last digits may depend on the order the engine adds the rows).
     stage_statement:
         How a printed script makes a stage (``{name}``: its name; ``{folder}``: the string literal of its
@@ -108,7 +107,7 @@ class EngineDialect:
 
     @property
     def ordered(self) -> bool:
-        """Whether a mean's values are added in unit order (exactly, with ``"exact-fold"``)."""
+        """Whether a mean's values are added in unit order."""
         return self.sums != "unordered"
 
     def rewritten(self, tree: Any) -> Any:
@@ -128,12 +127,6 @@ class EngineDialect:
 
 
 # ---------------------------------------------------------------------------------------------- sums
-# A mean's values are added exactly on Spark as DECIMAL(38, 18) (20 digits before the point, 18 after): an
-# exact sum does not depend on the order of its terms, so no sort is needed. Beyond this bound (the sum of the
-# values' magnitudes), or with a NaN or an infinite value, the sum is Spark's DOUBLE sum instead.
-EXACT_SUM_BOUND = 1e19
-
-
 def orders_dropped(tree: Any) -> Any:
     """Drop the ``ORDER BY`` of every aggregate of ``tree`` (``sum(x ORDER BY k)``), for the dialects without
     ordered aggregates (Snowflake, BigQuery, ...)."""
@@ -147,55 +140,66 @@ def orders_dropped(tree: Any) -> Any:
 
 def ordered_folds(tree: Any) -> Any:
     """Replace in ``tree`` every ``sum``/``avg`` of ``x ORDER BY k...`` (an ordered aggregate, which Spark does
-    not have) by its :func:`_ordered_fold`: an exact sum gives the same digits in any order, so the keys are
-    not needed."""
+    not have) by a fold of the group's values in key order, which adds the doubles in DuckDB's order, each
+    addition rounded as DuckDB rounds it: the same digits, however Spark partitions and orders the rows.
+
+    The ordered aggregates of one ``SELECT`` with the same keys share one list, sorted once::
+
+        L = array_sort(collect_list(struct(k AS _k0, ..., CAST(x AS DOUBLE) AS _v0, CAST(y AS DOUBLE) AS _v1, ...)))
+        sum(x ORDER BY k) ->
+            aggregate(L, NULL, (s, r) -> CASE WHEN r._v0 IS NULL THEN s ELSE coalesce(s, 0) + r._v0 END)
+        avg(x ORDER BY k) -> that sum / nullif(size(filter(L, r -> r._v0 IS NOT NULL)), 0)
+
+    ``array_sort`` orders the structs by their fields, the keys first, so by the keys (DuckDB's ascending
+    order: numbers by value, text by its bytes). NULL values are left out, as the aggregates leave them out; no
+    value gives NULL. A key must not be NULL (``array_sort`` puts a NULL field first, DuckDB last) and must be
+    ascending: a ``DESC`` key raises ``ValueError``."""
     from sqlglot import exp
 
+    groups: dict[tuple[int, str], tuple[list[Any], dict[str, Any]]] = {}  # (SELECT, keys): keys, values
+    folds = []
     for agg in list(tree.find_all(exp.Sum, exp.Avg)):
-        if isinstance(agg.this, exp.Order):
-            agg.replace(_ordered_fold(agg.this.this, isinstance(agg, exp.Avg)))
+        if not isinstance(agg.this, exp.Order):
+            continue
+        order = agg.this
+        if any(key.args.get("desc") for key in order.expressions):
+            raise ValueError(f"a Spark fold adds its values in ascending key order only: {order.sql()}")
+        keys = [key.this for key in order.expressions]
+        scope = (id(agg.find_ancestor(exp.Select)), ", ".join(key.sql() for key in keys))
+        values = groups.setdefault(scope, (keys, {}))[1]
+        values.setdefault(order.this.sql(), order.this)
+        folds.append((agg, scope, list(values).index(order.this.sql())))
+    units = {}
+    for scope, (keys, values) in groups.items():
+        fields = [exp.PropertyEQ(this=exp.to_identifier(f"_k{i}"), expression=k.copy()) for i, k in enumerate(keys)]
+        fields += [exp.PropertyEQ(this=exp.to_identifier(f"_v{i}"), expression=exp.cast(v.copy(), "DOUBLE"))
+                   for i, v in enumerate(values.values())]
+        units[scope] = exp.ArraySort(this=exp.ArrayAgg(this=exp.Struct(expressions=fields), nulls_excluded=True))
+    for agg, scope, index in folds:
+        def put(node, scope=scope):
+            return units[scope].copy() if isinstance(node, exp.Column) and node.name == _UNITS else node
+
+        agg.replace(_fold_template(index, isinstance(agg, exp.Avg)).transform(put))
     return tree
 
 
-def _ordered_fold(value: Any, mean: bool) -> Any:
-    """Spark's ``sum`` (``mean``: ``avg``) of ``value`` over the group's rows with the same digits however Spark
-    partitions and orders them: each value cast to ``DOUBLE`` is rounded to ``DECIMAL(38, 18)`` (18 digits
-    after the point, at most 5e-19 from the double) and the decimals are added exactly by Spark's
-    code-generated ``sum``, the exact sum rounded once to a ``DOUBLE`` (a mean: divided by the count of
-    values). DuckDB adds the doubles in key order (``sum(x ORDER BY k)``), each addition rounded: the two agree
-    to the rounding of the doubles' sum (relative 1e-16 times the number of values), not always to the last
-    bit. NULL values are left out as the aggregates do; no value gives NULL.
-
-    The decimal holds 20 digits before the point: when the magnitudes of the values add up to
-    :data:`EXACT_SUM_BOUND` (1e19) or more, or a value is NaN or infinite, the result is Spark's ``DOUBLE``
-    ``sum`` (whose last digits may then depend on the partitioning; NaN and infinities as in DuckDB) rather
-    than an overflow. Each value is cast only when its magnitude is below the bound, and ``try_sum`` adds
-    them, so that neither raises nor returns NULL in the branch not taken (with or without ANSI mode).
-    ``value`` is a sqlglot expression, put into a template parsed once (a stage has dozens of means)."""
-    from sqlglot import exp
-
-    def put(node):
-        return value.copy() if isinstance(node, exp.Column) and node.name == _FOLDED else node
-
-    return _fold_template(mean).transform(put)
-
-
-_FOLDED = "hiersql_folded_value"  # the column of _fold_template that stands for the value
+_UNITS = "hiersql_units"  # the column of _fold_template that stands for the sorted list
 
 
 @cache
-def _fold_template(mean: bool) -> Any:
-    """The expression of :func:`_ordered_fold` for the value :data:`_FOLDED` (copy it before changing it)."""
+def _fold_template(index: int, mean: bool) -> Any:
+    """The fold of :func:`ordered_folds` of the field ``_v{index}`` of the list :data:`_UNITS` (copy it before
+    changing it)."""
     import sqlglot
 
-    v = f"CAST({_FOLDED} AS DOUBLE)"
-    exact = (f"CAST(try_sum(CAST(CASE WHEN abs({v}) < {EXACT_SUM_BOUND!r} THEN {v} END AS DECIMAL(38, 18)))"
-             " AS DOUBLE)")
-    total = f"CASE WHEN sum(abs({v})) < {EXACT_SUM_BOUND!r} THEN {exact} ELSE sum({v}) END"
-    return sqlglot.parse_one(f"({total}) / nullif(count({v}), 0)" if mean else total, read="spark")
+    field = f"hiersql_unit._v{index}"
+    total = (f"aggregate({_UNITS}, CAST(NULL AS DOUBLE), (hiersql_sum, hiersql_unit) -> CASE WHEN {field} IS NULL"
+             f" THEN hiersql_sum ELSE coalesce(hiersql_sum, CAST(0 AS DOUBLE)) + {field} END)")
+    count = f"size(filter({_UNITS}, hiersql_unit -> {field} IS NOT NULL))"
+    return sqlglot.parse_one(f"{total} / nullif({count}, 0)" if mean else total, read="spark")
 
 
-_SUMS: dict[Sums, Rewrite] = {"ordered": lambda tree: tree, "exact-fold": ordered_folds, "unordered": orders_dropped}
+_SUMS: dict[Sums, Rewrite] = {"ordered": lambda tree: tree, "sorted-fold": ordered_folds, "unordered": orders_dropped}
 
 
 # ---------------------------------------------------------------------------------------------- failures
@@ -272,7 +276,7 @@ def recursive_unions_kept(tree: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------- registry
 _SPARK = EngineDialect(
-    "spark", sums="exact-fold",
+    "spark", sums="sorted-fold",
     # Spark has no temporary table, and a temporary view is computed again at every reference. A cached view
     # keeps the plans of the views it reads, which grow with every stage (the LCA script's 16th stage ran a
     # 1 GB driver out of memory); a view of a Parquet folder starts a new plan, as the Spark runner's stages do
