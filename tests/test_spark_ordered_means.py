@@ -1,5 +1,5 @@
-"""Spark's means print DuckDB's digits however Spark partitions and orders the rows (hiersql.engines: the fold of
-a sorted list that stands for ``sum``/``avg`` ``ORDER BY``)."""
+"""Spark's means print DuckDB's digits however Spark partitions and orders the rows (hiersql.engines: the running
+sum that stands for ``sum``/``avg`` ``ORDER BY``)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_ordered_sums_and_means_give_duckdbs_digits_under_any_partitioning(spark
     assert by_group["big"] == (1.8e20, 9e18, 3.6e20) and by_group["huge"][0] == 4.0
     assert by_group["inf"][:2] == (math.inf, math.inf) and math.isnan(by_group["nan"][0])
     sql = render("set_based", "set_counts", {}, "spark", text=QUERY)
-    assert "ORDER BY" not in sql.split("FROM")[0]  # Spark has no ordered aggregates: folds replaced them
+    assert "ORDER BY" not in sql.split("FROM")[0]  # Spark has no ordered aggregates: running sums replaced them
     for case in partitionings(spark, ROWS, "g STRING, k INT, x DOUBLE", ("-k", "k", "-x", "x")):
         assert same_digits([tuple(r) for r in spark.sql(sql).collect()], want), case
 
@@ -94,11 +94,12 @@ SHARED_QUERY = ("SELECT g, sum(x ORDER BY k) AS s, avg(x ORDER BY k) AS a, sum(-
                 "avg(y ORDER BY k) AS y, sum(x ORDER BY j) AS sj, count(*) AS c FROM numbers GROUP BY g ORDER BY g")
 
 
-def test_the_means_of_a_select_with_the_same_keys_read_one_sorted_list(spark):
-    """One list per set of keys of a SELECT, each value a field of it; keys sorted by value (9 before 10)."""
+def test_each_value_of_a_select_is_one_running_sum_per_order(spark):
+    """A running sum per value and ORDER BY of a SELECT (and a running count for a mean), the keys of each ORDER
+    BY one struct; the keys sorted by value (9 before 10)."""
     sql = render("set_based", "set_counts", {}, "spark", text=SHARED_QUERY, pretty=False)
-    lists = {sql[i:sql.index(")))", i)] for i in range(len(sql)) if sql.startswith("ARRAY_SORT(", i)}
-    assert len(lists) == 2, lists  # by k (x, -x, y) and by j (x)
+    assert sql.count(" OVER (") == 6 and sql.count("STRUCT(") == 2  # sums of x, -x, y by k and x by j; x, y counted
+    assert "COLLECT_LIST" not in sql
     # by hand: a in k order 1e16 + 1 - 1e16 + 1 = 1.0, in j order 1 - 1e16 + 1 + 1e16 = 0.0; b in k order
     # 1e16 + 1 = 1e16 (k 9 before 10), in j order 1 + 1e16 = 1e16 as well
     want = [("a", 1.0, 0.25, -1.0, 2.5, 0.0, 4), ("b", 1e16, 5e15, -1e16, 1.0, 1e16, 3)]
@@ -131,6 +132,6 @@ def test_germeval_means_are_duckdbs_digits_whatever_the_partitions(spark, data_d
 
 
 def test_a_descending_key_is_refused():
-    """The fold sorts its list ascending: a descending key would add the values in another order."""
+    """The running sum's last row is the largest key: a descending key would add the values in another order."""
     with pytest.raises(ValueError, match="ascending key order only"):
         render("set_based", "set_counts", {}, "spark", text="SELECT sum(x ORDER BY k DESC) AS s FROM numbers")

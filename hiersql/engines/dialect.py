@@ -15,8 +15,8 @@ The Spark rewrites (Spark, Spark 2 and Databricks share them):
 - Spark reads a literal such as ``1.0`` as ``DECIMAL(2,1)``, and its decimal division keeps only 6 digits
   after the point: decimal literals become ``DOUBLE`` literals, as in DuckDB (:func:`decimals_as_doubles`).
 - Spark has no ordered aggregates (``sum(x ORDER BY k)``, which the means use so that their digits do not
-  depend on threads): the values of each group are collected, sorted by the keys and added one after the other
-  by a fold (:func:`ordered_folds`), so a Spark run prints DuckDB's digits however its rows are partitioned.
+  depend on threads): a window adds each group's values in key order, one after the other (a running sum,
+  :func:`running_sums`), so a Spark run prints DuckDB's digits however its rows are partitioned.
 - A Spark variant of a query asks for a broadcast join with a comment closing its select list
   (``SELECT a, b /*+ BROADCAST(m) */ FROM ...``; DuckDB's parser keeps it as a plain comment): it becomes the
   ``SELECT``'s Spark hint (:func:`spark_hints`).
@@ -31,11 +31,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import cache
 from typing import Any, Literal
 
 Rewrite = Callable[[Any], Any]  # a sqlglot tree to the rewritten tree (changed in place or new)
-Sums = Literal["ordered", "sorted-fold", "unordered"]
+Sums = Literal["ordered", "running-sum", "unordered"]
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,8 @@ class EngineDialect:
         sqlglot's name of the dialect.
     sums:
         How a mean adds its values: ``"ordered"``, in unit order (``sum(x ORDER BY k)``: the digits do not
-        depend on threads); ``"sorted-fold"``, in unit order by a fold of the group's sorted values
-        (:func:`ordered_folds`: the dialect has no ordered aggregates); ``"unordered"``, the ``ORDER BY``
+        depend on threads); ``"running-sum"``, in unit order by a running sum over the group's rows
+        (:func:`running_sums`: the dialect has no ordered aggregates); ``"unordered"``, the ``ORDER BY``
         dropped (:func:`orders_dropped`: the last digits may depend on the order the engine adds the rows).
     stage_statement:
         How a printed script makes a stage (``{name}``: its name; ``{folder}``: the string literal of its
@@ -138,68 +137,102 @@ def orders_dropped(tree: Any) -> Any:
     return tree
 
 
-def ordered_folds(tree: Any) -> Any:
-    """Replace in ``tree`` every ``sum``/``avg`` of ``x ORDER BY k...`` (an ordered aggregate, which Spark does
-    not have) by a fold of the group's values in key order, which adds the doubles in DuckDB's order, each
-    addition rounded as DuckDB rounds it: the same digits, however Spark partitions and orders the rows.
+def running_sums(tree: Any) -> Any:
+    """Rewrite in ``tree`` every ``SELECT`` with a ``sum``/``avg`` of ``x ORDER BY k...`` (an ordered aggregate,
+    which Spark does not have) so that Spark adds the values in key order, one after the other, each addition
+    rounded as DuckDB rounds it: the same digits, however Spark partitions and orders the rows.
 
-    The ordered aggregates of one ``SELECT`` with the same keys share one list, sorted once::
+    The rows of the ``SELECT`` (its ``FROM``, joins and ``WHERE``) become a derived table with a running sum
+    per ordered aggregate, a window that Spark computes one row after the other::
 
-        L = array_sort(collect_list(struct(k AS _k0, ..., CAST(x AS DOUBLE) AS _v0, CAST(y AS DOUBLE) AS _v1, ...)))
-        sum(x ORDER BY k) ->
-            aggregate(L, NULL, (s, r) -> CASE WHEN r._v0 IS NULL THEN s ELSE coalesce(s, 0) + r._v0 END)
-        avg(x ORDER BY k) -> that sum / nullif(size(filter(L, r -> r._v0 IS NOT NULL)), 0)
+        SELECT g, sum(x ORDER BY k), avg(y ORDER BY k) FROM t GROUP BY g
+        -> SELECT w.c0 AS g, max_by(w.r0, w.k0), max_by(w.r1, w.k0) / nullif(max_by(w.r2, w.k0), 0) FROM (
+               SELECT g AS c0, struct(k) AS k0,
+                      sum(CAST(x AS DOUBLE)) OVER (PARTITION BY g ORDER BY k ROWS UNBOUNDED PRECEDING) AS r0,
+                      sum(CAST(y AS DOUBLE)) OVER (...) AS r1, count(CAST(y AS DOUBLE)) OVER (...) AS r2
+               FROM t) AS w GROUP BY w.c0
 
-    ``array_sort`` orders the structs by their fields, the keys first, so by the keys (DuckDB's ascending
-    order: numbers by value, text by its bytes). NULL values are left out, as the aggregates leave them out; no
-    value gives NULL. A key must not be NULL (``array_sort`` puts a NULL field first, DuckDB last) and must be
-    ascending: a ``DESC`` key raises ``ValueError``."""
+    A group's last row in key order holds the sum of its values (``max_by``); NULL values are left out, as the
+    aggregates leave them out, and no value gives NULL. The window sorts a group's rows with Spark's external
+    sorter, which spills to disk: a group of millions of rows needs no more memory than a few. A key must not be
+    NULL (Spark's ascending order puts NULL first, DuckDB's last) and must be ascending: a ``DESC`` key raises
+    ``ValueError``."""
     from sqlglot import exp
 
-    groups: dict[tuple[int, str], tuple[list[Any], dict[str, Any]]] = {}  # (SELECT, keys): keys, values
-    folds = []
-    for agg in list(tree.find_all(exp.Sum, exp.Avg)):
-        if not isinstance(agg.this, exp.Order):
-            continue
-        order = agg.this
-        if any(key.args.get("desc") for key in order.expressions):
-            raise ValueError(f"a Spark fold adds its values in ascending key order only: {order.sql()}")
-        keys = [key.this for key in order.expressions]
-        scope = (id(agg.find_ancestor(exp.Select)), ", ".join(key.sql() for key in keys))
-        values = groups.setdefault(scope, (keys, {}))[1]
-        values.setdefault(order.this.sql(), order.this)
-        folds.append((agg, scope, list(values).index(order.this.sql())))
-    units = {}
-    for scope, (keys, values) in groups.items():
-        fields = [exp.PropertyEQ(this=exp.to_identifier(f"_k{i}"), expression=k.copy()) for i, k in enumerate(keys)]
-        fields += [exp.PropertyEQ(this=exp.to_identifier(f"_v{i}"), expression=exp.cast(v.copy(), "DOUBLE"))
-                   for i, v in enumerate(values.values())]
-        units[scope] = exp.ArraySort(this=exp.ArrayAgg(this=exp.Struct(expressions=fields), nulls_excluded=True))
-    for agg, scope, index in folds:
-        def put(node, scope=scope):
-            return units[scope].copy() if isinstance(node, exp.Column) and node.name == _UNITS else node
-
-        agg.replace(_fold_template(index, isinstance(agg, exp.Avg)).transform(put))
+    for select in reversed(list(tree.find_all(exp.Select))):  # inner SELECTs first
+        folds = [agg for agg in select.find_all(exp.Sum, exp.Avg)
+                 if isinstance(agg.this, exp.Order) and agg.find_ancestor(exp.Select) is select]
+        if folds:
+            _fold_rows(select, folds)
     return tree
 
 
-_UNITS = "hiersql_units"  # the column of _fold_template that stands for the sorted list
+_ROWS = "hiersql_w"  # the derived table of _fold_rows
 
 
-@cache
-def _fold_template(index: int, mean: bool) -> Any:
-    """The fold of :func:`ordered_folds` of the field ``_v{index}`` of the list :data:`_UNITS` (copy it before
-    changing it)."""
-    import sqlglot
+def _fold_rows(select: Any, folds: list[Any]) -> None:
+    """:func:`running_sums` of one ``SELECT`` and its ordered aggregates ``folds``, in place."""
+    from sqlglot import exp
 
-    field = f"hiersql_unit._v{index}"
-    total = (f"aggregate({_UNITS}, CAST(NULL AS DOUBLE), (hiersql_sum, hiersql_unit) -> CASE WHEN {field} IS NULL"
-             f" THEN hiersql_sum ELSE coalesce(hiersql_sum, CAST(0 AS DOUBLE)) + {field} END)")
-    count = f"size(filter({_UNITS}, hiersql_unit -> {field} IS NOT NULL))"
-    return sqlglot.parse_one(f"{total} / nullif({count}, 0)" if mean else total, read="spark")
+    group = select.args.get("group")
+    partition = [g.copy() for g in group.expressions] if group else []
+    inside = {id(node) for agg in folds for node in agg.walk()}
+    aliases = {e.alias for e in select.expressions if isinstance(e, exp.Alias)}
+    names: dict[str, str] = {}  # the text of a column of the outer parts: its name in the derived table
+    derived, renames = [], []
+    for part in filter(None, [*select.expressions, group, select.args.get("having"), select.args.get("order")]):
+        if isinstance(part, exp.Star) or isinstance(part, exp.Column) and isinstance(part.this, exp.Star):
+            raise ValueError("Spark's running sums need the columns of their SELECT named, not *")
+        for column in part.find_all(exp.Column):
+            outer_alias = not column.table and column.name in aliases and part is select.args.get("order")
+            if id(column) in inside or outer_alias or column.find_ancestor(exp.Select) is not select:
+                continue
+            if column.sql() not in names:
+                names[column.sql()] = f"hiersql_c{len(names)}"
+                derived.append(exp.alias_(column.copy(), names[column.sql()]))
+            renames.append((column, names[column.sql()]))
+    keys: dict[str, str] = {}  # the text of an ORDER BY's keys: the name of their struct
+    windows: dict[tuple[str, str, str], str] = {}  # (sum or count, keys, value): the running aggregate's name
+
+    def running(function: type, order: Any, key_text: str) -> Any:
+        """The last row's ``function`` (``exp.Sum``, ``exp.Count``) of the values of ``order``'s aggregate."""
+        name = windows.setdefault((function.__name__, key_text, order.this.sql()), f"hiersql_r{len(windows)}")
+        if not any(d.alias == name for d in derived):
+            spec = exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW")
+            window = exp.Window(this=function(this=exp.cast(order.this.copy(), "DOUBLE")),
+                                partition_by=[p.copy() for p in partition],
+                                order=exp.Order(expressions=[key.copy() for key in order.expressions]),
+                                spec=spec, over="OVER")
+            derived.append(exp.alias_(window, name))
+        return exp.ArgMax(this=exp.column(name, _ROWS), expression=exp.column(keys[key_text], _ROWS))
+
+    for agg in folds:
+        order = agg.this
+        if any(key.args.get("desc") for key in order.expressions):
+            raise ValueError(f"Spark's running sums add their values in ascending key order only: {order.sql()}")
+        key_text = ", ".join(key.this.sql() for key in order.expressions)
+        if key_text not in keys:
+            keys[key_text] = f"hiersql_k{len(keys)}"
+            fields = [exp.PropertyEQ(this=exp.to_identifier(f"k{i}"), expression=key.this.copy())
+                      for i, key in enumerate(order.expressions)]
+            derived.append(exp.alias_(exp.Struct(expressions=fields), keys[key_text]))
+        last = running(exp.Sum, order, key_text)
+        if isinstance(agg, exp.Avg):
+            count = exp.Nullif(this=running(exp.Count, order, key_text), expression=exp.Literal.number(0))
+            last = exp.Div(this=last, expression=count)
+        agg.replace(last)
+    for column, name in renames:  # a column of the select list keeps its name
+        listed = column.parent is select and column.arg_key == "expressions"
+        column.replace(exp.alias_(exp.column(name, _ROWS), column.name) if listed else exp.column(name, _ROWS))
+    rows = exp.Select(expressions=derived)
+    for arg in ("from_", "joins", "where"):
+        if select.args.get(arg) is not None:
+            rows.set(arg, select.args[arg])
+            select.set(arg, None)
+    select.set("from_", exp.From(this=exp.Subquery(this=rows, alias=exp.TableAlias(this=exp.to_identifier(_ROWS)))))
 
 
-_SUMS: dict[Sums, Rewrite] = {"ordered": lambda tree: tree, "sorted-fold": ordered_folds, "unordered": orders_dropped}
+_SUMS: dict[Sums, Rewrite] = {"ordered": lambda tree: tree, "running-sum": running_sums, "unordered": orders_dropped}
 
 
 # ---------------------------------------------------------------------------------------------- failures
@@ -276,7 +309,7 @@ def recursive_unions_kept(tree: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------- registry
 _SPARK = EngineDialect(
-    "spark", sums="sorted-fold",
+    "spark", sums="running-sum",
     # Spark has no temporary table, and a temporary view is computed again at every reference. A cached view
     # keeps the plans of the views it reads, which grow with every stage (the LCA script's 16th stage ran a
     # 1 GB driver out of memory); a view of a Parquet folder starts a new plan, as the Spark runner's stages do
