@@ -158,7 +158,9 @@ def test_an_interrupt_ends_the_plans_before_it_is_raised(spark, hand):
     timers = []
 
     def sleep(con, params, options):  # the signal is sent once the plans run (not earlier on a slow machine)
-        timers.append(threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)))
+        # to the main thread itself, whose wait it interrupts (a signal to the process may reach another thread,
+        # and the main thread take it only once its wait ends: after pytest.raises, on a loaded machine)
+        timers.append(threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)))
         timers[0].start()
         timers[0].finished.wait(60)  # sent, however late the timer's thread runs on a loaded machine
         time.sleep(1.0)
