@@ -109,8 +109,8 @@ GROUP BY s.system
 
 -- name: class_distances
 -- (system, label, n, mean_distance): per predicted class, its predicted labels and their mean nearest-true
--- distance (the terms of the macro mean).
-SELECT system, label, count(*) AS n, avg(CAST(distance AS DOUBLE)) AS mean_distance  -- a double (PostgreSQL: avg(integer) is numeric)
+-- distance (the terms of the macro mean), a double on every engine (PostgreSQL's avg of integers is numeric).
+SELECT system, label, count(*) AS n, avg(CAST(distance AS DOUBLE)) AS mean_distance
 FROM predicted_profile
 WHERE distance IS NOT NULL
 GROUP BY system, label
