@@ -155,8 +155,8 @@ def running_sums(tree: Any) -> Any:
     A group's last row in key order holds the sum of its values (``max_by``); NULL values are left out, as the
     aggregates leave them out, and no value gives NULL. The window sorts a group's rows with Spark's external
     sorter, which spills to disk: a group of millions of rows needs no more memory than a few. A key must not be
-    NULL (Spark's ascending order puts NULL first, DuckDB's last) and must be ascending: a ``DESC`` key raises
-    ``ValueError``."""
+    NULL (the window sorts it last, as DuckDB, but ``max_by`` takes a struct with a NULL field for the smallest)
+    and must be ascending: a ``DESC`` key raises ``ValueError``."""
     from sqlglot import exp
 
     for select in reversed(list(tree.find_all(exp.Select))):  # inner SELECTs first
@@ -196,15 +196,16 @@ def _fold_rows(select: Any, folds: list[Any]) -> None:
 
     def running(function: type, order: Any, key_text: str) -> Any:
         """The last row's ``function`` (``exp.Sum``, ``exp.Count``) of the values of ``order``'s aggregate."""
-        name = windows.setdefault((function.__name__, key_text, order.this.sql()), f"hiersql_r{len(windows)}")
-        if not any(d.alias == name for d in derived):
+        made = (function.__name__, key_text, order.this.sql())
+        if made not in windows:
+            windows[made] = f"hiersql_r{len(windows)}"
             spec = exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW")
             window = exp.Window(this=function(this=exp.cast(order.this.copy(), "DOUBLE")),
                                 partition_by=[p.copy() for p in partition],
                                 order=exp.Order(expressions=[key.copy() for key in order.expressions]),
                                 spec=spec, over="OVER")
-            derived.append(exp.alias_(window, name))
-        return exp.ArgMax(this=exp.column(name, _ROWS), expression=exp.column(keys[key_text], _ROWS))
+            derived.append(exp.alias_(window, windows[made]))
+        return exp.ArgMax(this=exp.column(windows[made], _ROWS), expression=exp.column(keys[key_text], _ROWS))
 
     for agg in folds:
         order = agg.this
