@@ -144,6 +144,23 @@ class SparkOutOfMemory(OptionError):
         super().__init__("spark_conf", rule + (f": try {setting}={twice}" if twice else ""), None)
 
 
+class SparkStageLost(OptionError):
+    """Spark lost the rows of a stage kept as a local checkpoint while ``step`` ran: the executor that held them
+    ended (most often out of its memory, ``spark.executor.memory``, now ``value``). Says the step, Spark's reason
+    and the two ways out: executors with twice the memory, or ``hiersql.stageDir``, a folder every executor
+    sees, whose stages outlive an executor. One line naming ``--spark-conf``, exit status 2."""
+
+    def __init__(self, step: str, value: str, reason: str) -> None:
+        import re
+
+        found = re.fullmatch(r"(\d+)([a-zA-Z]*)", value.strip())
+        more = f"spark.executor.memory={2 * int(found[1])}{found[2]}, or " if found else ""
+        super().__init__("spark_conf", f"Spark lost a stage's rows while {step}: the executor that held them"
+                         f" ended, most often out of memory ({reason}; spark.executor.memory={value}): try {more}"
+                         "hiersql.stageDir=DIR, a folder every executor sees, where a stage outlives an executor",
+                         None)
+
+
 def _size(n: float) -> str:
     """A byte count as DuckDB reads a memory limit, rounded up: ``3GB``, ``600MB``."""
     import math

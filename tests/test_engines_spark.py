@@ -22,6 +22,7 @@ from hiersql.errors import InputError
 from hiersql.inputs.store import Store
 from hiersql.inputs.taxonomy import Taxonomy
 from hiersql.measures import Options, compute
+from hiersql.options import SparkStageLost
 from tests._engine_cases import (
     SET_BASED,
     assert_dag_case,
@@ -226,6 +227,36 @@ def test_a_small_stage_is_broadcast(spark):
         kinds[stored] = {k for k in ("BroadcastHashJoin", "SortMergeJoin") if k in plan}
         engine.close()
     assert kinds == {True: {"BroadcastHashJoin"}, False: {"SortMergeJoin"}}
+
+
+def test_a_stage_lost_with_its_executor_is_one_line_naming_the_settings_that_mend_it(spark):
+    """Without a stage folder (a cluster without hiersql.stageDir) the stages are local checkpoints, held by the
+    executors that made them: an executor that ends (most often out of its memory) takes them along. Here every
+    checkpoint the run made is removed after its first SQL step, as an executor's end removes its own: the next
+    step that reads one fails with Spark's CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND, which is one line naming
+    --spark-conf, the step, Spark's words and the two settings that mend it (not an internal error)."""
+    jsc = spark.sparkContext._jsc
+    before = set(jsc.getPersistentRDDs().keys())  # other tests' checkpoints in this session stay
+
+    class LosingExecutors(SparkEngine):
+        def stage(self, *args, **kwargs):
+            super().stage(*args, **kwargs)
+            for key, rdd in jsc.getPersistentRDDs().items():
+                if key not in before:
+                    rdd.unpersist()
+
+    engine = LosingExecutors(spark)
+    engine.close()
+    engine.stage_dir = None
+    engine.copy_store(hand_store())
+    with pytest.raises(SparkStageLost) as raised:
+        compute(engine, ["hp"], Options())
+    assert raised.value.option == "spark_conf"
+    assert re.fullmatch(r"Spark lost a stage's rows while the SQL step set_based\.\w+: the executor that held them"
+                        r" ended, most often out of memory \(\[CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND\] Checkpoint block"
+                        r" rdd_\d+_\d+ not found!; spark\.executor\.memory=1g\): try spark\.executor\.memory=2g, or"
+                        r" hiersql\.stageDir=DIR, a folder every executor sees, where a stage outlives an executor",
+                        raised.value.rule), raised.value.rule
 
 
 def test_copy_store_through_parquet_equals_the_arrow_upload(spark, germeval):

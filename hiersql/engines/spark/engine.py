@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ... import sqlfiles
 from ...errors import DataWarning, InputError, is_spark_error
-from ...options import Options, SparkOutOfMemory
+from ...options import Options, SparkOutOfMemory, SparkStageLost
 from ...plan import FamilyPlan, Python, Row, Sql, Step
 from ..base import STORE_TABLES, Engine, solve_arrow, solve_recorded
 from ..compile import _tree, ctes_apart
@@ -37,6 +37,8 @@ PARTITION_ROWS = 4_000_000
 # Spark's words for memory that ran out (a task's execution memory, a JVM's heap); group 1: what it says
 _OUT_OF_MEMORY = re.compile(r"(?:SparkOutOfMemoryError|java\.lang\.OutOfMemoryError): ([^\n]*?)(?: SQLSTATE: \w+)?\s*$",
                             re.MULTILINE)
+# Spark's words for a local checkpoint's rows that are gone with the executor that held them; group 1: what it says
+_STAGE_LOST = re.compile(r"(\[CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND\][^\n]*)")
 
 
 class SparkEngine(Engine):
@@ -285,7 +287,7 @@ class SparkEngine(Engine):
 
     def stage(self, file: str, query: str, params: Mapping[str, object], done: set[str],
               text: str | None = None) -> None:
-        with self._memory_of(f"the SQL step {file}.{query}"):
+        with self._failures_of(f"the SQL step {file}.{query}"):
             deps = [dep for dep in sqlfiles.dependencies(file, query, "spark", text=text, params=params)
                     if dep not in done]
             bodies = sqlfiles.queries(file, self.dialect)
@@ -295,19 +297,26 @@ class SparkEngine(Engine):
             super().stage(file, query, params, done, text)
 
     @contextmanager
-    def _memory_of(self, step: str) -> Iterator[None]:
-        """Spark's out-of-memory failure within as :class:`~hiersql.options.SparkOutOfMemory` naming ``step``
-        and the setting that bounds the memory that ran out: an executor's (``spark.executor.memory``) for a
-        task of a cluster's executor, else the driver's (``spark.driver.memory``; ``local`` runs its tasks)."""
+    def _failures_of(self, step: str) -> Iterator[None]:
+        """Spark's failures within that a setting mends, as one line naming ``step``: memory that ran out as
+        :class:`~hiersql.options.SparkOutOfMemory`, with the setting that bounds it (an executor's,
+        ``spark.executor.memory``, for a task of a cluster's executor, else the driver's, ``spark.driver.memory``:
+        ``local`` runs its tasks); a stage's rows lost with the executor that held them (a local checkpoint, where
+        there is no :attr:`stage_dir`) as :class:`~hiersql.options.SparkStageLost`."""
         try:
             yield
         except Exception as exc:
-            found = is_spark_error(exc) and _OUT_OF_MEMORY.search(str(exc))
-            if not found:
+            if not is_spark_error(exc):
                 raise
-            executor = "stage failure" in str(exc) and not master_of(self.spark).startswith("local")
-            setting = "spark.executor.memory" if executor else "spark.driver.memory"
-            raise SparkOutOfMemory(step, setting, self.spark.conf.get(setting, "1g"), found[1]) from None
+            found = _OUT_OF_MEMORY.search(str(exc))
+            if found:
+                executor = "stage failure" in str(exc) and not master_of(self.spark).startswith("local")
+                setting = "spark.executor.memory" if executor else "spark.driver.memory"
+                raise SparkOutOfMemory(step, setting, self.spark.conf.get(setting, "1g"), found[1]) from None
+            lost = _STAGE_LOST.search(str(exc))
+            if lost:
+                raise SparkStageLost(step, self.spark.conf.get("spark.executor.memory", "1g"), lost[1]) from None
+            raise
 
     def result(self, file: str, query: str, params: Mapping[str, object], done: set[str],
                text: str | None = None) -> list[tuple]:
@@ -318,7 +327,8 @@ class SparkEngine(Engine):
             self.stage(file, query, params, done, text)
         finally:
             self._read_once = set()
-        return self.execute(f"SELECT * FROM {query}")
+        with self._failures_of(f"the SQL step {file}.{query}"):
+            return self.execute(f"SELECT * FROM {query}")
 
     def use_frame(self, name: str, frame: Any, computed: bool = False) -> None:
         """Make the Spark DataFrame ``frame`` hiersql table ``name`` (under :meth:`table`), computed once as
@@ -332,7 +342,7 @@ class SparkEngine(Engine):
             self._register(self.table(name), frame)
 
     def solve(self, step: Python, params: dict[str, object], options: Options) -> None:
-        with self._memory_of(f"the Python step {step.name}"):
+        with self._failures_of(f"the Python step {step.name}"):
             self._solve(step, params, options)
 
     def _solve(self, step: Python, params: dict[str, object], options: Options) -> None:
