@@ -71,7 +71,7 @@ def test_the_lists_are_counted_by_ranges_of_instances_within_the_memory_limit(da
     monkeypatch.setattr(set_based, "LIST_COUNTS_FROM", 0)
     engine = DuckDBEngine(ev.store)
     ev.store.con.execute("SET memory_limit = '100MB'")
-    labels = set_based.expected_augmented_labels(ev.store.con)
+    labels = set_based.expected_augmented_labels(engine)
     for needed, batches in ((0.5, 1), (2.5, 3), (6.5, 7)):  # the lists' bytes, in memory limits
         monkeypatch.setattr(set_based, "LIST_BYTES", needed * engine.memory_limit() / labels)
         params = set_based.sql_params(Options(), engine)

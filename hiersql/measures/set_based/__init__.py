@@ -22,7 +22,6 @@ from .. import REGISTRY, Options, Row, as_engine
 from ..flat import label_table
 
 if TYPE_CHECKING:
-    import duckdb
     import pandas as pd
 
     from ...inputs.store import Store
@@ -49,7 +48,7 @@ def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()
     of its tables (else the pair rows are used), and ``instance_batches``, the ranges of instances whose lists
     are counted one after the other, from DuckDB's memory limit: ``⌈labels · LIST_BYTES / memory_limit⌉``."""
     store = engine is not None and engine.dialect == "duckdb" and not engine.tables
-    labels = expected_augmented_labels(engine.con) if store else 0.0
+    labels = expected_augmented_labels(engine) if store else 0.0
     list_counts = labels >= LIST_COUNTS_FROM
     return {
         "include_root": bool(options.include_root),
@@ -64,14 +63,15 @@ def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()
     }
 
 
-def expected_augmented_labels(con: duckdb.DuckDBPyConnection) -> float:
+def expected_augmented_labels(engine: Any) -> float:
     """``(|truth| · |systems| + |predictions|) · |closure| / |nodes|``: the labels of both sides times the
-    mean size of a node's ancestor (or descendant) set, the number of rows the pair query would hash."""
-    row = con.execute(
-        "SELECT ((SELECT count(*) FROM truth) * (SELECT count(*) FROM systems) + (SELECT count(*) FROM predictions))"
-        " * (SELECT count(*) FROM closure) / greatest((SELECT count(*) FROM nodes), 1)"
-    ).fetchall()
-    return float(row[0][0])
+    mean size of a node's ancestor (or descendant) set, the number of rows the pair query would hash. The
+    taxonomy's counts are a query of their own: a one-shot call keeps its rows for the next call with the same
+    taxonomy (:class:`~hiersql.engines.oneshot.FoldedEngine`)."""
+    (labels,), = engine.execute("SELECT (SELECT count(*) FROM truth) * (SELECT count(*) FROM systems)"
+                                " + (SELECT count(*) FROM predictions)")
+    (closure, nodes), = engine.execute("SELECT (SELECT count(*) FROM closure), (SELECT count(*) FROM nodes)")
+    return labels * closure / max(nodes, 1)
 
 
 RATIOS = (("hierarchical_precision", "n_both", "n_pred"), ("hierarchical_recall", "n_both", "n_true"),
