@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from .options import OptionError
 
 if TYPE_CHECKING:
-    from .inputs.taxonomy import Taxonomy
     from .plan import FamilyPlan
 
 
@@ -64,19 +63,6 @@ def check_average(plan: FamilyPlan, metric: str, average: str | None, fixed_labe
             and measure_of(plan, metric, average).unit != CLASSES:
         raise OptionError("labels", f"restricts only the per-class averages of {metric} (label_macro, weighted,"
                           " or the per-class values), not the average", average)
-
-
-def check_label_universe(taxonomy: Taxonomy, labels: Iterable[str] | None) -> None:
-    """``labels`` (the fixed class universe, scikit-learn's ``labels=``) must be nodes of the taxonomy (not its
-    virtual root), each once: a class that cannot occur, or one counted twice, would change the averages
-    without a word."""
-    seen: set[str] = set()
-    for name in labels or ():
-        if name not in taxonomy or (taxonomy.virtual_root and name == taxonomy.root):
-            raise OptionError("labels", "holds a label not in the taxonomy", name)
-        if name in seen:
-            raise OptionError("labels", "holds a label twice", name)
-        seen.add(name)
 
 
 def has_classes(plan: FamilyPlan, metric: str) -> bool:

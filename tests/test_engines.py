@@ -20,6 +20,7 @@ from hiersql.cli import main
 from hiersql.engines import PostgresEngine, SparkEngine
 from hiersql.engines.registry import FACTORIES
 from hiersql.measures import Options, compute
+from hiersql.options import OptionError
 from tests._engine_cases import (
     ALL_FAMILIES,
     OPTION_CASES,
@@ -72,6 +73,27 @@ def test_hand_example_by_hand(engine):
     rows = compute(engine, sql_metrics())
     assert_hand_values([r for r in rows if r.metric in SET_BASED])
     assert_rows_match(rows, reference(store, sql_metrics(), Options()), tol=1e-12)
+
+
+def test_fixed_classes_give_duckdbs_rows_and_a_bad_class_duckdbs_error(engine):
+    """Fixed classes (``labels``) reach the flat universe and the set-based per-class averages in the engine;
+    the one rule of fixed classes (``flat_label_faults`` of flat.sql, run where the classes are written) refuses
+    a label that is no node, or one given twice, with the error DuckDB's run gives."""
+    store = hand_store()
+    engine.copy_store(store)
+    cases = ((["hamming_loss", "label_f1"], {}), (["hierarchical_f1"], {"average": ("label_macro",)}))
+    for metrics, options in cases:
+        fixed = Options(labels=("A", "B", "C", "D", "E", "F"), **options)
+        assert_rows_match(compute(engine, metrics, fixed), reference(store, metrics, fixed))
+    for labels, said in ((("A", "Z"), "labels holds a label not in the taxonomy: 'Z'"),
+                         (("B", "C", "B"), "labels holds a label twice: 'B'")):
+        for metrics, options in cases:
+            bad = Options(labels=labels, **options)
+            with pytest.raises(OptionError) as on_duckdb:
+                reference(store, metrics, bad)
+            with pytest.raises(OptionError) as on_engine:
+                compute(engine, metrics, bad)
+            assert str(on_engine.value) == str(on_duckdb.value) == said
 
 
 @pytest.mark.parametrize("case", HAND_CASES)

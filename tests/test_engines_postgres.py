@@ -66,15 +66,6 @@ def test_extended_lca_graphs_on_a_dag_equal_duckdb(pg):
     assert_dag_case(pg, Options(lca_graph="extended"))
 
 
-def test_fixed_label_universe_travels(pg):
-    """The flat measures read a helper table (the fixed universe); the engine writes it too."""
-    store = hand_store()
-    pg.copy_store(store)
-    options = Options(labels=("A", "B", "C", "D", "E", "F"))
-    assert_rows_match(compute(pg, ["hamming_loss", "label_f1"], options),
-                      reference(store, ["hamming_loss", "label_f1"], options))
-
-
 def test_closure_by_recursive_cte_on_postgres(pg, germeval):
     """``closure.sql`` (WITH RECURSIVE ... UNION) computed by PostgreSQL from edges and nodes."""
     pg.copy_store(germeval, tables=("edges", "nodes"))

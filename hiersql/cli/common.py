@@ -15,6 +15,7 @@ from ..inputs import rules
 from ..inputs.arguments import LABEL_FORMATS, parse_preds
 
 if TYPE_CHECKING:
+    from ..engines import Engine
     from ..inputs.store import Store
 
 
@@ -248,7 +249,7 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any
 
             load(engine, inputs, args.taxonomy, args.truth, preds, args.labels_format, parent_col=args.parent_col,
                  child_col=args.child_col, **shared)
-        _check_label_universe(inputs, getattr(args, "labels", None))
+        _check_label_universe(engine, getattr(args, "labels", None))
         return store
     earlier = _keep_earlier_inputs(store) if args.db else False
     store.load(taxonomy, args.truth, preds, args.labels_format, unknown=args.unknown, on_step=steps.start,
@@ -256,7 +257,9 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any
                system_col=args.system_col, rank_col=args.rank_col)
     if earlier:
         _drop_stale_systems(store, [name for name, _ in preds if name is not None], f"--db {args.db}")
-    _check_label_universe(store, getattr(args, "labels", None))
+    from ..engines import DuckDBEngine
+
+    _check_label_universe(DuckDBEngine(store), getattr(args, "labels", None))
     return store
 
 
@@ -313,17 +316,16 @@ def _warn_truth_in_glob(specs: list[str], truth: Path) -> None:
                               " system", DataWarning, stacklevel=3)
 
 
-def _check_label_universe(store: Store, labels: str | None) -> None:
-    """``--labels`` (the class universe of the flat measures) before any measure: at least one label
-    (:func:`hiersql.averages.check_label_universe`: each a node of the taxonomy, none twice)."""
-    from ..averages import check_label_universe
+def _check_label_universe(engine: Engine, labels: str | None) -> None:
+    """``--labels`` (the fixed classes) checked once the inputs are read, before any measure runs
+    (:meth:`hiersql.engines.Engine.check_classes`: each a node of the taxonomy, none twice)."""
     from ..options import OptionError, declared, parse_flag
 
     if labels is None:
         return
     option, = declared("labels")
     try:
-        check_label_universe(store.taxonomy, parse_flag(option, labels))
+        engine.check_classes(parse_flag(option, labels))
     except OptionError as exc:
         raise InputError(exc.rule, "--labels", value=exc.value) from None
 

@@ -246,14 +246,28 @@ class Engine:
                 out = joined.select(out.column_names).sort_by([(column, "ascending") for column in keys])
         return out
 
+    def check_classes(self, labels: Sequence[str], table: str = "flat_labels") -> None:
+        """Fixed classes ``labels`` (scikit-learn's ``labels=``) must be nodes of the taxonomy (not its virtual
+        root), each once: a class that cannot occur, or one counted twice, would change the averages without a
+        word. The rule is ``flat_label_faults`` of ``flat.sql``, the SQL door's too, run here on ``labels``
+        written as ``table`` (read as its ``flat_labels``): its first fault is an
+        :class:`~hiersql.options.OptionError` naming ``labels``."""
+        import pyarrow as pa
+
+        from ..options import OptionError
+
+        self.write(table, pa.table({"label": pa.array(list(labels), pa.string())}))
+        renames = tuple(sorted({**self.tables, "flat_labels": table}.items()))
+        for fault, label in self.execute(_first_label_fault(self.dialect, renames)):
+            raise OptionError("labels", fault, label)
+
     def prepare(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> dict[str, object]:
         """The plan's ``$parameters``; helper tables written into the engine. Fixed classes (``options.labels``)
-        of a plan with classes are checked first (:func:`~hiersql.averages.check_label_universe`): every door
-        that runs a plan (evaluate, per-instance values, compare, the one-shot functions) refuses the same."""
-        from ..averages import check_label_universe
-
+        of a plan with classes are checked first (:meth:`check_classes`, as the plan's table
+        ``<plan>_fixed_classes``: plans run side by side make tables of their own): every door that runs a plan
+        (evaluate, per-instance values, compare, the one-shot functions) refuses the same."""
         if options.labels is not None and plan.classes is not None:
-            check_label_universe(self.taxonomy(), options.labels)
+            self.check_classes(options.labels, f"{plan.name}_fixed_classes")
         params = {"zero_division": float(options.zero_division), **plan.params(options, self, list(metrics))}
         for name, data in plan.tables(options).items():
             self.write(name, data)
@@ -360,6 +374,13 @@ class Engine:
     def _input(self, name: str) -> pa.Table:
         """The rows of a step's input ``name`` as Arrow."""
         return self.arrow(f"SELECT * FROM {self._from(name)}")
+
+
+@cache
+def _first_label_fault(dialect: str, renames: tuple[tuple[str, str], ...]) -> str:
+    """``flat_first_label_fault`` of ``flat.sql`` in ``dialect`` over the tables ``renames``, rendered once (sqlglot
+    takes milliseconds, a one-shot call's check of its classes less)."""
+    return render("flat", "flat_first_label_fault", {}, dialect, dict(renames), pretty=False)
 
 
 def portable_only_stages(plan: FamilyPlan, steps: Sequence[Step], variant: str | None) -> frozenset[str]:

@@ -456,14 +456,17 @@ def _stages_read_by_one(plan: FamilyPlan) -> frozenset[str]:
 # ------------------------------------------------------------------------------------------------- the call
 def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | None = "", *,
           sample_weight: Any = None, labels: Iterable[str] | None = None, zero_division: Any = 0.0,
-          scores: Sequence[float] | None = None, **options: Any) -> float | pd.Series:
+          scores: Sequence[float] | None = None, columns: Sequence[str] | None = None, **options: Any
+          ) -> float | pd.Series:
     """The value of ``metric`` for the label sets ``y_true``, ``y_pred`` over ``taxonomy``.
 
     ``average`` is one of the measure's averages (``""`` for a plain mean over instances); ``None`` gives the
     per-class values as a Series indexed by label (in ``labels`` order, else sorted, as scikit-learn).
     ``sample_weight`` weighs the instances; ``labels`` fixes the classes of the per-class averages;
     ``zero_division`` is 0, 1, nan or ``"warn"``; ``scores`` scores the predicted labels (:func:`load_sets`);
-    ``options`` are the other fields of :class:`~hiersql.measures.Options`.
+    ``columns``, the columns of a score matrix, must be nodes, each once, as fixed classes
+    (:meth:`~hiersql.engines.Engine.check_classes`); ``options`` are the other fields of
+    :class:`~hiersql.measures.Options`.
     """
     from ..inputs.taxonomy import Taxonomy, as_taxonomy
     from ..options import make_options
@@ -484,11 +487,13 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
     _small_call(len(y_true))
     queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
     with session(tax, keep=isinstance(taxonomy, Taxonomy)) as (con, schema):
-        load_sets(con, tax, y_true, y_pred, weights, scores)
         engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
         engine.schema = schema
         engine.weighted = weighted
         engine.compose_instance = len(queries) == 1
+        if columns is not None:  # before the label sets, which hold the columns' labels
+            engine.check_classes(columns)
+        load_sets(con, tax, y_true, y_pred, weights, scores)
         if plan.summary is not None:
             return _one_value(engine.run_plan(plan, [metric], opts), metric, average or "")
         rows = engine.run_queries(plan, [metric], opts, queries)

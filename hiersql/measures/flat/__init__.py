@@ -88,7 +88,7 @@ PLAN = FamilyPlan(
     classes="flat_sides",
     instance_counts_classes=True,
     class_universe="flat_universe",
-    sql_checks=(SqlCheck("flat_universe_check"),),  # hiersql.averages.check_label_universe, for the SQL door
+    sql_checks=(SqlCheck("flat_universe_check"),),  # Engine.check_classes's rule (flat_label_faults), for the SQL door
 )
 
 

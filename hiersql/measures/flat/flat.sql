@@ -13,24 +13,32 @@
 -- out of every measure (as scikit-learn's labels= does). A ratio with a zero denominator is $zero_division.
 -- Reads: truth, predictions, systems, instances, flat_labels.
 
+-- name: flat_label_faults
+-- (label, fault): why the labels of flat_labels are no class universe, a row per fault: a label that is missing or
+-- no node of the taxonomy (its virtual root is none), a label there twice. No row: each is a node, once. The rule
+-- of the fixed classes at every door: hiersql.engines.Engine.check_classes runs it on the classes a run is given
+-- (flat_first_label_fault), flat_universe_check at the SQL door.
+SELECT label, 'holds a label not in the taxonomy' AS fault
+FROM flat_labels
+WHERE label IS NULL OR label NOT IN (SELECT label FROM nodes WHERE NOT is_virtual)
+UNION ALL
+SELECT label, 'holds a label twice'
+FROM flat_labels
+GROUP BY label
+HAVING count(*) > 1
+
+-- name: flat_first_label_fault
+-- (fault, label): the fault that every door names, the first of flat_label_faults by label (a missing one first),
+-- then fault; no row where there is none.
+SELECT fault, label FROM flat_label_faults ORDER BY label NULLS FIRST, fault LIMIT 1
+
 -- name: flat_universe_check
--- (failed): NULL, or with $fixed_universe the failure (hiersql's cast error) that names the first label of
--- flat_labels that is missing, not a node of the taxonomy (or its virtual root) or there twice: evaluate's check
--- of the fixed class universe (hiersql.averages.check_label_universe).
-WITH faults AS (
-    SELECT label, 'holds a label not in the taxonomy' AS fault
-    FROM flat_labels
-    WHERE label IS NULL OR label NOT IN (SELECT label FROM nodes WHERE NOT is_virtual)
-    UNION ALL
-    SELECT label, 'holds a label twice'
-    FROM flat_labels
-    GROUP BY label
-    HAVING count(*) > 1
-)
+-- (failed): NULL, or with fixed classes (fixed_universe) the failure (hiersql's cast error) that names
+-- flat_first_label_fault.
 SELECT CASE
-    WHEN $fixed_universe AND EXISTS (SELECT 1 FROM faults)
+    WHEN $fixed_universe AND EXISTS (SELECT 1 FROM flat_first_label_fault)
     THEN CAST((SELECT 'hiersql: flat_labels ' || fault || ': ' || coalesce('''' || label || '''', 'NULL')
-               FROM faults ORDER BY label, fault LIMIT 1) AS INTEGER)
+               FROM flat_first_label_fault) AS INTEGER)
 END AS failed
 
 -- name: flat_universe

@@ -222,10 +222,9 @@ def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, lab
     A score matrix is the long table of its cells, as evaluate would read it, less the cells no measure at ``k``
     reads: the labels ranked below ``k``, except each column's label that is not a leaf, which is kept once
     (the classes of hierarchical precision hold every label seen). ``labels`` names taxonomy nodes, each once
-    (:func:`~hiersql.averages.check_label_universe`)."""
+    (the rule of fixed classes: :meth:`~hiersql.engines.Engine.check_classes`)."""
     import numpy as np
 
-    from ...averages import check_label_universe
     from ...engines.oneshot import score
     from ...inputs.arguments import label_names, label_sets
     from ...inputs.taxonomy import as_taxonomy
@@ -243,10 +242,9 @@ def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, lab
             raise OptionError("labels", "names the columns of a score matrix; y_score holds labels", "given")
         return score(PLAN, metric, y_true, y_score, taxonomy, "", k=k, **options)
     tax = as_taxonomy(taxonomy)
-    check_label_universe(tax, label_names(labels))  # the columns: nodes, each once, as evaluate's labels
     leaves = set(tax.leaves)
     y_pred, flat = ranked_labels(matrix, labels, [x for x in true if isinstance(x, str)], k, leaves)
-    return score(PLAN, metric, true, y_pred, taxonomy, "", scores=flat, k=k, **options)
+    return score(PLAN, metric, true, y_pred, taxonomy, "", scores=flat, k=k, columns=label_names(labels), **options)
 
 
 def top_k_accuracy(y_true, y_score, taxonomy, k: int = 1, *, labels=None, **options) -> float:
