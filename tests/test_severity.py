@@ -515,8 +515,10 @@ def test_printed_sql_of_a_measure_named_at_a_k_no_system_has_fails_as_evaluate_d
     store.load_taxonomy(Taxonomy.from_edges(TREE))
     store.add_truth(pd.DataFrame({"instance_id": ["0", "1", "2"], "label": TRUTH}))
     store.add_predictions("hard", [["a1"], ["b1"], ["b2"]])
-    with pytest.raises(InputError, match="k must include 1 for hard predictions"):
+    with pytest.raises(InputError) as raised:  # the words of the SQL door's failure below: one rule, one message
         hiersql.measures.compute(store, ["mistake_severity"], hiersql.Options(k=(5,)))
+    assert str(raised.value) == ("k must include 1 for hard predictions (k > 1 needs scores; none of the 1 system(s)"
+                                 " has them): '5'")
     assert hiersql.measures.compute(store, ["severity"], hiersql.Options(k=(5,))) == []
     store.close()
 

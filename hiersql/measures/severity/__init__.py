@@ -87,13 +87,13 @@ def _ranked(engine: Any, options: Options) -> bool:
 
 
 def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
-    """Named measures whose every k is above 1 need a system with scores: an
-    :class:`~hiersql.options.OptionError` naming ``k`` (``--k``) otherwise."""
+    """Named measures whose every k is above 1 need a system with scores: the fault of ``severity_k_fault``
+    (the SQL door's rule too) at the least k, an :class:`~hiersql.options.OptionError` naming ``k``
+    (``--k``)."""
     from ...options import OptionError
 
-    if not _ranked(engine, options):
-        raise OptionError("k", "must include 1 for hard predictions (k > 1 needs scores; no system has them)",
-                          ",".join(map(str, options.k)))
+    for (fault,) in engine.run("severity", "severity_k_fault", _params(options.with_(k=options.k[:1]))):
+        raise OptionError("k", fault, ",".join(map(str, options.k)))
 
 
 def _measure(metric: str, value: str, higher_is_better: bool, bounds: tuple[float, float]) -> Measure:

@@ -48,17 +48,20 @@ FROM severity_max_k
 -- (system): the systems that have values at $top_k: the rows of the summary.
 SELECT system FROM severity_systems WHERE ranked
 
--- name: severity_k_check
--- (failed): NULL, or the failure (hiersql's cast error) of a $top_k at which no system has values (k > 1 needs
--- scores): the check hiersql.measures.severity makes before a measure asked for by name runs (the family as a
--- whole has no row then). The message reads the count of systems: PostgreSQL computes a constant cast when it
--- plans the query, whatever the CASE.
-SELECT CASE
-    WHEN max(CASE WHEN ranked THEN 1 ELSE 0 END) = 0
-    THEN CAST('hiersql: k must include 1 for hard predictions (k > 1 needs scores; none of the '
-              || CAST(count(*) AS VARCHAR) || ' system(s) has them): ' || CAST($top_k AS VARCHAR) AS INTEGER)
-END AS failed
+-- name: severity_k_fault
+-- (fault): why no system has values at $top_k (k > 1 needs scores), one row; no row where some system has them.
+-- The rule of every door: hiersql.measures.severity checks it before a measure asked for by name runs (the family
+-- as a whole has no row then), severity_k_check at the SQL door. It counts the systems: a message that reads a
+-- column (PostgreSQL computes a constant cast when it plans the query, whatever the CASE).
+SELECT 'must include 1 for hard predictions (k > 1 needs scores; none of the ' || CAST(count(*) AS VARCHAR)
+       || ' system(s) has them)' AS fault
 FROM severity_systems
+HAVING max(CASE WHEN ranked THEN 1 ELSE 0 END) = 0
+
+-- name: severity_k_check
+-- (failed): no row, or the failure (hiersql's cast error) that names severity_k_fault and $top_k.
+SELECT CAST('hiersql: k ' || fault || ': ' || CAST($top_k AS VARCHAR) AS INTEGER) AS failed
+FROM severity_k_fault
 
 -- name: severity_classes
 -- (label): the classes C that a retrieval may return: the leaves and every label seen.
