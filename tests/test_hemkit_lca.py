@@ -13,8 +13,8 @@ import pytest
 from hiersql.api.hemkit import hemkit, line_mean
 from hiersql.cli import main
 from hiersql.measures.lca import lca_f1
+from hiersql.measures.lca.cxx_sort import cxx_sort_order
 from hiersql.measures.lca.hemkit import HemkitLCA, hemkit_parents
-from hiersql.measures.lca.hemkit_kernel import cxx_sort_order
 
 from ._hemkit_cases import (
     DISTANCES,

@@ -15,7 +15,7 @@ first use): 15–20 times faster than the rules in Python were on 20,000 MeSH in
 - S2: for each label on one side only, the first node of each of its paths that lies on a path of the other
   side, paired with every other-side path through it; the pairs of minimum cost (edges on both sides) are
   kept, ordered by the sum of their node ids as ``std::sort`` of libstdc++ orders them
-  (:func:`~hiersql.measures.lca.hemkit_kernel.cxx_sort_order`).
+  (:func:`~hiersql.measures.lca.cxx_sort.cxx_sort_order`).
 - S3, S4: the ancestors ending those pairs link both labels; they are chosen by the number of labels they
   link, redundant ones dropped in one pass, then taken until every label is served (an ancestor that is a
   label of the other side can count as served there: HEMKit's early stop).

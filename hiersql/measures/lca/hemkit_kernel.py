@@ -1,4 +1,5 @@
-"""HEMKit's LCA graphs of many instances at once, compiled with numba (rules S0-S7 of ``docs/lca.md``).
+"""HEMKit's LCA graphs of many instances at once, compiled with numba (rules S2-S7 of ``docs/lca.md``, on the
+upward paths and most specific labels of :mod:`hiersql.measures.lca.hemkit_paths`: S0, S1).
 
 Everything here works on arrays: nodes are dense indices ``0..N`` (``N`` is HEMKit's marker -1, beyond every
 path), ``ids[v]`` their HEMKit ids (what every order and every sum of ids is taken on), ``par_ptr``/``par_idx``
@@ -11,269 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_THRESHOLD = 16  # libstdc++'s _S_threshold
-
-
-# ---------------------------------------------------------------------------------------------- std::sort
-@njit(cache=True)
-def cxx_sort_order(keys):
-    """The permutation ``std::sort`` of libstdc++ leaves ``0..n-1`` in when comparing ``keys[i] < keys[j]``:
-    introsort (median-of-three quicksort down to runs of 16, heapsort past ``2·floor(log2 n)`` levels), then
-    insertion sort. Not stable: equal keys end in an order that depends on the input order."""
-    a = np.empty(len(keys), np.int64)
-    _cxx_sort(a, keys)
-    return a
-
-
-@njit(cache=True)
-def _cxx_sort(a, keys):
-    """:func:`cxx_sort_order` into ``a`` (as long as ``keys``)."""
-    n = len(keys)
-    for i in range(n):
-        a[i] = i
-    if n > 1:
-        depth = 0
-        m = n
-        while m > 1:
-            m >>= 1
-            depth += 1
-        _introsort(a, keys, 0, n, 2 * depth)
-        _final_insertion_sort(a, keys, 0, n)
-
-
-@njit(cache=True)
-def _introsort(a, k, first, last, depth):
-    """libstdc++'s ``__introsort_loop``, its recursion on the upper part kept on a stack (the parts are
-    disjoint: the order they are sorted in changes nothing; numba's cache cannot hold a recursive function)."""
-    todo = [(first, last, depth)]
-    while todo:
-        first, last, depth = todo.pop()
-        while last - first > _THRESHOLD:
-            if depth == 0:
-                _heap_sort(a, k, first, last)
-                break
-            depth -= 1
-            cut = _partition_pivot(a, k, first, last)
-            todo.append((cut, last, depth))
-            last = cut
-
-
-@njit(cache=True)
-def _partition_pivot(a, k, first, last):
-    mid = first + (last - first) // 2
-    x, y, z = first + 1, mid, last - 1
-    if k[a[x]] < k[a[y]]:
-        if k[a[y]] < k[a[z]]:
-            pick = y
-        elif k[a[x]] < k[a[z]]:
-            pick = z
-        else:
-            pick = x
-    elif k[a[x]] < k[a[z]]:
-        pick = x
-    elif k[a[y]] < k[a[z]]:
-        pick = z
-    else:
-        pick = y
-    a[first], a[pick] = a[pick], a[first]
-    pivot = k[a[first]]
-    lo, hi = first + 1, last
-    while True:
-        while k[a[lo]] < pivot:
-            lo += 1
-        hi -= 1
-        while pivot < k[a[hi]]:
-            hi -= 1
-        if not lo < hi:
-            return lo
-        a[lo], a[hi] = a[hi], a[lo]
-        lo += 1
-
-
-@njit(cache=True)
-def _final_insertion_sort(a, k, first, last):
-    if last - first > _THRESHOLD:
-        _insertion_sort(a, k, first, first + _THRESHOLD)
-        for i in range(first + _THRESHOLD, last):
-            _linear_insert(a, k, i)
-    else:
-        _insertion_sort(a, k, first, last)
-
-
-@njit(cache=True)
-def _insertion_sort(a, k, first, last):
-    for i in range(first + 1, last):
-        if k[a[i]] < k[a[first]]:
-            value = a[i]
-            for j in range(i, first, -1):
-                a[j] = a[j - 1]
-            a[first] = value
-        else:
-            _linear_insert(a, k, i)
-
-
-@njit(cache=True)
-def _linear_insert(a, k, i):
-    value = a[i]
-    while k[value] < k[a[i - 1]]:
-        a[i] = a[i - 1]
-        i -= 1
-    a[i] = value
-
-
-@njit(cache=True)
-def _heap_sort(a, k, first, last):
-    n = last - first
-    if n >= 2:
-        parent = (n - 2) // 2
-        while True:
-            _adjust_heap(a, k, first, parent, n, a[first + parent])
-            if parent == 0:
-                break
-            parent -= 1
-    while last - first > 1:
-        last -= 1
-        value = a[last]
-        a[last] = a[first]
-        _adjust_heap(a, k, first, 0, last - first, value)
-
-
-@njit(cache=True)
-def _adjust_heap(a, k, first, hole, n, value):
-    top = hole
-    child = hole
-    while child < (n - 1) // 2:
-        child = 2 * (child + 1)
-        if k[a[first + child]] < k[a[first + child - 1]]:
-            child -= 1
-        a[first + hole] = a[first + child]
-        hole = child
-    if n % 2 == 0 and child == (n - 2) // 2:
-        child = 2 * (child + 1)
-        a[first + hole] = a[first + child - 1]
-        hole = child - 1
-    parent = (hole - 1) // 2
-    while hole > top and k[a[first + parent]] < k[value]:
-        a[first + hole] = a[first + parent]
-        hole = parent
-        parent = (hole - 1) // 2
-    a[first + hole] = value
-
-
-# ---------------------------------------------------------------------------------------------- S1
-@njit(cache=True)
-def upward_paths(par_ptr, par_idx, ids, wanted, max_distance):
-    """S1 for the nodes with ``wanted[v]``: every simple upward path (depth first, parents in the given
-    order), ending at a node without parents, after ``max_distance`` edges (< 0: no limit) or before a node it
-    already holds, then closed by the marker (index ``N``). Returns ``(first, count, start, length, nodes,
-    sums)``: the paths of ``v`` are ``first[v] .. first[v] + count[v] - 1``; path ``p`` holds
-    ``nodes[start[p]:start[p] + length[p]]`` (the label first), ``sums`` the prefix sums of their ids."""
-    n = len(par_ptr) - 1
-    beyond = n
-    first = np.full(n + 1, -1, np.int64)
-    count = np.zeros(n + 1, np.int64)
-    start = [np.int64(0)][:0]
-    length = [np.int64(0)][:0]
-    nodes = [np.int64(0)][:0]
-    sums = [np.int64(0)][:0]
-    buf = np.empty(64, np.int64)
-    stack = np.empty((64, 3), np.int64)  # (offset in buf, length, extend)
-    for v in range(n):
-        if not wanted[v]:
-            continue
-        first[v] = len(start)
-        used = 1
-        buf[0] = v
-        stack[0, 0], stack[0, 1], stack[0, 2] = 0, 1, 1
-        top = 1
-        while top:
-            top -= 1
-            off, size, extend = stack[top, 0], stack[top, 1], stack[top, 2]
-            last = buf[off + size - 1]
-            above = par_ptr[last + 1] - par_ptr[last] if extend else 0
-            if above == 0 or (max_distance >= 0 and size - 1 == max_distance):
-                start.append(len(nodes))
-                length.append(size + 1)
-                total = 0
-                for i in range(size):
-                    total += ids[buf[off + i]]
-                    nodes.append(buf[off + i])
-                    sums.append(total)
-                nodes.append(beyond)
-                sums.append(total + ids[beyond])
-                count[v] += 1
-                continue
-            for q in range(par_ptr[last + 1] - 1, par_ptr[last] - 1, -1):  # the first parent on top
-                parent = par_idx[q]
-                cycle = False
-                for i in range(size):
-                    if buf[off + i] == parent:
-                        cycle = True
-                        break
-                if top == len(stack):
-                    grown = np.empty((2 * len(stack), 3), np.int64)
-                    grown[:top] = stack
-                    stack = grown
-                if cycle:
-                    stack[top, 0], stack[top, 1], stack[top, 2] = off, size, 0
-                else:
-                    if used + size + 1 > len(buf):
-                        grown_buf = np.empty(2 * (used + size + 1), np.int64)
-                        grown_buf[:used] = buf[:used]
-                        buf = grown_buf
-                    buf[used:used + size] = buf[off:off + size]
-                    buf[used + size] = parent
-                    stack[top, 0], stack[top, 1], stack[top, 2] = used, size + 1, 1
-                    used += size + 1
-                top += 1
-    return (first, count, np.array(start, np.int64), np.array(length, np.int64), np.array(nodes, np.int64),
-            np.array(sums, np.int64))
-
-
-# ---------------------------------------------------------------------------------------------- S0
-@njit(cache=True)
-def _most_specific(labels, par_ptr, par_idx, drop_distance, seen, above, queue, stamp):
-    """S0: ``labels`` (deduplicated) without those that are ancestors, at most ``drop_distance`` edges up
-    (< 0: any distance), of another of them. ``seen``, ``above``, ``queue``: scratch; returns the labels kept
-    and the last stamp used."""
-    stamp += 1
-    n = 0
-    uniq = np.empty(len(labels), np.int64)
-    for x in labels:
-        if seen[x] != stamp:
-            seen[x] = stamp
-            uniq[n] = x
-            n += 1
-    if n < 2:
-        return uniq[:n], stamp
-    stamp += 1
-    mark = stamp  # the ancestors of any label
-    for x in uniq[:n]:
-        stamp += 1
-        seen[x] = stamp
-        queue[0] = x
-        lo, hi = 0, 1
-        steps = 0
-        while lo < hi and (drop_distance < 0 or steps < drop_distance):  # one level of parents at a time
-            steps += 1
-            end = hi
-            for i in range(lo, end):
-                u = queue[i]
-                for q in range(par_ptr[u], par_ptr[u + 1]):
-                    p = par_idx[q]
-                    if seen[p] != stamp:
-                        seen[p] = stamp
-                        queue[hi] = p
-                        hi += 1
-                    if p != x:
-                        above[p] = mark
-            lo = end
-    kept = 0
-    for x in uniq[:n]:
-        if above[x] != mark:
-            uniq[kept] = x
-            kept += 1
-    return uniq[:kept], stamp
+from .cxx_sort import cxx_sort_into
+from .hemkit_paths import most_specific, upward_paths
 
 
 # ---------------------------------------------------------------------------------------------- S2-S7
@@ -380,7 +120,7 @@ def _candidates(one_sided, others, first, pcount, pstart, plen, pnodes, psums, r
                     n_tried += 1
         tried_ptr[li + 1] = n_tried
         bounds[li, 0] = n_cand
-        _cxx_sort(order[:found], f_sum[:found])
+        cxx_sort_into(order[:found], f_sum[:found])
         for i in order[:found]:
             cand[n_cand, 0] = x
             cand[n_cand, 1:] = f_row[i]
@@ -717,9 +457,9 @@ def graphs_many(par_ptr, par_idx, ids, gold_ptr, gold_idx, pred_ptr, pred_idx, m
     out_side = np.empty(len(out_node), np.int64)
     n_out = 0
     for inst in range(m):
-        true, stamp = _most_specific(gold_idx[gold_ptr[inst]:gold_ptr[inst + 1]], par_ptr, par_idx,
+        true, stamp = most_specific(gold_idx[gold_ptr[inst]:gold_ptr[inst + 1]], par_ptr, par_idx,
                                      drop_distance, seen, above, queue, stamp)
-        pred, stamp = _most_specific(pred_idx[pred_ptr[inst]:pred_ptr[inst + 1]], par_ptr, par_idx,
+        pred, stamp = most_specific(pred_idx[pred_ptr[inst]:pred_ptr[inst + 1]], par_ptr, par_idx,
                                      drop_distance, seen, above, queue, stamp)
         true = _sort_by_id(true, ids)
         pred = _sort_by_id(pred, ids)
