@@ -136,10 +136,7 @@ class SparkOutOfMemory(OptionError):
     status 2."""
 
     def __init__(self, step: str, setting: str, value: str, reason: str) -> None:
-        import re
-
-        found = re.fullmatch(r"(\d+)([a-zA-Z]*)", value.strip())
-        twice = f"{2 * int(found[1])}{found[2]}" if found else None
+        twice = _twice(value)
         rule = f"Spark ran out of memory while {step} ({reason}; {setting}={value})"
         super().__init__("spark_conf", rule + (f": try {setting}={twice}" if twice else ""), None)
 
@@ -151,14 +148,20 @@ class SparkStageLost(OptionError):
     sees, whose stages outlive an executor. One line naming ``--spark-conf``, exit status 2."""
 
     def __init__(self, step: str, value: str, reason: str) -> None:
-        import re
-
-        found = re.fullmatch(r"(\d+)([a-zA-Z]*)", value.strip())
-        more = f"spark.executor.memory={2 * int(found[1])}{found[2]}, or " if found else ""
+        twice = _twice(value)
+        more = f"spark.executor.memory={twice}, or " if twice else ""
         super().__init__("spark_conf", f"Spark lost a stage's rows while {step}: the executor that held them"
                          f" ended, most often out of memory ({reason}; spark.executor.memory={value}): try {more}"
                          "hiersql.stageDir=DIR, a folder every executor sees, where a stage outlives an executor",
                          None)
+
+
+def _twice(memory: str) -> str | None:
+    """Twice a JVM memory setting written as a number and a unit (``1g`` -> ``2g``); ``None`` for another form."""
+    import re
+
+    found = re.fullmatch(r"(\d+)([a-zA-Z]*)", memory.strip())
+    return f"{2 * int(found[1])}{found[2]}" if found else None
 
 
 def _size(n: float) -> str:
