@@ -107,6 +107,21 @@ def test_a_scored_class_below_the_top_k_is_a_class_of_the_best_retrievals_at_eve
         evaluator(TREE, ["a1"], {"m": scored_rows(np.array([[.9, .1]]), ["a1", "zz"])})
 
 
+def test_a_score_matrix_over_a_taxonomy_file_reads_the_file_once(tmp_path, monkeypatch):
+    """A taxonomy given as a path is read once per call (its leaves rank the columns, its tables score them), and
+    its tables are not kept after the call, as for every one-shot function given a path."""
+    from hiersql.engines import oneshot
+
+    path = tmp_path / "tree.tsv"
+    path.write_text("".join(f"{parent}\t{child}\n" for parent, child in TREE))
+    reads = []
+    real = Taxonomy.from_file.__func__
+    monkeypatch.setattr(Taxonomy, "from_file", classmethod(lambda cls, *a, **k: reads.append(a) or real(cls, *a, **k)))
+    schemas = dict(oneshot._schemas)
+    assert hiersql.top_k_accuracy(TRUTH, SCORES, str(path), k=2, labels=LABELS) == HAND["top_k_accuracy", 2]
+    assert len(reads) == 1 and oneshot._schemas == schemas
+
+
 def test_hard_predictions_have_k_1_only():
     """A system without scores has rows at k = 1 only, in evaluate, the per-instance values, compare and the
     one-shot functions; a k above 1 alone for hard predictions is an error naming k (the flag on the command

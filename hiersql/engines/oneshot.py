@@ -456,8 +456,8 @@ def _stages_read_by_one(plan: FamilyPlan) -> frozenset[str]:
 # ------------------------------------------------------------------------------------------------- the call
 def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any, average: str | None = "", *,
           sample_weight: Any = None, labels: Iterable[str] | None = None, zero_division: Any = 0.0,
-          scores: Sequence[float] | None = None, columns: Sequence[str] | None = None, **options: Any
-          ) -> float | pd.Series:
+          scores: Sequence[float] | None = None, columns: Sequence[str] | None = None, keep: bool | None = None,
+          **options: Any) -> float | pd.Series:
     """The value of ``metric`` for the label sets ``y_true``, ``y_pred`` over ``taxonomy``.
 
     ``average`` is one of the measure's averages (``""`` for a plain mean over instances); ``None`` gives the
@@ -465,8 +465,9 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
     ``sample_weight`` weighs the instances; ``labels`` fixes the classes of the per-class averages;
     ``zero_division`` is 0, 1, nan or ``"warn"``; ``scores`` scores the predicted labels (:func:`load_sets`);
     ``columns``, the columns of a score matrix, must be nodes, each once, as fixed classes
-    (:meth:`~hiersql.engines.Engine.check_classes`); ``options`` are the other fields of
-    :class:`~hiersql.measures.Options`.
+    (:meth:`~hiersql.engines.Engine.check_classes`); ``keep``: keep ``taxonomy``'s tables for later calls with
+    the same object (default: when it is a :class:`~hiersql.inputs.taxonomy.Taxonomy`; a caller that read a path
+    into one passes ``False``); ``options`` are the other fields of :class:`~hiersql.measures.Options`.
     """
     from ..inputs.taxonomy import Taxonomy, as_taxonomy
     from ..options import make_options
@@ -486,7 +487,7 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
     weighted = weights is not None
     _small_call(len(y_true))
     queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
-    with session(tax, keep=isinstance(taxonomy, Taxonomy)) as (con, schema):
+    with session(tax, keep=isinstance(taxonomy, Taxonomy) if keep is None else keep) as (con, schema):
         engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
         engine.schema = schema
         engine.weighted = weighted

@@ -227,7 +227,7 @@ def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, lab
 
     from ...engines.oneshot import score
     from ...inputs.arguments import label_names, label_sets
-    from ...inputs.taxonomy import as_taxonomy
+    from ...inputs.taxonomy import Taxonomy, as_taxonomy
     from ...options import OptionError
 
     true = label_sets(y_true, "y_true")
@@ -244,7 +244,8 @@ def _one_shot(metric: str, y_true: Any, y_score: Any, taxonomy: Any, k: int, lab
     tax = as_taxonomy(taxonomy)
     leaves = set(tax.leaves)
     y_pred, flat = ranked_labels(matrix, labels, [x for x in true if isinstance(x, str)], k, leaves)
-    return score(PLAN, metric, true, y_pred, taxonomy, "", scores=flat, k=k, columns=label_names(labels), **options)
+    return score(PLAN, metric, true, y_pred, tax, "", scores=flat, k=k, columns=label_names(labels),
+                 keep=isinstance(taxonomy, Taxonomy), **options)  # the taxonomy read once, kept as given
 
 
 def top_k_accuracy(y_true, y_score, taxonomy, k: int = 1, *, labels=None, **options) -> float:
