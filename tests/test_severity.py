@@ -119,7 +119,7 @@ def test_a_score_matrix_over_a_taxonomy_file_reads_the_file_once(tmp_path, monke
     monkeypatch.setattr(Taxonomy, "from_file", classmethod(lambda cls, *a, **k: reads.append(a) or real(cls, *a, **k)))
     schemas = dict(oneshot._schemas)
     assert hiersql.top_k_accuracy(TRUTH, SCORES, str(path), k=2, labels=LABELS) == HAND["top_k_accuracy", 2]
-    assert len(reads) == 1 and oneshot._schemas == schemas
+    assert len(reads) == 1 and oneshot._schemas.keys() <= schemas.keys()  # (dead ones' schemas dropped meanwhile)
 
 
 def test_hard_predictions_have_k_1_only():
