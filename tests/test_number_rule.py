@@ -130,11 +130,19 @@ def test_a_rank_column_in_place_follows_the_same_rule(pg_dsn, capsys, text):
 
 @pytest.mark.spark
 def test_spark_reads_a_dataframe_by_the_rule(spark):
-    """A Spark DataFrame's text scores: each spelling that is not a number is the store's one line; the numbers
-    load."""
+    """Spark's statement of the rule (``rules.number_sql`` in Spark's SQL, what its reader casts with) reads each
+    spelling as DuckDB's does, in one query; a Spark DataFrame's text score that is not a number is the store's
+    one line (a spelling Spark's cast would read, and one beyond a double's range); the numbers load."""
     from tests.test_spark_sources import hand_load
 
-    for text in NOT_NUMBERS:
+    frame = spark.createDataFrame(pd.DataFrame({"t": [*NUMBERS, *NOT_NUMBERS]}))
+    got = dict(map(tuple, frame.selectExpr("t", f"{rules.number_sql('t', 'spark')} AS v").collect()))
+    for text, want in NUMBERS.items():
+        value = got[text]
+        assert (math.isnan(value) if math.isnan(want) else value == want and math.copysign(1, value) ==
+                math.copysign(1, want)), (text, value)
+    assert {text: got[text] for text in NOT_NUMBERS} == dict.fromkeys(NOT_NUMBERS)
+    for text in ("1d", "1e400"):
         rows = pd.DataFrame([("M1", "i1", "a1", "0.5"), ("M1", "i2", "b", text)],
                             columns=["model", "doc", "genre", "score"])
         with pytest.raises(InputError) as info:
