@@ -132,7 +132,7 @@ def test_a_rank_column_in_place_follows_the_same_rule(pg_dsn, capsys, text):
 def test_spark_reads_a_dataframe_by_the_rule(spark):
     """Spark's statement of the rule (``rules.number_sql`` in Spark's SQL, what its reader casts with) reads each
     spelling as DuckDB's does, in one query; a Spark DataFrame's text score that is not a number is the store's
-    one line (a spelling Spark's cast would read, and one beyond a double's range); the numbers load."""
+    one line (a suffixed spelling, and one beyond a double's range); the numbers load."""
     from tests.test_spark_sources import hand_load
 
     frame = spark.createDataFrame(pd.DataFrame({"t": [*NUMBERS, *NOT_NUMBERS]}))
