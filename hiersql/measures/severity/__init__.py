@@ -82,17 +82,22 @@ def _metric_applies(engine: Any, metric: str, options: Options | None = None) ->
 
 def _ranked(engine: Any, options: Options) -> bool:
     """Whether some system has values at the least k of ``options`` (the rule of ``severity_max_k``: k = 1,
-    or scores), so that the run has a row."""
-    return bool(engine.run("severity", "severity_ranked_systems", _params(options.with_(k=options.k[:1]))))
+    or scores), so that the run has a row: no :func:`_k_fault`."""
+    return not _k_fault(engine, options)
+
+
+def _k_fault(engine: Any, options: Options) -> list[tuple]:
+    """The row of ``severity_k_fault`` at the least k of ``options`` (why no system has values there; the SQL
+    door's rule too), none when some system has them."""
+    return engine.run("severity", "severity_k_fault", _params(options.with_(k=options.k[:1])))
 
 
 def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
-    """Named measures whose every k is above 1 need a system with scores: the fault of ``severity_k_fault``
-    (the SQL door's rule too) at the least k, an :class:`~hiersql.options.OptionError` naming ``k``
-    (``--k``)."""
+    """Named measures whose every k is above 1 need a system with scores: the fault of :func:`_k_fault`, an
+    :class:`~hiersql.options.OptionError` naming ``k`` (``--k``)."""
     from ...options import OptionError
 
-    for (fault,) in engine.run("severity", "severity_k_fault", _params(options.with_(k=options.k[:1]))):
+    for (fault,) in _k_fault(engine, options):
         raise OptionError("k", fault, ",".join(map(str, options.k)))
 
 
