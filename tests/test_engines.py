@@ -19,6 +19,9 @@ from hiersql.analyses import curves
 from hiersql.cli import main
 from hiersql.engines import PostgresEngine, SparkEngine
 from hiersql.engines.registry import FACTORIES
+from hiersql.errors import InputError
+from hiersql.inputs.store import Store
+from hiersql.inputs.taxonomy import Taxonomy
 from hiersql.measures import Options, compute
 from hiersql.options import OptionError
 from tests._engine_cases import (
@@ -94,6 +97,38 @@ def test_fixed_classes_give_duckdbs_rows_and_a_bad_class_duckdbs_error(engine):
             with pytest.raises(OptionError) as on_engine:
                 compute(engine, metrics, bad)
             assert str(on_engine.value) == str(on_duckdb.value) == said
+
+
+# Trees the scoring family refuses, and the fault named (by hand): the leaves E (0.9) and F (1.2) do not sum to
+# 1; D has two parents; no edge has a weight (the first by name: into B)
+SCORING_FAULTS = {
+    "sum": ([("A", "B", 0.5), ("A", "C", 0.5), ("B", "D", 0.5), ("B", "E", 0.4), ("C", "F", 0.7)],
+            "every root-to-leaf weight sum must be 1; the leaf E (0.9) and 1 more"),
+    "dag": ([("A", "B", 0.5), ("A", "C", 0.5), ("B", "D", 0.5), ("C", "D", 0.5), ("B", "E", 0.5), ("C", "F", 0.5)],
+            "nodes with several parents: D"),
+    "unweighted": ([("A", "B"), ("A", "C"), ("B", "D"), ("B", "E"), ("C", "F")],
+                   "an edge without weight, into B and 4 more"),
+}
+
+
+@pytest.mark.parametrize("case", SCORING_FAULTS)
+def test_a_tree_the_scoring_family_refuses_is_duckdbs_error(engine, case):
+    """The scoring family's rules run in the engine (``scoring_tree_fault``, ``scoring_weight_fault`` of
+    scoring.sql): a weighted measure on a tree or weights they refuse is DuckDB's error, word for word; the
+    family named on weights that make no scoring tree is PL alone, DuckDB's values."""
+    edges, said = SCORING_FAULTS[case]
+    store = Store()
+    store.load_taxonomy(Taxonomy.from_edges(edges))
+    store.add_truth([["D"], ["F"]])
+    store.add_predictions("s", [["E"], ["D"]])
+    engine.copy_store(store)
+    with pytest.raises(InputError) as on_duckdb:
+        reference(store, ["lpp"], Options())
+    with pytest.raises(InputError) as on_engine:
+        compute(engine, ["lpp"], Options())
+    assert str(on_engine.value) == str(on_duckdb.value) and said in str(on_duckdb.value)
+    if case != "dag":
+        assert_rows_match(compute(engine, ["scoring"], Options()), reference(store, ["scoring"], Options()))
 
 
 @pytest.mark.parametrize("case", HAND_CASES)

@@ -53,7 +53,7 @@ def test_the_scoring_family_by_name_on_an_unweighted_tree_and_on_a_dag():
     assert [r.value for r in rows] == pytest.approx([1 - 2 / 5] * 2)  # micro and macro (SPEC: by hand)
     dag = Evaluator(Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c")]))
     dag.add_truth([["c"]]).add_predictions("s", [["a"]])
-    with pytest.raises(InputError, match="does not apply to this input: the scoring-tree measures") as failed:
+    with pytest.raises(InputError, match="does not apply to this input: scoring trees must be trees") as failed:
         compute(dag.store, ["hp", "scoring"], make_options())
     assert failed.value.value == "scoring"
     assert {r.metric for r in compute(dag.store, ["all"], make_options())}.isdisjoint(REGISTRY["scoring"])

@@ -604,8 +604,9 @@ def test_a_taxonomy_every_unit_would_fail_on_is_the_job_files_fault(fixtures_dir
     for body, said in (
         (DATASET.replace("{tax}", str(nodes)), f"{nodes}:1: expected 2 fields (parent, child) or 3 (parent, child,"
                                                f" weight), found 1: {first!r}"),
-        ('metrics = ["lpp"]\n' + DATASET, f"{demo / 'taxonomy.tsv'}: 15 edge(s) have no weight; first: thing ->"
-                                          " animal,"),
+        ('metrics = ["lpp"]\n' + DATASET, f"{demo / 'taxonomy.tsv'}:11: the weighted scoring-tree measures need edge"
+                                          " weights that make a scoring tree: an edge without weight, into aircraft"
+                                          " and 14 more"),
     ):
         spec = job_text(tmp_path, fixtures_dir, body)
         assert main(["jobs", "check", str(spec)]) == 2

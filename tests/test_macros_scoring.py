@@ -128,8 +128,9 @@ def printed_rows(path: Path, metric: str, capsys) -> dict[tuple[str, str], float
     (("B", "0.9", "0.0"), False),  # W(B) = 0 (and the sums below B are 0.1)
 ])
 def test_sqls_rule_of_a_scoring_tree_is_pythons(tmp_path, fixtures_dir, edit, valid):
-    """``scoring_constants.weighted`` (no row of ``scoring_weight_faults``: the macros' and every engine's SQL)
-    holds exactly when :func:`~hiersql.measures.scoring.trees.validate` accepts the weights."""
+    """``scoring_constants.weighted`` (no row of ``scoring_weight_faults``, read by the macros and every engine)
+    holds exactly when :func:`~hiersql.measures.scoring.trees.validate` (the rule's first fault,
+    ``scoring_weight_fault``) accepts the weights."""
     lines = (fixtures_dir / "lanus" / "tree_decreasing.tsv").read_text(encoding="utf-8").splitlines()
     if edit is not None:
         child, old, new = edit
@@ -198,20 +199,22 @@ def _edited_tree(tmp_path: Path, fixtures_dir: Path, edit: str) -> Path:
 ])
 def test_the_printed_script_refuses_what_evaluate_refuses(tmp_path, fixtures_dir, capsys, case, metric, said):
     """The printed DuckDB script of the family or of one measure fails with one error naming the fault where
-    evaluate refuses the same input (the script had no check: it gave numbers on a DAG)."""
+    evaluate refuses the same input, in evaluate's words (the script had no check: it gave numbers on a DAG)."""
     path = tmp_path / "user.duckdb"
     tree = _edited_tree(tmp_path, fixtures_dir, case) if case != "root" else fixtures_dir / "lanus" / "tree.tsv"
     store = lanus_file(path, fixtures_dir, tree=str(tree))
     if case == "root":
         store.con.execute("UPDATE truth SET label = 'A' WHERE instance_id = '0'")
-    with pytest.raises(InputError):
+    with pytest.raises(InputError) as refused:
         compute(store, [metric], Options())
     store.close()
     capsys.readouterr()
     assert main(["sql", metric]) == 0
     script = capsys.readouterr().out
-    with duckdb.connect(str(path)) as con, pytest.raises(duckdb.Error, match=re.escape(said)):
+    with duckdb.connect(str(path)) as con, pytest.raises(duckdb.Error, match=re.escape(said)) as failed:
         con.execute(script).fetchall()
+    words = refused.value.message.removeprefix("does not apply to this input: ")  # the family named, on a DAG
+    assert words in str(failed.value)  # one rule's words at both doors
 
 
 def test_the_family_on_weights_that_make_no_scoring_tree_is_pl_alone_at_every_door(tmp_path, fixtures_dir, capsys):

@@ -67,7 +67,12 @@ def test_by_level_gives_the_paper_weights(fig1, fixtures_dir: Path, levels, fixt
 
 
 def test_weighted_depths_of_the_decreasing_tree(fig1) -> None:
-    depths = st.validate(st.decreasing(fig1))
+    """W(n) of scoring.sql (``scoring_nodes``) on the decreasing tree, a scoring tree (:func:`validate`)."""
+    tree = st.decreasing(fig1)
+    st.validate(tree)
+    store = Store()
+    store.load_taxonomy(tree)
+    depths = {label: w for label, _, w in query_rows(store, "scoring", "scoring_nodes")}
     assert depths["A"] == 0
     assert depths["B"] == pytest.approx(0.9)
     assert depths["F"] == pytest.approx(0.99)
@@ -96,18 +101,20 @@ def test_forest_gets_an_explicit_root() -> None:
 def test_validation_names_the_leaves_that_do_not_sum_to_one(tmp_path: Path) -> None:
     path = tmp_path / "tree.tsv"
     path.write_text("A\tB\t0.5\nA\tC\t0.5\nB\tD\t0.5\nB\tE\t0.4\nC\tF\t0.7\n")
-    with pytest.raises(InputError, match=r"2 leaf/leaves fail: E \(sum 0.9\), F \(sum 1.2\)") as err:
+    with pytest.raises(InputError) as err:
         st.validate(Taxonomy.from_file(path))
-    assert str(path) in str(err.value)
+    assert str(err.value) == (f"{path}:4: the weighted scoring-tree measures need edge weights that make a scoring"
+                              " tree: every root-to-leaf weight sum must be 1; the leaf E (0.9) and 1 more")
 
 
 @pytest.mark.parametrize(("edges", "message"), [
-    ([("A", "B", 1.0), ("A", "C", 0.5)], "fail: C"),
+    ([("A", "B", 1.0), ("A", "C", 0.5)], r"the leaf C \(0.5\)$"),
     ([("A", "B", 1.5), ("B", "D", -0.5)], "non-negative"),
-    ([("A", "B", 0.5), ("B", "D", 0.5), ("A", "C")], "have no weight"),
-    ([("A", "B", 0.0), ("B", "D", 1.0)], "weight 0"),
+    ([("A", "B", 0.5), ("B", "D", 0.5), ("A", "C")], "an edge without weight, into C$"),
+    ([("A", "B", 0.0), ("B", "D", 1.0)], r"must weigh more than 0 .*; the node B \(0.0\)$"),
     ([("A", "B", 0.5), ("A", "C", 0.5), ("B", "D", 0.5), ("C", "D", 0.5)], "must be trees.*D"),
-    ([("a", "a1", 1.0), ("b", "b1", 1.0)], "virtual root"),
+    ([("a", "a1", 1.0), ("b", "b1", 1.0)],
+     "the edges of the virtual root .* have no weight .*: the edge into a and 1 more$"),
 ])
 def test_invalid_scoring_trees(edges, message) -> None:
     with pytest.raises(InputError, match=message):
@@ -134,11 +141,23 @@ def test_tree_constants_of_fig1(fig1, strategy, m) -> None:
     assert m_ == pytest.approx(m)
 
 
+def _weighted_depths(tree: Taxonomy) -> dict[str, float]:
+    """W(n), the weight sum on the path root -> n, summed node by node up to the root."""
+    weight = {e.child: e.weight for e in tree.all_edges()}
+    out = {}
+    for node in tree.all_nodes():
+        total, up = 0.0, node
+        while tree.parents(up):
+            total, up = total + weight[up], tree.parents(up)[0]
+        out[node] = total
+    return out
+
+
 def _brute_force_constants(tree: Taxonomy) -> tuple[int, float]:
     """l and m over every pair of labels, with networkx's lowest common ancestors."""
     import networkx as nx
 
-    graph, depths, weights = tree.graph, tree.depths(), st.weighted_depths(tree)
+    graph, depths, weights = tree.graph, tree.depths(), _weighted_depths(tree)
     labels = [n for n in tree.all_nodes() if n != tree.root]
     lcas = dict(nx.all_pairs_lowest_common_ancestor(graph, itertools.product(labels, labels)))
     longest, smallest = 0, float("inf")
@@ -315,7 +334,7 @@ def test_pl_needs_no_weights_the_others_do(fig1) -> None:
     assert scoring.PLAN.metric_applies(engine, "pl")
     assert not scoring.PLAN.metric_applies(engine, "lpp")  # no weights
     assert _values(scoring.evaluate(store, ["pl"], Options()))[("s", "pl")] == pytest.approx(1 - 2 / 5)
-    with pytest.raises(InputError, match="have no weight"):
+    with pytest.raises(InputError, match="an edge without weight"):
         scoring.evaluate(store, ["lpp"], Options())
 
 
@@ -343,7 +362,7 @@ def test_evaluator_runs_pl_on_an_unweighted_tree_and_skips_it_on_a_dag(fig1) -> 
     assert [r.value for r in ev.rows(["pl"])] == pytest.approx([1 - 2 / 5] * 2)  # micro and macro
     every = {r.metric for r in compute(ev.store, ["all"], make_options())}
     assert "pl" in every and not every & {"l", "lpp", "lpptps", "lppps"}
-    with pytest.raises(InputError, match="have no weight"):
+    with pytest.raises(InputError, match="an edge without weight"):
         ev.rows(["lpp"])
     dag = Evaluator(Taxonomy.from_edges([("r", "a"), ("r", "b"), ("a", "c"), ("b", "c")]))
     dag.add_truth([["c"]]).add_predictions("s", [["a"]])
@@ -423,14 +442,14 @@ def test_cli_bad_tree_exits_2(tmp_path: Path, fixtures_dir: Path, capsys) -> Non
     code = main(["scoring", "--tree", str(tree), "--confusion", str(fixtures_dir / "lanus" / "model1.tsv")])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.count("\n") == 1 and "C (sum 0.5)" in err
+    assert err.count("\n") == 1 and "the leaf C (0.5)" in err
 
 
 # ---------------------------------------------------------------------- real data
 def _python_scores(tree: Taxonomy, truth: dict, pred: dict, offset: float) -> dict[str, float]:
     """Micro PL, LPP, LPPTPS, LPPPPS computed in Python, pairing as documented (shared labels, then rank order),
     with m and l by brute force: an independent check of scoring.sql."""
-    weights, depths = st.weighted_depths(tree), tree.depths()
+    weights, depths = _weighted_depths(tree), tree.depths()
     longest, m = _brute_force_constants(tree)
 
     def path(n: str) -> list[str]:

@@ -53,37 +53,32 @@ Weights = str | Mapping[str, float] | None
 
 # ---------------------------------------------------------------------- family plan
 def _applies(engine: Any) -> str | None:
-    if not engine.taxonomy().is_tree:
-        return "the scoring-tree measures are defined on trees (every node has at most one parent)"
-    return None
+    from .trees import tree_fault
+
+    return tree_fault(engine)
 
 
 def _metric_applies(engine: Any, metric: str, options: Any = None) -> bool:
-    """``pl`` on any tree, the weighted measures only when the edge weights sum to 1 on every root-to-leaf
-    path (asked for by name on other weights, they raise the :class:`~hiersql.errors.InputError` that names
-    the path at fault)."""
-    from .trees import validate
+    """``pl`` on any tree, the weighted measures only when the edge weights make a scoring tree (asked for by
+    name on other weights, they raise :func:`~hiersql.measures.scoring.trees.weight_fault`'s error)."""
+    from .trees import weight_fault
 
-    if metric in UNWEIGHTED:
-        return True
-    try:
-        validate(engine.taxonomy())
-    except InputError:
-        return False
-    return True
+    return metric in UNWEIGHTED or weight_fault(engine) is None
 
 
 def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
     """The tree, its weights (when a weighted measure is asked for: ``pl`` reads none, so weights that do not
     sum to 1, such as a warehouse table's own ``weight`` column, leave it, and ``--metrics all``, be), that the
     root is never a label, and the offset."""
-    from .trees import check_tree, validate
+    from .trees import tree_fault, weight_fault
 
-    taxonomy = engine.taxonomy()
+    fault = tree_fault(engine)
+    if fault is not None:
+        raise InputError(fault, engine.taxonomy().source or engine.table("edges"))
     if any(m not in UNWEIGHTED for m in metrics):
-        validate(taxonomy)
-    else:
-        check_tree(taxonomy)
+        fault = weight_fault(engine)
+        if fault is not None:
+            raise fault
     _check_root_not_a_label(engine)
 
 

@@ -1,7 +1,7 @@
 -- Scoring-tree measures (Lanus et al., "Hierarchical Scoring for Machine Learning Classifier Error Impact
 -- Evaluation", §III; SPEC §8). The taxonomy is a tree whose edge weights sit on the child (edges.weight);
--- W(n) = weight sum root -> n, W(root) = 0, every root-to-leaf sum is 1 (hiersql.measures.scoring.trees.validate
--- checks it before these run; scoring_weight_faults states the same rule, scoring_tree_check the tree's).
+-- W(n) = weight sum root -> n, W(root) = 0, every root-to-leaf sum is 1 (scoring_weight_faults states the rule,
+-- which every door checks before these run; scoring_tree_check the tree's).
 -- Per (truth t, prediction p) pair: d = edge count between t and p, R = W(lca(t, p)), Pn = W(t) + W(p) - 2R,
 -- raw = R - Pn in [-2, 1]. With the offset o <= 0 ($offset) every score is (s - (s_min + o)) / (s_max - (s_min + o)):
 --   PL      s = -d          on [-l, 0]   ->  1 - d / (l - o)
@@ -77,35 +77,51 @@ JOIN scoring_branches AS br ON br.parent = b.parent
 WHERE NOT s.is_root
 
 -- name: scoring_weight_faults
--- (fault, label, value): why the edge weights do not make a scoring tree, a row per node at fault, in the order
--- of hiersql.measures.scoring.trees.validate's rules: 1 the edge into label has no weight, 2 it has a negative
--- weight, 3 a leaf whose W is not 1 within $weight_tolerance, 4 a node other than the root whose W is not > 0.
+-- (fault, label, value): why the edge weights do not make a scoring tree, a row per node at fault, the rules
+-- in the order every door names them: the edge into label has no weight, 1 from a virtual root (added above
+-- several parentless nodes), 2 from a node of the taxonomy; 3 it has a negative weight; 4 a leaf whose W is
+-- not 1 within $weight_tolerance; 5 a node other than the root whose W is not > 0.
 -- No row: the weighted measures are defined (PL alone needs no weights).
-SELECT 1 AS fault, child AS label, CAST(NULL AS DOUBLE) AS value FROM edges WHERE weight IS NULL
+SELECT CASE WHEN p.is_virtual THEN 1 ELSE 2 END AS fault, e.child AS label, CAST(NULL AS DOUBLE) AS value
+FROM edges AS e
+JOIN nodes AS p ON p.label = e.parent
+WHERE e.weight IS NULL
 UNION ALL
-SELECT 2, child, weight FROM edges WHERE weight < 0
+SELECT 3, child, weight FROM edges WHERE weight < 0
 UNION ALL
-SELECT 3, s.label, s.w
+SELECT 4, s.label, s.w
 FROM scoring_nodes AS s
 JOIN nodes AS n ON n.label = s.label
 WHERE n.is_leaf AND abs(s.w - 1) > $weight_tolerance
 UNION ALL
-SELECT 4, label, w FROM scoring_nodes WHERE NOT is_root AND w <= 0
+SELECT 5, label, w FROM scoring_nodes WHERE NOT is_root AND w <= 0
+
+-- name: scoring_weight_fault
+-- (label, message): the first row of scoring_weight_faults (by fault, then label) in the words every door says,
+-- with how many other nodes have that fault. hiersql.measures.scoring.trees.weight_fault raises them naming the
+-- taxonomy's file and the line of the edge into label; scoring_weights_check fails with them.
+SELECT label,
+       'the weighted scoring-tree measures need edge weights that make a scoring tree: '
+       || CASE fault
+              WHEN 1 THEN 'the edges of the virtual root above several parentless nodes have no weight (give the'
+                          || ' tree a single root): the edge into '
+              WHEN 2 THEN 'an edge without weight, into '
+              WHEN 3 THEN 'edge weights must be non-negative; the edge into '
+              WHEN 4 THEN 'every root-to-leaf weight sum must be 1; the leaf '
+              ELSE 'the path from the root must weigh more than 0 (LPPTPS and LPPPPS divide by it); the node '
+          END
+       || label || coalesce(' (' || CAST(value AS VARCHAR) || ')', '')
+       || CASE WHEN n > 1 THEN ' and ' || CAST(n - 1 AS VARCHAR) || ' more' ELSE '' END AS message
+FROM (SELECT fault, label, value, count(*) OVER (PARTITION BY fault) AS n FROM scoring_weight_faults) AS f
+ORDER BY fault, label
+LIMIT 1
 
 -- name: scoring_weights_check
--- (failed): no row, or the failure (hiersql's cast error) that names the first fault of scoring_weight_faults:
--- the check that hiersql.measures.scoring makes before a weighted measure asked for by name runs (a printed
--- script of one runs it; the family as a whole leaves the weighted measures out instead).
-SELECT CAST('hiersql: edges: the weighted scoring-tree measures need edge weights that make a scoring tree: '
-            || CASE fault
-                   WHEN 1 THEN 'an edge without weight (a virtual root above several top nodes has none: give the'
-                               || ' tree a single root), into '
-                   WHEN 2 THEN 'edge weights must be non-negative; the edge into '
-                   WHEN 3 THEN 'every root-to-leaf weight sum must be 1; the leaf '
-                   ELSE 'the path from the root must weigh more than 0 (LPPTPS and LPPPPS divide by it); the node '
-               END
-            || label || coalesce(' (' || CAST(value AS VARCHAR) || ')', '') AS INTEGER) AS failed
-FROM (SELECT fault, label, value FROM scoring_weight_faults ORDER BY fault, label LIMIT 1) AS first_fault
+-- (failed): no row, or the failure (hiersql's cast error) of scoring_weight_fault: the check that
+-- hiersql.measures.scoring makes before a weighted measure asked for by name runs (a printed script of one runs
+-- it; the family as a whole leaves the weighted measures out instead).
+SELECT CAST('hiersql: edges: ' || message AS INTEGER) AS failed
+FROM scoring_weight_fault
 
 -- name: scoring_constants
 -- l: longest path between two labels = the largest sum of the two highest branches below a node (a node
@@ -133,18 +149,21 @@ FROM (
 ) AS labels
 WHERE label IN (SELECT label FROM nodes WHERE is_root)
 
+-- name: scoring_tree_fault
+-- (message): why the taxonomy is no tree (a node with several parents, the first by name), in the words every
+-- door says; no row for a tree. hiersql.measures.scoring gives it as the reason the family does not apply.
+SELECT 'scoring trees must be trees (the paper''s measures are defined on trees); nodes with several parents: '
+       || min(child) || CASE WHEN count(*) > 1 THEN ' ...' ELSE '' END AS message
+FROM (SELECT child FROM edges GROUP BY child HAVING count(*) > 1) AS shared
+HAVING count(*) > 0
+
 -- name: scoring_tree_check
 -- (failed): NULL, or the failure (hiersql's cast error; DuckDB's macros raise it as error()) of a taxonomy
--- that is not a tree (a node with several parents) or of a root that is a label (scoring_root_labels): the
+-- that is not a tree (scoring_tree_fault) or of a root that is a label (scoring_root_labels): the
 -- checks that hiersql.measures.scoring makes before its measures run.
-WITH shared AS (
-    SELECT child FROM edges GROUP BY child HAVING count(*) > 1
-)
 SELECT CASE
-    WHEN EXISTS (SELECT 1 FROM shared)
-    THEN CAST('hiersql: edges: scoring trees must be trees (the paper''s measures are defined on trees); nodes'
-              || ' with several parents: ' || (SELECT min(child) FROM shared)
-              || CASE WHEN (SELECT count(*) FROM shared) > 1 THEN ' ...' ELSE '' END AS INTEGER)
+    WHEN EXISTS (SELECT 1 FROM scoring_tree_fault)
+    THEN CAST((SELECT 'hiersql: edges: ' || message FROM scoring_tree_fault) AS INTEGER)
     WHEN EXISTS (SELECT 1 FROM scoring_root_labels)
     THEN CAST((SELECT 'hiersql: ' || min(source) || ': the root of a scoring tree is never a label (Lanus et al.'
                       || ' §III): ''' || min(label) || '''' FROM scoring_root_labels) AS INTEGER)

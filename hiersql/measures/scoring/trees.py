@@ -28,7 +28,10 @@ Evaluation", §III and §IV-B.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+from weakref import WeakKeyDictionary
 
 from ...errors import InputError
 from ...inputs.taxonomy import Edge, Taxonomy
@@ -41,68 +44,69 @@ Rule = Callable[[str, float, int], float]
 
 
 # ---------------------------------------------------------------------- validation
+def tree_fault(engine: Any) -> str | None:
+    """Why ``engine``'s taxonomy is no tree (a node with several parents), or ``None``: the words of the query
+    ``scoring_tree_fault`` of ``scoring.sql``, which the SQL door's ``scoring_tree_check`` fails with."""
+    found = engine.run("scoring", "scoring_tree_fault")
+    return found[0][0] if found else None
+
+
 def check_tree(taxonomy: Taxonomy) -> None:
-    """Raise :class:`InputError` unless ``taxonomy`` is a tree (every node has at most one parent)."""
+    """Raise :class:`InputError` naming ``taxonomy``'s file unless it is a tree (:func:`tree_fault`)."""
     if not taxonomy.is_tree:
-        shared = [n for n in taxonomy.nodes if len(taxonomy.parents(n)) > 1]
-        raise InputError(
-            "scoring trees must be trees (the paper's measures are defined on trees); nodes with several"
-            f" parents: {', '.join(shared[:5])}{' ...' if len(shared) > 5 else ''}",
-            taxonomy.source,
-        )
+        with _alone(taxonomy) as engine:
+            raise InputError(tree_fault(engine) or "", taxonomy.source)
 
 
-def weighted_depths(taxonomy: Taxonomy) -> dict[str, float]:
-    """``W(n)``: the sum of the edge weights on the path from the root to ``n`` (``W(root) = 0``).
+@contextmanager
+def _alone(taxonomy: Taxonomy) -> Iterator[Any]:
+    """A DuckDB engine of ``taxonomy`` alone: the builders check their trees before any engine exists."""
+    from ...engines.duckdb import DuckDBEngine
+    from ...inputs.store import Store
 
-    Raises :class:`InputError` when the taxonomy is not a tree or an edge has no weight.
-    """
+    store = Store()
+    try:
+        store.load_taxonomy(taxonomy)
+        yield DuckDBEngine(store)
+    finally:
+        store.close()
+
+
+# One query per engine and taxonomy: each weighted measure asks whether it applies (``--metrics all``), then the
+# check does.
+_FAULTS: WeakKeyDictionary[Any, tuple[Taxonomy, tuple[str, str] | None]] = WeakKeyDictionary()
+
+
+def weight_fault(engine: Any) -> InputError | None:
+    """Why the edge weights of ``engine``'s taxonomy make no scoring tree, or ``None`` when they do.
+
+    A scoring tree's edges all have a weight, the weights are non-negative, every root-to-leaf sum is 1
+    (within :data:`TOLERANCE`) and every node but the root has ``W(n) > 0`` (the standardised measures divide
+    by ``W(t)`` and ``W(p)``). The rule and its words are the query ``scoring_weight_fault`` of ``scoring.sql``
+    (the first fault by rule, then by node, and how many nodes share it), which the SQL door's
+    ``scoring_weights_check`` fails with; the error names the taxonomy's file and the line of the edge into
+    that node."""
+    taxonomy = engine.taxonomy()
+    known = _FAULTS.get(engine)
+    if known is None or known[0] is not taxonomy:
+        found = engine.run("scoring", "scoring_weight_fault", {"weight_tolerance": TOLERANCE})
+        known = _FAULTS[engine] = (taxonomy, found[0] if found else None)
+    fault = known[1]
+    if fault is None:
+        return None
+    label, message = fault
+    line = next((e.line for e in taxonomy.all_edges() if e.child == label), None)
+    return InputError(message, taxonomy.source or engine.table("edges"), line)
+
+
+def validate(taxonomy: Taxonomy) -> None:
+    """Raise :class:`InputError` unless ``taxonomy`` is a scoring tree: a tree (:func:`check_tree`) whose edge
+    weights pass :func:`weight_fault`."""
     check_tree(taxonomy)
-    weights = {e.child: e.weight for e in taxonomy.all_edges()}
-    missing = [c for c, w in weights.items() if w is None]
-    if missing:
-        hint = (" (edges from the virtual root added above several top nodes have no weight: give the tree a"
-                " single root)" if taxonomy.virtual_root else "")
-        raise InputError(
-            f"{len(missing)} edge(s) have no weight{hint}; first: "
-            + ", ".join(f"{taxonomy.parents(c)[0]} -> {c}" for c in missing[:5]),
-            taxonomy.source,
-        )
-    out = {taxonomy.root: 0.0}
-    for node in _top_down(taxonomy):
-        out[node] = out[taxonomy.parents(node)[0]] + float(weights[node])
-    return out
-
-
-def validate(taxonomy: Taxonomy, tolerance: float = TOLERANCE) -> dict[str, float]:
-    """Check that ``taxonomy`` is a scoring tree and return its weighted depths ``W(n)``.
-
-    A scoring tree is a tree whose edges all have a weight, the weights are non-negative, every root-to-leaf
-    sum is 1 (within ``tolerance``) and every node but the root has ``W(n) > 0`` (the standardised measures
-    divide by ``W(t)`` and ``W(p)``). Each failure is an :class:`InputError`; a bad sum names the leaves and
-    their sums.
-    """
-    depths = weighted_depths(taxonomy)
-    negative = [e for e in taxonomy.all_edges() if e.weight is not None and e.weight < 0]
-    if negative:
-        e = negative[0]
-        raise InputError(f"edge weights must be non-negative ({len(negative)} negative)", taxonomy.source,
-                         e.line, f"{e.parent} -> {e.child}: {e.weight}")
-    bad = [(leaf, depths[leaf]) for leaf in taxonomy.leaves if abs(depths[leaf] - 1.0) > tolerance]
-    if bad:
-        raise InputError(
-            f"every root-to-leaf weight sum must be 1; {len(bad)} leaf/leaves fail: "
-            + ", ".join(f"{leaf} (sum {total:.6g})" for leaf, total in bad[:10])
-            + (" ..." if len(bad) > 10 else ""),
-            taxonomy.source,
-        )
-    zero = [n for n in taxonomy.nodes if n != taxonomy.root and depths[n] <= 0]
-    if zero:
-        raise InputError(
-            "the path from the root to these nodes has weight 0 (LPPTPS/LPPPPS divide by it):"
-            f" {', '.join(zero[:10])}", taxonomy.source,
-        )
-    return depths
+    with _alone(taxonomy) as engine:
+        fault = weight_fault(engine)
+    if fault is not None:
+        raise fault
 
 
 # ---------------------------------------------------------------------- builders
