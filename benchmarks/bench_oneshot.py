@@ -42,6 +42,8 @@ CALLS = {
     "label_f1 macro": lambda t, p, tax: hiersql.label_f1(t, p, average="macro"),
     "example_f1": lambda t, p, tax: hiersql.example_f1(t, p),
     "hamming_loss": lambda t, p, tax: hiersql.hamming_loss(t, p),
+    "lpp decreasing": lambda t, p, tax: hiersql.lpp(t, p, tax, weights="decreasing"),
+    "path_length_score": lambda t, p, tax: hiersql.path_length_score(t, p, tax),
 }
 
 

@@ -6,7 +6,7 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
@@ -137,7 +137,10 @@ class Engine:
     # -- queries
     def render(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> str:
         """Query ``name`` of ``sql/<file>.sql`` in this engine's dialect, over this engine's tables."""
-        return render(file, name, params, self.dialect, self.tables, pretty=False)
+        frozen = _frozen(params)
+        if frozen is None:  # a value without a hash
+            return render(file, name, params, self.dialect, self.tables, pretty=False)
+        return _rendered(file, name, frozen, self.dialect, tuple(sorted(self.tables.items())))
 
     def run(self, file: str, name: str | None = None, params: Mapping[str, object] | None = None) -> list[tuple]:
         """Rows of query ``name`` of ``sql/<file>.sql``."""
@@ -258,7 +261,7 @@ class Engine:
 
         self.write(table, pa.table({"label": pa.array(list(labels), pa.string())}))
         renames = tuple(sorted({**self.tables, "flat_labels": table}.items()))
-        for fault, label in self.execute(_first_label_fault(self.dialect, renames)):
+        for fault, label in self.execute(_rendered("flat", "flat_first_label_fault", (), self.dialect, renames)):
             raise OptionError("labels", fault, label)
 
     def prepare(self, plan: FamilyPlan, metrics: Sequence[str], options: Options) -> dict[str, object]:
@@ -376,11 +379,25 @@ class Engine:
         return self.arrow(f"SELECT * FROM {self._from(name)}")
 
 
-@cache
-def _first_label_fault(dialect: str, renames: tuple[tuple[str, str], ...]) -> str:
-    """``flat_first_label_fault`` of ``flat.sql`` in ``dialect`` over the tables ``renames``, rendered once (sqlglot
-    takes milliseconds, a one-shot call's check of its classes less)."""
-    return render("flat", "flat_first_label_fault", {}, dialect, dict(renames), pretty=False)
+# Each query rendered once per parameters, dialect and tables: sqlglot takes milliseconds, and the checks (a
+# one-shot call's classes, the scoring tree's faults, severity's k) ask the same queries call after call.
+@lru_cache(maxsize=1024)
+def _rendered(file: str, name: str | None, params: tuple[tuple[str, str, object], ...], dialect: str,
+              renames: tuple[tuple[str, str], ...]) -> str:
+    """:func:`~hiersql.engines.compile.render` of :meth:`Engine.render`'s arguments, made hashable
+    (:func:`_frozen`, ``renames`` as sorted items)."""
+    return render(file, name, {key: value for key, _, value in params}, dialect, dict(renames), pretty=False)
+
+
+def _frozen(params: Mapping[str, object] | None) -> tuple[tuple[str, str, object], ...] | None:
+    """``params`` as sorted ``(name, repr, value)`` triples, ``None`` when a value has no hash: a value's
+    ``repr`` keeps apart what compares equal but renders otherwise (``True`` and ``1``, ``0.0`` and ``-0.0``)."""
+    frozen = tuple(sorted((key, repr(value), value) for key, value in (params or {}).items()))
+    try:
+        hash(frozen)
+    except TypeError:
+        return None
+    return frozen
 
 
 def portable_only_stages(plan: FamilyPlan, steps: Sequence[Step], variant: str | None) -> frozenset[str]:

@@ -162,7 +162,7 @@ def score_confusions(
     (``offset=-1``). Rows come flat rows first (``with_flat``), then the unweighted measures, then each
     strategy's weighted measures, systems in the given order."""
     from ...inputs.store import Store
-    from .trees import strategy
+    from .trees import strategy, weight_fault
 
     metrics, average, strategies = list(metrics), tuple(average), list(strategies)
     if not strategies:
@@ -177,6 +177,9 @@ def score_confusions(
         out: list[StrategyRow] = []
         for i, name in enumerate(strategies):
             store.load_taxonomy(strategy(tree, name))
+            fault = weight_fault(DuckDBEngine(store)) if any(m not in UNWEIGHTED for m in metrics) else None
+            if fault is not None:  # the tree's fault before any of the matrices'
+                raise fault
             if i == 0:
                 for system, source in confusions.items():
                     add_confusion(store, system, source)

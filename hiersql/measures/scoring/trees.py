@@ -47,8 +47,41 @@ Rule = Callable[[str, float, int], float]
 def tree_fault(engine: Any) -> str | None:
     """Why ``engine``'s taxonomy is no tree (a node with several parents), or ``None``: the words of the query
     ``scoring_tree_fault`` of ``scoring.sql``, which the SQL door's ``scoring_tree_check`` fails with."""
-    found = engine.run("scoring", "scoring_tree_fault")
+    found = _fault_rows(engine, "scoring_tree_fault")
     return found[0][0] if found else None
+
+
+def weight_fault(engine: Any) -> InputError | None:
+    """Why the edge weights of ``engine``'s taxonomy make no scoring tree, or ``None`` when they do.
+
+    A scoring tree's edges all have a weight, the weights are non-negative, every root-to-leaf sum is 1
+    (within :data:`TOLERANCE`) and every node but the root has ``W(n) > 0`` (the standardised measures divide
+    by ``W(t)`` and ``W(p)``). The rule and its words are the query ``scoring_weight_fault`` of ``scoring.sql``
+    (the first fault by rule, then by node, and how many nodes share it), which the SQL door's
+    ``scoring_weights_check`` fails with; the error names the taxonomy's file and the line of the edge into
+    that node."""
+    found = _fault_rows(engine, "scoring_weight_fault")
+    if not found:
+        return None
+    (label, message), taxonomy = found[0], engine.taxonomy()
+    line = next((e.line for e in taxonomy.all_edges() if e.child == label), None)
+    return InputError(message, taxonomy.source or engine.table("edges"), line)
+
+
+# Each query once per engine and taxonomy: the family's applies and check, and every weighted measure's applies
+# (``--metrics all``), ask the same.
+_FAULTS: WeakKeyDictionary[Any, tuple[Taxonomy, dict[str, list[tuple]]]] = WeakKeyDictionary()
+
+
+def _fault_rows(engine: Any, query: str) -> list[tuple]:
+    """The rows of ``query`` of ``scoring.sql`` on ``engine``, kept while its taxonomy stays the same."""
+    taxonomy = engine.taxonomy()
+    known = _FAULTS.get(engine)
+    if known is None or known[0] is not taxonomy:
+        known = _FAULTS[engine] = (taxonomy, {})
+    if query not in known[1]:
+        known[1][query] = engine.run("scoring", query, {"weight_tolerance": TOLERANCE})
+    return known[1][query]
 
 
 def check_tree(taxonomy: Taxonomy) -> None:
@@ -72,33 +105,6 @@ def _alone(taxonomy: Taxonomy) -> Iterator[Any]:
         store.close()
 
 
-# One query per engine and taxonomy: each weighted measure asks whether it applies (``--metrics all``), then the
-# check does.
-_FAULTS: WeakKeyDictionary[Any, tuple[Taxonomy, tuple[str, str] | None]] = WeakKeyDictionary()
-
-
-def weight_fault(engine: Any) -> InputError | None:
-    """Why the edge weights of ``engine``'s taxonomy make no scoring tree, or ``None`` when they do.
-
-    A scoring tree's edges all have a weight, the weights are non-negative, every root-to-leaf sum is 1
-    (within :data:`TOLERANCE`) and every node but the root has ``W(n) > 0`` (the standardised measures divide
-    by ``W(t)`` and ``W(p)``). The rule and its words are the query ``scoring_weight_fault`` of ``scoring.sql``
-    (the first fault by rule, then by node, and how many nodes share it), which the SQL door's
-    ``scoring_weights_check`` fails with; the error names the taxonomy's file and the line of the edge into
-    that node."""
-    taxonomy = engine.taxonomy()
-    known = _FAULTS.get(engine)
-    if known is None or known[0] is not taxonomy:
-        found = engine.run("scoring", "scoring_weight_fault", {"weight_tolerance": TOLERANCE})
-        known = _FAULTS[engine] = (taxonomy, found[0] if found else None)
-    fault = known[1]
-    if fault is None:
-        return None
-    label, message = fault
-    line = next((e.line for e in taxonomy.all_edges() if e.child == label), None)
-    return InputError(message, taxonomy.source or engine.table("edges"), line)
-
-
 def validate(taxonomy: Taxonomy) -> None:
     """Raise :class:`InputError` unless ``taxonomy`` is a scoring tree: a tree (:func:`check_tree`) whose edge
     weights pass :func:`weight_fault`."""
@@ -113,17 +119,15 @@ def validate(taxonomy: Taxonomy) -> None:
 def with_weights(taxonomy: Taxonomy, weights: Mapping[str, float]) -> Taxonomy:
     """A copy of the tree ``taxonomy`` whose edge into each node ``n`` has weight ``weights[n]``.
 
-    A virtual root becomes an explicit node, so edges from it can carry weights. The result is validated
-    (:func:`validate`).
+    A virtual root becomes an explicit node, so edges from it can carry weights. Whether the weights make a
+    scoring tree is checked where the measures run (:func:`weight_fault`) or by :func:`validate`.
     """
     check_tree(taxonomy)
     missing = [e.child for e in taxonomy.all_edges() if e.child not in weights]
     if missing:
         raise InputError(f"no weight given for the edge into {', '.join(missing[:10])}", taxonomy.source)
     edges = [Edge(e.parent, e.child, float(weights[e.child]), e.line) for e in taxonomy.all_edges()]
-    tree = Taxonomy(edges, taxonomy.source)
-    validate(tree)
-    return tree
+    return Taxonomy(edges, taxonomy.source)
 
 
 def decreasing(taxonomy: Taxonomy, share: float = 0.9) -> Taxonomy:
@@ -177,9 +181,8 @@ STRATEGIES: dict[str, Callable[[Taxonomy], Taxonomy]] = {
 
 def strategy(taxonomy: Taxonomy, name: str) -> Taxonomy:
     """The scoring tree of strategy ``name``: ``decreasing``, ``non-increasing``, ``increasing``, ``given``
-    (the weights already on the taxonomy, validated) or ``levels:W1/W2/...`` (:func:`by_level`)."""
+    (the weights already on the taxonomy) or ``levels:W1/W2/...`` (:func:`by_level`)."""
     if name == "given":
-        validate(taxonomy)
         return taxonomy
     if name.startswith("levels:"):
         try:
