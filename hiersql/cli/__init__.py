@@ -50,6 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run() -> None:
+    """The ``hiersql`` command (and ``python -m hiersql``): :func:`main`'s status as the process's exit status.
+    A Ctrl-C that Python raises again once :func:`main` has stopped for it (and said so) keeps 130."""
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
