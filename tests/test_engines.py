@@ -100,10 +100,13 @@ def test_fixed_classes_give_duckdbs_rows_and_a_bad_class_duckdbs_error(engine):
 
 
 # Trees the scoring family refuses, and the fault named (by hand): the leaves E (0.9) and F (1.2) do not sum to
-# 1; D has two parents; no edge has a weight (the first by name: into B)
+# 1; the edge into D weighs -1 (PostgreSQL writes that double as -1, DuckDB and Spark as -1.0); D has two
+# parents; no edge has a weight (the first by name: into B)
 SCORING_FAULTS = {
     "sum": ([("A", "B", 0.5), ("A", "C", 0.5), ("B", "D", 0.5), ("B", "E", 0.4), ("C", "F", 0.7)],
             "every root-to-leaf weight sum must be 1; the leaf E (0.9) and 1 more"),
+    "negative": ([("A", "B", 2.0), ("A", "C", 1.0), ("B", "D", -1.0), ("B", "E", -1.0), ("C", "F", 0.0)],
+                 "edge weights must be non-negative; the edge into D (-1) and 1 more"),
     "dag": ([("A", "B", 0.5), ("A", "C", 0.5), ("B", "D", 0.5), ("C", "D", 0.5), ("B", "E", 0.5), ("C", "F", 0.5)],
             "nodes with several parents: D"),
     "unweighted": ([("A", "B"), ("A", "C"), ("B", "D"), ("B", "E"), ("C", "F")],

@@ -99,7 +99,9 @@ SELECT 5, label, w FROM scoring_nodes WHERE NOT is_root AND w <= 0
 -- name: scoring_weight_fault
 -- (label, message): the first row of scoring_weight_faults (by fault, then label) in the words every door says,
 -- with how many other nodes have that fault. hiersql.measures.scoring.trees.weight_fault raises them naming the
--- taxonomy's file and the line of the edge into label; scoring_weights_check fails with them.
+-- taxonomy's file and the line of the edge into label; scoring_weights_check fails with them. The value is
+-- written as a decimal of 9 places without trailing zeros: every engine writes it so (a double 2 is 2.0 in
+-- DuckDB's and Spark's text, 2 in PostgreSQL's).
 SELECT label,
        'the weighted scoring-tree measures need edge weights that make a scoring tree: '
        || CASE fault
@@ -110,7 +112,9 @@ SELECT label,
               WHEN 4 THEN 'every root-to-leaf weight sum must be 1; the leaf '
               ELSE 'the path from the root must weigh more than 0 (LPPTPS and LPPPPS divide by it); the node '
           END
-       || label || coalesce(' (' || CAST(value AS VARCHAR) || ')', '')
+       || label
+       || coalesce(' (' || TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM CAST(CAST(value AS DECIMAL(38, 9))
+                                                                            AS VARCHAR))) || ')', '')
        || CASE WHEN n > 1 THEN ' and ' || CAST(n - 1 AS VARCHAR) || ' more' ELSE '' END AS message
 FROM (SELECT fault, label, value, count(*) OVER (PARTITION BY fault) AS n FROM scoring_weight_faults) AS f
 ORDER BY fault, label
