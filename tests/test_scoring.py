@@ -15,6 +15,7 @@ from hiersql.inputs.store import Store
 from hiersql.inputs.taxonomy import Taxonomy
 from hiersql.measures import Options, scoring
 from hiersql.measures.scoring import trees as st
+from hiersql.options import OptionError
 from tests._engine_cases import query_rows
 
 FIG1 = [("A", "B"), ("A", "C"), ("B", "D"), ("B", "E"), ("C", "F"), ("C", "G"), ("F", "H"), ("F", "I"),
@@ -558,3 +559,18 @@ def test_weights_that_do_not_sum_to_one_leave_pl_and_metrics_all(tmp_path: Path,
     assert rows(tmp_path / "weighted.tsv", "all") == rows(demo / "taxonomy.tsv", "pl") != []
     assert main([*args, "--taxonomy", str(tmp_path / "weighted.tsv"), "--metrics", "lpp"]) == 2
     assert "every root-to-leaf weight sum must be 1" in capsys.readouterr().err
+
+
+def test_the_one_shot_functions_refuse_a_sample_weight_in_one_line(fig1) -> None:
+    """Their means are over label pairs and nodes, not objects: ``sample_weight`` (keyword-only, as in the other
+    families' one-shot functions) is refused as for every family whose summary is not a mean over instances."""
+    tree = st.decreasing(fig1)
+    functions = {scoring.path_length_score: "pl", scoring.lca_reward: "lca_reward", scoring.lpp: "lpp",
+                 scoring.lpptps: "lpptps", scoring.lpppps: "lpppps", scoring.scoring_precision: "scoring_hp",
+                 scoring.scoring_recall: "scoring_hr", scoring.scoring_f1: "scoring_hf"}
+    for function, metric in functions.items():
+        assert function(["H"], ["I"], tree) == function(["H"], ["I"], tree, sample_weight=None)
+        with pytest.raises(OptionError) as refused:
+            function(["H"], ["I"], tree, sample_weight=[2.0])
+        assert str(refused.value) == (f"sample_weight is not offered for {metric} (its summary is over label"
+                                      " pairs): 'given'")

@@ -277,7 +277,8 @@ def read_confusion(path: str | Path, taxonomy: Taxonomy) -> list[Pair]:
 
 # ---------------------------------------------------------------------- one-shot functions
 def path_length_score(
-    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None
+    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None, *,
+    sample_weight=None
 ) -> float:
     """Path length ``PL = 1 − d(t, p) / (l − o)`` (Lanus et al. eq. 4), ``d`` = edges between the true and
     the predicted label, ``l`` = longest path between two labels of the tree, ``o`` = ``offset`` ≤ 0.
@@ -297,65 +298,76 @@ def path_length_score(
     weights:
         ``None`` (the taxonomy's weights), a strategy name (``"decreasing"``, ``"non-increasing"``,
         ``"increasing"``, ``"levels:W1/W2/..."``) or a mapping ``{child: weight of the edge into it}``.
+    sample_weight:
+        Not offered: the means are over label pairs and nodes, not objects (an
+        :class:`~hiersql.options.OptionError` naming it when given, as for every family whose summary is not a
+        mean over instances).
     """
-    return _one_shot("pl", y_true, y_pred, taxonomy, average, offset, weights)
+    return _one_shot("pl", y_true, y_pred, taxonomy, average, offset, weights, sample_weight)
 
 
 def lca_reward(
-    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None
+    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None, *,
+    sample_weight=None
 ) -> float:
     """``L = (R − o) / (1 − o)`` with ``R = W(lca(t, p))``, the weight from the root to the lowest common
     ancestor (Lanus et al. eq. 5). Arguments as :func:`path_length_score`."""
-    return _one_shot("lca_reward", y_true, y_pred, taxonomy, average, offset, weights)
+    return _one_shot("lca_reward", y_true, y_pred, taxonomy, average, offset, weights, sample_weight)
 
 
 def lpp(
-    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None
+    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None, *,
+    sample_weight=None
 ) -> float:
     """``LPP = (raw + 2 − o) / (3 − o)`` with ``raw = R − (W(t) + W(p) − 2R)`` (Lanus et al. eq. 6-7).
     Arguments as :func:`path_length_score`."""
-    return _one_shot("lpp", y_true, y_pred, taxonomy, average, offset, weights)
+    return _one_shot("lpp", y_true, y_pred, taxonomy, average, offset, weights, sample_weight)
 
 
 def lpptps(
-    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None
+    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None, *,
+    sample_weight=None
 ) -> float:
     """True-path standardised LPP, ``(raw / W(t) − m − o) / (1 − m − o)`` with ``m`` the minimum of
     ``raw / W(t)`` over the label pairs of the tree (Lanus et al. eq. 8). Arguments as
     :func:`path_length_score`."""
-    return _one_shot("lpptps", y_true, y_pred, taxonomy, average, offset, weights)
+    return _one_shot("lpptps", y_true, y_pred, taxonomy, average, offset, weights, sample_weight)
 
 
 def lpppps(
-    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None
+    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None, *,
+    sample_weight=None
 ) -> float:
     """Predicted-path standardised LPP, ``(raw / W(p) − m − o) / (1 − m − o)`` (Lanus et al. eq. 9).
     Arguments as :func:`path_length_score`."""
-    return _one_shot("lpppps", y_true, y_pred, taxonomy, average, offset, weights)
+    return _one_shot("lpppps", y_true, y_pred, taxonomy, average, offset, weights, sample_weight)
 
 
 def scoring_precision(
-    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None
+    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None, *,
+    sample_weight=None
 ) -> float:
     """Hierarchical precision ``hP`` = mean LPPPPS (Lanus et al. eq. 10, 17). Arguments as
     :func:`path_length_score`."""
-    return _one_shot("scoring_hp", y_true, y_pred, taxonomy, average, offset, weights)
+    return _one_shot("scoring_hp", y_true, y_pred, taxonomy, average, offset, weights, sample_weight)
 
 
 def scoring_recall(
-    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None
+    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None, *,
+    sample_weight=None
 ) -> float:
     """Hierarchical recall ``hR`` = mean LPPTPS (Lanus et al. eq. 11, 17). Arguments as
     :func:`path_length_score`."""
-    return _one_shot("scoring_hr", y_true, y_pred, taxonomy, average, offset, weights)
+    return _one_shot("scoring_hr", y_true, y_pred, taxonomy, average, offset, weights, sample_weight)
 
 
 def scoring_f1(
-    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None
+    y_true, y_pred, taxonomy, average: str = "micro", offset: float = 0.0, weights: Weights = None, *,
+    sample_weight=None
 ) -> float:
     """``hF = 2·hP·hR / (hP + hR)``: of the micro means, or (macro) the mean over nodes of the per-node
     harmonic means (Lanus et al. eq. 12, 17). Arguments as :func:`path_length_score`."""
-    return _one_shot("scoring_hf", y_true, y_pred, taxonomy, average, offset, weights)
+    return _one_shot("scoring_hf", y_true, y_pred, taxonomy, average, offset, weights, sample_weight)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -438,10 +450,11 @@ def _scoring_tree(taxonomy: Any, weights: Weights) -> Taxonomy:
     return scoring_trees.with_weights(tree, weights)
 
 
-def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, offset: float, weights) -> float:
+def _one_shot(metric: str, y_true, y_pred, taxonomy, average: str, offset: float, weights, sample_weight) -> float:
     from ...engines.oneshot import score
     from ...inputs.arguments import paired_label_sets
 
     y_true, y_pred = paired_label_sets(y_true, y_pred)
     tree = taxonomy if weights is None else _scoring_tree(taxonomy, weights)
-    return score(PLAN, metric, _label_sets(y_true), _label_sets(y_pred), tree, average, offset=offset)
+    return score(PLAN, metric, _label_sets(y_true), _label_sets(y_pred), tree, average, offset=offset,
+                 sample_weight=sample_weight)
