@@ -55,7 +55,8 @@ Weights = str | Mapping[str, float] | None
 def _applies(engine: Any) -> str | None:
     from .trees import tree_fault
 
-    return tree_fault(engine)
+    fault = tree_fault(engine)
+    return None if fault is None else fault.message
 
 
 def _metric_applies(engine: Any, metric: str, options: Any = None) -> bool:
@@ -73,12 +74,10 @@ def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
     from .trees import tree_fault, weight_fault
 
     fault = tree_fault(engine)
-    if fault is not None:
-        raise InputError(fault, engine.taxonomy().source or engine.table("edges"))
-    if any(m not in UNWEIGHTED for m in metrics):
+    if fault is None and any(m not in UNWEIGHTED for m in metrics):
         fault = weight_fault(engine)
-        if fault is not None:
-            raise fault
+    if fault is not None:
+        raise fault
     _check_root_not_a_label(engine)
 
 

@@ -44,11 +44,12 @@ Rule = Callable[[str, float, int], float]
 
 
 # ---------------------------------------------------------------------- validation
-def tree_fault(engine: Any) -> str | None:
+def tree_fault(engine: Any) -> InputError | None:
     """Why ``engine``'s taxonomy is no tree (a node with several parents), or ``None``: the words of the query
-    ``scoring_tree_fault`` of ``scoring.sql``, which the SQL door's ``scoring_tree_check`` fails with."""
+    ``scoring_tree_fault`` of ``scoring.sql``, which the SQL door's ``scoring_tree_check`` fails with, naming
+    the taxonomy's file."""
     found = _fault_rows(engine, "scoring_tree_fault")
-    return found[0][0] if found else None
+    return InputError(found[0][0], _source(engine)) if found else None
 
 
 def weight_fault(engine: Any) -> InputError | None:
@@ -63,9 +64,14 @@ def weight_fault(engine: Any) -> InputError | None:
     found = _fault_rows(engine, "scoring_weight_fault")
     if not found:
         return None
-    (label, message), taxonomy = found[0], engine.taxonomy()
-    line = next((e.line for e in taxonomy.all_edges() if e.child == label), None)
-    return InputError(message, taxonomy.source or engine.table("edges"), line)
+    label, message = found[0]
+    line = next((e.line for e in engine.taxonomy().all_edges() if e.child == label), None)
+    return InputError(message, _source(engine), line)
+
+
+def _source(engine: Any) -> str:
+    """Where ``engine``'s taxonomy was read: its file, else the engine's ``edges`` table."""
+    return engine.taxonomy().source or engine.table("edges")
 
 
 # Each query once per engine and taxonomy: the family's applies and check, and every weighted measure's applies
@@ -88,7 +94,9 @@ def check_tree(taxonomy: Taxonomy) -> None:
     """Raise :class:`InputError` naming ``taxonomy``'s file unless it is a tree (:func:`tree_fault`)."""
     if not taxonomy.is_tree:
         with _alone(taxonomy) as engine:
-            raise InputError(tree_fault(engine) or "", taxonomy.source)
+            fault = tree_fault(engine)
+        if fault is not None:
+            raise fault
 
 
 @contextmanager
