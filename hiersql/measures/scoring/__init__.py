@@ -110,9 +110,9 @@ PLAN = FamilyPlan(
 )
 
 
-def evaluate(store: Store, metrics: list[str], options: Options) -> list[Row]:
+def evaluate(source: Store | Engine, metrics: list[str], options: Options) -> list[Row]:
     """Values of ``metrics`` for every system (label systems and confusion matrices), micro and/or macro."""
-    return DuckDBEngine(store).run_plan(PLAN, metrics, options)
+    return as_engine(source).run_plan(PLAN, metrics, options)
 
 
 def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
@@ -124,10 +124,10 @@ def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
     return engine.per_instance(PLAN, options).to_pandas()
 
 
-def flat(store: Store) -> list[Row]:
+def flat(source: Store | Engine) -> list[Row]:
     """The paper's flat rows: macro and micro precision, recall and F1 over the classes seen in the truth or
     the predictions, plus a "none" class when there are detection errors; 0/0 counts as 1 (SPEC §8)."""
-    engine = DuckDBEngine(store)
+    engine = as_engine(source)
     _check(engine, UNWEIGHTED, Options())
     frame = engine.frame("scoring", "scoring_flat", order="system, metric, average")
     return [Row(*r) for r in frame.itertuples(index=False, name=None)]
@@ -176,15 +176,16 @@ def score_confusions(
         out: list[StrategyRow] = []
         for i, name in enumerate(strategies):
             store.load_taxonomy(strategy(tree, name))
-            fault = weight_fault(DuckDBEngine(store)) if any(m not in UNWEIGHTED for m in metrics) else None
+            engine = DuckDBEngine(store)  # one engine a strategy: its tree is checked once (the faults it keeps)
+            fault = weight_fault(engine) if any(m not in UNWEIGHTED for m in metrics) else None
             if fault is not None:  # the tree's fault before any of the matrices'
                 raise fault
             if i == 0:
                 for system, source in confusions.items():
                     add_confusion(store, system, source)
                 if with_flat:
-                    out += [StrategyRow(r.system, "", *r[1:]) for r in flat(store)]
-            for r in evaluate(store, metrics, options):
+                    out += [StrategyRow(r.system, "", *r[1:]) for r in flat(engine)]
+            for r in evaluate(engine, metrics, options):
                 if r.metric not in UNWEIGHTED:
                     out.append(StrategyRow(r.system, name, *r[1:]))
                 elif i == 0:
