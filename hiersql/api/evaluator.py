@@ -315,7 +315,7 @@ def warn_undefined(source: Store | Engine, rows: list[Row], options: Options) ->
         queries = {name: sql for name, sql in queries.items() if sql is not None}
         if not queries:
             continue
-        engine = source if isinstance(source, Engine) else DuckDBEngine(source)
+        engine = _metrics.as_engine(source)
         found = engine.run_queries(plan, [metric], options, queries)
         for name, table in found.items():
             average = wanted[int(name.rsplit("_", 1)[1])]

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..inputs.store import Store
+    from ..inputs.taxonomy import Taxonomy
 
 
 BYTES_PER_BATCH_ROW = 1_500
@@ -45,7 +46,9 @@ class DuckDBEngine(Engine):
     _summary_run = False  # within run_plan: only the summary reads the steps' tables
 
     def __init__(self, target: Store | duckdb.DuckDBPyConnection | str | None = None,
-                 tables: Mapping[str, str] | None = None) -> None:
+                 tables: Mapping[str, str] | None = None, *, taxonomy: Taxonomy | None = None) -> None:
+        """``taxonomy``: the taxonomy object of a connection's tables (a store's is its own), else read from its
+        ``edges`` table when first asked (:meth:`~hiersql.engines.Engine.taxonomy`)."""
         import duckdb
 
         super().__init__(tables)
@@ -54,14 +57,13 @@ class DuckDBEngine(Engine):
             self.con = duckdb.connect(target or ":memory:")
         else:
             self.con = getattr(target, "con", target)
-            self._taxonomy = getattr(target, "taxonomy", None)
+            taxonomy = getattr(target, "taxonomy", taxonomy)
+        self._taxonomy = taxonomy
 
     def cursor(self) -> DuckDBEngine:
         """An engine on a second connection to the same database (its own temporary tables), to run beside
         this one in a thread; close it with ``cursor.con.close()``."""
-        other = DuckDBEngine(self.con.cursor(), self.tables)
-        other._taxonomy = self._taxonomy
-        return other
+        return DuckDBEngine(self.con.cursor(), self.tables, taxonomy=self._taxonomy)
 
     def run_plans(self, runs: Sequence[tuple[FamilyPlan, Sequence[str]]], options: Options,
                   on_plan: Callable[[FamilyPlan], None] | None = None) -> list[list[Row]]:

@@ -26,7 +26,6 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
@@ -488,7 +487,7 @@ def score(plan: FamilyPlan, metric: str, y_true: Any, y_pred: Any, taxonomy: Any
     _small_call(len(y_true))
     queries = dict(_queries(plan, metric, average, weighted, fixed, warn))
     with session(tax, keep=isinstance(taxonomy, Taxonomy) if keep is None else keep) as (con, schema):
-        engine = FoldedEngine(SimpleNamespace(con=con, taxonomy=tax))
+        engine = FoldedEngine(con, taxonomy=tax)
         engine.schema = schema
         engine.weighted = weighted
         engine.compose_instance = len(queries) == 1

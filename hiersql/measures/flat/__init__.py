@@ -112,7 +112,7 @@ def per_label(source: Store | Engine, options: Options) -> pd.DataFrame:
 
     from ...plan import class_report_sql
 
-    engine = source if isinstance(source, Engine) else DuckDBEngine(source)
+    engine = as_engine(source)
     rows = engine.run_queries(PLAN, list(LABEL_METRICS), options,
                                            {"_flat_label": class_report_sql(PLAN, LABEL_METRICS)})["_flat_label"]
     return pd.DataFrame(rows, columns=["system", "label", "tp", "fp", "fn", "tn", "support", *LABEL_METRICS])
