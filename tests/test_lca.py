@@ -304,7 +304,7 @@ def test_a_tree_takes_its_one_paths_as_the_branching_paths_give_them(lca_graph):
 
     from hiersql.engines import DuckDBEngine
 
-    branching = replace(lca.PLAN, params=lambda o, e, m: {**lca._plan_params(o, e, m), "multi_parent": True})
+    branching = replace(lca.PLAN, params=lambda o, e, m: {**lca.plan_params(o, e, m), "multi_parent": True})
     rng = random.Random(11)
     for _ in range(6):
         n = rng.randint(8, 30)

@@ -19,7 +19,7 @@ BITS = (0, 1, 25, set_based.LIST_BITS)
 def _per_instance_both_ways(store, **options):
     """The per-instance counts of the pair query, and those of the list query (DuckDB variant) with each of
     :data:`BITS` bits, for ``options``."""
-    params = set_based.sql_params(make_options(**options))
+    params = set_based.plan_params(make_options(**options))
     pairs, *lists = (
         query_rows(store, "set_based", "set_based_instance", {**params, "list_counts": bits is not None,
                                                               "list_bits": bits or 0}, "system, instance_id")
@@ -74,9 +74,9 @@ def test_the_lists_are_counted_by_ranges_of_instances_within_the_memory_limit(da
     labels = set_based.expected_augmented_labels(engine)
     for needed, batches in ((0.5, 1), (2.5, 3), (6.5, 7)):  # the lists' bytes, in memory limits
         monkeypatch.setattr(set_based, "LIST_BYTES", needed * engine.memory_limit() / labels)
-        params = set_based.sql_params(Options(), engine)
+        params = set_based.plan_params(Options(), engine)
         assert (params["list_counts"], params["instance_batches"]) == (True, batches)
-        assert set_based.sql_params(Options(augment="cesa_bianchi"), engine)["instance_batches"] == 1
+        assert set_based.plan_params(Options(augment="cesa_bianchi"), engine)["instance_batches"] == 1
 
 
 @pytest.mark.parametrize("batches", [2, 7])
@@ -87,7 +87,7 @@ def test_list_counts_by_ranges_of_instances_equal_pair_counts(data_dir, batches)
 
     ev = _germeval_b(data_dir, systems=3)
     for options in ({}, {"augment": "cesa_bianchi"}):
-        params = set_based.sql_params(make_options(**options))
+        params = set_based.plan_params(make_options(**options))
         pairs = query_rows(ev.store, "set_based", "set_based_instance", params, "system, instance_id")
         engine = DuckDBEngine(ev.store)
         listed = {**params, "list_counts": True, "instance_batches": batches}
@@ -108,7 +108,7 @@ def test_list_counts_by_ranges_on_the_hand_case(batches):
     from tests._engine_cases import hand_store
 
     engine = DuckDBEngine(hand_store())
-    params = {**set_based.sql_params(make_options()), "list_counts": True, "instance_batches": batches}
+    params = {**set_based.plan_params(make_options()), "list_counts": True, "instance_batches": batches}
     engine.stage("set_based", "set_counts", params, set())
     rows = engine.execute("SELECT system, n_true, n_pred, n_both FROM set_counts ORDER BY system, instance_id")
     assert rows == [("s1", 2, 2, 1), ("s1", 4, 2, 1), ("s1", 1, 0, 0),

@@ -35,7 +35,7 @@ MEASURES = ("hierarchical_precision", "hierarchical_recall", "hierarchical_f1", 
 def _params(engine: Engine, options: Options) -> dict[str, object]:
     """Stage ``set_pairs`` and ``set_pair_counts`` of ``set_based.sql`` for ``options`` in ``engine``: the
     tables the breakdown queries read; return the parameters of ``breakdowns.sql``."""
-    params = _set_based.sql_params(options)
+    params = _set_based.plan_params(options)
     done: set[str] = set()
     for query in ("set_pairs", "set_pair_counts"):
         engine.stage("set_based", query, params, done)
@@ -140,7 +140,7 @@ def flat_by_level(source: Store | Engine, options: Options | None = None) -> pd.
     """Flat precision, recall and F-beta of the labels at each depth, taken as given (no ancestors added):
     micro pools ``TP, FP, FN`` over the classes of the level, macro averages the per-class values. Returns
     ``system, level, average, support, precision, recall, f1``."""
-    params = _set_based.sql_params(options or Options())
+    params = _set_based.plan_params(options or Options())
     return _run(as_engine(source), "flat_level_summary", {"zero_division": params["zero_division"],
                                                           "beta": params["beta"]}, None, "system, level, average DESC")
 

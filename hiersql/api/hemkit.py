@@ -169,7 +169,7 @@ def _hierarchical(cursor, max_distance: int) -> list[tuple]:
     from ..options import make_options
 
     plan = replace(set_based.PLAN, params=lambda options, engine, metrics: {
-        **set_based.sql_params(options, engine, metrics), "list_counts": True})
+        **set_based.plan_params(options, engine, metrics), "list_counts": True})
     try:
         return _line_rows(DuckDBEngine(cursor), plan, make_options(include_root=True, max_distance=max_distance + 1),
                           ("hierarchical_precision", "hierarchical_recall"))

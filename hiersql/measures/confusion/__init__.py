@@ -197,7 +197,7 @@ _PAIRS = ("hcm_chosen_paths", "hcm_chosen_truth", "hcm_chosen_pred", "hcm_pairs"
           "hcm_prefix_tn", "hcm_pair_counts", "hcm_candidates")
 
 
-def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+def plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     return {"tn": options.tn}
 
 
@@ -272,7 +272,7 @@ PLAN = FamilyPlan(
         Measure("hcm_pt", f"sqrt({_TPR} * (1 - {_TNR})) + {_TNR} - 1", f"{_TPR} + {_TNR} - 1",
                 undefined="tp + fn = 0 OR fp + tn = 0", higher_is_better=False),
     ),
-    params=_params,
+    params=plan_params,
 )
 
 

@@ -37,7 +37,7 @@ LABEL_METRICS = ("label_accuracy", "label_precision", "label_recall", "label_f1"
 LabelSets = Sequence[Iterable[str] | str]
 
 
-def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+def plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """The ``$parameters`` of ``flat.sql``. The queries also read the table ``flat_labels(label)``: the
     fixed universe ``options.labels`` (empty, and unused, when it is ``None``); see :func:`label_table`."""
     return {"fixed_universe": options.labels is not None, "zero_division": float(options.zero_division)}
@@ -83,7 +83,7 @@ PLAN = FamilyPlan(
         Measure("label_recall", "n_both", "n_true", averages=("samples",)),
         Measure("label_f1", "2 * n_both", "n_true + n_pred", averages=("samples",)),
     ),
-    params=sql_params,
+    params=plan_params,
     tables=label_table,
     classes="flat_sides",
     instance_counts_classes=True,

@@ -176,7 +176,7 @@ def per_instance(source: Store | Engine, options: Options) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------- plan
-def _plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+def plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """The plan's parameters: :func:`sql_params`, the batch size of the instances with a choice, and
     ``multi_parent``: whether a node of the engine's taxonomy has several parents (in a tree every shortest
     path is the only one: the stages that look for other paths are switched off), and the root's position
@@ -258,7 +258,7 @@ PLAN = FamilyPlan(
         Measure("lca_recall", "n_both", "n_true", averages=("micro", "macro", "samples")),
         Measure("lca_f1", "2 * n_both", "n_true + n_pred", averages=("micro", "macro", "samples")),
     ),
-    params=_plan_params,
+    params=plan_params,
     instance_ranges=True,  # an instance's graphs read its own labels only
 )
 
@@ -271,7 +271,7 @@ HEMKIT_PLAN = FamilyPlan(
     steps=(HEMKIT_GRAPHS, Sql("lca_instance")),
     instance="lca_instance",
     measures=PLAN.measures,
-    params=_plan_params,
+    params=plan_params,
 )
 
 

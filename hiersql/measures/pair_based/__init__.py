@@ -74,7 +74,7 @@ def _distance_limit(options: Options) -> str:
     return options.distance_limit
 
 
-def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+def plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """The ``$parameters`` of ``pair_based.sql`` (``max_distance`` bounds d(u, v), or with
     ``distance_limit="side"`` the climb of each class to a common ancestor: ``max_climb``), and the metrics
     the pairing step computes; ``mgia_nearest``: whether MGIA's nearest classes are needed (MGIA asked for,
@@ -259,7 +259,7 @@ PLAN = FamilyPlan(
         Measure("all_pairs_error", "all_pairs_error", averages=("",), higher_is_better=False,
                 bounds=(0.0, math.inf)),
     ),
-    params=_params,
+    params=plan_params,
     check=lambda engine, metrics, options: _check(engine, metrics, options),
     metric_applies=lambda engine, metric, options=None: _metric_applies(engine, metric, options),
     groups=_groups,

@@ -81,7 +81,7 @@ def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
     _check_root_not_a_label(engine)
 
 
-def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+def plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """``$offset``, and ``$weight_tolerance``: how far from 1 a root-to-leaf weight sum may be
     (:data:`~hiersql.measures.scoring.trees.TOLERANCE`)."""
     from .trees import TOLERANCE
@@ -99,7 +99,7 @@ PLAN = FamilyPlan(
     # declarations give their averages, direction and range: every score is in [0, 1], 1 for a perfect match
     measures=tuple(Measure(metric) for metric in METRICS),
     summary="scoring_summary",
-    params=_params,
+    params=plan_params,
     check=_check,
     applies=_applies,
     metric_applies=_metric_applies,

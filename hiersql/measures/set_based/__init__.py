@@ -43,7 +43,7 @@ LIST_BYTES = 24
 LIST_BITS = 1024
 
 
-def sql_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+def plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """Parameters of ``set_based.sql``; on a DuckDB store (``engine``), ``list_counts`` is chosen from the size
     of its tables (else the pair rows are used), and ``instance_batches``, the ranges of instances whose lists
     are counted one after the other, from DuckDB's memory limit: ``⌈labels · LIST_BYTES / memory_limit⌉``."""
@@ -95,7 +95,7 @@ PLAN = FamilyPlan(
         Measure("symmetric_difference_loss", "n_true + n_pred - 2 * n_both", averages=("",),
                 higher_is_better=False, bounds=(0.0, math.inf)),
     ),
-    params=sql_params,
+    params=plan_params,
     tables=lambda options: {} if options.labels is None else {"class_labels": label_table(options)["flat_labels"]},
     classes="set_pairs",
 )

@@ -50,7 +50,7 @@ METRICS = REGISTRY["severity"]
 NAN = "CAST('NaN' AS DOUBLE)"  # the mean over no instance (no mistake, no scored system at k > 1)
 
 
-def _params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
+def plan_params(options: Options, engine: Any = None, metrics: Sequence[str] = ()) -> dict[str, object]:
     """``$top_k`` (the group's one k), ``$severity_distance`` and ``$precision`` (the pairs of all classes are
     needed only for hierarchical precision and mAP)."""
     return {"top_k": options.k[0], "severity_distance": options.severity_distance,
@@ -89,7 +89,7 @@ def _ranked(engine: Any, options: Options) -> bool:
 def _k_fault(engine: Any, options: Options) -> list[tuple]:
     """The row of ``severity_k_fault`` at the least k of ``options`` (why no system has values there; the SQL
     door's rule too), none when some system has them."""
-    return engine.run("severity", "severity_k_fault", _params(options.with_(k=options.k[:1])))
+    return engine.run("severity", "severity_k_fault", plan_params(options.with_(k=options.k[:1])))
 
 
 def _check(engine: Any, metrics: Sequence[str], options: Options) -> None:
@@ -120,7 +120,7 @@ PLAN = FamilyPlan(
         _measure("hierarchical_precision_at_k", "similarity / best_similarity", True, (0.0, 1.0)),
         _measure("hierarchical_map_at_k", "average_precision", True, (0.0, 1.0)),
     ),
-    params=_params,
+    params=plan_params,
     check=_check,
     groups=_groups,
     run_average="@{top_k}",
