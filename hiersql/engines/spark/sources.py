@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from .. import SparkEngine
 
 SCHEME = "spark:"
-LABEL_TABLES = ("instances", "truth", "predictions", "systems")
 
 
 def is_spark_frame(source: object) -> bool:
