@@ -166,8 +166,8 @@ def test_an_interrupt_ends_the_plans_before_it_is_raised(spark, hand):
         time.sleep(1.0)
 
     # The handler in force (pyspark's, which cancels the context's jobs, then raises KeyboardInterrupt) runs for a
-    # signal taken within the block; one taken outside it is noted, not raised: the worker died once so (the
-    # signal taken after pytest.raises), and its test now fails saying so instead
+    # signal taken within the block; one taken outside it is noted, not raised: a worker died once more while this
+    # test ran (a -m spark run), and such a signal now fails the test, saying so, instead of ending the worker
     previous, outside, inside = signal.getsignal(signal.SIGINT), [], [False]
 
     def interrupt(signum, frame):
@@ -187,7 +187,6 @@ def test_an_interrupt_ends_the_plans_before_it_is_raised(spark, hand):
         inside[0] = True
         with pytest.raises(KeyboardInterrupt):
             engine.run_plans([(slow, ["hierarchical_f1"]), (flat, ["example_f1"])], Options())
-        inside[0] = False
     finally:
         inside[0] = False
         for timer in timers:
