@@ -43,13 +43,24 @@ while len(list(ready.iterdir())) < 2 and time.monotonic() < deadline:
     time.sleep(0.05)
 
 evaluate = runner.evaluate
+me = os.getpid()
 
 def slow_evaluate(units, stores):
-    time.sleep(1.0)  # every batch: the other worker, on a loaded machine, claims before the first is done
+    # (in this worker's child process, forked with this module) a batch waits until the other worker evaluates
+    # one too, which starts and claims while this one holds its claim. A fixed sleep was not enough: under the
+    # CI's load one worker did all 12 units before the other claimed any, which waited to open the queue
+    (ready / f"evaluating-{me}").touch()
+    deadline = time.monotonic() + 30
+    while len(list(ready.glob("evaluating-*"))) < 2:
+        if time.monotonic() > deadline:
+            (ready / "waited").touch()
+            break
+        time.sleep(0.05)
     return evaluate(units, stores)
 
 runner.evaluate = slow_evaluate
-runner.run(Queue(sys.argv[1]), max_batch=2)
+kids = runner.children(1)  # forked before the queue's connection opens (as hiersql jobs run does): they have the patch
+runner.run(Queue(sys.argv[1]), max_batch=2, processes=kids)
 """
 
 
@@ -114,6 +125,7 @@ def test_two_workers_do_every_unit_exactly_once(queue_url, spec, tmp_path):
     assert len({(r[1], r[2]) for r in rows}) == 12
     workers = {u[3] for u in units}
     assert len(workers) == 2  # both took units
+    assert not (ready / "waited").exists(), "a worker could not open the queue while the other held a batch"
     assert running_seen >= 1  # a claimed unit is a locked row, shown as running
     assert (status["done"], status["queued"], status["running"]) == (12, 0, 0)
     assert got == reference(spec, tmp_path)

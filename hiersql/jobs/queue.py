@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError, display, masked
 from ..files import write_atomically
 from .reading import Reading
-from .schema import RESULT_COLUMNS, SCHEMA, create_views, relations, table_forms
+from .schema import RESULT_COLUMNS, create_views, relations, schema_statements, table_forms
 
 if TYPE_CHECKING:
     from .instances import Computed
@@ -166,7 +166,7 @@ class Queue:
                     if self.postgres:  # two workers starting together create the tables once
                         con.execute("SELECT pg_advisory_xact_lock(1751)")
                     con.check_tables()  # before any table is made or altered, in the same transaction
-                    for statement in SCHEMA:  # (on an existing queue: the columns and tables added since)
+                    for statement in schema_statements(con):  # (an existing queue: the columns and tables added since)
                         con.execute(statement)
                     create_views(con, display(self.url))
                     self.present = set(table_forms())

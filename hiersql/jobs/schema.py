@@ -33,7 +33,8 @@ SCHEMA = (
     " work VARCHAR NOT NULL, recompute BOOLEAN NOT NULL, status VARCHAR NOT NULL, error VARCHAR,"
     " worker VARCHAR, run_id VARCHAR, finished_at TIMESTAMP)",
     f"CREATE TABLE IF NOT EXISTS results ({', '.join(f'{n} {t}' for n, t in RESULT_COLUMNS[:KEYED])})",
-    *(f"ALTER TABLE results ADD COLUMN IF NOT EXISTS {n} {t}" for n, t in RESULT_COLUMNS[KEYED:]),
+    *(ADD_COLUMNS := {n: f"ALTER TABLE results ADD COLUMN IF NOT EXISTS {n} {t}" for n, t in RESULT_COLUMNS[KEYED:]}
+      ).values(),
     # one row per claim of a unit, committed before it is evaluated: a claim whose batch was never committed
     # (its worker killed or crashed, a transient error) stays counted; ``error`` says why, when known
     "CREATE TABLE IF NOT EXISTS attempts (attempt_id VARCHAR PRIMARY KEY, unit_id VARCHAR NOT NULL,"
@@ -76,6 +77,17 @@ def relations(con: Any) -> dict[str, str]:
     return dict(con.execute(
         "SELECT table_name, table_type FROM information_schema.tables WHERE table_catalog = current_database()"
         f" AND table_schema = current_schema() AND table_name IN ({', '.join('?' * len(names))})", names))
+
+
+def schema_statements(con: Any) -> list[str]:
+    """:data:`SCHEMA`'s statements for the queue of ``con``, without those that add a column ``results`` has
+    already: PostgreSQL locks a table for ``ALTER TABLE`` even then, and a worker starting would wait until
+    another's batch, which reads ``results``, commits."""
+    have = {row[0] for row in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_catalog = current_database()"
+        " AND table_schema = current_schema() AND table_name = 'results'")}
+    present = {ADD_COLUMNS[name] for name in have & ADD_COLUMNS.keys()}
+    return [statement for statement in SCHEMA if statement not in present]
 
 
 def create_views(con: Any, where: str) -> None:
