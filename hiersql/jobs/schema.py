@@ -24,6 +24,8 @@ RESULT_COLUMNS = (("run_id", "VARCHAR NOT NULL"), ("dataset", "VARCHAR"), ("syst
                   ("metric", "VARCHAR NOT NULL"), ("average", "VARCHAR"), ("value", "DOUBLE PRECISION"),
                   ("created_at", "TIMESTAMP"), ("key", "VARCHAR"), ("job_id", "VARCHAR"), ("unit_id", "VARCHAR"))
 KEYED = 7  # RESULT_COLUMNS[KEYED:] are the queue's own
+# the queue's columns added to a results table made without them (by hiersql evaluate --db, or before them)
+ADD_COLUMNS = {n: f"ALTER TABLE results ADD COLUMN IF NOT EXISTS {n} {t}" for n, t in RESULT_COLUMNS[KEYED:]}
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, spec VARCHAR NOT NULL,"
@@ -33,8 +35,7 @@ SCHEMA = (
     " work VARCHAR NOT NULL, recompute BOOLEAN NOT NULL, status VARCHAR NOT NULL, error VARCHAR,"
     " worker VARCHAR, run_id VARCHAR, finished_at TIMESTAMP)",
     f"CREATE TABLE IF NOT EXISTS results ({', '.join(f'{n} {t}' for n, t in RESULT_COLUMNS[:KEYED])})",
-    *(ADD_COLUMNS := {n: f"ALTER TABLE results ADD COLUMN IF NOT EXISTS {n} {t}" for n, t in RESULT_COLUMNS[KEYED:]}
-      ).values(),
+    *ADD_COLUMNS.values(),
     # one row per claim of a unit, committed before it is evaluated: a claim whose batch was never committed
     # (its worker killed or crashed, a transient error) stays counted; ``error`` says why, when known
     "CREATE TABLE IF NOT EXISTS attempts (attempt_id VARCHAR PRIMARY KEY, unit_id VARCHAR NOT NULL,"
