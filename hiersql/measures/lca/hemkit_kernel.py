@@ -153,19 +153,14 @@ def _overlap(pnodes, start, size, one_sided, tried, tried_ptr, skip):
 
 
 @njit(cache=True)
-def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach, gmark, pmark, cmark, linking,
-              served, graph, now, gnodes, gcounts, ws, rows_ws, pairs_ws):
-    """S2-S6 for one instance with labels on one side only; ``gmark``/``pmark`` and ``graph`` hold the
-    labels (stamp ``now``); uses the stamps ``now + 1 .. now + 3``; the nodes added to Gt and Gp are listed in
-    ``gnodes`` (``gcounts`` of each side). ``ws``, ``rows_ws``, ``pairs_ws``: scratch, grown by the caller
-    (:func:`_needs`)."""
+def _sides(true, pred, gmark, pmark, now, ws):
+    """The labels of one instance split by side: ``(gold_only, pred_only, both)``, views of ``ws[0:3]``."""
     gold_only = ws[0]
     n_gold = 0
     for x in true:
         if pmark[x] != now:
             gold_only[n_gold] = x
             n_gold += 1
-    gold_only = gold_only[:n_gold]
     pred_only = ws[1]
     both = ws[2]
     n_pred = n_both = 0
@@ -176,30 +171,14 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
         else:
             both[n_both] = x
             n_both += 1
-    pred_only = pred_only[:n_pred]
-    both = both[:n_both]
-    # S2, S3
-    cand = rows_ws[:, :6]
-    f_row = rows_ws[:, 6:11]
-    f_sum = rows_ws[:, 11]
-    order_ws = rows_ws[:, 12]
-    links = pairs_ws[:, :2]
-    gold_bounds = ws[3:5].T[:n_gold]
-    pred_bounds = ws[5:7].T[:n_pred]
-    gold_ptr = ws[7]
-    pred_ptr = ws[8]
-    gold_tried = ws[9]
-    pred_tried = ws[10]
-    h_low = ws[11]
-    h_pos = ws[12]
-    gold_ptr[0] = pred_ptr[0] = 0
-    n_cand, _, n_links = _candidates(gold_only, pred, first, pcount, pstart, plen, pnodes, psums, reach, now + 1,
-                                     cand, 0, gold_bounds, gold_tried, 0, gold_ptr, links, 0, f_sum, f_row, h_low,
-                                     h_pos, order_ws)
-    n_cand, _, n_links = _candidates(pred_only, true, first, pcount, pstart, plen, pnodes, psums, reach, now + 2,
-                                     cand, n_cand, pred_bounds, pred_tried, 0, pred_ptr, links, n_links, f_sum,
-                                     f_row, h_low, h_pos, order_ws)
-    # S4: the ancestors by labels linked (descending), then id (descending)
+    return gold_only[:n_gold], pred_only[:n_pred], both[:n_both]
+
+
+@njit(cache=True)
+def _kept_ancestors(links, n_links, ids, linking, pairs_ws):
+    """S4's ancestors in the order they serve: the ancestors of ``links[:n_links]`` by labels linked
+    (descending), then id (descending), less each one whose every label another ancestor still links (a view of
+    ``pairs_ws[:, 5]``; ``linking[label]``: the number of ancestors still linking it)."""
     ancs = pairs_ws[:, 2]
     n_linked = pairs_ws[:, 3]
     n_ancs = 0
@@ -224,7 +203,7 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
             order[i] = order[i - 1]
             i -= 1
         order[i] = q
-    for i in range(n_links):  # linking[label]: the number of ancestors still linking it
+    for i in range(n_links):
         linking[links[i, 1]] = 0
     for i in range(n_links):
         linking[links[i, 1]] += 1
@@ -244,16 +223,23 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
         else:
             kept[n_kept] = a
             n_kept += 1
-    total = len(true) + len(pred)
-    s4 = now + 1  # S4's served marks
+    return kept[:n_kept]
+
+
+@njit(cache=True)
+def _chosen(kept, links, n_links, ids, both, total, gmark, pmark, cmark, served, now, pairs_ws):
+    """S4: the ancestors ``kept`` serve their linked labels (by id) not yet served, until all ``total`` labels
+    are; an ancestor that serves one joins that label's side (``gmark``/``pmark``) and the chosen ancestors
+    (``cmark``; a view of ``pairs_ws[:, 6]``, in the order chosen). Uses ``served``'s stamp ``now + 1``."""
+    s4 = now + 1
     for x in both:
         served[0, x] = s4
         served[1, x] = s4
-    n_served = 2 * n_both
+    n_served = 2 * len(both)
     chosen = pairs_ws[:, 6]
     n_chosen = 0
     labels = pairs_ws[:, 7]
-    for a in kept[:n_kept]:
+    for a in kept:
         if n_served == total:
             break
         n_labels = 0
@@ -262,110 +248,126 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
                 labels[n_labels] = links[i, 1]
                 n_labels += 1
         for v in _sort_by_id(labels[:n_labels], ids):
-            if gmark[v] == now and served[0, v] != s4:
-                if cmark[a] != now:
-                    cmark[a] = now
-                    chosen[n_chosen] = a
-                    n_chosen += 1
-                gmark[a] = now
-                served[0, v] = s4
-                n_served += 1
-            if pmark[v] == now and served[1, v] != s4:
-                if cmark[a] != now:
-                    cmark[a] = now
-                    chosen[n_chosen] = a
-                    n_chosen += 1
-                pmark[a] = now
-                served[1, v] = s4
-                n_served += 1
-    # S5: one pair per (label, partner), filed under the ancestor of the last candidate
-    filed = pairs_ws[:, 8:13]  # ancestor, node, side, path start, path length
-    n_filed = 0
-    partners = rows_ws[:, 13]
-    group = rows_ws[:, 14]
-    for side in range(2):
-        bounds = gold_bounds if side == 0 else pred_bounds
-        for li in range(len(bounds)):
-            c0, c1 = bounds[li, 0], bounds[li, 1]
-            n_partners = 0
+            for side in range(2):
+                marks = gmark if side == 0 else pmark
+                if marks[v] == now and served[side, v] != s4:
+                    if cmark[a] != now:
+                        cmark[a] = now
+                        chosen[n_chosen] = a
+                        n_chosen += 1
+                    marks[a] = now
+                    served[side, v] = s4
+                    n_served += 1
+    return chosen[:n_chosen]
+
+
+@njit(cache=True)
+def _paths(cand, c, side):
+    """The gold and predicted paths of candidate row ``c`` of a ``side`` label: ``(gold start, gold length, pred
+    start, pred length)``."""
+    if side == 0:
+        return cand[c, 2], cand[c, 3], cand[c, 4], cand[c, 5]
+    return cand[c, 4], cand[c, 5], cand[c, 2], cand[c, 3]
+
+
+@njit(cache=True)
+def _best(group, side, cand, pnodes, gmark, pmark, cmark, now, gold_label, pred_label, gold_only, gold_tried,
+          gold_ptr, pred_only, pred_tried, pred_ptr):
+    """S5: the candidate row of ``group`` (one label's rows with one partner) whose pair is filed: of those
+    ending at a chosen ancestor, the one whose paths hold the most nodes of the graphs so far, then the most
+    nodes of the other labels' candidate paths (:func:`_overlap`); ``-1`` when none ends at a chosen one."""
+    n_usable = 0
+    for c in group:
+        if cmark[pnodes[cand[c, 2] + cand[c, 3] - 1]] == now:
+            n_usable += 1
+    best = -1
+    common = -1
+    recorded = 0
+    for c in group:
+        if cmark[pnodes[cand[c, 2] + cand[c, 3] - 1]] != now:
+            continue
+        if n_usable == 1:
+            return c
+        gs, gl, ps, pl = _paths(cand, c, side)
+        count = _hits(pnodes, ps, pl, pmark, now) + _hits(pnodes, gs, gl, gmark, now)
+        if count > common:
+            best, common, recorded = c, count, 0
+        elif count == common:
+            overlap = (_overlap(pnodes, gs, gl, gold_only, gold_tried, gold_ptr, gold_label)
+                       + _overlap(pnodes, ps, pl, pred_only, pred_tried, pred_ptr, pred_label))
+            if overlap > recorded:
+                best, recorded = c, overlap
+    return best
+
+
+@njit(cache=True)
+def _file(side, bounds, cand, pnodes, ids, gmark, pmark, cmark, now, filed, n_filed, partners, group, gold_only,
+          gold_tried, gold_ptr, pred_only, pred_tried, pred_ptr):
+    """S5 for the labels of one ``side`` (their candidate rows at ``bounds``): one pair per (label, partner),
+    filed under the ancestor of the label's last candidate with that partner when it was chosen, as rows
+    ``(ancestor, node, side, path start, path length)`` of ``filed`` from ``n_filed`` on; returns the new
+    ``n_filed``. ``partners``, ``group``: scratch."""
+    for li in range(len(bounds)):
+        c0, c1 = bounds[li, 0], bounds[li, 1]
+        n_partners = 0
+        for c in range(c0, c1):
+            z = cand[c, 1]
+            new = True
+            for u in range(n_partners):
+                if partners[u] == z:
+                    new = False
+                    break
+            if new:
+                partners[n_partners] = z
+                n_partners += 1
+        for z in _sort_by_id(partners[:n_partners], ids):
+            n_group = 0
             for c in range(c0, c1):
-                z = cand[c, 1]
-                new = True
-                for u in range(n_partners):
-                    if partners[u] == z:
-                        new = False
-                        break
-                if new:
-                    partners[n_partners] = z
-                    n_partners += 1
-            for z in _sort_by_id(partners[:n_partners], ids):
-                n_group = 0
-                for c in range(c0, c1):
-                    if cand[c, 1] == z:
-                        group[n_group] = c
-                        n_group += 1
-                x = cand[group[0], 0]
-                gold_label, pred_label = (x, z) if side == 0 else (z, x)
-                last = group[n_group - 1]
-                anc = pnodes[cand[last, 2] + cand[last, 3] - 1]
-                if cmark[anc] != now:
-                    continue
-                has_gold = has_pred = False
-                for f in range(n_filed):
-                    if filed[f, 0] == anc:
-                        if filed[f, 1] == gold_label:
-                            has_gold = True
-                        if filed[f, 1] == pred_label:
-                            has_pred = True
-                if has_gold and has_pred:
-                    continue
-                n_usable = 0
-                for c in group[:n_group]:
-                    if cmark[pnodes[cand[c, 2] + cand[c, 3] - 1]] == now:
-                        n_usable += 1
-                if n_usable == 0:
-                    continue
-                best = -1
-                common = -1
-                recorded = 0
-                for c in group[:n_group]:
-                    if cmark[pnodes[cand[c, 2] + cand[c, 3] - 1]] != now:
-                        continue
-                    if n_usable == 1:
-                        best = c
-                        break
-                    if side == 0:
-                        gs, gl, ps, pl = cand[c, 2], cand[c, 3], cand[c, 4], cand[c, 5]
-                    else:
-                        gs, gl, ps, pl = cand[c, 4], cand[c, 5], cand[c, 2], cand[c, 3]
-                    count = _hits(pnodes, ps, pl, pmark, now) + _hits(pnodes, gs, gl, gmark, now)
-                    if count > common:
-                        best, common, recorded = c, count, 0
-                    elif count == common:
-                        overlap = (_overlap(pnodes, gs, gl, gold_only, gold_tried, gold_ptr, gold_label)
-                                   + _overlap(pnodes, ps, pl, pred_only, pred_tried, pred_ptr, pred_label))
-                        if overlap > recorded:
-                            best, recorded = c, overlap
-                if side == 0:
-                    gs, gl, ps, pl = cand[best, 2], cand[best, 3], cand[best, 4], cand[best, 5]
-                else:
-                    gs, gl, ps, pl = cand[best, 4], cand[best, 5], cand[best, 2], cand[best, 3]
-                if not has_pred:
-                    filed[n_filed, 0], filed[n_filed, 1], filed[n_filed, 2] = anc, pred_label, 1
-                    filed[n_filed, 3], filed[n_filed, 4] = ps, pl
-                    n_filed += 1
-                if not has_gold:
-                    filed[n_filed, 0], filed[n_filed, 1], filed[n_filed, 2] = anc, gold_label, 0
-                    filed[n_filed, 3], filed[n_filed, 4] = gs, gl
-                    n_filed += 1
-    # S6: the graphs
+                if cand[c, 1] == z:
+                    group[n_group] = c
+                    n_group += 1
+            x = cand[group[0], 0]
+            gold_label, pred_label = (x, z) if side == 0 else (z, x)
+            last = group[n_group - 1]
+            anc = pnodes[cand[last, 2] + cand[last, 3] - 1]
+            if cmark[anc] != now:
+                continue
+            has_gold = has_pred = False
+            for f in range(n_filed):
+                if filed[f, 0] == anc:
+                    if filed[f, 1] == gold_label:
+                        has_gold = True
+                    if filed[f, 1] == pred_label:
+                        has_pred = True
+            if has_gold and has_pred:
+                continue
+            best = _best(group[:n_group], side, cand, pnodes, gmark, pmark, cmark, now, gold_label, pred_label,
+                         gold_only, gold_tried, gold_ptr, pred_only, pred_tried, pred_ptr)
+            if best < 0:
+                continue
+            gs, gl, ps, pl = _paths(cand, best, side)
+            if not has_pred:
+                filed[n_filed, 0], filed[n_filed, 1], filed[n_filed, 2] = anc, pred_label, 1
+                filed[n_filed, 3], filed[n_filed, 4] = ps, pl
+                n_filed += 1
+            if not has_gold:
+                filed[n_filed, 0], filed[n_filed, 1], filed[n_filed, 2] = anc, gold_label, 0
+                filed[n_filed, 3], filed[n_filed, 4] = gs, gl
+                n_filed += 1
+    return n_filed
+
+
+@njit(cache=True)
+def _draw(chosen, filed, n_filed, both, total, ids, served, pnodes, graph, now, gnodes, gcounts, entries):
+    """S6: the chosen ancestors (by id) add the paths filed under them (by node id) of the labels not yet
+    served to the graphs; an ancestor that adds paths of one side only adds the shortest path it has of the
+    other side's labels already served. Uses ``served``'s stamp ``now + 3``; ``entries``: scratch."""
     s6 = now + 3
     for x in both:
         served[0, x] = s6
         served[1, x] = s6
-    n_served = 2 * n_both
-    entries = pairs_ws[:, 13]
-    for a in _sort_by_id(chosen[:n_chosen], ids):
+    n_served = 2 * len(both)
+    for a in _sort_by_id(chosen, ids):
         if n_served == total:
             break
         n_entries = 0
@@ -404,6 +406,50 @@ def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach
 
 
 @njit(cache=True)
+def _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach, gmark, pmark, cmark, linking,
+              served, graph, now, gnodes, gcounts, ws, rows_ws, pairs_ws):
+    """S2-S6 for one instance with labels on one side only; ``gmark``/``pmark`` and ``graph`` hold the
+    labels (stamp ``now``); uses the stamps ``now + 1 .. now + 3``; the nodes added to Gt and Gp are listed in
+    ``gnodes`` (``gcounts`` of each side). ``ws``, ``rows_ws``, ``pairs_ws``: scratch, grown by the caller
+    (:func:`_needs`)."""
+    gold_only, pred_only, both = _sides(true, pred, gmark, pmark, now, ws)
+    # S2, S3
+    cand = rows_ws[:, :6]
+    f_row = rows_ws[:, 6:11]
+    f_sum = rows_ws[:, 11]
+    order_ws = rows_ws[:, 12]
+    links = pairs_ws[:, :2]
+    gold_bounds = ws[3:5].T[:len(gold_only)]
+    pred_bounds = ws[5:7].T[:len(pred_only)]
+    gold_ptr = ws[7]
+    pred_ptr = ws[8]
+    gold_tried = ws[9]
+    pred_tried = ws[10]
+    h_low = ws[11]
+    h_pos = ws[12]
+    gold_ptr[0] = pred_ptr[0] = 0
+    n_cand, _, n_links = _candidates(gold_only, pred, first, pcount, pstart, plen, pnodes, psums, reach, now + 1,
+                                     cand, 0, gold_bounds, gold_tried, 0, gold_ptr, links, 0, f_sum, f_row, h_low,
+                                     h_pos, order_ws)
+    n_cand, _, n_links = _candidates(pred_only, true, first, pcount, pstart, plen, pnodes, psums, reach, now + 2,
+                                     cand, n_cand, pred_bounds, pred_tried, 0, pred_ptr, links, n_links, f_sum,
+                                     f_row, h_low, h_pos, order_ws)
+    # S4
+    total = len(true) + len(pred)
+    kept = _kept_ancestors(links, n_links, ids, linking, pairs_ws)
+    chosen = _chosen(kept, links, n_links, ids, both, total, gmark, pmark, cmark, served, now, pairs_ws)
+    # S5
+    filed = pairs_ws[:, 8:13]
+    n_filed = 0
+    for side in range(2):
+        n_filed = _file(side, gold_bounds if side == 0 else pred_bounds, cand, pnodes, ids, gmark, pmark, cmark,
+                        now, filed, n_filed, rows_ws[:, 13], rows_ws[:, 14], gold_only, gold_tried, gold_ptr,
+                        pred_only, pred_tried, pred_ptr)
+    # S6
+    _draw(chosen, filed, n_filed, both, total, ids, served, pnodes, graph, now, gnodes, gcounts, pairs_ws[:, 13])
+
+
+@njit(cache=True)
 def _needs(true, pred, first, pcount, plen):
     """The scratch one instance needs: ``(width of ws, rows of rows_ws)`` (:func:`_instance`); the rows bound
     the candidate pairs, twice the product of the paths of both sides."""
@@ -419,6 +465,41 @@ def _needs(true, pred, first, pcount, plen):
             for p in range(first[x], first[x] + pcount[x]):
                 nodes += plen[p]
     return max(width, nodes), max(1, 2 * paths_true * paths_pred)
+
+
+@njit(cache=True)
+def _emit(graph, gnodes, gcounts, now, ignore, out_node, out_side, n_out):
+    """The nodes of one instance's graphs (stamp ``now``) appended to ``out_node``/``out_side`` from ``n_out`` on
+    (grown when full; node ``ignore`` left out): ``(out_node, out_side, n_out, |Gt|, |Gp|, |Gt ∩ Gp|)``."""
+    if n_out + gcounts[0] + gcounts[1] > len(out_node):
+        grown = max(2 * len(out_node), n_out + gcounts[0] + gcounts[1])
+        node_buf = np.empty(grown, np.int64)
+        node_buf[:n_out] = out_node[:n_out]
+        out_node = node_buf
+        side_buf = np.empty(grown, np.int64)
+        side_buf[:n_out] = out_side[:n_out]
+        out_side = side_buf
+    nt = npred = nb = 0
+    for i in range(gcounts[0]):
+        v = gnodes[0, i]
+        if v == ignore:
+            continue
+        nt += 1
+        in_both = graph[1, v] == now
+        nb += in_both
+        out_node[n_out] = v
+        out_side[n_out] = 3 if in_both else 1
+        n_out += 1
+    for i in range(gcounts[1]):
+        v = gnodes[1, i]
+        if v == ignore:
+            continue
+        npred += 1
+        if graph[0, v] != now:
+            out_node[n_out] = v
+            out_side[n_out] = 2
+            n_out += 1
+    return out_node, out_side, n_out, nt, npred, nb
 
 
 @njit(cache=True, nogil=True)
@@ -491,34 +572,8 @@ def graphs_many(par_ptr, par_idx, ids, gold_ptr, gold_idx, pred_ptr, pred_idx, m
                 pairs_ws = np.zeros((2 * rows, 14), np.int64)
             _instance(true, pred, ids, first, pcount, pstart, plen, pnodes, psums, reach, gmark, pmark, cmark,
                       linking, served, graph, now, gnodes, gcounts, ws, rows_ws, pairs_ws)
-        if n_out + gcounts[0] + gcounts[1] > len(out_node):
-            grown = max(2 * len(out_node), n_out + gcounts[0] + gcounts[1])
-            node_buf = np.empty(grown, np.int64)
-            node_buf[:n_out] = out_node[:n_out]
-            out_node = node_buf
-            side_buf = np.empty(grown, np.int64)
-            side_buf[:n_out] = out_side[:n_out]
-            out_side = side_buf
-        nt = npred = nb = 0
-        for i in range(gcounts[0]):
-            v = gnodes[0, i]
-            if v == ignore:
-                continue
-            nt += 1
-            in_both = graph[1, v] == now
-            nb += in_both
-            out_node[n_out] = v
-            out_side[n_out] = 3 if in_both else 1
-            n_out += 1
-        for i in range(gcounts[1]):
-            v = gnodes[1, i]
-            if v == ignore:
-                continue
-            npred += 1
-            if graph[0, v] != now:
-                out_node[n_out] = v
-                out_side[n_out] = 2
-                n_out += 1
+        out_node, out_side, n_out, nt, npred, nb = _emit(graph, gnodes, gcounts, now, ignore, out_node, out_side,
+                                                         n_out)
         counts[inst, 0], counts[inst, 1], counts[inst, 2] = nt, npred, nb
         out_ptr[inst + 1] = n_out
     return counts, out_ptr, out_node[:n_out].copy(), out_side[:n_out].copy()
