@@ -194,6 +194,53 @@ def _greedy_lcas(o_lca, k_start, k_end, lca_marks, stamp):
 
 
 @njit(cache=True)
+def _choices(o_label, o_lca, o_partner, ks, ke, keys, count, width, lca_marks, stamp):
+    """Per key ``k`` (its option rows ``ks[k]:ke[k]``): the number of (own path, their path) choices through the
+    chosen LCAs (``lca_marks``, stamp ``stamp``)."""
+    choices = np.zeros(len(ks), np.int64)
+    for k in range(len(ks)):
+        for r in range(ks[k], ke[k]):
+            if lca_marks[o_lca[r] + 1] == stamp:
+                own = count[_pair(keys, o_label[r], o_lca[r], width)]
+                theirs = count[_pair(keys, o_partner[r], o_lca[r], width)]
+                choices[k] += own * theirs
+    return choices
+
+
+@njit(cache=True)
+def _cheapest(k0, k1, alone, side, label, o_lca, o_partner, keys, first, count, path_ptr, path_nodes, width, marks,
+              lca_marks, stamp, f_side, f_node, f_lca, f_path, n_fixed):
+    """The option of ``label`` (its rows ``k0:k1``, on ``side``) through a chosen LCA whose own and partner's
+    paths add the fewest nodes to the graphs (ties: the first in the rows' order, then the paths'), a path already
+    fixed for (side, node, LCA) the only one tried unless the label has one choice (``alone``): ``(row, own
+    path, their path)``."""
+    other = 1 - side
+    best_cost, best_r, best_own, best_theirs = -1, -1, -1, -1
+    for r in range(k0, k1):
+        a = o_lca[r]
+        if lca_marks[a + 1] != stamp:
+            continue
+        q = o_partner[r]
+        own_pair = _pair(keys, label, a, width)
+        their_pair = _pair(keys, q, a, width)
+        own_fixed = _fixed(f_side, f_node, f_lca, f_path, n_fixed, side, label, a)
+        other_fixed = _fixed(f_side, f_node, f_lca, f_path, n_fixed, other, q, a)
+        if alone:  # nothing to choose
+            own_fixed, other_fixed = -1, -1
+        own_lo = first[own_pair] if own_fixed < 0 else own_fixed
+        own_hi = first[own_pair] + count[own_pair] if own_fixed < 0 else own_fixed + 1
+        their_lo = first[their_pair] if other_fixed < 0 else other_fixed
+        their_hi = first[their_pair] + count[their_pair] if other_fixed < 0 else other_fixed + 1
+        for own in range(own_lo, own_hi):
+            own_cost = _new_nodes(own, path_ptr, path_nodes, marks[side], stamp)
+            for theirs in range(their_lo, their_hi):
+                cost = own_cost + _new_nodes(theirs, path_ptr, path_nodes, marks[other], stamp)
+                if best_r < 0 or cost < best_cost:
+                    best_cost, best_r, best_own, best_theirs = cost, r, own, theirs
+    return best_r, best_own, best_theirs
+
+
+@njit(cache=True)
 def greedy_batch(o_inst, o_side, o_label, o_lca, o_partner, keys, first, count, path_ptr, path_nodes, width,
                  ignore, want_nodes):
     """The greedy minimal graphs of every instance of the option rows: ``(instances, sizes, graph_ptr,
@@ -230,13 +277,7 @@ def greedy_batch(o_inst, o_side, o_label, o_lca, o_partner, keys, first, count, 
         ks, ke = np.array(k_start, np.int64), np.array(k_end, np.int64)
         n_keys = len(ks)
         _greedy_lcas(o_lca, ks, ke, lca_marks, stamp)
-        choices = np.zeros(n_keys, np.int64)
-        for k in range(n_keys):
-            for r in range(ks[k], ke[k]):
-                if lca_marks[o_lca[r] + 1] == stamp:
-                    own = count[_pair(keys, o_label[r], o_lca[r], width)]
-                    theirs = count[_pair(keys, o_partner[r], o_lca[r], width)]
-                    choices[k] += own * theirs
+        choices = _choices(o_label, o_lca, o_partner, ks, ke, keys, count, width, lca_marks, stamp)
         order = np.argsort(choices * 2 * n + np.arange(n_keys), kind="mergesort")  # keys come in side, label order
         sizes[:] = 0
         for k in range(n_keys):
@@ -250,28 +291,9 @@ def greedy_batch(o_inst, o_side, o_label, o_lca, o_partner, keys, first, count, 
             side = o_side[ks[k]]
             other = 1 - side
             label = o_label[ks[k]]
-            best_cost, best_r, best_own, best_theirs = -1, -1, -1, -1
-            for r in range(ks[k], ke[k]):
-                a = o_lca[r]
-                if lca_marks[a + 1] != stamp:
-                    continue
-                q = o_partner[r]
-                own_pair = _pair(keys, label, a, width)
-                their_pair = _pair(keys, q, a, width)
-                own_fixed = _fixed(f_side, f_node, f_lca, f_path, n_fixed, side, label, a)
-                other_fixed = _fixed(f_side, f_node, f_lca, f_path, n_fixed, other, q, a)
-                if choices[k] == 1:  # nothing to choose
-                    own_fixed, other_fixed = -1, -1
-                own_lo = first[own_pair] if own_fixed < 0 else own_fixed
-                own_hi = first[own_pair] + count[own_pair] if own_fixed < 0 else own_fixed + 1
-                their_lo = first[their_pair] if other_fixed < 0 else other_fixed
-                their_hi = first[their_pair] + count[their_pair] if other_fixed < 0 else other_fixed + 1
-                for own in range(own_lo, own_hi):
-                    own_cost = _new_nodes(own, path_ptr, path_nodes, marks[side], stamp)
-                    for theirs in range(their_lo, their_hi):
-                        cost = own_cost + _new_nodes(theirs, path_ptr, path_nodes, marks[other], stamp)
-                        if best_r < 0 or cost < best_cost:
-                            best_cost, best_r, best_own, best_theirs = cost, r, own, theirs
+            best_r, best_own, best_theirs = _cheapest(ks[k], ke[k], choices[k] == 1, side, label, o_lca, o_partner,
+                                                      keys, first, count, path_ptr, path_nodes, width, marks,
+                                                      lca_marks, stamp, f_side, f_node, f_lca, f_path, n_fixed)
             a, q = o_lca[best_r], o_partner[best_r]
             n_fixed = _fix(f_side, f_node, f_lca, f_path, n_fixed, side, label, a, best_own)
             n_fixed = _fix(f_side, f_node, f_lca, f_path, n_fixed, other, q, a, best_theirs)
