@@ -311,7 +311,7 @@ def test_the_printed_spark_script_runs_in_spark(spark, capsys, tmp_path, args):
     """``hiersql sql METRIC --dialect spark`` run statement by statement in a session of its own over the hand
     example's tables: every stage a Parquet folder of ``--stage-dir`` read by a temporary view (Spark has no
     ``CREATE TEMPORARY TABLE ... AS``), the values those of DuckDB; for a family with a Python step (HCM's
-    root paths), the statements before it run. The LCA script of 27 stages finishes: cached views kept the plans
+    root paths), the statements before it run. The LCA script finishes: cached views kept the plans
     of the views they read, and its 16th stage ran the driver out of memory. The last statement reads each stage
     it names from that stage's folder."""
     from hiersql.cli import main

@@ -3,6 +3,7 @@ queries it reads, transpiles to PostgreSQL and Spark. Files added later are pick
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,25 @@ def test_the_sql_of_a_dialect_not_run_here_says_so_first(capsys, dialect, run_he
     said = (f"-- {dialect}: transpiled by sqlglot, not run by hiersql's tests (they run DuckDB, PostgreSQL and"
             " Spark: docs/sql.md)")
     assert (first == said) is not run_here
+
+
+@pytest.mark.parametrize("dialect", ["spark", "duckdb"])
+@pytest.mark.parametrize("family", ["set_based", "flat", "hcm", "pair_based", "lca", "scoring"])
+def test_a_printed_script_makes_each_query_once_and_only_what_is_read(capsys, family, dialect):
+    """The stages of a printed script are those of the runners: each query of the dialect's variant once (the
+    Spark ancestor maps that two stages read were stored twice, as ``<stage>__pair_ancestor_maps`` of each), and
+    each stage read by a later statement (the Spark set-based script made five stages of the portable
+    ``set_counts`` that its Spark variant does not read)."""
+    script = _cli_sql(capsys, family, "--dialect", dialect)
+    made = re.compile(r"^(?:INSERT OVERWRITE DIRECTORY '[^']*/(\w+)' USING parquet"
+                      r"|CREATE TEMPORARY TABLE (\w+) AS)$", re.MULTILINE)
+    statements = [s for s in script.split(";\n") if s.strip()]
+    stages = [(i, m[1] or m[2]) for i, s in enumerate(statements) for m in made.finditer(s)]
+    assert stages or dialect == "duckdb"
+    queries = [name.rsplit("__", 1)[-1] for _, name in stages]
+    assert len(set(queries)) == len(queries), queries
+    steps = re.compile(r"^-- Python step .*; it reads ([\w, ]+);", re.MULTILINE)  # what a step reads
+    for i, name in stages:
+        later = [s for s in statements[i + 1:] if not s.strip().startswith(f"CREATE OR REPLACE TEMPORARY VIEW {name} ")]
+        text = "\n".join([*map(sqlfiles.without_comments, later), *(m[1] for s in later for m in steps.finditer(s))])
+        assert re.search(rf"\b{name}\b", text), (name, family)

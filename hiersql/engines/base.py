@@ -6,14 +6,14 @@ Every engine returns the rows ``(system, metric, average, value)`` of :class:`~h
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .. import sqlfiles
 from ..inputs.tables import quote
 from ..options import Options
 from ..plan import FamilyPlan, Python, Row, Step, instance_values_sql, summary_sql
-from .compile import _tree, render
+from .compile import _tree, portable_only_stages, render
 from .dialect import dialect as dialect_of
 
 if TYPE_CHECKING:
@@ -398,33 +398,6 @@ def _frozen(params: Mapping[str, object] | None) -> tuple[tuple[str, str, object
     except TypeError:
         return None
     return frozen
-
-
-def portable_only_stages(plan: FamilyPlan, steps: Sequence[Step], variant: str | None) -> frozenset[str]:
-    """The SQL stages of ``steps`` that only the portable queries of later stages read: where ``variant``'s
-    bodies replace those, no later stage reads them, nor a Python step, nor the plan's generated queries (its
-    per-instance, per-class and unit tables), nor its summary. The runner does not make them; a query that
-    still reads one composes it. (The pair-based ``pair_distances_of``, a row per label pair of every
-    instance, which the DuckDB and Spark variants of ``pair_arcs`` do without.)"""
-    if variant is None:
-        return frozenset()
-    kept = plan.read_beyond_stages()
-    if plan.summary is not None:
-        kept |= {plan.summary, *sqlfiles.dependencies(plan.file, plan.summary, variant)}
-    stages = tuple(step.query for step in steps if not isinstance(step, Python))
-    return _portable_only(plan.file, stages, frozenset(kept - {None}), variant)
-
-
-@cache
-def _portable_only(file: str, stages: tuple[str, ...], kept: frozenset[str], variant: str) -> frozenset[str]:
-    needed, portable, out = set(kept), set(), set()
-    for query in reversed(stages):  # needed: read by a later stage that is made, with the variant's bodies
-        if query not in needed and query in portable:
-            out.add(query)
-        else:
-            needed |= set(sqlfiles.dependencies(file, query, variant))
-        portable |= set(sqlfiles.dependencies(file, query))
-    return frozenset(out)
 
 
 def solve_arrow(step: Python, params: dict[str, object], options: Options, tables: Mapping[str, pa.Table],

@@ -11,12 +11,13 @@ dialect's rewrites (:class:`~hiersql.engines.dialect.EngineDialect`), and sqlglo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 
 from .. import sqlfiles
 from ..inputs import rules as input_rules
 from ..options import Options, sql_options
-from ..plan import FamilyPlan, Python, Sql, summary_sql
+from ..plan import FamilyPlan, Python, Sql, Step, summary_sql
 from .dialect import dialect as dialect_of
 
 
@@ -76,6 +77,8 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     if checks:
         summary, last = checked_sql(summary or f"SELECT * FROM {plan.summary}", checks), f"{plan.name}_checked"
     steps = [step for step in plan.steps if isinstance(step, Sql) or step.when(options)]
+    unread = portable_only_stages(plan, tuple(steps), rules.variant)  # as the runners leave them out
+    steps = [step for step in steps if isinstance(step, Python) or step.query not in unread]
     if not any(isinstance(step, Python) for step in steps) and not rules.inlines_ctes:
         return "\n".join(statements(last, True, summary)).rstrip(";")
     solved = {name for step in steps if isinstance(step, Python) for name in step.writes}
@@ -86,7 +89,7 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
                         if o.plan and plan.name in o.families)
     for step in steps:
         if isinstance(step, Sql):
-            for dep in [*sqlfiles.dependencies(plan.file, step.query), step.query]:
+            for dep in [*sqlfiles.dependencies(plan.file, step.query, rules.variant, params=params), step.query]:
                 if dep not in done and dep not in solved:
                     out += statements(dep, skip=frozenset(done | solved))
                     done.add(dep)
@@ -305,3 +308,30 @@ def collated(tree: Any, collation: str | None) -> Any:
             projection.replace(exp.alias_(exp.Collate(this=value, expression=exp.to_identifier(
                 collation, quoted=True)), projection.alias_or_name))
     return tree
+
+
+def portable_only_stages(plan: FamilyPlan, steps: Sequence[Step], variant: str | None) -> frozenset[str]:
+    """The SQL stages of ``steps`` that only the portable queries of later stages read: where ``variant``'s
+    bodies replace those, no later stage reads them, nor a Python step, nor the plan's generated queries (its
+    per-instance, per-class and unit tables), nor its summary. The runner does not make them; a query that
+    still reads one composes it. (The pair-based ``pair_distances_of``, a row per label pair of every
+    instance, which the DuckDB and Spark variants of ``pair_arcs`` do without.)"""
+    if variant is None:
+        return frozenset()
+    kept = plan.read_beyond_stages()
+    if plan.summary is not None:
+        kept |= {plan.summary, *sqlfiles.dependencies(plan.file, plan.summary, variant)}
+    stages = tuple(step.query for step in steps if not isinstance(step, Python))
+    return _portable_only(plan.file, stages, frozenset(kept - {None}), variant)
+
+
+@cache
+def _portable_only(file: str, stages: tuple[str, ...], kept: frozenset[str], variant: str) -> frozenset[str]:
+    needed, portable, out = set(kept), set(), set()
+    for query in reversed(stages):  # needed: read by a later stage that is made, with the variant's bodies
+        if query not in needed and query in portable:
+            out.add(query)
+        else:
+            needed |= set(sqlfiles.dependencies(file, query, variant))
+        portable |= set(sqlfiles.dependencies(file, query))
+    return frozenset(out)

@@ -142,7 +142,7 @@ JOIN pair_pred_classes AS pc ON pc.problem = pp.problem AND pc.label = d.v
 -- distinct label pair: the portable query joins pair_distances_of (a row per label pair of every instance of
 -- every system) to the problems on (system, instance_id) and to the classes on (problem, label), which at a
 -- million instances outgrew DuckDB's memory limit and spilled (benchmarks/RESULTS.md, "A million instances").
--- Neither label_pairs nor pair_distances_of is then made (hiersql.engines.base.portable_only_stages).
+-- Neither label_pairs nor pair_distances_of is then made (hiersql.engines.compile.portable_only_stages).
 SELECT tc.problem, pc.node AS pred_node, tc.node AS true_node, d.distance
 FROM pair_true_classes AS tc
 JOIN pair_pred_classes AS pc ON pc.problem = tc.problem
