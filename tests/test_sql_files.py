@@ -285,3 +285,18 @@ def test_a_printed_script_makes_each_query_once_and_only_what_is_read(capsys, fa
         later = [s for s in statements[i + 1:] if not s.strip().startswith(f"CREATE OR REPLACE TEMPORARY VIEW {name} ")]
         text = "\n".join([*map(sqlfiles.without_comments, later), *(m[1] for s in later for m in steps.finditer(s))])
         assert re.search(rf"\b{name}\b", text), (name, family)
+
+
+def test_spark2_is_refused_in_one_line_because_the_spark_sql_calls_spark_3_functions(capsys):
+    """``--dialect spark2`` printed Spark 3 SQL that Spark 2 cannot run: it is refused in one line naming the
+    flag, and the reason holds: the input rules of every family fail with ``raise_error`` (Spark 3.1), and the
+    families call ``max_by`` (Spark 3.0)."""
+    from hiersql.cli import main
+
+    assert main(["sql", "hf", "--dialect", "spark2"]) == 2
+    assert capsys.readouterr().err == ("hiersql: error: --dialect: hiersql's Spark SQL needs Spark 3.1 or later"
+                                       " (raise_error, max_by): print it with --dialect spark: 'spark2'\n")
+    scripts = {family: _cli_sql(capsys, family, "--dialect", "spark").lower()
+               for family in ("set_based", "flat", "hcm", "pair_based", "lca", "scoring")}
+    assert all("raise_error(" in script for script in scripts.values())
+    assert any("max_by(" in script for script in scripts.values())

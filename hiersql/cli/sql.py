@@ -66,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     if args.dialect not in sqlglot.Dialect.classes:
         known = ", ".join(sorted(d for d in sqlglot.Dialect.classes if d))
         raise InputError(f"unknown SQL dialect (known: {known})", "--dialect", value=args.dialect)
+    refusal = dialect(args.dialect).refusal
+    if refusal is not None:
+        raise InputError(refusal, "--dialect", value=args.dialect)
     options = from_args(Options, args)
     file, query, params, metrics = target(args.metric, args.query, options)
     tables = parse_tables(args.table)

@@ -84,6 +84,10 @@ class EngineDialect:
         The collation of the text the measures read (the runner's tables, a printed script's views of the
         input tables), so that they sort it in byte order as DuckDB does, whatever the database's collation:
         the ordered means then add their values in DuckDB's order. ``None``: the database's own.
+    refusal:
+        Why hiersql prints no SQL for this dialect: its SQL calls functions the dialect lacks, so a printed
+        script would fail, not give ``hiersql evaluate``'s numbers; ``hiersql sql`` says so in one line (exit 2).
+        ``None``: printed.
     """
 
     name: str
@@ -98,6 +102,7 @@ class EngineDialect:
     run_here: bool = False
     lists: bool = False
     text_collation: str | None = None
+    refusal: str | None = None
 
     @property
     def stage_folders(self) -> bool:
@@ -329,7 +334,9 @@ _DIALECTS = {
                               rewrites=(decimals_as_doubles,), text_collation="C",
                               view_statement="DROP VIEW IF EXISTS pg_temp.{0};\nCREATE TEMPORARY VIEW {0} AS"),
     "spark": replace(_SPARK, run_here=True),
-    "spark2": replace(_SPARK, name="spark2"),
+    # the Spark SQL calls max_by (Spark 3.0) and, in the input rules of every family, raise_error (Spark 3.1)
+    "spark2": replace(_SPARK, name="spark2", refusal="hiersql's Spark SQL needs Spark 3.1 or later (raise_error,"
+                      " max_by): print it with --dialect spark"),
     "databricks": replace(_SPARK, name="databricks"),
 }
 
