@@ -274,8 +274,9 @@ def _paths(cand, c, side):
 def _best(group, side, cand, pnodes, gmark, pmark, cmark, now, gold_label, pred_label, gold_only, gold_tried,
           gold_ptr, pred_only, pred_tried, pred_ptr):
     """S5: the candidate row of ``group`` (one label's rows with one partner) whose pair is filed: of those
-    ending at a chosen ancestor, the one whose paths hold the most nodes of the graphs so far, then the most
-    nodes of the other labels' candidate paths (:func:`_overlap`); ``-1`` when none ends at a chosen one."""
+    ending at a chosen ancestor, the one whose paths hold the most nodes of HEMKit's two sets (``gmark``,
+    ``pmark``: the labels and the ancestors chosen for them), then the most nodes of another label's candidate
+    paths (:func:`_overlap`); ``-1`` when none ends at a chosen one."""
     n_usable = 0
     for c in group:
         if cmark[pnodes[cand[c, 2] + cand[c, 3] - 1]] == now:
