@@ -37,10 +37,10 @@ def render_family(plan: FamilyPlan, params: Mapping[str, object], dialect: str =
     empty default of the selections without the step): the script fails at the first statement that reads it
     unless the step was run, rather than giving another selection's values. The stages are the runners': each
     step's query after the queries it reads in the dialect's variant with ``params``, each once, less
-    :func:`portable_only_stages`. A family with its own summary
-    query keeps the rows of ``metrics`` only. The summary's rows come where the plan's
-    :attr:`~hiersql.plan.FamilyPlan.sql_checks` pass (those of measures named in ``metrics``; ``None``: the
-    family as a whole), and it fails where they fail, as ``hiersql evaluate`` refuses such an input.
+    :func:`portable_only_stages`. A family with its own summary query keeps the rows of ``metrics`` only. The
+    summary's rows come where the plan's :attr:`~hiersql.plan.FamilyPlan.sql_checks` pass (those of measures
+    named in ``metrics``; ``None``: the family as a whole), and it fails where they fail, as ``hiersql
+    evaluate`` refuses such an input.
     """
     options = options or Options()
     named = list(metrics or ())
@@ -316,8 +316,8 @@ def portable_only_stages(plan: FamilyPlan, steps: Sequence[Step], variant: str |
     """The SQL stages of ``steps`` that only the portable queries of later stages read: where ``variant``'s
     bodies replace those, no later stage reads them, nor a Python step, nor the plan's generated queries (its
     per-instance, per-class and unit tables), nor its summary. Neither the runner nor a printed script makes
-    them; a query that still reads one composes it. (The pair-based ``pair_distances_of``, a row per label pair of every
-    instance, which the DuckDB and Spark variants of ``pair_arcs`` do without.)"""
+    them; a query that still reads one composes it. (The pair-based ``pair_distances_of``, a row per label pair
+    of every instance, which the DuckDB and Spark variants of ``pair_arcs`` do without.)"""
     if variant is None:
         return frozenset()
     kept = plan.read_beyond_stages()
