@@ -19,8 +19,10 @@ written in DuckDB's syntax like every query and transpiled by sqlglot); ``(duckd
 both give the same rows.
 
 What a query reads is what sqlglot's scope analysis finds in its tree (:func:`reads`): a table of one of its
-scopes, not its own common table expression, a column or a string that spells a name. The answers for the
-files' own queries are kept in ``reads.json`` (:data:`READS_FILE`), so that a plain run need not parse them.
+scopes, not its own common table expression, a column or a string that spells a name; and the columns of the
+store's label tables it reads (:func:`read_label_columns`: which files read ``rank``, :func:`files_reading`).
+The answers for the files' own queries are kept in ``reads.json`` (:data:`READS_FILE`), so that a plain run
+need not parse them.
 
 A variant may keep the portable computation for some parameters in a branch switched off by a parameter
 (``UNION ALL SELECT ... FROM set_pair_counts WHERE $augment = 'cesa_bianchi'``): given ``params``,
@@ -153,13 +155,14 @@ def inputs(file: str, name: str) -> tuple[frozenset[str], frozenset[str]]:
     for variant in (None, *sorted(variants(file))):
         bodies = queries(file, variant)
         for query in (name, *dependencies(file, name, variant)):
-            known = _reads_file().get(_digest(bodies[query]))
             params |= parameters(bodies[query])
-            tables |= set(known) if known is not None else read_tables(bodies[query])
+            known = _reads_file().get(_digest(bodies[query]))
+            tables |= {t for t in known if "." not in t} if known is not None else read_tables(bodies[query])
     return frozenset(params), frozenset(tables)
 
 
-READS_FILE = Path(__file__).with_name("reads.json")  # the tables each query of the SQL files reads
+READS_FILE = Path(__file__).with_name("reads.json")  # the tables (and label tables' columns) each query reads
+LABEL_TABLES = ("truth", "predictions")  # the store's label tables, whose columns READS_FILE lists as table.column
 
 
 def reads(file: str, query: str, variant: str | None = None, text: str | None = None,
@@ -188,12 +191,52 @@ def read_tables(sql: str) -> frozenset[str]:
                      for source in scope.sources.values() if isinstance(source, exp.Table) and not source.db)
 
 
+@cache
+def read_label_columns(sql: str) -> frozenset[str]:
+    """The columns of the label tables (:data:`LABEL_TABLES`) that query ``sql`` reads, as ``table.column``, by
+    sqlglot's scope analysis: a column of a scope qualified by the alias of such a table, or unqualified in a
+    scope whose one source is such a table, unless it sits in the scope's ``ORDER BY`` and names one of the
+    scope's own outputs (which an ``ORDER BY`` reads first)."""
+    from sqlglot import exp
+    from sqlglot.optimizer.scope import traverse_scope
+
+    found: set[str] = set()
+    for scope in traverse_scope(_parse(sql)):
+        tables = {alias: source.name for alias, source in scope.sources.items()
+                  if isinstance(source, exp.Table) and not source.db and source.name in LABEL_TABLES}
+        alone = next(iter(tables.values())) if len(scope.sources) == 1 and tables else None
+        outputs = set(scope.expression.named_selects) if isinstance(scope.expression, exp.Select) else set()
+        for column in scope.columns:
+            ordered = isinstance(column.find_ancestor(exp.Order, exp.Select), exp.Order)
+            table = tables.get(column.table) if column.table else (
+                None if ordered and column.name in outputs else alone)
+            if table is not None:
+                found.add(f"{table}.{column.name}")
+    return frozenset(found)
+
+
+def files_reading(column: str) -> list[str]:
+    """The SQL files (by name) one of whose queries, portable or a variant, reads ``column`` of a label table
+    (:func:`read_label_columns`): for ``rank``, the families whose measures read the labels' ranks."""
+    wanted = {f"{table}.{column}" for table in LABEL_TABLES}
+    return [file for file in available()
+            if any(wanted & _read_forms_of(body) for variant in (None, *sorted(variants(file)))
+                   for body in queries(file, variant).values())]
+
+
 def read_forms() -> dict[str, list[str]]:
     """The contents of :data:`READS_FILE`: for every query of every SQL file (portable and variants), the digest
-    of its text → :func:`read_tables`."""
+    of its text → :func:`read_tables` and :func:`read_label_columns`."""
     bodies = {body for file in _paths() for variant in (None, *sorted(variants(file)))
               for body in queries(file, variant).values()}
-    return {_digest(body): sorted(read_tables(body)) for body in sorted(bodies)}
+    return {_digest(body): sorted(read_tables(body) | read_label_columns(body)) for body in sorted(bodies)}
+
+
+def _read_forms_of(body: str) -> frozenset[str]:
+    """What query text ``body`` reads (:func:`read_forms`): from :data:`READS_FILE` for the files' own queries,
+    else from sqlglot."""
+    known = _reads_file().get(_digest(body))
+    return frozenset(known) if known is not None else read_tables(body) | read_label_columns(body)
 
 
 def write_reads_file() -> None:

@@ -30,7 +30,7 @@ METRICS = "pl,hcm_f1"
 FLAGS = ["--instance-col", "doc", "--label-col", "genre", "--system-col", "model", "--metrics", METRICS,
          "--format", "csv"]
 WARNING = ("no rank or score column and no row order: the labels of an instance are ranked by name for the measures"
-           " that read ranks (pl and the other scoring-tree measures, the HCM's hcm_*, the severity family's top k);"
+           " that read ranks (the confusion, scoring and severity families);"
            " give their order with --rank-col (rank_col=)")
 
 

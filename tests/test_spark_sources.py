@@ -285,8 +285,8 @@ def test_ignored_rows_and_duplicates_are_counted(spark):
         "<Spark DataFrame> (model='M2'): ignored 1 label(s) not in the taxonomy (first: 'zebra')",
         "<Spark DataFrame> (model='M2'): ignored 2 predicted instance(s) with no truth (first: 'i7')",
         "<Spark DataFrame>: no rank or score column and no row order: the labels of an instance are ranked by name"
-        " for the measures that read ranks (pl and the other scoring-tree measures, the HCM's hcm_*, the severity"
-        " family's top k); give their order with --rank-col (rank_col=)",
+        " for the measures that read ranks (the confusion, scoring and severity families); give their order with"
+        " --rank-col (rank_col=)",
     ]
     got = {(r.system, r.metric): r.value for r in compute(engine, ["hp", "hr"]) if r.average == "micro"}
     assert got == pytest.approx(HAND_VALUES)

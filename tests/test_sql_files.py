@@ -102,6 +102,25 @@ def test_reads_are_sqlglots_scopes_not_words():
     assert json.loads(sqlfiles.READS_FILE.read_text()) == sqlfiles.read_forms()
 
 
+def test_the_label_columns_a_query_reads_are_its_scopes_columns_of_truth_and_predictions():
+    """A column of ``truth`` or ``predictions`` is read where a scope names it by the table's alias, or
+    unqualified where that table is the scope's one source and the name is not one of the scope's own outputs;
+    a column of the same name of another table or made by the query is not. The families whose SQL reads
+    ``rank`` (by hand: ``hcm_set_labels`` reads ``t.rank`` and ``p.rank``, ``scoring_pairs`` ``t.rank``,
+    ``severity_pairs`` and ``severity_ranked_distances`` ``p.rank``; no other file names the column) are the
+    ones the ranked-by-name warning names."""
+    joined = "SELECT t.rank, x.score FROM truth AS t JOIN other AS x ON x.label = t.label"
+    assert sqlfiles.read_label_columns(joined) == {"truth.rank", "truth.label"}
+    assert sqlfiles.read_label_columns("SELECT rank FROM predictions WHERE system = 'a'") == {
+        "predictions.rank", "predictions.system"}
+    assert sqlfiles.read_label_columns(
+        "SELECT label, row_number() OVER (ORDER BY score) AS rank FROM predictions ORDER BY rank") == {
+        "predictions.label", "predictions.score"}
+    assert sqlfiles.read_label_columns("SELECT rank FROM (SELECT 1 AS rank) AS made") == set()
+    assert sqlfiles.files_reading("rank") == ["confusion", "scoring", "severity"]
+
+
+
 def test_duckdb_variants_replace_portable_queries_only_when_asked():
     portable, duck = sqlfiles.queries("set_based"), sqlfiles.queries("set_based", "duckdb")
     assert sqlfiles.variants("set_based") == {"duckdb", "spark"}

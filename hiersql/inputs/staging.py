@@ -15,11 +15,12 @@ import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from .. import sqlfiles
 from ..errors import DataWarning, InputError
 from . import rules
 from .arguments import check_option
 from .label_tables import locate
-from .tables import RANK_ORDER, RANK_READERS, rank_order
+from .tables import RANK_ORDER, rank_order
 
 if TYPE_CHECKING:
     import duckdb
@@ -229,9 +230,12 @@ def warn_unread_system(where: str, column: str) -> None:
 
 def warn_ranked_by_name(by_name: Iterable[str]) -> None:
     """One warning naming the tables whose labels were ranked by name (no row order, no rank or score column:
-    :data:`~hiersql.inputs.tables.RANK_ORDER`), the measures that read ranks and ``--rank-col``."""
+    :data:`~hiersql.inputs.tables.RANK_ORDER`), the families whose SQL reads the ranks
+    (:func:`hiersql.sqlfiles.files_reading`) and ``--rank-col``."""
     tables = list(dict.fromkeys(by_name))
     if tables:
+        *others, last = sqlfiles.files_reading("rank")
+        families = f"{', '.join(others)} and {last}" if others else last
         warn_data(f"{', '.join(tables)}: no rank or score column and no row order: the labels of an instance are"
-                  f" ranked by name for the measures that read ranks ({RANK_READERS}); give their order"
+                  f" ranked by name for the measures that read ranks (the {families} families); give their order"
                   " with --rank-col (rank_col=)")

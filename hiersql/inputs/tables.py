@@ -29,8 +29,6 @@ RANK_KEYS = {"ord": "ord ASC NULLS LAST", "score": "score DESC NULLS LAST",
              "line": "CASE WHEN in_order AND score IS NULL THEN line END ASC NULLS LAST", "pos": "pos ASC",
              "label": "label ASC"}
 RANK_ORDER = ", ".join(RANK_KEYS.values())
-# the measures that read ranks
-RANK_READERS = "pl and the other scoring-tree measures, the HCM's hcm_*, the severity family's top k"
 
 
 def rank_order(constant: Iterable[str] = ()) -> str:
