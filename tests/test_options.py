@@ -272,6 +272,22 @@ def test_help_lists_every_flag_with_its_default_and_choices(capsys, command):
         assert help_part in text.rsplit(flag, 1)[1][:400], flag
 
 
+def test_every_argument_of_every_command_says_what_it_is_in_its_help():
+    """Each argument of each command and subcommand has a help text, so ``--help`` lists none bare (``jobs
+    schedule --workers``, ``jobs results --format`` and ``report --title`` were)."""
+    import argparse
+
+    def bare(parser: argparse.ArgumentParser, command: str):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from bare(sub, f"{command} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not (action.help or "").strip():
+                yield command, action.option_strings[0] if action.option_strings else action.dest
+
+    assert list(bare(build_parser(), "hiersql")) == []
+
+
 # ------------------------------------------------------------------------------- one-line errors (issue 15)
 TAX = "a\tb\na\tc\nb\td\n"
 

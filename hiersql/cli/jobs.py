@@ -76,6 +76,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        " in HIERSQL_JOB, HIERSQL_FAILED, HIERSQL_SUMMARY, ... and as JSON on its stdin; its own"
                        " failure is a warning (default: the job file's on_failure)")
 
+    def workers_arg(a: argparse.ArgumentParser) -> None:
+        a.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="parallel workers: threads of this process (on a DuckDB queue, the file's one"
+                       " writer), each evaluating in a child process (default 1)")
+
+    def format_arg(a: argparse.ArgumentParser) -> None:
+        a.add_argument("--format", default="table", choices=("table", "csv", "json"),
+                       help="a table for the terminal, CSV or JSON (default: table)")
+
     def attempts_arg(a: argparse.ArgumentParser) -> None:
         a.add_argument("--max-attempts", type=int, default=MAX_ATTEMPTS, metavar="N",
                        help="failed attempts of a unit (its evaluating process killed or crashed, a lost"
@@ -85,16 +94,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = action("check", "check a job file as a run would (options, measures, files), without running it")
     a.add_argument("spec", metavar="SPEC", help="TOML job file")
     a = action("submit", "queue the units of a job file (unchanged units are marked skipped)")
-    a.add_argument("spec", metavar="SPEC")
+    a.add_argument("spec", metavar="SPEC", help="TOML job file")
     queue_args(a)
     a.add_argument("--recompute", action="store_true", help="compute every unit, even unchanged ones")
     a = action("run", "submit SPEC (if given), then work until the queue has nothing left to do")
-    a.add_argument("spec", nargs="?", metavar="SPEC")
+    a.add_argument("spec", nargs="?", metavar="SPEC", help="TOML job file to submit first (default: none)")
     queue_args(a)
     job_arg(a)
-    a.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="parallel workers: threads of this process (on a DuckDB queue, the file's one"
-                   " writer), each evaluating in a child process (default 1)")
+    workers_arg(a)
     a.add_argument("--recompute", action="store_true", help="with SPEC: compute every unit, even unchanged ones")
     batch_arg(a)
     attempts_arg(a)
@@ -108,7 +115,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     queue_args(a)
     job_arg(a)
     a.add_argument("--history", action="store_true", help="every stored run, oldest first")
-    a.add_argument("--format", default="table", choices=("table", "csv", "json"))
+    format_arg(a)
     a = action("diff", "what changed: each latest value against the previous one, with compare's paired test")
     spec_arg(a)
     queue_args(a)
@@ -117,7 +124,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    " (its id, as jobs results shows it) or before DATE (ISO 8601, UTC); default: before the current"
                    " submission")
     a.add_argument("--all", action="store_true", help="every value, also those that did not change")
-    a.add_argument("--format", default="table", choices=("table", "csv", "json"))
+    format_arg(a)
     add_test_arguments(a)
     a = action("prune", "delete all but the N latest runs of each unit key (never the latest results)")
     queue_args(a)
@@ -127,11 +134,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     job_arg(a)
     a.add_argument("--all", action="store_true", help="every job of the queue")
     a = action("schedule", "submit and run SPEC at the times of a cron expression, until stopped")
-    a.add_argument("spec", metavar="SPEC")
+    a.add_argument("spec", metavar="SPEC", help="TOML job file")
     queue_args(a)
     a.add_argument("--cron", required=True, help='cron expression of five fields, minute hour day month weekday'
                    ' (local time), e.g. "0 2 * * *"; or @daily, @hourly, ... (six fields are refused: ambiguous)')
-    a.add_argument("--workers", type=int, default=1, metavar="N")
+    workers_arg(a)
     a.add_argument("--runs", type=int, metavar="N", help="stop after N runs, failed ones included (default: never);"
                    " when any failed, exit status 2 if one had a bad job file or input, else 1 if units failed,"
                    " else 75 (the queue file was busy)")

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with a job queue: the measures of the ranking tables, comma-separated names or aliases"
                         f" (default: those the job file names one by one, at most {MAIN_COLUMNS}); the others"
                         " are in a second table behind a toggle")
-    p.add_argument("--title", default="hiersql report")
+    p.add_argument("--title", default="hiersql report", help="the page's title (default: hiersql report)")
     p.add_argument("--confusion-depth", type=int, metavar="D",
                    help="depth of the confusion matrices (default: the deepest level with at most "
                         f"{MAX_CONFUSION_LABELS} labels)")
