@@ -80,6 +80,20 @@ def test_weighted_depths_of_the_decreasing_tree(fig1) -> None:
     assert all(depths[leaf] == pytest.approx(1.0) for leaf in "DEHIJKL")
 
 
+def test_weighted_depths_add_the_edges_from_the_root_down_whatever_the_order_of_the_edges() -> None:
+    """W(n) adds its edges' weights root first, the order the paper writes the path in: on r > a > b > c > d
+    with weights .1, .2, .3, .4 that order gives W(c) = (.1 + .2) + .3 = 0.6000000000000001 and W(d) = 1.0, node
+    first would give 0.6 and 0.9999999999999999; every order of the edges' rows gives those bytes."""
+    edges = [("r", "a", 0.1), ("a", "b", 0.2), ("b", "c", 0.3), ("c", "d", 0.4)]
+    want = {"r": 0.0, "a": 0.1, "b": 0.1 + 0.2, "c": 0.1 + 0.2 + 0.3, "d": 0.1 + 0.2 + 0.3 + 0.4}
+    assert (want["c"], want["d"]) == (0.6000000000000001, 1.0)
+    for order in itertools.permutations(edges):
+        store = Store()
+        store.load_taxonomy(Taxonomy.from_edges(order))
+        assert {label: w for label, _, w in query_rows(store, "scoring", "scoring_nodes")} == want
+        store.close()
+
+
 def test_strategies_on_an_unbalanced_deeper_tree() -> None:
     # r > a > b > c > d (leaf), r > e (leaf), a > f (leaf)
     tree = Taxonomy.from_edges([("r", "a"), ("a", "b"), ("b", "c"), ("c", "d"), ("r", "e"), ("a", "f")])

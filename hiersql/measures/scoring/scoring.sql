@@ -18,8 +18,9 @@
 -- Reads: nodes, edges, closure, truth, predictions, systems, pair_counts(system, truth, prediction, n).
 
 -- name: scoring_nodes
--- W(n) for every node: the weights of the edges into n and into each of its ancestors.
-SELECT n.label, n.is_root, coalesce(sum(e.weight), 0) AS w
+-- W(n) for every node: the weights of the edges into n and into each of its ancestors, added from the root down
+-- (in a stated order, as every sum of these files: the same digits whatever the rows' order).
+SELECT n.label, n.is_root, coalesce(sum(e.weight ORDER BY -c.distance, c.ancestor), 0) AS w
 FROM nodes AS n
 LEFT JOIN closure AS c ON c.descendant = n.label
 LEFT JOIN edges AS e ON e.child = c.ancestor
@@ -369,10 +370,11 @@ WITH micro AS (
 macro AS (
     SELECT
         system,
-        avg(class_precision) AS p,
-        avg(class_recall) AS r,
+        avg(class_precision ORDER BY class_label) AS p,
+        avg(class_recall ORDER BY class_label) AS r,
         avg(CASE WHEN class_precision + class_recall = 0 THEN 0.0
-                 ELSE 2 * class_precision * class_recall / (class_precision + class_recall) END) AS f
+                 ELSE 2 * class_precision * class_recall / (class_precision + class_recall) END
+            ORDER BY class_label) AS f
     FROM scoring_flat_classes
     GROUP BY system
 )

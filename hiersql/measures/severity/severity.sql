@@ -220,7 +220,8 @@ LEFT JOIN (
     SELECT rd.system, rd.instance_id, count(*) AS n, max(rd.hit) AS hit,
            min(CASE WHEN rd.position = 1 THEN rd.distance END) AS top1,
            sum(rd.distance) AS total, min(rd.distance) AS nearest,
-           sum(rd.similarity) AS total_similarity, sum(rd.similarity * w.weight) AS weighted_similarity
+           sum(rd.similarity ORDER BY rd.position) AS total_similarity,
+           sum(rd.similarity * w.weight ORDER BY rd.position) AS weighted_similarity
     FROM (
         SELECT *, 1.0 - 1.0 * distance / (SELECT min(diameter) FROM severity_best) AS similarity
         FROM severity_ranked_distances
