@@ -156,8 +156,7 @@ def inputs(file: str, name: str) -> tuple[frozenset[str], frozenset[str]]:
         bodies = queries(file, variant)
         for query in (name, *dependencies(file, name, variant)):
             params |= parameters(bodies[query])
-            known = _reads_file().get(_digest(bodies[query]))
-            tables |= {t for t in known if "." not in t} if known is not None else read_tables(bodies[query])
+            tables |= {read for read in _read_forms_of(bodies[query]) if "." not in read}  # tables, not columns
     return frozenset(params), frozenset(tables)
 
 
@@ -207,7 +206,8 @@ def read_label_columns(sql: str) -> frozenset[str]:
         alone = next(iter(tables.values())) if len(scope.sources) == 1 and tables else None
         outputs = set(scope.expression.named_selects) if isinstance(scope.expression, exp.Select) else set()
         for column in scope.columns:
-            ordered = isinstance(column.find_ancestor(exp.Order, exp.Select), exp.Order)
+            order = column.find_ancestor(exp.Order, exp.Select)  # the scope's ORDER BY, not a window's
+            ordered = isinstance(order, exp.Order) and order.parent is scope.expression
             table = tables.get(column.table) if column.table else (
                 None if ordered and column.name in outputs else alone)
             if table is not None:

@@ -117,6 +117,7 @@ def test_the_label_columns_a_query_reads_are_its_scopes_columns_of_truth_and_pre
         "SELECT label, row_number() OVER (ORDER BY score) AS rank FROM predictions ORDER BY rank") == {
         "predictions.label", "predictions.score"}
     assert sqlfiles.read_label_columns("SELECT rank FROM (SELECT 1 AS rank) AS made") == set()
+    assert sqlfiles.read_label_columns("SELECT row_number() OVER (ORDER BY rank) AS rank FROM truth") == {"truth.rank"}
     assert sqlfiles.files_reading("rank") == ["confusion", "scoring", "severity"]
 
 
