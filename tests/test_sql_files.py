@@ -104,8 +104,9 @@ def test_reads_are_sqlglots_scopes_not_words():
 
 def test_the_label_columns_a_query_reads_are_its_scopes_columns_of_truth_and_predictions():
     """A column of ``truth`` or ``predictions`` is read where a scope names it by the table's alias, or
-    unqualified where that table is the scope's one source and the name is not one of the scope's own outputs;
-    a column of the same name of another table or made by the query is not. The families whose SQL reads
+    unqualified where that table is the scope's one source, unless the scope's ``ORDER BY`` names one of its own
+    outputs so (a window's ``ORDER BY`` reads the table); a column of the same name of another table or made by
+    the query is not. The families whose SQL reads
     ``rank`` (by hand: ``hcm_set_labels`` reads ``t.rank`` and ``p.rank``, ``scoring_pairs`` ``t.rank``,
     ``severity_pairs`` and ``severity_ranked_distances`` ``p.rank``; no other file names the column) are the
     ones the ranked-by-name warning names."""
@@ -119,7 +120,6 @@ def test_the_label_columns_a_query_reads_are_its_scopes_columns_of_truth_and_pre
     assert sqlfiles.read_label_columns("SELECT rank FROM (SELECT 1 AS rank) AS made") == set()
     assert sqlfiles.read_label_columns("SELECT row_number() OVER (ORDER BY rank) AS rank FROM truth") == {"truth.rank"}
     assert sqlfiles.files_reading("rank") == ["confusion", "scoring", "severity"]
-
 
 
 def test_duckdb_variants_replace_portable_queries_only_when_asked():
