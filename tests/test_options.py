@@ -288,6 +288,15 @@ def test_every_argument_of_every_command_says_what_it_is_in_its_help():
     assert list(bare(build_parser(), "hiersql")) == []
 
 
+def test_the_rank_column_help_names_every_family_whose_sql_reads_ranks(capsys):
+    """``--rank-col``'s help names the families whose SQL reads ``rank`` (:func:`hiersql.sqlfiles.files_reading`,
+    the words of the ranked-by-name warning); it named PL and the HCM, not the severity family."""
+    assert main(["evaluate", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    help_text = text.split("--rank-col COLUMN ", 1)[1].split(" --", 1)[0]
+    assert all(family in help_text for family in sqlfiles.files_reading("rank"))
+
+
 # ------------------------------------------------------------------------------- one-line errors (issue 15)
 TAX = "a\tb\na\tc\nb\td\n"
 

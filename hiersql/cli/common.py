@@ -39,7 +39,8 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                             help=f"column of the {role} in table sources (default: {default})")
     parser.add_argument("--rank-col", metavar="COLUMN",
                         help="column whose values order the labels of an instance in table sources (the"
-                             " predictions'; the truth's if it has one), for the ranks that PL and the HCM read"
+                             " predictions'; the truth's if it has one), for the ranks that the confusion (HCM),"
+                             " scoring and severity measures read"
                              " (default: none: by score, else a file's order, else by label; docs/warehouse.md)")
     parser.add_argument("--labels-format", default="long", choices=LABEL_FORMATS,
                         help="format of the truth and prediction files (default: long)")
