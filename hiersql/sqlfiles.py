@@ -203,7 +203,9 @@ def read_label_columns(sql: str) -> frozenset[str]:
     for scope in traverse_scope(_parse(sql)):
         tables = {alias: source.name for alias, source in scope.sources.items()
                   if isinstance(source, exp.Table) and not source.db and source.name in LABEL_TABLES}
-        alone = next(iter(tables.values())) if len(scope.sources) == 1 and tables else None
+        if not tables:
+            continue
+        alone = next(iter(tables.values())) if len(scope.sources) == 1 else None
         outputs = set(scope.expression.named_selects) if isinstance(scope.expression, exp.Select) else set()
         for column in scope.columns:
             order = column.find_ancestor(exp.Order, exp.Select)  # the scope's ORDER BY, not a window's

@@ -106,10 +106,9 @@ def test_the_label_columns_a_query_reads_are_its_scopes_columns_of_truth_and_pre
     """A column of ``truth`` or ``predictions`` is read where a scope names it by the table's alias, or
     unqualified where that table is the scope's one source, unless the scope's ``ORDER BY`` names one of its own
     outputs so (a window's ``ORDER BY`` reads the table); a column of the same name of another table or made by
-    the query is not. The families whose SQL reads
-    ``rank`` (by hand: ``hcm_set_labels`` reads ``t.rank`` and ``p.rank``, ``scoring_pairs`` ``t.rank``,
-    ``severity_pairs`` and ``severity_ranked_distances`` ``p.rank``; no other file names the column) are the
-    ones the ranked-by-name warning names."""
+    the query is not. The families whose SQL reads ``rank`` (by hand: ``hcm_set_labels`` reads ``t.rank`` and
+    ``p.rank``, ``scoring_pairs`` ``t.rank``, ``severity_pairs`` and ``severity_ranked_distances`` ``p.rank``;
+    no other file names the column) are the ones the ranked-by-name warning names."""
     joined = "SELECT t.rank, x.score FROM truth AS t JOIN other AS x ON x.label = t.label"
     assert sqlfiles.read_label_columns(joined) == {"truth.rank", "truth.label"}
     assert sqlfiles.read_label_columns("SELECT rank FROM predictions WHERE system = 'a'") == {

@@ -19,7 +19,7 @@
 
 -- name: scoring_nodes
 -- W(n) for every node: the weights of the edges into n and into each of its ancestors, added from the root down
--- (in a stated order, as every sum of these files: the same digits whatever the rows' order).
+-- (in a stated order, as every sum of doubles of these files: the same digits whatever the rows' order).
 SELECT n.label, n.is_root, coalesce(sum(e.weight ORDER BY -c.distance, c.ancestor), 0) AS w
 FROM nodes AS n
 LEFT JOIN closure AS c ON c.descendant = n.label
