@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ... import sqlfiles
 from ...errors import DataWarning, InputError, is_spark_error
-from ...options import Options, SparkOutOfMemory, SparkStageLost
+from ...options import Options, SparkOutOfMemory, SparkStageLost, SparkWorkersPython
 from ...plan import FamilyPlan, Python, Row, Sql, Step
 from ..base import STORE_TABLES, Engine, solve_arrow, solve_recorded
 from ..compile import _tree, ctes_apart
@@ -39,6 +39,9 @@ _OUT_OF_MEMORY = re.compile(r"(?:SparkOutOfMemoryError|java\.lang\.OutOfMemoryEr
                             re.MULTILINE)
 # Spark's words for a local checkpoint's rows that are gone with the executor that held them; group 1: what it says
 _STAGE_LOST = re.compile(r"(\[CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND\][^\n]*)")
+# a Python worker's words for a module its Python lacks or a Python of another version; group 1: what it says
+_WORKERS_PYTHON = re.compile(r"^(?:[\w.]+\.)?((?:ModuleNotFoundError|ImportError): [^\n]*|PySparkRuntimeError:"
+                             r" \[PYTHON_VERSION_MISMATCH\][^\n]*)$", re.MULTILINE)
 
 
 class SparkEngine(Engine):
@@ -302,7 +305,8 @@ class SparkEngine(Engine):
         :class:`~hiersql.options.SparkOutOfMemory`, with the setting that bounds it (an executor's,
         ``spark.executor.memory``, for a task of a cluster's executor, else the driver's, ``spark.driver.memory``:
         ``local`` runs its tasks); a stage's rows lost with the executor that held them (a local checkpoint, where
-        there is no :attr:`stage_dir`) as :class:`~hiersql.options.SparkStageLost`."""
+        there is no :attr:`stage_dir`) as :class:`~hiersql.options.SparkStageLost`; Python workers whose Python
+        lacks hiersql or another module, or is of another version, as :class:`~hiersql.options.SparkWorkersPython`."""
         try:
             yield
         except Exception as exc:
@@ -316,6 +320,9 @@ class SparkEngine(Engine):
             lost = _STAGE_LOST.search(str(exc))
             if lost:
                 raise SparkStageLost(step, self.spark.conf.get("spark.executor.memory", "1g"), lost[1]) from None
+            python = _WORKERS_PYTHON.search(str(exc))
+            if python:
+                raise SparkWorkersPython(step, python[1]) from None
             raise
 
     def result(self, file: str, query: str, params: Mapping[str, object], done: set[str],
