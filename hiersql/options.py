@@ -156,17 +156,17 @@ class SparkStageLost(OptionError):
                          None)
 
 
-
 class SparkWorkersPython(OptionError):
     """Spark's Python workers, which solve ``step`` per partition, cannot run it: their Python lacks a module
-    the step needs (hiersql, pyarrow, ...) or is of another minor version than the driver's (``reason``, the
-    workers' own words). The cluster's setting, not a bug: one line naming ``--spark-conf`` and where to name a
-    Python that has hiersql, exit status 2."""
+    the step needs (hiersql, pyarrow, ...), is of another minor version than the driver's, or does not start
+    (``reason``, the workers' or Spark's own words). The cluster's setting, not a bug: one line naming
+    ``--spark-conf`` and where to name a Python that has hiersql, exit status 2."""
 
     def __init__(self, step: str, reason: str) -> None:
         super().__init__("spark_conf", f"Spark's Python workers cannot run {step} ({reason}): they need hiersql"
                          " and the driver's Python version; name such a Python with spark.pyspark.python (or"
                          " PYSPARK_PYTHON)", None)
+
 
 def _twice(memory: str) -> str | None:
     """Twice a JVM memory setting written as a number and a unit (``1g`` -> ``2g``); ``None`` for another form."""

@@ -152,13 +152,18 @@ def test_spark_running_out_of_memory_exits_2_naming_the_setting_and_a_value_to_t
 
 
 @pytest.mark.spark
-def test_python_workers_without_hiersql_exit_2_naming_the_setting(tmp_path):
+@pytest.mark.parametrize(("python", "said"), [
+    ("bare", r"ModuleNotFoundError: No module named '\w+'"),
+    ("missing", r'Cannot run program "[^"]*/missing/bin/python": error=2, No such file or directory')])
+def test_python_workers_without_hiersql_exit_2_naming_the_setting(python, said, tmp_path):
     """Spark's Python workers whose Python lacks hiersql and its dependencies (a virtual environment of the
-    same Python without packages, as an executor where nothing was installed), given a step per partition
-    (``hiersql.partitionRows=0``): one line naming ``--spark-conf``, the step, the workers' own error and the
-    setting that names their Python, exit 2; not an internal error with the workers' traceback."""
-    bare = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    same Python without packages, as an executor where nothing was installed) or is not there, given a step per
+    partition (``hiersql.partitionRows=0``): one line naming ``--spark-conf``, the step, the workers' (or
+    Spark's) own error and the setting that names their Python, exit 2; not an internal error with the workers'
+    traceback or Spark's."""
+    if python == "bare":
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / python)], check=True,
+                       timeout=120)
     (tmp_path / "tax.tsv").write_text("r\ta\nr\tb\na\ta1\nb\tb1\n")
     (tmp_path / "truth.tsv").write_text("i0\ta1\ni1\tb1\n")
     (tmp_path / "m.tsv").write_text("i0\tb1\ni1\tb1\n")
@@ -166,9 +171,8 @@ def test_python_workers_without_hiersql_exit_2_naming_the_setting(tmp_path):
         [sys.executable, "-m", "hiersql", "evaluate", "--taxonomy", "tax.tsv", "--truth", "truth.tsv", "--pred",
          "m=m.tsv", "--metrics", "pair_based", "--engine", "spark", "--spark-master", "local[1]",
          "--spark-conf", "hiersql.partitionRows=0"], capture_output=True, text=True, timeout=600, cwd=tmp_path,
-        env={**os.environ, "TMPDIR": str(tmp_path), "PYSPARK_PYTHON": str(bare / "bin" / "python")})
+        env={**os.environ, "TMPDIR": str(tmp_path), "PYSPARK_PYTHON": str(tmp_path / python / "bin" / "python")})
     assert (result.returncode, result.stdout) == (2, ""), result.stderr
     assert re.fullmatch(r"hiersql: error: --spark-conf: Spark's Python workers cannot run the Python step pairings"
-                        r" \(ModuleNotFoundError: No module named '\w+'\): they need hiersql and the driver's Python"
-                        r" version; name such a Python with spark\.pyspark\.python \(or PYSPARK_PYTHON\)\n",
-                        result.stderr), result.stderr
+                        rf" \({said}\): they need hiersql and the driver's Python version; name such a Python with"
+                        r" spark\.pyspark\.python \(or PYSPARK_PYTHON\)\n", result.stderr), result.stderr

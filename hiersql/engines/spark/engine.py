@@ -39,9 +39,12 @@ _OUT_OF_MEMORY = re.compile(r"(?:SparkOutOfMemoryError|java\.lang\.OutOfMemoryEr
                             re.MULTILINE)
 # Spark's words for a local checkpoint's rows that are gone with the executor that held them; group 1: what it says
 _STAGE_LOST = re.compile(r"(\[CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND\][^\n]*)")
-# a Python worker's words for a module its Python lacks or a Python of another version; group 1: what it says
-_WORKERS_PYTHON = re.compile(r"^(?:[\w.]+\.)?((?:ModuleNotFoundError|ImportError): [^\n]*|PySparkRuntimeError:"
-                             r" \[PYTHON_VERSION_MISMATCH\][^\n]*)$", re.MULTILINE)
+# the words for Python workers whose Python lacks a module, is of another version, or does not start (that one
+# only with the Python workers' factory in the trace); group 1 or 2: what it says
+_WORKERS_PYTHON = re.compile(
+    r"^(?:[\w.]+\.)?((?:ModuleNotFoundError|ImportError): [^\n]*|PySparkRuntimeError: \[PYTHON_VERSION_MISMATCH\]"
+    r"[^\n]*)$|java\.io\.IOException: (Cannot run program [^\n]*)"
+    r"(?=(?:\n\s+at [^\n]*)*?\n\s+at org\.apache\.spark\.api\.python\.PythonWorkerFactory)", re.MULTILINE)
 
 
 class SparkEngine(Engine):
@@ -306,7 +309,8 @@ class SparkEngine(Engine):
         ``spark.executor.memory``, for a task of a cluster's executor, else the driver's, ``spark.driver.memory``:
         ``local`` runs its tasks); a stage's rows lost with the executor that held them (a local checkpoint, where
         there is no :attr:`stage_dir`) as :class:`~hiersql.options.SparkStageLost`; Python workers whose Python
-        lacks hiersql or another module, or is of another version, as :class:`~hiersql.options.SparkWorkersPython`."""
+        lacks hiersql or another module, is of another version or does not start, as
+        :class:`~hiersql.options.SparkWorkersPython`."""
         try:
             yield
         except Exception as exc:
@@ -322,7 +326,7 @@ class SparkEngine(Engine):
                 raise SparkStageLost(step, self.spark.conf.get("spark.executor.memory", "1g"), lost[1]) from None
             python = _WORKERS_PYTHON.search(str(exc))
             if python:
-                raise SparkWorkersPython(step, python[1]) from None
+                raise SparkWorkersPython(step, python[1] or python[2]) from None
             raise
 
     def result(self, file: str, query: str, params: Mapping[str, object], done: set[str],
