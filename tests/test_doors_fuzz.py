@@ -4,7 +4,8 @@ written as text such as ``'10'`` against ``'9'``, missing scores, a system witho
 give, through the SQL door (the installed macros, the printed DuckDB and PostgreSQL SQL), the numbers ``hiersql
 evaluate`` gives over the same tables (``--rank-col rank`` where the tables rank their labels), or every door
 refuses them. The measures are those the SQL door has: set-based, flat, severity (k = 1) and the scoring-tree
-family, which read the order of the labels."""
+family, which read the order of the labels. Each test runs on a tree and on a DAG (a node with two parents, under
+both of the root's children), where the scoring-tree family does not apply."""
 
 from __future__ import annotations
 
@@ -22,9 +23,11 @@ from hypothesis import strategies as st
 from hiersql.cli import main
 from tests.test_fuzz_inputs import run
 
-TAXONOMY = "r\ta\nr\tb\na\ta1\na\ta2\nb\tb1\nb\tb2\nb1\tb11\n"  # a tree: the scoring family applies
+TREE = "r\ta\nr\tb\na\ta1\na\ta2\nb\tb1\nb\tb2\nb1\tb11\n"
+# the taxonomies, and the families of each: hiersql_<family> is a macro; scoring trees must be trees
+TAXONOMIES = {"tree": (TREE, ("set_based", "flat", "severity", "scoring")),
+              "dag": (TREE + "a2\tb11\n", ("set_based", "flat", "severity"))}
 LABELS = ["a", "b", "a1", "a2", "b1", "b2", "b11"]
-FAMILIES = ("set_based", "flat", "severity", "scoring")  # each has the macro hiersql_<family>
 SCORES = ["0.5", "0.9", "10", "9", " 1e0 ", "0.25", "-inf", None]
 RANKS = ["1", "2", "10", "9", "2.0", " 3 "]
 
@@ -47,12 +50,13 @@ def tables(draw):
     return gold, runs, ranked, draw(st.sampled_from(["error", "ignore"]))
 
 
-@pytest.fixture(scope="module")
-def door(tmp_path_factory):
-    """A DuckDB file with the user's empty tables ``gold`` and ``runs``, the hand taxonomy and the macros over the
-    tables, and the printed DuckDB scripts of the four families for each unknown option."""
+@pytest.fixture(scope="module", params=sorted(TAXONOMIES))
+def door(request, tmp_path_factory):
+    """A DuckDB file with the user's empty tables ``gold`` and ``runs``, a hand taxonomy and the macros over the
+    tables, and the printed DuckDB and PostgreSQL scripts of the taxonomy's families for each unknown option."""
+    text, families = TAXONOMIES[request.param]
     tmp = tmp_path_factory.mktemp("doors")
-    (tmp / "tax.tsv").write_text(TAXONOMY)
+    (tmp / "tax.tsv").write_text(text)
     path = tmp / "user.duckdb"
     with duckdb.connect(str(path)) as con:
         con.execute("CREATE TABLE gold (instance_id VARCHAR, label VARCHAR, rank VARCHAR)")
@@ -63,16 +67,17 @@ def door(tmp_path_factory):
     scripts = {}
     for dialect in ("duckdb", "postgres"):
         for unknown in ("error", "ignore"):
-            for family in FAMILIES:
+            for family in families:
                 k = ["--k", "1"] if family == "severity" else []
                 code, out, err = run("sql", family, "--dialect", dialect, *k, "--unknown", unknown, *tables)
                 assert code == 0, err
                 scripts.setdefault((dialect, unknown), {})[family] = out
-    return Door(path, scripts)
+    return Door(path, families, scripts)
 
 
 class Door(NamedTuple):
     path: Path
+    families: tuple[str, ...]
     scripts: dict[tuple[str, str], dict[str, str]]
 
     def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
@@ -90,12 +95,13 @@ def _fill(path, case) -> None:
         con.execute("INSERT INTO systems SELECT DISTINCT system, NULL FROM runs")
 
 
-def _evaluated(path, case) -> dict[tuple[str, str, str], float | None] | None:
+def _evaluated(door, case) -> dict[tuple[str, str, str], float | None] | None:
     """``hiersql evaluate``'s rows over the tables (None: refused, exit 2 and one line)."""
+    path, families, _ = door
     _, _, ranked, unknown = case
     code, out, err = run("evaluate", "--taxonomy", str(path.parent / "tax.tsv"), "--truth", f"duckdb:{path}::gold",
                          "--pred", f"duckdb:{path}::runs", *(["--rank-col", "rank"] if ranked else []),
-                         "--unknown", unknown, "--metrics", ",".join(FAMILIES), "--k", "1", "--format", "csv")
+                         "--unknown", unknown, "--metrics", ",".join(families), "--k", "1", "--format", "csv")
     if code == 2:  # one line says why (warnings may come before it)
         assert [line for line in err.splitlines() if line.startswith("hiersql: error: ")] == [err.splitlines()[-1]], err
         return None
@@ -122,17 +128,17 @@ def _same(got: dict, want: dict) -> None:
             assert (math.isnan(value) and math.isnan(other)) or abs(value - other) <= 1e-12, (key, value, other)
 
 
-@settings(derandomize=True, max_examples=30, deadline=None,
+@settings(derandomize=True, max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=tables())
 def test_the_macros_and_the_printed_duckdb_sql_give_evaluates_numbers(door, case):
-    path, scripts = door
+    path, families, scripts = door
     _fill(path, case)
-    want = _evaluated(path, case)
+    want = _evaluated(door, case)
     unknown = case[3]
     with duckdb.connect(str(path)) as con:
         doors = {"macros": lambda: {f: con.execute(f"SELECT * FROM hiersql_{f}(unknown := $unknown)",
-                                                   {"unknown": unknown}).fetchall() for f in FAMILIES},
+                                                   {"unknown": unknown}).fetchall() for f in families},
                  "printed": lambda: {f: con.execute(s).fetchall() for f, s in scripts["duckdb", unknown].items()}}
         for rows in doors.values():
             if want is None:
@@ -143,7 +149,7 @@ def test_the_macros_and_the_printed_duckdb_sql_give_evaluates_numbers(door, case
 
 
 @pytest.mark.postgres
-@settings(derandomize=True, max_examples=12, deadline=None,
+@settings(derandomize=True, max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=tables())
 def test_the_printed_postgres_sql_gives_evaluates_numbers(door, pg_dsn, case):
@@ -151,9 +157,9 @@ def test_the_printed_postgres_sql_gives_evaluates_numbers(door, pg_dsn, case):
 
     from tests.test_sql_checks import POSTGRES_TABLES, postgres_with
 
-    path, scripts = door
+    path, _, scripts = door
     _fill(path, case)
-    want = _evaluated(path, case)
+    want = _evaluated(door, case)
     engine = postgres_with(pg_dsn, path, (*POSTGRES_TABLES, "pair_counts"))  # the scoring family reads it
     try:
         got = {}
@@ -177,7 +183,7 @@ def test_the_printed_postgres_sql_gives_evaluates_numbers(door, pg_dsn, case):
 
 
 @pytest.mark.postgres
-@settings(derandomize=True, max_examples=12, deadline=None,
+@settings(derandomize=True, max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=tables())
 def test_postgresql_in_place_gives_evaluates_bytes(door, pg_dsn, case):
@@ -197,7 +203,7 @@ def test_postgresql_in_place_gives_evaluates_bytes(door, pg_dsn, case):
         create(con, "runs", ["system", "instance_id", "label", "rank", "score"], runs, "doors")
     base = uri(pg_dsn).rsplit("/", 1)[0] + "/" + psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
     common = ["--taxonomy", str(path.parent / "tax.tsv"), *(["--rank-col", "rank"] if ranked else []), "--unknown",
-              unknown, "--metrics", ",".join(FAMILIES), "--k", "1", "--format", "csv"]
+              unknown, "--metrics", ",".join(door.families), "--k", "1", "--format", "csv"]
     here = run("evaluate", "--truth", f"duckdb:{path}::gold", "--pred", f"duckdb:{path}::runs", *common)
     there = run("evaluate", "--truth", f"{base}::doors.gold", "--pred", f"{base}::doors.runs", *common,
                 "--engine", "postgres", "--postgres-url", base)

@@ -1,0 +1,65 @@
+"""Same input, same output, byte for byte, whatever the physical order of a table's rows, by a property-based
+fuzzer (hypothesis): a random taxonomy (a tree or a DAG), truth and two systems' predictions (one scored, with
+ties) as tables of a DuckDB file, written once in one order and once in another, give ``hiersql evaluate
+--metrics all`` the same stdout and stderr, every family included: the solvers' choices among equal pairings,
+minimal graphs and matchings depend on the rows, never on the order they are stored in."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import duckdb
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.test_fuzz_inputs import run
+from tests.test_oneshot_fuzz import taxonomies
+
+SCORES = [0.1, 0.5, 0.5, 0.9]  # ties occur
+OPTIONS = [[], ["--lca-graph", "greedy"], ["--lca-graph", "hemkit"], ["--lca-graph", "extended"],
+           ["--k", "2", "--pairing", "flow"], ["--augment", "descendants", "--lca-graph", "optimal"]]
+
+
+@st.composite
+def cases(draw):
+    """Edges, rows of ``truth (instance_id, label)`` and ``runs (system, instance_id, label, score)``, the options
+    and a seed for the second order."""
+    edges, labels = draw(taxonomies())
+    n = draw(st.integers(1, 5))
+    truth = [(f"i{i}", label) for i in range(n)
+             for label in draw(st.lists(st.sampled_from(labels), min_size=1, max_size=2, unique=True))]
+    runs = [(system, f"i{i}", label, draw(st.sampled_from(SCORES)) if system == "s" else None)
+            for system in ("h", "s") for i in range(n)
+            for label in draw(st.lists(st.sampled_from(labels), max_size=3, unique=True))]
+    return edges, truth, runs, draw(st.sampled_from(OPTIONS)), draw(st.integers(0, 2**32 - 1))
+
+
+def _write(path: Path, edges: list, truth: list, runs: list) -> None:
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE tax (parent VARCHAR, child VARCHAR)")
+        con.execute("CREATE TABLE truth (instance_id VARCHAR, label VARCHAR)")
+        con.execute("CREATE TABLE runs (system VARCHAR, instance_id VARCHAR, label VARCHAR, score DOUBLE)")
+        con.executemany("INSERT INTO tax VALUES (?, ?)", edges)
+        con.executemany("INSERT INTO truth VALUES (?, ?)", truth)
+        if runs:
+            con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?)", runs)
+
+
+@settings(derandomize=True, max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases())
+def test_every_family_prints_the_same_bytes_whatever_the_order_of_the_rows(case, tmp_path_factory):
+    edges, truth, runs, options, seed = case
+    rng = random.Random(seed)
+    outputs = []
+    for order in ("given", "shuffled"):
+        folder = tmp_path_factory.mktemp(order)
+        if order == "shuffled":
+            edges, truth, runs = (rng.sample(rows, len(rows)) for rows in (edges, truth, runs))
+        _write(folder / "user.duckdb", edges, truth, runs)
+        db = f"duckdb:{folder / 'user.duckdb'}"
+        code, out, err = run("evaluate", "--taxonomy", f"{db}::tax", "--truth", f"{db}::truth", "--pred",
+                             f"{db}::runs", *options, "--metrics", "all", "--format", "csv")
+        outputs.append((code, out, err.replace(str(folder), "FOLDER")))  # messages name the file
+    assert outputs[0][0] in (0, 2), outputs[0]
+    assert outputs[1] == outputs[0]
