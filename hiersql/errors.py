@@ -60,10 +60,17 @@ def is_spark_error(exc: BaseException) -> bool:
 def spark_message(exc: BaseException) -> str:
     """The first line of what a pyspark or py4j error says; for a Java exception, its own message
     (``org.apache...Exception: No FileSystem for scheme "s3a"``), not py4j's ``An error occurred while
-    calling o97.parquet.``"""
+    calling o97.parquet.``; for an exception of Spark's Python workers, the last line of their traceback (the
+    exception: ``ValueError: ...``), not pyspark's ``An exception was thrown from the Python worker``."""
     java = getattr(exc, "java_exception", None)
     text = str(java if java is not None else exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    if not text:
+        return type(exc).__name__
+    lines = text.splitlines()
+    traceback = next((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")), None)
+    if traceback is not None:
+        return next((line for line in reversed(lines[traceback + 1:]) if line[:1].strip()), lines[0])
+    return lines[0]
 
 
 def query_interrupted(exc: BaseException) -> bool:

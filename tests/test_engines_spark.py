@@ -259,6 +259,32 @@ def test_a_stage_lost_with_its_executor_is_one_line_naming_the_settings_that_men
                         raised.value.rule), raised.value.rule
 
 
+
+def test_an_error_of_spark_no_rule_names_is_one_line_of_its_own_words(spark, monkeypatch, capsys):
+    """An error of Spark's that no rule of hiersql's names (here two real ones, raised where the run would
+    be: an exception of a Python worker, and one of the JVM) is an internal error in one line of Spark's own
+    words: the workers' exception, the Java exception's message; not the workers' traceback or the JVM's stack
+    joined on one line."""
+    from py4j.protocol import Py4JJavaError
+
+    from hiersql.cli import main
+
+    def failing(batches):
+        raise ValueError("no such thing")
+        yield
+
+    with pytest.raises(Exception, match="Python worker") as worker:
+        spark.range(1).mapInArrow(failing, "id long").collect()
+    with pytest.raises(Py4JJavaError) as java:
+        spark.sparkContext._jvm.java.io.FileInputStream("/nonexistent/x")
+    for raised, said in ((worker.value, "ValueError: no such thing"),
+                         (java.value, "java.io.FileNotFoundException: /nonexistent/x (No such file or directory)")):
+        monkeypatch.setattr("hiersql.cli.evaluate.run", lambda args, exc=raised: (_ for _ in ()).throw(exc))
+        assert main(["evaluate", "--taxonomy", "t", "--truth", "t", "--pred", "t", "--engine", "spark"]) == 1
+        err = capsys.readouterr().err
+        assert re.fullmatch(rf"hiersql: internal error: {type(raised).__name__}: {re.escape(said)}"
+                            r"( \(Spark's log: [^)]+\))?\n", err), err
+
 def test_copy_store_through_parquet_equals_the_arrow_upload(spark, germeval):
     """With a stage folder, tables are written as Parquet files that Spark reads: the same columns, types and
     rows as through Arrow (the upload of an engine without a stage folder: a cluster master without

@@ -98,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         if named is not None:
             print(f"hiersql: error: {_as_flag(named)}", file=sys.stderr)
             return 2
-        print(f"hiersql: internal error: {type(exc).__name__}: {masked(_one_line(str(exc)), *args.argv)}"
+        from ..errors import is_spark_error, spark_message
+
+        said = spark_message(exc) if is_spark_error(exc) else str(exc)  # Spark's: one line, not the JVM's stack
+        print(f"hiersql: internal error: {type(exc).__name__}: {masked(_one_line(said), *args.argv)}"
               f"{_spark_log()}", file=sys.stderr)
         return 1
     finally:
