@@ -50,10 +50,28 @@ def tables(draw):
     return gold, runs, ranked, draw(st.sampled_from(["error", "ignore"]))
 
 
+TABLES = ["--table", "truth=gold", "--table", "predictions=runs"]
+
+
+@pytest.fixture(scope="module")
+def scripts() -> dict[tuple[str, str], dict[str, str]]:
+    """The printed DuckDB and PostgreSQL scripts of every family for each unknown option (they read the
+    taxonomy's tables of the database they run in: one script serves every taxonomy)."""
+    printed: dict[tuple[str, str], dict[str, str]] = {}
+    for dialect in ("duckdb", "postgres"):
+        for unknown in ("error", "ignore"):
+            for family in TAXONOMIES["tree"][1]:
+                k = ["--k", "1"] if family == "severity" else []
+                code, out, err = run("sql", family, "--dialect", dialect, *k, "--unknown", unknown, *TABLES)
+                assert code == 0, err
+                printed.setdefault((dialect, unknown), {})[family] = out
+    return printed
+
+
 @pytest.fixture(scope="module", params=sorted(TAXONOMIES))
-def door(request, tmp_path_factory):
+def door(request, scripts, tmp_path_factory):
     """A DuckDB file with the user's empty tables ``gold`` and ``runs``, a hand taxonomy and the macros over the
-    tables, and the printed DuckDB and PostgreSQL scripts of the taxonomy's families for each unknown option."""
+    tables, and the printed scripts of the taxonomy's families."""
     text, families = TAXONOMIES[request.param]
     tmp = tmp_path_factory.mktemp("doors")
     (tmp / "tax.tsv").write_text(text)
@@ -62,17 +80,8 @@ def door(request, tmp_path_factory):
         con.execute("CREATE TABLE gold (instance_id VARCHAR, label VARCHAR, rank VARCHAR)")
         con.execute("CREATE TABLE runs (system VARCHAR, instance_id VARCHAR, label VARCHAR, rank VARCHAR,"
                     " score VARCHAR)")
-    tables = ["--table", "truth=gold", "--table", "predictions=runs"]
-    assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp / "tax.tsv"), *tables]) == 0
-    scripts = {}
-    for dialect in ("duckdb", "postgres"):
-        for unknown in ("error", "ignore"):
-            for family in families:
-                k = ["--k", "1"] if family == "severity" else []
-                code, out, err = run("sql", family, "--dialect", dialect, *k, "--unknown", unknown, *tables)
-                assert code == 0, err
-                scripts.setdefault((dialect, unknown), {})[family] = out
-    return Door(path, families, scripts)
+    assert main(["install-macros", "--db", str(path), "--taxonomy", str(tmp / "tax.tsv"), *TABLES]) == 0
+    return Door(path, families, {key: {f: by_family[f] for f in families} for key, by_family in scripts.items()})
 
 
 class Door(NamedTuple):
