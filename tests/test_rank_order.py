@@ -29,9 +29,10 @@ SYSTEMS = ("Averbis__BOHB_CNN", "EricssonResearch__fconv_A6C1Y", "twistbytes__sk
 METRICS = "pl,hcm_f1"
 FLAGS = ["--instance-col", "doc", "--label-col", "genre", "--system-col", "model", "--metrics", METRICS,
          "--format", "csv"]
-WARNING = ("no rank or score column and no row order: the labels of an instance are ranked by name for the measures"
-           " that read ranks (the confusion, scoring and severity families);"
-           " give their order with --rank-col (rank_col=)")
+RANKED = ("no rank or score column and no row order: the labels of an instance are ranked by name for the measures"
+          " that read ranks ({}); give their order with --rank-col (rank_col=)")
+# the families of METRICS that read ranks: pl the scoring trees', hcm_f1 the HCM's (confusion)
+WARNING = RANKED.format("the confusion and scoring families")
 
 
 @pytest.fixture(scope="module")
@@ -195,21 +196,31 @@ def hand_db(path: Path, runs: list[tuple]) -> Path:
     return path
 
 
-def run(capsys, path: Path, *flags: str) -> tuple[int, str]:
+def run(capsys, path: Path, *flags: str, command: str = "evaluate", metrics: str = "pl") -> tuple[int, str]:
     ref = f"duckdb:{path}::"
-    code = main(["evaluate", "--taxonomy", ref + "tax", "--truth", ref + "truth", "--pred", ref + "runs",
-                 "--metrics", "hp", *flags])
+    code = main([command, "--taxonomy", ref + "tax", "--truth", ref + "truth", "--pred", ref + "runs",
+                 *(["--metrics", metrics] if metrics else []), *flags])
     return code, capsys.readouterr().err
 
 
-def test_no_warning_where_ranks_are_given_or_mean_nothing(tmp_path, capsys):
+def test_no_warning_where_ranks_are_given_or_mean_nothing_or_nothing_reads_them(tmp_path, capsys):
     # one label per instance: ranks are all 1, whatever the order
     single = hand_db(tmp_path / "single.duckdb", [("M", "i1", "a1"), ("M", "i2", "a")])
     assert run(capsys, single) == (0, "")
     several = hand_db(tmp_path / "several.duckdb", [("M", "i1", "a1"), ("M", "i1", "b"), ("M", "i2", "a")])
     ref = f"duckdb:{several}::runs"
-    assert run(capsys, several) == (0, f"hiersql: warning: {ref}: {WARNING}\n")
-    assert run(capsys, several, "--system-col", "model") == (0, f"hiersql: warning: {ref}: {WARNING}\n")
+    scoring = f"hiersql: warning: {ref}: {RANKED.format('the scoring family')}\n"
+    assert run(capsys, several) == (0, scoring)
+    assert run(capsys, several, "--system-col", "model") == (0, scoring)
+    # the warning names the families of the run that read ranks; a run of none gets none
+    assert run(capsys, several, metrics="all") == (
+        0, f"hiersql: warning: {ref}: {RANKED.format('the confusion, scoring and severity families')}\n")
+    assert run(capsys, several, metrics="hcm_f1,hp") == (
+        0, f"hiersql: warning: {ref}: {RANKED.format('the confusion family')}\n")
+    assert run(capsys, several, metrics="hp,lca_f1,mgia,label_f1") == (0, "")
+    assert run(capsys, several, "--kind", "hierarchical", "--format", "csv", command="confusion", metrics="") == (
+        0, f"hiersql: warning: {ref}: {RANKED.format('the confusion family')}\n")
+    assert run(capsys, several, "--format", "csv", command="confusion", metrics="") == (0, "")  # multi-label
     with duckdb.connect(str(several)) as con:
         con.execute("ALTER TABLE runs ADD COLUMN position INTEGER DEFAULT 1")
     assert run(capsys, several, "--rank-col", "position") == (0, "")
@@ -269,8 +280,9 @@ def test_spark_ranks_the_shuffled_parquet_as_duckdb_does(spark, tables, data_dir
     engine = SparkEngine(spark)
     with pytest.warns(DataWarning, match="ranked by name") as caught:
         load(engine, Store(), taxonomy, tmp_path / "gold.parquet", [(None, tmp_path / "runs.parquet")], **cols)
-    assert [str(w.message) for w in caught if "ranked by name" in str(w.message)] == [
-        f"{tmp_path / 'gold.parquet'}, {tmp_path / 'runs.parquet'}: {WARNING}"]
+    assert [str(w.message) for w in caught if "ranked by name" in str(w.message)] == [  # no run named: every reader
+        f"{tmp_path / 'gold.parquet'}, {tmp_path / 'runs.parquet'}: "
+        + RANKED.format("the confusion, scoring and severity families")]
     ref = f"duckdb:{duckdb_file(tmp_path / 'w.duckdb', tables)}::"
     store = Store()
     with pytest.warns(DataWarning, match="ranked by name"):

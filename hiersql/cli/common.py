@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import glob
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -201,7 +201,8 @@ def engine_of(args: argparse.Namespace, store: Store) -> Iterator[Any]:
             engine.close()
 
 
-def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any = None) -> Store:
+def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any = None,
+               families: Collection[str] | None = None) -> Store:
     """Read the taxonomy, the truth and every ``--pred`` into a Store (a DuckDB file with ``--db``) with
     :meth:`~hiersql.inputs.store.Store.load` (the taxonomy is validated and loaded with its closure while the label
     files are read; the prediction files are read together). ``steps`` shows the progress (the steps of
@@ -209,7 +210,8 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any
     inputs are loaded into it instead (a :class:`~hiersql.engines.SparkEngine` reads Parquet and Spark tables,
     :func:`hiersql.engines.spark.sources.load`; a :class:`~hiersql.engines.PostgresEngine` the tables of its
     server, :func:`hiersql.engines.postgres.sources.load`) and the store returned holds only what ``--db``
-    keeps (the results)."""
+    keeps (the results). ``families``: the measure families the command computes, when it knows them
+    (:attr:`~hiersql.inputs.store.Store.families`)."""
     from functools import partial
 
     from ..inputs.store import Store
@@ -232,12 +234,14 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any
         con = connect(args.db, wait=args.wait, source=f"--db {args.db}")
     run = from_args(RunOptions, args)
     store = Store(args.db, con=con, memory_limit=run.memory_limit, threads=run.threads)
+    store.families = families
     if args.memory_limit and not args.db:  # spill beyond the limit into a folder of our own, not ./.tmp
         store.con.execute("SET temp_directory = $d", {"d": _spill_folder()})
     if engine is not None:
         from ..engines import PostgresEngine
 
         inputs = Store(memory_limit=run.memory_limit, threads=run.threads)  # this run's own, never --db
+        inputs.families = families
         shared = {"unknown": args.unknown, "instance_col": args.instance_col, "label_col": args.label_col,
                    "score_col": args.score_col, "system_col": args.system_col, "rank_col": args.rank_col,
                    "on_step": steps.start}

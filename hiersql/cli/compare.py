@@ -74,10 +74,10 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
     metrics = [m for m in args.metrics.split(",") if m.strip()]
     if not metrics:
         raise InputError("no metric given", "--metrics", value=args.metrics)
-    resolve(metrics, "--metrics")  # unknown names fail before any file is read
+    groups = resolve(metrics, "--metrics")  # unknown names fail before any file is read
     steps = Steps(len(LOAD_STEPS), "compare")
     try:
-        store = load_store(args, steps)
+        store = load_store(args, steps, families=set(groups))
     finally:
         steps.close()
     if len(store.systems()) < 2:

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--depth must be >= 0", "--depth", value=args.depth)
     if args.plot:
         check_plot_file(args.plot)
-    store = load_store(args)
+    store = load_store(args, families={"confusion" if args.kind == "hierarchical" else "multilabel"})
     if args.depth is not None and args.depth > store.taxonomy.depth:  # no label would change: a typo, likely
         raise InputError(f"deeper than the taxonomy (its deepest node is at depth {store.taxonomy.depth})",
                          "--depth", value=args.depth)

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         steps = Steps(len(LOAD_STEPS) + len(groups) + (run_options.engine != "duckdb" and not in_engine), "evaluate")
         try:
-            store = load_store(args, steps, engine=engine if in_engine else None)
+            store = load_store(args, steps, engine=engine if in_engine else None, families=set(groups))
             if run_options.engine == "duckdb":
                 rows = compute(store, metrics, opts, on_family=steps.start, where="--metrics")
             else:  # the inputs, read and checked by the store, computed in the engine (temporary tables there)

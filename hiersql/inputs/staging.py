@@ -12,7 +12,7 @@ are committed (:func:`ranked`), and the warnings of what was cleaned, which the 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from .. import sqlfiles
@@ -228,14 +228,19 @@ def warn_unread_system(where: str, column: str) -> None:
               f" values: if it names systems, they were merged into one; give --system-col {column} (system_col=)")
 
 
-def warn_ranked_by_name(by_name: Iterable[str]) -> None:
+def warn_ranked_by_name(by_name: Iterable[str], families: Collection[str] | None = None) -> None:
     """One warning naming the tables whose labels were ranked by name (no row order, no rank or score column:
     :data:`~hiersql.inputs.tables.RANK_ORDER`), the families whose SQL reads the ranks
-    (:func:`hiersql.sqlfiles.files_reading`) and ``--rank-col``."""
+    (:func:`hiersql.sqlfiles.files_reading`) and ``--rank-col``: of those, the ones among ``families``, the
+    families the run computes (``None``: not known, as when the Python API adds a table); none when no family
+    of the run reads ranks."""
     tables = list(dict.fromkeys(by_name))
-    if tables:
-        *others, last = sqlfiles.files_reading("rank")
-        families = f"{', '.join(others)} and {last}" if others else last
+    if not tables:
+        return
+    readers = [family for family in sqlfiles.files_reading("rank") if families is None or family in families]
+    if readers:
+        *others, last = readers
+        named = f"the {', '.join(others)} and {last} families" if others else f"the {last} family"
         warn_data(f"{', '.join(tables)}: no rank or score column and no row order: the labels of an instance are"
-                  f" ranked by name for the measures that read ranks (the {families} families); give their order"
-                  " with --rank-col (rank_col=)")
+                  f" ranked by name for the measures that read ranks ({named}); give their order with --rank-col"
+                  " (rank_col=)")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import functools
 import queue
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +106,9 @@ class Store:
         if threads:
             self.con.execute("SET threads = $threads", {"threads": int(threads)})
         self.taxonomy: Taxonomy | None = None
+        # the measure families the run computes, when known before the labels are read: a warning of what only
+        # some families read (labels ranked by name) is given when one of them runs (None: every time)
+        self.families: Collection[str] | None = None
 
     def cursor(self) -> Store:
         """A store on a second connection (a DuckDB cursor) to the same database: the same tables, temp tables
@@ -150,7 +153,7 @@ class Store:
         with resource_errors(ADD_STEPS["truth"]):
             staged = readers.stage(self.con, [(None, source, name)], format, columns, predictions=False)
             self._commit_truth(staged, unknown)
-        staging.warn_ranked_by_name(staged.by_name)
+        staging.warn_ranked_by_name(staged.by_name, self.families)
 
     def _commit_truth(self, staged: Staged, unknown: str) -> None:
         """Check the staged truth and replace ``truth`` and ``instances`` with it, in one transaction."""
@@ -303,7 +306,7 @@ class Store:
             staging.set_aside(self.con, "_predictions", back=True)
             with resource_errors(LOAD_STEPS[2]):
                 self._commit_predictions(pred_staged, unknown, no_truth)
-        staging.warn_ranked_by_name(truth_staged.by_name + (pred_staged.by_name if items else []))
+        staging.warn_ranked_by_name(truth_staged.by_name + (pred_staged.by_name if items else []), self.families)
 
     def systems(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()]
@@ -323,7 +326,7 @@ class Store:
         with resource_errors(ADD_STEPS["predictions"]):
             staged = readers.stage(self.con, items, format, columns, predictions=True)
             self._commit_predictions(staged, unknown, no_truth)
-        staging.warn_ranked_by_name(staged.by_name)
+        staging.warn_ranked_by_name(staged.by_name, self.families)
 
     def _commit_predictions(self, staged: Staged, unknown: str, no_truth: str) -> None:
         """Check the staged predictions and replace those systems' rows, in one transaction."""

@@ -285,7 +285,7 @@ def load(
     opened = [_open(engine, k, item, columns, True) for k, item in enumerate(items)]
     systems, ranked = _checked(engine, flagged_predictions, opened, True, unknown, no_truth) if opened else ([], [])
     label_tables.check_distinct_systems(systems)
-    warn_ranked_by_name(by_name + ranked)
+    warn_ranked_by_name(by_name + ranked, store.families)
     if opened:
         rows = sql.Identifier(flagged_predictions).as_string(engine.conn)
         engine._materialize(engine.table("predictions"), "SELECT system, instance_id, label, rank, score"

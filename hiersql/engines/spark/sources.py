@@ -453,7 +453,7 @@ def load(
         by_name += ranked
         frames.append(kept)
     label_tables.check_distinct_systems(systems)
-    warn_ranked_by_name(by_name)
+    warn_ranked_by_name(by_name, store.families)
     names = ("system", "instance_id", "label", "rank", "score")
     if not frames:
         engine.write(engine.table("predictions"), store.con.table("predictions").to_arrow_table())  # empty
