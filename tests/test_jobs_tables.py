@@ -254,3 +254,22 @@ def test_a_querys_relative_file_paths_are_made_relative_to_the_job_file(query, a
     from hiersql.inputs.sources import anchored_query
 
     assert anchored_query(query, Path("/job")) == (query if anchored is None else anchored)
+
+
+@pytest.mark.parametrize(("metrics", "warned"), [(["hp", "lca_f1"], ""), (["hp", "pl"], "the scoring family")])
+def test_a_job_on_tables_without_ranks_is_warned_only_when_its_measures_read_ranks(metrics, warned, tmp_path,
+                                                                                    capsys):
+    """As ``hiersql evaluate`` does: a table without row order, rank or score column whose instances have
+    several labels is warned of, naming the job's families that read ranks, and not when none does."""
+    from tests.test_rank_order import RANKED, hand_db
+
+    hand_db(tmp_path / "dw.duckdb", [("M", "i1", "a1"), ("M", "i1", "b"), ("M", "i2", "a")])
+    spec = tmp_path / "job.toml"
+    spec.write_text(f'name = "ranks"\nqueue = "q.duckdb"\nmetrics = {metrics}\nsystem_col = "model"\n'
+                    '[[dataset]]\nname = "hand"\ntaxonomy = "duckdb:dw.duckdb::tax"\n'
+                    'truth = "duckdb:dw.duckdb::truth"\npredictions = "duckdb:dw.duckdb::runs"\n', encoding="utf-8")
+    assert main(["jobs", "run", str(spec)]) == 0
+    out, err = capsys.readouterr()
+    assert "1 unit(s) processed: 1 done" in out, out
+    ranked = f"hiersql: warning: duckdb:{tmp_path / 'dw.duckdb'}::runs: {RANKED.format(warned)}\n" if warned else ""
+    assert err == ranked, err
