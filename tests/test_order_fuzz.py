@@ -2,7 +2,9 @@
 fuzzer (hypothesis): a random taxonomy (a tree or a DAG), truth and two systems' predictions (one scored, with
 ties) as tables of a DuckDB file, written once in one order and once in another, give ``hiersql evaluate
 --metrics all`` the same stdout and stderr, every family included: the solvers' choices among equal pairings,
-minimal graphs and matchings depend on the rows, never on the order they are stored in."""
+minimal graphs and matchings depend on the rows, never on the order they are stored in. The same tables in a
+PostgreSQL database, evaluated there (``--engine postgres``: every family, the Python steps' inputs read from
+the server), print the bytes of the DuckDB run."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import random
 from pathlib import Path
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,3 +66,32 @@ def test_every_family_prints_the_same_bytes_whatever_the_order_of_the_rows(case,
         outputs.append((code, out, err.replace(str(folder), "FOLDER")))  # messages name the file
     assert outputs[0][0] in (0, 2), outputs[0]
     assert outputs[1] == outputs[0]
+
+
+@pytest.mark.postgres
+@settings(derandomize=True, max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_postgresql_in_place_prints_the_bytes_of_duckdb_for_every_family(case, pg_dsn, tmp_path_factory):
+    import psycopg
+
+    from tests.test_sources_postgres import create, uri
+
+    edges, truth, runs, options, _ = case
+    folder = tmp_path_factory.mktemp("in_place")
+    (folder / "tax.tsv").write_text("".join(f"{parent}\t{child}\n" for parent, child in edges))
+    _write(folder / "user.duckdb", edges, truth, runs)
+    with psycopg.connect(pg_dsn, autocommit=True) as con:
+        con.execute("DROP SCHEMA IF EXISTS orders CASCADE")
+        con.execute("CREATE SCHEMA orders")
+        create(con, "truth", ["instance_id", "label"], truth, "orders")
+        create(con, "runs", ["system", "instance_id", "label", "score"],
+                [(s, i, label, None if score is None else repr(score)) for s, i, label, score in runs], "orders")
+    base = uri(pg_dsn).rsplit("/", 1)[0] + "/" + psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
+    common = ["--taxonomy", str(folder / "tax.tsv"), *options, "--metrics", "all", "--format", "csv"]
+    db = f"duckdb:{folder / 'user.duckdb'}"
+    here = run("evaluate", "--truth", f"{db}::truth", "--pred", f"{db}::runs", *common)
+    there = run("evaluate", "--truth", f"{base}::orders.truth", "--pred", f"{base}::orders.runs", *common,
+                "--engine", "postgres", "--postgres-url", base)
+    assert here[0] in (0, 2), here
+    assert there[:2] == here[:2], (here, there)
