@@ -56,12 +56,13 @@ class Stores:
             return self.store
         self.close()
         from ..inputs.store import Store
+        from ..measures import resolve
 
         work = unit.work
         for name in ("taxonomy", "truth"):
             _check_unchanged(work, name)
         store = Store(threads=self.threads)
-        store.families = _families(work)
+        store.families = set(resolve(work["metrics"]))  # the group's measures: its units share them
         try:
             columns = work.get("columns", {})
             store.load(lambda: _taxonomy(work["taxonomy"], work["hashes"]["taxonomy"], columns.get("parent_col"),
@@ -167,7 +168,6 @@ def _compute(store: Any, units: list[Claimed]) -> tuple[list[Any], dict[str, lis
         store.con.execute("DELETE FROM systems")
     # an empty file is a system that predicted nothing: evaluated, with the store's warning naming the file
     sources = [(u.system, u.work["prediction"]) for u in units]
-    store.families = _families(work)
     store.add_predictions_many(sources, work["format"], unknown=work["unknown"], **_label_columns(work))
     if store.systems() != sorted(u.system for u in units):  # never a system that is not this batch's
         raise RuntimeError(f"store holds systems {store.systems()}, expected {[u.system for u in units]}")
@@ -176,14 +176,6 @@ def _compute(store: Any, units: list[Claimed]) -> tuple[list[Any], dict[str, lis
         engine.reuse_stages()  # the per-instance tables read the stages of the evaluation where they can
         rows = compute(engine, work["metrics"], options)
         return rows, instance_tables(engine, rows, options)
-
-
-def _families(work: dict[str, Any]) -> set[str]:
-    """The measure families of a unit's ``metrics``, for the store's warnings
-    (:attr:`hiersql.inputs.store.Store.families`)."""
-    from ..measures import resolve
-
-    return set(resolve(work["metrics"]))
 
 
 @contextlib.contextmanager
