@@ -114,7 +114,7 @@ def _alone(taxonomy: Taxonomy) -> Iterator[Any]:
 
 
 def validate(taxonomy: Taxonomy) -> None:
-    """Raise :class:`InputError` unless ``taxonomy`` is a scoring tree: a tree (:func:`check_tree`) whose edge
+    """Raise :class:`InputError` unless ``taxonomy`` is a scoring tree: a tree (:func:`tree_fault`) whose edge
     weights pass :func:`weight_fault`."""
     with _alone(taxonomy) as engine:
         fault = tree_fault(engine) or weight_fault(engine)
