@@ -210,7 +210,7 @@ def test_postgresql_in_place_gives_evaluates_bytes(door, pg_dsn, case):
         con.execute("CREATE SCHEMA doors")
         create(con, "gold", ["instance_id", "label", "rank"], gold, "doors")
         create(con, "runs", ["system", "instance_id", "label", "rank", "score"], runs, "doors")
-    base = uri(pg_dsn).rsplit("/", 1)[0] + "/" + psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
+    base = uri(pg_dsn, psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"])
     common = ["--taxonomy", str(path.parent / "tax.tsv"), *(["--rank-col", "rank"] if ranked else []), "--unknown",
               unknown, "--metrics", ",".join(door.families), "--k", "1", "--format", "csv"]
     here = run("evaluate", "--truth", f"duckdb:{path}::gold", "--pred", f"duckdb:{path}::runs", *common)

@@ -81,7 +81,7 @@ def in_place_and_copied(pg_dsn, capsys, column: str, text: str, kind: str = "tex
         create(con, "truth", ["doc", "genre"], [("i1", "a1"), ("i2", "b1")])
         create(con, "p", ["doc", "genre", "v"], [("i1", "a1", other), ("i2", "b1", text), ("i2", "a1", "0.2")])
         con.execute(f"ALTER TABLE p ALTER COLUMN v TYPE {kind} USING CAST(v AS {kind})")
-    base = uri(pg_dsn).rsplit("/", 1)[0] + "/hiersql_numbers"
+    base = uri(pg_dsn, "hiersql_numbers")
     args = ["--taxonomy", f"{base}::tax", "--truth", f"{base}::truth", "--pred", f"m={base}::p", "--instance-col",
             "doc", "--label-col", "genre", f"--{column}-col", "v"]
     return run(capsys, args), run(capsys, [*args, "--engine", "postgres", "--postgres-url", base])

@@ -87,7 +87,7 @@ def test_postgresql_in_place_prints_the_bytes_of_duckdb_for_every_family(case, p
         create(con, "truth", ["instance_id", "label"], truth, "orders")
         create(con, "runs", ["system", "instance_id", "label", "score"],
                 [(s, i, label, None if score is None else repr(score)) for s, i, label, score in runs], "orders")
-    base = uri(pg_dsn).rsplit("/", 1)[0] + "/" + psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
+    base = uri(pg_dsn, psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"])
     common = ["--taxonomy", str(folder / "tax.tsv"), *options, "--metrics", "all", "--format", "csv"]
     db = f"duckdb:{folder / 'user.duckdb'}"
     here = run("evaluate", "--truth", f"{db}::truth", "--pred", f"{db}::runs", *common)

@@ -56,7 +56,7 @@ def server(pg_dsn, data_dir):
             create(con, f"bad{k}", ["model", "doc", "genre"], rows[0], "Ware House")
         create(con, "messy", ["model", "doc", "genre"], MESSY, "Ware House")
         create(con, "spaced", ["model", "doc", "genre"], SPACED, "Ware House")
-    base = uri(pg_dsn).rsplit("/", 1)[0] + f"/{DATABASE}"
+    base = uri(pg_dsn, DATABASE)
     yield base, params
 
 
@@ -237,7 +237,7 @@ def test_a_database_whose_text_order_is_not_bytes_prints_duckdbs_digits(pg_dsn, 
         create(con, GOLD, list(TABLE_COLUMNS[GOLD]), rows[GOLD])
         create(con, RUNS, list(TABLE_COLUMNS[RUNS]), [row for row in rows[RUNS] if row[0] in systems])
         create(con, GENRES, list(TABLE_COLUMNS[GENRES]), rows[GENRES])
-    base = uri(pg_dsn).rsplit("/", 1)[0] + f"/{database}"
+    base = uri(pg_dsn, database)
     args = ["--taxonomy", f"{base}::{GENRES}", "--truth", f"{base}::{GOLD}", "--pred", f"{base}::{RUNS}",
             *COLUMN_FLAGS, "--metrics", "flat", "--format", "csv"]
     code, duckdb, err, _ = evaluate(capsys, args)

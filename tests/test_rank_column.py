@@ -289,7 +289,7 @@ def test_postgresql_tables_ranked_by_a_column(pg_dsn, tables, by_files, data_dir
             with con.cursor() as cur, cur.copy(sql.SQL("COPY {} FROM STDIN").format(sql.Identifier(name))) as copy:
                 for row in data.to_pylist():
                     copy.write_row(tuple(row.values()))
-    base = uri(pg_dsn).rsplit("/", 1)[0] + f"/{database}"
+    base = uri(pg_dsn, database)
     store = Store()
     store.load(data_dir / "canonical" / "taxonomy.tsv", f"{base}::gold", [(None, f"{base}::runs")],
                instance_col="doc", label_col="genre", system_col="model", rank_col="position")

@@ -129,7 +129,7 @@ def test_a_postgresql_table_after_updates_that_move_rows_gives_the_same_bytes(pg
             with con.cursor() as cur, cur.copy(sql.SQL("COPY {} FROM STDIN").format(sql.Identifier(name))) as copy:
                 for row in data.to_pylist():
                     copy.write_row(tuple(row.values()))
-    base = uri(pg_dsn).rsplit("/", 1)[0] + f"/{database}"
+    base = uri(pg_dsn, database)
     before, err = evaluate(capsys, data_dir, f"{base}::{GOLD}", f"{base}::{RUNS}")
     assert err == f"hiersql: warning: {base}::{GOLD}, {base}::{RUNS}: {WARNING}\n"
     scan = "SELECT model, doc, genre FROM runs"

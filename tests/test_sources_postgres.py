@@ -36,11 +36,12 @@ pytestmark = pytest.mark.postgres
 DATABASE = "hiersql_sources"
 
 
-def uri(pg_dsn: str) -> str:
-    """``postgresql://user@host:port/db`` of the test database (a socket folder as a percent-encoded host)."""
+def uri(pg_dsn: str, database: str = DATABASE) -> str:
+    """``postgresql://user@host:port/db`` of ``database`` (by default this module's test database) on the server
+    of ``pg_dsn`` (a socket folder as a percent-encoded host)."""
     params = psycopg.conninfo.conninfo_to_dict(pg_dsn)
     host = urlquote(params.get("host", "localhost"), safe="")
-    return f"postgresql://{params.get('user', 'postgres')}@{host}:{params.get('port', 5432)}/{DATABASE}"
+    return f"postgresql://{params.get('user', 'postgres')}@{host}:{params.get('port', 5432)}/{database}"
 
 
 def icu_database(pg_dsn: str, database: str) -> dict:
