@@ -19,8 +19,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hiersql import Evaluator, Store, Taxonomy
+from hiersql import Evaluator, Store, Taxonomy, sqlfiles
 from hiersql.cli import main
+from hiersql.cli.breakdown import BY
 from hiersql.errors import DataWarning
 from hiersql.measures import compute
 from tests._sources_cases import GOLD, RUNS, TABLE_COLUMNS, germeval_rows, rank_by_name
@@ -221,6 +222,11 @@ def test_no_warning_where_ranks_are_given_or_mean_nothing_or_nothing_reads_them(
     assert run(capsys, several, "--kind", "hierarchical", "--format", "csv", command="confusion", metrics="") == (
         0, f"hiersql: warning: {ref}: {RANKED.format('the confusion family')}\n")
     assert run(capsys, several, "--format", "csv", command="confusion", metrics="") == (0, "")  # multi-label
+    # of the breakdowns, only the severity histogram reads ranks (its top-1 labels)
+    assert run(capsys, several, "--by", "severity", "--format", "csv", command="breakdown", metrics="") == (
+        0, f"hiersql: warning: {ref}: {RANKED.format('the severity family')}\n")
+    for by in ("level", "class", "errors"):
+        assert run(capsys, several, "--by", by, "--format", "csv", command="breakdown", metrics="") == (0, ""), by
     with duckdb.connect(str(several)) as con:
         con.execute("ALTER TABLE runs ADD COLUMN position INTEGER DEFAULT 1")
     assert run(capsys, several, "--rank-col", "position") == (0, "")
@@ -230,6 +236,24 @@ def test_no_warning_where_ranks_are_given_or_mean_nothing_or_nothing_reads_them(
     assert main(["evaluate", "--taxonomy", f"duckdb:{several}::tax", "--truth", f"duckdb:{several}::truth",
                  "--pred", str(csv), "--metrics", "hp"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_each_breakdown_reads_the_sql_files_it_declares(tmp_path, capsys, monkeypatch):
+    """``hiersql.cli.breakdown.BY`` names the SQL files each ``--by`` reads, whose rank readers the warning of
+    labels ranked by name names: they are the files whose queries the run composes on the embedded DuckDB
+    (recorded as ``sqlfiles.queries`` is asked), besides the store's own (schema, closure, readers)."""
+    path = hand_db(tmp_path / "scored.duckdb", [("M", "i1", "a1"), ("M", "i1", "b"), ("M", "i2", "b")])
+    with duckdb.connect(str(path)) as con:  # scores, for --by auprc and calibration
+        con.execute("ALTER TABLE runs ADD COLUMN score DOUBLE")
+        con.execute("UPDATE runs SET score = CASE label WHEN 'b' THEN 0.4 ELSE 0.8 END")
+    asked: set[str] = set()
+    queries = sqlfiles.queries
+    monkeypatch.setattr(sqlfiles, "queries", lambda file, variant=None: asked.add(file) or queries(file, variant))
+    for by, files in BY.items():
+        asked.clear()
+        code, err = run(capsys, path, "--by", by, "--format", "csv", command="breakdown", metrics="")
+        assert (code, err) == (0, ""), by
+        assert asked - {"schema", "closure", "readers"} == set(files), by
 
 
 def test_system_names_that_collide_once_trimmed_are_an_error(tmp_path, capsys):

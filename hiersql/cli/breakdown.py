@@ -11,8 +11,14 @@ from .common import add_input_arguments, engine_of, load_store
 
 # the measure options the breakdowns read (declared once in hiersql.options, as evaluate's)
 MEASURE_OPTIONS = ("include_root", "max_distance", "augment", "beta", "zero_division", "severity_distance")
-BY = ("level", "depth", "class", "flat-level", "errors", "distances", "consistency", "auprc", "calibration",
-      "severity")
+# each --by and the SQL files of measures and analyses its queries read (besides the store's schema, closure and
+# readers): a warning about what only some files read (labels ranked by name) is given when one of them runs
+BY: dict[str, tuple[str, ...]] = {
+    "level": ("breakdowns", "set_based"), "depth": ("breakdowns", "set_based"), "class": ("set_based",),
+    "flat-level": ("breakdowns",), "errors": ("error_profile",), "distances": ("error_profile",),
+    "consistency": ("error_profile",), "auprc": ("curves",), "calibration": ("calibration",),
+    "severity": ("severity",),
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "(--by severity: Bertinetto et al.'s histogram).",
     )
     add_input_arguments(p)
-    p.add_argument("--by", default="level", choices=BY, help="what to break down by (default: level)")
+    p.add_argument("--by", default="level", choices=list(BY), help="what to break down by (default: level)")
     p.add_argument("--format", default="table", choices=("table", "csv"),
                    help="table (the text report for --by class) or csv (full float precision)")
     p.add_argument("--digits", type=int, default=2, help="decimals of the text report (default 2)")
@@ -53,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("must be >= 2", "--bins", value=args.bins)
     if args.html:
         _check_html(args)
-    store = load_store(args)
+    store = load_store(args, families=BY[args.by])
     try:
         with engine_of(args, store) as engine:
             frame = _frame(args, engine or store, options)

@@ -106,8 +106,8 @@ class Store:
         if threads:
             self.con.execute("SET threads = $threads", {"threads": int(threads)})
         self.taxonomy: Taxonomy | None = None
-        # the measure families the run computes, when known before the labels are read: a warning of what only
-        # some families read (labels ranked by name) is given when one of them runs (None: every time)
+        # the measure families (or SQL files) the run computes, when known before the labels are read: a warning
+        # of what only some families read (labels ranked by name) is given when one of them runs (None: every time)
         self.families: Collection[str] | None = None
 
     def cursor(self) -> Store:
