@@ -4,7 +4,8 @@ ties) as tables of a DuckDB file, written once in one order and once in another,
 --metrics all`` the same stdout and stderr, every family included: the solvers' choices among equal pairings,
 minimal graphs and matchings depend on the rows, never on the order they are stored in. The same tables in a
 PostgreSQL database, evaluated there (``--engine postgres``: every family, the Python steps' inputs read from
-the server), print the bytes of the DuckDB run."""
+the server), print the bytes of the DuckDB run. So do the other commands that read tables: ``compare``, every
+``breakdown`` and both confusion matrices."""
 
 from __future__ import annotations
 
@@ -16,12 +17,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hiersql.cli.breakdown import BY
 from tests.test_fuzz_inputs import run
 from tests.test_oneshot_fuzz import taxonomies
 
 SCORES = [0.1, 0.5, 0.5, 0.9]  # ties occur
 OPTIONS = [[], ["--lca-graph", "greedy"], ["--lca-graph", "hemkit"], ["--lca-graph", "extended"],
            ["--k", "2", "--pairing", "flow"], ["--augment", "descendants", "--lca-graph", "optimal"]]
+# the commands besides evaluate that read the tables, each with the options it takes
+COMMANDS = [["compare", "--metrics", "hf,lca_f1,mgia,hcm_f1,label_f1", "--bootstrap", "50", "--seed", "3",
+             "--test", "permutation"], ["compare", "--metrics", "all", "--test", "wilcoxon"],
+            ["confusion", "--kind", "hierarchical"], ["confusion", "--kind", "multilabel"],
+            *(["breakdown", "--by", by] for by in BY)]
 
 
 @st.composite
@@ -49,10 +56,9 @@ def _write(path: Path, edges: list, truth: list, runs: list) -> None:
             con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?)", runs)
 
 
-@settings(derandomize=True, max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=cases())
-def test_every_family_prints_the_same_bytes_whatever_the_order_of_the_rows(case, tmp_path_factory):
-    edges, truth, runs, options, seed = case
+def _in_two_orders(case: tuple, command: list[str], tmp_path_factory: pytest.TempPathFactory) -> list[tuple]:
+    """``hiersql COMMAND`` (csv) on the case's tables as given and shuffled: exit status, stdout and stderr."""
+    edges, truth, runs, _, seed = case
     rng = random.Random(seed)
     outputs = []
     for order in ("given", "shuffled"):
@@ -61,9 +67,28 @@ def test_every_family_prints_the_same_bytes_whatever_the_order_of_the_rows(case,
             edges, truth, runs = (rng.sample(rows, len(rows)) for rows in (edges, truth, runs))
         _write(folder / "user.duckdb", edges, truth, runs)
         db = f"duckdb:{folder / 'user.duckdb'}"
-        code, out, err = run("evaluate", "--taxonomy", f"{db}::tax", "--truth", f"{db}::truth", "--pred",
-                             f"{db}::runs", *options, "--metrics", "all", "--format", "csv")
+        code, out, err = run(command[0], "--taxonomy", f"{db}::tax", "--truth", f"{db}::truth", "--pred",
+                             f"{db}::runs", *command[1:], "--format", "csv")
         outputs.append((code, out, err.replace(str(folder), "FOLDER")))  # messages name the file
+    return outputs
+
+
+@settings(derandomize=True, max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases())
+def test_every_family_prints_the_same_bytes_whatever_the_order_of_the_rows(case, tmp_path_factory):
+    outputs = _in_two_orders(case, ["evaluate", *case[3], "--metrics", "all"], tmp_path_factory)
+    assert outputs[0][0] in (0, 2), outputs[0]
+    assert outputs[1] == outputs[0]
+
+
+@settings(derandomize=True, max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases(), command=st.sampled_from(COMMANDS))
+def test_every_command_prints_the_same_bytes_whatever_the_order_of_the_rows(case, command, tmp_path_factory):
+    edges, truth, runs, options, seed = case
+    for system in ("h", "s"):  # a row of each system at least: compare needs two
+        if not any(row[0] == system for row in runs):
+            runs = [*runs, (system, *truth[0], SCORES[0] if system == "s" else None)]
+    outputs = _in_two_orders((edges, truth, runs, options, seed), command, tmp_path_factory)
     assert outputs[0][0] in (0, 2), outputs[0]
     assert outputs[1] == outputs[0]
 
