@@ -5,7 +5,7 @@ ties) as tables of a DuckDB file, written once in one order and once in another,
 minimal graphs and matchings depend on the rows, never on the order they are stored in. The same tables in a
 PostgreSQL database, evaluated there (``--engine postgres``: every family, the Python steps' inputs read from
 the server), print the bytes of the DuckDB run. So do the other commands that read tables: ``compare``, every
-``breakdown`` and both confusion matrices."""
+``breakdown`` and both confusion matrices in either order; ``compare`` and every ``breakdown`` in place too."""
 
 from __future__ import annotations
 
@@ -56,6 +56,16 @@ def _write(path: Path, edges: list, truth: list, runs: list) -> None:
             con.executemany("INSERT INTO runs VALUES (?, ?, ?, ?)", runs)
 
 
+def _two_systems(case: tuple) -> tuple:
+    """The case with a row of each system at least (of the first true row's instance and label): compare needs
+    two systems."""
+    edges, truth, runs, options, seed = case
+    for system in ("h", "s"):
+        if not any(row[0] == system for row in runs):
+            runs = [*runs, (system, *truth[0], SCORES[0] if system == "s" else None)]
+    return edges, truth, runs, options, seed
+
+
 def _in_two_orders(case: tuple, command: list[str], tmp_path_factory: pytest.TempPathFactory) -> list[tuple]:
     """``hiersql COMMAND`` (csv) on the case's tables as given and shuffled: exit status, stdout and stderr."""
     edges, truth, runs, _, seed = case
@@ -84,26 +94,19 @@ def test_every_family_prints_the_same_bytes_whatever_the_order_of_the_rows(case,
 @settings(derandomize=True, max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases(), command=st.sampled_from(COMMANDS))
 def test_every_command_prints_the_same_bytes_whatever_the_order_of_the_rows(case, command, tmp_path_factory):
-    edges, truth, runs, options, seed = case
-    for system in ("h", "s"):  # a row of each system at least: compare needs two
-        if not any(row[0] == system for row in runs):
-            runs = [*runs, (system, *truth[0], SCORES[0] if system == "s" else None)]
-    outputs = _in_two_orders((edges, truth, runs, options, seed), command, tmp_path_factory)
+    outputs = _in_two_orders(_two_systems(case), command, tmp_path_factory)
     assert outputs[0][0] in (0, 2), outputs[0]
     assert outputs[1] == outputs[0]
 
 
-@pytest.mark.postgres
-@settings(derandomize=True, max_examples=4, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(case=cases())
-def test_postgresql_in_place_prints_the_bytes_of_duckdb_for_every_family(case, pg_dsn, tmp_path_factory):
+def _here_and_in_place(case: tuple, command: list[str], pg_dsn: str, folder: Path) -> tuple[tuple, tuple]:
+    """``hiersql COMMAND`` (csv) on the case's tables in a DuckDB file, and on the same tables in a PostgreSQL
+    schema read in place (``--engine postgres``, text columns): exit status, stdout and stderr of each."""
     import psycopg
 
     from tests.test_sources_postgres import create, uri
 
-    edges, truth, runs, options, _ = case
-    folder = tmp_path_factory.mktemp("in_place")
+    edges, truth, runs, _, _ = case
     (folder / "tax.tsv").write_text("".join(f"{parent}\t{child}\n" for parent, child in edges))
     _write(folder / "user.duckdb", edges, truth, runs)
     with psycopg.connect(pg_dsn, autocommit=True) as con:
@@ -113,10 +116,32 @@ def test_postgresql_in_place_prints_the_bytes_of_duckdb_for_every_family(case, p
         create(con, "runs", ["system", "instance_id", "label", "score"],
                 [(s, i, label, None if score is None else repr(score)) for s, i, label, score in runs], "orders")
     base = uri(pg_dsn, psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"])
-    common = ["--taxonomy", str(folder / "tax.tsv"), *options, "--metrics", "all", "--format", "csv"]
+    common = ["--taxonomy", str(folder / "tax.tsv"), *command[1:], "--format", "csv"]
     db = f"duckdb:{folder / 'user.duckdb'}"
-    here = run("evaluate", "--truth", f"{db}::truth", "--pred", f"{db}::runs", *common)
-    there = run("evaluate", "--truth", f"{base}::orders.truth", "--pred", f"{base}::orders.runs", *common,
+    here = run(command[0], "--truth", f"{db}::truth", "--pred", f"{db}::runs", *common)
+    there = run(command[0], "--truth", f"{base}::orders.truth", "--pred", f"{base}::orders.runs", *common,
                 "--engine", "postgres", "--postgres-url", base)
+    return here, there
+
+
+@pytest.mark.postgres
+@settings(derandomize=True, max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_postgresql_in_place_prints_the_bytes_of_duckdb_for_every_family(case, pg_dsn, tmp_path_factory):
+    here, there = _here_and_in_place(case, ["evaluate", *case[3], "--metrics", "all"], pg_dsn,
+                                     tmp_path_factory.mktemp("in_place"))
+    assert here[0] in (0, 2), here
+    assert there[:2] == here[:2], (here, there)
+
+
+@pytest.mark.postgres
+@settings(derandomize=True, max_examples=3, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=cases(), command=st.sampled_from([c for c in COMMANDS if c[0] != "confusion"]))
+def test_postgresql_in_place_prints_the_bytes_of_duckdb_for_compare_and_every_breakdown(case, command, pg_dsn,
+                                                                                        tmp_path_factory):
+    """``confusion`` has no ``--engine``: it reads its tables into the store."""
+    here, there = _here_and_in_place(_two_systems(case), command, pg_dsn, tmp_path_factory.mktemp("in_place"))
     assert here[0] in (0, 2), here
     assert there[:2] == here[:2], (here, there)
