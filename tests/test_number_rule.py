@@ -60,7 +60,8 @@ def test_a_file_and_a_parquet_text_column_refuse_what_the_rule_refuses(tmp_path,
                    tmp_path / "p.parquet")
     code, _, err = run(capsys, [*args, "--pred", f"m={tmp_path / 'p.parquet'}", "--instance-col", "doc",
                                 "--label-col", "genre", "--score-col", "score"])
-    assert code == 2 and err == f"hiersql: error: {tmp_path / 'p.parquet'}:2: score is not a number: {text!r}\n"
+    assert code == 2 and err == (f"hiersql: error: {tmp_path / 'p.parquet'}, column 'score', doc='i2': score is not"
+                                 f" a number: {text!r}\n")  # Parquet has no row order: a row is named by its key
 
 
 def in_place_and_copied(pg_dsn, capsys, column: str, text: str, kind: str = "text") -> tuple[tuple, tuple]:

@@ -65,10 +65,13 @@ BAD = [
     ([("M1", "i1", "a1"), ("M1", "i2", "zebra")], "column 'genre', doc='i2', model='M1': label not in the taxonomy:"
      " 'zebra'"),
     ([("M1", "i1", "a1"), ("M1", "i2", None)], "column 'genre', doc='i2', model='M1': missing instance_id or label"),
-    ([("M1", "i1", "a1"), ("M1", None, "b")], "column 'doc', row 2, model='M1': missing instance_id or label"),
+    ([("M1", "i1", "a1"), ("M1", None, "b")], "column 'doc', genre='b', model='M1': missing instance_id or label"),
     ([("M1", "i1", "a1"), ("M2", "i9", "b")], "column 'doc', doc='i9', model='M2': predicted instance has no truth"),
     ([("M1", "i1", "a1"), (None, "i2", "b")], "column 'model', doc='i2': missing system (NULL or empty)"),
     ([("M1", "i1", "a1"), ("M1", "i2", "r")], None),  # the real root: no fault
+    # two bad rows: the least by instance and label is named, not the first stored
+    ([("M1", "i2", "zebra"), ("M1", "i1", "yak"), ("M1", "i1", "a1")], "column 'genre', doc='i1', model='M1': label"
+     " not in the taxonomy: 'yak'"),
 ]
 # duplicates, an unknown label and instances without truth, dropped with warnings under --unknown/--no-truth ignore
 MESSY = [*HAND_PREDS, ("M1", "i1", "a1"), ("M2", "i2", "zebra")]

@@ -252,7 +252,7 @@ BAD = [
      "<Spark DataFrame>, column 'genre', doc='i2', model='M1': missing instance_id or label (empty, None or NaN):"
      " \"instance_id='i2', label=None\""),
     ([("M1", "i1", "a1"), ("M1", None, "b")],
-     "<Spark DataFrame>, column 'doc', row 2, model='M1': missing instance_id or label (empty, None or NaN):"
+     "<Spark DataFrame>, column 'doc', genre='b', model='M1': missing instance_id or label (empty, None or NaN):"
      " \"instance_id=None, label='b'\""),
     ([("M1", "i1", "a1"), ("M2", "i9", "b")],
      "<Spark DataFrame>, column 'doc', doc='i9', model='M2': predicted instance has no truth: 'i9'"),
@@ -260,6 +260,9 @@ BAD = [
      "<Spark DataFrame>, column 'model', doc='i2': missing system (NULL or empty)"),
     ([("M1", 1.5, "a")],
      "<Spark DataFrame>: column 'doc' (instance) has type double; expected text or integer"),
+    # two bad rows: the least by instance and label is named, not the first in Spark's scan order
+    ([("M1", "i2", "zebra"), ("M1", "i1", "yak"), ("M1", "i1", "a1")],
+     "<Spark DataFrame>, column 'genre', doc='i1', model='M1': label not in the taxonomy: 'yak'"),
 ]
 
 

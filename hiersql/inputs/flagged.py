@@ -4,10 +4,11 @@ order, how messages name each system of a table, and the warnings of what was cl
 An engine that reads label tables in place (:mod:`hiersql.engines.spark.sources`,
 :mod:`hiersql.engines.postgres.sources`) flags each row with the checks of :data:`ERRORS` and sums the flags per
 source and system into *groups*: mappings with ``kept`` (rows kept), ``dups`` (duplicate rows collapsed),
-``_first`` (the first row's position), ``_first_id`` (its instance), ``_spellings`` (the system as written,
-sorted), ``_max_rank`` (the most labels of an instance: above 1, ranks mean something), and per flag of
-:data:`ERRORS` its count and ``<flag>_first``, the first flagged row (``_o`` its position, ``instance_id``,
-``label``, ``score_text``, ``rank_text``). From them the functions here raise and warn exactly as the store
+``_first`` (of a group without a system, its first row), ``_spellings`` (the system as written, sorted),
+``_max_rank`` (the most labels of an instance: above 1, ranks mean something), and per flag of :data:`ERRORS` its
+count and ``<flag>_first``, the first flagged row. A first row is the least by
+:data:`~hiersql.inputs.tables.FAULT_ORDER` (a table read in place has no row order), with ``instance_id``,
+``label``, ``score_text`` and ``rank_text``. From them the functions here raise and warn exactly as the store
 (:mod:`hiersql.inputs.staging`, :mod:`hiersql.inputs.label_tables`) does.
 
 An opened source is any object with ``where`` (its name in messages), ``columns`` (the user's column of each
@@ -39,11 +40,11 @@ ERRORS = (
 
 
 def raise_first_error(stats: Mapping[Key, Any], order: Sequence[Key], wheres: Mapping[Key, TableWhere],
-                      unknown: str, no_truth: str, line: Callable[[int, Any], int]) -> None:
+                      unknown: str, no_truth: str) -> None:
     """The first fault of :data:`ERRORS`, in the store's order of the checks, then of the systems (``order``),
     among the groups ``stats`` as an :class:`~hiersql.errors.InputError` naming the system (``wheres``), the
-    instance and the value, or the row's number by ``line`` when it has no instance id; the labels not in the
-    taxonomy and the instances without truth are no fault when ``unknown`` or ``no_truth`` is ``ignore``."""
+    instance (the label when it has no instance id) and the value; the labels not in the taxonomy and the
+    instances without truth are no fault when ``unknown`` or ``no_truth`` is ``ignore``."""
     for flag, message, role in ERRORS:
         if flag == "_unknown" and unknown == "ignore" or flag == "_no_truth" and no_truth == "ignore":
             continue
@@ -57,29 +58,27 @@ def raise_first_error(stats: Mapping[Key, Any], order: Sequence[Key], wheres: Ma
         value = {"_missing": f"instance_id={row['instance_id']!r}, label={row['label']!r}",
                  "_bad_score": row["score_text"], "_bad_rank": row["rank_text"],
                  "_no_truth": row["instance_id"]}.get(flag, row["label"])
-        at = line(key[0], row["_o"]) if instance_id is None else None
-        raise InputError(message, *locate(wheres[key], at, role, instance_id), value)
+        raise InputError(message, *locate(wheres[key], None, role, instance_id, row["label"]), value)
 
 
-def system_wheres(opened: Sequence[Any], by_source: Mapping[int, Mapping[str | None, Any]], predictions: bool,
-                  line: Callable[[int, Any], int]) -> dict[Key, TableWhere]:
+def system_wheres(opened: Sequence[Any], by_source: Mapping[int, Mapping[str | None, Any]], predictions: bool
+                  ) -> dict[Key, TableWhere]:
     """How messages name each system (``(source number, system)``) of ``opened``, whose groups (per system)
     are ``by_source``; a predictions table's system column is checked as
-    :func:`~hiersql.inputs.label_tables.expand` checks it: a NULL or empty value (its row's number by
-    ``line``), two spellings of one system, no row, a system name given that is not its only value."""
+    :func:`~hiersql.inputs.label_tables.expand` checks it: a NULL or empty value (the first such row of the NULL
+    and the empty groups), two spellings of one system, no row, a system name given that is not its only value."""
     wheres: dict[Key, TableWhere] = {}
     for k, source in enumerate(opened):
         found = by_source.get(k, {})
         if source.system is not None or not predictions:
             wheres[(k, source.system)] = TableWhere(source.where, source.columns)
             continue
-        bad = sorted((g for v, g in found.items() if not v), key=lambda g: g["_first"])
+        bad = sorted((g for v, g in found.items() if not v), key=lambda g: _fault_key(g["_first"]))
         if bad:
-            first = bad[0]
-            at = line(k, first["_first"]) if first["_first_id"] is None else None
+            first = bad[0]["_first"]
             raise InputError("missing system (NULL or empty)",
-                             *locate(TableWhere(source.where, source.columns), at, "system", first["_first_id"]),
-                             value=first["system"])
+                             *locate(TableWhere(source.where, source.columns), None, "system", first["instance_id"],
+                                     first["label"]), value=bad[0]["system"])
         label_tables.check_spellings(((v, g["_spellings"]) for v, g in sorted(found.items())),
                                      source.columns["system"], source.where)
         if not found:
@@ -90,6 +89,12 @@ def system_wheres(opened: Sequence[Any], by_source: Mapping[int, Mapping[str | N
                              value=source.given)
         wheres.update({(k, v): TableWhere(source.where, source.columns, v) for v in sorted(found)})
     return wheres
+
+
+def _fault_key(row: Any) -> tuple:
+    """:data:`~hiersql.inputs.tables.FAULT_ORDER` of a row without a row order, in Python (the first rows of two
+    groups compared): its values, a missing one first, strings in code-point order."""
+    return tuple((row[k] is not None, row[k] or "") for k in ("instance_id", "label", "score_text", "rank_text"))
 
 
 def warn_cleaned(stats: Mapping[Key, Any], order: Sequence[Key], wheres: Mapping[Key, TableWhere],

@@ -21,6 +21,7 @@ from .sources import (
     open_table,
     quote,
 )
+from .tables import FAULT_ORDER
 
 if TYPE_CHECKING:
     import duckdb
@@ -46,14 +47,16 @@ class TableWhere(str):
         return self
 
 
-def locate(where: str, line: int | None, role: str, instance_id: str | None) -> tuple[str, int | None]:
+def locate(where: str, line: int | None, role: str, instance_id: str | None, label: str | None = None
+           ) -> tuple[str, int | None]:
     """``(source, line)`` for an :class:`InputError`: a file and its line as they are; a table part as
-    ``TABLE, column 'COL', INSTANCE_COL='ID'[, SYSTEM_COL='S']`` (``row N`` when the id is missing)."""
+    ``TABLE, column 'COL', INSTANCE_COL='ID'[, SYSTEM_COL='S']`` (``LABEL_COL='LABEL'`` when the id is missing:
+    a table has no row order to number its rows by)."""
     if isinstance(where, SequenceWhere) and line is not None:
         return f"{where}[{line - 1}]", None
     if not isinstance(where, TableWhere):
         return where, line
-    key = f"row {line}" if instance_id is None or instance_id == "" else \
+    key = f"{where.columns['label']}={label!r}" if instance_id is None or instance_id == "" else \
         f"{where.columns['instance']}={instance_id!r}"
     if where.system is not None:
         key += f", {where.columns['system']}={where.system!r}"
@@ -205,9 +208,10 @@ def check_distinct_systems(systems: Iterable[tuple[str, str]]) -> None:
 
 
 def _part_where(labels: LabelTable, system: str | None) -> str:
-    """How messages name one system of a label table: by row key (:class:`TableWhere`) or by row number."""
+    """How messages name one system of a label table: by row key (:class:`TableWhere`) when it has no row order,
+    else by row number."""
     table, columns = labels.table, labels.columns
-    if table.keyed:
+    if table.keyed or not table.ordered:
         return TableWhere(table.where, columns, system)
     return table.where if system is None else f"{table.where} ({columns['system']}={system!r})"
 
@@ -216,12 +220,12 @@ def _systems(con: duckdb.DuckDBPyConnection, labels: LabelTable) -> list[str]:
     """The distinct values of the system column, sorted; a NULL or empty one is an error naming its row, and
     so are two values that are one system once the spaces around them are stripped (:func:`check_spellings`)."""
     rows = labels.rows()
-    bad = con.execute(f"SELECT instance_id, line, system FROM ({rows}) WHERE system IS NULL OR system = ''"
-                      " ORDER BY line LIMIT 1").fetchall()
+    bad = con.execute(f"SELECT instance_id, line, system, label FROM ({rows}) WHERE system IS NULL OR system = ''"
+                      f" ORDER BY {FAULT_ORDER} LIMIT 1").fetchall()
     if bad:
         where = _part_where(labels, None)
-        raise InputError("missing system (NULL or empty)", *locate(where, bad[0][1], "system", bad[0][0]),
-                         value=bad[0][2])
+        raise InputError("missing system (NULL or empty)",
+                         *locate(where, bad[0][1], "system", bad[0][0], bad[0][3]), value=bad[0][2])
     found = con.execute(f"SELECT system, list(DISTINCT system_text ORDER BY system_text) FROM ({rows})"
                         " GROUP BY system ORDER BY system").fetchall()
     check_spellings(found, labels.columns["system"], labels.table.where)

@@ -1,7 +1,8 @@
 """Reading label sources into the staging tables of a DuckDB connection.
 
 Every reader fills the temp tables ``_incoming(src, instance_id, label, line, pos, score[, score_text],
-ord, rank)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`~hiersql.inputs.staging.STAGED`), ``src``
+ord, rank)`` and ``_incoming_instances(src, instance_id, line, in_order)``
+(:data:`~hiersql.inputs.staging.STAGED`), ``src``
 being the position of a source in the list read; :mod:`hiersql.inputs.staging` checks them and
 :class:`~hiersql.inputs.store.Store` then moves the checked rows into ``truth`` or ``predictions`` in one
 transaction. The formats (SPEC §1, §10) are those of :data:`LABEL_FORMATS`, mappings of columns, sequences of label
@@ -32,7 +33,7 @@ from .staging import (
     temp_table,
     warn_unread_system,
 )
-from .tables import Columns, Table
+from .tables import FAULT_ORDER, Columns, Table
 
 if TYPE_CHECKING:
     import duckdb
@@ -47,7 +48,7 @@ RAW_READ = ("read_csv($paths, columns={'raw': 'VARCHAR'}, delim=chr(31), quote='
 def stage(con: duckdb.DuckDBPyConnection, items: list[tuple[str | None, LabelSource, str | None]], format: str,
           columns: Columns, predictions: bool) -> Staged:
     """Read every ``(system, source, name)`` into the temp tables ``_incoming(src, instance_id, label,
-    line, pos, score, rank)`` and ``_incoming_instances(src, instance_id, line)``. The sources are first
+    line, pos, score, rank)`` and ``_incoming_instances(src, instance_id, line, in_order)``. The sources are first
     expanded (:func:`hiersql.inputs.label_tables.expand`: a predictions table with a system column is one source
     per system); ``src`` is the position of a source in that list. The text files are read together
     (:func:`_stage_text`), and so are the mappings of columns and label sets (:func:`_stage_columns`)
@@ -215,7 +216,8 @@ def _stage_long(con: duckdb.DuckDBPyConnection, q: dict[str, str], wheres: list[
             wheres[bad[0]], bad[1], bad[2],
         )
     check_score_text(con, wheres)
-    temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
+    temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line, true AS in_order"
+               " FROM _incoming GROUP BY ALL")
 
 
 def _stage_germeval(con: duckdb.DuckDBPyConnection, subtask: str, q: dict[str, str], wheres: list[str]) -> None:
@@ -239,7 +241,7 @@ def _stage_germeval(con: duckdb.DuckDBPyConnection, subtask: str, q: dict[str, s
     )
     temp_table(
         con, "_incoming_instances",
-        "SELECT src, instance_id, line FROM germeval_lines WHERE section = $s", {"s": section},
+        "SELECT src, instance_id, line, true AS in_order FROM germeval_lines WHERE section = $s", {"s": section},
     )
 
 
@@ -290,8 +292,8 @@ def _stage_wide(con: duckdb.DuckDBPyConnection, path: Path, src: int, wheres: li
         con, "SELECT $src AS src, instance_id, list_extract($labels, pos) AS label, line, pos, NULL::DOUBLE AS score"
         " FROM _wide_cells WHERE trim(v) IN ('1', '1.0')", {"src": src, "labels": labels},
     )
-    temp_table(con, "_incoming_instances", "SELECT $src AS src, trim(c0) AS instance_id, line FROM _wide",
-               {"src": src})
+    temp_table(con, "_incoming_instances", "SELECT $src AS src, trim(c0) AS instance_id, line, true AS in_order"
+               " FROM _wide", {"src": src})
     con.execute("DROP TABLE _wide_cells")
     return labels
 
@@ -311,7 +313,7 @@ def _stage_table(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, label_ta
     check_rows(con, wheres)
     if "rank" in labels.columns:
         bad = first_row(con, "SELECT src, line, rank_text, instance_id FROM _incoming WHERE ord IS NULL"
-                             " OR NOT isfinite(ord) ORDER BY src, line LIMIT 1")
+                             f" OR NOT isfinite(ord) ORDER BY src, {FAULT_ORDER} LIMIT 1")
         if bad:
             raise InputError(rules.RANK_NOT_A_NUMBER, *locate(wheres[bad[0]], bad[1], "rank", bad[3]), bad[2])
 
@@ -344,7 +346,7 @@ def _stage_columns(con: duckdb.DuckDBPyConnection, items: list[tuple[int, Any]],
         temp_table(
             con, "_incoming_instances",
             "SELECT * FROM _incoming_instances WHERE src NOT IN (SELECT unnest($srcs))"
-            " UNION ALL SELECT src, CAST(i AS VARCHAR) AS instance_id, i + 1 AS line FROM"
+            " UNION ALL SELECT src, CAST(i AS VARCHAR) AS instance_id, i + 1 AS line, true AS in_order FROM"
             " (SELECT src, unnest(range(n)) AS i FROM (SELECT unnest($srcs) AS src, unnest($sizes) AS n))",
             {"srcs": list(set_sizes), "sizes": list(set_sizes.values())},
         )

@@ -44,7 +44,7 @@ FROM (
 WHERE label <> ''
 
 -- name: lines_instances
-SELECT src, CAST(line AS VARCHAR) AS instance_id, line FROM raw_lines
+SELECT src, CAST(line AS VARCHAR) AS instance_id, line, true AS in_order FROM raw_lines
 
 -- name: germeval_lines
 -- GermEval 2019 submission or gold file: a `subtask_a` line, `id<TAB>label<TAB>...` lines, a `subtask_b`

@@ -1,7 +1,8 @@
 """The staging tables of the label readers, and the checks of what they staged.
 
 Every reader of :mod:`hiersql.inputs.readers` fills the temp tables ``_incoming(src, instance_id, label, line, pos,
-score[, score_text], ord, in_order)`` and ``_incoming_instances(src, instance_id, line)`` (:data:`STAGED`), ``src``
+score[, score_text], ord, in_order)`` and ``_incoming_instances(src, instance_id, line, in_order)``
+(:data:`STAGED`), ``src``
 being the position of a source in the list read. Here are those tables, the checks of their rows (missing ids
 and labels, bad scores, duplicates, then, with the taxonomy and the truth loaded, unknown labels and predicted
 instances without truth: the rules of :mod:`hiersql.inputs.store`), the ranks of the rows kept, numbered as they
@@ -20,7 +21,7 @@ from ..errors import DataWarning, InputError
 from . import rules
 from .arguments import check_option
 from .label_tables import locate
-from .tables import RANK_ORDER, rank_order
+from .tables import RANK_ORDER, fault_order, rank_order
 
 if TYPE_CHECKING:
     import duckdb
@@ -40,6 +41,11 @@ class Staged(NamedTuple):
     systems: list[str | None]
     by_name: list[str]
     headers: dict[int, list[str]]
+
+
+# the rows a message names (hiersql.inputs.tables.FAULT_ORDER) among the staged labels and the staged instances
+_LABEL_ROWS = fault_order("line", "pos", "instance_id", "label")
+_INSTANCES = fault_order("line", "instance_id")
 
 
 def temp_table(con: duckdb.DuckDBPyConnection, table: str, sql: str, params: dict[str, object] | None = None) -> None:
@@ -96,21 +102,22 @@ def check_rows(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
     bad = first_row(
         con, "SELECT src, line, instance_id, label FROM _incoming WHERE instance_id IS NULL OR label IS NULL"
         " OR trim(label) = '' OR lower(label) = 'nan' OR lower(instance_id) = 'nan'"
-        " ORDER BY src, line LIMIT 1"
+        f" ORDER BY src, {_LABEL_ROWS} LIMIT 1"
     )
     if bad:
         role = "instance" if bad[2] is None or bad[2].lower() == "nan" else "label"
         raise InputError(rules.MISSING,
-                         *locate(wheres[bad[0]], bad[1], role, None if role == "instance" else bad[2]),
+                         *locate(wheres[bad[0]], bad[1], role, None if role == "instance" else bad[2], bad[3]),
                          f"instance_id={bad[2]!r}, label={bad[3]!r}")
     check_score_text(con, wheres)
-    temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line FROM _incoming GROUP BY ALL")
+    temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line, bool_and(in_order) AS in_order"
+               " FROM _incoming GROUP BY src, instance_id")
 
 
 def check_score_text(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
     bad = first_row(
         con, "SELECT src, line, score_text, instance_id FROM _incoming WHERE score_text IS NOT NULL"
-        " AND score_text <> '' AND (score IS NULL OR isnan(score)) ORDER BY src, line LIMIT 1"
+        f" AND score_text <> '' AND (score IS NULL OR isnan(score)) ORDER BY src, {_LABEL_ROWS}, score_text LIMIT 1"
     )
     if bad:
         raise InputError(rules.SCORE_NOT_A_NUMBER, *locate(wheres[bad[0]], bad[1], "score", bad[3]), bad[2])
@@ -122,13 +129,13 @@ def check_labels(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> list[tupl
     returned, warned by :func:`check_staged`), the first in rank order kept."""
     bad = first_row(
         con, "SELECT src, line, instance_id FROM _incoming_instances WHERE instance_id IS NULL OR instance_id = ''"
-        " ORDER BY src, line LIMIT 1"
+        f" ORDER BY src, {_INSTANCES} LIMIT 1"
     )
     if bad:
         raise InputError(rules.EMPTY_INSTANCE, *locate(wheres[bad[0]], bad[1], "instance", None), bad[2])
     bad = first_row(
         con, "SELECT src, line, instance_id FROM _incoming WHERE label IS NULL OR label = ''"
-        " ORDER BY src, line LIMIT 1"
+        f" ORDER BY src, {_LABEL_ROWS} LIMIT 1"
     )
     if bad:
         raise InputError(rules.EMPTY_LABEL, *locate(wheres[bad[0]], bad[1], "label", bad[2]),
@@ -153,15 +160,15 @@ def check_staged(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str) -
     check_option("unknown", unknown)
     wheres = staged.wheres
     virtual = first_row(
-        con, "SELECT i.src, i.line, i.label, i.instance_id FROM _incoming i JOIN nodes n ON n.label = i.label"
-        " AND n.is_virtual ORDER BY i.src, i.line LIMIT 1"
+        con, "SELECT src, line, label, instance_id FROM (SELECT i.* FROM _incoming i JOIN nodes n ON n.label = i.label"
+        f" AND n.is_virtual) ORDER BY src, {_LABEL_ROWS} LIMIT 1"
     )
     if virtual:  # a name hiersql made up, above the taxonomy's parentless nodes: no label can mean it
         raise InputError(rules.VIRTUAL_ROOT, *locate(wheres[virtual[0]], virtual[1], "label", virtual[3]), virtual[2])
     unknowns = con.execute(
-        "SELECT i.src, min(i.line), first(i.label ORDER BY i.line, i.pos), count(*),"
-        " first(i.instance_id ORDER BY i.line, i.pos) FROM _incoming i"
-        " ANTI JOIN nodes n ON n.label = i.label GROUP BY i.src ORDER BY i.src"
+        f"SELECT src, first(line ORDER BY {_LABEL_ROWS}), first(label ORDER BY {_LABEL_ROWS}), count(*),"
+        f" first(instance_id ORDER BY {_LABEL_ROWS}) FROM (SELECT i.* FROM _incoming i"
+        " ANTI JOIN nodes n ON n.label = i.label) GROUP BY src ORDER BY src"
     ).fetchall()
     if unknowns:
         if unknown == "error":
@@ -203,8 +210,9 @@ def _check_headers(con: duckdb.DuckDBPyConnection, staged: Staged, unknown: str)
 def check_no_truth(con: duckdb.DuckDBPyConnection, wheres: list[str], no_truth: str) -> None:
     check_option("no_truth", no_truth)
     missing = con.execute(
-        "SELECT s.src, min(s.line), first(s.instance_id ORDER BY s.line), count(*) FROM _incoming_instances s"
-        " ANTI JOIN instances i ON i.instance_id = s.instance_id GROUP BY s.src ORDER BY s.src"
+        f"SELECT src, first(line ORDER BY {_INSTANCES}), first(instance_id ORDER BY {_INSTANCES}), count(*) FROM"
+        " (SELECT s.* FROM _incoming_instances s ANTI JOIN instances i ON i.instance_id = s.instance_id)"
+        " GROUP BY src ORDER BY src"
     ).fetchall()
     if not missing:
         return

@@ -1,6 +1,7 @@
 """A table read where it is (:class:`Table`: its columns by name and kind, the SQL that reads them), the columns
 of label and taxonomy tables by role (:class:`Columns`), table names split and quoted (:func:`split_name`,
-:func:`quote`) and the one rule that ranks the labels of an instance (:data:`RANK_ORDER`). The sources that open
+:func:`quote`), the one rule that ranks the labels of an instance (:data:`RANK_ORDER`) and the one that picks
+the row a message names (:data:`FAULT_ORDER`). The sources that open
 tables are :mod:`hiersql.inputs.sources` and :mod:`hiersql.inputs.postgres_tables`.
 """
 
@@ -29,6 +30,22 @@ RANK_KEYS = {"ord": "ord ASC NULLS LAST", "score": "score DESC NULLS LAST",
              "line": "CASE WHEN in_order AND score IS NULL THEN line END ASC NULLS LAST", "pos": "pos ASC",
              "label": "label ASC"}
 RANK_ORDER = ", ".join(RANK_KEYS.values())
+
+
+# Of the rows of one source that break one rule, the one a message names (an error's row, a warning's "first"):
+# the first in the source's row order when it has one (``in_order``: a file's lines, a DataFrame's rows), else the
+# least by instance, label and the values as written, a missing value first, in code-point order (PostgreSQL's
+# text columns are read COLLATE "C"): the same row whatever order a table stores its rows in, on every engine.
+FAULT_KEYS = {"line": "CASE WHEN in_order THEN line END ASC NULLS FIRST",
+              "pos": "CASE WHEN in_order THEN pos END ASC NULLS FIRST", "instance_id": "instance_id ASC NULLS FIRST",
+              "label": "label ASC NULLS FIRST", "score_text": "score_text ASC NULLS FIRST",
+              "rank_text": "rank_text ASC NULLS FIRST"}
+FAULT_ORDER = ", ".join(FAULT_KEYS.values())
+
+
+def fault_order(*keys: str) -> str:
+    """:data:`FAULT_ORDER` on the columns ``keys`` of :data:`FAULT_KEYS` a staged table has (in their order)."""
+    return ", ".join(FAULT_KEYS[key] for key in keys)
 
 
 def rank_order(constant: Iterable[str] = ()) -> str:

@@ -29,7 +29,7 @@ from ...inputs import flagged, label_tables, rules
 from ...inputs.arguments import check_option
 from ...inputs.postgres_tables import _pg_kind, _pg_split, describe
 from ...inputs.staging import warn_ranked_by_name, warn_unread_system
-from ...inputs.tables import RANK_ORDER, Columns, Table, split_name
+from ...inputs.tables import FAULT_ORDER, RANK_ORDER, Columns, Table, split_name
 from ...options import SPACES
 from .engine import C
 
@@ -167,32 +167,31 @@ def _flag(engine: PostgresEngine, name: str, opened: list[_Source], predictions:
              keep=sql.SQL(keep))
     flags = [flag for flag, _, _ in flagged.ERRORS]
     groups = sql.SQL(
-        "SELECT _src, system, count(*) FILTER (WHERE _keep) AS kept,"
-        " count(*) FILTER (WHERE _dup) AS dups, min(line) AS _first, max(_labels) AS _max_rank,"
+        "SELECT _src, system, count(*) FILTER (WHERE _keep) AS kept, count(*) FILTER (WHERE _dup) AS dups,"
+        " (array_agg(line ORDER BY {fault}) FILTER (WHERE system IS NULL OR system = ''))[1] AS _first,"
+        " max(_labels) AS _max_rank,"
         " array_agg(DISTINCT _system_text ORDER BY _system_text)"
         "  FILTER (WHERE _system_text IS NOT NULL) AS _spellings, {flags} FROM {name} GROUP BY _src, system"
-    ).format(name=sql.Identifier(name), flags=sql.SQL(", ").join(
-        sql.SQL("count(*) FILTER (WHERE {f}) AS {f}, min(line) FILTER (WHERE {f}) AS {line}").format(
-            f=sql.Identifier(flag), line=sql.Identifier(f"{flag}_line")) for flag in flags))
+    ).format(name=sql.Identifier(name), fault=sql.SQL(FAULT_ORDER), flags=sql.SQL(", ").join(
+        sql.SQL("count(*) FILTER (WHERE {f}) AS {f}, (array_agg(line ORDER BY {fault}) FILTER (WHERE {f}))[1] AS {line}"
+                ).format(f=sql.Identifier(flag), fault=sql.SQL(FAULT_ORDER), line=sql.Identifier(f"{flag}_line"))
+        for flag in flags))
     with engine.conn.transaction(), engine.conn.cursor() as cur:
-        # one process scans each table from its first page: the numbers of its rows are the same at every run
-        cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        cur.execute("SET LOCAL synchronize_seqscans = off")
         cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier("pg_temp", name)))
         cur.execute(DOUBLE_OR_NULL)
         cur.execute(statement)
         cur.execute(groups)
         found = [dict(zip([c.name for c in cur.description], row, strict=True)) for row in cur.fetchall()]
-    # the first row of each group and of each of its flags, fetched at once by (source, line)
+    # the first row (FAULT_ORDER) of each group without a system and of each flag, fetched at once by (source, line)
     wanted = sorted({(g["_src"], line) for g in found for line in [g["_first"], *(g[f"{f}_line"] for f in flags)]
                      if line is not None})
-    first = {(r[0], r[1]): dict(zip(("_o", "instance_id", "label", "score_text", "rank_text"), r[1:], strict=True))
+    first = {(r[0], r[1]): dict(zip(("instance_id", "label", "score_text", "rank_text"), r[2:], strict=True))
              for r in engine.conn.execute(sql.SQL(
                  "SELECT _src, line, instance_id, label, score_text, rank_text FROM {} WHERE (_src, line) IN"
                  " (SELECT * FROM unnest(CAST(%s AS integer[]), CAST(%s AS bigint[])))").format(sql.Identifier(name)),
                  [[w[0] for w in wanted], [w[1] for w in wanted]]).fetchall()}
     for group in found:
-        group["_first_id"] = first[(group["_src"], group["_first"])]["instance_id"]
+        group["_first"] = first.get((group["_src"], group["_first"]))
         for flag in flags:
             group[f"{flag}_first"] = first.get((group["_src"], group.pop(f"{flag}_line")))
     return found
@@ -212,13 +211,10 @@ def _checked(engine: PostgresEngine, name: str, opened: list[_Source], predictio
     for group in groups:
         by_source.setdefault(group["_src"], {})[group["system"]] = group
 
-    def line(_: int, o: Any) -> int:  # _o is the row's number in its table
-        return o
-
-    wheres = flagged.system_wheres(opened, by_source, predictions, line)
+    wheres = flagged.system_wheres(opened, by_source, predictions)
     order = list(wheres)
     stats = {key: by_source.get(key[0], {}).get(key[1]) for key in order}
-    flagged.raise_first_error(stats, order, wheres, unknown, no_truth, line)
+    flagged.raise_first_error(stats, order, wheres, unknown, no_truth)
 
     def unread_systems(source: _Source) -> None:
         for column in source.unread:

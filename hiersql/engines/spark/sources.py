@@ -22,11 +22,11 @@ empty ids, labels and systems, scores that are not numbers, the virtual root, la
 error, or dropped with a warning giving the count with ``unknown="ignore"``), duplicate ``(instance, label)``
 rows (collapsed with a warning), predicted instances without truth (an error, or dropped with a count); the
 spaces around ids and labels are stripped (:data:`hiersql.options.SPACES`), as every reader of the store strips
-them. A row
-is named by its key (the instance and the system), and the first bad row is the first in Spark's scan order
-(the file, then the row within it). Ranks (the position of a label within its instance) follow the rule of every
-source, :data:`hiersql.inputs.tables.RANK_ORDER`: Spark's reads have no row order, so without a rank or score column
-the labels of an instance are ranked by name, with one warning.
+them. A row is named by its key (the instance and the system; the label when the instance is missing), and of
+several bad rows the one named is the least by :data:`hiersql.inputs.tables.FAULT_ORDER`, as the store names it.
+Ranks (the position of a label within its instance) follow the rule of every source,
+:data:`hiersql.inputs.tables.RANK_ORDER`: Spark's reads have no row order, so without a rank or score column the
+labels of an instance are ranked by name, with one warning.
 """
 
 from __future__ import annotations
@@ -164,9 +164,9 @@ def _kind(data_type: Any) -> tuple[str, str]:
 
 class _Source(NamedTuple):
     """A label source opened in Spark: its rows as ``_src, instance_id, label, score_text, score, rank_text,
-    ord, _ranked, system, _system_text, _o, line, pos, in_order`` (``_src``: its number; ``ord``: the rank
-    column's value, ``_ranked`` whether it has one; ``_system_text``: the system as written; ``_o``: the scan
-    order, for messages; ``line``, ``pos`` and ``in_order`` as :data:`~hiersql.inputs.tables.RANK_ORDER` reads them:
+    ord, _ranked, system, _system_text, line, pos, in_order`` (``_src``: its number; ``ord``: the rank
+    column's value, ``_ranked`` whether it has one; ``_system_text``: the system as written; ``line``, ``pos`` and
+    ``in_order`` as :data:`~hiersql.inputs.tables.RANK_ORDER` reads them:
     no row order), how messages name it, its columns by role, its system (``None``: the values of its system
     column name its systems), the system name given to a table with a system column (an error unless its
     only value), and its text columns that no role reads, by their positional names in ``frame`` (its
@@ -220,7 +220,6 @@ def _rows(spark: Any, k: int, item: tuple[str | None, Any, str | None], columns:
         number("rank").alias("ord"), F.lit("rank" in col).alias("_ranked"),
         (trimmed("system") if by_column else F.lit(named).cast("string")).alias("system"), text("system").alias(
             "_system_text"),
-        F.struct(F.input_file_name().alias("file"), F.monotonically_increasing_id().alias("row")).alias("_o"),
         F.lit(None).cast("long").alias("line"), F.lit(1).alias("pos"), F.lit(False).alias("in_order"))
     unread = {name: f"c{i}" for i, (name, kind) in enumerate(zip(table.names, table.kinds, strict=True))
               if kind == "text" and name not in labels.columns.values()}
@@ -246,18 +245,13 @@ def _checked(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     check_option("no_truth", no_truth)
     rows, groups = _flagged(engine, opened, predictions, unknown, no_truth)
 
-    def line(k: int, o: Any) -> int:
-        """The number of the row at ``o`` in the scan order of source ``k`` (for messages, on errors only)."""
-        before = (F.col("_o.file") < o["file"]) | ((F.col("_o.file") == o["file"]) & (F.col("_o.row") < o["row"]))
-        return rows.filter((F.col("_src") == k) & before).count() + 1
-
     by_source: dict[int, dict[str | None, Any]] = {}
     for group in groups:
         by_source.setdefault(group["_src"], {})[group["system"]] = group
-    wheres = flagged.system_wheres(opened, by_source, predictions, line)
+    wheres = flagged.system_wheres(opened, by_source, predictions)
     order = list(wheres)
     stats = {key: by_source.get(key[0], {}).get(key[1]) for key in order}
-    flagged.raise_first_error(stats, order, wheres, unknown, no_truth, line)
+    flagged.raise_first_error(stats, order, wheres, unknown, no_truth)
 
     def no_truth_instances(key: tuple[int, str | None]) -> int:
         return rows.filter(F.col("_no_truth") & (F.col("_src") == key[0]) & (F.col("system") == key[1])
@@ -318,17 +312,18 @@ def _flagged(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     # the rank of a kept row: the kept rows of its instance up to it in rank order
     rank = F.expr(f"sum(CAST(_keep AS INT)) OVER (PARTITION BY {', '.join(unit)} ORDER BY {RANK_ORDER}"
                   " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)")
+    # a group's first rows: the least by FAULT_ORDER (Spark orders a struct field by field, a NULL first)
+    first = F.struct("instance_id", "label", "score_text", "rank_text")
     try:
         # _labels: the rows read of the row's instance (the store's test of whether its ranks mean something)
         rows = rows.withColumn("_keep", keep).withColumn("rank", rank.cast("int")).withColumn(
             "_labels", F.expr(f"count(*) OVER (PARTITION BY {', '.join(unit)})")).localCheckpoint(eager=True)
         groups = rows.groupBy("_src", "system").agg(
             F.count_if("_keep").alias("kept"), F.count_if("_dup").alias("dups"),
-            F.min("_o").alias("_first"), F.min_by("instance_id", "_o").alias("_first_id"),
+            F.min(first).alias("_first"),
             F.sort_array(F.collect_set("_system_text")).alias("_spellings"), F.max("_labels").alias("_max_rank"),
             *(F.count_if(flag).alias(flag) for flag, _, _ in flagged.ERRORS),
-            *(F.min_by(F.struct("_o", "instance_id", "label", "score_text", "rank_text"),
-                       F.when(F.col(flag), F.col("_o"))).alias(f"{flag}_first") for flag, _, _ in flagged.ERRORS),
+            *(F.min(F.when(F.col(flag), first)).alias(f"{flag}_first") for flag, _, _ in flagged.ERRORS),
         ).collect()
     except Exception as exc:  # a file Spark cannot read, a query that fails when run
         if not is_spark_error(exc):
