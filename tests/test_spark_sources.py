@@ -263,6 +263,9 @@ BAD = [
     # two bad rows: the least by instance and label is named, not the first in Spark's scan order
     ([("M1", "i2", "zebra"), ("M1", "i1", "yak"), ("M1", "i1", "a1")],
      "<Spark DataFrame>, column 'genre', doc='i1', model='M1': label not in the taxonomy: 'yak'"),
+    # a missing system written two ways: the least row of the two is named
+    ([("M1", "i1", "a1"), ("", "i2", "b"), (None, "i1", "b")],
+     "<Spark DataFrame>, column 'model', doc='i1': missing system (NULL or empty)"),
 ]
 
 
