@@ -211,7 +211,7 @@ def _part_where(labels: LabelTable, system: str | None) -> str:
     """How messages name one system of a label table: by row key (:class:`TableWhere`) when it has no row order,
     else by row number."""
     table, columns = labels.table, labels.columns
-    if table.keyed or not table.ordered:
+    if not table.ordered:  # a database table, a query, Parquet, a relation: no row to number
         return TableWhere(table.where, columns, system)
     return table.where if system is None else f"{table.where} ({columns['system']}={system!r})"
 

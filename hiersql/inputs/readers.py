@@ -30,6 +30,7 @@ from .staging import (
     check_score_text,
     first_row,
     incoming,
+    stage_instances,
     temp_table,
     warn_unread_system,
 )
@@ -216,8 +217,7 @@ def _stage_long(con: duckdb.DuckDBPyConnection, q: dict[str, str], wheres: list[
             wheres[bad[0]], bad[1], bad[2],
         )
     check_score_text(con, wheres)
-    temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line, true AS in_order"
-               " FROM _incoming GROUP BY ALL")
+    stage_instances(con)
 
 
 def _stage_germeval(con: duckdb.DuckDBPyConnection, subtask: str, q: dict[str, str], wheres: list[str]) -> None:

@@ -110,6 +110,11 @@ def check_rows(con: duckdb.DuckDBPyConnection, wheres: list[str]) -> None:
                          *locate(wheres[bad[0]], bad[1], role, None if role == "instance" else bad[2], bad[3]),
                          f"instance_id={bad[2]!r}, label={bad[3]!r}")
     check_score_text(con, wheres)
+    stage_instances(con)
+
+
+def stage_instances(con: duckdb.DuckDBPyConnection) -> None:
+    """``_incoming_instances`` of the instances of ``_incoming`` (a reader whose rows list every instance)."""
     temp_table(con, "_incoming_instances", "SELECT src, instance_id, min(line) AS line, bool_and(in_order) AS in_order"
                " FROM _incoming GROUP BY src, instance_id")
 
