@@ -75,6 +75,13 @@ BAD = [
     # a missing system written two ways: the least row of the two is named
     ([("M1", "i1", "a1"), ("", "i2", "b"), (None, "i1", "b")], "column 'model', doc='i1': missing system (NULL or"
      " empty)"),
+    # ... and two rows alike but for a NULL and an empty system: the NULL one
+    ([("", "i1", "b"), (None, "i1", "b"), ("M1", "i1", "a1")], "column 'model', doc='i1': missing system (NULL or"
+     " empty)"),
+    ([(None, "i1", "b"), ("", "i1", "b"), ("M1", "i1", "a1")], "column 'model', doc='i1': missing system (NULL or"
+     " empty)"),
+    ([(None, "i2", "b"), ("", "i1", "b"), ("M1", "i1", "a1")], "column 'model', doc='i1': missing system (NULL or"
+     " empty): ''"),
 ]
 # duplicates, an unknown label and instances without truth, dropped with warnings under --unknown/--no-truth ignore
 MESSY = [*HAND_PREDS, ("M1", "i1", "a1"), ("M2", "i2", "zebra")]

@@ -444,6 +444,12 @@ def run_cli(args: list[str], capsys) -> tuple[int, str]:
      "p, column 'genre', doc='i1', model='M': label not in the taxonomy: 'yak'"),
     ("CREATE TABLE p AS SELECT * FROM (VALUES ('M', 'i1', 'a'), ('', 'i7', 'a'), (NULL, 'i1', 'b'))"
      " t(model, doc, genre)", "p, column 'model', doc='i1': missing system (NULL or empty)"),
+    ("CREATE TABLE p AS SELECT * FROM (VALUES ('', 'i1', 'b'), (NULL, 'i1', 'b'), ('M', 'i1', 'a'))"
+     " t(model, doc, genre)", "p, column 'model', doc='i1': missing system (NULL or empty)"),
+    ("CREATE TABLE p AS SELECT * FROM (VALUES (NULL, 'i1', 'b'), ('', 'i1', 'b'), ('M', 'i1', 'a'))"
+     " t(model, doc, genre)", "p, column 'model', doc='i1': missing system (NULL or empty)"),
+    ("CREATE TABLE p AS SELECT * FROM (VALUES (NULL, 'i2', 'b'), ('', 'i1', 'b'), ('M', 'i1', 'a'))"
+     " t(model, doc, genre)", "p, column 'model', doc='i1': missing system (NULL or empty): ''"),
     ("CREATE TABLE p AS SELECT 'M' AS model, 'i1' AS doc",
      "no column 'genre' for the label; the table has ['model', 'doc']"),
     ("CREATE TABLE q (x INTEGER)", "no such table in the DuckDB file"),

@@ -266,6 +266,13 @@ BAD = [
     # a missing system written two ways: the least row of the two is named
     ([("M1", "i1", "a1"), ("", "i2", "b"), (None, "i1", "b")],
      "<Spark DataFrame>, column 'model', doc='i1': missing system (NULL or empty)"),
+    # ... and two rows alike but for a NULL and an empty system: the NULL one
+    ([("", "i1", "b"), (None, "i1", "b"), ("M1", "i1", "a1")],
+     "<Spark DataFrame>, column 'model', doc='i1': missing system (NULL or empty)"),
+    ([(None, "i1", "b"), ("", "i1", "b"), ("M1", "i1", "a1")],
+     "<Spark DataFrame>, column 'model', doc='i1': missing system (NULL or empty)"),
+    ([(None, "i2", "b"), ("", "i1", "b"), ("M1", "i1", "a1")],
+     "<Spark DataFrame>, column 'model', doc='i1': missing system (NULL or empty): ''"),
 ]
 
 

@@ -4,7 +4,8 @@ order, how messages name each system of a table, and the warnings of what was cl
 An engine that reads label tables in place (:mod:`hiersql.engines.spark.sources`,
 :mod:`hiersql.engines.postgres.sources`) flags each row with the checks of :data:`ERRORS` and sums the flags per
 source and system into *groups*: mappings with ``kept`` (rows kept), ``dups`` (duplicate rows collapsed),
-``_first`` (of a group without a system, its first row), ``_spellings`` (the system as written, sorted),
+``_first`` (of the group without a system, whose NULL and empty systems are one group, its first row by
+:data:`~hiersql.inputs.tables.MISSING_SYSTEM_ORDER`, with ``system``), ``_spellings`` (the system as written, sorted),
 ``_max_rank`` (the most labels of an instance: above 1, ranks mean something), and per flag of :data:`ERRORS` its
 count and ``<flag>_first``, the first flagged row. A first row is the least by
 :data:`~hiersql.inputs.tables.FAULT_ORDER` (a table read in place has no row order), with ``instance_id``,
@@ -65,20 +66,19 @@ def system_wheres(opened: Sequence[Any], by_source: Mapping[int, Mapping[str | N
                   ) -> dict[Key, TableWhere]:
     """How messages name each system (``(source number, system)``) of ``opened``, whose groups (per system)
     are ``by_source``; a predictions table's system column is checked as
-    :func:`~hiersql.inputs.label_tables.expand` checks it: a NULL or empty value (the first such row of the NULL
-    and the empty groups), two spellings of one system, no row, a system name given that is not its only value."""
+    :func:`~hiersql.inputs.label_tables.expand` checks it: a NULL or empty value (the first row of the group
+    ``None``, which holds both), two spellings of one system, no row, a system name given that is not its only value."""
     wheres: dict[Key, TableWhere] = {}
     for k, source in enumerate(opened):
         found = by_source.get(k, {})
         if source.system is not None or not predictions:
             wheres[(k, source.system)] = TableWhere(source.where, source.columns)
             continue
-        bad = sorted((g for v, g in found.items() if not v), key=lambda g: _fault_key(g["_first"]))
-        if bad:
-            first = bad[0]["_first"]
-            raise InputError("missing system (NULL or empty)",
+        if None in found:
+            first = found[None]["_first"]
+            raise InputError(rules.MISSING_SYSTEM,
                              *locate(TableWhere(source.where, source.columns), None, "system", first["instance_id"],
-                                     first["label"]), value=bad[0]["system"])
+                                     first["label"]), value=first["system"])
         label_tables.check_spellings(((v, g["_spellings"]) for v, g in sorted(found.items())),
                                      source.columns["system"], source.where)
         if not found:
@@ -89,12 +89,6 @@ def system_wheres(opened: Sequence[Any], by_source: Mapping[int, Mapping[str | N
                              value=source.given)
         wheres.update({(k, v): TableWhere(source.where, source.columns, v) for v in sorted(found)})
     return wheres
-
-
-def _fault_key(row: Any) -> tuple:
-    """:data:`~hiersql.inputs.tables.FAULT_ORDER` of a row without a row order, in Python (the first rows of two
-    groups compared): its values, a missing one first, strings in code-point order."""
-    return tuple((row[k] is not None, row[k] or "") for k in ("instance_id", "label", "score_text", "rank_text"))
 
 
 def warn_cleaned(stats: Mapping[Key, Any], order: Sequence[Key], wheres: Mapping[Key, TableWhere],

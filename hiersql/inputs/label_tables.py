@@ -21,7 +21,7 @@ from .sources import (
     open_table,
     quote,
 )
-from .tables import FAULT_ORDER
+from .tables import MISSING_SYSTEM_ORDER
 
 if TYPE_CHECKING:
     import duckdb
@@ -221,10 +221,10 @@ def _systems(con: duckdb.DuckDBPyConnection, labels: LabelTable) -> list[str]:
     so are two values that are one system once the spaces around them are stripped (:func:`check_spellings`)."""
     rows = labels.rows()
     bad = con.execute(f"SELECT instance_id, line, system, label FROM ({rows}) WHERE system IS NULL OR system = ''"
-                      f" ORDER BY {FAULT_ORDER} LIMIT 1").fetchall()
+                      f" ORDER BY {MISSING_SYSTEM_ORDER} LIMIT 1").fetchall()
     if bad:
         where = _part_where(labels, None)
-        raise InputError("missing system (NULL or empty)",
+        raise InputError(rules.MISSING_SYSTEM,
                          *locate(where, bad[0][1], "system", bad[0][0], bad[0][3]), value=bad[0][2])
     found = con.execute(f"SELECT system, list(DISTINCT system_text ORDER BY system_text) FROM ({rows})"
                         " GROUP BY system ORDER BY system").fetchall()

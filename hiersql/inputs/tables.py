@@ -41,6 +41,8 @@ FAULT_KEYS = {"line": "CASE WHEN in_order THEN line END ASC NULLS FIRST",
               "label": "label ASC NULLS FIRST", "score_text": "score_text ASC NULLS FIRST",
               "rank_text": "rank_text ASC NULLS FIRST"}
 FAULT_ORDER = ", ".join(FAULT_KEYS.values())
+# Of the rows without a system (a NULL or an empty one), the one a message names: FAULT_ORDER, then a NULL first.
+MISSING_SYSTEM_ORDER = f"{FAULT_ORDER}, system ASC NULLS FIRST"
 
 
 def fault_order(*keys: str) -> str:

@@ -29,7 +29,7 @@ from ...inputs import flagged, label_tables, rules
 from ...inputs.arguments import check_option
 from ...inputs.postgres_tables import _pg_kind, _pg_split, describe
 from ...inputs.staging import warn_ranked_by_name, warn_unread_system
-from ...inputs.tables import FAULT_ORDER, RANK_ORDER, Columns, Table, split_name
+from ...inputs.tables import FAULT_ORDER, MISSING_SYSTEM_ORDER, RANK_ORDER, Columns, Table, split_name
 from ...options import SPACES
 from .engine import C
 
@@ -167,12 +167,14 @@ def _flag(engine: PostgresEngine, name: str, opened: list[_Source], predictions:
              keep=sql.SQL(keep))
     flags = [flag for flag, _, _ in flagged.ERRORS]
     groups = sql.SQL(
-        "SELECT _src, system, count(*) FILTER (WHERE _keep) AS kept, count(*) FILTER (WHERE _dup) AS dups,"
-        " (array_agg(line ORDER BY {fault}) FILTER (WHERE system IS NULL OR system = ''))[1] AS _first,"
+        "SELECT _src, nullif(system, '') AS system, count(*) FILTER (WHERE _keep) AS kept,"
+        " count(*) FILTER (WHERE _dup) AS dups,"
+        " (array_agg(line ORDER BY {missing}) FILTER (WHERE system IS NULL OR system = ''))[1] AS _first,"
         " max(_labels) AS _max_rank,"
         " array_agg(DISTINCT _system_text ORDER BY _system_text)"
-        "  FILTER (WHERE _system_text IS NOT NULL) AS _spellings, {flags} FROM {name} GROUP BY _src, system"
-    ).format(name=sql.Identifier(name), fault=sql.SQL(FAULT_ORDER), flags=sql.SQL(", ").join(
+        "  FILTER (WHERE _system_text IS NOT NULL) AS _spellings, {flags} FROM {name}"
+        " GROUP BY _src, nullif(system, '')"  # a NULL and an empty system: one group
+    ).format(name=sql.Identifier(name), missing=sql.SQL(MISSING_SYSTEM_ORDER), flags=sql.SQL(", ").join(
         sql.SQL("count(*) FILTER (WHERE {f}) AS {f}, (array_agg(line ORDER BY {fault}) FILTER (WHERE {f}))[1] AS {line}"
                 ).format(f=sql.Identifier(flag), fault=sql.SQL(FAULT_ORDER), line=sql.Identifier(f"{flag}_line"))
         for flag in flags))
@@ -185,9 +187,9 @@ def _flag(engine: PostgresEngine, name: str, opened: list[_Source], predictions:
     # the first row (FAULT_ORDER) of each group without a system and of each flag, fetched at once by (source, line)
     wanted = sorted({(g["_src"], line) for g in found for line in [g["_first"], *(g[f"{f}_line"] for f in flags)]
                      if line is not None})
-    first = {(r[0], r[1]): dict(zip(("instance_id", "label", "score_text", "rank_text"), r[2:], strict=True))
+    first = {(r[0], r[1]): dict(zip(("instance_id", "label", "score_text", "rank_text", "system"), r[2:], strict=True))
              for r in engine.conn.execute(sql.SQL(
-                 "SELECT _src, line, instance_id, label, score_text, rank_text FROM {} WHERE (_src, line) IN"
+                 "SELECT _src, line, instance_id, label, score_text, rank_text, system FROM {} WHERE (_src, line) IN"
                  " (SELECT * FROM unnest(CAST(%s AS integer[]), CAST(%s AS bigint[])))").format(sql.Identifier(name)),
                  [[w[0] for w in wanted], [w[1] for w in wanted]]).fetchall()}
     for group in found:

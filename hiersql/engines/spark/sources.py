@@ -313,14 +313,16 @@ def _flagged(engine: SparkEngine, opened: list[_Source], predictions: bool, unkn
     rank = F.expr(f"sum(CAST(_keep AS INT)) OVER (PARTITION BY {', '.join(unit)} ORDER BY {RANK_ORDER}"
                   " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)")
     # a group's first rows: the least by FAULT_ORDER (Spark orders a struct field by field, a NULL first)
-    first = F.struct("instance_id", "label", "score_text", "rank_text")
+    fault = ("instance_id", "label", "score_text", "rank_text")
+    first = F.struct(*fault)
     try:
         # _labels: the rows read of the row's instance (the store's test of whether its ranks mean something)
         rows = rows.withColumn("_keep", keep).withColumn("rank", rank.cast("int")).withColumn(
             "_labels", F.expr(f"count(*) OVER (PARTITION BY {', '.join(unit)})")).localCheckpoint(eager=True)
-        groups = rows.groupBy("_src", "system").agg(
+        # a NULL and an empty system are one group: its first row by MISSING_SYSTEM_ORDER (a NULL system first)
+        groups = rows.groupBy("_src", F.expr("nullif(system, '')").alias("system")).agg(
             F.count_if("_keep").alias("kept"), F.count_if("_dup").alias("dups"),
-            F.min(first).alias("_first"),
+            F.min(F.struct(*fault, "system")).alias("_first"),
             F.sort_array(F.collect_set("_system_text")).alias("_spellings"), F.max("_labels").alias("_max_rank"),
             *(F.count_if(flag).alias(flag) for flag, _, _ in flagged.ERRORS),
             *(F.min(F.when(F.col(flag), first)).alias(f"{flag}_first") for flag, _, _ in flagged.ERRORS),
