@@ -40,7 +40,7 @@ def cases(draw):
     """Edges, rows of ``truth (instance_id, label)`` and ``runs (system, instance_id, label, score)``, the options
     of evaluate, a seed for the second order and the input flags. Half the cases are dirty: their predictions
     hold labels not in the taxonomy, empty and missing labels, missing instances and scores that are not
-    numbers, each perhaps several times, of which an error (or, with ``--unknown ignore``, a warning) names one."""
+    numbers (a quarter of them missing systems too, NULL or empty), each perhaps several times, of which an error (or, with ``--unknown ignore``, a warning) names one."""
     edges, labels = draw(taxonomies())
     n = draw(st.integers(1, 5))
     truth = [(f"i{i}", label) for i in range(n)
@@ -48,7 +48,10 @@ def cases(draw):
     dirty = draw(st.booleans())
     names = st.sampled_from(labels + DIRT if dirty else labels)
     scores = st.sampled_from([*SCORES, math.nan] if dirty else SCORES)
-    runs = [(system, draw(st.sampled_from([f"i{i}", f"i{i}", None])) if dirty else f"i{i}", label,
+    # a quarter of the dirty cases write some rows' system as NULL or empty
+    missing = dirty and draw(st.booleans()) and draw(st.booleans())
+    runs = [(draw(st.sampled_from([system, system, None, ""])) if missing else system,
+             draw(st.sampled_from([f"i{i}", f"i{i}", None])) if dirty else f"i{i}", label,
              draw(scores) if system == "s" else None)
             for system in ("h", "s") for i in range(n) for label in draw(st.lists(names, max_size=3, unique=True))]
     flags = ["--unknown", "ignore"] if dirty and draw(st.booleans()) else []
