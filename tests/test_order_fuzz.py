@@ -40,7 +40,8 @@ def cases(draw):
     """Edges, rows of ``truth (instance_id, label)`` and ``runs (system, instance_id, label, score)``, the options
     of evaluate, a seed for the second order and the input flags. Half the cases are dirty: their predictions
     hold labels not in the taxonomy, empty and missing labels, missing instances and scores that are not
-    numbers (a quarter of them missing systems too, NULL or empty), each perhaps several times, of which an error (or, with ``--unknown ignore``, a warning) names one."""
+    numbers (a quarter of them missing systems too, NULL or empty), each perhaps several times, of which an error
+    (or, with ``--unknown ignore``, a warning) names one."""
     edges, labels = draw(taxonomies())
     n = draw(st.integers(1, 5))
     truth = [(f"i{i}", label) for i in range(n)
