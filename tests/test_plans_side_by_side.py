@@ -84,6 +84,7 @@ def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, 
         engine.partition_rows = 0
     threads: dict[str, str] = {}
     tracker, context = spark.sparkContext.statusTracker(), spark.sparkContext
+    seen = {e.executionId() for e in _sql_executions(spark)}
     before = set(tracker.getJobIdsForGroup(None))
     group = f"hiersql-test-plans-{at_once}"
     context.setJobGroup(group, "plans side by side")
@@ -97,6 +98,11 @@ def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, 
             context.setLocalProperty(key, None)
     assert tracker.getJobIdsForGroup(group)
     assert set(tracker.getJobIdsForGroup(None)) - before == set()
+    # each thread has local properties of its own: no job of one is counted in another's SQL execution, which
+    # Spark's SQL listener would then keep as running for ever (no submission time), with its plans' metrics
+    context._jsc.sc().listenerBus().waitUntilEmpty()
+    assert [e.executionId() for e in _sql_executions(spark) if e.executionId() not in seen
+            and (e.submissionTime() < 0 or e.completionTime().isEmpty())] == []
     spark_own = os.path.dirname(pyspark.__file__)  # pyspark's own notes (pandas 3) are not the steps'
     assert [str(w.message) for w in caught if not w.filename.startswith(spark_own)] == []
     assert set(threads) == families_of(rows) and len(threads) >= 4
@@ -110,6 +116,12 @@ def test_side_by_side_or_one_after_the_other_the_rows_equal_duckdb(spark, hand, 
     assert families_of(rows) == set(metrics)
     assert_rows_match(rows, reference(hand, metrics, Options()), tol=1e-12)
     engine.close()
+
+
+def _sql_executions(spark) -> list:
+    """The SQL executions Spark's status store holds (its JVM objects)."""
+    found = spark._jsparkSession.sharedState().statusStore().executionsList()
+    return [found.apply(i) for i in range(found.size())]
 
 
 @pytest.mark.spark

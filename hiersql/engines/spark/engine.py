@@ -250,7 +250,6 @@ class SparkEngine(Engine):
                                  .values()))  # made once here, not by two forks at once
         tag = f"hiersql-plans-{id(runs)}"
 
-        @inheritable_thread_target(self.spark)
         def run(plan: FamilyPlan, metrics: Sequence[str]) -> list[Row]:
             self.spark.addTag(tag)
             if on_plan is not None:
@@ -259,7 +258,9 @@ class SparkEngine(Engine):
 
         pool = ThreadPoolExecutor(self.plans_at_once, thread_name_prefix="hiersql-plan")
         try:
-            futures = [pool.submit(run, plan, metrics) for plan, metrics in runs]
+            # wrapped once per plan: the wrapper gives every call the one copy of the local properties it took, and
+            # threads sharing one would see each other's SQL execution ids
+            futures = [pool.submit(inheritable_thread_target(self.spark)(run), plan, metrics) for plan, metrics in runs]
             wait(futures)
         except BaseException:  # an interrupt: the plans' operations are interrupted until their threads end
             pool.shutdown(wait=False, cancel_futures=True)
