@@ -29,7 +29,7 @@ from ...inputs import flagged, label_tables, rules
 from ...inputs.arguments import check_option
 from ...inputs.postgres_tables import _pg_kind, _pg_split, describe
 from ...inputs.staging import warn_ranked_by_name, warn_unread_system
-from ...inputs.tables import FAULT_ORDER, MISSING_SYSTEM_ORDER, RANK_ORDER, Columns, Table, split_name
+from ...inputs.tables import MISSING_SYSTEM_ORDER, RANK_ORDER, Columns, Table, split_name
 from ...options import SPACES
 from .engine import C
 
@@ -149,15 +149,17 @@ def _flag(engine: PostgresEngine, name: str, opened: list[_Source], predictions:
         " AND NOT _no_truth" if no_truth == "ignore" else "")
     statement = sql.SQL(
         "CREATE TEMPORARY TABLE {name} AS WITH read AS ({rows}),"
+        # the nodes joined before the rows are sorted: else PostgreSQL may keep their order by a nested loop over
+        # the nodes (a comparison per row and node) rather than a hash join and a second sort
+        " noded AS (SELECT read.*, n.label IS NULL AS _not_node, coalesce(n.is_virtual, FALSE) AS _virtual"
+        "  FROM read LEFT JOIN {nodes} AS n ON n.label = read.label),"
         " r AS (SELECT *, row_number() OVER (PARTITION BY _src, system, instance_id, label ORDER BY {order}) > 1"
-        "  AS _dup FROM read),"
-        " checked AS (SELECT r.*, n.label IS NULL AS _not_node, coalesce(n.is_virtual, FALSE) AS _virtual,"
-        "  NOT {has_truth} AS _no_truth,"
+        "  AS _dup FROM noded),"
+        " checked AS (SELECT r.*, NOT {has_truth} AS _no_truth,"
         "  (r.instance_id IS NULL OR r.label IS NULL OR r.label = '' OR r.instance_id = ''"
         "   OR lower(r.label) = 'nan' OR lower(r.instance_id) = 'nan') AS _missing,"
         "  (r.score_text IS NOT NULL AND r.score_text <> '' AND (r.score IS NULL OR r.score = 'NaN')) AS _bad_score,"
-        "  (r._ranked AND (r.ord IS NULL OR r.ord = 'NaN' OR abs(r.ord) = 'Infinity')) AS _bad_rank"
-        "  FROM r LEFT JOIN {nodes} AS n ON n.label = r.label),"
+        "  (r._ranked AND (r.ord IS NULL OR r.ord = 'NaN' OR abs(r.ord) = 'Infinity')) AS _bad_rank FROM r),"
         " kept AS (SELECT *, _not_node AND NOT _dup AS _unknown FROM checked)"
         " SELECT *, CAST(sum(CASE WHEN {keep} THEN 1 ELSE 0 END) OVER (PARTITION BY _src, system, instance_id"
         "  ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS integer) AS rank,"
@@ -168,34 +170,38 @@ def _flag(engine: PostgresEngine, name: str, opened: list[_Source], predictions:
     flags = [flag for flag, _, _ in flagged.ERRORS]
     groups = sql.SQL(
         "SELECT _src, nullif(system, '') AS system, count(*) FILTER (WHERE _keep) AS kept,"
-        " count(*) FILTER (WHERE _dup) AS dups,"
-        " (array_agg(line ORDER BY {missing}) FILTER (WHERE system IS NULL OR system = ''))[1] AS _first,"
-        " max(_labels) AS _max_rank,"
+        " count(*) FILTER (WHERE _dup) AS dups, max(_labels) AS _max_rank,"
         " array_agg(DISTINCT _system_text ORDER BY _system_text)"
         "  FILTER (WHERE _system_text IS NOT NULL) AS _spellings, {flags} FROM {name}"
         " GROUP BY _src, nullif(system, '')"  # a NULL and an empty system: one group
-    ).format(name=sql.Identifier(name), missing=sql.SQL(MISSING_SYSTEM_ORDER), flags=sql.SQL(", ").join(
-        sql.SQL("count(*) FILTER (WHERE {f}) AS {f}, (array_agg(line ORDER BY {fault}) FILTER (WHERE {f}))[1] AS {line}"
-                ).format(f=sql.Identifier(flag), fault=sql.SQL(FAULT_ORDER), line=sql.Identifier(f"{flag}_line"))
-        for flag in flags))
+    ).format(name=sql.Identifier(name), flags=sql.SQL(", ").join(
+        sql.SQL("count(*) FILTER (WHERE {f}) AS {f}").format(f=sql.Identifier(flag)) for flag in flags))
     with engine.conn.transaction(), engine.conn.cursor() as cur:
         cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier("pg_temp", name)))
         cur.execute(DOUBLE_OR_NULL)
         cur.execute(statement)
         cur.execute(groups)
         found = [dict(zip([c.name for c in cur.description], row, strict=True)) for row in cur.fetchall()]
-    # the first row (FAULT_ORDER) of each group without a system and of each flag, fetched at once by (source, line)
-    wanted = sorted({(g["_src"], line) for g in found for line in [g["_first"], *(g[f"{f}_line"] for f in flags)]
-                     if line is not None})
-    first = {(r[0], r[1]): dict(zip(("instance_id", "label", "score_text", "rank_text", "system"), r[2:], strict=True))
-             for r in engine.conn.execute(sql.SQL(
-                 "SELECT _src, line, instance_id, label, score_text, rank_text, system FROM {} WHERE (_src, line) IN"
-                 " (SELECT * FROM unnest(CAST(%s AS integer[]), CAST(%s AS bigint[])))").format(sql.Identifier(name)),
-                 [[w[0] for w in wanted], [w[1] for w in wanted]]).fetchall()}
+    # the first row of each group without a system and of each flag that has rows, by MISSING_SYSTEM_ORDER (in a
+    # group with a system, FAULT_ORDER): a sort of the flagged rows alone, whose memory PostgreSQL bounds
+    wanted = [(f, sql.Identifier(f)) for f in flags if any(g[f] for g in found)]
+    if predictions and any(g["system"] is None for g in found):
+        wanted.append(("_first", sql.SQL("system IS NULL OR system = ''")))
+    first: dict[tuple[int, str | None, str], dict[str, Any]] = {}
+    if wanted:
+        rows = engine.conn.execute(sql.SQL(
+            "SELECT DISTINCT ON (_src, _group, _flag) _src, nullif(system, '') AS _group, _flag, instance_id, label,"
+            " score_text, rank_text, system FROM {name} CROSS JOIN LATERAL (VALUES {flags}) AS f(_flag, _on)"
+            " WHERE _on ORDER BY _src, _group, _flag, {order}").format(
+            name=sql.Identifier(name), order=sql.SQL(MISSING_SYSTEM_ORDER), flags=sql.SQL(", ").join(
+                sql.SQL("({}, {})").format(sql.Literal(f), on) for f, on in wanted))).fetchall()
+        first = {r[:3]: dict(zip(("instance_id", "label", "score_text", "rank_text", "system"), r[3:], strict=True))
+                 for r in rows}
     for group in found:
-        group["_first"] = first.get((group["_src"], group["_first"]))
+        key = (group["_src"], group["system"])
+        group["_first"] = first.get((*key, "_first"))
         for flag in flags:
-            group[f"{flag}_first"] = first.get((group["_src"], group.pop(f"{flag}_line")))
+            group[f"{flag}_first"] = first.get((*key, flag))
     return found
 
 
