@@ -65,7 +65,8 @@ FROM (
     FROM hcm_systems AS s
     CROSS JOIN hcm_instances AS i
     CROSS JOIN (SELECT l.label_id FROM hcm_labels AS l JOIN nodes AS n ON n.label = l.label WHERE n.is_root) AS r
-    WHERE s.first_grp + i.inst_no NOT IN (SELECT grp FROM labelled)
+    -- NOT EXISTS, not NOT IN: PostgreSQL runs a NOT IN whose rows exceed work_mem as a scan of them per row
+    WHERE NOT EXISTS (SELECT 1 FROM labelled AS x WHERE x.grp = s.first_grp + i.inst_no)
 ) AS set_labels
 
 -- name: hcm_paths (duckdb)
