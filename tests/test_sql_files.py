@@ -340,9 +340,9 @@ def test_a_not_in_subquery_reads_the_taxonomy_alone(file):
     there the condition is written ``NOT EXISTS``. A ``NOT IN`` reads the taxonomy's tables alone."""
     for variant in [None, *sorted(sqlfiles.variants(file))]:
         for name, body in sqlfiles.queries(file, variant).items():
-            tree = sqlfiles._parse(body)
-            ctes = {cte.alias: cte.this for cte in tree.find_all(exp.CTE)}
-            for member in tree.find_all(exp.In):
-                if isinstance(member.parent, exp.Not) and member.args.get("query") is not None:
-                    read = _tables_below(member.args["query"], ctes)
-                    assert read <= {"nodes", "edges", "closure"}, (name, variant, sorted(read))
+            for tree in _parse(body):  # a file without named queries may hold several statements
+                ctes = {cte.alias: cte.this for cte in tree.find_all(exp.CTE)}
+                for member in tree.find_all(exp.In):
+                    if isinstance(member.parent, exp.Not) and member.args.get("query") is not None:
+                        read = _tables_below(member.args["query"], ctes)
+                        assert read <= {"nodes", "edges", "closure"}, (name, variant, sorted(read))
