@@ -311,10 +311,10 @@ def render(
     ctes: list[exp.CTE] = []
     recursive = False
     for dep in dependencies(file, name, variant, text=text, skip=skip):
-        body = _parse(all_queries[dep])
+        body = _query_tree(file, dep, variant).copy()
         recursive |= _pop_ctes(body, ctes)
         ctes.append(exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(dep))))
-    tree = _parse(text if text is not None else all_queries[name])
+    tree = _parse(text) if text is not None else _query_tree(file, name, variant).copy()
     recursive |= _pop_ctes(tree, ctes)
     if ctes:
         tree.set("with_", exp.With(expressions=ctes, recursive=recursive or None))
@@ -323,6 +323,13 @@ def render(
     if tables:
         tree = _rename_tables(tree, tables)
     return tree.sql(dialect=dialect, pretty=pretty)
+
+
+@cache
+def _query_tree(file: str, name: str, variant: str | None):
+    """Query ``name`` of ``<file>.sql`` (as :func:`queries` gives it) parsed once per process, for :func:`render`
+    to copy: plans compose the same queries again and again, and copying a tree costs a seventh of parsing it."""
+    return _parse(queries(file, variant)[name])
 
 
 def table_name(value: str, where: str) -> str:

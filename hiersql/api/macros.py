@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .. import sqlfiles
@@ -35,9 +36,15 @@ def macro_statements(tables: Mapping[str, str] | None = None) -> dict[str, str]:
     ``input_rules.problems`` lists the problems of the input tables (:func:`hiersql.inputs.rules.problems_sql`);
     a macro that reads the input tables reads them cleaned and fails on the first problem that would give
     another number than ``hiersql evaluate`` (:func:`checked`)."""
+    return dict(_macro_statements(input_rules.tables_key(tables)))
+
+
+@lru_cache(maxsize=16)  # the same for every install with the same renames; composing them is most of an install
+def _macro_statements(key: input_rules.TablesKey) -> dict[str, str]:
     import sqlglot
     from sqlglot import exp
 
+    tables = input_rules.tables_of(key)
     defaults = _family_defaults()
     cleaned = input_rules.cleaned_names(tables)
     plans = {plan_of(fam).file: plan_of(fam) for fam in FAMILIES}

@@ -11,7 +11,7 @@ dialect's rewrites (:class:`~hiersql.engines.dialect.EngineDialect`), and sqlglo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from .. import sqlfiles
@@ -272,12 +272,21 @@ def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, opti
     ``no_truth``. Empty when ``sql`` reads no input table."""
     import re
 
+    read = tuple(t for t in input_rules.INPUT_TABLES if re.search(rf"\bhiersql_{t}\b", sql))
+    if not read:
+        return ""
+    rank = re.search(r"\brank\b", sql) is not None  # the HCM orders the labels of a set by rank
+    return _checks_script(read, rank, input_rules.tables_key(tables), dialect,
+                          tuple((name, options[name]) for name in input_rules.OPTIONS), pretty)
+
+
+@lru_cache(maxsize=64)  # the same for every measure that reads the same tables, and parsing them is most of its time
+def _checks_script(read: tuple[str, ...], rank: bool, key: input_rules.TablesKey, dialect: str,
+                   options: tuple[tuple[str, str], ...], pretty: bool) -> str:
     import sqlglot
     from sqlglot import exp
 
-    read = [t for t in input_rules.INPUT_TABLES if re.search(rf"\bhiersql_{t}\b", sql)]
-    if not read:
-        return ""
+    tables, options = input_rules.tables_of(key), dict(options)
     values = {name: sqlfiles._literal(options[name]) for name in input_rules.OPTIONS}
 
     def written(text: str, view: bool = False) -> str:
@@ -286,7 +295,6 @@ def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, opti
         return (collated(tree, dialect_of(dialect).text_collation) if view else tree).sql(dialect=dialect,
                                                                                           pretty=pretty)
 
-    rank = re.search(r"\brank\b", sql) is not None  # the HCM orders the labels of a set by rank
     out = ["-- hiersql input rules (docs/sql.md): fails with the first fault of the input tables, where hiersql"
            f" evaluate would refuse them (unknown={options['unknown']}, no_truth={options['no_truth']})",
            written(input_rules.guard_sql(tables, dialect, listed="", rank=rank)) + ";",

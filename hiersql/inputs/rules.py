@@ -19,6 +19,7 @@ So a measure over the SQL door equals ``hiersql evaluate`` over the same rows, o
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import NamedTuple
 
 # The readers' messages (hiersql.inputs.staging imports them; hiersql.inputs.sources says MISSING_SYSTEM).
@@ -239,12 +240,18 @@ def problems_sql(tables: Mapping[str, str] | None = None, rank: bool = True) -> 
     ``$no_truth`` (``error`` or ``ignore``) decide the action of unknown labels and instances without truth.
     ``rank``: the truth and predictions tables have a ``rank`` column, which the rules check (the printed SQL of a
     measure that reads no rank does not assume one)."""
+    return _problems_sql(tables_key(tables), rank)
+
+
+@lru_cache(maxsize=64)  # every macro, printed script and dbt model reads it, and it is ~20 kB of SQL to rename
+def _problems_sql(key: TablesKey, rank: bool) -> str:
     from ..sqlfiles import _parse, _rename_tables
 
-    names = {t: (tables or {}).get(t, t) for t in INPUT_TABLES}
+    tables = tables_of(key)
+    names = {t: tables.get(t, t) for t in INPUT_TABLES}
     union = " UNION ALL ".join(_rule_sql(rule, names) for rule in RULES if rank or rule.column != "rank")
     tree = _parse(f"SELECT * FROM ({union}) AS p ORDER BY table_name, column_name, row_key, value, rule")
-    return _rename_tables(tree, dict(tables or {})).sql(dialect="duckdb")
+    return _rename_tables(tree, tables).sql(dialect="duckdb")
 
 
 FAILURE_FUNCTIONS = {"duckdb": "error", "spark": "raise_error", "databricks": "raise_error"}
@@ -277,6 +284,11 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
     (:func:`ranked_sql`), and of duplicate rows the first in that order kept, with its score; the rows kept are
     ranked 1 .. n, as the store numbers them. Without it, a prediction's ``score`` is the highest of its
     duplicates (the first in the readers' order of a table without a rank column)."""
+    return _cleaned_sql(table, tables_key(tables), rank)
+
+
+@lru_cache(maxsize=64)
+def _cleaned_sql(table: str, key: TablesKey, rank: bool) -> str:
     from ..sqlfiles import _parse, _rename_tables
 
     known = "EXISTS (SELECT 1 FROM nodes AS n WHERE n.label = trim(r.label))"
@@ -297,7 +309,7 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
             "instances": "SELECT DISTINCT trim(instance_id) AS instance_id FROM instances",
             "systems": "SELECT DISTINCT system FROM systems",
         }[table]
-    return _rename_tables(_parse(sql), dict(tables or {})).sql(dialect="duckdb")
+    return _rename_tables(_parse(sql), tables_of(key)).sql(dialect="duckdb")
 
 
 def ranked_sql(table: str) -> str:
@@ -328,6 +340,20 @@ class InputTable(str):
         out = super().__new__(cls, name)
         out.query = query
         return out
+
+
+TablesKey = tuple[tuple[str, str, str | None], ...]
+
+
+def tables_key(tables: Mapping[str, str] | None) -> TablesKey:
+    """Table renames (``--table``) as a cache key: each name with the query of an :class:`InputTable` (two names
+    that are equal strings may read other queries)."""
+    return tuple((role, str(name), getattr(name, "query", None)) for role, name in (tables or {}).items())
+
+
+def tables_of(key: TablesKey) -> dict[str, str]:
+    """The renames of :func:`tables_key`."""
+    return {role: name if query is None else InputTable(name, query) for role, name, query in key}
 
 
 def input_sql(table: str, source: str, columns: Mapping[str, str]) -> str:
