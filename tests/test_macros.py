@@ -184,6 +184,20 @@ def test_tables_under_other_names(tmp_path, capsys):
     assert_hand_values(_rows(con, "SELECT * FROM hiersql_set_based()" + ORDER))
 
 
+def test_one_table_name_with_and_without_a_rank_column_each_gives_the_hand_values(tmp_path, capsys):
+    """The macros are made once per process and renames (``hiersql.api.macros``). A renamed truth table without a
+    rank column is read through a query that ranks it, under the same name: two installs in one process, the
+    table first with its rank column and then without, each give the hand values."""
+    for rank in (True, False):
+        path = tmp_path / f"rank_{rank}.duckdb"
+        store = _hand_file(path)
+        store.con.execute(f"CREATE TABLE gold AS SELECT instance_id, label{', rank' if rank else ''} FROM truth")
+        store.close()
+        assert main(["install-macros", "--db", str(path), "--table", "truth=gold"]) == 0, capsys.readouterr().err
+        with duckdb.connect(str(path)) as con:
+            assert_hand_values(_rows(con, "SELECT * FROM hiersql_set_based()" + ORDER))
+
+
 def test_an_empty_instances_table_beside_a_renamed_truth_is_warned_of(tmp_path, capsys):
     """--taxonomy makes hiersql's tables, instances and systems empty; with the truth and predictions renamed,
     every macro returned no rows without a word (tu s24-sql finding F11): a warning says what to give."""
