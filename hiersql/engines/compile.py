@@ -282,11 +282,11 @@ def checks_script(sql: str, tables: Mapping[str, str] | None, dialect: str, opti
 
 @lru_cache(maxsize=64)  # the same for every measure that reads the same tables, and parsing them is most of its time
 def _checks_script(read: tuple[str, ...], rank: bool, key: input_rules.TablesKey, dialect: str,
-                   options: tuple[tuple[str, str], ...], pretty: bool) -> str:
+                   chosen: tuple[tuple[str, str], ...], pretty: bool) -> str:
     import sqlglot
     from sqlglot import exp
 
-    tables, options = input_rules.tables_of(key), dict(options)
+    tables, options = input_rules.tables_of(key), dict(chosen)
     values = {name: sqlfiles._literal(options[name]) for name in input_rules.OPTIONS}
 
     def written(text: str, view: bool = False) -> str:
