@@ -284,11 +284,6 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
     (:func:`ranked_sql`), and of duplicate rows the first in that order kept, with its score; the rows kept are
     ranked 1 .. n, as the store numbers them. Without it, a prediction's ``score`` is the highest of its
     duplicates (the first in the readers' order of a table without a rank column)."""
-    return _cleaned_sql(table, tables_key(tables), rank)
-
-
-@lru_cache(maxsize=64)
-def _cleaned_sql(table: str, key: TablesKey, rank: bool) -> str:
     from ..sqlfiles import _parse, _rename_tables
 
     known = "EXISTS (SELECT 1 FROM nodes AS n WHERE n.label = trim(r.label))"
@@ -309,7 +304,7 @@ def _cleaned_sql(table: str, key: TablesKey, rank: bool) -> str:
             "instances": "SELECT DISTINCT trim(instance_id) AS instance_id FROM instances",
             "systems": "SELECT DISTINCT system FROM systems",
         }[table]
-    return _rename_tables(_parse(sql), tables_of(key)).sql(dialect="duckdb")
+    return _rename_tables(_parse(sql), dict(tables or {})).sql(dialect="duckdb")
 
 
 def ranked_sql(table: str) -> str:

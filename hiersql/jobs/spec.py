@@ -395,11 +395,11 @@ def _example(metrics: list[str], options: Any) -> None:
     """Evaluate ``metrics`` with ``options`` on a two-leaf taxonomy, one family at a time: the families' checks
     of option values run before any input is read. Errors that depend on the input (a measure that does not
     apply to it, a taxonomy without edge weights) are judged on the real input, when the unit runs."""
-    _example_passed(tuple(metrics), options)
+    _example_checked(tuple(metrics), options)
 
 
-@functools.lru_cache(maxsize=64)  # a schedule reads its job file again at each fire; a failure is not kept
-def _example_passed(metrics: tuple[str, ...], options: Any) -> bool:
+@functools.lru_cache(maxsize=64)  # a schedule reads its job file again at each fire; a failure (raised) is not kept
+def _example_checked(metrics: tuple[str, ...], options: Any) -> None:
     from ..measures import check_averages, compute, resolve, store_from_sets
 
     check_averages(list(metrics), options)  # what does not depend on the input: judged here, with its key
@@ -413,7 +413,6 @@ def _example_passed(metrics: tuple[str, ...], options: Any) -> bool:
                     raise
     finally:
         store.close()
-    return True
 
 
 def _source(text: str, base: Path, fail, role: str) -> str:
