@@ -194,18 +194,20 @@ def read_tables(sql: str) -> frozenset[str]:
 def read_label_columns(sql: str) -> frozenset[str]:
     """The columns of the label tables (:data:`LABEL_TABLES`) that query ``sql`` reads, as ``table.column``, by
     sqlglot's scope analysis: a column of a scope qualified by the alias of such a table, or unqualified in a
-    scope whose one source is such a table, unless it sits in the scope's ``ORDER BY`` and names one of the
+    scope whose one source (of its ``FROM`` and joins, not the common table expressions it could read) is such a
+    table, unless it sits in the scope's ``ORDER BY`` and names one of the
     scope's own outputs (which an ``ORDER BY`` reads first)."""
     from sqlglot import exp
     from sqlglot.optimizer.scope import traverse_scope
 
     found: set[str] = set()
     for scope in traverse_scope(_parse(sql)):
-        tables = {alias: source.name for alias, source in scope.sources.items()
+        selected = {alias: source for alias, (_, source) in scope.selected_sources.items()}  # FROM and JOINs
+        tables = {alias: source.name for alias, source in selected.items()
                   if isinstance(source, exp.Table) and not source.db and source.name in LABEL_TABLES}
         if not tables:
             continue
-        alone = next(iter(tables.values())) if len(scope.sources) == 1 else None
+        alone = next(iter(tables.values())) if len(selected) == 1 else None
         outputs = set(scope.expression.named_selects) if isinstance(scope.expression, exp.Select) else set()
         for column in scope.columns:
             order = column.find_ancestor(exp.Order, exp.Select)  # the scope's ORDER BY, not a window's

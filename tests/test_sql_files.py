@@ -108,8 +108,10 @@ def test_the_label_columns_a_query_reads_are_its_scopes_columns_of_truth_and_pre
     unqualified where that table is the scope's one source, unless the scope's ``ORDER BY`` names one of its own
     outputs so (a window's ``ORDER BY`` reads the table); a column of the same name of another table or made by
     the query is not. The families whose SQL reads ``rank`` (by hand: ``hcm_set_labels`` reads ``t.rank`` and
-    ``p.rank``, ``scoring_pairs`` ``t.rank``, ``severity_pairs`` and ``severity_ranked_distances`` ``p.rank``;
-    no other file names the column) are the ones the ranked-by-name warning names."""
+    ``p.rank``, ``scoring_pairs`` ``t.rank`` and, unqualified in ``predictions_left``, ``rank`` of ``predictions
+    AS p``, ``severity_pairs`` and ``severity_ranked_distances`` ``p.rank``; no other file names the column) are
+    the ones the ranked-by-name warning names. A scope's sources are its ``FROM`` and joins: a common table
+    expression it could read but does not leaves a table its one source."""
     joined = "SELECT t.rank, x.score FROM truth AS t JOIN other AS x ON x.label = t.label"
     assert sqlfiles.read_label_columns(joined) == {"truth.rank", "truth.label"}
     assert sqlfiles.read_label_columns("SELECT rank FROM predictions WHERE system = 'a'") == {
@@ -119,7 +121,29 @@ def test_the_label_columns_a_query_reads_are_its_scopes_columns_of_truth_and_pre
         "predictions.label", "predictions.score"}
     assert sqlfiles.read_label_columns("SELECT rank FROM (SELECT 1 AS rank) AS made") == set()
     assert sqlfiles.read_label_columns("SELECT row_number() OVER (ORDER BY rank) AS rank FROM truth") == {"truth.rank"}
+    assert sqlfiles.read_label_columns(
+        "WITH made AS (SELECT 1 AS rank) SELECT rank FROM made UNION ALL SELECT rank FROM predictions") == {
+        "predictions.rank"}
+    assert "predictions.rank" in sqlfiles.read_label_columns(sqlfiles.queries("scoring")["scoring_pairs"])
     assert sqlfiles.files_reading("rank") == ["confusion", "scoring", "severity"]
+
+
+def test_the_sql_files_qualify_label_columns_where_a_scope_joins_a_label_table():
+    """:func:`hiersql.sqlfiles.read_label_columns` attributes an unqualified column to a label table only in a
+    scope that reads nothing else: in a scope of the SQL files that joins ``truth`` or ``predictions`` to another
+    source, every column is qualified (``t.rank``, not ``rank``), so that no read goes unseen."""
+    from sqlglot.optimizer.scope import traverse_scope
+
+    unqualified = []
+    for file in sqlfiles.available():
+        for variant in (None, *sorted(sqlfiles.variants(file))):
+            for name, body in sqlfiles.queries(file, variant).items():
+                for scope in traverse_scope(sqlfiles._parse(body)):
+                    sources = [source for _, source in scope.selected_sources.values()]
+                    if len(sources) > 1 and any(isinstance(s, exp.Table) and s.name in sqlfiles.LABEL_TABLES
+                                                for s in sources):
+                        unqualified += [(file, variant, name, c.sql()) for c in scope.columns if not c.table]
+    assert unqualified == []
 
 
 def test_duckdb_variants_replace_portable_queries_only_when_asked():
