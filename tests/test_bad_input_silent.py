@@ -4,6 +4,7 @@ never becomes SQL text, and reused result files stay clean. Each test says what 
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import subprocess
 import sys
@@ -367,13 +368,17 @@ def test_sql_unknown_param(capsys):
     assert "--param" in capsys.readouterr().err
 
 
-def test_pred_glob_matching_the_truth_file_is_said(tmp_path, capsys):
+@pytest.mark.parametrize("expanded", [False, True], ids=["quoted glob", "the shell's expansion"])
+def test_pred_glob_matching_the_truth_file_is_said(tmp_path, capsys, expanded):
+    """``--pred 'run/*.tsv'``, or ``--pred run/*.tsv`` that the shell expands into the files it matches (one
+    ``--pred`` takes several sources), with the truth in ``run/``."""
     run = tmp_path / "run"
     run.mkdir()
     truth = write(run, "truth.tsv", TRUTH)
     write(run, "sys.tsv", "1\tb\n2\tb\n")
+    preds = sorted(glob.glob(str(run / "*.tsv"))) if expanded else [str(run / "*.tsv")]
     code = main(["evaluate", "--taxonomy", write(tmp_path, "tax.tsv", TAX), "--truth", truth, "--pred",
-                 str(run / "*.tsv"), "--metrics", "hp", "--format", "csv"])
+                 *preds, "--metrics", "hp", "--format", "csv"])
     out, err = capsys.readouterr()
     assert code == 0 and {r["system"] for r in csv.DictReader(io.StringIO(out))} == {"sys", "truth"}
     assert err == f"hiersql: warning: --pred: system 'truth' is the truth file {truth}; it is evaluated as a system\n"

@@ -52,6 +52,21 @@ def test_csv_output_full_precision(fixtures_dir, capsys):
     assert float(shallow["value"]) == 14 / 26  # repr() round-trips exactly
 
 
+def test_one_pred_flag_takes_several_sources_as_the_shell_expands_a_glob(fixtures_dir, capsys):
+    """``--pred shallow.tsv cautious.tsv`` (what the shell makes of ``--pred [cs]*.tsv``) is ``--pred
+    shallow.tsv --pred cautious.tsv``; shallow's hierarchical recall is the hand value above (14/26)."""
+    folder = fixtures_dir / "demo"
+    common = ["evaluate", "--taxonomy", str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth.tsv"),
+              "--metrics", "hr", "--average", "micro", "--format", "csv"]
+    files = [str(folder / f"{name}.tsv") for name in ("shallow", "cautious")]
+    assert main([*common, "--pred", *files]) == 0
+    several = capsys.readouterr().out
+    assert main([*common, "--pred", files[0], "--pred", files[1]]) == 0
+    assert several == capsys.readouterr().out
+    rows = {r["system"]: float(r["value"]) for r in csv.DictReader(io.StringIO(several))}
+    assert rows.keys() == {"cautious", "shallow"} and rows["shallow"] == 14 / 26
+
+
 def test_json_and_table_output(fixtures_dir, capsys):
     assert main(demo_args(fixtures_dir, "--format", "json", "--metrics", "sdl")) == 0
     data = json.loads(capsys.readouterr().out)

@@ -30,9 +30,9 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                              " or a table: duckdb:PATH::TABLE, postgresql://...::SCHEMA.TABLE, sql:SELECT ...")
     parser.add_argument("--truth", required=True, type=given, metavar="SOURCE",
                         help="true labels (a file or a table)")
-    parser.add_argument("--pred", action="append", required=True, metavar="NAME=SOURCE",
+    parser.add_argument("--pred", action="extend", nargs="+", required=True, metavar="NAME=SOURCE",
                         help="predictions of one system, or of one system per value of the system column of a"
-                             " table; repeat it, or give a glob (NAME = file stem)")
+                             " table; repeat it, give several, or a glob (NAME = file stem)")
     for role, default in (("instance", "instance_id"), ("label", "label"), ("system", "system"),
                           ("score", "score"), ("parent", "parent"), ("child", "child")):
         parser.add_argument(f"--{role}-col", metavar="COLUMN",
@@ -221,7 +221,7 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
     _check_column_flags(args, [source for _, source in preds])
-    _warn_truth_in_glob(args.pred, Path(args.truth))
+    _warn_truth_in_preds(args.pred, Path(args.truth))
     taxonomy: Any = args.taxonomy  # a file or a reference (Store.load reads both), or a table's columns named:
     if args.parent_col or args.child_col:
         taxonomy = partial(Taxonomy.from_table, args.taxonomy, parent=args.parent_col, child=args.child_col)
@@ -301,10 +301,10 @@ def _check_db_is_no_source(db: str, given: dict[str, list[Any]]) -> None:
                                  value=db)
 
 
-def _warn_truth_in_glob(specs: list[str], truth: Path) -> None:
-    """A ``--pred`` glob that matches the truth file too (``--pred 'run/*.tsv'`` with the truth in ``run/``)
-    would score the truth as one more, perfect, system without a word: say so (a truth given as ``NAME=FILE``
-    is the user's choice)."""
+def _warn_truth_in_preds(specs: list[str], truth: Path) -> None:
+    """A ``--pred`` glob that matches the truth file too (``--pred 'run/*.tsv'`` with the truth in ``run/``, or
+    the shell's expansion of ``--pred run/*.tsv``) would score the truth as one more, perfect, system without a
+    word: say so (a truth given as ``NAME=FILE`` is the user's choice)."""
     import warnings
 
     from ..errors import DataWarning
@@ -313,9 +313,9 @@ def _warn_truth_in_glob(specs: list[str], truth: Path) -> None:
         return
     for spec in specs:
         name, sep, _ = spec.partition("=")
-        if (sep and name and not any(ch in name for ch in "*?[/")) or not any(ch in spec for ch in "*?["):
+        if sep and name and not any(ch in name for ch in "*?[/"):
             continue
-        for match in map(Path, glob.glob(spec)):
+        for match in map(Path, glob.glob(spec) if any(ch in spec for ch in "*?[") else [spec]):
             if match.is_file() and match.samefile(truth):
                 warnings.warn(f"--pred: system {match.stem!r} is the truth file {truth}; it is evaluated as a"
                               " system", DataWarning, stacklevel=3)
