@@ -297,7 +297,7 @@ def test_cli_needs_two_systems(fixtures_dir, tmp_path, capsys, command):
     out = ["--out", str(tmp_path / "report.html")] if command == "report" else []
     assert main([command, "--taxonomy", str(folder / "taxonomy.tsv"), "--truth", str(folder / "truth.tsv"),
                  "--pred", f"a={folder / 'shallow.tsv'}", *out]) == 2
-    assert capsys.readouterr().err == f"hiersql: error: --pred: {command} ranks systems: it needs at least two: 1\n"
+    assert capsys.readouterr().err == f"hiersql: error: --pred: {command} needs at least two systems to rank: 1\n"
     assert not (tmp_path / "report.html").exists()
 
 

@@ -81,7 +81,7 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
     finally:
         steps.close()
     if len(store.systems()) < 2:
-        raise InputError(f"{args.command} ranks systems: it needs at least two", "--pred", value=len(store.systems()))
+        raise InputError(f"{args.command} needs at least two systems to rank", "--pred", value=len(store.systems()))
     side = store.cursor() if beside is not None else None
     try:
         with engine_of(args, store) as engine, \
