@@ -320,11 +320,13 @@ def render(
     recursive |= _pop_ctes(tree, ctes)
     if ctes:
         tree.set("with_", exp.With(expressions=ctes, recursive=recursive or None))
+    # the tree is render's own (parsed, or copied from the kept one): changed and written in place, not copied
+    # again (copies were a seventh of the printed scripts' time); copy=False reaches Expr.transform
     if params:
-        tree = exp.replace_placeholders(tree, **{k: _literal(v) for k, v in params.items()})
+        tree = exp.replace_placeholders(tree, copy=False, **{k: _literal(v) for k, v in params.items()})
     if tables:
         tree = _rename_tables(tree, tables)
-    return tree.sql(dialect=dialect, pretty=pretty)
+    return tree.sql(dialect=dialect, pretty=pretty, copy=False)
 
 
 @cache
@@ -361,7 +363,8 @@ def table_name(value: str, where: str) -> str:
 
 def _rename_tables(tree, tables: dict[str, str]):
     """Point table references at other tables; an unaliased reference keeps its old name as alias, so
-    ``truth.label`` still resolves after ``truth`` became ``warehouse.gold_labels``. CTE names are left alone."""
+    ``truth.label`` still resolves after ``truth`` became ``warehouse.gold_labels``. CTE names are left alone.
+    ``tree``, the caller's own, is changed in place."""
     from sqlglot import exp
 
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
@@ -377,7 +380,7 @@ def _rename_tables(tree, tables: dict[str, str]):
         new.set("alias", alias)
         return new
 
-    return tree.transform(swap)
+    return tree.transform(swap, copy=False)
 
 
 @cache

@@ -159,7 +159,7 @@ def render(
     replaces the query's own text), constant-folded (a branch switched off by a parameter, such as
     ``'ancestors' = 'descendants' AND ...``, disappears), plus the dialect's rewrites
     (:meth:`~hiersql.engines.dialect.EngineDialect.rewritten`)."""
-    return _tree(file, name, params, dialect, tables, skip, text).sql(dialect=dialect, pretty=pretty)
+    return _tree(file, name, params, dialect, tables, skip, text).sql(dialect=dialect, pretty=pretty, copy=False)
 
 
 def _tree(file: str, name: str | None, params: Mapping[str, object] | None, dialect: str,
@@ -290,10 +290,10 @@ def _checks_script(read: tuple[str, ...], rank: bool, key: input_rules.TablesKey
     values = {name: sqlfiles._literal(options[name]) for name in input_rules.OPTIONS}
 
     def written(text: str, view: bool = False) -> str:
-        tree = exp.replace_placeholders(sqlglot.parse_one(text + "\n", read="duckdb"), **values)
-        tree = tree if dialect == "duckdb" else tree.transform(input_rules.untyped)
+        tree = exp.replace_placeholders(sqlglot.parse_one(text + "\n", read="duckdb"), copy=False, **values)
+        tree = tree if dialect == "duckdb" else tree.transform(input_rules.untyped, copy=False)
         return (collated(tree, dialect_of(dialect).text_collation) if view else tree).sql(dialect=dialect,
-                                                                                          pretty=pretty)
+                                                                                          pretty=pretty, copy=False)
 
     out = ["-- hiersql input rules (docs/sql.md): fails with the first fault of the input tables, where hiersql"
            f" evaluate would refuse them (unknown={options['unknown']}, no_truth={options['no_truth']})",

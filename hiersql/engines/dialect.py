@@ -279,7 +279,7 @@ def decimals_as_doubles(tree: Any) -> Any:
             return exp.cast(node, exp.DataType.build("DOUBLE"))
         return node
 
-    return tree.transform(as_double)
+    return tree.transform(as_double, copy=False)
 
 
 def spark_hints(tree: Any) -> Any:

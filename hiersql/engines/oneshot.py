@@ -274,7 +274,7 @@ def _folded(file: str, query: str, params: tuple, done: frozenset[str], text: st
     skip = _not_read(file, query, done, text)
     tree = sqlglot.parse_one(render(file, query, dict(params), "duckdb", pretty=False, skip=skip, text=text) + "\n",
                              read="duckdb")
-    return None if tree.find(exp.Placeholder) else tree.sql(dialect="duckdb", comments=False)
+    return None if tree.find(exp.Placeholder) else tree.sql(dialect="duckdb", comments=False, copy=False)
 
 
 def _not_read(file: str, query: str, done: frozenset[str], text: str | None) -> frozenset[str]:

@@ -251,7 +251,7 @@ def _problems_sql(key: TablesKey, rank: bool) -> str:
     names = {t: tables.get(t, t) for t in INPUT_TABLES}
     union = " UNION ALL ".join(_rule_sql(rule, names) for rule in RULES if rank or rule.column != "rank")
     tree = _parse(f"SELECT * FROM ({union}) AS p ORDER BY table_name, column_name, row_key, value, rule")
-    return _rename_tables(tree, tables).sql(dialect="duckdb")
+    return _rename_tables(tree, tables).sql(dialect="duckdb", copy=False)
 
 
 FAILURE_FUNCTIONS = {"duckdb": "error", "spark": "raise_error", "databricks": "raise_error"}
@@ -304,7 +304,7 @@ def cleaned_sql(table: str, tables: Mapping[str, str] | None = None, rank: bool 
             "instances": "SELECT DISTINCT trim(instance_id) AS instance_id FROM instances",
             "systems": "SELECT DISTINCT system FROM systems",
         }[table]
-    return _rename_tables(_parse(sql), dict(tables or {})).sql(dialect="duckdb")
+    return _rename_tables(_parse(sql), dict(tables or {})).sql(dialect="duckdb", copy=False)
 
 
 def ranked_sql(table: str) -> str:
