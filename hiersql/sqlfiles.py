@@ -195,8 +195,8 @@ def read_label_columns(sql: str) -> frozenset[str]:
     """The columns of the label tables (:data:`LABEL_TABLES`) that query ``sql`` reads, as ``table.column``, by
     sqlglot's scope analysis: a column of a scope qualified by the alias of such a table, or unqualified in a
     scope whose one source (of its ``FROM`` and joins, not the common table expressions it could read) is such a
-    table, unless it sits in the scope's ``ORDER BY`` and names one of the
-    scope's own outputs (which an ``ORDER BY`` reads first)."""
+    table, unless it sits in the scope's ``ORDER BY`` and names one of the scope's own outputs (which an ``ORDER
+    BY`` reads first)."""
     from sqlglot import exp
     from sqlglot.optimizer.scope import traverse_scope
 
@@ -320,8 +320,8 @@ def render(
     recursive |= _pop_ctes(tree, ctes)
     if ctes:
         tree.set("with_", exp.With(expressions=ctes, recursive=recursive or None))
-    # the tree is render's own (parsed, or copied from the kept one): changed and written in place, not copied
-    # again (copies were a seventh of the printed scripts' time); copy=False reaches Expr.transform
+    # the tree is this call's own (parsed, or copied from the kept one): changed and written in place, not copied
+    # again (copy=False reaches Expr.transform through replace_placeholders' keywords)
     if params:
         tree = exp.replace_placeholders(tree, copy=False, **{k: _literal(v) for k, v in params.items()})
     if tables:
