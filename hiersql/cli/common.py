@@ -4,7 +4,6 @@ turns them into a loaded :class:`~hiersql.inputs.store.Store`."""
 from __future__ import annotations
 
 import argparse
-import glob
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -308,16 +307,16 @@ def _warn_truth_in_preds(specs: list[str], truth: Path) -> None:
     import warnings
 
     from ..errors import DataWarning
+    from ..inputs.arguments import given_name
 
     if not truth.is_file():
         return
     for spec in specs:
-        name, sep, _ = spec.partition("=")
-        if sep and name and not any(ch in name for ch in "*?[/"):
+        if given_name(spec) is not None:
             continue
-        for match in map(Path, glob.glob(spec) if any(ch in spec for ch in "*?[") else [spec]):
-            if match.is_file() and match.samefile(truth):
-                warnings.warn(f"--pred: system {match.stem!r} is the truth file {truth}; it is evaluated as a"
+        for _, source in parse_preds([spec]):  # the files a glob or a path names, as they are read
+            if isinstance(source, Path) and source.is_file() and source.samefile(truth):
+                warnings.warn(f"--pred: system {source.stem!r} is the truth file {truth}; it is evaluated as a"
                               " system", DataWarning, stacklevel=3)
 
 

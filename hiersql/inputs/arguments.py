@@ -42,6 +42,13 @@ def check_source_text(text: str, where: str | None) -> str:
     return text
 
 
+def given_name(spec: str) -> str | None:
+    """The system name of a ``NAME=SOURCE`` prediction spec, else ``None`` (an ``=`` after a glob character or a
+    ``/`` is part of a path)."""
+    name, sep, _ = spec.partition("=")
+    return name if sep and name and not any(ch in name for ch in "*?[/") else None
+
+
 def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = None
                 ) -> list[tuple[str | None, Path | str]]:
     """``NAME=SOURCE``, a table reference (:func:`hiersql.inputs.sources.is_reference`), a URI of another file system
@@ -59,7 +66,7 @@ def parse_preds(specs: list[str], where: str = "--pred", base: Path | None = Non
             out.append((None, spec))
             continue
         name, sep, path = spec.partition("=")
-        if sep and name and not any(ch in name for ch in "*?[/"):
+        if given_name(spec) is not None:
             if not path.strip():  # "s=": a name without its source
                 raise InputError(f"{EMPTY_SOURCE} (NAME=SOURCE)", where, value=spec)
             kept = is_reference(path) or is_uri(path)  # not a path of this machine's
