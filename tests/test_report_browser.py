@@ -118,6 +118,30 @@ def test_germeval_report_fits_a_laptop_screen(chromium, data_dir, tmp_path):
     assert _scroll_width(chromium, out, tmp_path) <= WIDTH
 
 
+def test_one_system_report_shows_its_values_without_a_ranking(chromium, data_dir, tmp_path, capsys):
+    """A report of one system: its values (those ``evaluate`` prints) with their intervals, the depth and
+    confusion sections, and no rank, group, test or agreement between measures (τ needs two systems)."""
+    canonical, out = data_dir / "canonical", tmp_path / "one.html"
+    args = ["--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
+            "--pred", str(canonical / "pred_b" / "Averbis__BOHB_CNN.tsv"), "--metrics", "hf,lca_f1",
+            "--average", "micro"]
+    assert main(["evaluate", *args, "--format", "csv"]) == 0
+    values = [float(line.split(",")[3]) for line in capsys.readouterr().out.splitlines()[1:]]
+    assert main(["report", *args, "--bootstrap", "200", "--out", str(out)]) == 0
+    result = run_chromium(chromium, out, "--dump-dom")
+    assert console_lines(result) == []
+    dom = result.stdout
+    instances = {line.split("\t")[0] for line in (canonical / "truth_b.tsv").read_text(encoding="utf-8").splitlines()}
+    assert f"1 system, {len(instances):,} instances, 2 measures." in dom
+    cells = re.findall(r"<td data-sort=\"1\">([0-9.]+)<span class=\"ci\">\[([0-9.]+), ([0-9.]+)\]</span></td>", dom)
+    assert [float(value) for value, _, _ in cells] == [round(v, 4) for v in values]  # hf, lca_f1 micro
+    assert all(float(low) <= float(value) <= float(high) for value, low, high in cells)
+    assert 'class="rank"' not in dom and 'class="best"' not in dom
+    for section in ("ranking", "intervals", "depth", "confusion", "provenance"):
+        assert f'<section id="{section}">' in dom
+    assert 'id="agreement"' not in dom and "Kendall" not in dom
+
+
 @pytest.fixture(scope="module")
 def nightly_report(tmp_path_factory, data_dir) -> Path:
     """The report of the nightly job of issue 38 (46 units): GermEval 2019 subtasks A (21 systems) and B (19)

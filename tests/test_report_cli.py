@@ -59,6 +59,26 @@ def test_stored_results_with_a_value_not_defined(data_dir, tmp_path, capsys):
     assert "data-sort='4'>nan<span class='rank'>-</span>" in row
 
 
+def test_stored_results_of_one_system(data_dir, tmp_path, capsys):
+    """One system's stored values: the table without a rank, and no agreement section (τ needs two systems)."""
+    canonical, db = data_dir / "canonical", tmp_path / "results.duckdb"
+    pred = canonical / "pred_b" / "Averbis__BOHB_CNN.tsv"
+    args = ["--taxonomy", str(canonical / "taxonomy.tsv"), "--truth", str(canonical / "truth_b.tsv"),
+            "--pred", str(pred), "--metrics", "hp,hf", "--average", "micro"]
+    assert main(["evaluate", *args, "--format", "csv"]) == 0
+    values = dict(line.split(",")[1::2] for line in capsys.readouterr().out.splitlines()[1:])
+    assert main(["evaluate", *args, "--db", str(db)]) == 0
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "page.html")]) == 0
+    capsys.readouterr()
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    row = page[page.index("data-sort='Averbis__BOHB_CNN'"):].split("</tr>")[0]
+    assert row.count("</td>") == 3 and "class='rank'" not in row and "class='best'" not in row
+    cells = [f"data-sort='1'>{float(values[metric]):.4f}</td>" for metric in ("hierarchical_precision",
+                                                                          "hierarchical_f1")]
+    assert all(cell in row for cell in cells), row
+    assert "One system." in page and "Agreement between measures" not in page and "<h3>Measures</h3>" in page
+
+
 @pytest.mark.parametrize(("out", "message"), [
     ("notes.txt", "is a file, not a folder for index.html (name the page FILE.html)"),
     ("folder.html", "is a folder; give FILE.html, or a folder name without .html"),

@@ -28,7 +28,7 @@ def page_values(page: Path) -> dict[tuple[str, str, str], str]:
         for table in re.findall(r"<table class='ranking sortable'>(.*?)</table>", body, re.S):
             measures = re.findall(r"<th>(.*?)</th>", table)
             for system, cells in re.findall(r"<tr><td class='system' data-sort='[^']*'>(.*?)</td>(.*?)</tr>", table):
-                shown = re.findall(r"<td[^>]*>([^<]*)<span class='rank'>", cells)
+                shown = re.findall(r"<td[^>]*>([^<]*)(?:<span class='rank'>|</td>)", cells)  # one system: no rank
                 for measure, value in zip(measures, shown, strict=True):
                     out[(unescape(heading), unescape(system), unescape(measure))] = value
     return out

@@ -77,6 +77,7 @@ def ranking_table(ranking: pd.DataFrame, systems: list[str] | None = None) -> st
     from .compare import group_letter, ordered_systems, rank_text
 
     systems = ordered_systems(ranking) if systems is None else systems
+    ranked = len(systems) > 1  # one system: no rank, group or shading
     measures = list(dict.fromkeys(ranking["measure"]))
     cells = {(c.measure, c.system): c for c in ranking.itertuples(index=False)}  # (a .loc per cell: 1 ms each)
     head = "".join(f"<th>{escape(m)}</th>" for m in measures)
@@ -88,13 +89,13 @@ def ranking_table(ranking: pd.DataFrame, systems: list[str] | None = None) -> st
             if c is None:  # no row for the measure (hard predictions at k > 1): an empty cell, sorted last
                 row.append(f"<td data-sort='{len(systems) + 1}'></td>")
                 continue
-            letter = group_letter(c.group)
+            letter = group_letter(c.group) if ranked else ""
             shade = "" if letter != "a" else " class='best'" if c.rank == 1 else " class='same'"
             interval = "" if c.ci_low != c.ci_low else f"<span class='ci'>[{c.ci_low:.4f}, {c.ci_high:.4f}]</span>"
             rank = rank_text(c.rank)
             order = len(systems) + 1 if rank == "-" else rank  # unranked last
-            row.append(f"<td{shade} data-sort='{order}'>{c.value:.4f}<span class='rank'>{rank}{letter}</span>"
-                       f"{interval}</td>")
+            shown = f"<span class='rank'>{rank}{letter}</span>" if ranked else ""
+            row.append(f"<td{shade} data-sort='{order}'>{c.value:.4f}{shown}{interval}</td>")
         lines.append("<tr>" + "".join(row) + "</tr>")
     lines.append("</tbody></table>")
     return "\n".join(lines)
@@ -275,38 +276,47 @@ def html_page(title: str, sections: list[tuple[str, str, str]], lead: str = "") 
             f"<script>{_SORT_SCRIPT}</script></body></html>\n")
 
 
-# the note of a ranking table of stored results (values and ranks only)
-STORED_NOTE = ("Each cell: the value and its rank (1 = best). No per-instance values (stored results), so no "
-               "intervals or tests. Click a column to sort by it.")
+def stored_note(ranked: bool) -> str:
+    """The note of a ranking table of stored results (values and ranks only; ``ranked``: of two systems or
+    more, else the values of one system)."""
+    if not ranked:
+        return "Each cell: the value. No per-instance values (stored results), so no intervals. One system."
+    return ("Each cell: the value and its rank (1 = best). No per-instance values (stored results), so no "
+            "intervals or tests. Click a column to sort by it.")
 
 
 def comparison_sections(comparison, breakdown: pd.DataFrame | None = None,
                         confusion: dict[str, pd.DataFrame] | None = None, confusion_depth: int | None = None
                         ) -> list[tuple[str, str, str]]:
     """The sections of a comparison (:class:`hiersql.analyses.compare.Comparison`): ranking table, dot plots, τ heat
-    map, and when given the per-depth breakdown and the confusion matrices."""
+    map, and when given the per-depth breakdown and the confusion matrices. A comparison of one system has its
+    values and intervals: no rank, group, test or τ."""
     from html import escape
 
     ranking = comparison.ranking
     s = comparison.settings
+    ranked = ranking["system"].nunique() > 1  # one system: its values and intervals, nothing to rank or test
     holm = ", Holm-corrected over the pairs of each measure" if s.get("holm") else ""
     without = sorted(set(ranking.loc[ranking["items"] == "", "measure"]))
-    note = (f"Each cell: the value, its rank and group letter, and below it the {s['confidence']:.0%} paired "
-            f"bootstrap interval ({s['n_resamples']:,} resamples, seed {s['seed']}). Systems with the letter "
+    interval = f"the {s['confidence']:.0%} {'paired ' if ranked else ''}bootstrap interval ({s['n_resamples']:,} " \
+               f"resamples, seed {s['seed']})"
+    note = (f"Each cell: the value, its rank and group letter, and below it {interval}. Systems with the letter "
             f"<b>a</b> are not significantly different from the best ({escape(s['test'])} test, α = {s['alpha']}"
-            f"{holm}); the best is shaded orange, its group blue. Click a column to sort by it.")
+            f"{holm}); the best is shaded orange, its group blue. Click a column to sort by it." if ranked else
+            f"Each cell: the value, and below it {interval}. One system: no rank, group or test.")
     if without:
-        note += (" No interval or test (the value is not a mean or a ratio of sums over instances) for: "
-                 + escape(", ".join(without)) + ".")
+        note += (f" No interval{' or test' if ranked else ''} (the value is not a mean or a ratio of sums over"
+                 " instances) for: " + escape(", ".join(without)) + ".")
     if len(without) == ranking["measure"].nunique():
-        note = STORED_NOTE
-    sections = [("ranking", "Ranking", f"<p class='note'>{note}</p><div class='scroll'>{ranking_table(ranking)}"
-                 "</div>"),
-                ("intervals", "Values and intervals", "<p class='note'>One panel per measure, best system at the "
-                 "top. Orange: the best; blue: not significantly different from it; grey: significantly worse; "
-                 "black: no test available. Lines: the intervals.</p>"
+        note = stored_note(ranked)
+    plots = ("One panel per measure, best system at the top. Orange: the best; blue: not significantly different "
+             "from it; grey: significantly worse; black: no test available. Lines: the intervals." if ranked else
+             "One panel per measure: the value (a dot) and its interval (a line), where it has one.")
+    sections = [("ranking", "Ranking" if ranked else "Measures",
+                 f"<p class='note'>{note}</p><div class='scroll'>{ranking_table(ranking)}</div>"),
+                ("intervals", "Values and intervals", f"<p class='note'>{plots}</p>"
                  + _image(dot_plots(ranking), "values with confidence intervals"))]
-    if len(comparison.kendall) > 1:
+    if ranked and len(comparison.kendall) > 1:  # τ between rankings of two systems or more
         sections.append(("agreement", "Agreement between measures", "<p class='note'>Kendall's τ-b between the "
                          "system rankings of each pair of measures (1: same order, -1: reversed), as in "
                          "Kosmopoulos et al. Table 12.</p>" + _image(tau_heatmap(comparison.kendall),
@@ -321,7 +331,7 @@ def comparison_sections(comparison, breakdown: pd.DataFrame | None = None,
         sections.append(("confusion", "Confusion matrices", f"<p class='note'>Multi-label confusion matrices"
                          f"{escape(depth)} (labels replaced by their ancestor at that depth; ∅: nothing "
                          "predicted or nothing true), each row divided by its sum: the share of the true label's "
-                         "instances predicted as each label. Systems in ranking order.</p>"
+                         f"instances predicted as each label.{' Systems in ranking order.' if ranked else ''}</p>"
                          + _image(confusion_grid({sy: confusion[sy] for sy in systems if sy in confusion}),
                                   "confusion matrices")))
     return sections

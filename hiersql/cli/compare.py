@@ -80,7 +80,7 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
         store = load_store(args, steps, families=set(groups))
     finally:
         steps.close()
-    if len(store.systems()) < 2:
+    if len(store.systems()) < 2 and args.command == "compare":  # a report of one system shows its values alone
         raise InputError(f"{args.command} needs at least two systems to rank", "--pred", value=len(store.systems()))
     side = store.cursor() if beside is not None else None
     try:

@@ -164,8 +164,9 @@ def input_report(store, comparison, inputs: list, command: str, title: str, out,
     severity = severity_section(store, comparison.ranking, make_options(**(options or {})))  # severity measures
     sections += [severity] if severity else []
     sections.append(("provenance", "How this page was made", provenance(command, inputs)))
-    lead = (f"{len(store.systems())} systems, {n_instances:,} instances, "
-            f"{comparison.ranking['measure'].nunique()} measures.")
+    n_systems, n_measures = len(store.systems()), comparison.ranking["measure"].nunique()
+    lead = (f"{n_systems} system{'s' if n_systems != 1 else ''}, {n_instances:,} instances, "
+            f"{n_measures} measure{'s' if n_measures != 1 else ''}.")
     return write_page(html_page(title, sections, lead), out, flag)
 
 

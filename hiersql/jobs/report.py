@@ -74,7 +74,7 @@ def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool, trend: pd
     the trend of the ranking's measures over the submissions of ``trend`` (rows of the same columns;
     :func:`~hiersql.jobs.trend.trend_table`), then the units."""
     from ..analyses.compare import ordered_systems
-    from ..analyses.report import STORED_NOTE, ranking_table, results_ranking
+    from ..analyses.report import ranking_table, results_ranking, stored_note
 
     stored = part[part["metric"].notna()]
     if stored.empty:
@@ -89,7 +89,8 @@ def dataset_tables(part: pd.DataFrame, wanted: list[str], given: bool, trend: pd
         measures = list(dict.fromkeys(ranking["measure"]))[:MAIN_COLUMNS]
     main = by_choice[by_choice["measure"].isin(measures)].drop(columns="position")
     systems = ordered_systems(main)
-    html = f"<p class='note'>{STORED_NOTE}</p><div class='scroll'>{ranking_table(main, systems)}</div>"
+    note = stored_note(len(systems) > 1)
+    html = f"<p class='note'>{note}</p><div class='scroll'>{ranking_table(main, systems)}</div>"
     rest = [m for m in dict.fromkeys(ranking["measure"]) if m not in measures]
     if rest:  # in tables as wide as the first, the systems in its order
         tables = "".join(f"<div class='scroll'>{ranking_table(ranking[ranking['measure'].isin(chunk)], systems)}</div>"
