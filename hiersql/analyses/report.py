@@ -298,8 +298,8 @@ def comparison_sections(comparison, breakdown: pd.DataFrame | None = None,
     ranked = ranking["system"].nunique() > 1  # one system: its values and intervals, nothing to rank or test
     holm = ", Holm-corrected over the pairs of each measure" if s.get("holm") else ""
     without = sorted(set(ranking.loc[ranking["items"] == "", "measure"]))
-    interval = f"the {s['confidence']:.0%} {'paired ' if ranked else ''}bootstrap interval ({s['n_resamples']:,} " \
-               f"resamples, seed {s['seed']})"
+    interval = (f"the {s['confidence']:.0%} {'paired ' if ranked else ''}bootstrap interval ({s['n_resamples']:,} "
+                f"resamples, seed {s['seed']})")
     note = (f"Each cell: the value, its rank and group letter, and below it {interval}. Systems with the letter "
             f"<b>a</b> are not significantly different from the best ({escape(s['test'])} test, α = {s['alpha']}"
             f"{holm}); the best is shaded orange, its group blue. Click a column to sort by it." if ranked else
