@@ -220,7 +220,7 @@ def load_store(args: argparse.Namespace, steps: Steps | None = None, engine: Any
     steps = steps or Steps(0, "")
     preds = parse_preds(args.pred)
     _check_column_flags(args, [source for _, source in preds])
-    _warn_truth_in_preds(args.pred, Path(args.truth))
+    _warn_truth_in_preds(args.pred, preds, Path(args.truth))
     taxonomy: Any = args.taxonomy  # a file or a reference (Store.load reads both), or a table's columns named:
     if args.parent_col or args.child_col:
         taxonomy = partial(Taxonomy.from_table, args.taxonomy, parent=args.parent_col, child=args.child_col)
@@ -300,10 +300,11 @@ def _check_db_is_no_source(db: str, given: dict[str, list[Any]]) -> None:
                                  value=db)
 
 
-def _warn_truth_in_preds(specs: list[str], truth: Path) -> None:
+def _warn_truth_in_preds(specs: list[str], preds: list[tuple[str | None, Path | str]], truth: Path) -> None:
     """A ``--pred`` glob that matches the truth file too (``--pred 'run/*.tsv'`` with the truth in ``run/``, or
     the shell's expansion of ``--pred run/*.tsv``) would score the truth as one more, perfect, system without a
-    word: say so (a truth given as ``NAME=FILE`` is the user's choice)."""
+    word: say so (a truth given as ``NAME=FILE`` is the user's choice). ``preds``: ``parse_preds(specs)``, whose
+    names are unique, so a name given in a spec marks that spec's one source."""
     import warnings
 
     from ..errors import DataWarning
@@ -311,13 +312,11 @@ def _warn_truth_in_preds(specs: list[str], truth: Path) -> None:
 
     if not truth.is_file():
         return
-    for spec in specs:
-        if given_name(spec) is not None:
-            continue
-        for _, source in parse_preds([spec]):  # the files a glob or a path names, as they are read
-            if isinstance(source, Path) and source.is_file() and source.samefile(truth):
-                warnings.warn(f"--pred: system {source.stem!r} is the truth file {truth}; it is evaluated as a"
-                              " system", DataWarning, stacklevel=3)
+    given = {given_name(spec) for spec in specs} - {None}
+    for name, source in preds:
+        if name not in given and isinstance(source, Path) and source.is_file() and source.samefile(truth):
+            warnings.warn(f"--pred: system {source.stem!r} is the truth file {truth}; it is evaluated as a system",
+                          DataWarning, stacklevel=3)
 
 
 def _check_label_universe(engine: Engine, labels: str | None) -> None:

@@ -80,8 +80,9 @@ def comparison_from_args(args: argparse.Namespace, beside=None):
         store = load_store(args, steps, families=set(groups))
     finally:
         steps.close()
-    if len(store.systems()) < 2 and args.command == "compare":  # a report of one system shows its values alone
-        raise InputError(f"{args.command} needs at least two systems to rank", "--pred", value=len(store.systems()))
+    n_systems = len(store.systems())
+    if n_systems < 2 and args.command == "compare":  # a report of one system shows its values alone
+        raise InputError("compare needs at least two systems to rank", "--pred", value=n_systems)
     side = store.cursor() if beside is not None else None
     try:
         with engine_of(args, store) as engine, \
